@@ -1,0 +1,493 @@
+#include "neff_format.h"
+
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cstdio>
+#include <cstring>
+#include <fstream>
+#include <sstream>
+
+#include "absl/strings/str_cat.h"
+#include "device_model.h"
+
+namespace neuroncc::neff {
+namespace {
+
+// Byte offsets of the public header layout.
+constexpr size_t kOffPkgVersion = 0;
+constexpr size_t kOffHeaderSize = 8;
+constexpr size_t kOffDataSize = 16;
+constexpr size_t kOffVersionMajor = 24;
+constexpr size_t kOffVersionMinor = 32;
+constexpr size_t kOffBuildVersion = 40;   // char[128]
+constexpr size_t kOffNumTpb = 168;        // u32
+constexpr size_t kOffHash = 172;          // u8[32]
+constexpr size_t kOffUuid = 204;          // u8[16]
+constexpr size_t kOffName = 220;          // char[256]
+constexpr size_t kOffRequestedTpb = 476;  // u32
+constexpr size_t kOffTpbPerNode = 480;    // u8[64]
+constexpr size_t kOffFeatureBits = 544;   // u64
+constexpr size_t kOffLncSize = 552;       // u32
+constexpr size_t kBuildVersionLen = 128;
+constexpr size_t kNameLen = 256;
+
+// Generous sanity bounds; they keep every size computation far from overflow.
+constexpr int64_t kMaxDimExtent = int64_t(1) << 40;
+constexpr int kMaxRank = 8;
+constexpr int kMaxApDims = 5;
+
+template <typename T>
+void PutLE(std::string& buf, size_t off, T value) {
+  for (size_t i = 0; i < sizeof(T); ++i) buf[off + i] = char(uint64_t(value) >> (8 * i) & 0xff);
+}
+
+template <typename T>
+T GetLE(std::string_view buf, size_t off) {
+  uint64_t v = 0;
+  for (size_t i = 0; i < sizeof(T); ++i) v |= uint64_t(uint8_t(buf[off + i])) << (8 * i);
+  return T(v);
+}
+
+std::string GetCString(std::string_view buf, size_t off, size_t len) {
+  std::string_view field = buf.substr(off, len);
+  size_t end = field.find('\0');
+  return std::string(field.substr(0, end == std::string_view::npos ? len : end));
+}
+
+size_t AlignUp(size_t v, size_t a) { return (v + a - 1) / a * a; }
+
+absl::Status Bad(const std::string& what) {
+  return absl::DataLossError(absl::StrCat("invalid NEFF: ", what));
+}
+
+bool ValidDType(DType d) { return d == F32 || d == BF16 || d == F16; }
+
+// Offsets are computed in bytes relative to the whole file, as the padding
+// between the executable and the first segment aligns file positions.
+size_t FirstSegmentOffset(size_t executable_size) {
+  return AlignUp(kHeaderSize + 8 + executable_size, kSegmentAlignment) - kHeaderSize;
+}
+
+}  // namespace
+
+size_t DTypeSize(DType dtype) {
+  switch (dtype) {
+    case F32: return 4;
+    case BF16: return 2;
+    case F16: return 2;
+    default: return 0;
+  }
+}
+
+const char* DTypeName(DType dtype) {
+  switch (dtype) {
+    case F32: return "float32";
+    case BF16: return "bfloat16";
+    case F16: return "float16";
+    default: return "invalid";
+  }
+}
+
+std::string_view Neff::Segment(uint32_t index) const {
+  const ConstantSegment& seg = executable.segments(int(index));
+  return std::string_view(payload).substr(seg.offset(), seg.size());
+}
+
+std::string SerializeHeader(const Header& h) {
+  std::string buf(kHeaderSize, '\0');
+  PutLE<uint64_t>(buf, kOffPkgVersion, h.pkg_version);
+  PutLE<uint64_t>(buf, kOffHeaderSize, h.header_size);
+  PutLE<uint64_t>(buf, kOffDataSize, h.data_size);
+  PutLE<uint64_t>(buf, kOffVersionMajor, h.neff_version_major);
+  PutLE<uint64_t>(buf, kOffVersionMinor, h.neff_version_minor);
+  std::memcpy(&buf[kOffBuildVersion], h.neff_build_version.data(),
+              std::min(h.neff_build_version.size(), kBuildVersionLen - 1));
+  PutLE<uint32_t>(buf, kOffNumTpb, h.num_tpb);
+  std::memcpy(&buf[kOffHash], h.hash.data(), h.hash.size());
+  std::memcpy(&buf[kOffUuid], h.uuid.data(), h.uuid.size());
+  std::memcpy(&buf[kOffName], h.name.data(), std::min(h.name.size(), kNameLen - 1));
+  PutLE<uint32_t>(buf, kOffRequestedTpb, h.requested_tpb_count);
+  std::memcpy(&buf[kOffTpbPerNode], h.tpb_per_node.data(), h.tpb_per_node.size());
+  PutLE<uint64_t>(buf, kOffFeatureBits, h.feature_bits);
+  PutLE<uint32_t>(buf, kOffLncSize, h.lnc_size);
+  return buf;
+}
+
+absl::StatusOr<Header> ParseHeader(std::string_view bytes) {
+  if (bytes.size() < kHeaderSize)
+    return Bad(absl::StrCat("file is ", bytes.size(), " bytes, shorter than the ",
+                            kHeaderSize, "-byte header"));
+  Header h;
+  h.pkg_version = GetLE<uint64_t>(bytes, kOffPkgVersion);
+  h.header_size = GetLE<uint64_t>(bytes, kOffHeaderSize);
+  h.data_size = GetLE<uint64_t>(bytes, kOffDataSize);
+  h.neff_version_major = GetLE<uint64_t>(bytes, kOffVersionMajor);
+  h.neff_version_minor = GetLE<uint64_t>(bytes, kOffVersionMinor);
+  h.neff_build_version = GetCString(bytes, kOffBuildVersion, kBuildVersionLen);
+  h.num_tpb = GetLE<uint32_t>(bytes, kOffNumTpb);
+  std::memcpy(h.hash.data(), bytes.data() + kOffHash, h.hash.size());
+  std::memcpy(h.uuid.data(), bytes.data() + kOffUuid, h.uuid.size());
+  h.name = GetCString(bytes, kOffName, kNameLen);
+  h.requested_tpb_count = GetLE<uint32_t>(bytes, kOffRequestedTpb);
+  std::memcpy(h.tpb_per_node.data(), bytes.data() + kOffTpbPerNode, h.tpb_per_node.size());
+  h.feature_bits = GetLE<uint64_t>(bytes, kOffFeatureBits);
+  h.lnc_size = GetLE<uint32_t>(bytes, kOffLncSize);
+  if (h.header_size != kHeaderSize)
+    return Bad(absl::StrCat("header_size is ", h.header_size, ", expected ", kHeaderSize));
+  if (h.neff_version_major != kVersionMajor)
+    return Bad(absl::StrCat("unsupported neff_version_major ", h.neff_version_major,
+                            " (this build reads ", kVersionMajor, ")"));
+  return h;
+}
+
+absl::StatusOr<std::string> SerializeNeff(Executable exe,
+                                          const std::vector<std::string>& segments,
+                                          std::string_view name,
+                                          std::string_view build_version) {
+  exe.set_format_version(kFormatVersion);
+  exe.clear_segments();
+  // Segment offsets depend on the executable's size, which depends on the
+  // offsets' varint widths: iterate until the layout is stable.
+  std::string exe_bytes;
+  for (int attempt = 0; attempt < 8; ++attempt) {
+    std::string before = exe_bytes;
+    size_t off = FirstSegmentOffset(exe_bytes.size());
+    exe.clear_segments();
+    for (const std::string& s : segments) {
+      ConstantSegment* seg = exe.add_segments();
+      seg->set_offset(off);
+      seg->set_size(s.size());
+      off = AlignUp(kHeaderSize + off + s.size(), kSegmentAlignment) - kHeaderSize;
+    }
+    exe_bytes.clear();
+    if (!exe.SerializeToString(&exe_bytes))  // deterministic: no map fields
+      return absl::InternalError("protobuf serialization failed");
+    if (exe_bytes.size() == before.size() && attempt > 0) break;
+  }
+  std::string payload(8, '\0');
+  PutLE<uint64_t>(payload, 0, exe_bytes.size());
+  payload += exe_bytes;
+  for (int i = 0; i < exe.segments_size(); ++i) {
+    payload.resize(exe.segments(i).offset(), '\0');
+    payload += segments[size_t(i)];
+  }
+  if (absl::Status st = VerifyExecutable(exe, payload.size()); !st.ok()) return st;
+
+  Header h;
+  h.data_size = payload.size();
+  h.neff_build_version = std::string(build_version);
+  h.hash = Sha256(payload.data(), payload.size());
+  std::copy(h.hash.begin() + 16, h.hash.end(), h.uuid.begin());
+  h.name = std::string(name);
+  return SerializeHeader(h) + payload;
+}
+
+uint64_t ProfileHash(const Header& header) {
+  uint64_t v = 0;
+  for (int i = 0; i < 8; ++i) v |= uint64_t(header.hash[size_t(i)]) << (8 * i);
+  return v;
+}
+
+absl::StatusOr<Neff> ParseNeff(std::string_view bytes) {
+  absl::StatusOr<Header> header = ParseHeader(bytes);
+  if (!header.ok()) return header.status();
+  size_t payload_size = bytes.size() - kHeaderSize;
+  if (header->data_size != payload_size)
+    return Bad(absl::StrCat("header says ", header->data_size, " payload bytes but the file has ",
+                            payload_size, " (truncated or padded file)"));
+  std::string_view payload = bytes.substr(kHeaderSize);
+  if (Sha256(payload.data(), payload.size()) != header->hash)
+    return Bad("payload SHA-256 does not match the header hash (corrupted file)");
+  if (payload.size() < 8) return Bad("payload too short for the executable length");
+  uint64_t exe_size = GetLE<uint64_t>(payload, 0);
+  if (exe_size > payload.size() - 8)
+    return Bad(absl::StrCat("executable length ", exe_size, " exceeds the payload"));
+  Neff neff;
+  neff.header = *header;
+  if (!neff.executable.ParseFromArray(payload.data() + 8, int(exe_size)))
+    return Bad("executable protobuf does not parse");
+  if (neff.executable.format_version() != kFormatVersion)
+    return Bad(absl::StrCat("unsupported executable format_version ",
+                            neff.executable.format_version()));
+  for (const ConstantSegment& seg : neff.executable.segments()) {
+    if (seg.offset() < 8 + exe_size)
+      return Bad("constant segment overlaps the executable");
+  }
+  if (absl::Status st = VerifyExecutable(neff.executable, payload.size()); !st.ok()) return st;
+  neff.payload = std::string(payload);
+  return neff;
+}
+
+namespace {
+
+absl::Status VerifyTile(const TileRef& t, const DeviceParams& dev, const std::string& where) {
+  if (!ValidDType(t.dtype())) return Bad(absl::StrCat(where, ": tile has an invalid dtype"));
+  if (t.partitions() == 0 || t.start_partition() >= dev.partitions ||
+      t.partitions() > dev.partitions - t.start_partition())
+    return Bad(absl::StrCat(where, ": tile partitions [", t.start_partition(), ", +",
+                            t.partitions(), ") outside 0..", dev.partitions));
+  uint64_t end = uint64_t(t.byte_offset()) + uint64_t(t.num_elements()) * DTypeSize(t.dtype());
+  if (t.num_elements() == 0 || end > dev.sbuf_bytes_per_partition)
+    return Bad(absl::StrCat(where, ": tile bytes [", t.byte_offset(), ", ", end,
+                            ") outside the ", dev.sbuf_bytes_per_partition,
+                            "-byte SBUF partition"));
+  return absl::OkStatus();
+}
+
+absl::Status SameShape(const TileRef& a, const TileRef& b, const std::string& where) {
+  if (a.partitions() != b.partitions() || a.num_elements() != b.num_elements())
+    return Bad(absl::StrCat(where, ": operand tiles differ in shape (", a.partitions(), "x",
+                            a.num_elements(), " vs ", b.partitions(), "x", b.num_elements(), ")"));
+  return absl::OkStatus();
+}
+
+absl::Status SamePartitions(const TileRef& a, const TileRef& b, const std::string& where) {
+  if (a.partitions() != b.partitions())
+    return Bad(absl::StrCat(where, ": per-partition operand spans ", b.partitions(),
+                            " partitions, expected ", a.partitions()));
+  return absl::OkStatus();
+}
+
+absl::Status VerifyAccessPattern(const Instruction& inst, const TileRef& tile,
+                                 const Executable& exe, const std::string& where) {
+  const AccessPattern& ap = inst.hbm();
+  if (ap.tensor() >= uint32_t(exe.tensors_size()))
+    return Bad(absl::StrCat(where, ": DMA names tensor ", ap.tensor(), " of ", exe.tensors_size()));
+  const Tensor& t = exe.tensors(int(ap.tensor()));
+  if (t.dtype() != tile.dtype())
+    return Bad(absl::StrCat(where, ": DMA between ", DTypeName(t.dtype()), " tensor and ",
+                            DTypeName(tile.dtype()), " tile"));
+  if (ap.dims_size() < 2 || ap.dims_size() > kMaxApDims)
+    return Bad(absl::StrCat(where, ": access pattern has ", ap.dims_size(), " dims"));
+  if (ap.dims(0).count() != int64_t(tile.partitions()))
+    return Bad(absl::StrCat(where, ": access pattern walks ", ap.dims(0).count(),
+                            " partitions, tile has ", tile.partitions()));
+  int64_t lo = ap.offset(), hi = ap.offset(), free_elems = 1;
+  for (int i = 0; i < ap.dims_size(); ++i) {
+    const Dim& d = ap.dims(i);
+    if (d.count() < 1 || d.count() > kMaxDimExtent || d.stride() > kMaxDimExtent ||
+        d.stride() < -kMaxDimExtent)
+      return Bad(absl::StrCat(where, ": access pattern dim ", i, " out of range"));
+    int64_t span = (d.count() - 1) * d.stride();
+    (span < 0 ? lo : hi) += span;
+    if (i > 0) {
+      free_elems *= d.count();
+      if (free_elems > kMaxDimExtent) return Bad(absl::StrCat(where, ": access pattern too large"));
+    }
+  }
+  if (free_elems != int64_t(tile.num_elements()))
+    return Bad(absl::StrCat(where, ": access pattern covers ", free_elems,
+                            " elements per partition, tile has ", tile.num_elements()));
+  int64_t tensor_elems = int64_t(t.size_bytes() / DTypeSize(t.dtype()));
+  if (ap.offset() < -kMaxDimExtent || ap.offset() > kMaxDimExtent || lo < 0 || hi >= tensor_elems)
+    return Bad(absl::StrCat(where, ": access pattern reaches elements [", lo, ", ", hi,
+                            "] of tensor '", t.name(), "' with ", tensor_elems, " elements"));
+  if (inst.opcode() == DMA_STORE && (t.kind() == INPUT || t.kind() == CONSTANT))
+    return Bad(absl::StrCat(where, ": DMA stores into read-only tensor '", t.name(), "'"));
+  return absl::OkStatus();
+}
+
+absl::Status VerifyInstruction(const Instruction& inst, const Kernel& k, const Executable& exe,
+                               const DeviceParams& dev, const std::string& where) {
+  if (inst.source_op() < -1 || inst.source_op() >= k.source_ops_size())
+    return Bad(absl::StrCat(where, ": source_op index out of range"));
+  bool is_dma = inst.opcode() == DMA_LOAD || inst.opcode() == DMA_STORE;
+  if (is_dma != (inst.engine() == DMA))
+    return Bad(absl::StrCat(where, ": opcode ", OpcodeName(inst.opcode()), " on engine ",
+                            EngineName(inst.engine())));
+  if (is_dma && inst.queue() >= dev.dma_queues)
+    return Bad(absl::StrCat(where, ": DMA queue ", inst.queue(), " beyond ", dev.dma_queues));
+  if (!is_dma && inst.queue() != 0) return Bad(absl::StrCat(where, ": compute queue must be 0"));
+  switch (inst.opcode()) {
+    case DMA_LOAD:
+      if (absl::Status st = VerifyTile(inst.out(), dev, where); !st.ok()) return st;
+      return VerifyAccessPattern(inst, inst.out(), exe, where);
+    case DMA_STORE:
+      if (absl::Status st = VerifyTile(inst.in0(), dev, where); !st.ok()) return st;
+      return VerifyAccessPattern(inst, inst.in0(), exe, where);
+    case TENSOR_TENSOR:
+      if (inst.engine() != VECTOR && inst.engine() != GPSIMD)
+        return Bad(absl::StrCat(where, ": tensor_tensor runs on vector or gpsimd"));
+      for (const TileRef* t : {&inst.out(), &inst.in0(), &inst.in1()})
+        if (absl::Status st = VerifyTile(*t, dev, where); !st.ok()) return st;
+      if (absl::Status st = SameShape(inst.out(), inst.in0(), where); !st.ok()) return st;
+      if (inst.alu() <= ALU_INVALID || inst.alu() >= BYPASS)
+        return Bad(absl::StrCat(where, ": invalid alu op"));
+      return SameShape(inst.out(), inst.in1(), where);
+    case TENSOR_SCALAR:
+    case ACTIVATION: {
+      if (inst.opcode() == ACTIVATION && inst.engine() != SCALAR)
+        return Bad(absl::StrCat(where, ": activation runs on the scalar engine"));
+      if (inst.opcode() == TENSOR_SCALAR && inst.engine() == TENSOR)
+        return Bad(absl::StrCat(where, ": tensor_scalar cannot run on the tensor engine"));
+      for (const TileRef* t : {&inst.out(), &inst.in0()})
+        if (absl::Status st = VerifyTile(*t, dev, where); !st.ok()) return st;
+      if (absl::Status st = SameShape(inst.out(), inst.in0(), where); !st.ok()) return st;
+      if (inst.has_in1()) {
+        if (absl::Status st = VerifyTile(inst.in1(), dev, where); !st.ok()) return st;
+        if (absl::Status st = SamePartitions(inst.out(), inst.in1(), where); !st.ok()) return st;
+      }
+      if (inst.has_accum()) {
+        if (inst.opcode() != ACTIVATION)
+          return Bad(absl::StrCat(where, ": only activation accumulates"));
+        if (absl::Status st = VerifyTile(inst.accum(), dev, where); !st.ok()) return st;
+        if (absl::Status st = SamePartitions(inst.out(), inst.accum(), where); !st.ok()) return st;
+      }
+      if (inst.opcode() == TENSOR_SCALAR && (inst.alu() <= ALU_INVALID || inst.alu() > BYPASS))
+        return Bad(absl::StrCat(where, ": invalid alu op"));
+      if (inst.opcode() == ACTIVATION && (inst.func() <= ACT_INVALID || inst.func() > RECIPROCAL))
+        return Bad(absl::StrCat(where, ": invalid activation function"));
+      return absl::OkStatus();
+    }
+    case TENSOR_REDUCE:
+      if (inst.engine() != VECTOR && inst.engine() != GPSIMD)
+        return Bad(absl::StrCat(where, ": tensor_reduce runs on vector or gpsimd"));
+      for (const TileRef* t : {&inst.out(), &inst.in0()})
+        if (absl::Status st = VerifyTile(*t, dev, where); !st.ok()) return st;
+      if (absl::Status st = SamePartitions(inst.in0(), inst.out(), where); !st.ok()) return st;
+      if (inst.alu() != ADD && inst.alu() != MAX && inst.alu() != MIN)
+        return Bad(absl::StrCat(where, ": tensor_reduce needs add, max or min"));
+      return absl::OkStatus();
+    default:
+      return Bad(absl::StrCat(where, ": unknown opcode ", int(inst.opcode())));
+  }
+}
+
+// Replays only the semaphore protocol: every queue runs in order, an
+// instruction issues once each of its waits is met. If no queue can make
+// progress before all are done, the kernel would hang on the device.
+absl::Status VerifyNoDeadlock(const Kernel& k, const std::string& where) {
+  std::vector<std::vector<const Instruction*>> queues(kMaxQueues);
+  for (const Instruction& inst : k.instructions())
+    queues[QueueIndex(inst.engine(), inst.queue())].push_back(&inst);
+  for (const Instruction& inst : k.instructions())
+    for (const Wait& w : inst.waits()) {
+      if (w.queue() >= kMaxQueues) return Bad(absl::StrCat(where, ": wait on queue ", w.queue()));
+      if (w.count() > queues[w.queue()].size())
+        return Bad(absl::StrCat(where, ": waits for ", w.count(), " instructions of queue ",
+                                QueueName(w.queue()), " which has ", queues[w.queue()].size()));
+    }
+  std::vector<size_t> done(kMaxQueues, 0);
+  size_t remaining = size_t(k.instructions_size());
+  while (remaining > 0) {
+    bool progressed = false;
+    for (uint32_t q = 0; q < kMaxQueues; ++q) {
+      while (done[q] < queues[q].size()) {
+        const Instruction* inst = queues[q][done[q]];
+        bool ready = std::all_of(inst->waits().begin(), inst->waits().end(),
+                                 [&](const Wait& w) { return done[w.queue()] >= w.count(); });
+        if (!ready) break;
+        ++done[q];
+        --remaining;
+        progressed = true;
+      }
+    }
+    if (!progressed) return Bad(absl::StrCat(where, ": semaphore waits deadlock"));
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace
+
+absl::Status VerifyExecutable(const Executable& exe, size_t payload_size) {
+  const DeviceParams* dev = DeviceForTarget(exe.target());
+  if (!dev) return Bad(absl::StrCat("unknown target '", exe.target(), "'"));
+  for (int i = 0; i < exe.segments_size(); ++i) {
+    const ConstantSegment& seg = exe.segments(i);
+    if ((kHeaderSize + seg.offset()) % kSegmentAlignment != 0)
+      return Bad(absl::StrCat("constant segment ", i, " is not 64-byte aligned"));
+    if (seg.offset() > payload_size || seg.size() > payload_size - seg.offset())
+      return Bad(absl::StrCat("constant segment ", i, " extends past the payload"));
+  }
+  for (int i = 0; i < exe.tensors_size(); ++i) {
+    const Tensor& t = exe.tensors(i);
+    std::string where = absl::StrCat("tensor ", i, " ('", t.name(), "')");
+    if (!ValidDType(t.dtype())) return Bad(absl::StrCat(where, " has an invalid dtype"));
+    if (t.shape_size() > kMaxRank) return Bad(absl::StrCat(where, " has rank above ", kMaxRank));
+    int64_t elems = 1;
+    for (int64_t d : t.shape()) {
+      if (d < 0 || d > kMaxDimExtent) return Bad(absl::StrCat(where, " has a bad dimension"));
+      elems *= d;
+      if (elems > kMaxDimExtent) return Bad(absl::StrCat(where, " is too large"));
+    }
+    if (t.size_bytes() != uint64_t(elems) * DTypeSize(t.dtype()))
+      return Bad(absl::StrCat(where, " size_bytes does not match its shape"));
+    switch (t.kind()) {
+      case INPUT:
+      case OUTPUT:
+        break;
+      case INTERMEDIATE:
+        if (t.arena_offset() > exe.arena_bytes() ||
+            t.size_bytes() > exe.arena_bytes() - t.arena_offset())
+          return Bad(absl::StrCat(where, " lies outside the HBM arena"));
+        break;
+      case CONSTANT:
+        if (t.segment() >= uint32_t(exe.segments_size()) ||
+            exe.segments(int(t.segment())).size() < t.size_bytes())
+          return Bad(absl::StrCat(where, " has no constant segment of its size"));
+        break;
+      default:
+        return Bad(absl::StrCat(where, " has an invalid kind"));
+    }
+  }
+  if (exe.arena_bytes() > (uint64_t(1) << 40)) return Bad("HBM arena too large");
+  auto check_io = [&](const google::protobuf::RepeatedField<uint32_t>& ids, TensorKind kind,
+                      const char* what) -> absl::Status {
+    int expected = 0;
+    for (const Tensor& t : exe.tensors()) expected += t.kind() == kind;
+    if (ids.size() != expected)
+      return Bad(absl::StrCat(what, " list has ", ids.size(), " entries for ", expected, " tensors"));
+    std::vector<bool> seen(size_t(exe.tensors_size()), false);
+    for (uint32_t id : ids) {
+      if (id >= uint32_t(exe.tensors_size()) || exe.tensors(int(id)).kind() != kind || seen[id])
+        return Bad(absl::StrCat(what, " list names tensor ", id, " wrongly"));
+      seen[id] = true;
+    }
+    return absl::OkStatus();
+  };
+  if (absl::Status st = check_io(exe.graph_inputs(), INPUT, "graph input"); !st.ok()) return st;
+  if (absl::Status st = check_io(exe.graph_outputs(), OUTPUT, "graph output"); !st.ok()) return st;
+  for (int ki = 0; ki < exe.kernels_size(); ++ki) {
+    const Kernel& k = exe.kernels(ki);
+    for (uint32_t id : k.inputs())
+      if (id >= uint32_t(exe.tensors_size())) return Bad(absl::StrCat("kernel ", ki, " input index"));
+    for (uint32_t id : k.outputs())
+      if (id >= uint32_t(exe.tensors_size())) return Bad(absl::StrCat("kernel ", ki, " output index"));
+    for (int ii = 0; ii < k.instructions_size(); ++ii) {
+      std::string where = absl::StrCat("kernel ", ki, " ('", k.name(), "') instruction ", ii);
+      if (absl::Status st = VerifyInstruction(k.instructions(ii), k, exe, *dev, where); !st.ok())
+        return st;
+    }
+    if (absl::Status st = VerifyNoDeadlock(k, absl::StrCat("kernel ", ki, " ('", k.name(), "')"));
+        !st.ok())
+      return st;
+  }
+  return absl::OkStatus();
+}
+
+absl::StatusOr<std::string> ReadFile(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) return absl::NotFoundError(absl::StrCat("cannot open '", path, "': ", std::strerror(errno)));
+  std::ostringstream ss;
+  ss << in.rdbuf();
+  if (in.bad()) return absl::DataLossError(absl::StrCat("error reading '", path, "'"));
+  return ss.str();
+}
+
+absl::Status WriteFileAtomic(const std::string& path, std::string_view bytes) {
+  std::string tmp = absl::StrCat(path, ".tmp.", ::getpid());
+  FILE* f = std::fopen(tmp.c_str(), "wb");
+  if (!f) return absl::PermissionDeniedError(absl::StrCat("cannot create '", tmp, "': ", std::strerror(errno)));
+  bool ok = std::fwrite(bytes.data(), 1, bytes.size(), f) == bytes.size();
+  ok = (std::fflush(f) == 0) && ok;
+  ok = (std::fclose(f) == 0) && ok;
+  if (!ok || std::rename(tmp.c_str(), path.c_str()) != 0) {
+    std::remove(tmp.c_str());
+    return absl::UnavailableError(absl::StrCat("cannot write '", path, "': ", std::strerror(errno)));
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace neuroncc::neff

@@ -1,0 +1,81 @@
+// Reading, writing and verifying NEFF files. Linked by both the compiler and
+// the runtime; depends only on protobuf, Abseil and the C++ library.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "neff.pb.h"
+#include "sha256.h"
+
+namespace neuroncc::neff {
+
+inline constexpr size_t kHeaderSize = 1024;
+inline constexpr size_t kSegmentAlignment = 64;
+inline constexpr uint64_t kPackageVersion = 1;
+inline constexpr uint64_t kVersionMajor = 2;  // our payload layout; bump on breaking change
+inline constexpr uint64_t kVersionMinor = 0;
+inline constexpr uint32_t kFormatVersion = 1;  // Executable.format_version
+
+// The public NEFF header fields, in file order (all little-endian).
+struct Header {
+  uint64_t pkg_version = kPackageVersion;
+  uint64_t header_size = kHeaderSize;
+  uint64_t data_size = 0;  // payload bytes following the header
+  uint64_t neff_version_major = kVersionMajor;
+  uint64_t neff_version_minor = kVersionMinor;
+  std::string neff_build_version;  // at most 127 bytes, NUL padded
+  uint32_t num_tpb = 1;
+  Sha256Digest hash{};             // SHA-256 of the payload
+  std::array<uint8_t, 16> uuid{};  // derived from the hash, so output stays deterministic
+  std::string name;                // at most 255 bytes
+  uint32_t requested_tpb_count = 1;
+  std::array<uint8_t, 64> tpb_per_node{};
+  uint64_t feature_bits = 0;
+  uint32_t lnc_size = 1;
+};
+
+// A parsed, verified NEFF. `payload` owns the bytes that segments point into.
+struct Neff {
+  Header header;
+  Executable executable;
+  std::string payload;
+
+  // Bytes of constant segment `index`; bounds were checked at parse time.
+  std::string_view Segment(uint32_t index) const;
+};
+
+// Serializes header + payload. `segments[i]` becomes constant segment i; the
+// offsets in the executable's segment table are filled in here.
+absl::StatusOr<std::string> SerializeNeff(Executable executable,
+                                          const std::vector<std::string>& segments,
+                                          std::string_view name,
+                                          std::string_view build_version);
+
+std::string SerializeHeader(const Header& header);
+absl::StatusOr<Header> ParseHeader(std::string_view bytes);
+
+// Parses and fully verifies a NEFF image: header fields, payload digest,
+// protobuf, and every index, shape, access pattern and wait in the program, so
+// that an executor can run it without further bounds checks.
+absl::StatusOr<Neff> ParseNeff(std::string_view bytes);
+
+// Semantic checks on an executable (also used by the compiler before writing).
+absl::Status VerifyExecutable(const Executable& executable, size_t payload_size);
+
+// The decimal id shared by `neff_<H>.neff` and `<H>_instid_0_vnc_0.ntff`: the
+// first 8 bytes of the header hash read as a little-endian u64.
+uint64_t ProfileHash(const Header& header);
+
+size_t DTypeSize(DType dtype);
+const char* DTypeName(DType dtype);
+
+absl::StatusOr<std::string> ReadFile(const std::string& path);
+// Writes to `path.tmp.<pid>` then renames, so readers never see a partial file.
+absl::Status WriteFileAtomic(const std::string& path, std::string_view bytes);
+
+}  // namespace neuroncc::neff
