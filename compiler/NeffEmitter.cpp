@@ -1,0 +1,124 @@
+#include "compiler/NeffEmitter.h"
+
+#include "absl/strings/str_cat.h"
+#include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "neff_format.h"
+#include "passes/IsaProto.h"
+#include "passes/Passes.h"
+
+using namespace mlir;
+
+namespace neuroncc {
+
+inline constexpr char kCompilerVersion[] = "neuron-cc 0.1.0";
+
+namespace {
+
+absl::Status fail(const std::string& msg) { return absl::InvalidArgumentError(msg); }
+
+neff::Tensor* addTensor(neff::Executable& exe, const std::string& name, neff::TensorKind kind,
+                        Type type) {
+  auto t = llvm::cast<RankedTensorType>(type);
+  neff::Tensor* tensor = exe.add_tensors();
+  tensor->set_name(name);
+  tensor->set_kind(kind);
+  tensor->set_dtype(dtypeOf(t.getElementType()));
+  for (int64_t d : t.getShape()) tensor->add_shape(d);
+  tensor->set_size_bytes(uint64_t(t.getNumElements()) * (t.getElementType().getIntOrFloatBitWidth() / 8));
+  return tensor;
+}
+
+}  // namespace
+
+absl::StatusOr<std::string> emitNeff(ModuleOp module, const EmitOptions& options) {
+  SmallVector<func::FuncOp> funcs(module.getOps<func::FuncOp>());
+  if (funcs.size() != 1)
+    return fail(absl::StrCat("expected exactly one function in the module, found ", funcs.size()));
+  func::FuncOp func = funcs.front();
+  neff::Executable exe;
+  exe.set_target(options.target);
+  exe.set_name(options.name);
+  exe.set_opt_level(options.optLevel);
+  exe.set_compiler_version(kCompilerVersion);
+  if (auto arena = func->getAttrOfType<IntegerAttr>(kArenaBytesAttr))
+    exe.set_arena_bytes(uint64_t(arena.getInt()));
+
+  llvm::DenseMap<Value, uint32_t> tensorOf;
+  for (BlockArgument arg : func.getArguments()) {
+    std::string name = absl::StrCat("input", arg.getArgNumber());
+    if (auto n = func.getArgAttrOfType<StringAttr>(arg.getArgNumber(), "nc.name"))
+      name = n.getValue().str();
+    tensorOf[arg] = uint32_t(exe.tensors_size());
+    exe.add_graph_inputs(uint32_t(exe.tensors_size()));
+    addTensor(exe, name, neff::INPUT, arg.getType());
+  }
+  Operation* ret = func.getBody().front().getTerminator();
+  for (auto [i, v] : llvm::enumerate(ret->getOperands())) {
+    if (!v.getDefiningOp<nc::KernelOp>())
+      return fail(absl::StrCat("graph output ", i,
+                               " is not computed on the device (it is an input or a constant); "
+                               "this is not supported yet"));
+    if (tensorOf.count(v))
+      return fail(absl::StrCat("graph output ", i, " repeats an earlier output; not supported yet"));
+    std::string name = absl::StrCat("output", i);
+    if (auto n = func.getResultAttrOfType<StringAttr>(unsigned(i), "nc.name")) name = n.getValue().str();
+    tensorOf[v] = uint32_t(exe.tensors_size());
+    exe.add_graph_outputs(uint32_t(exe.tensors_size()));
+    addTensor(exe, name, neff::OUTPUT, v.getType());
+  }
+
+  std::vector<std::string> segments;
+  for (Operation& op : func.getBody().front()) {
+    auto kernel = llvm::dyn_cast<nc::KernelOp>(op);
+    if (!kernel) continue;
+    if (!kernel.isLowered())
+      return fail(absl::StrCat("kernel '", kernel.getSymName().str(), "' was not lowered"));
+    neff::Kernel* k = exe.add_kernels();
+    k->set_name(kernel.getSymName().str());
+    for (Attribute a : kernel.getSourceOps()) k->add_source_ops(llvm::cast<StringAttr>(a).getValue().str());
+    if (auto s = kernel->getAttrOfType<IntegerAttr>(kSbufBytesAttr))
+      k->set_sbuf_bytes_per_partition(uint64_t(s.getInt()));
+    auto offsets = kernel->getAttrOfType<DenseI64ArrayAttr>(kResultOffsetsAttr);
+    for (Value in : kernel.getInputs()) {
+      if (!tensorOf.count(in)) {
+        auto cst = in.getDefiningOp<arith::ConstantOp>();
+        auto dense = cst ? llvm::dyn_cast<DenseElementsAttr>(cst.getValue()) : DenseElementsAttr();
+        if (!dense || dense.isSplat())
+          return fail(absl::StrCat("kernel '", kernel.getSymName().str(),
+                                   "' reads a value that is neither an input, a kernel result "
+                                   "nor a dense constant"));
+        ArrayRef<char> raw = dense.getRawData();
+        segments.emplace_back(raw.begin(), raw.end());
+        tensorOf[in] = uint32_t(exe.tensors_size());
+        neff::Tensor* t = addTensor(exe, absl::StrCat("const", segments.size() - 1), neff::CONSTANT,
+                                    in.getType());
+        t->set_segment(uint32_t(segments.size() - 1));
+      }
+      k->add_inputs(tensorOf[in]);
+    }
+    for (OpResult r : kernel.getResults()) {
+      if (!tensorOf.count(r)) {
+        if (!offsets || offsets[r.getResultNumber()] < 0)
+          return fail(absl::StrCat("kernel '", kernel.getSymName().str(),
+                                   "' has a result without an HBM placement (run ncc-plan-memory)"));
+        tensorOf[r] = uint32_t(exe.tensors_size());
+        neff::Tensor* t = addTensor(exe, absl::StrCat(kernel.getSymName().str(), ".out", r.getResultNumber()),
+                                    neff::INTERMEDIATE, r.getType());
+        t->set_arena_offset(uint64_t(offsets[r.getResultNumber()]));
+      }
+      k->add_outputs(tensorOf[r]);
+    }
+    Block& body = kernel.getBody().front();
+    llvm::DenseMap<Value, uint32_t> argTensor;
+    for (auto [i, v] : llvm::enumerate(kernel.getInputs())) argTensor[body.getArgument(unsigned(i))] = tensorOf[v];
+    for (auto [i, r] : llvm::enumerate(kernel.getResults()))
+      argTensor[body.getArgument(unsigned(kernel.getInputs().size() + i))] = tensorOf[r];
+    for (Operation& inst : body)
+      if (isIsaInstruction(&inst))
+        *k->add_instructions() = toProtoInstruction(&inst, [&](Value v) { return argTensor.lookup(v); });
+  }
+  return neff::SerializeNeff(std::move(exe), segments, options.name, kCompilerVersion);
+}
+
+}  // namespace neuroncc

@@ -1,0 +1,154 @@
+#include "dialects/aten/AtenDialect.h"
+
+#include "dialects/aten/TypeRules.h"
+#include "mlir/IR/Builders.h"
+#include "mlir/IR/OpImplementation.h"
+
+using namespace mlir;
+
+namespace neuroncc::aten {
+
+void AtenDialect::initialize() {
+  addOperations<
+#define GET_OP_LIST
+#include "dialects/aten/AtenOps.cpp.inc"
+      >();
+}
+
+namespace {
+
+RankedTensorType asRanked(Type t) { return llvm::dyn_cast_or_null<RankedTensorType>(t); }
+
+LogicalResult inferBinary(std::optional<Location> loc, Value self, Value other,
+                          SmallVectorImpl<Type>& results) {
+  auto a = asRanked(self.getType()), b = asRanked(other.getType());
+  if (!a || !b) return emitOptionalError(loc, "operands must be ranked tensors");
+  auto shape = broadcastShapes(a.getShape(), b.getShape());
+  if (!shape)
+    return emitOptionalError(loc, "operands are not broadcast-compatible: ",
+                             shapeToString(a.getShape()), " vs ", shapeToString(b.getShape()));
+  results.push_back(RankedTensorType::get(*shape, promoteTypes(a, b)));
+  return success();
+}
+
+LogicalResult inferSameAsOperand(std::optional<Location> loc, Value self,
+                                 SmallVectorImpl<Type>& results) {
+  auto a = asRanked(self.getType());
+  if (!a) return emitOptionalError(loc, "operand must be a ranked tensor");
+  results.push_back(a);
+  return success();
+}
+
+// Normalizes `dims` against `rank`, reporting out-of-range and repeated dims.
+FailureOr<SmallVector<int64_t>> normalizeDims(std::optional<Location> loc, ArrayRef<int64_t> dims,
+                                              int64_t rank) {
+  SmallVector<int64_t> out;
+  int64_t bound = std::max<int64_t>(rank, 1);  // a 0-d tensor accepts dim 0 / -1
+  for (int64_t d : dims) {
+    if (d < -bound || d >= bound)
+      return emitOptionalError(loc, "dim ", d, " is out of range for a rank-", rank, " tensor");
+    int64_t n = d < 0 ? d + bound : d;
+    if (llvm::is_contained(out, n))
+      return emitOptionalError(loc, "dim ", n, " appears more than once");
+    out.push_back(n);
+  }
+  llvm::sort(out);
+  return out;
+}
+
+LogicalResult inferReduction(std::optional<Location> loc, Value self, ArrayRef<int64_t> dims,
+                             bool keepdim, SmallVectorImpl<Type>& results) {
+  auto a = asRanked(self.getType());
+  if (!a) return emitOptionalError(loc, "operand must be a ranked tensor");
+  auto reduced = normalizeDims(loc, dims, a.getRank());
+  if (failed(reduced)) return failure();
+  // ATen reduces every dimension when the list is empty.
+  SmallVector<int64_t> shape;
+  for (int64_t i = 0; i < a.getRank(); ++i) {
+    bool is_reduced = reduced->empty() || llvm::is_contained(*reduced, i);
+    if (!is_reduced) shape.push_back(a.getDimSize(i));
+    else if (keepdim) shape.push_back(1);
+  }
+  results.push_back(RankedTensorType::get(shape, a.getElementType()));
+  return success();
+}
+
+}  // namespace
+
+#define NEURON_INFER_SIGNATURE(OP)                                                   \
+  LogicalResult OP::inferReturnTypes(MLIRContext*, std::optional<Location> loc,      \
+                                     ValueRange operands, DictionaryAttr attributes, \
+                                     OpaqueProperties properties, RegionRange regions, \
+                                     SmallVectorImpl<Type>& results)
+
+#define NEURON_BINARY_INFER(OP)                                        \
+  NEURON_INFER_SIGNATURE(OP) {                                         \
+    OP::Adaptor adaptor(operands, attributes, properties, regions);    \
+    return inferBinary(loc, adaptor.getSelf(), adaptor.getOther(), results); \
+  }
+NEURON_BINARY_INFER(MulTensorOp)
+NEURON_BINARY_INFER(DivTensorOp)
+NEURON_BINARY_INFER(AddTensorOp)
+NEURON_BINARY_INFER(SubTensorOp)
+
+#define NEURON_SAME_INFER(OP)                                       \
+  NEURON_INFER_SIGNATURE(OP) {                                      \
+    OP::Adaptor adaptor(operands, attributes, properties, regions); \
+    return inferSameAsOperand(loc, adaptor.getSelf(), results);     \
+  }
+NEURON_SAME_INFER(MulScalarOp)
+NEURON_SAME_INFER(AddScalarOp)
+NEURON_SAME_INFER(NegOp)
+NEURON_SAME_INFER(ExpOp)
+NEURON_SAME_INFER(RsqrtOp)
+NEURON_SAME_INFER(SqrtOp)
+
+#define NEURON_REDUCTION(OP)                                                        \
+  NEURON_INFER_SIGNATURE(OP) {                                                      \
+    OP::Adaptor adaptor(operands, attributes, properties, regions);                 \
+    return inferReduction(loc, adaptor.getSelf(), adaptor.getDim(), adaptor.getKeepdim(), \
+                          results);                                                 \
+  }                                                                                 \
+  SmallVector<int64_t> OP::getReducedDims() {                                       \
+    auto dims = normalizeDims(std::nullopt, getDim(), getSelf().getType().getRank()); \
+    SmallVector<int64_t> all;                                                       \
+    if (succeeded(dims) && !dims->empty()) return *dims;                            \
+    for (int64_t i = 0; i < getSelf().getType().getRank(); ++i) all.push_back(i);   \
+    return all;                                                                     \
+  }
+NEURON_REDUCTION(MeanDimOp)
+NEURON_REDUCTION(SumDimIntListOp)
+NEURON_REDUCTION(AmaxOp)
+
+NEURON_INFER_SIGNATURE(RmsNormOp) {
+  RmsNormOp::Adaptor adaptor(operands, attributes, properties, regions);
+  auto input = asRanked(adaptor.getInput().getType());
+  if (!input) return emitOptionalError(loc, "input must be a ranked tensor");
+  ArrayRef<int64_t> normalized = adaptor.getNormalizedShape();
+  if (normalized.empty())
+    return emitOptionalError(loc, "normalized_shape must not be empty");
+  if (int64_t(normalized.size()) > input.getRank() ||
+      input.getShape().take_back(normalized.size()) != normalized)
+    return emitOptionalError(loc, "normalized_shape ", shapeToString(normalized),
+                             " does not match the trailing dims of input shape ",
+                             shapeToString(input.getShape()));
+  if (Value weight = adaptor.getWeight()) {
+    auto w = asRanked(weight.getType());
+    if (!w || w.getShape() != normalized)
+      return emitOptionalError(loc, "weight shape ", shapeToString(w ? w.getShape() : ArrayRef<int64_t>{}),
+                               " must equal normalized_shape ", shapeToString(normalized));
+  }
+  if (auto eps = adaptor.getEps(); eps && !(eps->convertToDouble() >= 0))
+    return emitOptionalError(loc, "eps must be non-negative, got ", eps->convertToDouble());
+  Type elem = input.getElementType();
+  if (Value weight = adaptor.getWeight())
+    elem = promoteElementTypes(elem, asRanked(weight.getType()).getElementType());
+  results.push_back(RankedTensorType::get(input.getShape(), elem));
+  return success();
+}
+
+}  // namespace neuroncc::aten
+
+#include "dialects/aten/AtenDialect.cpp.inc"
+#define GET_OP_CLASSES
+#include "dialects/aten/AtenOps.cpp.inc"

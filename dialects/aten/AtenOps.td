@@ -1,0 +1,171 @@
+//===- AtenOps.td - the aten dialect ----------------------------*- tablegen -*-===//
+//
+// One op per ATen overload, named after it, on builtin ranked tensors. The
+// ops are value-semantic: no aliasing, no in-place variants (the exporter
+// functionalizes graphs before they get here).
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef NEURON_ATEN_OPS
+#define NEURON_ATEN_OPS
+
+include "mlir/IR/OpBase.td"
+include "mlir/IR/BuiltinAttributes.td"
+include "mlir/Interfaces/SideEffectInterfaces.td"
+include "mlir/Interfaces/InferTypeOpInterface.td"
+
+def Aten_Dialect : Dialect {
+  let name = "aten";
+  let summary = "ATen operator set, one op per overload";
+  let description = [{
+    Ops mirror PyTorch's ATen overloads (`aten::mul.Tensor` is `aten.mul.Tensor`)
+    with PyTorch's broadcasting and type-promotion rules. Scalars that ATen takes
+    as `Scalar` are attributes; 0-d tensors are ordinary operands.
+  }];
+  let cppNamespace = "::neuroncc::aten";
+}
+
+def Aten_FloatTensor : RankedTensorOf<[F32, BF16, F16]>;
+
+class Aten_Op<string mnemonic, list<Trait> traits = []>
+    : Op<Aten_Dialect, mnemonic,
+         !listconcat(traits, [Pure, DeclareOpInterfaceMethods<InferTypeOpInterface>])>;
+
+//===----------------------------------------------------------------------===//
+// Elementwise binary ops on two tensors.
+//===----------------------------------------------------------------------===//
+
+class Aten_BinaryTensorOp<string mnemonic, string op_summary, string example>
+    : Aten_Op<mnemonic> {
+  let summary = op_summary;
+  let description = !strconcat([{
+    Elementwise with PyTorch broadcasting (shapes aligned from the right, size-1
+    dimensions stretch) and type promotion: a 0-d tensor operand does not widen
+    the result dtype of a tensor with dimensions, mixed bf16/f16 gives f32.
+
+    ```mlir
+  }], example, [{
+    ```
+  }]);
+  let arguments = (ins Aten_FloatTensor:$self, Aten_FloatTensor:$other);
+  let results = (outs Aten_FloatTensor:$result);
+  let assemblyFormat = [{
+    $self `,` $other attr-dict `:` type($self) `,` type($other) `->` type($result)
+  }];
+}
+
+class Aten_BinaryAlphaOp<string mnemonic, string op_summary, string example>
+    : Aten_BinaryTensorOp<mnemonic, op_summary, example> {
+  let arguments = (ins Aten_FloatTensor:$self, Aten_FloatTensor:$other,
+                       DefaultValuedAttr<F64Attr, "1.0">:$alpha);
+}
+
+def Aten_MulTensorOp : Aten_BinaryTensorOp<"mul.Tensor", "self * other",
+  "%r = aten.mul.Tensor %x, %x : tensor<4x512xbf16>, tensor<4x512xbf16> -> tensor<4x512xbf16>">;
+def Aten_DivTensorOp : Aten_BinaryTensorOp<"div.Tensor", "self / other",
+  "%r = aten.div.Tensor %x, %n : tensor<4x512xf32>, tensor<4x1xf32> -> tensor<4x512xf32>">;
+def Aten_AddTensorOp : Aten_BinaryAlphaOp<"add.Tensor", "self + alpha * other",
+  "%r = aten.add.Tensor %m, %eps : tensor<4x1xbf16>, tensor<f32> -> tensor<4x1xbf16>">;
+def Aten_SubTensorOp : Aten_BinaryAlphaOp<"sub.Tensor", "self - alpha * other",
+  "%r = aten.sub.Tensor %x, %m {alpha = 1.0} : tensor<4x512xf32>, tensor<4x1xf32> -> tensor<4x512xf32>">;
+
+//===----------------------------------------------------------------------===//
+// Tensor-scalar ops (ATen `Scalar` arguments become attributes).
+//===----------------------------------------------------------------------===//
+
+class Aten_ScalarOp<string mnemonic, string op_summary, string example>
+    : Aten_Op<mnemonic> {
+  let summary = op_summary;
+  let description = !strconcat([{
+    A float `Scalar` does not change a floating tensor's dtype.
+
+    ```mlir
+  }], example, [{
+    ```
+  }]);
+  let arguments = (ins Aten_FloatTensor:$self, F64Attr:$other);
+  let results = (outs Aten_FloatTensor:$result);
+  let assemblyFormat = [{
+    $self `,` $other attr-dict `:` type($self) `->` type($result)
+  }];
+}
+
+def Aten_MulScalarOp : Aten_ScalarOp<"mul.Scalar", "self * scalar",
+  "%r = aten.mul.Scalar %x, 2.0 : tensor<4x512xf32> -> tensor<4x512xf32>">;
+def Aten_AddScalarOp : Aten_ScalarOp<"add.Scalar", "self + alpha * scalar",
+  "%r = aten.add.Scalar %x, 1.0e-06 : tensor<4x1xbf16> -> tensor<4x1xbf16>"> {
+  let arguments = (ins Aten_FloatTensor:$self, F64Attr:$other,
+                       DefaultValuedAttr<F64Attr, "1.0">:$alpha);
+}
+
+//===----------------------------------------------------------------------===//
+// Elementwise unary ops.
+//===----------------------------------------------------------------------===//
+
+class Aten_UnaryOp<string mnemonic, string op_summary> : Aten_Op<mnemonic> {
+  let summary = op_summary;
+  let description = !strconcat("Elementwise; the result has the operand's type.\n\n",
+    "```mlir\n%r = aten.", mnemonic, " %x : tensor<4x1xf32> -> tensor<4x1xf32>\n```");
+  let arguments = (ins Aten_FloatTensor:$self);
+  let results = (outs Aten_FloatTensor:$result);
+  let assemblyFormat = "$self attr-dict `:` type($self) `->` type($result)";
+}
+
+def Aten_NegOp : Aten_UnaryOp<"neg", "-self">;
+def Aten_ExpOp : Aten_UnaryOp<"exp", "e ** self">;
+def Aten_RsqrtOp : Aten_UnaryOp<"rsqrt", "1 / sqrt(self)">;
+def Aten_SqrtOp : Aten_UnaryOp<"sqrt", "sqrt(self)">;
+
+//===----------------------------------------------------------------------===//
+// Reductions.
+//===----------------------------------------------------------------------===//
+
+class Aten_ReductionOp<string mnemonic, string op_summary> : Aten_Op<mnemonic> {
+  let summary = op_summary;
+  let description = !strconcat([{
+    Reduces over `dim` (negative values count from the end; each at most once).
+    With `keepdim` the reduced dimensions stay with size 1.
+
+    ```mlir
+    %r = aten.}], mnemonic, [{ %x {dim = array<i64: -1>, keepdim = true}
+        : tensor<4x512xbf16> -> tensor<4x1xbf16>
+    ```
+  }]);
+  let arguments = (ins Aten_FloatTensor:$self, DenseI64ArrayAttr:$dim,
+                       DefaultValuedAttr<BoolAttr, "false">:$keepdim);
+  let results = (outs Aten_FloatTensor:$result);
+  let assemblyFormat = "$self attr-dict `:` type($self) `->` type($result)";
+  let extraClassDeclaration = [{
+    // `dim` normalized to [0, rank), sorted.
+    ::llvm::SmallVector<int64_t> getReducedDims();
+  }];
+}
+
+def Aten_MeanDimOp : Aten_ReductionOp<"mean.dim", "arithmetic mean over dims">;
+def Aten_SumDimIntListOp : Aten_ReductionOp<"sum.dim_IntList", "sum over dims">;
+def Aten_AmaxOp : Aten_ReductionOp<"amax", "maximum over dims">;
+
+//===----------------------------------------------------------------------===//
+// Composite ops.
+//===----------------------------------------------------------------------===//
+
+def Aten_RmsNormOp : Aten_Op<"rms_norm"> {
+  let summary = "root-mean-square normalization over the trailing dims";
+  let description = [{
+    `input * rsqrt(mean(input^2, trailing normalized_shape dims) + eps) * weight`.
+    When `eps` is absent PyTorch uses the dtype's machine epsilon.
+
+    ```mlir
+    %r = aten.rms_norm %x, %w {normalized_shape = array<i64: 512>, eps = 1.0e-06}
+        : tensor<4x512xbf16>, tensor<512xbf16> -> tensor<4x512xbf16>
+    ```
+  }];
+  let arguments = (ins Aten_FloatTensor:$input, Optional<Aten_FloatTensor>:$weight,
+                       DenseI64ArrayAttr:$normalized_shape, OptionalAttr<F64Attr>:$eps);
+  let results = (outs Aten_FloatTensor:$result);
+  let assemblyFormat = [{
+    $input (`,` $weight^)? attr-dict `:` type($input) (`,` type($weight)^)? `->` type($result)
+  }];
+}
+
+#endif // NEURON_ATEN_OPS

@@ -1,0 +1,186 @@
+#include "dialects/nc/NcDialect.h"
+
+#include "mlir/IR/Builders.h"
+#include "mlir/IR/OpImplementation.h"
+
+using namespace mlir;
+
+namespace neuroncc::nc {
+
+void NcDialect::initialize() {
+  addOperations<
+#define GET_OP_LIST
+#include "dialects/nc/NcOps.cpp.inc"
+      >();
+}
+
+bool isSbufTile(Type type) {
+  auto m = llvm::dyn_cast<MemRefType>(type);
+  if (!m || m.getRank() != 2) return false;
+  auto space = llvm::dyn_cast_or_null<IntegerAttr>(m.getMemorySpace());
+  return space && space.getInt() == kSbufMemorySpace;
+}
+
+namespace {
+
+bool isHbm(Type type) {
+  auto m = llvm::dyn_cast<MemRefType>(type);
+  return m && !m.getMemorySpace();
+}
+
+LogicalResult verifyTile(Operation* op, Value v, StringRef name) {
+  if (!isSbufTile(v.getType()))
+    return op->emitOpError() << name << " must be an SBUF tile (rank-2 memref in memory space "
+                             << kSbufMemorySpace << "), got " << v.getType();
+  auto m = llvm::cast<MemRefType>(v.getType());
+  if (m.getDimSize(0) < 1 || m.getDimSize(0) > kNumPartitions)
+    return op->emitOpError() << name << " spans " << m.getDimSize(0)
+                             << " partitions; a NeuronCore has " << kNumPartitions;
+  return success();
+}
+
+ArrayRef<int64_t> tileShape(Value v) { return llvm::cast<MemRefType>(v.getType()).getShape(); }
+
+LogicalResult verifySameShape(Operation* op, Value a, Value b, StringRef what) {
+  if (tileShape(a) != tileShape(b))
+    return op->emitOpError() << what << " tiles must have the same shape";
+  return success();
+}
+
+LogicalResult verifyPerPartitionScalar(Operation* op, Value out, Value scalar, StringRef what) {
+  if (failed(verifyTile(op, scalar, what))) return failure();
+  if (tileShape(scalar)[0] != tileShape(out)[0])
+    return op->emitOpError() << what << " must span the output's " << tileShape(out)[0]
+                             << " partitions";
+  return success();
+}
+
+LogicalResult verifyAlu(Operation* op, StringRef alu, ArrayRef<StringRef> allowed) {
+  if (!llvm::is_contained(allowed, alu)) {
+    auto diag = op->emitOpError() << "alu '" << alu << "' is not one of ";
+    llvm::interleaveComma(allowed, diag);
+    return diag;
+  }
+  return success();
+}
+
+// A DMA access pattern is (stride, count) pairs: first the partition walk,
+// then the free dims whose counts multiply to the tile's row length.
+LogicalResult verifyDma(Operation* op, Value hbm, Value tile, int64_t part_start,
+                        ArrayRef<int64_t> ap) {
+  if (!isHbm(hbm.getType())) return op->emitOpError() << "HBM operand must be a plain memref";
+  if (failed(verifyTile(op, tile, "tile"))) return failure();
+  auto h = llvm::cast<MemRefType>(hbm.getType());
+  auto t = llvm::cast<MemRefType>(tile.getType());
+  if (h.getElementType() != t.getElementType())
+    return op->emitOpError() << "DMA does not convert: HBM " << h.getElementType() << " vs tile "
+                             << t.getElementType();
+  if (ap.size() < 4 || ap.size() % 2 != 0)
+    return op->emitOpError() << "access pattern needs (stride, count) pairs for the partition "
+                                "dim and at least one free dim";
+  int64_t parts = ap[1], free_elems = 1;
+  for (size_t i = 3; i < ap.size(); i += 2) free_elems *= ap[i];
+  if (part_start < 0 || parts < 1 || part_start + parts > t.getDimSize(0))
+    return op->emitOpError() << "partitions [" << part_start << ", " << part_start + parts
+                             << ") are outside the tile's " << t.getDimSize(0);
+  if (free_elems != t.getDimSize(1))
+    return op->emitOpError() << "access pattern moves " << free_elems
+                             << " elements per partition, the tile holds " << t.getDimSize(1);
+  return success();
+}
+
+}  // namespace
+
+bool KernelOp::isLowered() {
+  return getBody().front().getNumArguments() != getInputs().size() ||
+         getBody().front().getTerminator()->getNumOperands() != getNumResults() ||
+         llvm::any_of(getBody().front().getArgumentTypes(),
+                      [](Type t) { return llvm::isa<MemRefType>(t); });
+}
+
+LogicalResult KernelOp::verify() {
+  Block& body = getBody().front();
+  auto yield = llvm::cast<YieldOp>(body.getTerminator());
+  if (!isLowered()) {
+    if (body.getArgumentTypes() != getInputs().getTypes())
+      return emitOpError("body arguments must match the kernel inputs");
+    if (yield.getValues().getTypes() != getResultTypes())
+      return emitOpError("yielded values must match the kernel results");
+    return success();
+  }
+  size_t n_in = getInputs().size(), n_out = getNumResults();
+  if (body.getNumArguments() != n_in + n_out)
+    return emitOpError("lowered body takes ") << n_in << " input and " << n_out
+                                              << " output memrefs, got " << body.getNumArguments();
+  if (yield.getNumOperands() != 0) return emitOpError("lowered body must yield nothing");
+  SmallVector<Type> expected(getInputs().getTypes());
+  llvm::append_range(expected, getResultTypes());
+  for (auto [arg, type] : llvm::zip(body.getArguments(), expected)) {
+    auto m = llvm::dyn_cast<MemRefType>(arg.getType());
+    auto t = llvm::cast<RankedTensorType>(type);
+    if (!m || m.getShape() != t.getShape() || m.getElementType() != t.getElementType() ||
+        m.getMemorySpace())
+      return emitOpError("lowered body argument ") << arg.getArgNumber() << " must be an HBM memref of "
+                                                   << type;
+  }
+  return success();
+}
+
+LogicalResult AllocTileOp::verify() {
+  if (failed(verifyTile(*this, getTile(), "result"))) return failure();
+  if (getOffset() && *getOffset() < 0) return emitOpError("offset must be non-negative");
+  return success();
+}
+
+LogicalResult DmaLoadOp::verify() {
+  return verifyDma(*this, getHbm(), getTile(), getPartStart(), getAp());
+}
+LogicalResult DmaStoreOp::verify() {
+  return verifyDma(*this, getHbm(), getTile(), getPartStart(), getAp());
+}
+
+LogicalResult TensorTensorOp::verify() {
+  for (auto [v, n] : {std::pair{getOut(), "out"}, {getIn0(), "in0"}, {getIn1(), "in1"}})
+    if (failed(verifyTile(*this, v, n))) return failure();
+  if (failed(verifySameShape(*this, getOut(), getIn0(), "out and in0")) ||
+      failed(verifySameShape(*this, getOut(), getIn1(), "out and in1")))
+    return failure();
+  return verifyAlu(*this, getAlu(), {"add", "sub", "mul", "div", "max", "min"});
+}
+
+LogicalResult TensorScalarOp::verify() {
+  if (failed(verifyTile(*this, getOut(), "out")) || failed(verifyTile(*this, getIn0(), "in0")) ||
+      failed(verifySameShape(*this, getOut(), getIn0(), "out and in0")))
+    return failure();
+  if (getScalar() && failed(verifyPerPartitionScalar(*this, getOut(), getScalar(), "scalar")))
+    return failure();
+  return verifyAlu(*this, getAlu(), {"add", "sub", "mul", "div", "max", "min", "bypass"});
+}
+
+LogicalResult ActivationOp::verify() {
+  if (failed(verifyTile(*this, getOut(), "out")) || failed(verifyTile(*this, getIn0(), "in0")) ||
+      failed(verifySameShape(*this, getOut(), getIn0(), "out and in0")))
+    return failure();
+  if (getScaleTile() &&
+      failed(verifyPerPartitionScalar(*this, getOut(), getScaleTile(), "scale_tile")))
+    return failure();
+  static constexpr StringRef kFuncs[] = {"identity", "exp", "rsqrt", "sqrt",
+                                         "square", "negate", "reciprocal"};
+  if (!llvm::is_contained(kFuncs, getFunc()))
+    return emitOpError() << "unknown activation function '" << getFunc() << "'";
+  return success();
+}
+
+LogicalResult TensorReduceOp::verify() {
+  if (failed(verifyTile(*this, getOut(), "out")) || failed(verifyTile(*this, getIn0(), "in0")))
+    return failure();
+  if (tileShape(getOut())[0] != tileShape(getIn0())[0] || tileShape(getOut())[1] != 1)
+    return emitOpError("out must be one element per partition of in0");
+  return verifyAlu(*this, getAlu(), {"add", "max", "min"});
+}
+
+}  // namespace neuroncc::nc
+
+#include "dialects/nc/NcDialect.cpp.inc"
+#define GET_OP_CLASSES
+#include "dialects/nc/NcOps.cpp.inc"

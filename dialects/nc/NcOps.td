@@ -1,0 +1,148 @@
+//===- NcOps.td - the NeuronCore dialect ------------------------*- tablegen -*-===//
+//
+// Two levels live here. `nc.kernel` groups graph-level work into one device
+// dispatch. Inside a lowered kernel, the ISA ops describe what one NeuronCore
+// executes: DMA between HBM and SBUF, and engine instructions on SBUF tiles.
+//
+// Memory is modeled with builtin memrefs: a kernel's HBM tensors are memrefs in
+// the default memory space, SBUF tiles are rank-2 memrefs in memory space 1
+// whose first dimension is the partition dimension.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef NEURON_NC_OPS
+#define NEURON_NC_OPS
+
+include "mlir/IR/OpBase.td"
+include "mlir/IR/BuiltinAttributes.td"
+include "mlir/IR/RegionKindInterface.td"
+include "mlir/Interfaces/SideEffectInterfaces.td"
+
+def Nc_Dialect : Dialect {
+  let name = "nc";
+  let summary = "NeuronCore kernels and instruction set";
+  let cppNamespace = "::neuroncc::nc";
+}
+
+class Nc_Op<string mnemonic, list<Trait> traits = []> : Op<Nc_Dialect, mnemonic, traits>;
+
+def Nc_KernelOp : Nc_Op<"kernel", [IsolatedFromAbove, SingleBlock,
+    SingleBlockImplicitTerminator<"YieldOp">]> {
+  let summary = "one device dispatch";
+  let description = [{
+    A group of graph ops that runs as one dispatch. `source_ops` records the
+    ATen ops it came from, in order, for the profiler's per-op attribution.
+
+    Before lowering, the body takes the inputs as tensors and yields the
+    results. After `ncc-lower-to-isa`, its block arguments are HBM memrefs for
+    the inputs followed by the outputs, and it yields nothing.
+
+    ```mlir
+    %r = nc.kernel "k0_mul" (%x) : (tensor<4x512xbf16>) -> tensor<4x512xbf16>
+        attributes {source_ops = ["aten.mul.Tensor"]} {
+    ^bb0(%a: tensor<4x512xbf16>):
+      %m = aten.mul.Tensor %a, %a : tensor<4x512xbf16>, tensor<4x512xbf16> -> tensor<4x512xbf16>
+      nc.yield %m : tensor<4x512xbf16>
+    }
+    ```
+  }];
+  let arguments = (ins StrAttr:$sym_name, Variadic<AnyRankedTensor>:$inputs,
+                       StrArrayAttr:$source_ops);
+  let results = (outs Variadic<AnyRankedTensor>:$results);
+  let regions = (region SizedRegion<1>:$body);
+  let assemblyFormat = [{
+    $sym_name `(` $inputs `)` attr-dict `:` functional-type($inputs, results) $body
+  }];
+  let hasVerifier = 1;
+  let extraClassDeclaration = [{
+    // True once the body holds ISA ops on memrefs.
+    bool isLowered();
+  }];
+}
+
+def Nc_YieldOp : Nc_Op<"yield", [Pure, Terminator, HasParent<"KernelOp">]> {
+  let summary = "kernel terminator";
+  let description = [{
+    Returns the kernel's tensor results (none once lowered).
+    ```mlir
+    nc.yield %m : tensor<4x512xbf16>
+    ```
+  }];
+  let arguments = (ins Variadic<AnyType>:$values);
+  let assemblyFormat = "attr-dict ($values^ `:` type($values))?";
+  let builders = [OpBuilder<(ins), [{ build($_builder, $_state, ::mlir::ValueRange()); }]>];
+}
+
+def Nc_Tile : MemRefRankOf<[F32, BF16, F16], [2]>;
+def Nc_Hbm : MemRefOf<[F32, BF16, F16]>;
+
+def Nc_AllocTileOp : Nc_Op<"alloc_tile"> {
+  let summary = "an SBUF tile buffer";
+  let description = [{
+    A `[partitions x elements]` buffer in SBUF (memory space 1). `offset`, the
+    byte address inside every partition, is set by `ncc-plan-memory`.
+    ```mlir
+    %t = nc.alloc_tile {offset = 0 : i64} : memref<128x512xf32, 1>
+    ```
+  }];
+  let arguments = (ins OptionalAttr<I64Attr>:$offset);
+  let results = (outs Nc_Tile:$tile);
+  let assemblyFormat = "attr-dict `:` type($tile)";
+  let hasVerifier = 1;
+}
+
+// Attributes common to instructions; set by the scheduler and lowering:
+//   engine: "vector" | "scalar" | "gpsimd" | "dma"; queue: DMA queue;
+//   waits: flattened (queue, count) semaphore waits; source_op: index into the
+//   enclosing kernel's source_ops, -1 when shared.
+class Nc_InstOp<string mnemonic, string op_summary, string example> : Nc_Op<mnemonic> {
+  let summary = op_summary;
+  let description = !strconcat(op_summary, "\n```mlir\n", example, "\n```");
+  let hasVerifier = 1;
+}
+
+def Nc_DmaLoadOp : Nc_InstOp<"dma_load", "copy an HBM access pattern into tile partitions",
+    "nc.dma_load %hbm -> %t {part_start = 0 : i64, offset = 0 : i64, ap = array<i64: 512, 4, 1, 512>} : memref<4x512xbf16>, memref<4x512xbf16, 1>"> {
+  let arguments = (ins Nc_Hbm:$hbm, Nc_Tile:$tile, I64Attr:$part_start, I64Attr:$offset,
+                       DenseI64ArrayAttr:$ap);
+  let assemblyFormat = "$hbm `->` $tile attr-dict `:` type($hbm) `,` type($tile)";
+}
+
+def Nc_DmaStoreOp : Nc_InstOp<"dma_store", "copy tile partitions to an HBM access pattern",
+    "nc.dma_store %t -> %hbm {part_start = 0 : i64, offset = 0 : i64, ap = array<i64: 512, 4, 1, 512>} : memref<4x512xbf16, 1>, memref<4x512xbf16>"> {
+  let arguments = (ins Nc_Tile:$tile, Nc_Hbm:$hbm, I64Attr:$part_start, I64Attr:$offset,
+                       DenseI64ArrayAttr:$ap);
+  let assemblyFormat = "$tile `->` $hbm attr-dict `:` type($tile) `,` type($hbm)";
+}
+
+def Nc_TensorTensorOp : Nc_InstOp<"tensor_tensor", "out = alu(in0, in1), elementwise",
+    "nc.tensor_tensor %o, %a, %b {alu = \"mul\"} : memref<4x512xf32, 1>, memref<4x512xbf16, 1>, memref<4x512xbf16, 1>"> {
+  let arguments = (ins Nc_Tile:$out, Nc_Tile:$in0, Nc_Tile:$in1, StrAttr:$alu);
+  let assemblyFormat = "$out `,` $in0 `,` $in1 attr-dict `:` type($out) `,` type($in0) `,` type($in1)";
+}
+
+def Nc_TensorScalarOp : Nc_InstOp<"tensor_scalar",
+    "out = alu(in0, s) with s = scalar[p, 0] or the immediate `imm`; `reverse` swaps the operands",
+    "nc.tensor_scalar %o, %a {alu = \"add\", imm = 1.0e-06 : f64} : memref<4x1xf32, 1>, memref<4x1xf32, 1>"> {
+  let arguments = (ins Nc_Tile:$out, Nc_Tile:$in0, Optional<Nc_Tile>:$scalar, StrAttr:$alu,
+                       DefaultValuedAttr<F64Attr, "0.0">:$imm,
+                       DefaultValuedAttr<BoolAttr, "false">:$reverse);
+  let assemblyFormat = "$out `,` $in0 (`,` $scalar^)? attr-dict `:` type($out) `,` type($in0) (`,` type($scalar)^)?";
+}
+
+def Nc_ActivationOp : Nc_InstOp<"activation",
+    "out = func(in0 * scale + bias); scale = scale_tile[p, 0] when given",
+    "nc.activation %o, %a {func = \"rsqrt\", scale = 1.0 : f64, bias = 0.0 : f64} : memref<4x1xf32, 1>, memref<4x1xf32, 1>"> {
+  let arguments = (ins Nc_Tile:$out, Nc_Tile:$in0, Optional<Nc_Tile>:$scale_tile, StrAttr:$func,
+                       DefaultValuedAttr<F64Attr, "1.0">:$scale,
+                       DefaultValuedAttr<F64Attr, "0.0">:$bias);
+  let assemblyFormat = "$out `,` $in0 (`,` $scale_tile^)? attr-dict `:` type($out) `,` type($in0) (`,` type($scale_tile)^)?";
+}
+
+def Nc_TensorReduceOp : Nc_InstOp<"tensor_reduce", "out[p, 0] = reduce(alu) over the free dim of in0",
+    "nc.tensor_reduce %o, %a {alu = \"add\"} : memref<4x1xf32, 1>, memref<4x512xf32, 1>"> {
+  let arguments = (ins Nc_Tile:$out, Nc_Tile:$in0, StrAttr:$alu);
+  let assemblyFormat = "$out `,` $in0 attr-dict `:` type($out) `,` type($in0)";
+}
+
+#endif // NEURON_NC_OPS

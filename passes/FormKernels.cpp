@@ -1,0 +1,294 @@
+//===- FormKernels.cpp - group ATen ops into device dispatches ------------===//
+//
+// Algorithm: greedy producer-consumer clustering in program order, in the
+// spirit of IREE's dispatch-region formation. Every op has a row space: the
+// flattened leading dims L and the length C of the innermost (or reduced)
+// axis. An op joins the kernel of one of its producers when the row spaces
+// agree (equal L; equal C, or one side is a per-row value with C == 1), when
+// joining would not create a cycle between kernels, and when a kernel that
+// reduces still keeps a row within the SBUF budget. Otherwise it starts a new
+// kernel. Known weakness: greedy, first-fit over producers; it never splits a
+// kernel to enable a better grouping, and it does not duplicate cheap
+// producers into several consumers.
+//
+//===----------------------------------------------------------------------===//
+
+#include "passes/Passes.h"
+#include "mlir/IR/Builders.h"
+#include "mlir/IR/IRMapping.h"
+#include "llvm/ADT/MapVector.h"
+#include "llvm/ADT/SetVector.h"
+
+namespace neuroncc {
+#define GEN_PASS_DEF_FORMKERNELS
+#include "passes/Passes.h.inc"
+}  // namespace neuroncc
+
+using namespace mlir;
+
+namespace neuroncc {
+namespace {
+
+struct RowSpace {
+  SmallVector<int64_t> rows;  // leading dims
+  int64_t cols = 1;
+  bool reduces = false;
+};
+
+bool isReduction(Operation* op) {
+  return llvm::isa<aten::MeanDimOp, aten::SumDimIntListOp, aten::AmaxOp>(op);
+}
+
+SmallVector<int64_t> reducedDims(Operation* op) {
+  if (auto r = llvm::dyn_cast<aten::MeanDimOp>(op)) return r.getReducedDims();
+  if (auto r = llvm::dyn_cast<aten::SumDimIntListOp>(op)) return r.getReducedDims();
+  if (auto r = llvm::dyn_cast<aten::AmaxOp>(op)) return r.getReducedDims();
+  return {};
+}
+
+// Row space of an op; std::nullopt when it cannot share a kernel (for
+// example a reduction over non-trailing dims).
+std::optional<RowSpace> rowSpaceOf(Operation* op) {
+  RowSpace rs;
+  if (isReduction(op)) {
+    auto in = llvm::cast<RankedTensorType>(op->getOperand(0).getType());
+    SmallVector<int64_t> dims = reducedDims(op);
+    int64_t rank = in.getRank(), k = int64_t(dims.size());
+    for (int64_t i = 0; i < k; ++i)
+      if (dims[size_t(i)] != rank - k + i) return std::nullopt;
+    rs.rows.assign(in.getShape().begin(), in.getShape().end() - k);
+    for (int64_t i = rank - k; i < rank; ++i) rs.cols *= in.getDimSize(i);
+    rs.reduces = true;
+    return rs;
+  }
+  auto out = llvm::dyn_cast<RankedTensorType>(op->getResult(0).getType());
+  if (!out) return std::nullopt;
+  if (out.getRank() > 0) {
+    rs.rows.assign(out.getShape().begin(), out.getShape().end() - 1);
+    rs.cols = out.getShape().back();
+  }
+  return rs;
+}
+
+struct Group {
+  SmallVector<Operation*> ops;
+  RowSpace space;
+  bool fusible = true;
+  llvm::SetVector<int> producers;  // groups this one reads from
+};
+
+std::string shortName(StringRef op_name) {
+  StringRef s = op_name;
+  s.consume_front("aten.");
+  return s.take_until([](char c) { return c == '.'; }).str();
+}
+
+StringRef sourceName(Operation* op) {
+  if (auto s = op->getAttrOfType<StringAttr>(kSourceAttr)) return s.getValue();
+  return op->getName().getStringRef();
+}
+
+bool isInlineConstant(Value v) {
+  auto c = v.getDefiningOp<arith::ConstantOp>();
+  if (!c) return false;
+  auto dense = llvm::dyn_cast<DenseElementsAttr>(c.getValue());
+  return dense && dense.isSplat();
+}
+
+struct FormKernelsPass : impl::FormKernelsBase<FormKernelsPass> {
+  using FormKernelsBase::FormKernelsBase;
+
+  std::vector<Group> groups;
+  llvm::DenseMap<Operation*, int> groupOf;
+  SmallVector<Operation*> allOps;  // program order
+
+  // True if `to` depends (transitively) on `from`.
+  bool reaches(int from, int to) {
+    SmallVector<int> stack{to};
+    llvm::DenseSet<int> seen;
+    while (!stack.empty()) {
+      int g = stack.pop_back_val();
+      if (g == from) return true;
+      if (!seen.insert(g).second) continue;
+      for (int p : groups[size_t(g)].producers) stack.push_back(p);
+    }
+    return false;
+  }
+
+  int64_t rowBytes(const RowSpace& s) { return s.cols * 4 /*f32 in SBUF*/ * 4 /*live rows*/; }
+
+  // Why `op` (with row space `s`) cannot join group `g`; empty if it can.
+  std::string refusal(Operation* op, const RowSpace& s, int g, ArrayRef<int> producer_groups) {
+    Group& grp = groups[size_t(g)];
+    if (!grp.fusible) return "the producer kernel cannot be fused";
+    if (s.rows != grp.space.rows)
+      return "row spaces differ (" + std::to_string(s.rows.size()) + "-d vs " +
+             std::to_string(grp.space.rows.size()) + "-d leading dims or different sizes)";
+    if (s.cols != grp.space.cols && s.cols != 1 && grp.space.cols != 1)
+      return "innermost lengths differ (" + std::to_string(s.cols) + " vs " +
+             std::to_string(grp.space.cols) + ")";
+    bool reduces = s.reduces || grp.space.reduces;
+    int64_t cols = std::max(s.cols, grp.space.cols);
+    RowSpace merged{s.rows, cols, reduces};
+    if (reduces && rowBytes(merged) > sbufBudgetBytes)
+      return "a reduced row of " + std::to_string(cols) + " elements exceeds the SBUF budget of " +
+             std::to_string(sbufBudgetBytes) + " bytes per partition";
+    for (int p : producer_groups)
+      if (p != g && reaches(g, p)) return "joining would create a cycle between kernels";
+    (void)op;
+    return "";
+  }
+
+  void runOnOperation() override {
+    func::FuncOp func = getOperation();
+    groups.clear();
+    groupOf.clear();
+    SmallVector<Operation*> work;
+    for (Operation& op : func.getBody().front())
+      if (op.getDialect() && op.getDialect()->getNamespace() == "aten") work.push_back(&op);
+    llvm::DenseMap<int64_t, int> groupOfSourceId;
+
+    allOps = work;
+    for (Operation* op : work) {
+      std::optional<RowSpace> space = rowSpaceOf(op);
+      SmallVector<int> producer_groups;
+      for (Value v : op->getOperands())
+        if (Operation* def = v.getDefiningOp(); def && groupOf.count(def))
+          if (!llvm::is_contained(producer_groups, groupOf[def]))
+            producer_groups.push_back(groupOf[def]);
+
+      int target = -1;
+      if (!fuse) {
+        // -O0: ops of one expanded composite share a kernel, nothing else.
+        if (auto id = op->getAttrOfType<IntegerAttr>(kSourceIdAttr)) {
+          auto it = groupOfSourceId.find(id.getInt());
+          if (it != groupOfSourceId.end()) target = it->second;
+        }
+      } else if (space) {
+        // Latest producer first: it is the one most likely to hold live rows.
+        for (int g : llvm::reverse(producer_groups)) {
+          std::string why = refusal(op, *space, g, producer_groups);
+          if (why.empty()) { target = g; break; }
+          if (report)
+            op->emitRemark() << "not fused into kernel of '"
+                             << groups[size_t(g)].ops.front()->getName() << "': " << why;
+        }
+      }
+      if (target < 0) {
+        target = int(groups.size());
+        groups.push_back(Group{});
+        groups.back().space = space.value_or(RowSpace{});
+        groups.back().fusible = space.has_value();
+        if (auto id = op->getAttrOfType<IntegerAttr>(kSourceIdAttr))
+          groupOfSourceId[id.getInt()] = target;
+      } else {
+        ++numFused;
+        if (space) {
+          RowSpace& gs = groups[size_t(target)].space;
+          gs.cols = std::max(gs.cols, space->cols);
+          gs.reduces |= space->reduces;
+        }
+      }
+      Group& grp = groups[size_t(target)];
+      grp.ops.push_back(op);
+      groupOf[op] = target;
+      for (int p : producer_groups)
+        if (p != target) grp.producers.insert(p);
+    }
+    materialize(func);
+  }
+
+  // Kahn's algorithm; among ready kernels the one whose first op came first.
+  SmallVector<int> topologicalOrder() {
+    size_t n = groups.size();
+    SmallVector<int> indegree(n, 0), order;
+    for (size_t g = 0; g < n; ++g) indegree[g] = int(groups[g].producers.size());
+    std::vector<bool> done(n, false);
+    while (order.size() < n) {
+      int pick = -1;
+      for (size_t g = 0; g < n; ++g)
+        if (!done[g] && indegree[g] == 0) { pick = int(g); break; }
+      assert(pick >= 0 && "kernel graph has a cycle");
+      done[size_t(pick)] = true;
+      order.push_back(pick);
+      for (size_t g = 0; g < n; ++g)
+        if (groups[g].producers.contains(pick)) --indegree[g];
+    }
+    return order;
+  }
+
+  void materialize(func::FuncOp func) {
+    Operation* terminator = func.getBody().front().getTerminator();
+    OpBuilder b(terminator);
+    IRMapping outer;  // original value -> kernel result
+    int index = 0;
+    for (int g : topologicalOrder()) {
+      Group& grp = groups[size_t(g)];
+      llvm::SmallPtrSet<Operation*, 16> members(grp.ops.begin(), grp.ops.end());
+      llvm::SetVector<Value> inputs, outputs;
+      for (Operation* op : grp.ops) {
+        for (Value v : op->getOperands()) {
+          Operation* def = v.getDefiningOp();
+          if ((def && members.contains(def)) || isInlineConstant(v)) continue;
+          inputs.insert(v);
+        }
+        for (Value r : op->getResults())
+          for (Operation* user : r.getUsers())
+            if (!members.contains(user)) outputs.insert(r);
+      }
+      // Source ops, one entry per original ATen op (an expanded composite once).
+      SmallVector<Attribute> sources;
+      llvm::DenseMap<int64_t, int> sourceIndexOfId;
+      SmallVector<int> sourceIndex;
+      for (Operation* op : grp.ops) {
+        auto id = op->getAttrOfType<IntegerAttr>(kSourceIdAttr);
+        if (id && sourceIndexOfId.count(id.getInt())) {
+          sourceIndex.push_back(sourceIndexOfId[id.getInt()]);
+          continue;
+        }
+        if (id) sourceIndexOfId[id.getInt()] = int(sources.size());
+        sourceIndex.push_back(int(sources.size()));
+        sources.push_back(b.getStringAttr(sourceName(op)));
+      }
+      SmallVector<Value> kernel_inputs;
+      for (Value v : inputs) kernel_inputs.push_back(outer.lookupOrDefault(v));
+      SmallVector<Type> result_types;
+      for (Value v : outputs) result_types.push_back(v.getType());
+      std::string name = "k" + std::to_string(index++) + "_" +
+                         shortName(sourceName(grp.ops.front()));
+      auto kernel = b.create<nc::KernelOp>(grp.ops.front()->getLoc(), result_types,
+                                           b.getStringAttr(name), kernel_inputs,
+                                           b.getArrayAttr(sources));
+      Block* body = new Block();
+      kernel.getBody().push_back(body);
+      IRMapping inner;
+      for (Value v : inputs) inner.map(v, body->addArgument(v.getType(), v.getLoc()));
+      OpBuilder kb = OpBuilder::atBlockEnd(body);
+      for (auto [i, op] : llvm::enumerate(grp.ops)) {
+        for (Value v : op->getOperands())
+          if (isInlineConstant(v) && !inner.contains(v)) kb.clone(*v.getDefiningOp(), inner);
+        Operation* copy = kb.clone(*op, inner);
+        copy->setAttr("nc.source_index", kb.getI64IntegerAttr(sourceIndex[i]));
+      }
+      SmallVector<Value> yielded;
+      for (Value v : outputs) yielded.push_back(inner.lookup(v));
+      kb.create<nc::YieldOp>(kernel.getLoc(), yielded);
+      for (auto [v, r] : llvm::zip(outputs, kernel.getResults())) outer.map(v, r);
+      ++numKernels;
+    }
+    for (OpOperand& operand : terminator->getOpOperands())
+      operand.set(outer.lookupOrDefault(operand.get()));
+    for (Operation* op : llvm::reverse(allOps)) {
+      for (Value r : op->getResults())
+        if (outer.contains(r)) r.replaceAllUsesWith(outer.lookup(r));
+      op->erase();
+    }
+    SmallVector<Operation*> dead;
+    for (Operation& op : func.getBody().front())
+      if (llvm::isa<arith::ConstantOp>(op) && op.use_empty()) dead.push_back(&op);
+    for (Operation* op : dead) op->erase();
+  }
+};
+
+}  // namespace
+}  // namespace neuroncc

@@ -1,0 +1,144 @@
+#include "passes/IsaProto.h"
+
+#include "dialects/nc/NcDialect.h"
+#include "llvm/ADT/StringSwitch.h"
+#include "llvm/ADT/TypeSwitch.h"
+#include "mlir/IR/BuiltinAttributes.h"
+
+using namespace mlir;
+
+namespace neuroncc {
+
+bool isIsaInstruction(Operation* op) {
+  return llvm::isa<nc::DmaLoadOp, nc::DmaStoreOp, nc::TensorTensorOp, nc::TensorScalarOp,
+                   nc::ActivationOp, nc::TensorReduceOp>(op);
+}
+
+neff::Engine engineFromName(StringRef name) {
+  return llvm::StringSwitch<neff::Engine>(name)
+      .Case("tensor", neff::TENSOR)
+      .Case("vector", neff::VECTOR)
+      .Case("scalar", neff::SCALAR)
+      .Case("gpsimd", neff::GPSIMD)
+      .Case("dma", neff::DMA)
+      .Default(neff::ENGINE_INVALID);
+}
+
+neff::DType dtypeOf(Type elem) {
+  if (elem.isF32()) return neff::F32;
+  if (elem.isBF16()) return neff::BF16;
+  if (elem.isF16()) return neff::F16;
+  return neff::DTYPE_INVALID;
+}
+
+namespace {
+
+neff::AluOp aluFromName(StringRef name) {
+  return llvm::StringSwitch<neff::AluOp>(name)
+      .Case("add", neff::ADD)
+      .Case("sub", neff::SUB)
+      .Case("mul", neff::MUL)
+      .Case("div", neff::DIV)
+      .Case("max", neff::MAX)
+      .Case("min", neff::MIN)
+      .Case("bypass", neff::BYPASS)
+      .Default(neff::ALU_INVALID);
+}
+
+neff::ActivationFunc funcFromName(StringRef name) {
+  return llvm::StringSwitch<neff::ActivationFunc>(name)
+      .Case("identity", neff::IDENTITY)
+      .Case("exp", neff::EXP)
+      .Case("rsqrt", neff::RSQRT)
+      .Case("sqrt", neff::SQRT)
+      .Case("square", neff::SQUARE)
+      .Case("negate", neff::NEGATE)
+      .Case("reciprocal", neff::RECIPROCAL)
+      .Default(neff::ACT_INVALID);
+}
+
+void fillTile(neff::TileRef* ref, Value tile, int64_t partStart = 0, int64_t parts = -1) {
+  auto type = llvm::cast<MemRefType>(tile.getType());
+  int64_t offset = 0;
+  if (auto alloc = tile.getDefiningOp<nc::AllocTileOp>())
+    if (auto o = alloc.getOffset()) offset = int64_t(*o);
+  ref->set_start_partition(uint32_t(partStart));
+  ref->set_partitions(uint32_t(parts < 0 ? type.getDimSize(0) : parts));
+  ref->set_byte_offset(uint32_t(offset));
+  ref->set_num_elements(uint32_t(type.getDimSize(1)));
+  ref->set_dtype(dtypeOf(type.getElementType()));
+}
+
+void fillAccessPattern(neff::AccessPattern* ap, uint32_t tensor, int64_t offset,
+                       ArrayRef<int64_t> pairs) {
+  ap->set_tensor(tensor);
+  ap->set_offset(offset);
+  for (size_t i = 0; i + 1 < pairs.size(); i += 2) {
+    neff::Dim* d = ap->add_dims();
+    d->set_stride(pairs[i]);
+    d->set_count(pairs[i + 1]);
+  }
+}
+
+}  // namespace
+
+neff::Instruction toProtoInstruction(Operation* op, llvm::function_ref<uint32_t(Value)> tensorIdOf) {
+  neff::Instruction inst;
+  if (auto e = op->getAttrOfType<StringAttr>("engine")) inst.set_engine(engineFromName(e.getValue()));
+  if (auto q = op->getAttrOfType<IntegerAttr>("queue")) inst.set_queue(uint32_t(q.getInt()));
+  if (auto s = op->getAttrOfType<IntegerAttr>("source_op")) inst.set_source_op(int32_t(s.getInt()));
+  else inst.set_source_op(-1);
+  if (auto waits = op->getAttrOfType<DenseI64ArrayAttr>("waits")) {
+    ArrayRef<int64_t> w = waits.asArrayRef();
+    for (size_t i = 0; i + 1 < w.size(); i += 2) {
+      neff::Wait* wait = inst.add_waits();
+      wait->set_queue(uint32_t(w[i]));
+      wait->set_count(uint32_t(w[i + 1]));
+    }
+  }
+  llvm::TypeSwitch<Operation*>(op)
+      .Case([&](nc::DmaLoadOp o) {
+        inst.set_opcode(neff::DMA_LOAD);
+        fillTile(inst.mutable_out(), o.getTile(), o.getPartStart(), o.getAp()[1]);
+        fillAccessPattern(inst.mutable_hbm(), tensorIdOf(o.getHbm()), o.getOffset(), o.getAp());
+      })
+      .Case([&](nc::DmaStoreOp o) {
+        inst.set_opcode(neff::DMA_STORE);
+        fillTile(inst.mutable_in0(), o.getTile(), o.getPartStart(), o.getAp()[1]);
+        fillAccessPattern(inst.mutable_hbm(), tensorIdOf(o.getHbm()), o.getOffset(), o.getAp());
+      })
+      .Case([&](nc::TensorTensorOp o) {
+        inst.set_opcode(neff::TENSOR_TENSOR);
+        fillTile(inst.mutable_out(), o.getOut());
+        fillTile(inst.mutable_in0(), o.getIn0());
+        fillTile(inst.mutable_in1(), o.getIn1());
+        inst.set_alu(aluFromName(o.getAlu()));
+      })
+      .Case([&](nc::TensorScalarOp o) {
+        inst.set_opcode(neff::TENSOR_SCALAR);
+        fillTile(inst.mutable_out(), o.getOut());
+        fillTile(inst.mutable_in0(), o.getIn0());
+        if (o.getScalar()) fillTile(inst.mutable_in1(), o.getScalar());
+        inst.set_alu(aluFromName(o.getAlu()));
+        inst.set_imm(float(o.getImm().convertToDouble()));
+        inst.set_reverse(o.getReverse());
+      })
+      .Case([&](nc::ActivationOp o) {
+        inst.set_opcode(neff::ACTIVATION);
+        fillTile(inst.mutable_out(), o.getOut());
+        fillTile(inst.mutable_in0(), o.getIn0());
+        if (o.getScaleTile()) fillTile(inst.mutable_in1(), o.getScaleTile());
+        inst.set_func(funcFromName(o.getFunc()));
+        inst.set_scale(float(o.getScale().convertToDouble()));
+        inst.set_bias(float(o.getBias().convertToDouble()));
+      })
+      .Case([&](nc::TensorReduceOp o) {
+        inst.set_opcode(neff::TENSOR_REDUCE);
+        fillTile(inst.mutable_out(), o.getOut());
+        fillTile(inst.mutable_in0(), o.getIn0());
+        inst.set_alu(aluFromName(o.getAlu()));
+      });
+  return inst;
+}
+
+}  // namespace neuroncc

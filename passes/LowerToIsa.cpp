@@ -1,0 +1,505 @@
+//===- LowerToIsa.cpp - tile kernels onto the NeuronCore ------------------===//
+//
+// Each kernel's iteration space is a [rows x cols] matrix: rows are the
+// flattened leading dims, cols the innermost dim (or the flattened reduced
+// trailing dims of a reduction). Rows go on SBUF partitions, 128 at a time;
+// cols go on the free dimension, whole when the kernel reduces (a reduction
+// needs its full row) and in chunks of at most max-free-elements otherwise.
+//
+// Every value in the kernel is one of
+//   Full: varies along cols      -> a [p x f] tile
+//   Row:  constant along cols    -> a [p x 1] tile, used as a per-partition scalar
+//   Imm:  a compile-time scalar  -> an instruction immediate
+// and every input is fetched with an HBM access pattern derived from its
+// broadcast strides: zero strides replicate along broadcast dims, and runs of
+// rows whose offsets are affine become one DMA each.
+//
+//===----------------------------------------------------------------------===//
+
+#include <map>
+
+#include "passes/Passes.h"
+#include "dialects/aten/TypeRules.h"
+#include "mlir/IR/Builders.h"
+#include "llvm/ADT/TypeSwitch.h"
+
+namespace neuroncc {
+#define GEN_PASS_DEF_LOWERTOISA
+#include "passes/Passes.h.inc"
+}  // namespace neuroncc
+
+using namespace mlir;
+
+namespace neuroncc {
+namespace {
+
+enum class Kind { Full, Row, Imm };
+
+// How one kernel value maps onto the [rows x cols] iteration space.
+struct Layout {
+  Kind kind = Kind::Full;
+  double imm = 0;
+  // HBM values only: element strides per iteration-space dim (0 = broadcast).
+  SmallVector<int64_t> rowStrides;  // one per leading dim
+  SmallVector<int64_t> colStrides;  // one per trailing dim
+};
+
+struct Space {
+  SmallVector<int64_t> lead;   // leading dims
+  SmallVector<int64_t> trail;  // trailing dims flattened into cols
+  int64_t rows = 1, cols = 1;
+  bool reduces = false;
+};
+
+SmallVector<int64_t> contiguousStrides(ArrayRef<int64_t> shape) {
+  SmallVector<int64_t> strides(shape.size(), 1);
+  for (int64_t i = int64_t(shape.size()) - 2; i >= 0; --i)
+    strides[size_t(i)] = strides[size_t(i + 1)] * shape[size_t(i + 1)];
+  return strides;
+}
+
+int64_t product(ArrayRef<int64_t> v) {
+  int64_t p = 1;
+  for (int64_t x : v) p *= x;
+  return p;
+}
+
+std::optional<double> splatValue(Value v) {
+  auto c = v.getDefiningOp<arith::ConstantOp>();
+  if (!c) return std::nullopt;
+  auto dense = llvm::dyn_cast<DenseElementsAttr>(c.getValue());
+  if (!dense || !dense.isSplat() || !llvm::isa<FloatType>(dense.getElementType()))
+    return std::nullopt;
+  return dense.getSplatValue<APFloat>().convertToDouble();
+}
+
+SmallVector<int64_t> reducedDimsOf(Operation* op) {
+  if (auto r = llvm::dyn_cast<aten::MeanDimOp>(op)) return r.getReducedDims();
+  if (auto r = llvm::dyn_cast<aten::SumDimIntListOp>(op)) return r.getReducedDims();
+  if (auto r = llvm::dyn_cast<aten::AmaxOp>(op)) return r.getReducedDims();
+  return {};
+}
+
+class KernelLowering {
+ public:
+  KernelLowering(nc::KernelOp kernel, int64_t maxFree) : kernel(kernel), maxFree(maxFree) {}
+
+  LogicalResult run(int64_t& instructions, int64_t& dmas);
+
+ private:
+  LogicalResult computeSpace();
+  LogicalResult layoutOfInput(Value v, Layout& out);
+  SmallVector<int64_t> rowOffsets(const Layout& l, int64_t r0, int64_t p);
+  void emitDma(bool load, Value hbm, Value tile, const Layout& l, int64_t r0, int64_t p,
+               int64_t c0, int64_t f);
+  Value alloc(int64_t p, int64_t f, Type elem);
+  Value tileOf(Value v);
+  LogicalResult lowerOp(Operation* op, int64_t p, int64_t f);
+  void setSource(Operation* inst, Operation* src);
+
+  nc::KernelOp kernel;
+  int64_t maxFree;
+  Space space;
+  OpBuilder* b = nullptr;
+  Location loc = kernel.getLoc();
+  llvm::DenseMap<Value, Layout> layouts;
+  llvm::DenseMap<Value, Value> hbmOf;      // kernel input value -> HBM memref
+  llvm::DenseMap<Value, Value> tiles;      // value -> tile for the current iteration
+  std::map<std::tuple<void*, int64_t, int64_t>, Value> hoisted;  // row-invariant loads
+  llvm::DenseSet<Value> yielded;
+  int64_t r0 = 0, c0 = 0, iteration = 0;
+  int64_t numInst = 0, numDma = 0;
+};
+
+LogicalResult KernelLowering::computeSpace() {
+  Block& body = kernel.getBody().front();
+  // The widest value fixes the iteration space; a reduction fixes which
+  // trailing dims are the columns.
+  SmallVector<int64_t> full;
+  int64_t trailing = 1;
+  for (Operation& op : body.without_terminator()) {
+    if (llvm::isa<arith::ConstantOp>(op)) continue;
+    SmallVector<int64_t> shape;
+    if (SmallVector<int64_t> dims = reducedDimsOf(&op); !dims.empty()) {
+      auto in = llvm::cast<RankedTensorType>(op.getOperand(0).getType());
+      int64_t rank = in.getRank(), k = int64_t(dims.size());
+      for (int64_t i = 0; i < k; ++i)
+        if (dims[size_t(i)] != rank - k + i)
+          return op.emitError("reductions over non-trailing dims are not supported yet (dims ")
+                 << aten::shapeToString(dims) << " of a rank-" << rank << " tensor)";
+      if (space.reduces && k != trailing)
+        return op.emitError("kernel mixes reductions over different numbers of trailing dims");
+      space.reduces = true;
+      trailing = k;
+      shape.assign(in.getShape().begin(), in.getShape().end());
+    } else {
+      auto t = llvm::cast<RankedTensorType>(op.getResult(0).getType());
+      shape.assign(t.getShape().begin(), t.getShape().end());
+    }
+    if (product(shape) > product(full) || (product(shape) == product(full) && shape.size() > full.size()))
+      full = shape;
+  }
+  if (full.empty()) {  // 0-d kernel: one row, one column
+    space.rows = space.cols = 1;
+    return success();
+  }
+  int64_t k = std::min<int64_t>(trailing, int64_t(full.size()));
+  space.lead.assign(full.begin(), full.end() - k);
+  space.trail.assign(full.end() - k, full.end());
+  space.rows = product(space.lead);
+  space.cols = product(space.trail);
+  if (space.rows == 0 || space.cols == 0)
+    return kernel.emitError("kernels over empty tensors are not supported");
+  return success();
+}
+
+// Broadcast strides of an HBM input against the iteration space.
+LogicalResult KernelLowering::layoutOfInput(Value v, Layout& out) {
+  auto type = llvm::cast<RankedTensorType>(v.getType());
+  ArrayRef<int64_t> shape = type.getShape();
+  SmallVector<int64_t> strides = contiguousStrides(shape);
+  SmallVector<int64_t> dims(space.lead);
+  dims.append(space.trail);
+  int64_t n = int64_t(dims.size()), m = int64_t(shape.size());
+  if (m > n)
+    return kernel.emitError("input of shape ") << aten::shapeToString(shape)
+           << " has more dims than the kernel's iteration space " << aten::shapeToString(dims);
+  SmallVector<int64_t> all(size_t(n), 0);
+  for (int64_t i = 0; i < m; ++i) {
+    int64_t d = n - m + i;
+    if (shape[size_t(i)] == 1) continue;
+    if (shape[size_t(i)] != dims[size_t(d)])
+      return kernel.emitError("input of shape ") << aten::shapeToString(shape)
+             << " does not broadcast to the iteration space " << aten::shapeToString(dims);
+    all[size_t(d)] = strides[size_t(i)];
+  }
+  out.rowStrides.assign(all.begin(), all.begin() + int64_t(space.lead.size()));
+  out.colStrides.assign(all.begin() + int64_t(space.lead.size()), all.end());
+  bool varies = space.cols > 1 && llvm::any_of(out.colStrides, [](int64_t s) { return s != 0; });
+  out.kind = varies ? Kind::Full : Kind::Row;
+  return success();
+}
+
+SmallVector<int64_t> KernelLowering::rowOffsets(const Layout& l, int64_t first, int64_t p) {
+  SmallVector<int64_t> offs;
+  for (int64_t r = first; r < first + p; ++r) {
+    int64_t rem = r, off = 0;
+    for (int64_t i = int64_t(space.lead.size()) - 1; i >= 0; --i) {
+      off += (rem % space.lead[size_t(i)]) * l.rowStrides[size_t(i)];
+      rem /= space.lead[size_t(i)];
+    }
+    offs.push_back(off);
+  }
+  return offs;
+}
+
+// Splits the rows into runs whose HBM offsets advance by a constant stride,
+// one DMA per run; large runs are split further so that several DMA queues
+// can share the transfer.
+void KernelLowering::emitDma(bool load, Value hbm, Value tile, const Layout& l, int64_t first,
+                             int64_t p, int64_t col0, int64_t f) {
+  SmallVector<int64_t> offs = rowOffsets(l, first, p);
+  SmallVector<int64_t> freeAp;  // (stride, count) pairs
+  int64_t colBase = 0;
+  if (l.kind == Kind::Row) {
+    freeAp = {1, 1};
+  } else if (space.trail.size() == 1 || f != space.cols) {
+    // A chunk of one innermost dim (chunking only happens without reductions,
+    // where the columns are a single dim).
+    int64_t s = l.colStrides.back();
+    freeAp = {s, f};
+    colBase = col0 * s;
+  } else {
+    for (size_t j = 0; j < space.trail.size(); ++j) {
+      freeAp.push_back(l.colStrides[j]);
+      freeAp.push_back(space.trail[j]);
+    }
+  }
+  auto elem = llvm::cast<MemRefType>(tile.getType()).getElementType();
+  int64_t bytesPerRow = (l.kind == Kind::Row ? 1 : f) * (elem.getIntOrFloatBitWidth() / 8);
+  constexpr int64_t kSplitBytes = 256 * 1024;
+  int64_t start = 0;
+  while (start < p) {
+    int64_t end = start + 1;
+    int64_t stride = end < p ? offs[size_t(end)] - offs[size_t(start)] : 0;
+    while (end < p && offs[size_t(end)] - offs[size_t(end - 1)] == stride) ++end;
+    int64_t count = end - start;
+    int64_t pieces = std::clamp<int64_t>(count * bytesPerRow / kSplitBytes, 1, 8);
+    int64_t per = (count + pieces - 1) / pieces;
+    for (int64_t s = start; s < end; s += per) {
+      int64_t c = std::min(per, end - s);
+      SmallVector<int64_t> ap{stride, c};
+      ap.append(freeAp);
+      auto partStart = b->getI64IntegerAttr(s);
+      auto offset = b->getI64IntegerAttr(offs[size_t(s)] + colBase);
+      auto apAttr = b->getDenseI64ArrayAttr(ap);
+      Operation* dma;
+      if (load) dma = b->create<nc::DmaLoadOp>(loc, hbm, tile, partStart, offset, apAttr);
+      else dma = b->create<nc::DmaStoreOp>(loc, tile, hbm, partStart, offset, apAttr);
+      dma->setAttr("engine", b->getStringAttr("dma"));
+      dma->setAttr("source_op", b->getI64IntegerAttr(-1));
+      ++numInst;
+      ++numDma;
+    }
+    start = end;
+  }
+}
+
+Value KernelLowering::alloc(int64_t p, int64_t f, Type elem) {
+  auto type = MemRefType::get({p, f}, elem, MemRefLayoutAttrInterface{},
+                              b->getI64IntegerAttr(nc::kSbufMemorySpace));
+  auto tile = b->create<nc::AllocTileOp>(loc, type, IntegerAttr());
+  tile->setAttr("iteration", b->getI64IntegerAttr(iteration));
+  return tile;
+}
+
+Value KernelLowering::tileOf(Value v) {
+  auto it = tiles.find(v);
+  if (it != tiles.end()) return it->second;
+  // A kernel input: load it for this iteration (or reuse a row-invariant load).
+  const Layout& l = layouts[v];
+  int64_t p = std::min<int64_t>(nc::kNumPartitions, space.rows - r0);
+  int64_t f = l.kind == Kind::Row ? 1 : std::min(space.cols - c0, space.reduces ? space.cols : maxFree);
+  bool rowInvariant = llvm::all_of(l.rowStrides, [](int64_t s) { return s == 0; });
+  auto key = std::make_tuple(v.getAsOpaquePointer(), p, c0);
+  if (rowInvariant) {
+    if (auto h = hoisted.find(key); h != hoisted.end()) return tiles[v] = h->second;
+  }
+  auto elem = llvm::cast<RankedTensorType>(v.getType()).getElementType();
+  Value tile = alloc(p, f, elem);
+  emitDma(/*load=*/true, hbmOf[v], tile, l, r0, p, c0, f);
+  if (rowInvariant) hoisted[key] = tile;
+  return tiles[v] = tile;
+}
+
+void KernelLowering::setSource(Operation* inst, Operation* src) {
+  int64_t idx = -1;
+  if (auto a = src->getAttrOfType<IntegerAttr>("nc.source_index")) idx = a.getInt();
+  inst->setAttr("source_op", b->getI64IntegerAttr(idx));
+  inst->setAttr("engine", b->getStringAttr(llvm::isa<nc::ActivationOp>(inst) ? "scalar" : "vector"));
+  ++numInst;
+}
+
+LogicalResult KernelLowering::lowerOp(Operation* op, int64_t p, int64_t f) {
+  Value result = op->getResult(0);
+  auto resultElem = llvm::cast<RankedTensorType>(result.getType()).getElementType();
+  Type elem = yielded.contains(result) ? resultElem : b->getF32Type();
+  auto layoutOf = [&](Value v) -> Layout& { return layouts[v]; };
+
+  auto tensorScalar = [&](Value out, Value in, Value scalar, StringRef alu, double imm, bool reverse) {
+    auto inst = b->create<nc::TensorScalarOp>(loc, out, in, scalar, b->getStringAttr(alu),
+                                              b->getF64FloatAttr(imm), b->getBoolAttr(reverse));
+    setSource(inst, op);
+  };
+  auto activation = [&](Value out, Value in, StringRef func, double scale, double bias) {
+    auto inst = b->create<nc::ActivationOp>(loc, out, in, Value(), b->getStringAttr(func),
+                                            b->getF64FloatAttr(scale), b->getF64FloatAttr(bias));
+    setSource(inst, op);
+  };
+
+  // Binary: combine two operands of any kind with `alu`.
+  auto binary = [&](Value lhs, Value rhs, StringRef alu, double alpha) -> LogicalResult {
+    Layout &ll = layoutOf(lhs), &rl = layoutOf(rhs);
+    if (ll.kind == Kind::Imm && rl.kind == Kind::Imm)
+      return op->emitError("operations on two compile-time constants are not supported yet");
+    Kind outKind = (ll.kind == Kind::Full || rl.kind == Kind::Full) ? Kind::Full : Kind::Row;
+    layouts[result].kind = outKind;
+    int64_t width = outKind == Kind::Full ? f : 1;
+    Value out = alloc(p, width, elem);
+    Value rhsTile;
+    double rhsImm = rl.imm * alpha;
+    if (rl.kind != Kind::Imm) {
+      rhsTile = tileOf(rhs);
+      if (alpha != 1.0) {  // alpha * other, kept in f32
+        Value scaled = alloc(p, rl.kind == Kind::Full ? f : 1, b->getF32Type());
+        tensorScalar(scaled, rhsTile, Value(), "mul", alpha, false);
+        rhsTile = scaled;
+      }
+    }
+    if (ll.kind == Kind::Imm) {
+      tensorScalar(out, rhsTile, Value(), alu, ll.imm, /*reverse=*/true);
+    } else if (rl.kind == Kind::Imm) {
+      tensorScalar(out, tileOf(lhs), Value(), alu, rhsImm, false);
+    } else if (ll.kind == rl.kind) {
+      auto inst = b->create<nc::TensorTensorOp>(loc, out, tileOf(lhs), rhsTile, b->getStringAttr(alu));
+      setSource(inst, op);
+    } else if (ll.kind == Kind::Full) {
+      tensorScalar(out, tileOf(lhs), rhsTile, alu, 0.0, false);
+    } else {
+      tensorScalar(out, rhsTile, tileOf(lhs), alu, 0.0, /*reverse=*/true);
+    }
+    tiles[result] = out;
+    return success();
+  };
+
+  auto unary = [&](Value in, auto emit) -> LogicalResult {
+    Layout& il = layoutOf(in);
+    if (il.kind == Kind::Imm)
+      return op->emitError("operations on compile-time constants are not supported yet");
+    layouts[result].kind = il.kind;
+    Value out = alloc(p, il.kind == Kind::Full ? f : 1, elem);
+    emit(out, tileOf(in));
+    tiles[result] = out;
+    return success();
+  };
+
+  auto reduce = [&](Value in, StringRef alu, bool mean) -> LogicalResult {
+    Layout& il = layoutOf(in);
+    if (il.kind == Kind::Imm)
+      return op->emitError("reductions of compile-time constants are not supported yet");
+    layouts[result].kind = Kind::Row;
+    Value out = alloc(p, 1, elem);
+    // A row-kind input holds one value standing for `cols` equal ones.
+    double repeat = il.kind == Kind::Row ? double(space.cols) : 1.0;
+    double scale = mean ? 1.0 / double(space.cols) : 1.0;
+    if (alu == "add" && repeat * scale != 1.0) {
+      Value acc = alloc(p, 1, b->getF32Type());
+      auto inst = b->create<nc::TensorReduceOp>(loc, acc, tileOf(in), b->getStringAttr(alu));
+      setSource(inst, op);
+      tensorScalar(out, acc, Value(), "mul", repeat * scale, false);
+    } else {
+      auto inst = b->create<nc::TensorReduceOp>(loc, out, tileOf(in), b->getStringAttr(alu));
+      setSource(inst, op);
+    }
+    tiles[result] = out;
+    return success();
+  };
+
+  return llvm::TypeSwitch<Operation*, LogicalResult>(op)
+      .Case([&](aten::MulTensorOp o) { return binary(o.getSelf(), o.getOther(), "mul", 1.0); })
+      .Case([&](aten::DivTensorOp o) { return binary(o.getSelf(), o.getOther(), "div", 1.0); })
+      .Case([&](aten::AddTensorOp o) {
+        return binary(o.getSelf(), o.getOther(), "add", o.getAlpha().convertToDouble());
+      })
+      .Case([&](aten::SubTensorOp o) {
+        return binary(o.getSelf(), o.getOther(), "sub", o.getAlpha().convertToDouble());
+      })
+      .Case([&](aten::MulScalarOp o) {
+        double v = o.getOther().convertToDouble();
+        return unary(o.getSelf(), [&](Value out, Value in) { tensorScalar(out, in, Value(), "mul", v, false); });
+      })
+      .Case([&](aten::AddScalarOp o) {
+        double v = o.getOther().convertToDouble() * o.getAlpha().convertToDouble();
+        return unary(o.getSelf(), [&](Value out, Value in) { tensorScalar(out, in, Value(), "add", v, false); });
+      })
+      .Case([&](aten::NegOp o) {
+        return unary(o.getSelf(), [&](Value out, Value in) { activation(out, in, "negate", 1.0, 0.0); });
+      })
+      .Case([&](aten::ExpOp o) {
+        return unary(o.getSelf(), [&](Value out, Value in) { activation(out, in, "exp", 1.0, 0.0); });
+      })
+      .Case([&](aten::RsqrtOp o) {
+        return unary(o.getSelf(), [&](Value out, Value in) { activation(out, in, "rsqrt", 1.0, 0.0); });
+      })
+      .Case([&](aten::SqrtOp o) {
+        return unary(o.getSelf(), [&](Value out, Value in) { activation(out, in, "sqrt", 1.0, 0.0); });
+      })
+      .Case([&](aten::MeanDimOp o) { return reduce(o.getSelf(), "add", true); })
+      .Case([&](aten::SumDimIntListOp o) { return reduce(o.getSelf(), "add", false); })
+      .Case([&](aten::AmaxOp o) { return reduce(o.getSelf(), "max", false); })
+      .Default([&](Operation* o) {
+        return o->emitError("op has no NeuronCore lowering yet: ") << o->getName();
+      });
+}
+
+LogicalResult KernelLowering::run(int64_t& instructions, int64_t& dmas) {
+  if (kernel.isLowered()) return success();
+  if (failed(computeSpace())) return failure();
+  Block& oldBody = kernel.getBody().front();
+  auto yield = llvm::cast<nc::YieldOp>(oldBody.getTerminator());
+  for (Value v : yield.getValues()) yielded.insert(v);
+
+  for (BlockArgument arg : oldBody.getArguments())
+    if (failed(layoutOfInput(arg, layouts[arg]))) return failure();
+  for (Operation& op : oldBody.without_terminator())
+    if (auto v = splatValue(op.getNumResults() ? op.getResult(0) : Value())) {
+      layouts[op.getResult(0)].kind = Kind::Imm;
+      layouts[op.getResult(0)].imm = *v;
+    } else if (llvm::isa<arith::ConstantOp>(op)) {
+      return op.emitError("non-splat constants must be kernel inputs");
+    }
+
+  Block* body = new Block();
+  for (BlockArgument arg : oldBody.getArguments()) {
+    auto t = llvm::cast<RankedTensorType>(arg.getType());
+    hbmOf[arg] = body->addArgument(MemRefType::get(t.getShape(), t.getElementType()), arg.getLoc());
+  }
+  SmallVector<Value> outHbm;
+  for (Value v : yield.getValues()) {
+    auto t = llvm::cast<RankedTensorType>(v.getType());
+    outHbm.push_back(body->addArgument(MemRefType::get(t.getShape(), t.getElementType()), loc));
+  }
+  kernel.getBody().push_back(body);
+  OpBuilder builder = OpBuilder::atBlockEnd(body);
+  b = &builder;
+
+  int64_t chunk = space.reduces ? space.cols : std::min(space.cols, maxFree);
+  for (r0 = 0; r0 < space.rows; r0 += nc::kNumPartitions) {
+    int64_t p = std::min<int64_t>(nc::kNumPartitions, space.rows - r0);
+    for (c0 = 0; c0 < space.cols; c0 += chunk) {
+      int64_t f = std::min(chunk, space.cols - c0);
+      tiles.clear();
+      ++iteration;
+      // Issue every input load up front so the DMA queues start while the
+      // engines are still busy with the previous row tile.
+      for (BlockArgument arg : oldBody.getArguments())
+        if (!arg.use_empty()) tileOf(arg);
+      for (Operation& op : oldBody.without_terminator()) {
+        if (llvm::isa<arith::ConstantOp>(op)) continue;
+        if (failed(lowerOp(&op, p, f))) {
+          body->erase();
+          return failure();
+        }
+      }
+      for (auto [v, hbm] : llvm::zip(yield.getValues(), outHbm)) {
+        Layout& l = layouts[v];
+        if (l.kind == Kind::Imm) {
+          body->erase();
+          return kernel.emitError("a kernel result that is a compile-time constant is not supported yet");
+        }
+        auto t = llvm::cast<RankedTensorType>(v.getType());
+        Layout store;
+        store.kind = l.kind;
+        if (l.kind == Kind::Row) {
+          // Per-row results are stored densely: element r of a rows-long tensor.
+          if (t.getNumElements() != space.rows) {
+            body->erase();
+            return kernel.emitError("per-row result of shape ") << aten::shapeToString(t.getShape())
+                   << " does not have one element per row";
+          }
+          store.rowStrides = contiguousStrides(space.lead);
+          store.colStrides.assign(space.trail.size(), 0);
+        } else if (failed(layoutOfInput(v, store)) || t.getNumElements() != space.rows * space.cols) {
+          body->erase();
+          return kernel.emitError("result of shape ") << aten::shapeToString(t.getShape())
+                 << " does not cover the iteration space";
+        }
+        emitDma(/*load=*/false, hbm, tiles[v], store, r0, p, c0, f);
+      }
+    }
+  }
+  builder.create<nc::YieldOp>(loc);
+  oldBody.dropAllDefinedValueUses();
+  oldBody.erase();
+  instructions += numInst;
+  dmas += numDma;
+  return success();
+}
+
+struct LowerToIsaPass : impl::LowerToIsaBase<LowerToIsaPass> {
+  using LowerToIsaBase::LowerToIsaBase;
+  void runOnOperation() override {
+    SmallVector<nc::KernelOp> kernels;
+    getOperation().walk([&](nc::KernelOp k) { kernels.push_back(k); });
+    for (nc::KernelOp k : kernels) {
+      KernelLowering lowering(k, maxFreeElements);
+      int64_t inst = 0, dmas = 0;
+      if (failed(lowering.run(inst, dmas))) return signalPassFailure();
+      numInstructions += inst;
+      numDmas += dmas;
+    }
+  }
+};
+
+}  // namespace
+}  // namespace neuroncc

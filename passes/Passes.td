@@ -1,0 +1,103 @@
+//===- Passes.td - neuron-cc compiler passes --------------------*- tablegen -*-===//
+
+#ifndef NEURON_PASSES
+#define NEURON_PASSES
+
+include "mlir/Pass/PassBase.td"
+
+def DecomposeComposites : Pass<"ncc-decompose-composites", "mlir::func::FuncOp"> {
+  let summary = "Rewrite composite ATen ops into primitive elementwise and reduction ops";
+  let description = [{
+    `aten.rms_norm` becomes `x * rsqrt(mean(x * x) + eps) * weight`. Every op a
+    composite expands into is tagged with `nc.source` (the composite's name) and
+    `nc.source_id` (one id per expanded composite), so that kernel formation at
+    -O0 keeps a composite in one kernel and the profiler attributes time to it.
+  }];
+  let dependentDialects = ["::neuroncc::aten::AtenDialect"];
+  let options = [
+    ListOption<"legalOps", "legal-ops", "std::string",
+               "Composite ops the backend keeps as they are (e.g. aten.rms_norm)">
+  ];
+  let statistics = [
+    Statistic<"numDecomposed", "decomposed", "Composite ops decomposed">
+  ];
+}
+
+def FormKernels : Pass<"ncc-form-kernels", "mlir::func::FuncOp"> {
+  let summary = "Group ATen ops into nc.kernel dispatch regions";
+  let description = [{
+    Without fusion (-O0) every source ATen op is its own kernel (a decomposed
+    composite stays one). With fusion (-O2) elementwise and reduction ops whose
+    row spaces line up join one kernel, including a reduction that is broadcast
+    back over its reduced axis, as long as a row fits the SBUF budget.
+  }];
+  let dependentDialects = ["::neuroncc::nc::NcDialect"];
+  let options = [
+    Option<"fuse", "fuse", "bool", /*default=*/"true", "Fuse ops into shared kernels">,
+    Option<"report", "report", "bool", /*default=*/"false",
+           "Emit a remark for every fusion refused, with its reason">,
+    Option<"sbufBudgetBytes", "sbuf-budget-bytes", "int64_t", /*default=*/"98304",
+           "Per-partition SBUF bytes one fused row may use">
+  ];
+  let statistics = [
+    Statistic<"numKernels", "kernels", "Kernels formed">,
+    Statistic<"numFused", "fused-ops", "Ops that joined an existing kernel">
+  ];
+}
+
+def LowerToIsa : Pass<"ncc-lower-to-isa", "mlir::func::FuncOp"> {
+  let summary = "Tile each kernel onto the 128 SBUF partitions and emit ISA ops";
+  let description = [{
+    Rows (all dims but the last, flattened) go on partitions in tiles of 128,
+    the last dim on the free dimension. Inputs come in by DMA with access
+    patterns that express broadcasting with zero strides; values that do not
+    depend on the column become one element per partition. Intermediates stay
+    in SBUF in f32; results are stored in their own dtype.
+  }];
+  let dependentDialects = ["::mlir::memref::MemRefDialect"];
+  let options = [
+    Option<"maxFreeElements", "max-free-elements", "int64_t", /*default=*/"4096",
+           "Longest row chunk of an elementwise-only kernel">
+  ];
+  let statistics = [
+    Statistic<"numInstructions", "instructions", "ISA instructions emitted">,
+    Statistic<"numDmas", "dmas", "DMA instructions emitted">
+  ];
+}
+
+def PlanMemory : Pass<"ncc-plan-memory", "mlir::func::FuncOp"> {
+  let summary = "Assign HBM arena offsets and SBUF tile offsets from liveness";
+  let description = [{
+    HBM: every tensor that lives between kernels gets a byte offset in one
+    arena; SBUF: every tile gets a per-partition byte offset. Both use the same
+    greedy offset planner over several orderings, and an independent check
+    proves that no two simultaneously live buffers overlap.
+  }];
+  let options = [
+    Option<"sbufBytes", "sbuf-bytes", "int64_t", /*default=*/"196608",
+           "SBUF bytes per partition">
+  ];
+  let statistics = [
+    Statistic<"arenaBytes", "arena-bytes", "HBM arena size">,
+    Statistic<"peakSbufBytes", "peak-sbuf-bytes", "Largest per-partition SBUF use of a kernel">
+  ];
+}
+
+def Schedule : Pass<"ncc-schedule", "mlir::func::FuncOp"> {
+  let summary = "Assign engines and DMA queues and insert semaphore waits";
+  let description = [{
+    List scheduling with the device cost model: each movable instruction goes
+    to the engine where it would finish first, each DMA to the queue that frees
+    up first. Read/write conflicts on SBUF bytes and HBM tensors become
+    semaphore waits on the producing queue, so DMA overlaps compute wherever
+    the data allows.
+  }];
+  let options = [
+    Option<"target", "target", "std::string", /*default=*/"\"trn1\"", "Device model">
+  ];
+  let statistics = [
+    Statistic<"numWaits", "waits", "Semaphore waits inserted">
+  ];
+}
+
+#endif // NEURON_PASSES

@@ -1,0 +1,157 @@
+//===- PlanMemory.cpp - HBM arena and SBUF tile placement -----------------===//
+//
+// HBM: the steps are kernels in program order; a tensor produced by kernel i
+// and last read by kernel j is live over [i, j + 1). Graph outputs are bound
+// by the caller and take no arena space.
+//
+// SBUF: the steps are instructions of one kernel. A tile is live from its
+// first to its last use; to let DMA for the next row tile overlap compute on
+// this one, a tile of iteration k also stays reserved through iteration k + 1
+// (double buffering). If that does not fit, the plan falls back to exact
+// lifetimes (correct, less overlap) before giving up.
+//
+//===----------------------------------------------------------------------===//
+
+#include "passes/OffsetPlanner.h"
+#include "passes/Passes.h"
+#include "passes/IsaProto.h"
+#include "mlir/IR/Builders.h"
+
+namespace neuroncc {
+#define GEN_PASS_DEF_PLANMEMORY
+#include "passes/Passes.h.inc"
+}  // namespace neuroncc
+
+using namespace mlir;
+
+namespace neuroncc {
+namespace {
+
+constexpr int64_t kHbmAlignment = 64;
+constexpr int64_t kSbufAlignment = 32;
+
+int64_t tileBytes(Value tile) {
+  auto t = llvm::cast<MemRefType>(tile.getType());
+  return t.getDimSize(1) * (t.getElementType().getIntOrFloatBitWidth() / 8);
+}
+
+int64_t tensorBytes(Type type) {
+  auto t = llvm::cast<RankedTensorType>(type);
+  return t.getNumElements() * (t.getElementType().getIntOrFloatBitWidth() / 8);
+}
+
+struct PlanMemoryPass : impl::PlanMemoryBase<PlanMemoryPass> {
+  using PlanMemoryBase::PlanMemoryBase;
+
+  void runOnOperation() override {
+    func::FuncOp func = getOperation();
+    if (failed(planHbm(func))) return signalPassFailure();
+    int64_t peak = 0;
+    WalkResult r = func.walk([&](nc::KernelOp k) {
+      if (!k.isLowered()) return WalkResult::advance();
+      FailureOr<int64_t> used = planSbuf(k);
+      if (failed(used)) return WalkResult::interrupt();
+      peak = std::max(peak, *used);
+      return WalkResult::advance();
+    });
+    if (r.wasInterrupted()) return signalPassFailure();
+    peakSbufBytes = uint64_t(peak);
+  }
+
+  LogicalResult planHbm(func::FuncOp func) {
+    SmallVector<nc::KernelOp> kernels;
+    for (Operation& op : func.getBody().front())
+      if (auto k = llvm::dyn_cast<nc::KernelOp>(op)) kernels.push_back(k);
+    llvm::DenseMap<Operation*, int64_t> step;
+    for (auto [i, k] : llvm::enumerate(kernels)) step[k] = int64_t(i);
+    Operation* ret = func.getBody().front().getTerminator();
+    std::vector<PlannedBuffer> buffers;
+    SmallVector<std::pair<nc::KernelOp, unsigned>> owners;
+    for (nc::KernelOp k : kernels) {
+      for (OpResult r : k.getResults()) {
+        bool isOutput = llvm::is_contained(ret->getOperands(), Value(r));
+        if (isOutput) continue;
+        int64_t last = step[k];
+        for (Operation* user : r.getUsers())
+          if (step.count(user)) last = std::max(last, step[user]);
+        buffers.push_back({step[k], last + 1, tensorBytes(r.getType())});
+        owners.push_back({k, r.getResultNumber()});
+      }
+    }
+    int64_t arena = planOffsets(buffers, kHbmAlignment);
+    if (auto err = verifyPlan(buffers, kHbmAlignment, 0))
+      return func.emitError("HBM plan is invalid: ") << *err;
+    OpBuilder b(func);
+    for (nc::KernelOp k : kernels)
+      k->setAttr(kResultOffsetsAttr,
+                 b.getDenseI64ArrayAttr(SmallVector<int64_t>(k.getNumResults(), -1)));
+    for (auto [buf, owner] : llvm::zip(buffers, owners)) {
+      SmallVector<int64_t> offs(owner.first->getAttrOfType<DenseI64ArrayAttr>(kResultOffsetsAttr).asArrayRef());
+      offs[owner.second] = buf.offset;
+      owner.first->setAttr(kResultOffsetsAttr, b.getDenseI64ArrayAttr(offs));
+    }
+    func->setAttr(kArenaBytesAttr, b.getI64IntegerAttr(arena));
+    arenaBytes = uint64_t(arena);
+    return success();
+  }
+
+  FailureOr<int64_t> planSbuf(nc::KernelOp kernel) {
+    Block& body = kernel.getBody().front();
+    SmallVector<nc::AllocTileOp> allocs;
+    llvm::DenseMap<Value, size_t> indexOf;
+    for (Operation& op : body)
+      if (auto a = llvm::dyn_cast<nc::AllocTileOp>(op)) {
+        indexOf[a.getTile()] = allocs.size();
+        allocs.push_back(a);
+      }
+    std::vector<PlannedBuffer> exact(allocs.size());
+    for (auto [i, a] : llvm::enumerate(allocs)) exact[i] = {INT64_MAX, -1, tileBytes(a.getTile())};
+    llvm::DenseMap<int64_t, int64_t> iterationEnd;  // iteration -> last step
+    int64_t step = 0;
+    for (Operation& op : body) {
+      if (!isIsaInstruction(&op)) continue;
+      int64_t iter = -1;
+      for (Value v : op.getOperands()) {
+        auto it = indexOf.find(v);
+        if (it == indexOf.end()) continue;
+        PlannedBuffer& buf = exact[it->second];
+        buf.start = std::min(buf.start, step);
+        buf.end = std::max(buf.end, step + 1);
+        if (auto a = allocs[it->second]->getAttrOfType<IntegerAttr>("iteration"))
+          iter = std::max(iter, a.getInt());
+      }
+      if (iter >= 0) iterationEnd[iter] = std::max(iterationEnd[iter], step + 1);
+      ++step;
+    }
+    for (PlannedBuffer& buf : exact)
+      if (buf.end < 0) buf = {0, 1, buf.size};  // never used: give it a slot anyway
+    std::vector<PlannedBuffer> doubled = exact;
+    for (auto [i, a] : llvm::enumerate(allocs))
+      if (auto it = a->getAttrOfType<IntegerAttr>("iteration")) {
+        auto next = iterationEnd.find(it.getInt() + 1);
+        if (next != iterationEnd.end()) doubled[i].end = std::max(doubled[i].end, next->second);
+      }
+    int64_t peak = planOffsets(doubled, kSbufAlignment);
+    std::vector<PlannedBuffer>* plan = &doubled;
+    if (peak > sbufBytes) {
+      peak = planOffsets(exact, kSbufAlignment);
+      plan = &exact;
+    }
+    if (peak > sbufBytes) {
+      auto diag = kernel.emitError("kernel '") << kernel.getSymName() << "' needs " << peak
+                                               << " SBUF bytes per partition, more than the "
+                                               << sbufBytes << " available";
+      diag.attachNote() << "peak live bytes (a lower bound): " << peakLiveBytes(exact);
+      return failure();
+    }
+    if (auto err = verifyPlan(*plan, kSbufAlignment, sbufBytes))
+      return kernel.emitError("SBUF plan is invalid: ") << *err;
+    OpBuilder b(kernel);
+    for (auto [a, buf] : llvm::zip(allocs, *plan)) a.setOffsetAttr(b.getI64IntegerAttr(buf.offset));
+    kernel->setAttr(kSbufBytesAttr, b.getI64IntegerAttr(peak));
+    return peak;
+  }
+};
+
+}  // namespace
+}  // namespace neuroncc

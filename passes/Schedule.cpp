@@ -1,0 +1,208 @@
+//===- Schedule.cpp - engines, DMA queues and semaphores ------------------===//
+//
+// Dependencies: two instructions conflict when one writes bytes the other
+// reads or writes (SBUF: partition range x byte range from the memory plan;
+// HBM: element range of the same tensor). A later instruction waits for every
+// earlier conflicting one; per producer queue only the largest count matters,
+// since a queue's semaphore counts completions in order.
+//
+// Placement: list scheduling in program order with the shared device cost
+// model (neff/device_model.h). Each instruction goes to the candidate engine
+// or DMA queue where it would finish earliest given its dependencies; ties go
+// to the first candidate. A tensor_scalar multiply or add may move to the
+// scalar engine as an identity activation with scale or bias, which spreads
+// elementwise work over two engines. Known weakness: no reordering of the
+// program itself, so an instruction never overtakes an earlier one on its
+// queue even when it could start sooner.
+//
+//===----------------------------------------------------------------------===//
+
+#include "device_model.h"
+#include "passes/IsaProto.h"
+#include "passes/Passes.h"
+#include "mlir/IR/Builders.h"
+
+namespace neuroncc {
+#define GEN_PASS_DEF_SCHEDULE
+#include "passes/Passes.h.inc"
+}  // namespace neuroncc
+
+using namespace mlir;
+
+namespace neuroncc {
+namespace {
+
+struct Region {
+  Value hbm;  // null for SBUF
+  int64_t p0 = 0, p1 = 0, lo = 0, hi = 0;
+  bool overlaps(const Region& o) const {
+    if (hbm != o.hbm) return false;
+    if (!hbm && (p1 <= o.p0 || o.p1 <= p0)) return false;
+    return lo < o.hi && o.lo < hi;
+  }
+};
+
+struct Access {
+  SmallVector<Region, 3> reads, writes;
+};
+
+Region tileRegion(Value tile, int64_t partStart = 0, int64_t parts = -1) {
+  auto t = llvm::cast<MemRefType>(tile.getType());
+  int64_t off = 0;
+  if (auto a = tile.getDefiningOp<nc::AllocTileOp>())
+    if (auto o = a.getOffset()) off = int64_t(*o);
+  int64_t bytes = t.getDimSize(1) * (t.getElementType().getIntOrFloatBitWidth() / 8);
+  return {Value(), partStart, partStart + (parts < 0 ? t.getDimSize(0) : parts), off, off + bytes};
+}
+
+Region hbmRegion(Value hbm, int64_t offset, ArrayRef<int64_t> ap) {
+  int64_t lo = offset, hi = offset;
+  for (size_t i = 0; i + 1 < ap.size(); i += 2) {
+    int64_t span = (ap[i + 1] - 1) * ap[i];
+    (span < 0 ? lo : hi) += span;
+  }
+  return {hbm, 0, 0, lo, hi + 1};
+}
+
+Access accessOf(Operation* op) {
+  Access a;
+  if (auto o = llvm::dyn_cast<nc::DmaLoadOp>(op)) {
+    a.reads.push_back(hbmRegion(o.getHbm(), o.getOffset(), o.getAp()));
+    a.writes.push_back(tileRegion(o.getTile(), o.getPartStart(), o.getAp()[1]));
+  } else if (auto o = llvm::dyn_cast<nc::DmaStoreOp>(op)) {
+    a.reads.push_back(tileRegion(o.getTile(), o.getPartStart(), o.getAp()[1]));
+    a.writes.push_back(hbmRegion(o.getHbm(), o.getOffset(), o.getAp()));
+  } else {
+    // Compute instructions: operand 0 is the output tile, the rest are read.
+    a.writes.push_back(tileRegion(op->getOperand(0)));
+    for (Value v : op->getOperands().drop_front()) a.reads.push_back(tileRegion(v));
+  }
+  return a;
+}
+
+bool conflicts(const Access& earlier, const Access& later) {
+  for (const Region& w : earlier.writes) {
+    for (const Region& r : later.reads) if (w.overlaps(r)) return true;
+    for (const Region& r : later.writes) if (w.overlaps(r)) return true;
+  }
+  for (const Region& r : earlier.reads)
+    for (const Region& w : later.writes) if (r.overlaps(w)) return true;
+  return false;
+}
+
+// A tensor_scalar the scalar engine can run as identity(in * scale + bias).
+bool scalarEngineCanRun(nc::TensorScalarOp op) {
+  if (op.getReverse()) return false;
+  if (op.getAlu() == "mul") return true;
+  return (op.getAlu() == "add" || op.getAlu() == "sub") && !op.getScalar();
+}
+
+Operation* moveToScalarEngine(nc::TensorScalarOp op) {
+  OpBuilder b(op);
+  double imm = op.getImm().convertToDouble();
+  bool mul = op.getAlu() == "mul";
+  double scale = mul && !op.getScalar() ? imm : 1.0;
+  double bias = mul ? 0.0 : (op.getAlu() == "add" ? imm : -imm);
+  auto act = b.create<nc::ActivationOp>(op.getLoc(), op.getOut(), op.getIn0(),
+                                        mul ? op.getScalar() : Value(), b.getStringAttr("identity"),
+                                        b.getF64FloatAttr(scale), b.getF64FloatAttr(bias));
+  for (NamedAttribute attr : op->getDiscardableAttrs()) act->setAttr(attr.getName(), attr.getValue());
+  op.erase();
+  return act;
+}
+
+struct SchedulePass : impl::ScheduleBase<SchedulePass> {
+  using ScheduleBase::ScheduleBase;
+
+  void runOnOperation() override {
+    const neff::DeviceParams* device = neff::DeviceForTarget(target);
+    if (!device) {
+      getOperation().emitError("unknown target '") << target << "'";
+      return signalPassFailure();
+    }
+    getOperation().walk([&](nc::KernelOp k) {
+      if (k.isLowered()) scheduleKernel(k, *device);
+    });
+  }
+
+  void scheduleKernel(nc::KernelOp kernel, const neff::DeviceParams& device) {
+    SmallVector<Operation*> insts;
+    for (Operation& op : kernel.getBody().front())
+      if (isIsaInstruction(&op)) insts.push_back(&op);
+    std::vector<Access> access;
+    access.reserve(insts.size());
+    for (Operation* op : insts) access.push_back(accessOf(op));
+
+    auto noTensor = [](Value) { return 0u; };
+    std::vector<uint64_t> queueFree(neff::kMaxQueues, 0);
+    std::vector<uint32_t> queueCount(neff::kMaxQueues, 0);
+    std::vector<uint64_t> finish(insts.size(), 0);
+    std::vector<uint32_t> queueOf(insts.size(), 0), positionOf(insts.size(), 0);
+    OpBuilder b(kernel);
+
+    for (size_t i = 0; i < insts.size(); ++i) {
+      uint64_t ready = 0;
+      SmallVector<size_t> deps;
+      for (size_t j = 0; j < i; ++j)
+        if (conflicts(access[j], access[i])) {
+          deps.push_back(j);
+          ready = std::max(ready, finish[j]);
+        }
+
+      Operation* op = insts[i];
+      neff::Instruction proto = toProtoInstruction(op, noTensor);
+      SmallVector<std::pair<uint32_t, neff::Engine>> candidates;
+      bool isDma = llvm::isa<nc::DmaLoadOp, nc::DmaStoreOp>(op);
+      if (isDma) {
+        for (uint32_t q = 0; q < device.dma_queues; ++q)
+          candidates.push_back({neff::QueueIndex(neff::DMA, q), neff::DMA});
+      } else if (llvm::isa<nc::ActivationOp>(op)) {
+        candidates.push_back({neff::QueueIndex(neff::SCALAR, 0), neff::SCALAR});
+      } else {
+        candidates.push_back({neff::QueueIndex(neff::VECTOR, 0), neff::VECTOR});
+        if (auto ts = llvm::dyn_cast<nc::TensorScalarOp>(op); ts && scalarEngineCanRun(ts))
+          candidates.push_back({neff::QueueIndex(neff::SCALAR, 0), neff::SCALAR});
+      }
+      uint32_t bestQueue = 0;
+      neff::Engine bestEngine = neff::ENGINE_INVALID;
+      uint64_t bestEnd = UINT64_MAX;
+      for (auto [queue, engine] : candidates) {
+        neff::Instruction priced = proto;
+        if (engine == neff::SCALAR && proto.opcode() == neff::TENSOR_SCALAR)
+          priced.set_opcode(neff::ACTIVATION);
+        uint64_t start = std::max(ready, queueFree[queue]);
+        uint64_t end = start + neff::CostOnEnginePs(priced, engine, device);
+        if (end < bestEnd) {
+          bestEnd = end;
+          bestQueue = queue;
+          bestEngine = engine;
+        }
+      }
+      if (auto ts = llvm::dyn_cast<nc::TensorScalarOp>(op); ts && bestEngine == neff::SCALAR)
+        op = insts[i] = moveToScalarEngine(ts);
+      queueFree[bestQueue] = bestEnd;
+      finish[i] = bestEnd;
+      queueOf[i] = bestQueue;
+      positionOf[i] = queueCount[bestQueue]++;
+      op->setAttr("engine", b.getStringAttr(neff::EngineName(bestEngine)));
+      if (isDma) op->setAttr("queue", b.getI64IntegerAttr(bestQueue - neff::kComputeQueues));
+
+      // Waits: per producer queue, the latest conflicting instruction.
+      std::vector<int64_t> need(neff::kMaxQueues, 0);
+      for (size_t j : deps)
+        if (queueOf[j] != bestQueue)
+          need[queueOf[j]] = std::max<int64_t>(need[queueOf[j]], positionOf[j] + 1);
+      SmallVector<int64_t> waits;
+      for (uint32_t q = 0; q < neff::kMaxQueues; ++q)
+        if (need[q] > 0) {
+          waits.push_back(q);
+          waits.push_back(need[q]);
+          ++numWaits;
+        }
+      if (!waits.empty()) op->setAttr("waits", b.getDenseI64ArrayAttr(waits));
+    }
+  }
+};
+
+}  // namespace
+}  // namespace neuroncc

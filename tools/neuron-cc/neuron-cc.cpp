@@ -1,0 +1,148 @@
+// neuron-cc: compile an ATen graph into a NEFF executable.
+//
+//   neuron-cc compile <model> --framework ATEN --target trn1 -O2 --output file.neff
+//   neuron-cc list-operators --framework ATEN
+#include <cstdio>
+#include <fstream>
+#include <string>
+
+#include "compiler/Compiler.h"
+#include "compiler/NeffEmitter.h"
+#include "llvm/Support/CommandLine.h"
+#include "llvm/Support/InitLLVM.h"
+#include "llvm/Support/Path.h"
+#include "llvm/Support/raw_ostream.h"
+#include "mlir/IR/AsmState.h"
+#include "mlir/IR/Diagnostics.h"
+#include "mlir/IR/MLIRContext.h"
+#include "mlir/Pass/PassManager.h"
+#include "mlir/Support/Timing.h"
+#include "device_model.h"
+#include "neff_format.h"
+
+namespace cl = llvm::cl;
+
+namespace {
+
+// Stable error codes, printed with every failure so scripts can match them.
+constexpr const char* kErrUsage = "NCC-E001";
+constexpr const char* kErrImport = "NCC-E002";
+constexpr const char* kErrCompile = "NCC-E003";
+constexpr const char* kErrEmit = "NCC-E004";
+constexpr const char* kErrWrite = "NCC-E005";
+
+cl::OptionCategory category("neuron-cc options");
+cl::opt<std::string> inputPath(cl::Positional, cl::desc("<model.mlir>"), cl::cat(category));
+cl::opt<std::string> framework("framework", cl::desc("Source framework of the graph (ATEN)"),
+                               cl::init("ATEN"), cl::cat(category));
+cl::opt<std::string> target("target", cl::desc("Device: trn1 or trn2"), cl::init("trn1"),
+                            cl::cat(category));
+cl::opt<char> optLevel("O", cl::Prefix, cl::desc("Optimization level: -O0 (no fusion), -O1, -O2"),
+                       cl::init('2'), cl::cat(category));
+cl::opt<std::string> outputPath("output", cl::desc("Output NEFF path"), cl::init("file.neff"),
+                                cl::cat(category));
+cl::opt<std::string> verbose("verbose", cl::desc("Log level (info prints pass statistics)"),
+                             cl::init(""), cl::cat(category));
+cl::opt<std::string> logFile("logfile", cl::desc("Also write the log to this file"), cl::init(""),
+                             cl::cat(category));
+cl::opt<bool> fusionReport("fusion-report", cl::desc("Report every fusion refused, with its reason"),
+                           cl::init(false), cl::cat(category));
+
+const char* const kOperators[] = {
+    "aten::add.Scalar", "aten::add.Tensor",  "aten::amax",          "aten::div.Tensor",
+    "aten::exp",        "aten::mean.dim",    "aten::mul.Scalar",    "aten::mul.Tensor",
+    "aten::neg",        "aten::rms_norm",    "aten::rsqrt",         "aten::sqrt",
+    "aten::sub.Tensor", "aten::sum.dim_IntList",
+};
+
+int fail(const char* code, const std::string& msg) {
+  llvm::errs() << "error " << code << ": " << msg << "\n";
+  llvm::outs() << "Compiler status FAIL\n";
+  return 1;
+}
+
+int compile() {
+  if (framework != "ATEN") return fail(kErrUsage, "unsupported --framework '" + framework + "' (supported: ATEN)");
+  if (!neuroncc::neff::DeviceForTarget(target))
+    return fail(kErrUsage, "unknown --target '" + target + "' (supported: trn1, trn2)");
+  if (optLevel != '0' && optLevel != '1' && optLevel != '2')
+    return fail(kErrUsage, std::string("unknown optimization level -O") + optLevel.getValue() + " (use -O0, -O1 or -O2)");
+  if (inputPath.empty()) return fail(kErrUsage, "no input graph given");
+
+  mlir::DialectRegistry registry;
+  neuroncc::registerDialects(registry);
+  mlir::MLIRContext context(registry);
+  context.loadAllAvailableDialects();
+
+  std::string log;
+  llvm::raw_string_ostream logStream(log);
+  mlir::ScopedDiagnosticHandler handler(&context, [&](mlir::Diagnostic& diag) {
+    std::string text;
+    llvm::raw_string_ostream os(text);
+    os << diag.getLocation() << ": ";
+    switch (diag.getSeverity()) {
+      case mlir::DiagnosticSeverity::Error: os << "error: "; break;
+      case mlir::DiagnosticSeverity::Warning: os << "warning: "; break;
+      case mlir::DiagnosticSeverity::Remark: os << "remark: "; break;
+      default: os << "note: "; break;
+    }
+    os << diag << "\n";
+    for (auto& note : diag.getNotes()) os << note.getLocation() << ": note: " << note << "\n";
+    llvm::errs() << text;
+    logStream << text;
+    return mlir::success();
+  });
+
+  auto module = neuroncc::importGraph(inputPath, context);
+  if (!module) return fail(kErrImport, "could not import '" + inputPath + "'");
+  neuroncc::PipelineOptions options;
+  options.optLevel = optLevel - '0';
+  options.target = target;
+  options.fusionReport = fusionReport;
+  if (mlir::failed(neuroncc::compileModule(*module, options)))
+    return fail(kErrCompile, "compilation of '" + inputPath + "' failed");
+
+  neuroncc::EmitOptions emit;
+  emit.target = target;
+  emit.optLevel = std::string("O") + optLevel.getValue();
+  emit.name = llvm::sys::path::stem(inputPath).str();
+  absl::StatusOr<std::string> neff = neuroncc::emitNeff(*module, emit);
+  if (!neff.ok()) return fail(kErrEmit, std::string(neff.status().message()));
+  if (absl::Status st = neuroncc::neff::WriteFileAtomic(outputPath, *neff); !st.ok())
+    return fail(kErrWrite, std::string(st.message()));
+  if (verbose == "info" || verbose == "debug")
+    llvm::outs() << "wrote " << outputPath << " (" << neff->size() << " bytes)\n";
+  if (!logFile.empty()) {
+    std::ofstream lf(logFile);
+    lf << log;
+  }
+  llvm::outs() << "Compiler status PASS\n";
+  return 0;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  llvm::InitLLVM init(argc, argv);
+  if (argc < 2 || (std::string(argv[1]) != "compile" && std::string(argv[1]) != "list-operators")) {
+    llvm::errs() << "usage: neuron-cc compile <model.mlir> [--framework ATEN] [--target trn1] "
+                    "[-O0|-O1|-O2] [--output file.neff]\n"
+                    "       neuron-cc list-operators --framework ATEN\n";
+    return 2;
+  }
+  std::string command = argv[1];
+  // Let llvm::cl parse the rest, with MLIR's debugging flags registered.
+  mlir::registerAsmPrinterCLOptions();
+  mlir::registerMLIRContextCLOptions();
+  mlir::registerPassManagerCLOptions();
+  mlir::registerDefaultTimingManagerCLOptions();
+  std::string title = "neuron-cc " + command;
+  argv[1] = argv[0];
+  if (!cl::ParseCommandLineOptions(argc - 1, argv + 1, title, &llvm::errs())) return 2;
+  if (command == "list-operators") {
+    if (framework != "ATEN") return fail(kErrUsage, "unsupported --framework '" + framework + "'");
+    for (const char* op : kOperators) llvm::outs() << op << "\n";
+    return 0;
+  }
+  return compile();
+}
