@@ -164,7 +164,10 @@ struct FormKernelsPass : impl::FormKernelsBase<FormKernelsPass> {
           auto it = groupOfSourceId.find(id.getInt());
           if (it != groupOfSourceId.end()) target = it->second;
         }
-      } else if (space) {
+      } else if (!space) {
+        if (report)
+          op->emitRemark("cannot share a kernel: reductions over non-trailing dims are not fused");
+      } else {
         // Latest producer first: it is the one most likely to hold live rows.
         for (int g : llvm::reverse(producer_groups)) {
           std::string why = refusal(op, *space, g, producer_groups);

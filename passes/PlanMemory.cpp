@@ -140,7 +140,7 @@ struct PlanMemoryPass : impl::PlanMemoryBase<PlanMemoryPass> {
     if (peak > sbufBytes) {
       auto diag = kernel.emitError("kernel '") << kernel.getSymName() << "' needs " << peak
                                                << " SBUF bytes per partition, more than the "
-                                               << sbufBytes << " available";
+                                               << int64_t(sbufBytes) << " available";
       diag.attachNote() << "peak live bytes (a lower bound): " << peakLiveBytes(exact);
       return failure();
     }

@@ -138,6 +138,9 @@ struct SchedulePass : impl::ScheduleBase<SchedulePass> {
     std::vector<uint32_t> queueCount(neff::kMaxQueues, 0);
     std::vector<uint64_t> finish(insts.size(), 0);
     std::vector<uint32_t> queueOf(insts.size(), 0), positionOf(insts.size(), 0);
+    std::vector<std::vector<uint32_t>> clock(insts.size());
+    std::vector<size_t> lastOnQueue(neff::kMaxQueues, 0);
+    std::vector<std::vector<size_t>> instAt(neff::kMaxQueues);
     OpBuilder b(kernel);
 
     for (size_t i = 0; i < insts.size(); ++i) {
@@ -187,18 +190,39 @@ struct SchedulePass : impl::ScheduleBase<SchedulePass> {
       op->setAttr("engine", b.getStringAttr(neff::EngineName(bestEngine)));
       if (isDma) op->setAttr("queue", b.getI64IntegerAttr(bestQueue - neff::kComputeQueues));
 
-      // Waits: per producer queue, the latest conflicting instruction.
-      std::vector<int64_t> need(neff::kMaxQueues, 0);
+      // Waits: per producer queue, the latest conflicting instruction. A
+      // wait is dropped when another wait (or the previous instruction on
+      // this queue) already guarantees it, tracked with vector clocks:
+      // clock[i][q] = instructions of queue q known complete when i completes.
+      std::vector<uint32_t> need(neff::kMaxQueues, 0);
       for (size_t j : deps)
         if (queueOf[j] != bestQueue)
-          need[queueOf[j]] = std::max<int64_t>(need[queueOf[j]], positionOf[j] + 1);
-      SmallVector<int64_t> waits;
+          need[queueOf[j]] = std::max(need[queueOf[j]], positionOf[j] + 1);
+      std::vector<uint32_t> implied(neff::kMaxQueues, 0);
+      auto absorb = [&](size_t j) {
+        for (uint32_t q = 0; q < neff::kMaxQueues; ++q) implied[q] = std::max(implied[q], clock[j][q]);
+      };
+      if (positionOf[i] > 0) absorb(lastOnQueue[bestQueue]);
       for (uint32_t q = 0; q < neff::kMaxQueues; ++q)
-        if (need[q] > 0) {
+        if (need[q] > 0) absorb(instAt[q][need[q] - 1]);
+      SmallVector<int64_t> waits;
+      std::vector<uint32_t> ownClock(neff::kMaxQueues, 0);
+      if (positionOf[i] > 0) ownClock = clock[lastOnQueue[bestQueue]];
+      for (uint32_t q = 0; q < neff::kMaxQueues; ++q) {
+        bool impliedByOthers = false;
+        for (uint32_t r = 0; r < neff::kMaxQueues && !impliedByOthers; ++r)
+          if (r != q && need[r] > 0 && clock[instAt[r][need[r] - 1]][q] >= need[q]) impliedByOthers = true;
+        if (need[q] > 0 && !impliedByOthers && ownClock[q] < need[q]) {
           waits.push_back(q);
           waits.push_back(need[q]);
           ++numWaits;
         }
+      }
+      for (uint32_t q = 0; q < neff::kMaxQueues; ++q) implied[q] = std::max(implied[q], need[q]);
+      implied[bestQueue] = positionOf[i] + 1;
+      clock[i] = implied;
+      lastOnQueue[bestQueue] = i;
+      instAt[bestQueue].push_back(i);
       if (!waits.empty()) op->setAttr("waits", b.getDenseI64ArrayAttr(waits));
     }
   }

@@ -93,7 +93,6 @@ LogicalResult verifyDma(Operation* op, Value hbm, Value tile, int64_t part_start
 
 bool KernelOp::isLowered() {
   return getBody().front().getNumArguments() != getInputs().size() ||
-         getBody().front().getTerminator()->getNumOperands() != getNumResults() ||
          llvm::any_of(getBody().front().getArgumentTypes(),
                       [](Type t) { return llvm::isa<MemRefType>(t); });
 }
@@ -128,7 +127,7 @@ LogicalResult KernelOp::verify() {
 
 LogicalResult AllocTileOp::verify() {
   if (failed(verifyTile(*this, getTile(), "result"))) return failure();
-  if (getOffset() && *getOffset() < 0) return emitOpError("offset must be non-negative");
+  if (getOffsetAttr() && getOffsetAttr().getInt() < 0) return emitOpError("offset must be non-negative");
   return success();
 }
 

@@ -1,0 +1,151 @@
+// RUN: neuron-opt %s --split-input-file --verify-diagnostics
+
+func.func @yield_mismatch(%x: tensor<4xf32>) -> tensor<4xf32> {
+  // expected-error @+1 {{yielded values must match the kernel results}}
+  %r = nc.kernel "k"(%x) {source_ops = []} : (tensor<4xf32>) -> tensor<4xf32> {
+  ^bb0(%a: tensor<4xf32>):
+    nc.yield
+  }
+  return %r : tensor<4xf32>
+}
+
+// -----
+
+func.func @args_mismatch(%x: tensor<4xf32>) -> tensor<4xf32> {
+  // expected-error @+1 {{body arguments must match the kernel inputs}}
+  %r = nc.kernel "k"(%x) {source_ops = []} : (tensor<4xf32>) -> tensor<4xf32> {
+  ^bb0(%a: tensor<8xf32>):
+    nc.yield %x : tensor<4xf32>
+  }
+  return %r : tensor<4xf32>
+}
+
+// -----
+
+func.func @lowered_arg_count(%x: tensor<4xf32>) -> tensor<4xf32> {
+  // expected-error @+1 {{lowered body takes 1 input and 1 output memrefs, got 1}}
+  %r = nc.kernel "k"(%x) {source_ops = []} : (tensor<4xf32>) -> tensor<4xf32> {
+  ^bb0(%a: memref<4xf32>):
+    nc.yield
+  }
+  return %r : tensor<4xf32>
+}
+
+// -----
+
+func.func @lowered_arg_type(%x: tensor<4xf32>) -> tensor<4xf32> {
+  // expected-error @+1 {{lowered body argument 1 must be an HBM memref of 'tensor<4xf32>'}}
+  %r = nc.kernel "k"(%x) {source_ops = []} : (tensor<4xf32>) -> tensor<4xf32> {
+  ^bb0(%a: memref<4xf32>, %b: memref<4xbf16>):
+    nc.yield
+  }
+  return %r : tensor<4xf32>
+}
+
+// -----
+
+func.func @too_many_partitions() {
+  // expected-error @+1 {{result spans 256 partitions; a NeuronCore has 128}}
+  %t = nc.alloc_tile : memref<256x4xf32, 1>
+  return
+}
+
+// -----
+
+func.func @negative_offset() {
+  // expected-error @+1 {{offset must be non-negative}}
+  %t = nc.alloc_tile {offset = -4 : i64} : memref<4x4xf32, 1>
+  return
+}
+
+// -----
+
+func.func @not_sbuf(%m: memref<4x4xf32>) {
+  %t = nc.alloc_tile : memref<4x4xf32, 1>
+  // expected-error @+1 {{in0 must be an SBUF tile (rank-2 memref in memory space 1), got 'memref<4x4xf32>'}}
+  nc.tensor_tensor %t, %m, %t {alu = "add"} : memref<4x4xf32, 1>, memref<4x4xf32>, memref<4x4xf32, 1>
+  return
+}
+
+// -----
+
+func.func @shape_mismatch() {
+  %a = nc.alloc_tile : memref<4x4xf32, 1>
+  %b = nc.alloc_tile : memref<4x8xf32, 1>
+  // expected-error @+1 {{out and in1 tiles must have the same shape}}
+  nc.tensor_tensor %a, %a, %b {alu = "add"} : memref<4x4xf32, 1>, memref<4x4xf32, 1>, memref<4x8xf32, 1>
+  return
+}
+
+// -----
+
+func.func @bad_alu() {
+  %a = nc.alloc_tile : memref<4x4xf32, 1>
+  // expected-error @+1 {{alu 'pow' is not one of add, sub, mul, div, max, min}}
+  nc.tensor_tensor %a, %a, %a {alu = "pow"} : memref<4x4xf32, 1>, memref<4x4xf32, 1>, memref<4x4xf32, 1>
+  return
+}
+
+// -----
+
+func.func @scalar_partitions() {
+  %a = nc.alloc_tile : memref<4x4xf32, 1>
+  %s = nc.alloc_tile : memref<2x1xf32, 1>
+  // expected-error @+1 {{scalar must span the output's 4 partitions}}
+  nc.tensor_scalar %a, %a, %s {alu = "mul"} : memref<4x4xf32, 1>, memref<4x4xf32, 1>, memref<2x1xf32, 1>
+  return
+}
+
+// -----
+
+func.func @bad_func() {
+  %a = nc.alloc_tile : memref<4x4xf32, 1>
+  // expected-error @+1 {{unknown activation function 'tanhh'}}
+  nc.activation %a, %a {func = "tanhh"} : memref<4x4xf32, 1>, memref<4x4xf32, 1>
+  return
+}
+
+// -----
+
+func.func @reduce_shape() {
+  %a = nc.alloc_tile : memref<4x4xf32, 1>
+  // expected-error @+1 {{out must be one element per partition of in0}}
+  nc.tensor_reduce %a, %a {alu = "add"} : memref<4x4xf32, 1>, memref<4x4xf32, 1>
+  return
+}
+
+// -----
+
+func.func @dma_converts(%m: memref<4x4xf32>) {
+  %a = nc.alloc_tile : memref<4x4xbf16, 1>
+  // expected-error @+1 {{DMA does not convert: HBM 'f32' vs tile 'bf16'}}
+  nc.dma_load %m -> %a {part_start = 0, offset = 0, ap = array<i64: 4, 4, 1, 4>} : memref<4x4xf32>, memref<4x4xbf16, 1>
+  return
+}
+
+// -----
+
+func.func @dma_pattern(%m: memref<4x4xf32>) {
+  %a = nc.alloc_tile : memref<4x4xf32, 1>
+  // expected-error @+1 {{access pattern needs (stride, count) pairs for the partition dim and at least one free dim}}
+  nc.dma_load %m -> %a {part_start = 0, offset = 0, ap = array<i64: 4, 4>} : memref<4x4xf32>, memref<4x4xf32, 1>
+  return
+}
+
+// -----
+
+func.func @dma_partitions(%m: memref<4x4xf32>) {
+  %a = nc.alloc_tile : memref<4x4xf32, 1>
+  // expected-error @+1 {{partitions [2, 6) are outside the tile's 4}}
+  nc.dma_load %m -> %a {part_start = 2, offset = 0, ap = array<i64: 4, 4, 1, 4>} : memref<4x4xf32>, memref<4x4xf32, 1>
+  return
+}
+
+// -----
+
+func.func @dma_free(%m: memref<4x4xf32>) {
+  %a = nc.alloc_tile : memref<4x4xf32, 1>
+  // expected-error @+1 {{access pattern moves 8 elements per partition, the tile holds 4}}
+  nc.dma_store %a -> %m {part_start = 0, offset = 0, ap = array<i64: 4, 4, 1, 8>} : memref<4x4xf32, 1>, memref<4x4xf32>
+  return
+}

@@ -1,0 +1,39 @@
+// RUN: neuron-opt %s | neuron-opt | FileCheck %s
+
+// CHECK-LABEL: func.func @tensor_kernel
+func.func @tensor_kernel(%x: tensor<4x512xbf16>) -> tensor<4x512xbf16> {
+  // CHECK: nc.kernel "k0_mul"(%{{.*}}) {source_ops = ["aten.mul.Tensor"]} : (tensor<4x512xbf16>) -> tensor<4x512xbf16> {
+  // CHECK: ^bb0(%{{.*}}: tensor<4x512xbf16>):
+  // CHECK: nc.yield %{{.*}} : tensor<4x512xbf16>
+  %r = nc.kernel "k0_mul"(%x) {source_ops = ["aten.mul.Tensor"]} : (tensor<4x512xbf16>) -> tensor<4x512xbf16> {
+  ^bb0(%a: tensor<4x512xbf16>):
+    %m = aten.mul.Tensor %a, %a : tensor<4x512xbf16>, tensor<4x512xbf16> -> tensor<4x512xbf16>
+    nc.yield %m : tensor<4x512xbf16>
+  }
+  return %r : tensor<4x512xbf16>
+}
+
+// CHECK-LABEL: func.func @isa_kernel
+func.func @isa_kernel(%x: tensor<4x512xbf16>) -> tensor<4x512xbf16> {
+  // CHECK: ^bb0(%{{.*}}: memref<4x512xbf16>, %{{.*}}: memref<4x512xbf16>):
+  %r = nc.kernel "k0"(%x) {source_ops = ["aten.exp"]} : (tensor<4x512xbf16>) -> tensor<4x512xbf16> {
+  ^bb0(%in: memref<4x512xbf16>, %out: memref<4x512xbf16>):
+    // CHECK: nc.alloc_tile {offset = 0 : i64} : memref<4x512xbf16, 1>
+    %t = nc.alloc_tile {offset = 0 : i64} : memref<4x512xbf16, 1>
+    %s = nc.alloc_tile : memref<4x512xf32, 1>
+    %r1 = nc.alloc_tile : memref<4x1xf32, 1>
+    // CHECK: nc.dma_load %{{.*}} -> %{{.*}} {ap = array<i64: 512, 4, 1, 512>, offset = 0 : i64, part_start = 0 : i64, queue = 3 : i64}
+    nc.dma_load %in -> %t {part_start = 0, offset = 0, ap = array<i64: 512, 4, 1, 512>, queue = 3 : i64} : memref<4x512xbf16>, memref<4x512xbf16, 1>
+    // CHECK: nc.activation %{{.*}}, %{{.*}} {func = "exp"
+    nc.activation %s, %t {func = "exp", waits = array<i64: 7, 1>} : memref<4x512xf32, 1>, memref<4x512xbf16, 1>
+    // CHECK: nc.tensor_reduce %{{.*}}, %{{.*}} {alu = "max"}
+    nc.tensor_reduce %r1, %s {alu = "max"} : memref<4x1xf32, 1>, memref<4x512xf32, 1>
+    // CHECK: nc.tensor_scalar %{{.*}}, %{{.*}}, %{{.*}} {alu = "sub", reverse = true}
+    nc.tensor_scalar %s, %s, %r1 {alu = "sub", reverse = true} : memref<4x512xf32, 1>, memref<4x512xf32, 1>, memref<4x1xf32, 1>
+    // CHECK: nc.tensor_tensor %{{.*}}, %{{.*}}, %{{.*}} {alu = "mul"}
+    nc.tensor_tensor %t, %s, %t {alu = "mul"} : memref<4x512xbf16, 1>, memref<4x512xf32, 1>, memref<4x512xbf16, 1>
+    // CHECK: nc.dma_store %{{.*}} -> %{{.*}}
+    nc.dma_store %t -> %out {part_start = 0, offset = 0, ap = array<i64: 512, 4, 1, 512>} : memref<4x512xbf16, 1>, memref<4x512xbf16>
+  }
+  return %r : tensor<4x512xbf16>
+}

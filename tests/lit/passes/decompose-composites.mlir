@@ -1,0 +1,35 @@
+// RUN: neuron-opt %s --ncc-decompose-composites --split-input-file | FileCheck %s
+// RUN: neuron-opt %s --ncc-decompose-composites=legal-ops=aten.rms_norm --split-input-file | FileCheck %s --check-prefix=LEGAL
+
+// CHECK-LABEL: func.func @rms_norm
+// CHECK-SAME: (%[[X:.*]]: tensor<4x512xbf16>, %[[W:.*]]: tensor<512xbf16>)
+// CHECK: %[[SQ:.*]] = aten.mul.Tensor %[[X]], %[[X]] {nc.source = "aten.rms_norm", nc.source_id = 0 : i64}
+// CHECK: %[[MS:.*]] = aten.mean.dim %[[SQ]] {dim = array<i64: 1>, keepdim = true, nc.source = "aten.rms_norm", nc.source_id = 0 : i64} : tensor<4x512xbf16> -> tensor<4x1xbf16>
+// CHECK: %[[SH:.*]] = aten.add.Scalar %[[MS]], 9.9999999999999995E-7 {{.*}}nc.source_id = 0
+// CHECK: %[[R:.*]] = aten.rsqrt %[[SH]]
+// CHECK: %[[N:.*]] = aten.mul.Tensor %[[X]], %[[R]] {{.*}}: tensor<4x512xbf16>, tensor<4x1xbf16> -> tensor<4x512xbf16>
+// CHECK: %[[Y:.*]] = aten.mul.Tensor %[[N]], %[[W]]
+// CHECK: return %[[Y]]
+// LEGAL-LABEL: func.func @rms_norm
+// LEGAL: aten.rms_norm
+func.func @rms_norm(%x: tensor<4x512xbf16>, %w: tensor<512xbf16>) -> tensor<4x512xbf16> {
+  %y = aten.rms_norm %x, %w {normalized_shape = array<i64: 512>, eps = 1.0e-06} : tensor<4x512xbf16>, tensor<512xbf16> -> tensor<4x512xbf16>
+  return %y : tensor<4x512xbf16>
+}
+
+// -----
+
+// Without weight or eps: the dtype's machine epsilon, and two normalized dims.
+// Each composite gets its own source id.
+// CHECK-LABEL: func.func @no_weight
+// CHECK: aten.mean.dim %{{.*}} {dim = array<i64: 1, 2>, keepdim = true, nc.source = "aten.rms_norm", nc.source_id = 0 : i64} : tensor<2x4x8xf32> -> tensor<2x1x1xf32>
+// CHECK: aten.add.Scalar %{{.*}}, 1.1920928955078125E-7
+// CHECK: aten.mul.Tensor {{.*}}nc.source_id = 0
+// CHECK-NOT: nc.source_id = 0
+// CHECK: aten.mul.Tensor {{.*}}nc.source_id = 1
+// CHECK: return
+func.func @no_weight(%x: tensor<2x4x8xf32>) -> tensor<2x4x8xf32> {
+  %y = aten.rms_norm %x {normalized_shape = array<i64: 4, 8>} : tensor<2x4x8xf32> -> tensor<2x4x8xf32>
+  %z = aten.rms_norm %y {normalized_shape = array<i64: 8>} : tensor<2x4x8xf32> -> tensor<2x4x8xf32>
+  return %z : tensor<2x4x8xf32>
+}

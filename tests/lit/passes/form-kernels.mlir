@@ -1,0 +1,51 @@
+// RUN: neuron-opt %examples/rmsnorm/naive.mlir --ncc-form-kernels=fuse=false | FileCheck %s --check-prefix=O0
+// RUN: neuron-opt %examples/rmsnorm/naive.mlir --ncc-form-kernels=fuse=true | FileCheck %s --check-prefix=O2
+// RUN: neuron-opt %examples/rmsnorm/fused_op.mlir --ncc-decompose-composites --ncc-form-kernels=fuse=false | FileCheck %s --check-prefix=COMPOSITE
+// RUN: neuron-opt %s --ncc-form-kernels="fuse=true report=true" 2>&1 | FileCheck %s --check-prefix=REPORT
+// RUN: neuron-opt %s --ncc-form-kernels="fuse=true sbuf-budget-bytes=4096" 2>&1 | FileCheck %s --check-prefix=BUDGET
+
+// -O0: one kernel per source op; the three multiplies stay apart.
+// O0: nc.kernel "k0_mul"(%arg0) {source_ops = ["aten.mul.Tensor"]}
+// O0: nc.kernel "k1_mean"({{.*}}) {source_ops = ["aten.mean.dim"]}
+// O0: nc.kernel "k2_add"({{.*}}) {source_ops = ["aten.add.Tensor"]}
+// The 0-d eps constant is cloned into the kernel that uses it.
+// O0: arith.constant dense<9.99999997E-7> : tensor<f32>
+// O0: nc.kernel "k3_rsqrt"({{.*}}) {source_ops = ["aten.rsqrt"]}
+// O0: nc.kernel "k4_mul"({{.*}}) {source_ops = ["aten.mul.Tensor"]}
+// O0: nc.kernel "k5_mul"({{.*}}) {source_ops = ["aten.mul.Tensor"]}
+// O0-NOT: nc.kernel
+
+// -O2: the reduction, its broadcast back over the row and the elementwise
+// chain are one kernel that reads x and weight and writes y.
+// O2: %[[K:.*]] = nc.kernel "k0_mul"(%arg0, %arg1) {source_ops = ["aten.mul.Tensor", "aten.mean.dim", "aten.add.Tensor", "aten.rsqrt", "aten.mul.Tensor", "aten.mul.Tensor"]} : (tensor<4x512xbf16>, tensor<512xbf16>) -> tensor<4x512xbf16>
+// O2-NOT: nc.kernel
+// O2: return %[[K]]
+
+// A decomposed composite is one kernel even at -O0.
+// COMPOSITE: nc.kernel "k0_rms_norm"(%arg0, %arg1) {source_ops = ["aten.rms_norm"]}
+// COMPOSITE-NOT: nc.kernel
+
+// A column reduction cannot share a kernel, and joining its consumer to the
+// first kernel would make the two kernels depend on each other.
+// REPORT: remark: cannot share a kernel: reductions over non-trailing dims are not fused
+// REPORT: remark: not fused into kernel of 'aten.amax': the producer kernel cannot be fused
+// REPORT: remark: not fused into kernel of 'aten.exp': joining would create a cycle between kernels
+// REPORT-LABEL: func.func @diamond
+// REPORT: nc.kernel "k0_exp"
+// REPORT: nc.kernel "k1_amax"
+// REPORT: nc.kernel "k2_mul"
+func.func @diamond(%x: tensor<4x512xf32>) -> tensor<4x512xf32> {
+  %a = aten.exp %x : tensor<4x512xf32> -> tensor<4x512xf32>
+  %b = aten.amax %a {dim = array<i64: 0>, keepdim = true} : tensor<4x512xf32> -> tensor<1x512xf32>
+  %c = aten.mul.Tensor %a, %b : tensor<4x512xf32>, tensor<1x512xf32> -> tensor<4x512xf32>
+  return %c : tensor<4x512xf32>
+}
+
+// BUDGET-LABEL: func.func @wide_rows
+// BUDGET: nc.kernel "k0_exp"
+// BUDGET: nc.kernel "k1_sum"
+func.func @wide_rows(%x: tensor<4x4096xf32>) -> tensor<4x1xf32> {
+  %a = aten.exp %x : tensor<4x4096xf32> -> tensor<4x4096xf32>
+  %b = aten.sum.dim_IntList %a {dim = array<i64: -1>, keepdim = true} : tensor<4x4096xf32> -> tensor<4x1xf32>
+  return %b : tensor<4x1xf32>
+}

@@ -1,0 +1,16 @@
+// RUN: neuron-opt %s --split-input-file --verify-diagnostics --ncc-form-kernels --ncc-lower-to-isa -o /dev/null
+
+func.func @column_reduction(%x: tensor<4x512xf32>) -> tensor<512xf32> {
+  // expected-error @+1 {{reductions over non-trailing dims are not supported yet (dims [0] of a rank-2 tensor)}}
+  %r = aten.sum.dim_IntList %x {dim = array<i64: 0>} : tensor<4x512xf32> -> tensor<512xf32>
+  return %r : tensor<512xf32>
+}
+
+// -----
+
+func.func @const_only() -> tensor<4xf32> {
+  %a = arith.constant dense<2.0> : tensor<4xf32>
+  // expected-error @+1 {{operations on compile-time constants are not supported yet}}
+  %r = aten.exp %a : tensor<4xf32> -> tensor<4xf32>
+  return %r : tensor<4xf32>
+}

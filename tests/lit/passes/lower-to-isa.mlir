@@ -1,0 +1,69 @@
+// RUN: neuron-opt %s --split-input-file --ncc-decompose-composites --ncc-form-kernels --ncc-lower-to-isa | FileCheck %s
+
+// 300 rows: two full 128-partition tiles and a 44-row tail; the weight is
+// broadcast over partitions (stride 0) and loaded once per tile height.
+// CHECK-LABEL: func.func @rows_300
+// CHECK: ^bb0(%[[X:.*]]: memref<300x1000xf32>, %[[W:.*]]: memref<1000xf32>, %[[Y:.*]]: memref<300x1000xf32>):
+// CHECK: nc.dma_load %[[X]] -> %{{.*}} {ap = array<i64: 1000, 128, 1, 1000>, {{.*}}offset = 0 : i64{{.*}} : memref<300x1000xf32>, memref<128x1000xf32, 1>
+// CHECK: nc.dma_load %[[W]] -> %[[W128:[0-9]+]] {ap = array<i64: 0, 128, 1, 1000>
+// CHECK: nc.tensor_tensor %{{.*}}, %{{.*}}, %{{.*}} {alu = "mul"
+// CHECK: nc.tensor_reduce %{{.*}}, %{{.*}} {alu = "add"{{.*}} : memref<128x1xf32, 1>, memref<128x1000xf32, 1>
+// CHECK: nc.tensor_scalar %{{.*}}, %{{.*}} {alu = "mul", {{.*}}imm = 1.000000e-03
+// CHECK: nc.tensor_scalar %{{.*}}, %{{.*}} {alu = "add", {{.*}}imm = 9.9999999999999995E-7
+// CHECK: nc.activation %{{.*}}, %{{.*}} {{{.*}}func = "rsqrt"
+// CHECK: nc.tensor_scalar %{{.*}}, %{{.*}}, %{{.*}} {alu = "mul"{{.*}} : memref<128x1000xf32, 1>, memref<128x1000xf32, 1>, memref<128x1xf32, 1>
+// CHECK: nc.tensor_tensor %[[OUT0:.*]], %{{.*}}, %[[W128]] {alu = "mul"
+// CHECK: nc.dma_store %[[OUT0]] -> %[[Y]] {ap = array<i64: 1000, 128, 1, 1000>, {{.*}}offset = 0 : i64
+// CHECK: nc.dma_load %[[X]] -> {{.*}}offset = 128000 : i64
+// CHECK-NOT: nc.dma_load %[[W]]
+// CHECK: nc.tensor_tensor %{{.*}}, %{{.*}}, %[[W128]] {alu = "mul"
+// CHECK: nc.dma_store {{.*}}offset = 128000 : i64
+// CHECK: nc.dma_load %[[X]] -> {{.*}} {ap = array<i64: 1000, 44, 1, 1000>, {{.*}}offset = 256000 : i64{{.*}} memref<44x1000xf32, 1>
+// CHECK: nc.dma_load %[[W]] -> {{.*}} {ap = array<i64: 0, 44, 1, 1000>
+// CHECK: nc.dma_store {{.*}} {ap = array<i64: 1000, 44, 1, 1000>, {{.*}}offset = 256000 : i64
+func.func @rows_300(%x: tensor<300x1000xf32>, %w: tensor<1000xf32>) -> tensor<300x1000xf32> {
+  %y = aten.rms_norm %x, %w {normalized_shape = array<i64: 1000>, eps = 1.0e-06} : tensor<300x1000xf32>, tensor<1000xf32> -> tensor<300x1000xf32>
+  return %y : tensor<300x1000xf32>
+}
+
+// -----
+
+// Without a reduction, long rows are cut into chunks of at most 4096 elements.
+// CHECK-LABEL: func.func @chunks
+// CHECK: nc.dma_load {{.*}} {ap = array<i64: 10000, 4, 1, 4096>, {{.*}}offset = 0 : i64
+// CHECK: nc.activation {{.*}}func = "exp"
+// CHECK: nc.dma_load {{.*}} {ap = array<i64: 10000, 4, 1, 4096>, {{.*}}offset = 4096 : i64
+// CHECK: nc.dma_load {{.*}} {ap = array<i64: 10000, 4, 1, 1808>, {{.*}}offset = 8192 : i64
+// CHECK: nc.dma_store {{.*}} {ap = array<i64: 10000, 4, 1, 1808>, {{.*}}offset = 8192 : i64
+func.func @chunks(%x: tensor<4x10000xf32>) -> tensor<4x10000xf32> {
+  %y = aten.exp %x : tensor<4x10000xf32> -> tensor<4x10000xf32>
+  return %y : tensor<4x10000xf32>
+}
+
+// -----
+
+// A middle-dim broadcast: each run of 8 rows reads the same HBM row (stride 0),
+// and alpha scales the subtrahend first.
+// CHECK-LABEL: func.func @broadcast_runs
+// CHECK: nc.dma_load %{{.*}} -> %[[S:.*]] {ap = array<i64: 0, 8, 1, 512>, {{.*}}offset = 0 : i64, part_start = 0 : i64
+// CHECK: nc.dma_load %{{.*}} -> %[[S]] {ap = array<i64: 0, 8, 1, 512>, {{.*}}offset = 512 : i64, part_start = 8 : i64
+// CHECK: nc.dma_load %{{.*}} -> %[[S]] {ap = array<i64: 0, 8, 1, 512>, {{.*}}offset = 1024 : i64, part_start = 16 : i64
+// CHECK: nc.dma_load %{{.*}} -> %[[S]] {ap = array<i64: 0, 8, 1, 512>, {{.*}}offset = 1536 : i64, part_start = 24 : i64
+// CHECK: nc.tensor_scalar %[[SCALED:.*]], %[[S]] {alu = "mul", {{.*}}imm = 2.000000e+00
+// CHECK: nc.tensor_tensor %{{.*}}, %{{.*}}, %[[SCALED]] {alu = "sub"
+func.func @broadcast_runs(%x: tensor<4x8x512xbf16>, %s: tensor<4x1x512xbf16>) -> tensor<4x8x512xbf16> {
+  %y = aten.sub.Tensor %x, %s {alpha = 2.0 : f64} : tensor<4x8x512xbf16>, tensor<4x1x512xbf16> -> tensor<4x8x512xbf16>
+  return %y : tensor<4x8x512xbf16>
+}
+
+// -----
+
+// A 0-d constant becomes an immediate; a per-row value a [p x 1] tile.
+// CHECK-LABEL: func.func @immediate
+// CHECK: nc.dma_load {{.*}} {ap = array<i64: 1, 4, 1, 1>{{.*}} : memref<4x1xbf16>, memref<4x1xbf16, 1>
+// CHECK: nc.tensor_scalar %{{.*}}, %{{.*}} {alu = "add", {{.*}}imm = 9.9999999747524271E-7 {{.*}} : memref<4x1xbf16, 1>, memref<4x1xbf16, 1>
+func.func @immediate(%m: tensor<4x1xbf16>) -> tensor<4x1xbf16> {
+  %eps = arith.constant dense<1.0e-06> : tensor<f32>
+  %r = aten.add.Tensor %m, %eps : tensor<4x1xbf16>, tensor<f32> -> tensor<4x1xbf16>
+  return %r : tensor<4x1xbf16>
+}

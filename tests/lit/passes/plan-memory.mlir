@@ -1,0 +1,24 @@
+// RUN: neuron-opt %examples/rmsnorm/naive.mlir --ncc-form-kernels=fuse=false --ncc-lower-to-isa --ncc-plan-memory | FileCheck %s
+// RUN: neuron-opt %s --ncc-form-kernels --ncc-lower-to-isa --ncc-plan-memory --split-input-file --verify-diagnostics -o /dev/null
+
+// Intermediates between the six -O0 kernels share a 4104-byte arena: the
+// 4 KiB product of k0 is dead once k1 has read it, so k4 reuses its bytes;
+// the graph output (k5) is bound by the caller and takes no arena space.
+// CHECK: func.func @main{{.*}}attributes {nc.arena_bytes = 4104 : i64}
+// CHECK: nc.kernel "k0_mul"{{.*}}result_offsets = array<i64: 0>
+// CHECK: nc.kernel "k1_mean"{{.*}}result_offsets = array<i64: 4096>
+// Inside a kernel, a tile whose last use is over gives its bytes to the next.
+// CHECK: nc.alloc_tile {iteration = 1 : i64, offset = 0 : i64} : memref<4x512xbf16, 1>
+// CHECK: nc.alloc_tile {iteration = 1 : i64, offset = 0 : i64} : memref<4x1xbf16, 1>
+// CHECK: nc.kernel "k2_add"{{.*}}result_offsets = array<i64: 0>
+// CHECK: nc.kernel "k3_rsqrt"{{.*}}result_offsets = array<i64: 4096>
+// CHECK: nc.kernel "k4_mul"{{.*}}result_offsets = array<i64: 0>
+// CHECK: nc.kernel "k5_mul"{{.*}}result_offsets = array<i64: -1>
+
+// A whole row of 60000 f32 does not fit a 192 KiB partition.
+func.func @too_wide(%x: tensor<4x60000xf32>) -> tensor<4x1xf32> {
+  // expected-error @+2 {{kernel 'k0_sum' needs 240004 SBUF bytes per partition, more than the 196608 available}}
+  // expected-note @+1 {{peak live bytes (a lower bound): 240004}}
+  %r = aten.sum.dim_IntList %x {dim = array<i64: -1>, keepdim = true} : tensor<4x60000xf32> -> tensor<4x1xf32>
+  return %r : tensor<4x1xf32>
+}

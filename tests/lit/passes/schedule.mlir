@@ -1,0 +1,33 @@
+// RUN: neuron-opt %s --ncc-form-kernels --ncc-lower-to-isa --ncc-plan-memory --ncc-schedule | FileCheck %s
+// RUN: neuron-opt %examples/rmsnorm/naive.mlir --ncc-form-kernels --ncc-lower-to-isa --ncc-plan-memory --ncc-schedule | FileCheck %s --check-prefix=RMS
+// RUN: not neuron-opt %s --ncc-form-kernels --ncc-lower-to-isa --ncc-plan-memory --ncc-schedule=target=trn9 2>&1 | FileCheck %s --check-prefix=TARGET
+
+// Semaphore queues: 1 vector, 2 scalar, 4 + q DMA queue q.
+// Four row tiles of exp: loads spread over DMA queues and carry no wait until
+// a buffer comes back round (double buffering: tile 3 reuses tile 1's bytes
+// and waits for the scalar engine to have read them, (2, 1)).
+// CHECK-LABEL: func.func @reuse
+// CHECK: nc.dma_load {{.*}}offset = 0 : i64, part_start = 0 : i64, queue = 0 : i64, source_op = -1 : i64}
+// CHECK: nc.activation {{.*}}func = "exp", {{.*}}waits = array<i64: 4, 1>}
+// CHECK: nc.dma_store {{.*}}waits = array<i64: 2, 1>}
+// CHECK: nc.dma_load {{.*}}offset = 65536 : i64, part_start = 0 : i64, queue = 1 : i64, source_op = -1 : i64}
+// CHECK: nc.activation {{.*}}waits = array<i64: 5, 1>}
+// CHECK: nc.dma_store {{.*}}waits = array<i64: 2, 2>}
+// CHECK: nc.dma_load {{.*}}offset = 131072 : i64, {{.*}}waits = array<i64: 2, 1>}
+// CHECK: nc.activation {{.*}}waits = array<i64: 4, 2, 6, 1>}
+func.func @reuse(%x: tensor<512x512xf32>) -> tensor<512x512xf32> {
+  %y = aten.exp %x : tensor<512x512xf32> -> tensor<512x512xf32>
+  return %y : tensor<512x512xf32>
+}
+
+// At -O2 the RMSNorm kernel uses both the vector and the scalar engine: the
+// per-row scale by 1/512 and the + eps move to the scalar engine as identity
+// activations with scale and bias.
+// RMS: nc.tensor_tensor {{.*}}alu = "mul", engine = "vector"
+// RMS: nc.tensor_reduce {{.*}}alu = "add", engine = "vector"
+// RMS: nc.activation {{.*}}engine = "scalar", func = "identity", scale = 0.001953125
+// RMS: nc.activation {{.*}}bias = 9.9999999747524271E-7 : f64, engine = "scalar", func = "identity"
+// RMS: nc.activation {{.*}}engine = "scalar", func = "rsqrt"
+// RMS: nc.dma_store
+
+// TARGET: error: unknown target 'trn9'
