@@ -7,6 +7,7 @@
 #include <cstdio>
 #include <cstring>
 #include <fstream>
+#include <limits>
 #include <sstream>
 
 #include "absl/strings/str_cat.h"
@@ -37,6 +38,9 @@ constexpr size_t kNameLen = 256;
 constexpr int64_t kMaxDimExtent = int64_t(1) << 40;
 constexpr int kMaxRank = 8;
 constexpr int kMaxApDims = 5;
+// Bound on one access-pattern dim's reach; kMaxApDims of them plus the offset
+// stay far below 2^63.
+constexpr int64_t kMaxSpan = int64_t(1) << 58;
 
 template <typename T>
 void PutLE(std::string& buf, size_t off, T value) {
@@ -134,6 +138,11 @@ absl::StatusOr<Header> ParseHeader(std::string_view bytes) {
   std::memcpy(h.tpb_per_node.data(), bytes.data() + kOffTpbPerNode, h.tpb_per_node.size());
   h.feature_bits = GetLE<uint64_t>(bytes, kOffFeatureBits);
   h.lnc_size = GetLE<uint32_t>(bytes, kOffLncSize);
+  // The bytes after the last field are reserved and written as zeros; a
+  // nonzero byte there means corruption (the payload hash does not cover the header).
+  for (size_t i = kOffLncSize + 4; i < kHeaderSize; ++i)
+    if (bytes[i] != 0)
+      return Bad(absl::StrCat("reserved header byte ", i, " is not zero (corrupted header)"));
   if (h.header_size != kHeaderSize)
     return Bad(absl::StrCat("header_size is ", h.header_size, ", expected ", kHeaderSize));
   if (h.neff_version_major != kVersionMajor)
@@ -204,6 +213,9 @@ absl::StatusOr<Neff> ParseNeff(std::string_view bytes) {
   uint64_t exe_size = GetLE<uint64_t>(payload, 0);
   if (exe_size > payload.size() - 8)
     return Bad(absl::StrCat("executable length ", exe_size, " exceeds the payload"));
+  // protobuf takes an int length; a larger value would wrap negative.
+  if (exe_size > uint64_t(std::numeric_limits<int>::max()))
+    return Bad(absl::StrCat("executable length ", exe_size, " exceeds the 2 GiB protobuf limit"));
   Neff neff;
   neff.header = *header;
   if (!neff.executable.ParseFromArray(payload.data() + 8, int(exe_size)))
@@ -264,13 +276,20 @@ absl::Status VerifyAccessPattern(const Instruction& inst, const TileRef& tile,
   if (ap.dims(0).count() != int64_t(tile.partitions()))
     return Bad(absl::StrCat(where, ": access pattern walks ", ap.dims(0).count(),
                             " partitions, tile has ", tile.partitions()));
+  if (ap.offset() < -kMaxDimExtent || ap.offset() > kMaxDimExtent)
+    return Bad(absl::StrCat(where, ": access pattern offset out of range"));
   int64_t lo = ap.offset(), hi = ap.offset(), free_elems = 1;
   for (int i = 0; i < ap.dims_size(); ++i) {
     const Dim& d = ap.dims(i);
     if (d.count() < 1 || d.count() > kMaxDimExtent || d.stride() > kMaxDimExtent ||
         d.stride() < -kMaxDimExtent)
       return Bad(absl::StrCat(where, ": access pattern dim ", i, " out of range"));
-    int64_t span = (d.count() - 1) * d.stride();
+    // count and stride are each below 2^40, so their product can overflow
+    // int64; with the running extremes below 2^62 the sums cannot.
+    int64_t span = 0;
+    if (__builtin_mul_overflow(d.count() - 1, d.stride(), &span) || span > kMaxSpan ||
+        span < -kMaxSpan)
+      return Bad(absl::StrCat(where, ": access pattern dim ", i, " spans too far"));
     (span < 0 ? lo : hi) += span;
     if (i > 0) {
       free_elems *= d.count();
@@ -281,7 +300,7 @@ absl::Status VerifyAccessPattern(const Instruction& inst, const TileRef& tile,
     return Bad(absl::StrCat(where, ": access pattern covers ", free_elems,
                             " elements per partition, tile has ", tile.num_elements()));
   int64_t tensor_elems = int64_t(t.size_bytes() / DTypeSize(t.dtype()));
-  if (ap.offset() < -kMaxDimExtent || ap.offset() > kMaxDimExtent || lo < 0 || hi >= tensor_elems)
+  if (lo < 0 || hi >= tensor_elems)
     return Bad(absl::StrCat(where, ": access pattern reaches elements [", lo, ", ", hi,
                             "] of tensor '", t.name(), "' with ", tensor_elems, " elements"));
   if (inst.opcode() == DMA_STORE && (t.kind() == INPUT || t.kind() == CONSTANT))
@@ -409,8 +428,9 @@ absl::Status VerifyExecutable(const Executable& exe, size_t payload_size) {
     int64_t elems = 1;
     for (int64_t d : t.shape()) {
       if (d < 0 || d > kMaxDimExtent) return Bad(absl::StrCat(where, " has a bad dimension"));
+      // Both factors are at most 2^40: check before multiplying, not after.
+      if (d != 0 && elems > kMaxDimExtent / d) return Bad(absl::StrCat(where, " is too large"));
       elems *= d;
-      if (elems > kMaxDimExtent) return Bad(absl::StrCat(where, " is too large"));
     }
     if (t.size_bytes() != uint64_t(elems) * DTypeSize(t.dtype()))
       return Bad(absl::StrCat(where, " size_bytes does not match its shape"));

@@ -1,0 +1,178 @@
+/*
+ * neuron-cc runtime: the core C API.
+ *
+ * Function names, argument order and types follow the public Neuron runtime
+ * (libnrt) API so that a C program written against its documentation builds
+ * with `cc app.c -I<runtime/include> -L<build>/lib -lnrt` and runs our NEFFs.
+ * The NeuronCore is simulated on the host CPU: numerics are computed for real,
+ * and a timing model assigns every instruction a device time (see
+ * docs/runtime.md). Extensions that the public API lacks live in nrt_ext.h.
+ *
+ * Every function validates its arguments: NULL pointers, handles that are not
+ * live, wrong sizes, unknown tensor names and corrupt NEFFs produce an error
+ * status (never a crash), and nrt_get_last_error_message() (nrt_ext.h) then
+ * says why. All functions are thread-safe; executions of one model are
+ * serialized, different models run concurrently.
+ */
+#ifndef NRT_NRT_H
+#define NRT_NRT_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "nrt/nrt_status.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#define NRT_MAJOR_VERSION 2
+#define NRT_MINOR_VERSION 0
+
+typedef struct nrt_model nrt_model_t;
+typedef struct nrt_tensor nrt_tensor_t;
+
+/* Where a tensor's storage lives. On the simulator all three are host memory;
+ * the value is recorded and otherwise has no effect. */
+typedef enum {
+  NRT_TENSOR_PLACEMENT_DEVICE,
+  NRT_TENSOR_PLACEMENT_HOST,
+  NRT_TENSOR_PLACEMENT_VIRTUAL
+} nrt_tensor_placement_t;
+
+typedef enum {
+  NRT_FRAMEWORK_TYPE_INVALID = 0,
+  NRT_FRAMEWORK_TYPE_NO_FW = 1,
+  NRT_FRAMEWORK_TYPE_TENSORFLOW,
+  NRT_FRAMEWORK_TYPE_PYTORCH,
+  NRT_FRAMEWORK_TYPE_MXNET,
+  NRT_FRAMEWORK_TYPE_PRECHECK
+} nrt_framework_type_t;
+
+/* Instance families (values as in the public header). */
+enum {
+  NRT_INSTANCE_UNKNOWN = 0,
+  NRT_INSTANCE_INF1 = 1,
+  NRT_INSTANCE_TRN1 = 2,
+  NRT_INSTANCE_TRN1N = 3,
+  NRT_INSTANCE_INF2 = 4,
+  NRT_INSTANCE_TRN2 = 5
+};
+
+/* Element types (values as in the public header). The simulator's NEFFs use
+ * FLOAT32, BFLOAT16 and FLOAT16. */
+typedef enum nrt_dtype {
+  NRT_DTYPE_UNKNOWN = 0x0,
+  NRT_DTYPE_INVALID = 0x0,
+  NRT_DTYPE_FP8_E3 = 0xD,
+  NRT_DTYPE_FP8_E4 = 0xE,
+  NRT_DTYPE_FP8_E5 = 0xF,
+  NRT_DTYPE_FLOAT16 = 0x7,
+  NRT_DTYPE_BFLOAT16 = 0x6,
+  NRT_DTYPE_FLOAT32 = 0xA,
+  NRT_DTYPE_FP32R = 0xB,
+  NRT_DTYPE_UINT8 = 0x3,
+  NRT_DTYPE_UINT16 = 0x5,
+  NRT_DTYPE_UINT32 = 0x9,
+  NRT_DTYPE_UINT64 = 0x1,
+  NRT_DTYPE_INT8 = 0x2,
+  NRT_DTYPE_INT16 = 0x4,
+  NRT_DTYPE_INT32 = 0x8,
+  NRT_DTYPE_INT64 = 0xC
+} nrt_dtype_t;
+
+typedef struct nrt_instance_info {
+  uint32_t family; /* NRT_INSTANCE_TRN1 or NRT_INSTANCE_TRN2: the simulated target */
+  uint32_t size;
+  char arch_name[16];       /* "trn1", "trn2" */
+  char device_revision[8];  /* "sim" */
+} nrt_instance_info_t;
+
+/* Fills `info` (instance_info_len must be at least sizeof(nrt_instance_info_t)).
+ * Reports the simulated target chosen with nrt_set_simulated_target(), or trn1
+ * when none was chosen. */
+NRT_STATUS nrt_get_instance_info(nrt_instance_info_t *info, size_t instance_info_len);
+
+/* Starts the runtime. Every other call except the nrt_get_*_count queries,
+ * tensor-set handling, nrt_get_status_as_str and the extensions needs it
+ * (otherwise NRT_UNINITIALIZED, or NRT_CLOSED after nrt_close()). Calling it
+ * again after nrt_close() starts a fresh runtime. If the environment has
+ * NEURON_RT_INSPECT_ENABLE=1, a profiling session (see nrt_profile.h) starts
+ * here, writing to $NEURON_RT_INSPECT_OUTPUT_DIR (default ./output), and is
+ * written out by nrt_close(). */
+NRT_STATUS nrt_init(nrt_framework_type_t framework, const char *fw_version, const char *fal_version);
+
+/* Unloads every model and stops the runtime. Tensors stay valid (they are
+ * host memory) and must still be freed with nrt_tensor_free(). */
+void nrt_close(void);
+
+/* Verifies and loads a NEFF image (the bytes are copied; the caller may free
+ * them on return). vnc: the NeuronCore, -1 for "first free"; only core 0 is
+ * simulated, so any other value gives NRT_LOAD_NOT_ENOUGH_NC. vnc_count is
+ * deprecated: pass -1 (1 is accepted too). A corrupt or unverifiable NEFF gives
+ * NRT_INVALID, a NEFF of an unknown format version NRT_UNSUPPORTED_NEFF_VERSION,
+ * a NEFF compiled for another target than the simulated one NRT_INVALID. */
+NRT_STATUS nrt_load(const void *neff_bytes, size_t size, int32_t vnc, int32_t vnc_count,
+                    nrt_model_t **model);
+
+/* Frees the model. The handle is dead afterwards (NRT_INVALID_HANDLE if reused). */
+NRT_STATUS nrt_unload(nrt_model_t *model);
+
+/* NeuronCores used by a model (always 1). */
+NRT_STATUS nrt_get_model_nc_count(const nrt_model_t *model, uint32_t *vnc_count);
+NRT_STATUS nrt_get_model_vnc_count(const nrt_model_t *model, uint32_t *vnc_count);
+
+/* NeuronCores of the (simulated) instance: 1. No nrt_init() needed. */
+NRT_STATUS nrt_get_total_nc_count(uint32_t *vnc_count);
+NRT_STATUS nrt_get_total_vnc_count(uint32_t *vnc_count);
+NRT_STATUS nrt_get_visible_nc_count(uint32_t *vnc_count);
+NRT_STATUS nrt_get_visible_vnc_count(uint32_t *vnc_count);
+
+/* A set of named tensors: the inputs or the outputs of one execution. */
+typedef void nrt_tensor_set_t;
+
+NRT_STATUS nrt_allocate_tensor_set(nrt_tensor_set_t **result);
+/* Frees the set (not its tensors) and sets *tensor_set to NULL. */
+void nrt_destroy_tensor_set(nrt_tensor_set_t **tensor_set);
+/* Adds or replaces the tensor under `tensor_name`. The set refers to the
+ * tensor; it must stay allocated while the set is used. */
+NRT_STATUS nrt_add_tensor_to_tensor_set(nrt_tensor_set_t *tensor_set, const char *tensor_name,
+                                        nrt_tensor_t *tensor);
+/* NRT_INVALID if the set has no tensor of that name. */
+NRT_STATUS nrt_get_tensor_from_tensor_set(nrt_tensor_set_t *tensor_set, const char *tensor_name,
+                                          nrt_tensor_t **tensor);
+
+/* Runs the model once. input_set must hold exactly the model's inputs and
+ * output_set its outputs, by name (nrt_get_model_tensor_info), each tensor
+ * exactly the model tensor's size in bytes; otherwise NRT_INVALID and nothing
+ * runs. Input bytes are read, output bytes written, in the model's dtypes. */
+NRT_STATUS nrt_execute(nrt_model_t *model, const nrt_tensor_set_t *input_set,
+                       nrt_tensor_set_t *output_set);
+/* nrt_execute() repeat_count times (at least 1). */
+NRT_STATUS nrt_execute_repeat(nrt_model_t *model, const nrt_tensor_set_t *input_set,
+                              nrt_tensor_set_t *output_set, int repeat_count);
+
+/* Allocates a zero-filled tensor of `size` bytes (size 0 is NRT_INVALID).
+ * vnc: -1 or 0. name is optional (NULL allowed). */
+NRT_STATUS nrt_tensor_allocate(nrt_tensor_placement_t tensor_placement, int vnc, size_t size,
+                               const char *name, nrt_tensor_t **tensor);
+/* Frees the tensor and sets *tensor to NULL; NULL or dead handles are ignored. */
+void nrt_tensor_free(nrt_tensor_t **tensor);
+/* Copy out of / into the tensor's bytes [offset, offset + size). A range past
+ * the tensor's end is NRT_INVALID. */
+NRT_STATUS nrt_tensor_read(const nrt_tensor_t *tensor, void *buf, size_t offset, size_t size);
+NRT_STATUS nrt_tensor_write(nrt_tensor_t *tensor, const void *buf, size_t offset, size_t size);
+NRT_STATUS nrt_tensor_copy(const nrt_tensor_t *src, size_t src_offset, nrt_tensor_t *dst,
+                           size_t dst_offset, size_t size);
+NRT_STATUS nrt_tensor_memset(nrt_tensor_t *tensor, uint64_t offset, int value, size_t size);
+/* Size in bytes; 0 for NULL or a dead handle. */
+size_t nrt_tensor_get_size(const nrt_tensor_t *tensor);
+/* The tensor's storage (host memory on the simulator); NULL for a dead handle. */
+void *nrt_tensor_get_va(const nrt_tensor_t *tensor);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* NRT_NRT_H */

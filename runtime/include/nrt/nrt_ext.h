@@ -1,0 +1,58 @@
+/*
+ * neuron-cc runtime: extensions that the public libnrt API does not have.
+ * They exist because the runtime is a simulator: a program needs to choose
+ * what it simulates and to read the modeled device time. Everything here is
+ * specific to neuron-cc; portable programs should not depend on it.
+ */
+#ifndef NRT_NRT_EXT_H
+#define NRT_NRT_EXT_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "nrt/nrt.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* Why the most recent failed nrt_* call on this thread failed, in one line
+ * (for example "input 'x': tensor is 64 bytes, model expects 2048"). The
+ * message stays until the next failure on the thread; "" if none yet. The
+ * pointer is valid until the thread's next nrt_* call. */
+const char *nrt_get_last_error_message(void);
+
+/* Chooses the simulated instance: "trn1" or "trn2". NULL or "" (the default)
+ * simulates whatever target each NEFF was compiled for. With a target set,
+ * nrt_load refuses NEFFs compiled for another one, as real hardware would.
+ * Only valid while the runtime is not initialized (before nrt_init or after
+ * nrt_close); NRT_INVALID otherwise or for an unknown name. */
+NRT_STATUS nrt_set_simulated_target(const char *target);
+
+/* The target ("trn1", "trn2") and name a model's NEFF was compiled with,
+ * copied NUL-terminated into buffers of `len` bytes (NRT_RESOURCE if too
+ * small). Either buffer may be NULL. */
+NRT_STATUS nrt_get_model_target(const nrt_model_t *model, char *target, char *name, size_t len);
+
+/* Modeled device time of the model's most recent nrt_execute(). */
+typedef struct nrt_execution_stats {
+  uint64_t device_time_ps;     /* all kernels, launch overhead included */
+  uint64_t launch_overhead_ps; /* the part that is modeled dispatch overhead */
+  uint64_t kernel_count;       /* dispatches */
+  uint64_t instruction_count;
+  uint64_t hbm_read_bytes;     /* bytes moved by DMA loads */
+  uint64_t hbm_write_bytes;    /* bytes moved by DMA stores */
+  uint64_t profile_hash;       /* the <H> of the model's profile files */
+  /* New fields are only ever appended. */
+} nrt_execution_stats_t;
+
+/* stats_size_in: the caller's sizeof(nrt_execution_stats_t); *stats_size_out
+ * (may be NULL): bytes written. NRT_INVALID if the model has not executed. */
+NRT_STATUS nrt_get_last_execution_stats(const nrt_model_t *model, nrt_execution_stats_t *stats,
+                                        size_t stats_size_in, size_t *stats_size_out);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* NRT_NRT_EXT_H */

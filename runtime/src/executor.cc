@@ -1,0 +1,451 @@
+#include "executor.h"
+
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+
+#include "absl/strings/str_cat.h"
+#include "float_convert.h"
+
+namespace neuroncc::rt {
+
+using neff::DType;
+using neff::Instruction;
+using neff::TileRef;
+
+absl::StatusOr<KernelSchedule> ScheduleKernel(const neff::Kernel& kernel,
+                                              const neff::DeviceParams& device) {
+  const uint32_t nq = neff::kMaxQueues;
+  std::vector<std::vector<uint32_t>> queue(nq);
+  for (int i = 0; i < kernel.instructions_size(); ++i) {
+    const Instruction& inst = kernel.instructions(i);
+    queue[neff::QueueIndex(inst.engine(), inst.queue())].push_back(uint32_t(i));
+  }
+  // ends[q][c-1]: when queue q's semaphore reached c.
+  std::vector<std::vector<uint64_t>> ends(nq);
+  std::vector<size_t> next(nq, 0);
+  std::vector<uint64_t> free_at(nq, 0);
+  KernelSchedule sched;
+  sched.launch_overhead_ps =
+      uint64_t(std::llround(device.dispatch_overhead_ns * double(neff::kTicksPerNanosecond)));
+  sched.order.reserve(size_t(kernel.instructions_size()));
+  for (size_t remaining = size_t(kernel.instructions_size()); remaining > 0; --remaining) {
+    uint32_t best_q = nq;
+    uint64_t best_start = 0;
+    for (uint32_t q = 0; q < nq; ++q) {
+      if (next[q] == queue[q].size()) continue;
+      const Instruction& inst = kernel.instructions(int(queue[q][next[q]]));
+      uint64_t start = free_at[q];
+      bool ready = true;
+      for (const neff::Wait& w : inst.waits()) {
+        if (w.count() == 0) continue;
+        if (ends[w.queue()].size() < w.count()) {
+          ready = false;
+          break;
+        }
+        start = std::max(start, ends[w.queue()][w.count() - 1]);
+      }
+      if (ready && (best_q == nq || start < best_start)) {
+        best_q = q;
+        best_start = start;
+      }
+    }
+    if (best_q == nq)
+      return absl::InternalError(
+          absl::StrCat("kernel '", kernel.name(), "': semaphore waits deadlock"));
+    uint32_t idx = queue[best_q][next[best_q]++];
+    uint64_t end = best_start + neff::InstructionCostPs(kernel.instructions(int(idx)), device);
+    ends[best_q].push_back(end);
+    free_at[best_q] = end;
+    sched.makespan_ps = std::max(sched.makespan_ps, end);
+    sched.order.push_back({idx, best_q, best_start, end});
+  }
+  return sched;
+}
+
+namespace {
+
+void Widen(DType dt, const uint8_t* src, uint32_t n, float* dst) {
+  switch (dt) {
+    case neff::F32:
+      std::memcpy(dst, src, size_t(n) * 4);
+      return;
+    case neff::BF16:
+      for (uint32_t i = 0; i < n; ++i) {
+        uint16_t h;
+        std::memcpy(&h, src + 2 * size_t(i), 2);
+        dst[i] = Bf16ToFloat(h);
+      }
+      return;
+    case neff::F16:
+      for (uint32_t i = 0; i < n; ++i) {
+        uint16_t h;
+        std::memcpy(&h, src + 2 * size_t(i), 2);
+        dst[i] = F16ToFloat(h);
+      }
+      return;
+    default:
+      return;  // the verifier admits only the three dtypes above
+  }
+}
+
+void Narrow(DType dt, const float* src, uint32_t n, uint8_t* dst) {
+  switch (dt) {
+    case neff::F32:
+      std::memcpy(dst, src, size_t(n) * 4);
+      return;
+    case neff::BF16:
+      for (uint32_t i = 0; i < n; ++i) {
+        uint16_t h = FloatToBf16(src[i]);
+        std::memcpy(dst + 2 * size_t(i), &h, 2);
+      }
+      return;
+    case neff::F16:
+      for (uint32_t i = 0; i < n; ++i) {
+        uint16_t h = FloatToF16(src[i]);
+        std::memcpy(dst + 2 * size_t(i), &h, 2);
+      }
+      return;
+    default:
+      return;
+  }
+}
+
+float LoadScalar(DType dt, const uint8_t* p) {
+  float v = 0;
+  Widen(dt, p, 1, &v);
+  return v;
+}
+
+void StoreScalar(DType dt, float v, uint8_t* p) { Narrow(dt, &v, 1, p); }
+
+// max/min propagate NaN (as torch.maximum / torch.amax do) and order -0 < +0.
+inline float MaxF(float a, float b) {
+  if (a > b) return a;
+  if (b > a) return b;
+  if (a != a) return a;
+  if (b != b) return b;
+  return std::signbit(a) ? b : a;
+}
+
+inline float MinF(float a, float b) {
+  if (a < b) return a;
+  if (b < a) return b;
+  if (a != a) return a;
+  if (b != b) return b;
+  return std::signbit(a) ? a : b;
+}
+
+template <typename F>
+void Map2(const float* a, const float* b, float* c, uint32_t n, F f) {
+  for (uint32_t i = 0; i < n; ++i) c[i] = f(a[i], b[i]);
+}
+
+template <typename F>
+void Map1(const float* a, float* c, uint32_t n, F f) {
+  for (uint32_t i = 0; i < n; ++i) c[i] = f(a[i]);
+}
+
+void ApplyAlu(neff::AluOp op, const float* a, const float* b, float* c, uint32_t n) {
+  switch (op) {
+    case neff::ADD: return Map2(a, b, c, n, [](float x, float y) { return x + y; });
+    case neff::SUB: return Map2(a, b, c, n, [](float x, float y) { return x - y; });
+    case neff::MUL: return Map2(a, b, c, n, [](float x, float y) { return x * y; });
+    case neff::DIV: return Map2(a, b, c, n, [](float x, float y) { return x / y; });
+    case neff::MAX: return Map2(a, b, c, n, MaxF);
+    case neff::MIN: return Map2(a, b, c, n, MinF);
+    default: return;
+  }
+}
+
+void ApplyAluScalar(neff::AluOp op, const float* a, float s, bool reverse, float* c, uint32_t n) {
+  switch (op) {
+    case neff::ADD: return Map1(a, c, n, [s](float x) { return x + s; });
+    case neff::MUL: return Map1(a, c, n, [s](float x) { return x * s; });
+    case neff::MAX: return Map1(a, c, n, [s](float x) { return MaxF(x, s); });
+    case neff::MIN: return Map1(a, c, n, [s](float x) { return MinF(x, s); });
+    case neff::SUB:
+      if (reverse) return Map1(a, c, n, [s](float x) { return s - x; });
+      return Map1(a, c, n, [s](float x) { return x - s; });
+    case neff::DIV:
+      if (reverse) return Map1(a, c, n, [s](float x) { return s / x; });
+      return Map1(a, c, n, [s](float x) { return x / s; });
+    case neff::BYPASS: return Map1(a, c, n, [](float x) { return x; });
+    default: return;
+  }
+}
+
+// out = func(in * scale + bias). The affine step is a separate multiply and
+// add, each rounded to float32 (this file is built with -ffp-contract=off).
+void ApplyActivation(neff::ActivationFunc f, const float* a, float scale, float bias, float* c,
+                     uint32_t n) {
+  switch (f) {
+    case neff::IDENTITY: return Map1(a, c, n, [=](float x) { return x * scale + bias; });
+    case neff::EXP: return Map1(a, c, n, [=](float x) { return std::exp(x * scale + bias); });
+    case neff::RSQRT:
+      return Map1(a, c, n, [=](float x) { return 1.0f / std::sqrt(x * scale + bias); });
+    case neff::SQRT: return Map1(a, c, n, [=](float x) { return std::sqrt(x * scale + bias); });
+    case neff::SQUARE:
+      return Map1(a, c, n, [=](float x) {
+        float y = x * scale + bias;
+        return y * y;
+      });
+    case neff::NEGATE: return Map1(a, c, n, [=](float x) { return -(x * scale + bias); });
+    case neff::RECIPROCAL:
+      return Map1(a, c, n, [=](float x) { return 1.0f / (x * scale + bias); });
+    default: return;
+  }
+}
+
+bool RangesOverlap(uint64_t a0, uint64_t a1, uint64_t b0, uint64_t b1) { return a0 < b1 && b0 < a1; }
+
+uint64_t TileBytes(const TileRef& t) { return uint64_t(t.num_elements()) * neff::DTypeSize(t.dtype()); }
+
+// Writing row p of `w` cannot disturb a later row of `r` unless the two tiles
+// map the same row index to different partitions and their regions overlap.
+// (Same mapping is safe: a row's inputs are read in full before it is written.)
+bool CrossRowHazard(const TileRef& r, const TileRef& w) {
+  if (r.start_partition() == w.start_partition()) return false;
+  return RangesOverlap(r.start_partition(), uint64_t(r.start_partition()) + r.partitions(),
+                       w.start_partition(), uint64_t(w.start_partition()) + w.partitions()) &&
+         RangesOverlap(r.byte_offset(), r.byte_offset() + TileBytes(r), w.byte_offset(),
+                       w.byte_offset() + TileBytes(w));
+}
+
+// Copies `count` elements of ES bytes between SBUF (contiguous) and HBM
+// (strided by `stride` elements).
+template <size_t ES, bool kLoad>
+void CopyStrided(uint8_t* sbuf, uint8_t* hbm, int64_t stride, int64_t count) {
+  if (stride == 1) {
+    if (kLoad)
+      std::memcpy(sbuf, hbm, size_t(count) * ES);
+    else
+      std::memcpy(hbm, sbuf, size_t(count) * ES);
+    return;
+  }
+  for (int64_t j = 0; j < count; ++j) {
+    uint8_t* h = hbm + j * stride * int64_t(ES);
+    if (kLoad)
+      std::memcpy(sbuf + size_t(j) * ES, h, ES);
+    else
+      std::memcpy(h, sbuf + size_t(j) * ES, ES);
+  }
+}
+
+template <size_t ES, bool kLoad>
+void DmaTile(const neff::AccessPattern& ap, const TileRef& tile, uint8_t* hbm, uint8_t* sbuf,
+             uint64_t partition_bytes) {
+  const int nd = ap.dims_size();  // >= 2: partition dim + at least one free dim
+  int64_t count[8], stride[8], idx[8];
+  for (int d = 0; d < nd; ++d) {
+    count[d] = ap.dims(d).count();
+    stride[d] = ap.dims(d).stride();
+    idx[d] = 0;
+  }
+  const int inner = nd - 1;
+  for (uint32_t p = 0; p < tile.partitions(); ++p) {
+    uint8_t* row = sbuf + (uint64_t(tile.start_partition()) + p) * partition_bytes + tile.byte_offset();
+    int64_t base = ap.offset() + int64_t(p) * stride[0];
+    int64_t outer = 0;
+    size_t f = 0;
+    for (int d = 1; d < inner; ++d) idx[d] = 0;
+    while (true) {
+      CopyStrided<ES, kLoad>(row + f * ES, hbm + (base + outer) * int64_t(ES), stride[inner],
+                             count[inner]);
+      f += size_t(count[inner]);
+      // Odometer over the outer free dims; the one just outside `inner` moves fastest.
+      int d = inner - 1;
+      for (; d >= 1; --d) {
+        outer += stride[d];
+        if (++idx[d] < count[d]) break;
+        outer -= stride[d] * count[d];
+        idx[d] = 0;
+      }
+      if (d < 1) break;
+    }
+  }
+}
+
+}  // namespace
+
+struct Executor::RowSource {
+  const uint8_t* base;
+  uint64_t stride;
+  const uint8_t* row(uint32_t p) const { return base + uint64_t(p) * stride; }
+};
+
+Executor::Executor(const neff::Neff& neff, const neff::DeviceParams& device)
+    : neff_(neff), device_(device) {}
+
+absl::StatusOr<std::unique_ptr<Executor>> Executor::Create(const neff::Neff& neff,
+                                                           const neff::DeviceParams& device) {
+  std::unique_ptr<Executor> ex(new Executor(neff, device));
+  const neff::Executable& exe = neff.executable;
+  for (const neff::Kernel& k : exe.kernels()) {
+    absl::StatusOr<KernelSchedule> s = ScheduleKernel(k, device);
+    if (!s.ok()) return s.status();
+    ExecutionStats& st = ex->stats_;
+    st.device_time_ps += s->device_time_ps();
+    st.launch_overhead_ps += s->launch_overhead_ps;
+    st.kernel_count += 1;
+    st.instruction_count += uint64_t(k.instructions_size());
+    for (const Instruction& inst : k.instructions()) {
+      if (inst.opcode() == neff::DMA_LOAD) st.hbm_read_bytes += neff::DmaBytes(inst);
+      if (inst.opcode() == neff::DMA_STORE) st.hbm_write_bytes += neff::DmaBytes(inst);
+    }
+    ex->schedules_.push_back(std::move(*s));
+  }
+  uint64_t sbuf_bytes = uint64_t(device.partitions) * device.sbuf_bytes_per_partition;
+  ex->sbuf_.reset(static_cast<uint8_t*>(std::calloc(sbuf_bytes, 1)));
+  // At least one byte, so that every arena address is a real pointer.
+  uint64_t arena_bytes = std::max<uint64_t>(exe.arena_bytes(), 1);
+  ex->arena_.reset(static_cast<uint8_t*>(std::calloc(arena_bytes, 1)));
+  if (!ex->sbuf_ || !ex->arena_)
+    return absl::ResourceExhaustedError(
+        absl::StrCat("cannot allocate the simulated SBUF (", sbuf_bytes, " bytes) and HBM arena (",
+                     exe.arena_bytes(), " bytes)"));
+  // Widest row: a partition full of 2-byte elements.
+  size_t row = size_t(device.sbuf_bytes_per_partition / 2) + 1;
+  ex->a_.resize(row);
+  ex->b_.resize(row);
+  ex->c_.resize(row);
+  ex->hbm_.assign(size_t(exe.tensors_size()), nullptr);
+  return ex;
+}
+
+uint8_t* Executor::Row(const TileRef& tile, uint32_t p) const {
+  return sbuf_.get() + (uint64_t(tile.start_partition()) + p) * device_.sbuf_bytes_per_partition +
+         tile.byte_offset();
+}
+
+Executor::RowSource Executor::Source(const TileRef& in, const Instruction& inst, int slot) {
+  bool hazard = CrossRowHazard(in, inst.out()) || (inst.has_accum() && CrossRowHazard(in, inst.accum()));
+  if (!hazard) return {Row(in, 0), device_.sbuf_bytes_per_partition};
+  uint64_t bytes = TileBytes(in);
+  std::vector<uint8_t>& snap = snapshot_[slot];
+  snap.resize(size_t(bytes) * in.partitions());
+  for (uint32_t p = 0; p < in.partitions(); ++p)
+    std::memcpy(snap.data() + p * bytes, Row(in, p), size_t(bytes));
+  return {snap.data(), bytes};
+}
+
+void Executor::ExecDma(const Instruction& inst) {
+  const neff::AccessPattern& ap = inst.hbm();
+  uint8_t* hbm = hbm_[ap.tensor()];
+  uint64_t pb = device_.sbuf_bytes_per_partition;
+  if (inst.opcode() == neff::DMA_LOAD) {
+    if (neff::DTypeSize(inst.out().dtype()) == 4)
+      DmaTile<4, true>(ap, inst.out(), hbm, sbuf_.get(), pb);
+    else
+      DmaTile<2, true>(ap, inst.out(), hbm, sbuf_.get(), pb);
+  } else {
+    if (neff::DTypeSize(inst.in0().dtype()) == 4)
+      DmaTile<4, false>(ap, inst.in0(), hbm, sbuf_.get(), pb);
+    else
+      DmaTile<2, false>(ap, inst.in0(), hbm, sbuf_.get(), pb);
+  }
+}
+
+void Executor::ExecTensorTensor(const Instruction& inst) {
+  const TileRef& out = inst.out();
+  uint32_t n = out.num_elements();
+  RowSource s0 = Source(inst.in0(), inst, 0);
+  RowSource s1 = Source(inst.in1(), inst, 1);
+  for (uint32_t p = 0; p < out.partitions(); ++p) {
+    Widen(inst.in0().dtype(), s0.row(p), n, a_.data());
+    Widen(inst.in1().dtype(), s1.row(p), n, b_.data());
+    ApplyAlu(inst.alu(), a_.data(), b_.data(), c_.data(), n);
+    Narrow(out.dtype(), c_.data(), n, Row(out, p));
+  }
+}
+
+void Executor::ExecTensorScalar(const Instruction& inst) {
+  const TileRef& out = inst.out();
+  uint32_t n = out.num_elements();
+  RowSource s0 = Source(inst.in0(), inst, 0);
+  RowSource s1 = inst.has_in1() ? Source(inst.in1(), inst, 1) : RowSource{nullptr, 0};
+  for (uint32_t p = 0; p < out.partitions(); ++p) {
+    float s = inst.has_in1() ? LoadScalar(inst.in1().dtype(), s1.row(p)) : inst.imm();
+    Widen(inst.in0().dtype(), s0.row(p), n, a_.data());
+    ApplyAluScalar(inst.alu(), a_.data(), s, inst.reverse(), c_.data(), n);
+    Narrow(out.dtype(), c_.data(), n, Row(out, p));
+  }
+}
+
+void Executor::ExecActivation(const Instruction& inst) {
+  const TileRef& out = inst.out();
+  uint32_t n = out.num_elements();
+  RowSource s0 = Source(inst.in0(), inst, 0);
+  RowSource s1 = inst.has_in1() ? Source(inst.in1(), inst, 1) : RowSource{nullptr, 0};
+  for (uint32_t p = 0; p < out.partitions(); ++p) {
+    float scale = inst.has_in1() ? LoadScalar(inst.in1().dtype(), s1.row(p)) : inst.scale();
+    Widen(inst.in0().dtype(), s0.row(p), n, a_.data());
+    ApplyActivation(inst.func(), a_.data(), scale, inst.bias(), c_.data(), n);
+    Narrow(out.dtype(), c_.data(), n, Row(out, p));
+    if (inst.has_accum()) {
+      // Sequential float32 sum of the unrounded results, f = 0..n-1.
+      float sum = 0.0f;
+      for (uint32_t i = 0; i < n; ++i) sum += c_[i];
+      StoreScalar(inst.accum().dtype(), sum, Row(inst.accum(), p));
+    }
+  }
+}
+
+void Executor::ExecTensorReduce(const Instruction& inst) {
+  const TileRef& in = inst.in0();
+  uint32_t n = in.num_elements();
+  RowSource s0 = Source(in, inst, 0);
+  for (uint32_t p = 0; p < in.partitions(); ++p) {
+    Widen(in.dtype(), s0.row(p), n, a_.data());
+    const float* a = a_.data();
+    float acc = a[0];
+    switch (inst.alu()) {
+      case neff::ADD:
+        for (uint32_t i = 1; i < n; ++i) acc += a[i];
+        break;
+      case neff::MAX:
+        for (uint32_t i = 1; i < n; ++i) acc = MaxF(acc, a[i]);
+        break;
+      case neff::MIN:
+        for (uint32_t i = 1; i < n; ++i) acc = MinF(acc, a[i]);
+        break;
+      default:
+        break;
+    }
+    StoreScalar(inst.out().dtype(), acc, Row(inst.out(), p));
+  }
+}
+
+void Executor::Execute(const Instruction& inst) {
+  switch (inst.opcode()) {
+    case neff::DMA_LOAD:
+    case neff::DMA_STORE: return ExecDma(inst);
+    case neff::TENSOR_TENSOR: return ExecTensorTensor(inst);
+    case neff::TENSOR_SCALAR: return ExecTensorScalar(inst);
+    case neff::ACTIVATION: return ExecActivation(inst);
+    case neff::TENSOR_REDUCE: return ExecTensorReduce(inst);
+    default: return;
+  }
+}
+
+void Executor::Run(const std::vector<const void*>& inputs, const std::vector<void*>& outputs) {
+  const neff::Executable& exe = neff_.executable;
+  for (int i = 0; i < exe.tensors_size(); ++i) {
+    const neff::Tensor& t = exe.tensors(i);
+    if (t.kind() == neff::INTERMEDIATE) hbm_[size_t(i)] = arena_.get() + t.arena_offset();
+    // Stores into constants are refused by the verifier, so dropping const is safe.
+    if (t.kind() == neff::CONSTANT)
+      hbm_[size_t(i)] = reinterpret_cast<uint8_t*>(const_cast<char*>(neff_.Segment(t.segment()).data()));
+  }
+  for (int i = 0; i < exe.graph_inputs_size(); ++i)
+    hbm_[exe.graph_inputs(i)] = static_cast<uint8_t*>(const_cast<void*>(inputs[size_t(i)]));
+  for (int i = 0; i < exe.graph_outputs_size(); ++i)
+    hbm_[exe.graph_outputs(i)] = static_cast<uint8_t*>(outputs[size_t(i)]);
+  for (int k = 0; k < exe.kernels_size(); ++k) {
+    const neff::Kernel& kernel = exe.kernels(k);
+    for (const ScheduledInstruction& s : schedules_[size_t(k)].order)
+      Execute(kernel.instructions(int(s.instruction)));
+  }
+}
+
+}  // namespace neuroncc::rt

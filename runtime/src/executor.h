@@ -1,0 +1,108 @@
+// Executes a verified NEFF on the host: real numerics on a simulated SBUF and
+// HBM, and an event-driven timing model of the NeuronCore's engine queues.
+#pragma once
+
+#include <cstdint>
+#include <cstdlib>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "device_model.h"
+#include "neff_format.h"
+
+namespace neuroncc::rt {
+
+// One instruction's place on its kernel's timeline. Times are picoseconds
+// (neff::kTicksPerNanosecond ticks per ns) from the moment the kernel's first
+// instruction may issue, i.e. after the launch overhead.
+struct ScheduledInstruction {
+  uint32_t instruction;  // index into Kernel.instructions
+  uint32_t queue;        // neff::QueueIndex()
+  uint64_t start;
+  uint64_t end;
+};
+
+// The modeled timeline of one kernel. It depends only on the program, never
+// on tensor values, so it is computed once per loaded model.
+struct KernelSchedule {
+  std::vector<ScheduledInstruction> order;  // simulated start order
+  uint64_t launch_overhead_ps = 0;
+  uint64_t makespan_ps = 0;  // last instruction end (0 for an empty kernel)
+  uint64_t device_time_ps() const { return launch_overhead_ps + makespan_ps; }
+};
+
+// Event-driven simulation of one kernel. Every queue (four compute engines,
+// then the DMA queues) issues its instructions in program order; an
+// instruction starts at the later of its queue becoming free and every waited
+// semaphore reaching its count, where the semaphore of queue q reaches count c
+// when q's c-th instruction ends. Durations come from InstructionCostPs. Among
+// the queue heads whose start time is known, the earliest start runs next,
+// ties going to the lower queue index; that order is also the order in which
+// the executor applies the instructions' effects. Start times never decrease
+// along it: anything a scheduled instruction unblocks starts after it ends.
+// Fails only on a deadlock, which a verified NEFF cannot contain.
+absl::StatusOr<KernelSchedule> ScheduleKernel(const neff::Kernel& kernel,
+                                              const neff::DeviceParams& device);
+
+// Per-execution totals, for summaries.
+struct ExecutionStats {
+  uint64_t device_time_ps = 0;
+  uint64_t launch_overhead_ps = 0;
+  uint64_t kernel_count = 0;
+  uint64_t instruction_count = 0;
+  uint64_t hbm_read_bytes = 0;
+  uint64_t hbm_write_bytes = 0;
+};
+
+class Executor {
+ public:
+  // `neff` must outlive the executor. Allocates the SBUF and the HBM arena
+  // (ResourceExhausted if that fails) and schedules every kernel.
+  static absl::StatusOr<std::unique_ptr<Executor>> Create(const neff::Neff& neff,
+                                                          const neff::DeviceParams& device);
+
+  // Runs every kernel in order. inputs[i] / outputs[i] point at the bytes of
+  // graph input / output i (Executable.graph_inputs / graph_outputs order),
+  // each exactly Tensor.size_bytes long; the caller checked the sizes.
+  // Outputs may alias inputs: that behaves as it would on the device.
+  void Run(const std::vector<const void*>& inputs, const std::vector<void*>& outputs);
+
+  const std::vector<KernelSchedule>& schedules() const { return schedules_; }
+  // Identical for every Run, since timing is data independent.
+  const ExecutionStats& stats() const { return stats_; }
+  const neff::DeviceParams& device() const { return device_; }
+
+ private:
+  Executor(const neff::Neff& neff, const neff::DeviceParams& device);
+
+  struct RowSource;
+  void Execute(const neff::Instruction& inst);
+  void ExecDma(const neff::Instruction& inst);
+  void ExecTensorTensor(const neff::Instruction& inst);
+  void ExecTensorScalar(const neff::Instruction& inst);
+  void ExecActivation(const neff::Instruction& inst);
+  void ExecTensorReduce(const neff::Instruction& inst);
+  uint8_t* Row(const neff::TileRef& tile, uint32_t p) const;
+  RowSource Source(const neff::TileRef& in, const neff::Instruction& inst, int slot);
+
+  const neff::Neff& neff_;
+  const neff::DeviceParams& device_;
+  std::vector<KernelSchedule> schedules_;
+  ExecutionStats stats_;
+  struct FreeDeleter {
+    void operator()(uint8_t* p) const { std::free(p); }
+  };
+  // calloc'd: large zeroed regions cost nothing until touched.
+  std::unique_ptr<uint8_t[], FreeDeleter> sbuf_;
+  std::unique_ptr<uint8_t[], FreeDeleter> arena_;
+  std::vector<uint8_t*> hbm_;  // base address of every tensor for the current Run
+  // Scratch rows in float32, sized for the widest tile a partition can hold.
+  std::vector<float> a_, b_, c_;
+  // Snapshots of input tiles that an instruction's outputs overwrite.
+  std::vector<uint8_t> snapshot_[2];
+};
+
+}  // namespace neuroncc::rt

@@ -1,0 +1,272 @@
+#include "npy.h"
+
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstdio>
+#include <cstring>
+#include <fstream>
+#include <sstream>
+
+#include "absl/strings/str_cat.h"
+
+namespace neuroncc::npy {
+namespace {
+
+constexpr std::string_view kMagic = "\x93NUMPY";
+
+// Cursor over the header dictionary, which numpy writes as a Python literal:
+//   {'descr': '<f4', 'fortran_order': False, 'shape': (4, 512), }
+class HeaderParser {
+ public:
+  HeaderParser(std::string_view text, std::string_view what) : s_(text), what_(what) {}
+
+  absl::Status Parse(std::string* descr, bool* fortran, std::vector<int64_t>* shape) {
+    bool have_descr = false, have_fortran = false, have_shape = false;
+    SkipSpace();
+    if (!Eat('{')) return Error("header does not start with '{'");
+    while (true) {
+      SkipSpace();
+      if (Eat('}')) break;
+      std::string key;
+      if (absl::Status st = String(&key); !st.ok()) return st;
+      SkipSpace();
+      if (!Eat(':')) return Error(absl::StrCat("expected ':' after key '", key, "'"));
+      SkipSpace();
+      if (key == "descr") {
+        if (have_descr) return Error("duplicate key 'descr'");
+        have_descr = true;
+        if (absl::Status st = String(descr); !st.ok()) return st;
+      } else if (key == "fortran_order") {
+        if (have_fortran) return Error("duplicate key 'fortran_order'");
+        have_fortran = true;
+        if (Word("True")) {
+          *fortran = true;
+        } else if (Word("False")) {
+          *fortran = false;
+        } else {
+          return Error("fortran_order is neither True nor False");
+        }
+      } else if (key == "shape") {
+        if (have_shape) return Error("duplicate key 'shape'");
+        have_shape = true;
+        if (absl::Status st = Tuple(shape); !st.ok()) return st;
+      } else {
+        return Error(absl::StrCat("unexpected header key '", key, "'"));
+      }
+      SkipSpace();
+      if (Eat(',')) continue;
+      SkipSpace();
+      if (Eat('}')) break;
+      return Error("expected ',' or '}' in the header");
+    }
+    SkipSpace();
+    if (pos_ != s_.size()) return Error("trailing characters after the header dictionary");
+    if (!have_descr || !have_fortran || !have_shape)
+      return Error("header lacks one of 'descr', 'fortran_order', 'shape'");
+    return absl::OkStatus();
+  }
+
+ private:
+  absl::Status Error(std::string_view msg) const {
+    return absl::InvalidArgumentError(
+        absl::StrCat(std::string(what_), ": bad .npy header: ", std::string(msg)));
+  }
+  void SkipSpace() {
+    while (pos_ < s_.size() && (s_[pos_] == ' ' || s_[pos_] == '\n' || s_[pos_] == '\t' ||
+                                s_[pos_] == '\r'))
+      ++pos_;
+  }
+  bool Eat(char c) {
+    if (pos_ < s_.size() && s_[pos_] == c) {
+      ++pos_;
+      return true;
+    }
+    return false;
+  }
+  bool Word(std::string_view w) {
+    if (s_.substr(pos_, w.size()) != w) return false;
+    pos_ += w.size();
+    return true;
+  }
+  absl::Status String(std::string* out) {
+    if (pos_ >= s_.size() || (s_[pos_] != '\'' && s_[pos_] != '"'))
+      return Error("expected a quoted string");
+    char q = s_[pos_++];
+    size_t end = s_.find(q, pos_);
+    if (end == std::string_view::npos) return Error("unterminated string");
+    *out = std::string(s_.substr(pos_, end - pos_));
+    if (out->find('\\') != std::string::npos) return Error("escape sequences are not supported");
+    pos_ = end + 1;
+    return absl::OkStatus();
+  }
+  absl::Status Tuple(std::vector<int64_t>* shape) {
+    shape->clear();
+    if (!Eat('(')) return Error("shape is not a tuple");
+    bool need_sep = false, saw_comma = false;
+    while (true) {
+      SkipSpace();
+      if (Eat(')')) break;
+      if (need_sep) {
+        if (!Eat(',')) return Error("expected ',' in the shape");
+        saw_comma = true;
+        need_sep = false;
+        continue;
+      }
+      if (pos_ >= s_.size() || s_[pos_] < '0' || s_[pos_] > '9')
+        return Error("shape entries must be non-negative integers");
+      int64_t v = 0;
+      while (pos_ < s_.size() && s_[pos_] >= '0' && s_[pos_] <= '9') {
+        v = v * 10 + (s_[pos_++] - '0');
+        if (v > kMaxElements) return Error("shape dimension is too large");
+      }
+      if (pos_ < s_.size() && s_[pos_] == 'L') ++pos_;  // Python 2 long suffix
+      shape->push_back(v);
+      if (shape->size() > 32) return Error("more than 32 dimensions");
+      need_sep = true;
+    }
+    // "(3)" is an int in Python, not a 1-tuple.
+    if (shape->size() == 1 && !saw_comma) return Error("shape '(n)' is not a tuple; expected '(n,)'");
+    return absl::OkStatus();
+  }
+
+  std::string_view s_;
+  std::string_view what_;
+  size_t pos_ = 0;
+};
+
+}  // namespace
+
+const char* ElementTypeName(ElementType t) {
+  return t == ElementType::kFloat32 ? "float32" : "float16";
+}
+
+size_t ElementSize(ElementType t) { return t == ElementType::kFloat32 ? 4 : 2; }
+
+int64_t Array::num_elements() const {
+  int64_t n = 1;
+  for (int64_t d : shape) n *= d;
+  return n;
+}
+
+std::string ShapeString(const std::vector<int64_t>& shape) {
+  std::string s = "(";
+  for (size_t i = 0; i < shape.size(); ++i) absl::StrAppend(&s, i ? ", " : "", shape[i]);
+  if (shape.size() == 1) s += ",";
+  return s + ")";
+}
+
+absl::StatusOr<Array> Parse(std::string_view bytes, std::string_view what_view) {
+  std::string what(what_view);
+  auto bad = [&](std::string_view msg) {
+    return absl::InvalidArgumentError(absl::StrCat(what, ": ", std::string(msg)));
+  };
+  if (bytes.size() < 10 || bytes.substr(0, 6) != kMagic)
+    return bad("not a .npy file (missing the \\x93NUMPY magic)");
+  uint8_t major = uint8_t(bytes[6]);
+  size_t header_len = 0, header_start = 0;
+  if (major == 1) {
+    header_len = uint8_t(bytes[8]) | size_t(uint8_t(bytes[9])) << 8;
+    header_start = 10;
+  } else if (major == 2 || major == 3) {
+    if (bytes.size() < 12) return bad("truncated .npy preamble");
+    header_len = 0;
+    for (int i = 0; i < 4; ++i) header_len |= size_t(uint8_t(bytes[size_t(8 + i)])) << (8 * i);
+    header_start = 12;
+  } else {
+    return bad(absl::StrCat("unsupported .npy format version ", int(major), ".",
+                            int(uint8_t(bytes[7]))));
+  }
+  if (header_len > bytes.size() - header_start)
+    return bad(absl::StrCat("header length ", header_len, " runs past the end of the ",
+                            bytes.size(), "-byte file (truncated?)"));
+  std::string_view header = bytes.substr(header_start, header_len);
+  if (major < 3) {
+    for (char c : header)
+      if (uint8_t(c) >= 0x80) return bad("non-ASCII character in a version 1/2 header");
+  }
+  std::string descr;
+  bool fortran = false;
+  Array a;
+  if (absl::Status st = HeaderParser(header, what).Parse(&descr, &fortran, &a.shape); !st.ok())
+    return st;
+  if (descr == "<f4") {
+    a.type = ElementType::kFloat32;
+  } else if (descr == "<f2") {
+    a.type = ElementType::kFloat16;
+  } else if (descr == "<f8") {
+    return bad("dtype is float64 ('<f8'); save the array with .astype(numpy.float32)");
+  } else if (descr == ">f4" || descr == ">f2") {
+    return bad(absl::StrCat("dtype '", descr, "' is big-endian; save a little-endian array"));
+  } else {
+    return bad(absl::StrCat("unsupported dtype '", descr, "' (supported: '<f4' float32, '<f2' float16)"));
+  }
+  if (fortran) return bad("fortran_order is True; save a C-ordered array (numpy.ascontiguousarray)");
+  int64_t n = 1;
+  for (int64_t d : a.shape) {
+    if (d != 0 && n > kMaxElements / d) return bad("shape has too many elements");
+    n *= d;
+  }
+  uint64_t need = uint64_t(n) * ElementSize(a.type);
+  uint64_t have = bytes.size() - header_start - header_len;
+  if (have != need)
+    return bad(absl::StrCat("shape ", ShapeString(a.shape), " of ", ElementTypeName(a.type),
+                            " needs ", need, " data bytes but the file has ", have,
+                            have < need ? " (truncated)" : " (trailing bytes)"));
+  a.data = std::string(bytes.substr(header_start + header_len));
+  return a;
+}
+
+absl::StatusOr<Array> ReadFile(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) return absl::NotFoundError(absl::StrCat("cannot open '", path, "': ", std::strerror(errno)));
+  std::ostringstream ss;
+  ss << in.rdbuf();
+  if (in.bad()) return absl::DataLossError(absl::StrCat("error reading '", path, "'"));
+  return Parse(ss.str(), path);
+}
+
+std::string Serialize(const Array& array) {
+  std::string dict = absl::StrCat("{'descr': '", array.type == ElementType::kFloat32 ? "<f4" : "<f2",
+                                  "', 'fortran_order': False, 'shape': ", ShapeString(array.shape),
+                                  ", }");
+  // Pad with spaces and a final newline so magic + length + header is a
+  // multiple of 64 bytes.
+  size_t prefix = 10;
+  size_t total = prefix + dict.size() + 1;
+  bool v2 = false;
+  size_t padded = (total + 63) / 64 * 64;
+  if (padded - prefix > 65535) {
+    v2 = true;
+    prefix = 12;
+    total = prefix + dict.size() + 1;
+    padded = (total + 63) / 64 * 64;
+  }
+  size_t header_len = padded - prefix;
+  dict.append(header_len - dict.size() - 1, ' ');
+  dict.push_back('\n');
+  std::string out(kMagic);
+  out.push_back(char(v2 ? 2 : 1));
+  out.push_back(0);
+  for (int i = 0; i < (v2 ? 4 : 2); ++i) out.push_back(char((header_len >> (8 * i)) & 0xff));
+  out += dict;
+  out += array.data;
+  return out;
+}
+
+absl::Status WriteFileAtomic(const std::string& path, const Array& array) {
+  std::string bytes = Serialize(array);
+  std::string tmp = absl::StrCat(path, ".tmp.", ::getpid());
+  FILE* f = std::fopen(tmp.c_str(), "wb");
+  if (!f) return absl::PermissionDeniedError(absl::StrCat("cannot create '", tmp, "': ", std::strerror(errno)));
+  bool ok = std::fwrite(bytes.data(), 1, bytes.size(), f) == bytes.size();
+  ok = (std::fflush(f) == 0) && ok;
+  ok = (std::fclose(f) == 0) && ok;
+  if (!ok || std::rename(tmp.c_str(), path.c_str()) != 0) {
+    std::remove(tmp.c_str());
+    return absl::UnavailableError(absl::StrCat("cannot write '", path, "': ", std::strerror(errno)));
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace neuroncc::npy

@@ -1,0 +1,876 @@
+// The libnrt-style C API over the executor. One global lock serializes every
+// call: the simulator gains nothing from concurrency, and a single lock makes
+// handle validation airtight (a handle checked under the lock cannot be freed
+// by another thread before it is used).
+
+#include <sys/stat.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "device_model.h"
+#include "executor.h"
+#include "neff_format.h"
+#include "nrt/nrt.h"
+#include "nrt/nrt_experimental.h"
+#include "nrt/nrt_ext.h"
+#include "nrt/nrt_profile.h"
+#include "ntff_format.h"
+#include "json.h"
+#include "profile.h"
+
+#define NRT_API extern "C" __attribute__((visibility("default")))
+
+namespace nn = neuroncc::neff;
+namespace rt = neuroncc::rt;
+namespace ntff = neuroncc::ntff;
+
+struct nrt_tensor {
+  std::string name;
+  nrt_tensor_placement_t placement;
+  size_t size;
+  std::unique_ptr<uint8_t[], void (*)(uint8_t*)> storage{nullptr, [](uint8_t* p) { std::free(p); }};
+};
+
+struct nrt_model {
+  std::string image;  // the NEFF bytes as loaded: profiles copy them verbatim
+  nn::Neff neff;
+  const nn::DeviceParams* device = nullptr;
+  std::unique_ptr<rt::Executor> executor;
+  uint64_t hash = 0;
+  int32_t vnc = 0;
+  bool executed = false;
+  std::map<std::string, size_t> input_index;   // name -> graph input position
+  std::map<std::string, size_t> output_index;  // name -> graph output position
+};
+
+struct nrt_inspect_config {
+  std::string output_dir = "./output";
+};
+
+namespace {
+
+struct TensorSet {
+  std::map<std::string, nrt_tensor*> tensors;
+};
+
+// nrt_profile_start .. nrt_profile_stop.
+struct Capture {
+  const nrt_model* model;
+  std::string filename;
+  ntff::Profile profile;
+};
+
+// One model's share of an inspect session; self-contained so it survives unload.
+struct InspectModel {
+  const nrt_model* model;  // null once unloaded
+  std::string image;
+  uint64_t hash;
+  uint32_t instance;
+  int32_t vnc;
+  ntff::Profile profile;
+};
+
+struct Inspect {
+  std::string dir;
+  uint64_t clock_ps = 0;
+  rt::SystemTrace trace;
+  std::vector<InspectModel> models;
+};
+
+enum class State { kUninitialized, kInitialized, kClosed };
+
+struct Runtime {
+  std::mutex mu;
+  State state = State::kUninitialized;
+  std::string simulated_target;
+  std::set<nrt_model*> models;
+  std::set<nrt_tensor*> tensors;
+  std::set<TensorSet*> sets;
+  std::vector<Capture> captures;
+  std::unique_ptr<Inspect> inspect;
+};
+
+// Never destroyed: a static destructor could run while another thread (or an
+// atexit handler of the application) is still calling in.
+Runtime& R() {
+  static Runtime* r = new Runtime;
+  return *r;
+}
+
+thread_local std::string t_last_error;
+
+bool LogErrors() {
+  const char* level = std::getenv("NEURON_RT_LOG_LEVEL");
+  if (!level) return false;
+  std::string l(level);
+  return l == "ERROR" || l == "WARN" || l == "WARNING" || l == "INFO" || l == "DEBUG" || l == "TRACE";
+}
+
+NRT_STATUS Fail(NRT_STATUS code, std::string message) {
+  t_last_error = std::move(message);
+  if (LogErrors())
+    std::fprintf(stderr, "nrt: %s: %s\n", nrt_get_status_as_str(code), t_last_error.c_str());
+  return code;
+}
+
+// Status for calls that need an initialized runtime (caller holds the lock).
+NRT_STATUS CheckInitialized(const char* fn) {
+  switch (R().state) {
+    case State::kInitialized: return NRT_SUCCESS;
+    case State::kUninitialized:
+      return Fail(NRT_UNINITIALIZED, absl::StrCat(fn, ": nrt_init() has not been called"));
+    case State::kClosed:
+      return Fail(NRT_CLOSED, absl::StrCat(fn, ": the runtime was closed by nrt_close()"));
+  }
+  return NRT_FAILURE;
+}
+
+NRT_STATUS CheckModel(const nrt_model_t* model, const char* fn) {
+  if (!model) return Fail(NRT_INVALID, absl::StrCat(fn, ": model is NULL"));
+  if (!R().models.count(const_cast<nrt_model_t*>(model)))
+    return Fail(NRT_INVALID_HANDLE, absl::StrCat(fn, ": not a loaded model (unloaded already?)"));
+  return NRT_SUCCESS;
+}
+
+NRT_STATUS CheckTensor(const nrt_tensor_t* t, const char* fn) {
+  if (!t) return Fail(NRT_INVALID, absl::StrCat(fn, ": tensor is NULL"));
+  if (!R().tensors.count(const_cast<nrt_tensor_t*>(t)))
+    return Fail(NRT_INVALID_HANDLE, absl::StrCat(fn, ": not an allocated tensor (freed already?)"));
+  return NRT_SUCCESS;
+}
+
+NRT_STATUS CheckRange(const nrt_tensor_t* t, size_t offset, size_t size, const char* fn) {
+  if (offset > t->size || size > t->size - offset)
+    return Fail(NRT_INVALID, absl::StrCat(fn, ": bytes [", offset, ", ", offset, "+", size,
+                                          ") outside tensor '", t->name, "' of ", t->size,
+                                          " bytes"));
+  return NRT_SUCCESS;
+}
+
+uint64_t HostNowPs() {
+  return uint64_t(std::chrono::duration_cast<std::chrono::nanoseconds>(
+                      std::chrono::steady_clock::now().time_since_epoch())
+                      .count()) *
+         1000;
+}
+
+// Records a host-only call on the framework lane; it advances the session
+// clock by the time it really took on the host.
+void TraceHostCall(const char* name, uint64_t began_ps, std::string args = "") {
+  Inspect* in = R().inspect.get();
+  if (!in) return;
+  uint64_t dur = HostNowPs() - began_ps;
+  in->trace.Add(rt::SystemTrace::kFramework, name, in->clock_ps, dur, std::move(args));
+  in->clock_ps += dur;
+}
+
+InspectModel& InspectEntry(Inspect& in, const nrt_model* m) {
+  for (InspectModel& e : in.models)
+    if (e.model == m) return e;
+  uint32_t instance = 0;
+  for (const InspectModel& e : in.models) instance += e.hash == m->hash;
+  in.models.push_back({m, m->image, m->hash, instance, m->vnc, rt::NewProfile(m->neff, *m->device)});
+  return in.models.back();
+}
+
+bool MakeDirs(const std::string& path, std::string* error) {
+  std::string cur;
+  for (size_t i = 0; i <= path.size(); ++i) {
+    if (i == path.size() || path[i] == '/') {
+      if (!cur.empty() && cur != "." && cur != "..") {
+        struct stat st;
+        if (::stat(cur.c_str(), &st) != 0) {
+          if (::mkdir(cur.c_str(), 0777) != 0 && errno != EEXIST) {
+            *error = absl::StrCat("cannot create directory '", cur, "': ", std::strerror(errno));
+            return false;
+          }
+        } else if (!S_ISDIR(st.st_mode)) {
+          *error = absl::StrCat("'", cur, "' exists and is not a directory");
+          return false;
+        }
+      }
+    }
+    if (i < path.size()) cur.push_back(path[i]);
+  }
+  return true;
+}
+
+NRT_STATUS BeginInspect(const std::string& dir) {
+  if (R().inspect)
+    return Fail(NRT_INVALID, absl::StrCat("nrt_inspect_begin: a session writing to '",
+                                          R().inspect->dir, "' is already running"));
+  if (dir.empty()) return Fail(NRT_INVALID, "nrt_inspect_begin: empty output directory");
+  std::string error;
+  if (!MakeDirs(dir, &error)) return Fail(NRT_FAILURE, absl::StrCat("nrt_inspect_begin: ", error));
+  R().inspect = std::make_unique<Inspect>();
+  R().inspect->dir = dir;
+  return NRT_SUCCESS;
+}
+
+// Writes the profile directory of the running session and ends it.
+NRT_STATUS StopInspect() {
+  std::unique_ptr<Inspect> in = std::move(R().inspect);
+  if (!in) return Fail(NRT_INVALID, "nrt_inspect_stop: no profiling session is running");
+  for (const InspectModel& e : in->models) {
+    std::string neff_path = absl::StrCat(in->dir, "/", ntff::NeffFileName(e.hash));
+    std::string ntff_path =
+        absl::StrCat(in->dir, "/", ntff::NtffFileName(e.hash, e.instance, uint32_t(e.vnc)));
+    absl::Status st = nn::WriteFileAtomic(neff_path, e.image);
+    if (st.ok()) st = nn::WriteFileAtomic(ntff_path, ntff::SerializeNtff(e.profile));
+    if (!st.ok()) return Fail(NRT_FAILURE, absl::StrCat("nrt_inspect_stop: ", st.message()));
+  }
+  absl::Status st = nn::WriteFileAtomic(absl::StrCat(in->dir, "/trace.json"), in->trace.Render());
+  if (!st.ok()) return Fail(NRT_FAILURE, absl::StrCat("nrt_inspect_stop: ", st.message()));
+  return NRT_SUCCESS;
+}
+
+void UnloadLocked(nrt_model* m) {
+  if (R().inspect)
+    for (InspectModel& e : R().inspect->models)
+      if (e.model == m) e.model = nullptr;
+  for (Capture& c : R().captures)
+    if (c.model == m) c.model = nullptr;
+  R().models.erase(m);
+  delete m;
+}
+
+// Binds the tensors of `set` to the model's inputs or outputs by name.
+NRT_STATUS BindSet(const nrt_model* m, const TensorSet* set, bool inputs,
+                   std::vector<nrt_tensor*>* bound) {
+  const char* what = inputs ? "input" : "output";
+  const auto& index = inputs ? m->input_index : m->output_index;
+  const auto& ids = inputs ? m->neff.executable.graph_inputs() : m->neff.executable.graph_outputs();
+  auto names = [&] {
+    std::vector<std::string> v;
+    for (uint32_t id : ids) v.push_back(absl::StrCat("'", m->neff.executable.tensors(int(id)).name(), "'"));
+    return v.empty() ? std::string("none") : absl::StrJoin(v, ", ");
+  };
+  for (const auto& [name, t] : set->tensors) {
+    if (!index.count(name))
+      return Fail(NRT_INVALID, absl::StrCat("nrt_execute: the ", what, " set has a tensor named '",
+                                            name, "', which is not an ", what, " of the model (",
+                                            what, "s: ", names(), ")"));
+    if (!R().tensors.count(t))
+      return Fail(NRT_INVALID_HANDLE, absl::StrCat("nrt_execute: ", what, " '", name,
+                                                   "' was freed while still in the tensor set"));
+  }
+  bound->assign(size_t(ids.size()), nullptr);
+  for (int i = 0; i < ids.size(); ++i) {
+    const nn::Tensor& mt = m->neff.executable.tensors(int(ids[i]));
+    auto it = set->tensors.find(mt.name());
+    if (it == set->tensors.end())
+      return Fail(NRT_INVALID, absl::StrCat("nrt_execute: missing ", what, " '", mt.name(),
+                                            "' (", what, "s: ", names(), ")"));
+    if (it->second->size != mt.size_bytes())
+      return Fail(NRT_INVALID, absl::StrCat("nrt_execute: ", what, " '", mt.name(), "': tensor is ",
+                                            it->second->size, " bytes, the model expects ",
+                                            mt.size_bytes()));
+    (*bound)[size_t(i)] = it->second;
+  }
+  return NRT_SUCCESS;
+}
+
+NRT_STATUS ExecuteLocked(nrt_model* m, const TensorSet* in_set, TensorSet* out_set) {
+  std::vector<nrt_tensor*> ins, outs;
+  if (NRT_STATUS s = BindSet(m, in_set, true, &ins); s != NRT_SUCCESS) return s;
+  if (NRT_STATUS s = BindSet(m, out_set, false, &outs); s != NRT_SUCCESS) return s;
+  std::vector<const void*> in_ptrs;
+  std::vector<void*> out_ptrs;
+  for (nrt_tensor* t : ins) in_ptrs.push_back(t->storage.get());
+  for (nrt_tensor* t : outs) out_ptrs.push_back(t->storage.get());
+  m->executor->Run(in_ptrs, out_ptrs);
+  m->executed = true;
+  for (Capture& c : R().captures)
+    if (c.model == m) rt::AppendExecution(m->neff, m->executor->schedules(), &c.profile);
+  if (Inspect* in = R().inspect.get()) {
+    InspectModel& e = InspectEntry(*in, m);
+    rt::AppendExecution(m->neff, m->executor->schedules(), &e.profile);
+    uint64_t dt = m->executor->stats().device_time_ps;
+    in->trace.Add(rt::SystemTrace::kFramework, "nrt_execute", in->clock_ps, dt,
+                  absl::StrCat("{\"neff\":", neuroncc::json::Quote(m->neff.header.name),
+                               ",\"neff_hash\":\"", m->hash, "\",\"execution\":",
+                               e.profile.execution_count() - 1, "}"));
+    in->trace.AddExecution(m->neff, m->executor->schedules(), m->hash, in->clock_ps);
+    in->clock_ps += dt;
+  }
+  return NRT_SUCCESS;
+}
+
+nrt_dtype_t ToNrtDtype(nn::DType d) {
+  switch (d) {
+    case nn::F32: return NRT_DTYPE_FLOAT32;
+    case nn::BF16: return NRT_DTYPE_BFLOAT16;
+    case nn::F16: return NRT_DTYPE_FLOAT16;
+    default: return NRT_DTYPE_INVALID;
+  }
+}
+
+// The u64 at the public header's neff_version_major offset, read before the
+// full parse so an old or new NEFF gets the dedicated status code.
+bool VersionMismatch(const void* bytes, size_t size, uint64_t* major) {
+  if (size < nn::kHeaderSize) return false;
+  const uint8_t* p = static_cast<const uint8_t*>(bytes) + 24;
+  *major = 0;
+  for (int i = 0; i < 8; ++i) *major |= uint64_t(p[i]) << (8 * i);
+  return *major != nn::kVersionMajor;
+}
+
+}  // namespace
+
+// ---------------------------------------------------------------------------
+// Status
+
+NRT_API const char* nrt_get_status_as_str(NRT_STATUS status) {
+  switch (status) {
+#define NRT_CASE(x) \
+  case x: return #x;
+    NRT_CASE(NRT_SUCCESS)
+    NRT_CASE(NRT_FAILURE)
+    NRT_CASE(NRT_INVALID)
+    NRT_CASE(NRT_INVALID_HANDLE)
+    NRT_CASE(NRT_RESOURCE)
+    NRT_CASE(NRT_TIMEOUT)
+    NRT_CASE(NRT_HW_ERROR)
+    NRT_CASE(NRT_QUEUE_FULL)
+    NRT_CASE(NRT_LOAD_NOT_ENOUGH_NC)
+    NRT_CASE(NRT_UNSUPPORTED_NEFF_VERSION)
+    NRT_CASE(NRT_FAIL_HOST_MEM_ALLOC)
+    NRT_CASE(NRT_UNINITIALIZED)
+    NRT_CASE(NRT_CLOSED)
+    NRT_CASE(NRT_QUEUE_EMPTY)
+    NRT_CASE(NRT_EXEC_UNIT_DISABLED)
+    NRT_CASE(NRT_EXEC_BAD_INPUT)
+    NRT_CASE(NRT_EXEC_COMPLETED_WITH_NUM_ERR)
+    NRT_CASE(NRT_EXEC_COMPLETED_WITH_ERR)
+    NRT_CASE(NRT_EXEC_NC_BUSY)
+    NRT_CASE(NRT_EXEC_OOB)
+    NRT_CASE(NRT_COLL_PENDING)
+    NRT_CASE(NRT_EXEC_HW_ERR_COLLECTIVES)
+    NRT_CASE(NRT_EXEC_HW_ERR_HBM_UE)
+    NRT_CASE(NRT_EXEC_HW_ERR_NC_UE)
+    NRT_CASE(NRT_EXEC_HW_ERR_DMA_ABORT)
+    NRT_CASE(NRT_EXEC_SW_NQ_OVERFLOW)
+    NRT_CASE(NRT_EXEC_HW_ERR_REPAIRABLE_HBM_UE)
+    NRT_CASE(NRT_NETWORK_PROXY_FAILURE)
+#undef NRT_CASE
+  }
+  return "NRT_UNKNOWN_STATUS";
+}
+
+NRT_API const char* nrt_get_last_error_message(void) { return t_last_error.c_str(); }
+
+// ---------------------------------------------------------------------------
+// Runtime lifetime
+
+NRT_API NRT_STATUS nrt_set_simulated_target(const char* target) {
+  std::lock_guard<std::mutex> lock(R().mu);
+  if (R().state == State::kInitialized)
+    return Fail(NRT_INVALID, "nrt_set_simulated_target: call it before nrt_init()");
+  std::string t = target ? target : "";
+  if (!t.empty() && !nn::DeviceForTarget(t))
+    return Fail(NRT_INVALID, absl::StrCat("nrt_set_simulated_target: unknown target '", t,
+                                          "' (known: trn1, trn2)"));
+  R().simulated_target = t;
+  return NRT_SUCCESS;
+}
+
+NRT_API NRT_STATUS nrt_get_instance_info(nrt_instance_info_t* info, size_t instance_info_len) {
+  std::lock_guard<std::mutex> lock(R().mu);
+  if (!info) return Fail(NRT_INVALID, "nrt_get_instance_info: info is NULL");
+  if (instance_info_len < sizeof(nrt_instance_info_t))
+    return Fail(NRT_INVALID, absl::StrCat("nrt_get_instance_info: buffer of ", instance_info_len,
+                                          " bytes, need ", sizeof(nrt_instance_info_t)));
+  std::memset(info, 0, sizeof(*info));
+  bool trn2 = R().simulated_target == "trn2";
+  info->family = trn2 ? NRT_INSTANCE_TRN2 : NRT_INSTANCE_TRN1;
+  info->size = 0;  // NRT_INSTANCE_SIZE_1XL
+  std::snprintf(info->arch_name, sizeof(info->arch_name), "%s", trn2 ? "trn2" : "trn1");
+  std::snprintf(info->device_revision, sizeof(info->device_revision), "sim");
+  return NRT_SUCCESS;
+}
+
+NRT_API NRT_STATUS nrt_init(nrt_framework_type_t framework, const char* fw_version,
+                            const char* fal_version) {
+  (void)fw_version;
+  (void)fal_version;
+  std::lock_guard<std::mutex> lock(R().mu);
+  if (framework < NRT_FRAMEWORK_TYPE_NO_FW || framework > NRT_FRAMEWORK_TYPE_PRECHECK)
+    return Fail(NRT_INVALID, absl::StrCat("nrt_init: invalid framework type ", int(framework)));
+  if (R().state == State::kInitialized)
+    return Fail(NRT_INVALID, "nrt_init: the runtime is already initialized");
+  R().state = State::kInitialized;
+  const char* enable = std::getenv("NEURON_RT_INSPECT_ENABLE");
+  if (enable && std::string(enable) == "1" && !R().inspect) {
+    const char* dir = std::getenv("NEURON_RT_INSPECT_OUTPUT_DIR");
+    if (NRT_STATUS s = BeginInspect(dir && *dir ? dir : "./output"); s != NRT_SUCCESS) {
+      R().state = State::kUninitialized;
+      return s;
+    }
+  }
+  return NRT_SUCCESS;
+}
+
+NRT_API void nrt_close(void) {
+  std::lock_guard<std::mutex> lock(R().mu);
+  if (R().state != State::kInitialized) return;
+  if (R().inspect) StopInspect();
+  std::vector<nrt_model*> models(R().models.begin(), R().models.end());
+  for (nrt_model* m : models) UnloadLocked(m);
+  R().state = State::kClosed;
+}
+
+// ---------------------------------------------------------------------------
+// Models
+
+NRT_API NRT_STATUS nrt_load(const void* neff_bytes, size_t size, int32_t vnc, int32_t vnc_count,
+                            nrt_model_t** model) {
+  std::lock_guard<std::mutex> lock(R().mu);
+  uint64_t began = HostNowPs();
+  if (NRT_STATUS s = CheckInitialized("nrt_load"); s != NRT_SUCCESS) return s;
+  if (!model) return Fail(NRT_INVALID, "nrt_load: model is NULL");
+  *model = nullptr;
+  if (!neff_bytes) return Fail(NRT_INVALID, "nrt_load: neff_bytes is NULL");
+  if (vnc != -1 && vnc != 0)
+    return Fail(NRT_LOAD_NOT_ENOUGH_NC,
+                absl::StrCat("nrt_load: VNC ", vnc, " requested; only VNC 0 is simulated"));
+  if (vnc_count != -1 && vnc_count != 1)
+    return Fail(NRT_LOAD_NOT_ENOUGH_NC,
+                absl::StrCat("nrt_load: vnc_count ", vnc_count, " requested; pass -1"));
+  uint64_t major = 0;
+  if (VersionMismatch(neff_bytes, size, &major))
+    return Fail(NRT_UNSUPPORTED_NEFF_VERSION,
+                absl::StrCat("nrt_load: NEFF version ", major, " is not supported (this runtime reads ",
+                             nn::kVersionMajor, ")"));
+  auto m = std::make_unique<nrt_model>();
+  m->image.assign(static_cast<const char*>(neff_bytes), size);
+  absl::StatusOr<nn::Neff> neff = nn::ParseNeff(m->image);
+  if (!neff.ok()) return Fail(NRT_INVALID, absl::StrCat("nrt_load: ", neff.status().message()));
+  m->neff = std::move(*neff);
+  const nn::Executable& exe = m->neff.executable;
+  if (!R().simulated_target.empty() && exe.target() != R().simulated_target)
+    return Fail(NRT_INVALID, absl::StrCat("nrt_load: the NEFF was compiled for ", exe.target(),
+                                          " but the simulated instance is ", R().simulated_target));
+  // Tensor sets bind by name, so names must identify inputs and outputs.
+  for (bool inputs : {true, false}) {
+    const auto& ids = inputs ? exe.graph_inputs() : exe.graph_outputs();
+    auto& index = inputs ? m->input_index : m->output_index;
+    for (int i = 0; i < ids.size(); ++i) {
+      const std::string& name = exe.tensors(int(ids[i])).name();
+      if (name.empty() || name.size() >= NRT_TENSOR_NAME_MAX)
+        return Fail(NRT_INVALID, absl::StrCat("nrt_load: ", inputs ? "input " : "output ", i,
+                                              " has an empty name or one of ", NRT_TENSOR_NAME_MAX,
+                                              "+ characters"));
+      if (!index.emplace(name, size_t(i)).second)
+        return Fail(NRT_INVALID, absl::StrCat("nrt_load: two ", inputs ? "inputs" : "outputs",
+                                              " are named '", name, "'"));
+    }
+  }
+  m->device = nn::DeviceForTarget(exe.target());
+  absl::StatusOr<std::unique_ptr<rt::Executor>> ex = rt::Executor::Create(m->neff, *m->device);
+  if (!ex.ok()) {
+    NRT_STATUS code = absl::IsResourceExhausted(ex.status()) ? NRT_RESOURCE : NRT_INVALID;
+    return Fail(code, absl::StrCat("nrt_load: ", ex.status().message()));
+  }
+  m->executor = std::move(*ex);
+  m->hash = nn::ProfileHash(m->neff.header);
+  m->vnc = 0;
+  *model = m.release();
+  R().models.insert(*model);
+  if (R().inspect) InspectEntry(*R().inspect, *model);
+  TraceHostCall("nrt_load", began,
+                absl::StrCat("{\"neff\":", neuroncc::json::Quote((*model)->neff.header.name),
+                             ",\"neff_hash\":\"", (*model)->hash, "\"}"));
+  return NRT_SUCCESS;
+}
+
+NRT_API NRT_STATUS nrt_unload(nrt_model_t* model) {
+  std::lock_guard<std::mutex> lock(R().mu);
+  uint64_t began = HostNowPs();
+  if (NRT_STATUS s = CheckInitialized("nrt_unload"); s != NRT_SUCCESS) return s;
+  if (NRT_STATUS s = CheckModel(model, "nrt_unload"); s != NRT_SUCCESS) return s;
+  UnloadLocked(model);
+  TraceHostCall("nrt_unload", began);
+  return NRT_SUCCESS;
+}
+
+static NRT_STATUS ModelCount(const nrt_model_t* model, uint32_t* count, const char* fn) {
+  std::lock_guard<std::mutex> lock(R().mu);
+  if (NRT_STATUS s = CheckInitialized(fn); s != NRT_SUCCESS) return s;
+  if (NRT_STATUS s = CheckModel(model, fn); s != NRT_SUCCESS) return s;
+  if (!count) return Fail(NRT_INVALID, absl::StrCat(fn, ": output pointer is NULL"));
+  *count = 1;
+  return NRT_SUCCESS;
+}
+
+NRT_API NRT_STATUS nrt_get_model_nc_count(const nrt_model_t* model, uint32_t* vnc_count) {
+  return ModelCount(model, vnc_count, "nrt_get_model_nc_count");
+}
+NRT_API NRT_STATUS nrt_get_model_vnc_count(const nrt_model_t* model, uint32_t* vnc_count) {
+  return ModelCount(model, vnc_count, "nrt_get_model_vnc_count");
+}
+NRT_API NRT_STATUS nrt_get_model_instance_count(nrt_model_t* model, uint32_t* instance_count) {
+  return ModelCount(model, instance_count, "nrt_get_model_instance_count");
+}
+
+static NRT_STATUS CoreCount(uint32_t* count, const char* fn) {
+  if (!count) {
+    std::lock_guard<std::mutex> lock(R().mu);
+    return Fail(NRT_INVALID, absl::StrCat(fn, ": output pointer is NULL"));
+  }
+  *count = 1;
+  return NRT_SUCCESS;
+}
+
+NRT_API NRT_STATUS nrt_get_total_nc_count(uint32_t* c) { return CoreCount(c, "nrt_get_total_nc_count"); }
+NRT_API NRT_STATUS nrt_get_total_vnc_count(uint32_t* c) { return CoreCount(c, "nrt_get_total_vnc_count"); }
+NRT_API NRT_STATUS nrt_get_visible_nc_count(uint32_t* c) { return CoreCount(c, "nrt_get_visible_nc_count"); }
+NRT_API NRT_STATUS nrt_get_visible_vnc_count(uint32_t* c) { return CoreCount(c, "nrt_get_visible_vnc_count"); }
+
+NRT_API NRT_STATUS nrt_get_model_info(const nrt_model_t* model, nrt_model_info_t* info,
+                                      size_t info_size_in, size_t* info_size_out) {
+  std::lock_guard<std::mutex> lock(R().mu);
+  if (NRT_STATUS s = CheckInitialized("nrt_get_model_info"); s != NRT_SUCCESS) return s;
+  if (NRT_STATUS s = CheckModel(model, "nrt_get_model_info"); s != NRT_SUCCESS) return s;
+  if (!info) return Fail(NRT_INVALID, "nrt_get_model_info: info is NULL");
+  nrt_model_info_t full{uint32_t(model->vnc)};
+  size_t n = std::min(info_size_in, sizeof(full));
+  std::memcpy(info, &full, n);
+  if (info_size_out) *info_size_out = n;
+  return NRT_SUCCESS;
+}
+
+NRT_API NRT_STATUS nrt_get_model_target(const nrt_model_t* model, char* target, char* name,
+                                        size_t len) {
+  std::lock_guard<std::mutex> lock(R().mu);
+  if (NRT_STATUS s = CheckInitialized("nrt_get_model_target"); s != NRT_SUCCESS) return s;
+  if (NRT_STATUS s = CheckModel(model, "nrt_get_model_target"); s != NRT_SUCCESS) return s;
+  const std::string& t = model->neff.executable.target();
+  const std::string& n = model->neff.header.name;
+  if ((target && t.size() >= len) || (name && n.size() >= len))
+    return Fail(NRT_RESOURCE, absl::StrCat("nrt_get_model_target: buffers of ", len,
+                                           " bytes are too small"));
+  if (target) std::memcpy(target, t.c_str(), t.size() + 1);
+  if (name) std::memcpy(name, n.c_str(), n.size() + 1);
+  return NRT_SUCCESS;
+}
+
+NRT_API NRT_STATUS nrt_get_model_tensor_info(nrt_model_t* model, nrt_tensor_info_array_t** tensor_info) {
+  std::lock_guard<std::mutex> lock(R().mu);
+  if (NRT_STATUS s = CheckInitialized("nrt_get_model_tensor_info"); s != NRT_SUCCESS) return s;
+  if (NRT_STATUS s = CheckModel(model, "nrt_get_model_tensor_info"); s != NRT_SUCCESS) return s;
+  if (!tensor_info) return Fail(NRT_INVALID, "nrt_get_model_tensor_info: tensor_info is NULL");
+  const nn::Executable& exe = model->neff.executable;
+  std::vector<std::pair<const nn::Tensor*, nrt_tensor_usage_t>> list;
+  for (uint32_t id : exe.graph_inputs()) list.push_back({&exe.tensors(int(id)), NRT_TENSOR_USAGE_INPUT});
+  for (uint32_t id : exe.graph_outputs()) list.push_back({&exe.tensors(int(id)), NRT_TENSOR_USAGE_OUTPUT});
+  size_t dims = 0;
+  for (const auto& [t, usage] : list) {
+    dims += size_t(t->shape_size());
+    for (int64_t d : t->shape())
+      if (d > int64_t(UINT32_MAX))
+        return Fail(NRT_INVALID, absl::StrCat("nrt_get_model_tensor_info: tensor '", t->name(),
+                                              "' has a dimension above 2^32"));
+  }
+  // One block: the header, the entries, then every shape array, so that a
+  // single free() releases it all.
+  size_t head = sizeof(nrt_tensor_info_array_t) + list.size() * sizeof(nrt_tensor_info_t);
+  head = (head + alignof(uint32_t) - 1) / alignof(uint32_t) * alignof(uint32_t);
+  auto* arr = static_cast<nrt_tensor_info_array_t*>(std::calloc(1, head + dims * sizeof(uint32_t) + 1));
+  if (!arr) return Fail(NRT_RESOURCE, "nrt_get_model_tensor_info: out of memory");
+  uint32_t* shapes = reinterpret_cast<uint32_t*>(reinterpret_cast<char*>(arr) + head);
+  arr->tensor_count = list.size();
+  for (size_t i = 0; i < list.size(); ++i) {
+    const nn::Tensor& t = *list[i].first;
+    nrt_tensor_info_t& info = arr->tensor_array[i];
+    std::snprintf(info.name, sizeof(info.name), "%s", t.name().c_str());
+    info.usage = list[i].second;
+    info.size = size_t(t.size_bytes());
+    info.dtype = ToNrtDtype(t.dtype());
+    info.ndim = uint32_t(t.shape_size());
+    info.shape = shapes;
+    for (int64_t d : t.shape()) *shapes++ = uint32_t(d);
+  }
+  *tensor_info = arr;
+  return NRT_SUCCESS;
+}
+
+NRT_API NRT_STATUS nrt_free_model_tensor_info(nrt_tensor_info_array_t* tensor_info) {
+  std::free(tensor_info);
+  return NRT_SUCCESS;
+}
+
+// ---------------------------------------------------------------------------
+// Tensor sets
+
+NRT_API NRT_STATUS nrt_allocate_tensor_set(nrt_tensor_set_t** result) {
+  std::lock_guard<std::mutex> lock(R().mu);
+  if (!result) return Fail(NRT_INVALID, "nrt_allocate_tensor_set: result is NULL");
+  auto* set = new TensorSet;
+  R().sets.insert(set);
+  *result = set;
+  return NRT_SUCCESS;
+}
+
+NRT_API void nrt_destroy_tensor_set(nrt_tensor_set_t** tensor_set) {
+  std::lock_guard<std::mutex> lock(R().mu);
+  if (!tensor_set || !*tensor_set) return;
+  auto* set = static_cast<TensorSet*>(*tensor_set);
+  if (R().sets.erase(set)) delete set;
+  *tensor_set = nullptr;
+}
+
+static NRT_STATUS CheckSet(const void* set, const char* fn) {
+  if (!set) return Fail(NRT_INVALID, absl::StrCat(fn, ": tensor set is NULL"));
+  if (!R().sets.count(static_cast<TensorSet*>(const_cast<void*>(set))))
+    return Fail(NRT_INVALID_HANDLE, absl::StrCat(fn, ": not a live tensor set"));
+  return NRT_SUCCESS;
+}
+
+NRT_API NRT_STATUS nrt_add_tensor_to_tensor_set(nrt_tensor_set_t* tensor_set, const char* tensor_name,
+                                                nrt_tensor_t* tensor) {
+  std::lock_guard<std::mutex> lock(R().mu);
+  const char* fn = "nrt_add_tensor_to_tensor_set";
+  if (NRT_STATUS s = CheckSet(tensor_set, fn); s != NRT_SUCCESS) return s;
+  if (!tensor_name || !*tensor_name) return Fail(NRT_INVALID, absl::StrCat(fn, ": empty tensor name"));
+  if (NRT_STATUS s = CheckTensor(tensor, fn); s != NRT_SUCCESS) return s;
+  static_cast<TensorSet*>(tensor_set)->tensors[tensor_name] = tensor;
+  return NRT_SUCCESS;
+}
+
+NRT_API NRT_STATUS nrt_get_tensor_from_tensor_set(nrt_tensor_set_t* tensor_set, const char* tensor_name,
+                                                  nrt_tensor_t** tensor) {
+  std::lock_guard<std::mutex> lock(R().mu);
+  const char* fn = "nrt_get_tensor_from_tensor_set";
+  if (NRT_STATUS s = CheckSet(tensor_set, fn); s != NRT_SUCCESS) return s;
+  if (!tensor_name || !tensor) return Fail(NRT_INVALID, absl::StrCat(fn, ": NULL argument"));
+  auto& tensors = static_cast<TensorSet*>(tensor_set)->tensors;
+  auto it = tensors.find(tensor_name);
+  if (it == tensors.end())
+    return Fail(NRT_INVALID, absl::StrCat(fn, ": no tensor named '", tensor_name, "' in the set"));
+  *tensor = it->second;
+  return NRT_SUCCESS;
+}
+
+// ---------------------------------------------------------------------------
+// Execution
+
+NRT_API NRT_STATUS nrt_execute_repeat(nrt_model_t* model, const nrt_tensor_set_t* input_set,
+                                      nrt_tensor_set_t* output_set, int repeat_count) {
+  std::lock_guard<std::mutex> lock(R().mu);
+  const char* fn = "nrt_execute";
+  if (NRT_STATUS s = CheckInitialized(fn); s != NRT_SUCCESS) return s;
+  if (NRT_STATUS s = CheckModel(model, fn); s != NRT_SUCCESS) return s;
+  if (NRT_STATUS s = CheckSet(input_set, fn); s != NRT_SUCCESS) return s;
+  if (NRT_STATUS s = CheckSet(output_set, fn); s != NRT_SUCCESS) return s;
+  if (repeat_count < 1)
+    return Fail(NRT_INVALID, absl::StrCat("nrt_execute_repeat: repeat_count ", repeat_count));
+  for (int i = 0; i < repeat_count; ++i) {
+    NRT_STATUS s = ExecuteLocked(model, static_cast<const TensorSet*>(input_set),
+                                 static_cast<TensorSet*>(output_set));
+    if (s != NRT_SUCCESS) return s;
+  }
+  return NRT_SUCCESS;
+}
+
+NRT_API NRT_STATUS nrt_execute(nrt_model_t* model, const nrt_tensor_set_t* input_set,
+                               nrt_tensor_set_t* output_set) {
+  return nrt_execute_repeat(model, input_set, output_set, 1);
+}
+
+NRT_API NRT_STATUS nrt_get_last_execution_stats(const nrt_model_t* model, nrt_execution_stats_t* stats,
+                                                size_t stats_size_in, size_t* stats_size_out) {
+  std::lock_guard<std::mutex> lock(R().mu);
+  const char* fn = "nrt_get_last_execution_stats";
+  if (NRT_STATUS s = CheckInitialized(fn); s != NRT_SUCCESS) return s;
+  if (NRT_STATUS s = CheckModel(model, fn); s != NRT_SUCCESS) return s;
+  if (!stats) return Fail(NRT_INVALID, absl::StrCat(fn, ": stats is NULL"));
+  if (!model->executed) return Fail(NRT_INVALID, absl::StrCat(fn, ": the model has not executed yet"));
+  const rt::ExecutionStats& e = model->executor->stats();
+  nrt_execution_stats_t full{e.device_time_ps, e.launch_overhead_ps, e.kernel_count,
+                             e.instruction_count, e.hbm_read_bytes, e.hbm_write_bytes, model->hash};
+  size_t n = std::min(stats_size_in, sizeof(full));
+  std::memcpy(stats, &full, n);
+  if (stats_size_out) *stats_size_out = n;
+  return NRT_SUCCESS;
+}
+
+// ---------------------------------------------------------------------------
+// Tensors
+
+NRT_API NRT_STATUS nrt_tensor_allocate(nrt_tensor_placement_t tensor_placement, int vnc, size_t size,
+                                       const char* name, nrt_tensor_t** tensor) {
+  std::lock_guard<std::mutex> lock(R().mu);
+  const char* fn = "nrt_tensor_allocate";
+  if (NRT_STATUS s = CheckInitialized(fn); s != NRT_SUCCESS) return s;
+  if (!tensor) return Fail(NRT_INVALID, absl::StrCat(fn, ": tensor is NULL"));
+  *tensor = nullptr;
+  if (tensor_placement < NRT_TENSOR_PLACEMENT_DEVICE || tensor_placement > NRT_TENSOR_PLACEMENT_VIRTUAL)
+    return Fail(NRT_INVALID, absl::StrCat(fn, ": invalid placement ", int(tensor_placement)));
+  if (vnc != -1 && vnc != 0)
+    return Fail(NRT_INVALID, absl::StrCat(fn, ": VNC ", vnc, " does not exist (only 0 is simulated)"));
+  if (size == 0) return Fail(NRT_INVALID, absl::StrCat(fn, ": size is 0"));
+  auto t = std::make_unique<nrt_tensor>();
+  t->name = name ? name : "";
+  t->placement = tensor_placement;
+  t->size = size;
+  t->storage.reset(static_cast<uint8_t*>(std::calloc(size, 1)));
+  if (!t->storage)
+    return Fail(NRT_RESOURCE, absl::StrCat(fn, ": cannot allocate ", size, " bytes"));
+  *tensor = t.release();
+  R().tensors.insert(*tensor);
+  return NRT_SUCCESS;
+}
+
+NRT_API void nrt_tensor_free(nrt_tensor_t** tensor) {
+  std::lock_guard<std::mutex> lock(R().mu);
+  if (!tensor || !*tensor) return;
+  if (R().tensors.erase(*tensor)) delete *tensor;
+  *tensor = nullptr;
+}
+
+NRT_API NRT_STATUS nrt_tensor_read(const nrt_tensor_t* tensor, void* buf, size_t offset, size_t size) {
+  std::lock_guard<std::mutex> lock(R().mu);
+  const char* fn = "nrt_tensor_read";
+  if (NRT_STATUS s = CheckTensor(tensor, fn); s != NRT_SUCCESS) return s;
+  if (!buf && size) return Fail(NRT_INVALID, absl::StrCat(fn, ": buf is NULL"));
+  if (NRT_STATUS s = CheckRange(tensor, offset, size, fn); s != NRT_SUCCESS) return s;
+  if (size) std::memcpy(buf, tensor->storage.get() + offset, size);
+  return NRT_SUCCESS;
+}
+
+NRT_API NRT_STATUS nrt_tensor_write(nrt_tensor_t* tensor, const void* buf, size_t offset, size_t size) {
+  std::lock_guard<std::mutex> lock(R().mu);
+  const char* fn = "nrt_tensor_write";
+  if (NRT_STATUS s = CheckTensor(tensor, fn); s != NRT_SUCCESS) return s;
+  if (!buf && size) return Fail(NRT_INVALID, absl::StrCat(fn, ": buf is NULL"));
+  if (NRT_STATUS s = CheckRange(tensor, offset, size, fn); s != NRT_SUCCESS) return s;
+  if (size) std::memcpy(tensor->storage.get() + offset, buf, size);
+  return NRT_SUCCESS;
+}
+
+NRT_API NRT_STATUS nrt_tensor_copy(const nrt_tensor_t* src, size_t src_offset, nrt_tensor_t* dst,
+                                   size_t dst_offset, size_t size) {
+  std::lock_guard<std::mutex> lock(R().mu);
+  const char* fn = "nrt_tensor_copy";
+  if (NRT_STATUS s = CheckTensor(src, fn); s != NRT_SUCCESS) return s;
+  if (NRT_STATUS s = CheckTensor(dst, fn); s != NRT_SUCCESS) return s;
+  if (NRT_STATUS s = CheckRange(src, src_offset, size, fn); s != NRT_SUCCESS) return s;
+  if (NRT_STATUS s = CheckRange(dst, dst_offset, size, fn); s != NRT_SUCCESS) return s;
+  if (size) std::memmove(dst->storage.get() + dst_offset, src->storage.get() + src_offset, size);
+  return NRT_SUCCESS;
+}
+
+NRT_API NRT_STATUS nrt_tensor_memset(nrt_tensor_t* tensor, uint64_t offset, int value, size_t size) {
+  std::lock_guard<std::mutex> lock(R().mu);
+  const char* fn = "nrt_tensor_memset";
+  if (NRT_STATUS s = CheckTensor(tensor, fn); s != NRT_SUCCESS) return s;
+  if (offset > SIZE_MAX) return Fail(NRT_INVALID, absl::StrCat(fn, ": offset too large"));
+  if (NRT_STATUS s = CheckRange(tensor, size_t(offset), size, fn); s != NRT_SUCCESS) return s;
+  if (size) std::memset(tensor->storage.get() + offset, value, size);
+  return NRT_SUCCESS;
+}
+
+NRT_API size_t nrt_tensor_get_size(const nrt_tensor_t* tensor) {
+  std::lock_guard<std::mutex> lock(R().mu);
+  if (CheckTensor(tensor, "nrt_tensor_get_size") != NRT_SUCCESS) return 0;
+  return tensor->size;
+}
+
+NRT_API void* nrt_tensor_get_va(const nrt_tensor_t* tensor) {
+  std::lock_guard<std::mutex> lock(R().mu);
+  if (CheckTensor(tensor, "nrt_tensor_get_va") != NRT_SUCCESS) return nullptr;
+  return tensor->storage.get();
+}
+
+// ---------------------------------------------------------------------------
+// Profiling
+
+NRT_API NRT_STATUS nrt_profile_start(nrt_model_t* model, const char* filename) {
+  std::lock_guard<std::mutex> lock(R().mu);
+  const char* fn = "nrt_profile_start";
+  if (NRT_STATUS s = CheckInitialized(fn); s != NRT_SUCCESS) return s;
+  if (NRT_STATUS s = CheckModel(model, fn); s != NRT_SUCCESS) return s;
+  if (!filename || !*filename) return Fail(NRT_INVALID, absl::StrCat(fn, ": empty filename"));
+  for (const Capture& c : R().captures) {
+    if (c.model == model)
+      return Fail(NRT_INVALID, absl::StrCat(fn, ": the model is already being profiled into '",
+                                            c.filename, "'"));
+    if (c.filename == filename)
+      return Fail(NRT_INVALID, absl::StrCat(fn, ": '", filename, "' is already a profile target"));
+  }
+  R().captures.push_back({model, filename, rt::NewProfile(model->neff, *model->device)});
+  return NRT_SUCCESS;
+}
+
+NRT_API NRT_STATUS nrt_profile_stop(const char* filename) {
+  std::lock_guard<std::mutex> lock(R().mu);
+  const char* fn = "nrt_profile_stop";
+  if (!filename) return Fail(NRT_INVALID, absl::StrCat(fn, ": filename is NULL"));
+  auto& caps = R().captures;
+  auto it = std::find_if(caps.begin(), caps.end(), [&](const Capture& c) { return c.filename == filename; });
+  if (it == caps.end())
+    return Fail(NRT_INVALID, absl::StrCat(fn, ": no nrt_profile_start() wrote to '", filename, "'"));
+  std::string bytes = ntff::SerializeNtff(it->profile);
+  caps.erase(it);
+  if (absl::Status st = nn::WriteFileAtomic(filename, bytes); !st.ok())
+    return Fail(NRT_FAILURE, absl::StrCat(fn, ": ", st.message()));
+  return NRT_SUCCESS;
+}
+
+NRT_API NRT_STATUS nrt_inspect_config_allocate(nrt_inspect_config_t** options) {
+  std::lock_guard<std::mutex> lock(R().mu);
+  if (!options) return Fail(NRT_INVALID, "nrt_inspect_config_allocate: options is NULL");
+  *options = new nrt_inspect_config;
+  return NRT_SUCCESS;
+}
+
+NRT_API NRT_STATUS nrt_inspect_config_set_defaults(nrt_inspect_config_t* options) {
+  std::lock_guard<std::mutex> lock(R().mu);
+  if (!options) return Fail(NRT_INVALID, "nrt_inspect_config_set_defaults: options is NULL");
+  *options = nrt_inspect_config{};
+  return NRT_SUCCESS;
+}
+
+NRT_API NRT_STATUS nrt_inspect_config_free(nrt_inspect_config_t* options) {
+  delete options;
+  return NRT_SUCCESS;
+}
+
+NRT_API NRT_STATUS nrt_inspect_config_set_output_dir(nrt_inspect_config_t* options,
+                                                     const char* output_dir) {
+  std::lock_guard<std::mutex> lock(R().mu);
+  if (!options) return Fail(NRT_INVALID, "nrt_inspect_config_set_output_dir: options is NULL");
+  if (!output_dir || !*output_dir)
+    return Fail(NRT_INVALID, "nrt_inspect_config_set_output_dir: empty directory");
+  options->output_dir = output_dir;
+  return NRT_SUCCESS;
+}
+
+NRT_API NRT_STATUS nrt_inspect_begin_with_options(nrt_inspect_config_t* options) {
+  std::lock_guard<std::mutex> lock(R().mu);
+  return BeginInspect(options ? options->output_dir : nrt_inspect_config{}.output_dir);
+}
+
+NRT_API NRT_STATUS nrt_inspect_begin(void) {
+  std::lock_guard<std::mutex> lock(R().mu);
+  const char* dir = std::getenv("NEURON_RT_INSPECT_OUTPUT_DIR");
+  return BeginInspect(dir && *dir ? dir : "./output");
+}
+
+NRT_API NRT_STATUS nrt_inspect_stop(void) {
+  std::lock_guard<std::mutex> lock(R().mu);
+  return StopInspect();
+}

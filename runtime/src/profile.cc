@@ -1,0 +1,130 @@
+#include "profile.h"
+
+#include "absl/strings/str_cat.h"
+#include "json.h"
+
+namespace neuroncc::rt {
+
+ntff::Profile NewProfile(const neff::Neff& neff, const neff::DeviceParams& device) {
+  ntff::Profile p;
+  p.set_format_version(ntff::kNtffFormatVersion);
+  p.set_ticks_per_nanosec(neff::kTicksPerNanosecond);
+  ntff::FillDeviceParams(device, p.mutable_device());
+  p.set_neff_hash(neff::ProfileHash(neff.header));
+  p.set_neff_name(neff.executable.name().empty() ? neff.header.name : neff.executable.name());
+  p.set_target(neff.executable.target());
+  for (const neff::Kernel& k : neff.executable.kernels()) {
+    ntff::KernelInfo* info = p.add_kernel_info();
+    info->set_name(k.name());
+    for (const std::string& op : k.source_ops()) info->add_source_ops(op);
+  }
+  return p;
+}
+
+void AppendExecution(const neff::Neff& neff, const std::vector<KernelSchedule>& schedules,
+                     ntff::Profile* profile) {
+  const neff::Executable& exe = neff.executable;
+  uint32_t execution = profile->execution_count();
+  uint64_t t = profile->total_ticks();
+  for (int k = 0; k < exe.kernels_size(); ++k) {
+    const neff::Kernel& kernel = exe.kernels(k);
+    const KernelSchedule& s = schedules[size_t(k)];
+    uint32_t span_index = uint32_t(profile->kernel_spans_size());
+    ntff::KernelSpan* span = profile->add_kernel_spans();
+    span->set_kernel(uint32_t(k));
+    span->set_execution(execution);
+    span->set_start(t);
+    uint64_t base = t + s.launch_overhead_ps;
+    span->set_launch_end(base);
+    span->set_end(base + s.makespan_ps);
+    span->set_instruction_count(s.order.size());
+    for (const ScheduledInstruction& si : s.order) {
+      const neff::Instruction& inst = kernel.instructions(int(si.instruction));
+      ntff::InstructionEvent* e = profile->add_instructions();
+      e->set_span(span_index);
+      e->set_instruction(si.instruction);
+      e->set_queue(si.queue);
+      e->set_opcode(inst.opcode());
+      e->set_start(base + si.start);
+      e->set_end(base + si.end);
+      e->set_source_op(inst.source_op());
+      bool dma = inst.opcode() == neff::DMA_LOAD || inst.opcode() == neff::DMA_STORE;
+      if (dma) {
+        uint64_t bytes = neff::DmaBytes(inst);
+        e->set_bytes(bytes);
+        ntff::DmaEvent* d = profile->add_dma();
+        d->set_span(span_index);
+        d->set_instruction(si.instruction);
+        d->set_dma_queue(inst.queue());
+        d->set_direction(inst.opcode() == neff::DMA_LOAD ? ntff::HBM_TO_SBUF : ntff::SBUF_TO_HBM);
+        d->set_tensor(inst.hbm().tensor());
+        d->set_bytes(bytes);
+        d->set_start(base + si.start);
+        d->set_end(base + si.end);
+      } else {
+        // Elements processed: one operation per input element.
+        e->set_flops(uint64_t(inst.in0().partitions()) * inst.in0().num_elements());
+      }
+    }
+    t = span->end();
+  }
+  profile->set_total_ticks(t);
+  profile->set_execution_count(execution + 1);
+}
+
+void SystemTrace::Add(Lane lane, std::string name, uint64_t start_ps, uint64_t duration_ps,
+                      std::string args_json) {
+  events_.push_back({lane, std::move(name), start_ps, duration_ps, std::move(args_json)});
+}
+
+void SystemTrace::AddExecution(const neff::Neff& neff, const std::vector<KernelSchedule>& schedules,
+                               uint64_t profile_hash, uint64_t start_ps) {
+  uint64_t t = start_ps;
+  for (int k = 0; k < neff.executable.kernels_size(); ++k) {
+    const KernelSchedule& s = schedules[size_t(k)];
+    std::string args = absl::StrCat("{\"kernel\":", json::Quote(neff.executable.kernels(k).name()),
+                                    ",\"kernel_index\":", k, ",\"neff_hash\":\"", profile_hash,
+                                    "\"}");
+    Add(kRuntime, "nrta_execute_schedule", t, s.device_time_ps(), args);
+    Add(kHardware, "nc_exec_running", t + s.launch_overhead_ps, s.makespan_ps, args);
+    t += s.device_time_ps();
+  }
+}
+
+std::string SystemTrace::Render() const {
+  static const char* kLaneNames[] = {"framework", "runtime", "hardware"};
+  std::string out =
+      "{\"displayTimeUnit\":\"ns\",\n\"otherData\":{\"producer\":\"neuron-cc runtime\","
+      "\"clock\":\"session clock: host-only calls advance it by their measured host time, "
+      "executions by their modeled device time\"},\n\"traceEvents\":[\n";
+  bool first = true;
+  auto sep = [&] {
+    if (!first) out += ",\n";
+    first = false;
+  };
+  for (int lane = 0; lane < 3; ++lane) {
+    sep();
+    absl::StrAppend(&out, "{\"name\":\"process_name\",\"ph\":\"M\",\"pid\":", lane + 1,
+                    ",\"args\":{\"name\":\"", kLaneNames[lane], "\"}}");
+    sep();
+    absl::StrAppend(&out, "{\"name\":\"process_sort_index\",\"ph\":\"M\",\"pid\":", lane + 1,
+                    ",\"args\":{\"sort_index\":", lane, "}}");
+    sep();
+    absl::StrAppend(&out, "{\"name\":\"thread_name\",\"ph\":\"M\",\"pid\":", lane + 1,
+                    ",\"tid\":0,\"args\":{\"name\":\"", lane == 0 ? "host" : "vnc 0", "\"}}");
+  }
+  for (const Event& e : events_) {
+    sep();
+    // Chrome trace timestamps are microseconds; 6 decimals keep picoseconds.
+    absl::StrAppend(&out, "{\"name\":", json::Quote(e.name), ",\"cat\":\"", kLaneNames[e.lane],
+                    "\",\"ph\":\"X\",\"pid\":", int(e.lane) + 1, ",\"tid\":0,\"ts\":",
+                    json::Number(double(e.start_ps) / 1e6), ",\"dur\":",
+                    json::Number(double(e.duration_ps) / 1e6));
+    if (!e.args_json.empty()) absl::StrAppend(&out, ",\"args\":", e.args_json);
+    out += "}";
+  }
+  out += "\n]}\n";
+  return out;
+}
+
+}  // namespace neuroncc::rt

@@ -1,0 +1,226 @@
+#include "test_neffs.h"
+
+#include <cstdio>
+#include <cstdlib>
+
+namespace neuroncc::testing {
+
+using namespace neff;
+
+TileRef Tile(uint32_t start_partition, uint32_t partitions, uint32_t byte_offset,
+             uint32_t num_elements, DType dtype) {
+  TileRef t;
+  t.set_start_partition(start_partition);
+  t.set_partitions(partitions);
+  t.set_byte_offset(byte_offset);
+  t.set_num_elements(num_elements);
+  t.set_dtype(dtype);
+  return t;
+}
+
+uint32_t AddTensor(Executable* exe, const std::string& name, TensorKind kind, DType dtype,
+                   std::vector<int64_t> shape) {
+  Tensor* t = exe->add_tensors();
+  t->set_name(name);
+  t->set_kind(kind);
+  t->set_dtype(dtype);
+  int64_t n = 1;
+  for (int64_t d : shape) {
+    t->add_shape(d);
+    n *= d;
+  }
+  t->set_size_bytes(uint64_t(n) * DTypeSize(dtype));
+  uint32_t id = uint32_t(exe->tensors_size() - 1);
+  if (kind == INPUT) exe->add_graph_inputs(id);
+  if (kind == OUTPUT) exe->add_graph_outputs(id);
+  return id;
+}
+
+AccessPattern Ap(uint32_t tensor, int64_t offset,
+                 std::initializer_list<std::pair<int64_t, int64_t>> dims) {
+  AccessPattern ap;
+  ap.set_tensor(tensor);
+  ap.set_offset(offset);
+  for (auto [stride, count] : dims) {
+    Dim* d = ap.add_dims();
+    d->set_stride(stride);
+    d->set_count(count);
+  }
+  return ap;
+}
+
+Wait W(uint32_t queue, uint32_t count) {
+  Wait w;
+  w.set_queue(queue);
+  w.set_count(count);
+  return w;
+}
+
+namespace {
+Instruction Base(Opcode op, Engine engine, const std::vector<Wait>& waits) {
+  Instruction i;
+  i.set_opcode(op);
+  i.set_engine(engine);
+  i.set_source_op(-1);
+  for (const Wait& w : waits) *i.add_waits() = w;
+  return i;
+}
+}  // namespace
+
+Instruction DmaLoad(const TileRef& out, const AccessPattern& ap, uint32_t queue, std::vector<Wait> waits) {
+  Instruction i = Base(DMA_LOAD, DMA, waits);
+  i.set_queue(queue);
+  *i.mutable_out() = out;
+  *i.mutable_hbm() = ap;
+  return i;
+}
+
+Instruction DmaStore(const TileRef& in, const AccessPattern& ap, uint32_t queue, std::vector<Wait> waits) {
+  Instruction i = Base(DMA_STORE, DMA, waits);
+  i.set_queue(queue);
+  *i.mutable_in0() = in;
+  *i.mutable_hbm() = ap;
+  return i;
+}
+
+Instruction TensorTensor(AluOp alu, const TileRef& out, const TileRef& in0, const TileRef& in1,
+                         std::vector<Wait> waits, Engine engine) {
+  Instruction i = Base(TENSOR_TENSOR, engine, waits);
+  i.set_alu(alu);
+  *i.mutable_out() = out;
+  *i.mutable_in0() = in0;
+  *i.mutable_in1() = in1;
+  return i;
+}
+
+Instruction TensorScalar(AluOp alu, const TileRef& out, const TileRef& in0, float imm,
+                         std::vector<Wait> waits, Engine engine) {
+  Instruction i = Base(TENSOR_SCALAR, engine, waits);
+  i.set_alu(alu);
+  i.set_imm(imm);
+  *i.mutable_out() = out;
+  *i.mutable_in0() = in0;
+  return i;
+}
+
+Instruction Activation(ActivationFunc func, const TileRef& out, const TileRef& in0, float scale,
+                       float bias, std::vector<Wait> waits) {
+  Instruction i = Base(ACTIVATION, SCALAR, waits);
+  i.set_func(func);
+  i.set_scale(scale);
+  i.set_bias(bias);
+  *i.mutable_out() = out;
+  *i.mutable_in0() = in0;
+  return i;
+}
+
+Instruction TensorReduce(AluOp alu, const TileRef& out, const TileRef& in0, std::vector<Wait> waits,
+                         Engine engine) {
+  Instruction i = Base(TENSOR_REDUCE, engine, waits);
+  i.set_alu(alu);
+  *i.mutable_out() = out;
+  *i.mutable_in0() = in0;
+  return i;
+}
+
+Executable EmptyExecutable(const std::string& name, const std::string& target) {
+  Executable exe;
+  exe.set_format_version(kFormatVersion);
+  exe.set_target(target);
+  exe.set_name(name);
+  exe.set_opt_level("O2");
+  exe.set_compiler_version("test");
+  return exe;
+}
+
+Executable AddModel(int64_t rows, int64_t cols, DType dtype) {
+  Executable exe = EmptyExecutable("add");
+  uint32_t x = AddTensor(&exe, "x", INPUT, dtype, {rows, cols});
+  uint32_t y = AddTensor(&exe, "y", INPUT, dtype, {rows, cols});
+  uint32_t z = AddTensor(&exe, "z", OUTPUT, dtype, {rows, cols});
+  uint32_t n = uint32_t(cols), bytes = uint32_t(cols * int64_t(DTypeSize(dtype)));
+  uint32_t p = uint32_t(rows);
+  Kernel* k = exe.add_kernels();
+  k->set_name("add");
+  k->add_source_ops("aten.add.Tensor");
+  k->add_inputs(x);
+  k->add_inputs(y);
+  k->add_outputs(z);
+  k->set_sbuf_bytes_per_partition(3 * bytes);
+  *k->add_instructions() = DmaLoad(Tile(0, p, 0, n, dtype), Ap(x, 0, {{cols, rows}, {1, cols}}), 0);
+  *k->add_instructions() = DmaLoad(Tile(0, p, bytes, n, dtype), Ap(y, 0, {{cols, rows}, {1, cols}}), 1);
+  *k->add_instructions() = TensorTensor(ADD, Tile(0, p, 2 * bytes, n, dtype), Tile(0, p, 0, n, dtype),
+                                        Tile(0, p, bytes, n, dtype), {W(4, 1), W(5, 1)});
+  *k->add_instructions() =
+      DmaStore(Tile(0, p, 2 * bytes, n, dtype), Ap(z, 0, {{cols, rows}, {1, cols}}), 2, {W(1, 1)});
+  for (Instruction& i : *k->mutable_instructions()) i.set_source_op(0);
+  return exe;
+}
+
+Executable TwoKernelModel(int64_t rows, int64_t cols) {
+  Executable exe = EmptyExecutable("two_kernel");
+  uint32_t x = AddTensor(&exe, "x", INPUT, F32, {rows, cols});
+  uint32_t w = AddTensor(&exe, "w", INPUT, F32, {rows, cols});
+  uint32_t z = AddTensor(&exe, "z", OUTPUT, F32, {rows, cols});
+  uint32_t t = AddTensor(&exe, "t", INTERMEDIATE, F32, {rows, cols});
+  exe.mutable_tensors(int(t))->set_arena_offset(0);
+  exe.set_arena_bytes(uint64_t(rows * cols * 4));
+  uint32_t p = uint32_t(rows), n = uint32_t(cols), b = uint32_t(cols * 4);
+  auto ap = [&](uint32_t tensor) { return Ap(tensor, 0, {{cols, rows}, {1, cols}}); };
+
+  Kernel* k0 = exe.add_kernels();
+  k0->set_name("square");
+  k0->add_source_ops("aten.mul.Tensor");
+  k0->add_inputs(x);
+  k0->add_outputs(t);
+  *k0->add_instructions() = DmaLoad(Tile(0, p, 0, n, F32), ap(x), 0);
+  *k0->add_instructions() =
+      TensorTensor(MUL, Tile(0, p, b, n, F32), Tile(0, p, 0, n, F32), Tile(0, p, 0, n, F32), {W(4, 1)});
+  *k0->add_instructions() = DmaStore(Tile(0, p, b, n, F32), ap(t), 0, {W(1, 1)});
+  for (Instruction& i : *k0->mutable_instructions()) i.set_source_op(0);
+
+  Kernel* k1 = exe.add_kernels();
+  k1->set_name("fused");
+  k1->add_source_ops("aten.mul.Tensor");
+  k1->add_source_ops("aten.add.Tensor");
+  k1->add_inputs(t);
+  k1->add_inputs(w);
+  k1->add_outputs(z);
+  *k1->add_instructions() = DmaLoad(Tile(0, p, 0, n, F32), ap(t), 0);
+  *k1->add_instructions() = DmaLoad(Tile(0, p, b, n, F32), ap(w), 1);
+  Instruction mul = TensorTensor(MUL, Tile(0, p, 2 * b, n, F32), Tile(0, p, 0, n, F32),
+                                 Tile(0, p, b, n, F32), {W(4, 1), W(5, 1)});
+  mul.set_source_op(0);
+  *k1->add_instructions() = mul;
+  Instruction add = Activation(IDENTITY, Tile(0, p, 3 * b, n, F32), Tile(0, p, 2 * b, n, F32), 1.0f,
+                               1.0f, {W(1, 1)});
+  add.set_source_op(1);
+  *k1->add_instructions() = add;
+  *k1->add_instructions() = DmaStore(Tile(0, p, 3 * b, n, F32), ap(z), 2, {W(2, 1)});
+  return exe;
+}
+
+std::string Serialize(const Executable& exe, const std::vector<std::string>& segments) {
+  absl::StatusOr<std::string> s = SerializeNeff(exe, segments, exe.name(), "test-build");
+  if (!s.ok()) {
+    std::fprintf(stderr, "test NEFF does not serialize: %s\n", std::string(s.status().message()).c_str());
+    std::abort();
+  }
+  return *s;
+}
+
+std::string SerializeUnverified(Executable exe) {
+  exe.set_format_version(kFormatVersion);
+  std::string body;
+  exe.SerializeToString(&body);
+  std::string payload(8, '\0');
+  for (int i = 0; i < 8; ++i) payload[size_t(i)] = char((uint64_t(body.size()) >> (8 * i)) & 0xff);
+  payload += body;
+  Header h;
+  h.data_size = payload.size();
+  h.hash = Sha256(payload.data(), payload.size());
+  h.name = exe.name();
+  return SerializeHeader(h) + payload;
+}
+
+}  // namespace neuroncc::testing
