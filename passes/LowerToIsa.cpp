@@ -292,7 +292,7 @@ LogicalResult KernelLowering::lowerOp(Operation* op, int64_t p, int64_t f) {
     setSource(inst, op);
   };
   auto activation = [&](Value out, Value in, StringRef func, double scale, double bias) {
-    auto inst = b->create<nc::ActivationOp>(loc, out, in, Value(), b->getStringAttr(func),
+    auto inst = b->create<nc::ActivationOp>(loc, out, in, Value(), Value(), b->getStringAttr(func),
                                             b->getF64FloatAttr(scale), b->getF64FloatAttr(bias));
     setSource(inst, op);
   };
@@ -486,6 +486,42 @@ LogicalResult KernelLowering::run(int64_t& instructions, int64_t& dmas) {
   return success();
 }
 
+// x * x feeding only a sum becomes one scalar-engine instruction: a Square
+// activation whose accumulator collects the row sum. This takes a 2N-cycle
+// tensor_tensor and an N-cycle tensor_reduce off the vector engine.
+int64_t fuseSquareSum(Block& body) {
+  SmallVector<std::pair<nc::TensorTensorOp, nc::TensorReduceOp>> matches;
+  for (Operation& op : body) {
+    auto reduce = llvm::dyn_cast<nc::TensorReduceOp>(op);
+    if (!reduce || reduce.getAlu() != "add") continue;
+    Value product = reduce.getIn0();
+    nc::TensorTensorOp square;
+    bool onlyThese = true;
+    for (Operation* user : product.getUsers()) {
+      if (user == reduce.getOperation()) continue;
+      auto tt = llvm::dyn_cast<nc::TensorTensorOp>(user);
+      if (tt && !square && tt.getOut() == product && tt.getAlu() == "mul" && tt.getIn0() == tt.getIn1())
+        square = tt;
+      else
+        onlyThese = false;
+    }
+    if (square && onlyThese) matches.push_back({square, reduce});
+  }
+  for (auto [square, reduce] : matches) {
+    if (Operation* alloc = reduce.getOut().getDefiningOp(); alloc && alloc->isBeforeInBlock(square) == false)
+      alloc->moveBefore(square);
+    OpBuilder b(square);
+    auto act = b.create<nc::ActivationOp>(square.getLoc(), square.getOut(), square.getIn0(), Value(),
+                                          reduce.getOut(), b.getStringAttr("square"),
+                                          b.getF64FloatAttr(1.0), b.getF64FloatAttr(0.0));
+    act->setAttr("source_op", square->getAttr("source_op"));
+    act->setAttr("engine", b.getStringAttr("scalar"));
+    square.erase();
+    reduce.erase();
+  }
+  return int64_t(matches.size());
+}
+
 struct LowerToIsaPass : impl::LowerToIsaBase<LowerToIsaPass> {
   using LowerToIsaBase::LowerToIsaBase;
   void runOnOperation() override {
@@ -495,6 +531,7 @@ struct LowerToIsaPass : impl::LowerToIsaBase<LowerToIsaPass> {
       KernelLowering lowering(k, maxFreeElements);
       int64_t inst = 0, dmas = 0;
       if (failed(lowering.run(inst, dmas))) return signalPassFailure();
+      inst -= fuseSquareSum(k.getBody().front());
       numInstructions += inst;
       numDmas += dmas;
     }

@@ -73,9 +73,13 @@ Access accessOf(Operation* op) {
     a.reads.push_back(tileRegion(o.getTile(), o.getPartStart(), o.getAp()[1]));
     a.writes.push_back(hbmRegion(o.getHbm(), o.getOffset(), o.getAp()));
   } else {
-    // Compute instructions: operand 0 is the output tile, the rest are read.
+    // Compute instructions: operand 0 is the output tile, the rest are read,
+    // except an activation's accumulator, which is written too.
+    Value accum;
+    if (auto act = llvm::dyn_cast<nc::ActivationOp>(op)) accum = act.getAccum();
     a.writes.push_back(tileRegion(op->getOperand(0)));
-    for (Value v : op->getOperands().drop_front()) a.reads.push_back(tileRegion(v));
+    for (Value v : op->getOperands().drop_front())
+      (v == accum ? a.writes : a.reads).push_back(tileRegion(v));
   }
   return a;
 }
@@ -104,7 +108,7 @@ Operation* moveToScalarEngine(nc::TensorScalarOp op) {
   double scale = mul && !op.getScalar() ? imm : 1.0;
   double bias = mul ? 0.0 : (op.getAlu() == "add" ? imm : -imm);
   auto act = b.create<nc::ActivationOp>(op.getLoc(), op.getOut(), op.getIn0(),
-                                        mul ? op.getScalar() : Value(), b.getStringAttr("identity"),
+                                        mul ? op.getScalar() : Value(), Value(), b.getStringAttr("identity"),
                                         b.getF64FloatAttr(scale), b.getF64FloatAttr(bias));
   for (NamedAttribute attr : op->getDiscardableAttrs()) act->setAttr(attr.getName(), attr.getValue());
   op.erase();

@@ -163,6 +163,8 @@ LogicalResult ActivationOp::verify() {
   if (getScaleTile() &&
       failed(verifyPerPartitionScalar(*this, getOut(), getScaleTile(), "scale_tile")))
     return failure();
+  if (getAccum() && failed(verifyPerPartitionScalar(*this, getOut(), getAccum(), "accum")))
+    return failure();
   static constexpr StringRef kFuncs[] = {"identity", "exp", "rsqrt", "sqrt",
                                          "square", "negate", "reciprocal"};
   if (!llvm::is_contained(kFuncs, getFunc()))

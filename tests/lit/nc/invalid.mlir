@@ -149,3 +149,13 @@ func.func @dma_free(%m: memref<4x4xf32>) {
   nc.dma_store %a -> %m {part_start = 0, offset = 0, ap = array<i64: 4, 4, 1, 8>} : memref<4x4xf32, 1>, memref<4x4xf32>
   return
 }
+
+// -----
+
+func.func @accum_partitions() {
+  %a = nc.alloc_tile : memref<4x4xf32, 1>
+  %s = nc.alloc_tile : memref<8x1xf32, 1>
+  // expected-error @+1 {{accum must span the output's 4 partitions}}
+  nc.activation %a, %a accum %s : memref<8x1xf32, 1> {func = "square"} : memref<4x4xf32, 1>, memref<4x4xf32, 1>
+  return
+}

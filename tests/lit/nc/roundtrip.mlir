@@ -26,6 +26,8 @@ func.func @isa_kernel(%x: tensor<4x512xbf16>) -> tensor<4x512xbf16> {
     nc.dma_load %in -> %t {part_start = 0, offset = 0, ap = array<i64: 512, 4, 1, 512>, queue = 3 : i64} : memref<4x512xbf16>, memref<4x512xbf16, 1>
     // CHECK: nc.activation %{{.*}}, %{{.*}} {func = "exp"
     nc.activation %s, %t {func = "exp", waits = array<i64: 7, 1>} : memref<4x512xf32, 1>, memref<4x512xbf16, 1>
+    // CHECK: nc.activation %{{.*}}, %{{.*}} scale %{{.*}} : memref<4x1xf32, 1> accum %{{.*}} : memref<4x1xf32, 1> {func = "square"}
+    nc.activation %s, %t scale %r1 : memref<4x1xf32, 1> accum %r1 : memref<4x1xf32, 1> {func = "square"} : memref<4x512xf32, 1>, memref<4x512xbf16, 1>
     // CHECK: nc.tensor_reduce %{{.*}}, %{{.*}} {alu = "max"}
     nc.tensor_reduce %r1, %s {alu = "max"} : memref<4x1xf32, 1>, memref<4x512xf32, 1>
     // CHECK: nc.tensor_scalar %{{.*}}, %{{.*}}, %{{.*}} {alu = "sub", reverse = true}

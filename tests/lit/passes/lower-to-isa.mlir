@@ -6,8 +6,9 @@
 // CHECK: ^bb0(%[[X:.*]]: memref<300x1000xf32>, %[[W:.*]]: memref<1000xf32>, %[[Y:.*]]: memref<300x1000xf32>):
 // CHECK: nc.dma_load %[[X]] -> %{{.*}} {ap = array<i64: 1000, 128, 1, 1000>, {{.*}}offset = 0 : i64{{.*}} : memref<300x1000xf32>, memref<128x1000xf32, 1>
 // CHECK: nc.dma_load %[[W]] -> %[[W128:[0-9]+]] {ap = array<i64: 0, 128, 1, 1000>
-// CHECK: nc.tensor_tensor %{{.*}}, %{{.*}}, %{{.*}} {alu = "mul"
-// CHECK: nc.tensor_reduce %{{.*}}, %{{.*}} {alu = "add"{{.*}} : memref<128x1xf32, 1>, memref<128x1000xf32, 1>
+// x * x summed over the row is one Square activation with an accumulator.
+// CHECK: nc.activation %{{.*}}, %{{.*}} accum %{{.*}} : memref<128x1xf32, 1> {{{.*}}func = "square"{{.*}} : memref<128x1000xf32, 1>, memref<128x1000xf32, 1>
+// CHECK-NOT: nc.tensor_reduce
 // CHECK: nc.tensor_scalar %{{.*}}, %{{.*}} {alu = "mul", {{.*}}imm = 1.000000e-03
 // CHECK: nc.tensor_scalar %{{.*}}, %{{.*}} {alu = "add", {{.*}}imm = 9.9999999999999995E-7
 // CHECK: nc.activation %{{.*}}, %{{.*}} {{{.*}}func = "rsqrt"

@@ -21,13 +21,15 @@ func.func @reuse(%x: tensor<512x512xf32>) -> tensor<512x512xf32> {
 }
 
 // At -O2 the RMSNorm kernel uses both the vector and the scalar engine: the
-// per-row scale by 1/512 and the + eps move to the scalar engine as identity
-// activations with scale and bias.
-// RMS: nc.tensor_tensor {{.*}}alu = "mul", engine = "vector"
-// RMS: nc.tensor_reduce {{.*}}alu = "add", engine = "vector"
+// per-row scale by 1/512, the + eps and x * rms move to the scalar engine as
+// identity activations with scale and bias; the weight multiply stays on the
+// vector engine and waits for the scalar engine and the weight's DMA queue.
+// RMS: nc.activation {{.*}} accum {{.*}}engine = "scalar", func = "square"
 // RMS: nc.activation {{.*}}engine = "scalar", func = "identity", scale = 0.001953125
 // RMS: nc.activation {{.*}}bias = 9.9999999747524271E-7 : f64, engine = "scalar", func = "identity"
 // RMS: nc.activation {{.*}}engine = "scalar", func = "rsqrt"
-// RMS: nc.dma_store
+// RMS: nc.activation {{.*}} scale {{.*}}engine = "scalar", func = "identity"
+// RMS: nc.tensor_tensor {{.*}}alu = "mul", engine = "vector", source_op = 5 : i64, waits = array<i64: 2, 5, 5, 1>}
+// RMS: nc.dma_store {{.*}}waits = array<i64: 1, 1>}
 
 // TARGET: error: unknown target 'trn9'

@@ -1,0 +1,1 @@
+"""Python helpers for neuron-cc: graph export (later), tool drivers and test utilities."""
