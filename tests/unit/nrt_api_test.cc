@@ -1,0 +1,463 @@
+// The libnrt-style C API: status codes for every kind of misuse, execution
+// through tensor sets, tensor info, and the profile files.
+#include <dirent.h>
+#include <gtest/gtest.h>
+#include <stdlib.h>
+#include <unistd.h>
+
+#include <cstring>
+#include <fstream>
+#include <set>
+#include <sstream>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "neff_format.h"
+#include "nrt/nrt.h"
+#include "nrt/nrt_experimental.h"
+#include "nrt/nrt_ext.h"
+#include "nrt/nrt_profile.h"
+#include "ntff_format.h"
+#include "test_neffs.h"
+
+namespace neuroncc {
+namespace {
+
+using namespace testing;
+
+std::string TempDir() {
+  const char* base = std::getenv("TMPDIR");
+  std::string tmpl = std::string(base && *base ? base : "/tmp") + "/nrt_api_test.XXXXXX";
+  std::vector<char> buf(tmpl.begin(), tmpl.end());
+  buf.push_back('\0');
+  char* d = mkdtemp(buf.data());
+  EXPECT_NE(d, nullptr);
+  return d ? std::string(d) : std::string("/tmp");
+}
+
+std::set<std::string> ListDir(const std::string& dir) {
+  std::set<std::string> out;
+  if (DIR* d = opendir(dir.c_str())) {
+    while (dirent* e = readdir(d))
+      if (e->d_name[0] != '.') out.insert(e->d_name);
+    closedir(d);
+  }
+  return out;
+}
+
+std::string Slurp(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  std::stringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
+}
+
+std::string LastError() { return nrt_get_last_error_message(); }
+
+class NrtApi : public ::testing::Test {
+ protected:
+  void SetUp() override { ASSERT_EQ(nrt_init(NRT_FRAMEWORK_TYPE_NO_FW, "", ""), NRT_SUCCESS) << LastError(); }
+  void TearDown() override {
+    for (nrt_tensor_t* t : tensors_) nrt_tensor_free(&t);
+    nrt_close();
+    nrt_set_simulated_target(nullptr);
+  }
+
+  nrt_model_t* Load(const std::string& neff) {
+    nrt_model_t* m = nullptr;
+    EXPECT_EQ(nrt_load(neff.data(), neff.size(), -1, -1, &m), NRT_SUCCESS) << LastError();
+    return m;
+  }
+
+  nrt_tensor_t* Tensor(size_t size, const char* name = nullptr) {
+    nrt_tensor_t* t = nullptr;
+    EXPECT_EQ(nrt_tensor_allocate(NRT_TENSOR_PLACEMENT_DEVICE, 0, size, name, &t), NRT_SUCCESS);
+    tensors_.push_back(t);
+    return t;
+  }
+
+  nrt_tensor_t* FloatTensor(const std::vector<float>& v) {
+    nrt_tensor_t* t = Tensor(v.size() * 4);
+    EXPECT_EQ(nrt_tensor_write(t, v.data(), 0, v.size() * 4), NRT_SUCCESS);
+    return t;
+  }
+
+  // Input set {x, y} and output set {z} for AddModel(rows, cols).
+  void AddSets(size_t rows, size_t cols, nrt_tensor_set_t** in, nrt_tensor_set_t** out,
+               nrt_tensor_t** z) {
+    std::vector<float> x(rows * cols), y(rows * cols);
+    for (size_t i = 0; i < x.size(); ++i) {
+      x[i] = float(i);
+      y[i] = 0.5f * float(i);
+    }
+    ASSERT_EQ(nrt_allocate_tensor_set(in), NRT_SUCCESS);
+    ASSERT_EQ(nrt_allocate_tensor_set(out), NRT_SUCCESS);
+    ASSERT_EQ(nrt_add_tensor_to_tensor_set(*in, "x", FloatTensor(x)), NRT_SUCCESS);
+    ASSERT_EQ(nrt_add_tensor_to_tensor_set(*in, "y", FloatTensor(y)), NRT_SUCCESS);
+    *z = Tensor(rows * cols * 4);
+    ASSERT_EQ(nrt_add_tensor_to_tensor_set(*out, "z", *z), NRT_SUCCESS);
+  }
+
+  std::vector<nrt_tensor_t*> tensors_;
+};
+
+TEST(NrtStatus, PublicNumericValuesAndNames) {
+  EXPECT_EQ(NRT_SUCCESS, 0);
+  EXPECT_EQ(NRT_FAILURE, 1);
+  EXPECT_EQ(NRT_INVALID, 2);
+  EXPECT_EQ(NRT_INVALID_HANDLE, 3);
+  EXPECT_EQ(NRT_RESOURCE, 4);
+  EXPECT_EQ(NRT_TIMEOUT, 5);
+  EXPECT_EQ(NRT_HW_ERROR, 6);
+  EXPECT_EQ(NRT_QUEUE_FULL, 7);
+  EXPECT_EQ(NRT_LOAD_NOT_ENOUGH_NC, 9);
+  EXPECT_EQ(NRT_UNSUPPORTED_NEFF_VERSION, 10);
+  EXPECT_EQ(NRT_UNINITIALIZED, 13);
+  EXPECT_EQ(NRT_CLOSED, 14);
+  EXPECT_EQ(NRT_EXEC_BAD_INPUT, 1002);
+  EXPECT_EQ(NRT_EXEC_COMPLETED_WITH_NUM_ERR, 1003);
+  EXPECT_STREQ(nrt_get_status_as_str(NRT_INVALID_HANDLE), "NRT_INVALID_HANDLE");
+  EXPECT_STREQ(nrt_get_status_as_str(NRT_STATUS(12345)), "NRT_UNKNOWN_STATUS");
+  EXPECT_EQ(NRT_DTYPE_FLOAT32, 0xA);
+  EXPECT_EQ(NRT_DTYPE_BFLOAT16, 0x6);
+  EXPECT_EQ(NRT_DTYPE_FLOAT16, 0x7);
+}
+
+TEST(NrtLifetime, CallsOutsideInitAndCloseAreRefused) {
+  std::string neff = Serialize(AddModel(2, 4));
+  nrt_model_t* m = nullptr;
+  nrt_tensor_t* t = nullptr;
+  EXPECT_EQ(nrt_load(neff.data(), neff.size(), -1, -1, &m), NRT_UNINITIALIZED);
+  EXPECT_NE(LastError().find("nrt_init"), std::string::npos) << LastError();
+  EXPECT_EQ(nrt_tensor_allocate(NRT_TENSOR_PLACEMENT_HOST, -1, 16, "t", &t), NRT_UNINITIALIZED);
+  EXPECT_EQ(nrt_init(NRT_FRAMEWORK_TYPE_INVALID, "", ""), NRT_INVALID);
+  ASSERT_EQ(nrt_init(NRT_FRAMEWORK_TYPE_NO_FW, "", ""), NRT_SUCCESS);
+  EXPECT_EQ(nrt_init(NRT_FRAMEWORK_TYPE_NO_FW, "", ""), NRT_INVALID);  // twice
+  ASSERT_EQ(nrt_load(neff.data(), neff.size(), -1, -1, &m), NRT_SUCCESS);
+  ASSERT_EQ(nrt_tensor_allocate(NRT_TENSOR_PLACEMENT_HOST, -1, 16, "t", &t), NRT_SUCCESS);
+  nrt_close();
+  EXPECT_EQ(nrt_unload(m), NRT_CLOSED);
+  EXPECT_EQ(nrt_load(neff.data(), neff.size(), -1, -1, &m), NRT_CLOSED);
+  // Tensors outlive the runtime: still readable, and freed normally.
+  char buf[16];
+  EXPECT_EQ(nrt_tensor_read(t, buf, 0, 16), NRT_SUCCESS);
+  nrt_tensor_free(&t);
+  EXPECT_EQ(t, nullptr);
+  // A fresh runtime after close; the old model handle is dead.
+  ASSERT_EQ(nrt_init(NRT_FRAMEWORK_TYPE_PYTORCH, "2.1", "1.0"), NRT_SUCCESS);
+  EXPECT_EQ(nrt_unload(m), NRT_INVALID_HANDLE);
+  nrt_close();
+  nrt_close();  // harmless
+}
+
+TEST_F(NrtApi, LoadRefusesBadInput) {
+  std::string neff = Serialize(AddModel(2, 4));
+  nrt_model_t* m = reinterpret_cast<nrt_model_t*>(0x1);
+  EXPECT_EQ(nrt_load(nullptr, 10, -1, -1, &m), NRT_INVALID);
+  EXPECT_EQ(m, nullptr);
+  EXPECT_EQ(nrt_load(neff.data(), neff.size(), -1, -1, nullptr), NRT_INVALID);
+  EXPECT_EQ(nrt_load("garbage", 7, -1, -1, &m), NRT_INVALID);
+  EXPECT_NE(LastError().find("shorter than the 1024-byte header"), std::string::npos) << LastError();
+  EXPECT_EQ(nrt_load(neff.data(), neff.size() - 1, -1, -1, &m), NRT_INVALID);
+  std::string flipped = neff;
+  flipped[neff.size() - 3] ^= 0x10;
+  EXPECT_EQ(nrt_load(flipped.data(), flipped.size(), -1, -1, &m), NRT_INVALID);
+  EXPECT_NE(LastError().find("SHA-256"), std::string::npos) << LastError();
+  std::string future = neff;
+  future[24] = 9;
+  EXPECT_EQ(nrt_load(future.data(), future.size(), -1, -1, &m), NRT_UNSUPPORTED_NEFF_VERSION);
+  EXPECT_EQ(nrt_load(neff.data(), neff.size(), 1, -1, &m), NRT_LOAD_NOT_ENOUGH_NC);
+  EXPECT_EQ(nrt_load(neff.data(), neff.size(), 0, 2, &m), NRT_LOAD_NOT_ENOUGH_NC);
+  EXPECT_EQ(m, nullptr);
+}
+
+TEST_F(NrtApi, LoadRefusesAmbiguousTensorNames) {
+  neff::Executable exe = AddModel(2, 4);
+  exe.mutable_tensors(1)->set_name("x");
+  std::string neff = Serialize(exe);
+  nrt_model_t* m = nullptr;
+  EXPECT_EQ(nrt_load(neff.data(), neff.size(), -1, -1, &m), NRT_INVALID);
+  EXPECT_NE(LastError().find("two inputs are named 'x'"), std::string::npos) << LastError();
+}
+
+TEST(NrtTarget, SimulatedTargetMustMatchTheNeff) {
+  EXPECT_EQ(nrt_set_simulated_target("trn7"), NRT_INVALID);
+  ASSERT_EQ(nrt_set_simulated_target("trn2"), NRT_SUCCESS);
+  ASSERT_EQ(nrt_init(NRT_FRAMEWORK_TYPE_NO_FW, "", ""), NRT_SUCCESS);
+  EXPECT_EQ(nrt_set_simulated_target("trn1"), NRT_INVALID);  // not while initialized
+  nrt_instance_info_t info;
+  ASSERT_EQ(nrt_get_instance_info(&info, sizeof(info)), NRT_SUCCESS);
+  EXPECT_EQ(info.family, uint32_t(NRT_INSTANCE_TRN2));
+  EXPECT_STREQ(info.arch_name, "trn2");
+  EXPECT_EQ(nrt_get_instance_info(&info, sizeof(info) - 1), NRT_INVALID);
+  std::string neff = Serialize(AddModel(2, 4));  // a trn1 NEFF
+  nrt_model_t* m = nullptr;
+  EXPECT_EQ(nrt_load(neff.data(), neff.size(), -1, -1, &m), NRT_INVALID);
+  EXPECT_NE(LastError().find("compiled for trn1"), std::string::npos) << LastError();
+  nrt_close();
+  EXPECT_EQ(nrt_set_simulated_target(""), NRT_SUCCESS);
+}
+
+TEST_F(NrtApi, ExecuteComputesAndReportsDeviceTime) {
+  nrt_model_t* m = Load(Serialize(AddModel(3, 5)));
+  ASSERT_NE(m, nullptr);
+  nrt_execution_stats_t stats;
+  EXPECT_EQ(nrt_get_last_execution_stats(m, &stats, sizeof(stats), nullptr), NRT_INVALID);  // not yet
+  nrt_tensor_set_t *in, *out;
+  nrt_tensor_t* z;
+  AddSets(3, 5, &in, &out, &z);
+  ASSERT_EQ(nrt_execute(m, in, out), NRT_SUCCESS) << LastError();
+  std::vector<float> got(15);
+  ASSERT_EQ(nrt_tensor_read(z, got.data(), 0, 60), NRT_SUCCESS);
+  for (size_t i = 0; i < got.size(); ++i) EXPECT_EQ(got[i], 1.5f * float(i));
+  size_t written = 0;
+  ASSERT_EQ(nrt_get_last_execution_stats(m, &stats, sizeof(stats), &written), NRT_SUCCESS);
+  EXPECT_EQ(written, sizeof(stats));
+  EXPECT_EQ(stats.kernel_count, 1u);
+  EXPECT_EQ(stats.instruction_count, 4u);
+  EXPECT_EQ(stats.launch_overhead_ps, uint64_t(neff::Trn1().dispatch_overhead_ns * 1000));
+  EXPECT_GT(stats.device_time_ps, stats.launch_overhead_ps);
+  EXPECT_EQ(stats.hbm_read_bytes, 120u);
+  EXPECT_EQ(stats.hbm_write_bytes, 60u);
+  // A caller with an older, shorter struct gets only its prefix.
+  uint64_t first = 0;
+  ASSERT_EQ(nrt_get_last_execution_stats(m, reinterpret_cast<nrt_execution_stats_t*>(&first), 8, &written),
+            NRT_SUCCESS);
+  EXPECT_EQ(written, 8u);
+  EXPECT_EQ(first, stats.device_time_ps);
+  EXPECT_EQ(nrt_execute_repeat(m, in, out, 3), NRT_SUCCESS);
+  EXPECT_EQ(nrt_execute_repeat(m, in, out, 0), NRT_INVALID);
+  nrt_destroy_tensor_set(&in);
+  nrt_destroy_tensor_set(&out);
+  EXPECT_EQ(in, nullptr);
+  EXPECT_EQ(nrt_unload(m), NRT_SUCCESS);
+  EXPECT_EQ(nrt_unload(m), NRT_INVALID_HANDLE);
+}
+
+TEST_F(NrtApi, ExecuteRefusesMismatchedTensorSets) {
+  nrt_model_t* m = Load(Serialize(AddModel(2, 4)));
+  nrt_tensor_set_t *in, *out;
+  nrt_tensor_t* z;
+  AddSets(2, 4, &in, &out, &z);
+  EXPECT_EQ(nrt_execute(nullptr, in, out), NRT_INVALID);
+  EXPECT_EQ(nrt_execute(m, nullptr, out), NRT_INVALID);
+  EXPECT_EQ(nrt_execute(m, in, nullptr), NRT_INVALID);
+  EXPECT_EQ(nrt_execute(reinterpret_cast<nrt_model_t*>(in), in, out), NRT_INVALID_HANDLE);
+  EXPECT_EQ(nrt_execute(m, out, in), NRT_INVALID);  // sets swapped
+  EXPECT_NE(LastError().find("not an input"), std::string::npos) << LastError();
+
+  // Wrong size.
+  nrt_tensor_t* small = Tensor(8);
+  ASSERT_EQ(nrt_add_tensor_to_tensor_set(in, "y", small), NRT_SUCCESS);
+  EXPECT_EQ(nrt_execute(m, in, out), NRT_INVALID);
+  EXPECT_NE(LastError().find("input 'y': tensor is 8 bytes, the model expects 32"), std::string::npos)
+      << LastError();
+  ASSERT_EQ(nrt_add_tensor_to_tensor_set(in, "y", Tensor(32)), NRT_SUCCESS);
+  ASSERT_EQ(nrt_execute(m, in, out), NRT_SUCCESS) << LastError();
+
+  // Unknown name.
+  ASSERT_EQ(nrt_add_tensor_to_tensor_set(in, "q", Tensor(32)), NRT_SUCCESS);
+  EXPECT_EQ(nrt_execute(m, in, out), NRT_INVALID);
+  EXPECT_NE(LastError().find("'q', which is not an input"), std::string::npos) << LastError();
+
+  // Missing input.
+  nrt_tensor_set_t* partial;
+  ASSERT_EQ(nrt_allocate_tensor_set(&partial), NRT_SUCCESS);
+  ASSERT_EQ(nrt_add_tensor_to_tensor_set(partial, "x", Tensor(32)), NRT_SUCCESS);
+  EXPECT_EQ(nrt_execute(m, partial, out), NRT_INVALID);
+  EXPECT_NE(LastError().find("missing input 'y'"), std::string::npos) << LastError();
+
+  // A tensor freed while still in a set.
+  nrt_tensor_t* doomed = nullptr;
+  ASSERT_EQ(nrt_tensor_allocate(NRT_TENSOR_PLACEMENT_HOST, -1, 32, "doomed", &doomed), NRT_SUCCESS);
+  ASSERT_EQ(nrt_add_tensor_to_tensor_set(partial, "y", doomed), NRT_SUCCESS);
+  nrt_tensor_free(&doomed);
+  EXPECT_EQ(nrt_execute(m, partial, out), NRT_INVALID_HANDLE);
+  EXPECT_NE(LastError().find("freed"), std::string::npos) << LastError();
+
+  // Dead set handle.
+  nrt_tensor_set_t* dead = partial;
+  nrt_destroy_tensor_set(&partial);
+  EXPECT_EQ(nrt_execute(m, dead, out), NRT_INVALID_HANDLE);
+  nrt_destroy_tensor_set(&in);
+  nrt_destroy_tensor_set(&out);
+}
+
+TEST_F(NrtApi, TensorAccessIsBoundsChecked) {
+  nrt_tensor_t* t = Tensor(16, "t");
+  char buf[32] = {};
+  EXPECT_EQ(nrt_tensor_get_size(t), 16u);
+  EXPECT_EQ(nrt_tensor_get_size(nullptr), 0u);
+  EXPECT_EQ(nrt_tensor_write(t, buf, 0, 16), NRT_SUCCESS);
+  EXPECT_EQ(nrt_tensor_write(t, buf, 8, 9), NRT_INVALID);
+  EXPECT_EQ(nrt_tensor_read(t, buf, 17, 0), NRT_INVALID);
+  EXPECT_EQ(nrt_tensor_read(t, buf, SIZE_MAX, 2), NRT_INVALID);
+  EXPECT_EQ(nrt_tensor_read(t, nullptr, 0, 4), NRT_INVALID);
+  EXPECT_EQ(nrt_tensor_read(nullptr, buf, 0, 4), NRT_INVALID);
+  EXPECT_EQ(nrt_tensor_memset(t, 4, 0x7f, 8), NRT_SUCCESS);
+  EXPECT_EQ(nrt_tensor_read(t, buf, 0, 16), NRT_SUCCESS);
+  EXPECT_EQ(buf[4], 0x7f);
+  EXPECT_EQ(buf[12], 0);
+  nrt_tensor_t* u = Tensor(8);
+  EXPECT_EQ(nrt_tensor_copy(t, 4, u, 0, 8), NRT_SUCCESS);
+  EXPECT_EQ(nrt_tensor_copy(t, 12, u, 0, 8), NRT_INVALID);
+  EXPECT_NE(nrt_tensor_get_va(u), nullptr);
+  nrt_tensor_t* bad = nullptr;
+  EXPECT_EQ(nrt_tensor_allocate(NRT_TENSOR_PLACEMENT_DEVICE, 0, 0, "z", &bad), NRT_INVALID);
+  EXPECT_EQ(nrt_tensor_allocate(NRT_TENSOR_PLACEMENT_DEVICE, 3, 8, "z", &bad), NRT_INVALID);
+  EXPECT_EQ(nrt_tensor_allocate(nrt_tensor_placement_t(9), 0, 8, "z", &bad), NRT_INVALID);
+  EXPECT_EQ(nrt_tensor_allocate(NRT_TENSOR_PLACEMENT_DEVICE, 0, SIZE_MAX / 2, "huge", &bad), NRT_RESOURCE);
+  EXPECT_EQ(bad, nullptr);
+  nrt_tensor_free(nullptr);
+  nrt_tensor_free(&bad);
+
+  nrt_tensor_set_t* set;
+  ASSERT_EQ(nrt_allocate_tensor_set(&set), NRT_SUCCESS);
+  EXPECT_EQ(nrt_add_tensor_to_tensor_set(set, "", t), NRT_INVALID);
+  EXPECT_EQ(nrt_add_tensor_to_tensor_set(set, "a", reinterpret_cast<nrt_tensor_t*>(buf)),
+            NRT_INVALID_HANDLE);
+  ASSERT_EQ(nrt_add_tensor_to_tensor_set(set, "a", t), NRT_SUCCESS);
+  nrt_tensor_t* got = nullptr;
+  EXPECT_EQ(nrt_get_tensor_from_tensor_set(set, "a", &got), NRT_SUCCESS);
+  EXPECT_EQ(got, t);
+  EXPECT_EQ(nrt_get_tensor_from_tensor_set(set, "b", &got), NRT_INVALID);
+  nrt_destroy_tensor_set(&set);
+  nrt_destroy_tensor_set(&set);  // NULL now: harmless
+  nrt_destroy_tensor_set(nullptr);
+}
+
+TEST_F(NrtApi, ModelTensorInfoListsInputsThenOutputs) {
+  neff::Executable exe = AddModel(3, 7, neff::BF16);
+  nrt_model_t* m = Load(Serialize(exe));
+  nrt_tensor_info_array_t* info = nullptr;
+  ASSERT_EQ(nrt_get_model_tensor_info(m, &info), NRT_SUCCESS);
+  ASSERT_EQ(info->tensor_count, 3u);
+  const char* names[] = {"x", "y", "z"};
+  for (int i = 0; i < 3; ++i) {
+    const nrt_tensor_info_t& t = info->tensor_array[i];
+    EXPECT_STREQ(t.name, names[i]);
+    EXPECT_EQ(t.usage, i < 2 ? NRT_TENSOR_USAGE_INPUT : NRT_TENSOR_USAGE_OUTPUT);
+    EXPECT_EQ(t.dtype, NRT_DTYPE_BFLOAT16);
+    EXPECT_EQ(t.size, 3u * 7 * 2);
+    ASSERT_EQ(t.ndim, 2u);
+    EXPECT_EQ(t.shape[0], 3u);
+    EXPECT_EQ(t.shape[1], 7u);
+  }
+  EXPECT_EQ(nrt_free_model_tensor_info(info), NRT_SUCCESS);
+  EXPECT_EQ(nrt_get_model_tensor_info(m, nullptr), NRT_INVALID);
+  char target[8], name[8];
+  ASSERT_EQ(nrt_get_model_target(m, target, name, sizeof(target)), NRT_SUCCESS);
+  EXPECT_STREQ(target, "trn1");
+  EXPECT_STREQ(name, "add");
+  EXPECT_EQ(nrt_get_model_target(m, target, nullptr, 3), NRT_RESOURCE);
+  uint32_t count = 0;
+  EXPECT_EQ(nrt_get_model_nc_count(m, &count), NRT_SUCCESS);
+  EXPECT_EQ(count, 1u);
+  EXPECT_EQ(nrt_get_total_vnc_count(&count), NRT_SUCCESS);
+  EXPECT_EQ(nrt_get_total_vnc_count(nullptr), NRT_INVALID);
+}
+
+TEST_F(NrtApi, LastErrorIsPerThread) {
+  nrt_model_t* m = nullptr;
+  EXPECT_EQ(nrt_load("x", 1, -1, -1, &m), NRT_INVALID);
+  std::string mine = LastError();
+  EXPECT_FALSE(mine.empty());
+  std::string theirs = "unset";
+  std::thread([&] { theirs = nrt_get_last_error_message(); }).join();
+  EXPECT_EQ(theirs, "");
+  EXPECT_EQ(LastError(), mine);
+}
+
+TEST_F(NrtApi, ProfileStartStopWritesAnNtffOfEveryExecution) {
+  std::string neff_bytes = Serialize(TwoKernelModel(4, 8));
+  nrt_model_t* m = Load(neff_bytes);
+  nrt_tensor_set_t *in, *out;
+  ASSERT_EQ(nrt_allocate_tensor_set(&in), NRT_SUCCESS);
+  ASSERT_EQ(nrt_allocate_tensor_set(&out), NRT_SUCCESS);
+  nrt_add_tensor_to_tensor_set(in, "x", Tensor(128));
+  nrt_add_tensor_to_tensor_set(in, "w", Tensor(128));
+  nrt_add_tensor_to_tensor_set(out, "z", Tensor(128));
+  std::string dir = TempDir();
+  std::string file = dir + "/p.ntff";
+  EXPECT_EQ(nrt_profile_start(m, ""), NRT_INVALID);
+  EXPECT_EQ(nrt_profile_stop(file.c_str()), NRT_INVALID);  // never started
+  ASSERT_EQ(nrt_profile_start(m, file.c_str()), NRT_SUCCESS);
+  EXPECT_EQ(nrt_profile_start(m, (dir + "/other.ntff").c_str()), NRT_INVALID);  // already profiled
+  ASSERT_EQ(nrt_execute(m, in, out), NRT_SUCCESS);
+  ASSERT_EQ(nrt_execute(m, in, out), NRT_SUCCESS);
+  ASSERT_EQ(nrt_profile_stop(file.c_str()), NRT_SUCCESS) << LastError();
+  absl::StatusOr<ntff::Profile> p = ntff::ParseNtff(Slurp(file));
+  ASSERT_TRUE(p.ok()) << p.status();
+  absl::StatusOr<neff::Header> h = neff::ParseHeader(neff_bytes);
+  EXPECT_EQ(p->neff_hash(), neff::ProfileHash(*h));
+  EXPECT_EQ(p->execution_count(), 2u);
+  EXPECT_EQ(p->kernel_spans_size(), 4);
+  EXPECT_EQ(p->instructions_size(), 2 * (3 + 5));
+  EXPECT_EQ(p->dma_size(), 2 * (2 + 3));
+  EXPECT_EQ(p->ticks_per_nanosec(), 1000u);
+  EXPECT_EQ(p->device().name(), "trn1");
+  EXPECT_EQ(p->kernel_info(1).source_ops(1), "aten.add.Tensor");
+  nrt_execution_stats_t stats;
+  ASSERT_EQ(nrt_get_last_execution_stats(m, &stats, sizeof(stats), nullptr), NRT_SUCCESS);
+  EXPECT_EQ(p->total_ticks(), 2 * stats.device_time_ps);
+  nrt_destroy_tensor_set(&in);
+  nrt_destroy_tensor_set(&out);
+}
+
+TEST_F(NrtApi, InspectSessionWritesTheProfileDirectory) {
+  std::string neff_bytes = Serialize(AddModel(4, 8));
+  std::string dir = TempDir() + "/nested/profile";
+  nrt_inspect_config_t* opts = nullptr;
+  ASSERT_EQ(nrt_inspect_config_allocate(&opts), NRT_SUCCESS);
+  EXPECT_EQ(nrt_inspect_config_set_output_dir(opts, ""), NRT_INVALID);
+  ASSERT_EQ(nrt_inspect_config_set_output_dir(opts, dir.c_str()), NRT_SUCCESS);
+  ASSERT_EQ(nrt_inspect_begin_with_options(opts), NRT_SUCCESS) << LastError();
+  EXPECT_EQ(nrt_inspect_begin_with_options(opts), NRT_INVALID);  // one session at a time
+  nrt_inspect_config_free(opts);
+  nrt_model_t* m = Load(neff_bytes);
+  nrt_tensor_set_t *in, *out;
+  nrt_tensor_t* z;
+  AddSets(4, 8, &in, &out, &z);
+  ASSERT_EQ(nrt_execute(m, in, out), NRT_SUCCESS);
+  ASSERT_EQ(nrt_unload(m), NRT_SUCCESS);  // the session keeps what it needs
+  ASSERT_EQ(nrt_inspect_stop(), NRT_SUCCESS) << LastError();
+  EXPECT_EQ(nrt_inspect_stop(), NRT_INVALID);
+
+  uint64_t h = neff::ProfileHash(*neff::ParseHeader(neff_bytes));
+  std::string H = std::to_string(h);
+  EXPECT_EQ(ListDir(dir), (std::set<std::string>{"neff_" + H + ".neff", H + "_instid_0_vnc_0.ntff",
+                                                  "trace.json"}));
+  EXPECT_EQ(Slurp(dir + "/neff_" + H + ".neff"), neff_bytes);  // byte-identical copy
+  absl::StatusOr<ntff::Profile> p = ntff::ParseNtff(Slurp(dir + "/" + H + "_instid_0_vnc_0.ntff"));
+  ASSERT_TRUE(p.ok()) << p.status();
+  EXPECT_EQ(p->neff_hash(), h);
+  EXPECT_EQ(p->execution_count(), 1u);
+  std::string trace = Slurp(dir + "/trace.json");
+  for (const char* s : {"\"framework\"", "\"runtime\"", "\"hardware\"", "\"nrt_load\"",
+                        "\"nrt_execute\"", "\"nrta_execute_schedule\"", "\"nc_exec_running\"",
+                        "\"traceEvents\""})
+    EXPECT_NE(trace.find(s), std::string::npos) << s;
+  nrt_destroy_tensor_set(&in);
+  nrt_destroy_tensor_set(&out);
+}
+
+TEST(NrtInspectEnv, EnvironmentEnablesProfilingFromInitToClose) {
+  std::string dir = TempDir() + "/env";
+  setenv("NEURON_RT_INSPECT_ENABLE", "1", 1);
+  setenv("NEURON_RT_INSPECT_OUTPUT_DIR", dir.c_str(), 1);
+  ASSERT_EQ(nrt_init(NRT_FRAMEWORK_TYPE_NO_FW, "", ""), NRT_SUCCESS);
+  unsetenv("NEURON_RT_INSPECT_ENABLE");
+  unsetenv("NEURON_RT_INSPECT_OUTPUT_DIR");
+  std::string neff_bytes = Serialize(AddModel(2, 2));
+  nrt_model_t* m = nullptr;
+  ASSERT_EQ(nrt_load(neff_bytes.data(), neff_bytes.size(), -1, -1, &m), NRT_SUCCESS);
+  nrt_close();
+  std::set<std::string> files = ListDir(dir);
+  EXPECT_EQ(files.count("trace.json"), 1u);
+  std::string H = std::to_string(neff::ProfileHash(*neff::ParseHeader(neff_bytes)));
+  EXPECT_EQ(files.count("neff_" + H + ".neff"), 1u);
+}
+
+}  // namespace
+}  // namespace neuroncc
