@@ -85,6 +85,7 @@ struct InspectModel {
 
 struct Inspect {
   std::string dir;
+  bool from_environment = false;
   uint64_t clock_ps = 0;
   rt::SystemTrace trace;
   std::vector<InspectModel> models;
@@ -419,6 +420,7 @@ NRT_API NRT_STATUS nrt_init(nrt_framework_type_t framework, const char* fw_versi
       R().state = State::kUninitialized;
       return s;
     }
+    R().inspect->from_environment = true;
   }
   return NRT_SUCCESS;
 }
@@ -426,7 +428,11 @@ NRT_API NRT_STATUS nrt_init(nrt_framework_type_t framework, const char* fw_versi
 NRT_API void nrt_close(void) {
   std::lock_guard<std::mutex> lock(R().mu);
   if (R().state != State::kInitialized) return;
-  if (R().inspect) StopInspect();
+  // A session the environment started is written here (the application never
+  // calls nrt_inspect_stop); one started by nrt_inspect_begin*() is written
+  // only by nrt_inspect_stop(), so an application that fails midway can drop it.
+  if (R().inspect && R().inspect->from_environment) StopInspect();
+  R().inspect.reset();
   std::vector<nrt_model*> models(R().models.begin(), R().models.end());
   for (nrt_model* m : models) UnloadLocked(m);
   R().state = State::kClosed;

@@ -17,6 +17,10 @@
  *     little-endian, decimal). Models loaded before the session started are
  *     included once they execute. Only the options below are supported.
  *
+ * A session started by nrt_inspect_begin*() is written only by
+ * nrt_inspect_stop(); nrt_close() drops it unwritten. A session started by
+ * NEURON_RT_INSPECT_ENABLE=1 at nrt_init() is written by nrt_close().
+ *
  * All files are written atomically (temporary file + rename).
  */
 #ifndef NRT_NRT_PROFILE_H

@@ -1,0 +1,130 @@
+/* A C program written against the public-style API, as an application
+ * would: compiled by the test with nothing but
+ *     cc c_api_smoke.c -I runtime/include -L build/lib -lnrt
+ * Usage: c_api_smoke ADD.neff OUT.ntff
+ * ADD.neff computes z = x + y over float32 [4, 8] (tests/unit/make_test_neffs). */
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "nrt/nrt.h"
+#include "nrt/nrt_experimental.h"
+#include "nrt/nrt_ext.h"
+#include "nrt/nrt_profile.h"
+
+static int failures = 0;
+
+#define CHECK(cond)                                                                   \
+  do {                                                                                \
+    if (!(cond)) {                                                                    \
+      fprintf(stderr, "%s:%d: CHECK failed: %s (last error: %s)\n", __FILE__, __LINE__, \
+              #cond, nrt_get_last_error_message());                                   \
+      ++failures;                                                                     \
+    }                                                                                 \
+  } while (0)
+
+static char *read_file(const char *path, size_t *size) {
+  FILE *f = fopen(path, "rb");
+  char *buf;
+  long n;
+  if (!f) return NULL;
+  fseek(f, 0, SEEK_END);
+  n = ftell(f);
+  fseek(f, 0, SEEK_SET);
+  buf = (char *)malloc((size_t)n);
+  if (buf && fread(buf, 1, (size_t)n, f) != (size_t)n) {
+    free(buf);
+    buf = NULL;
+  }
+  fclose(f);
+  *size = (size_t)n;
+  return buf;
+}
+
+int main(int argc, char **argv) {
+  size_t size = 0, i;
+  char *neff;
+  nrt_model_t *model = NULL;
+  nrt_tensor_info_array_t *info = NULL;
+  nrt_tensor_set_t *in = NULL, *out = NULL;
+  nrt_tensor_t *x = NULL, *y = NULL, *z = NULL;
+  float xv[32], yv[32], zv[32];
+  char magic[5] = {0};
+  FILE *f;
+
+  if (argc != 3) {
+    fprintf(stderr, "usage: c_api_smoke ADD.neff OUT.ntff\n");
+    return 2;
+  }
+  neff = read_file(argv[1], &size);
+  if (!neff) {
+    fprintf(stderr, "cannot read %s\n", argv[1]);
+    return 2;
+  }
+
+  CHECK(nrt_load(neff, size, -1, -1, &model) == NRT_UNINITIALIZED);
+  CHECK(nrt_init(NRT_FRAMEWORK_TYPE_NO_FW, "", "") == NRT_SUCCESS);
+  CHECK(nrt_load(neff, 100, -1, -1, &model) == NRT_INVALID);
+  CHECK(strstr(nrt_get_last_error_message(), "header") != NULL);
+  CHECK(nrt_load(neff, size, -1, -1, &model) == NRT_SUCCESS);
+
+  CHECK(nrt_get_model_tensor_info(model, &info) == NRT_SUCCESS);
+  CHECK(info != NULL && info->tensor_count == 3);
+  if (info && info->tensor_count == 3) {
+    CHECK(strcmp(info->tensor_array[0].name, "x") == 0);
+    CHECK(info->tensor_array[2].usage == NRT_TENSOR_USAGE_OUTPUT);
+    CHECK(info->tensor_array[2].dtype == NRT_DTYPE_FLOAT32);
+    CHECK(info->tensor_array[2].ndim == 2 && info->tensor_array[2].shape[1] == 8);
+  }
+  nrt_free_model_tensor_info(info);
+
+  for (i = 0; i < 32; ++i) {
+    xv[i] = (float)i;
+    yv[i] = 0.25f * (float)i;
+  }
+  CHECK(nrt_tensor_allocate(NRT_TENSOR_PLACEMENT_DEVICE, 0, sizeof xv, "x", &x) == NRT_SUCCESS);
+  CHECK(nrt_tensor_allocate(NRT_TENSOR_PLACEMENT_DEVICE, 0, sizeof yv, "y", &y) == NRT_SUCCESS);
+  CHECK(nrt_tensor_allocate(NRT_TENSOR_PLACEMENT_DEVICE, 0, sizeof zv, "z", &z) == NRT_SUCCESS);
+  CHECK(nrt_tensor_write(x, xv, 0, sizeof xv) == NRT_SUCCESS);
+  CHECK(nrt_tensor_write(y, yv, 0, sizeof yv) == NRT_SUCCESS);
+  CHECK(nrt_tensor_write(y, yv, 4, sizeof yv) == NRT_INVALID);
+  CHECK(nrt_allocate_tensor_set(&in) == NRT_SUCCESS);
+  CHECK(nrt_allocate_tensor_set(&out) == NRT_SUCCESS);
+  CHECK(nrt_add_tensor_to_tensor_set(in, "x", x) == NRT_SUCCESS);
+  CHECK(nrt_add_tensor_to_tensor_set(out, "z", z) == NRT_SUCCESS);
+  CHECK(nrt_execute(model, in, out) == NRT_INVALID); /* y is missing */
+  CHECK(strstr(nrt_get_last_error_message(), "'y'") != NULL);
+  CHECK(nrt_add_tensor_to_tensor_set(in, "y", y) == NRT_SUCCESS);
+
+  CHECK(nrt_profile_start(model, argv[2]) == NRT_SUCCESS);
+  CHECK(nrt_execute(model, in, out) == NRT_SUCCESS);
+  CHECK(nrt_profile_stop(argv[2]) == NRT_SUCCESS);
+  CHECK(nrt_tensor_read(z, zv, 0, sizeof zv) == NRT_SUCCESS);
+  for (i = 0; i < 32; ++i) CHECK(zv[i] == 1.25f * (float)i);
+
+  f = fopen(argv[2], "rb");
+  CHECK(f != NULL);
+  if (f) {
+    CHECK(fread(magic, 1, 4, f) == 4);
+    CHECK(strcmp(magic, "NTFF") == 0);
+    fclose(f);
+  }
+
+  nrt_destroy_tensor_set(&in);
+  nrt_destroy_tensor_set(&out);
+  nrt_tensor_free(&x);
+  nrt_tensor_free(&y);
+  nrt_tensor_free(&z);
+  CHECK(z == NULL);
+  CHECK(nrt_unload(model) == NRT_SUCCESS);
+  CHECK(nrt_unload(model) == NRT_INVALID_HANDLE);
+  nrt_close();
+  free(neff);
+  if (failures) {
+    fprintf(stderr, "c_api_smoke: %d check(s) failed\n", failures);
+    return 1;
+  }
+  printf("c_api_smoke: OK\n");
+  return 0;
+}

@@ -1,0 +1,126 @@
+// neuron-profile's summary: ATen attribution and totals on hand-built traces.
+#include "summary.h"
+
+#include <gtest/gtest.h>
+
+#include "device_model.h"
+#include "ntff_format.h"
+
+namespace neuroncc::profile {
+namespace {
+
+// One kernel per entry of `ops_per_kernel`, each dispatched `executions`
+// times: 100 ticks of launch, then instructions described by `insts`
+// (queue, duration, source_op), run back to back.
+struct Inst {
+  uint32_t queue;
+  uint64_t duration;
+  int32_t source_op;
+};
+
+ntff::Profile Trace(const std::vector<std::vector<std::string>>& ops_per_kernel,
+                    const std::vector<std::vector<Inst>>& insts, uint32_t executions) {
+  ntff::Profile p;
+  p.set_format_version(ntff::kNtffFormatVersion);
+  p.set_ticks_per_nanosec(1000);
+  p.set_neff_name("t");
+  p.set_execution_count(executions);
+  for (size_t k = 0; k < ops_per_kernel.size(); ++k) {
+    ntff::KernelInfo* info = p.add_kernel_info();
+    info->set_name("k" + std::to_string(k));
+    for (const std::string& op : ops_per_kernel[k]) info->add_source_ops(op);
+  }
+  uint64_t t = 0;
+  for (uint32_t e = 0; e < executions; ++e) {
+    for (size_t k = 0; k < ops_per_kernel.size(); ++k) {
+      uint32_t span = uint32_t(p.kernel_spans_size());
+      ntff::KernelSpan* s = p.add_kernel_spans();
+      s->set_kernel(uint32_t(k));
+      s->set_execution(e);
+      s->set_start(t);
+      t += 100;
+      s->set_launch_end(t);
+      for (const Inst& i : insts[k]) {
+        ntff::InstructionEvent* ev = p.add_instructions();
+        ev->set_span(span);
+        ev->set_queue(i.queue);
+        ev->set_opcode(i.queue < 4 ? neff::TENSOR_TENSOR : neff::DMA_LOAD);
+        ev->set_start(t);
+        ev->set_end(t + i.duration);
+        ev->set_source_op(i.source_op);
+        if (i.queue >= 4) {
+          ev->set_bytes(64);
+          ntff::DmaEvent* d = p.add_dma();
+          d->set_span(span);
+          d->set_bytes(64);
+          d->set_start(t);
+          d->set_end(t + i.duration);
+        }
+        t += i.duration;
+      }
+      s->set_instruction_count(insts[k].size());
+      s->set_end(t);
+    }
+  }
+  p.set_total_ticks(t);
+  // Everything the summary reads must be a valid trace.
+  EXPECT_TRUE(ntff::ParseNtff(ntff::SerializeNtff(p)).ok());
+  return p;
+}
+
+const NamedRow* Op(const Summary& s, const std::string& name) {
+  for (const NamedRow& r : s.aten_ops)
+    if (r.name == name) return &r;
+  return nullptr;
+}
+
+TEST(ProfileSummary, SplitsFusedKernelsByTaggedBusyTime) {
+  // Kernel: launch 100, a (tagged 0) 300, b (tagged 1) 100, untagged DMA 200.
+  ntff::Profile p = Trace({{"aten.mul.Tensor", "aten.add.Tensor"}},
+                          {{{1, 300, 0}, {2, 100, 1}, {4, 200, -1}}}, 1);
+  Summary s = Summarize(p);
+  ASSERT_EQ(s.total_ps, 700u);
+  // Launch and untagged time spread 3:1 like the tagged time.
+  EXPECT_DOUBLE_EQ(Op(s, "aten.mul.Tensor")->device_time_ps, 525.0);
+  EXPECT_DOUBLE_EQ(Op(s, "aten.add.Tensor")->device_time_ps, 175.0);
+  EXPECT_EQ(s.aten_ops[0].name, "aten.mul.Tensor");  // by time, descending
+  EXPECT_EQ(s.engine_busy_ps[1], 300u);
+  EXPECT_EQ(s.engine_busy_ps[2], 100u);
+  EXPECT_EQ(s.dma_busy_ps, 200u);
+  EXPECT_EQ(s.dma_transfer_count, 1u);
+  EXPECT_EQ(s.hbm_read_bytes, 64u);
+  EXPECT_EQ(s.launch_overhead_ps, 100u);
+}
+
+TEST(ProfileSummary, SingleOpKernelsTakeEverythingAndCallsCount) {
+  ntff::Profile p = Trace({{"aten.mul.Tensor"}, {"aten.mul.Tensor"}, {}},
+                          {{{1, 50, -1}}, {{1, 70, 0}}, {{2, 10, -1}}}, 2);
+  Summary s = Summarize(p);
+  EXPECT_EQ(s.dispatch_count, 6u);
+  EXPECT_EQ(s.kernels_per_execution, 3u);
+  EXPECT_EQ(Op(s, "aten.mul.Tensor")->calls, 4u);
+  EXPECT_DOUBLE_EQ(Op(s, "aten.mul.Tensor")->device_time_ps, 2 * (150.0 + 170.0));
+  ASSERT_NE(Op(s, "(no source op)"), nullptr);
+  EXPECT_DOUBLE_EQ(Op(s, "(no source op)")->device_time_ps, 2 * 110.0);
+  double sum = 0;
+  for (const NamedRow& r : s.aten_ops) sum += r.device_time_ps;
+  EXPECT_DOUBLE_EQ(sum, double(s.total_ps));
+  ASSERT_EQ(s.kernels.size(), 3u);
+  EXPECT_EQ(s.kernels[1].calls, 2u);
+  EXPECT_EQ(s.kernels[1].device_time_ps, 340u);
+}
+
+TEST(ProfileSummary, UntaggedMultiOpKernelsSplitEqually) {
+  ntff::Profile p = Trace({{"a", "b", "a"}}, {{{1, 200, -1}}}, 1);
+  Summary s = Summarize(p);
+  EXPECT_DOUBLE_EQ(Op(s, "a")->device_time_ps, 200.0);
+  EXPECT_DOUBLE_EQ(Op(s, "b")->device_time_ps, 100.0);
+  EXPECT_EQ(Op(s, "a")->calls, 2u);
+  std::string text = RenderText(s);
+  EXPECT_NE(text.find("Self Device Time total: 0.000 us"), std::string::npos) << text;
+  std::string json = RenderSummaryJson(s);
+  EXPECT_NE(json.find("\"aten_ops\""), std::string::npos);
+}
+
+}  // namespace
+}  // namespace neuroncc::profile

@@ -1,0 +1,73 @@
+// Summaries of an NTFF device trace: per-kernel and per-ATen-op device time
+// (in the manner of torch.profiler's key_averages table), engine activity,
+// HBM traffic. Separate from the tool's main() so tests can check the numbers.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "ntff.pb.h"
+
+namespace neuroncc::profile {
+
+struct KernelRow {
+  uint32_t index = 0;  // NEFF kernel index
+  std::string name;
+  std::vector<std::string> source_ops;
+  uint64_t calls = 0;             // dispatches captured
+  uint64_t device_time_ps = 0;    // launch overhead + instructions, all calls
+  uint64_t launch_overhead_ps = 0;
+  uint64_t instruction_count = 0;  // all calls
+  uint64_t hbm_read_bytes = 0;
+  uint64_t hbm_write_bytes = 0;
+};
+
+struct NamedRow {
+  std::string name;
+  double device_time_ps = 0;  // fractional after attribution
+  uint64_t calls = 0;
+};
+
+struct Summary {
+  std::string neff_name;
+  uint64_t neff_hash = 0;
+  std::string target;
+  uint32_t execution_count = 0;
+  uint64_t kernels_per_execution = 0;
+  uint64_t dispatch_count = 0;
+  uint64_t total_ps = 0;
+  uint64_t launch_overhead_ps = 0;
+  uint64_t instruction_count = 0;
+  uint64_t hbm_read_bytes = 0;
+  uint64_t hbm_write_bytes = 0;
+  uint64_t dma_transfer_count = 0;
+  uint64_t elementwise_ops = 0;  // "flops": one per element processed by a compute instruction
+  uint64_t engine_busy_ps[4] = {0, 0, 0, 0};  // tensor, vector, scalar, gpsimd
+  uint64_t dma_busy_ps = 0;  // time at least one DMA queue is busy
+  double hbm_gbps_per_core = 0;
+  double dispatch_overhead_ns = 0;
+  std::vector<KernelRow> kernels;       // NEFF kernel order
+  std::vector<NamedRow> kernel_names;   // grouped by kernel name, by time descending
+  std::vector<NamedRow> aten_ops;       // grouped by source op name, by time descending
+};
+
+// ATen-op attribution, per dispatch of a kernel: with one source op, the op
+// gets the kernel's whole device time. With several, the kernel's device time
+// is split in proportion to the busy time (end - start, on any engine or DMA
+// queue) of the instructions tagged with each op's index; untagged
+// instructions and the launch overhead are spread in that same proportion, so
+// the ATen rows add up to the total. If no instruction is tagged, the ops
+// share equally. A kernel without source ops is reported as "(no source op)".
+// Each source_ops entry of a dispatched kernel counts as one call of its name.
+Summary Summarize(const ntff::Profile& profile);
+
+std::string RenderText(const Summary& s);
+std::string RenderSummaryJson(const Summary& s);
+// Every kernel span, instruction and DMA event, times in microseconds.
+std::string RenderEventsJson(const ntff::Profile& p);
+// A Chrome/Perfetto trace of the device timeline: one track per engine queue
+// plus a kernels track.
+std::string RenderPerfetto(const ntff::Profile& p);
+
+}  // namespace neuroncc::profile
