@@ -79,7 +79,10 @@ int compile() {
   mlir::ScopedDiagnosticHandler handler(&context, [&](mlir::Diagnostic& diag) {
     std::string text;
     llvm::raw_string_ostream os(text);
-    os << diag.getLocation() << ": ";
+    if (auto fl = llvm::dyn_cast<mlir::FileLineColLoc>(diag.getLocation()))
+      os << fl.getFilename().getValue() << ":" << fl.getLine() << ":" << fl.getColumn() << ": ";
+    else
+      os << diag.getLocation() << ": ";
     switch (diag.getSeverity()) {
       case mlir::DiagnosticSeverity::Error: os << "error: "; break;
       case mlir::DiagnosticSeverity::Warning: os << "warning: "; break;
