@@ -4,17 +4,33 @@
 //   add_bf16.neff    z = x + y, bfloat16 [4, 8]
 //   add_f16.neff     z = x + y, float16 [4, 8]
 //   two_kernel.neff  z = (x * x) * w + 1, float32 [4, 16], two kernels
+// With a second directory, also writes fuzzing seeds there:
+//   neff/*.pb (the Executable protobuf of each), npy/*.npy, ntff/*.ntff
 #include <sys/stat.h>
 
 #include <cstdio>
 #include <string>
 
+#include "executor.h"
 #include "neff_format.h"
+#include "npy.h"
+#include "ntff_format.h"
+#include "profile.h"
 #include "test_neffs.h"
 
+namespace {
+
+bool Write(const std::string& path, const std::string& bytes) {
+  absl::Status st = neuroncc::neff::WriteFileAtomic(path, bytes);
+  if (!st.ok()) std::fprintf(stderr, "make_test_neffs: %s\n", std::string(st.message()).c_str());
+  return st.ok();
+}
+
+}  // namespace
+
 int main(int argc, char** argv) {
-  if (argc != 2) {
-    std::fprintf(stderr, "usage: make_test_neffs DIR\n");
+  if (argc != 2 && argc != 3) {
+    std::fprintf(stderr, "usage: make_test_neffs DIR [SEED_DIR]\n");
     return 2;
   }
   using namespace neuroncc;
@@ -29,12 +45,33 @@ int main(int argc, char** argv) {
       {"add_f16.neff", testing::AddModel(4, 8, neff::F16)},
       {"two_kernel.neff", testing::TwoKernelModel(4, 16)},
   };
+  for (const Item& it : items)
+    if (!Write(dir + "/" + it.file, testing::Serialize(it.exe))) return 1;
+  if (argc < 3) return 0;
+
+  std::string seeds = argv[2];
+  for (const char* sub : {"", "/neff", "/npy", "/ntff"}) ::mkdir((seeds + sub).c_str(), 0777);
   for (const Item& it : items) {
-    absl::Status st = neff::WriteFileAtomic(dir + "/" + it.file, testing::Serialize(it.exe));
-    if (!st.ok()) {
-      std::fprintf(stderr, "make_test_neffs: %s\n", std::string(st.message()).c_str());
-      return 1;
-    }
+    neff::Executable exe = it.exe;
+    exe.set_format_version(neff::kFormatVersion);
+    if (!Write(seeds + "/neff/" + it.file + ".pb", exe.SerializeAsString())) return 1;
+    // An NTFF of one execution.
+    absl::StatusOr<neff::Neff> parsed = neff::ParseNeff(testing::Serialize(it.exe));
+    if (!parsed.ok()) return 1;
+    const neff::DeviceParams& device = *neff::DeviceForTarget(exe.target());
+    auto ex = rt::Executor::Create(*parsed, device);
+    if (!ex.ok()) return 1;
+    ntff::Profile p = rt::NewProfile(*parsed, device);
+    rt::AppendExecution(*parsed, (*ex)->schedules(), &p);
+    if (!Write(seeds + "/ntff/" + it.file + ".ntff", ntff::SerializeNtff(p))) return 1;
   }
+  npy::Array a;
+  a.shape = {2, 3};
+  a.data.assign(24, '\x40');
+  if (!Write(seeds + "/npy/f32.npy", npy::Serialize(a))) return 1;
+  a.type = npy::ElementType::kFloat16;
+  a.shape = {3};
+  a.data.assign(6, '\x3c');
+  if (!Write(seeds + "/npy/f16.npy", npy::Serialize(a))) return 1;
   return 0;
 }
