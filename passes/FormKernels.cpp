@@ -257,8 +257,20 @@ struct FormKernelsPass : impl::FormKernelsBase<FormKernelsPass> {
       for (Value v : inputs) kernel_inputs.push_back(outer.lookupOrDefault(v));
       SmallVector<Type> result_types;
       for (Value v : outputs) result_types.push_back(v.getType());
-      std::string name = "k" + std::to_string(index++) + "_" +
-                         shortName(sourceName(grp.ops.front()));
+      // A kernel is named after its op, or after the distinct ops it fuses.
+      std::string name = "k" + std::to_string(index++) + "_";
+      if (sources.size() == 1) {
+        name += shortName(llvm::cast<StringAttr>(sources.front()).getValue());
+      } else {
+        SmallVector<std::string> parts;
+        for (Attribute a : sources) {
+          std::string part = shortName(llvm::cast<StringAttr>(a).getValue());
+          if (!llvm::is_contained(parts, part)) parts.push_back(part);
+        }
+        name += "fused";
+        for (size_t i = 0; i < parts.size() && i < 4; ++i) name += "_" + parts[i];
+        if (parts.size() > 4) name += "_etc";
+      }
       auto kernel = b.create<nc::KernelOp>(grp.ops.front()->getLoc(), result_types,
                                            b.getStringAttr(name), kernel_inputs,
                                            b.getArrayAttr(sources));

@@ -17,7 +17,7 @@
 
 // -O2: the reduction, its broadcast back over the row and the elementwise
 // chain are one kernel that reads x and weight and writes y.
-// O2: %[[K:.*]] = nc.kernel "k0_mul"(%arg0, %arg1) {source_ops = ["aten.mul.Tensor", "aten.mean.dim", "aten.add.Tensor", "aten.rsqrt", "aten.mul.Tensor", "aten.mul.Tensor"]} : (tensor<4x512xbf16>, tensor<512xbf16>) -> tensor<4x512xbf16>
+// O2: %[[K:.*]] = nc.kernel "k0_fused_mul_mean_add_rsqrt"(%arg0, %arg1) {source_ops = ["aten.mul.Tensor", "aten.mean.dim", "aten.add.Tensor", "aten.rsqrt", "aten.mul.Tensor", "aten.mul.Tensor"]} : (tensor<4x512xbf16>, tensor<512xbf16>) -> tensor<4x512xbf16>
 // O2-NOT: nc.kernel
 // O2: return %[[K]]
 
