@@ -30,6 +30,7 @@
 #include "ntff_format.h"
 #include "json.h"
 #include "profile.h"
+#include "race_check.h"
 
 #define NRT_API extern "C" __attribute__((visibility("default")))
 
@@ -466,6 +467,17 @@ NRT_API NRT_STATUS nrt_load(const void* neff_bytes, size_t size, int32_t vnc, in
   if (!neff.ok()) return Fail(NRT_INVALID, absl::StrCat("nrt_load: ", neff.status().message()));
   m->neff = std::move(*neff);
   const nn::Executable& exe = m->neff.executable;
+  // A race would make the simulated result one of several the device could
+  // produce; refuse rather than report numbers the hardware might not match.
+  const char* allow = std::getenv("NEURONCC_RT_ALLOW_RACES");
+  if (!(allow && std::string(allow) == "1")) {
+    for (const nn::Kernel& k : exe.kernels()) {
+      std::vector<nn::SbufRace> races = nn::FindSbufRaces(k, 1);
+      if (!races.empty())
+        return Fail(NRT_INVALID, absl::StrCat("nrt_load: ", races[0].description,
+                                              " (set NEURONCC_RT_ALLOW_RACES=1 to run it anyway)"));
+    }
+  }
   if (!R().simulated_target.empty() && exe.target() != R().simulated_target)
     return Fail(NRT_INVALID, absl::StrCat("nrt_load: the NEFF was compiled for ", exe.target(),
                                           " but the simulated instance is ", R().simulated_target));

@@ -6,6 +6,7 @@
 #include <unistd.h>
 
 #include <cstring>
+#include <filesystem>
 #include <fstream>
 #include <set>
 #include <sstream>
@@ -26,6 +27,20 @@ namespace {
 
 using namespace testing;
 
+std::vector<std::string>& TempDirs() {
+  static std::vector<std::string> dirs;
+  return dirs;
+}
+
+// Removes every directory TempDir() made when the test binary ends.
+class TempDirCleanup : public ::testing::Environment {
+ public:
+  void TearDown() override {
+    for (const std::string& d : TempDirs()) std::filesystem::remove_all(d);
+  }
+};
+const auto* const kCleanup = ::testing::AddGlobalTestEnvironment(new TempDirCleanup);
+
 std::string TempDir() {
   const char* base = std::getenv("TMPDIR");
   std::string tmpl = std::string(base && *base ? base : "/tmp") + "/nrt_api_test.XXXXXX";
@@ -33,7 +48,9 @@ std::string TempDir() {
   buf.push_back('\0');
   char* d = mkdtemp(buf.data());
   EXPECT_NE(d, nullptr);
-  return d ? std::string(d) : std::string("/tmp");
+  if (!d) return "/nonexistent";
+  TempDirs().push_back(d);
+  return d;
 }
 
 std::set<std::string> ListDir(const std::string& dir) {
@@ -179,6 +196,19 @@ TEST_F(NrtApi, LoadRefusesAmbiguousTensorNames) {
   nrt_model_t* m = nullptr;
   EXPECT_EQ(nrt_load(neff.data(), neff.size(), -1, -1, &m), NRT_INVALID);
   EXPECT_NE(LastError().find("two inputs are named 'x'"), std::string::npos) << LastError();
+}
+
+TEST_F(NrtApi, LoadRefusesSbufRaces) {
+  // The store no longer waits for the add that produces its tile.
+  neff::Executable exe = AddModel(2, 4);
+  exe.mutable_kernels(0)->mutable_instructions(3)->clear_waits();
+  std::string neff = Serialize(exe);
+  nrt_model_t* m = nullptr;
+  EXPECT_EQ(nrt_load(neff.data(), neff.size(), -1, -1, &m), NRT_INVALID);
+  EXPECT_NE(LastError().find("no semaphore wait orders them"), std::string::npos) << LastError();
+  setenv("NEURONCC_RT_ALLOW_RACES", "1", 1);
+  EXPECT_EQ(nrt_load(neff.data(), neff.size(), -1, -1, &m), NRT_SUCCESS) << LastError();
+  unsetenv("NEURONCC_RT_ALLOW_RACES");
 }
 
 TEST(NrtTarget, SimulatedTargetMustMatchTheNeff) {

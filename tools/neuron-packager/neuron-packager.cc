@@ -12,6 +12,7 @@
 #include "absl/strings/str_cat.h"
 #include "device_model.h"
 #include "neff_format.h"
+#include "race_check.h"
 
 namespace {
 
@@ -124,6 +125,16 @@ int Info(const std::string& path) {
                     absl::StrCat(k.sbuf_bytes_per_partition()), ops});
   }
   Table(&out, {"#", "Name", "Instructions", "Engines", "SBUF/partition", "Source ops"}, rows);
+
+  size_t races = 0;
+  std::string race_lines;
+  for (const nn::Kernel& k : exe.kernels())
+    for (const nn::SbufRace& r : nn::FindSbufRaces(k)) {
+      ++races;
+      absl::StrAppend(&race_lines, "  ", r.description, "\n");
+    }
+  absl::StrAppend(&out, "\nSemaphore check: ", races ? absl::StrCat(races, " SBUF race(s)") : "no SBUF races", "\n",
+                  race_lines);
   std::fwrite(out.data(), 1, out.size(), stdout);
   return 0;
 }

@@ -1,0 +1,93 @@
+// SBUF race detection over the semaphore protocol.
+#include "race_check.h"
+
+#include <gtest/gtest.h>
+
+#include "test_neffs.h"
+
+namespace neuroncc {
+namespace {
+
+using namespace neff;
+using namespace testing;
+
+constexpr uint32_t kVector = 1, kScalar = 2, kGpsimd = 3, kDma0 = 4;
+
+Kernel K(std::vector<Instruction> insts) {
+  Kernel k;
+  k.set_name("k");
+  for (Instruction& i : insts) *k.add_instructions() = i;
+  return k;
+}
+
+TileRef T(uint32_t p0, uint32_t np, uint32_t off, uint32_t n = 16) { return Tile(p0, np, off, n, F32); }
+
+TEST(SbufRaces, UnorderedWritersOfOneTileRace) {
+  Kernel k = K({TensorScalar(ADD, T(0, 4, 0), T(0, 4, 256), 1.0f),
+                Activation(EXP, T(0, 4, 0), T(0, 4, 512), 1, 0)});
+  std::vector<SbufRace> r = FindSbufRaces(k);
+  ASSERT_EQ(r.size(), 1u);
+  EXPECT_EQ(r[0].first, 0u);
+  EXPECT_EQ(r[0].second, 1u);
+  EXPECT_NE(r[0].description.find("no semaphore wait orders them"), std::string::npos) << r[0].description;
+  EXPECT_NE(r[0].description.find("bytes [0, 64)"), std::string::npos) << r[0].description;
+}
+
+TEST(SbufRaces, AWaitOrAChainOfWaitsOrdersThem) {
+  // vector writes; DMA waits for vector; scalar waits for the DMA: vector
+  // happens before scalar through the chain.
+  Executable exe = EmptyExecutable();
+  uint32_t z = AddTensor(&exe, "z", OUTPUT, F32, {4, 16});
+  Kernel k = K({TensorScalar(ADD, T(0, 4, 0), T(0, 4, 256), 1.0f),
+                DmaStore(T(0, 4, 0), Ap(z, 0, {{16, 4}, {1, 16}}), 0, {W(kVector, 1)}),
+                Activation(EXP, T(0, 4, 0), T(0, 4, 512), 1, 0, {W(kDma0, 1)})});
+  EXPECT_TRUE(FindSbufRaces(k).empty());
+  // Without the chain's first link, the vector write races with both the DMA
+  // read and the scalar write (the scalar still follows the DMA).
+  k.mutable_instructions(1)->clear_waits();
+  std::vector<SbufRace> r = FindSbufRaces(k);
+  ASSERT_EQ(r.size(), 2u);
+  EXPECT_EQ(r[0].first * 10 + r[0].second, 1u);
+  EXPECT_EQ(r[1].first * 10 + r[1].second, 2u);
+}
+
+TEST(SbufRaces, WaitCountMustCoverTheConflictingInstruction) {
+  // The scalar reads what vector's *second* instruction writes but waits for
+  // only one vector instruction.
+  Kernel k = K({TensorScalar(ADD, T(0, 4, 1024), T(0, 4, 256), 1.0f),
+                TensorScalar(MUL, T(0, 4, 0), T(0, 4, 256), 2.0f),
+                Activation(EXP, T(0, 4, 512), T(0, 4, 0), 1, 0, {W(kVector, 1)})});
+  ASSERT_EQ(FindSbufRaces(k).size(), 1u);
+  EXPECT_EQ(FindSbufRaces(k)[0].first, 1u);
+  k.mutable_instructions(2)->mutable_waits(0)->set_count(2);
+  EXPECT_TRUE(FindSbufRaces(k).empty());
+}
+
+TEST(SbufRaces, DisjointRegionsReadsAndOneQueueDoNotRace) {
+  Kernel k = K({
+      TensorScalar(ADD, T(0, 4, 0), T(0, 4, 256), 1.0f),                // vector writes p0-3 [0,64)
+      Activation(EXP, T(4, 4, 0), T(0, 4, 256), 1, 0),                  // scalar: other partitions; both read [256,320)
+      TensorScalar(MUL, T(0, 4, 64), T(0, 4, 256), 3.0f, {}, GPSIMD),   // gpsimd: bytes right after
+      TensorScalar(MUL, T(0, 4, 0), T(0, 4, 0), 3.0f),                  // vector again: same queue as the first
+  });
+  EXPECT_TRUE(FindSbufRaces(k).empty());
+}
+
+TEST(SbufRaces, PerPartitionScalarsTouchOnlyElementZero) {
+  // gpsimd writes element 1 of a tile whose element 0 the vector op uses as
+  // its per-partition scalar: no overlap.
+  Instruction ts = TensorScalar(MUL, T(0, 4, 512), T(0, 4, 256), 0);
+  *ts.mutable_in1() = T(0, 4, 0, 4);
+  Kernel k = K({ts, TensorScalar(ADD, T(0, 4, 4, 1), T(0, 4, 1024, 1), 1.0f, {}, GPSIMD)});
+  EXPECT_TRUE(FindSbufRaces(k).empty());
+  k.mutable_instructions(1)->mutable_out()->set_byte_offset(0);
+  EXPECT_EQ(FindSbufRaces(k).size(), 1u);
+}
+
+TEST(SbufRaces, TheTestModelsAreRaceFree) {
+  for (const Executable& exe : {AddModel(4, 8), TwoKernelModel(4, 16)})
+    for (const Kernel& k : exe.kernels()) EXPECT_TRUE(FindSbufRaces(k).empty()) << k.name();
+}
+
+}  // namespace
+}  // namespace neuroncc
