@@ -11,8 +11,9 @@
  * Every function validates its arguments: NULL pointers, handles that are not
  * live, wrong sizes, unknown tensor names and corrupt NEFFs produce an error
  * status (never a crash), and nrt_get_last_error_message() (nrt_ext.h) then
- * says why. All functions are thread-safe; executions of one model are
- * serialized, different models run concurrently.
+ * says why (with NEURON_RT_LOG_LEVEL=ERROR, or WARN/INFO/DEBUG, it is also
+ * printed to stderr). All functions are thread-safe: one runtime-wide lock
+ * serializes them, executions included.
  */
 #ifndef NRT_NRT_H
 #define NRT_NRT_H
