@@ -75,6 +75,7 @@ struct Group {
   RowSpace space;
   bool fusible = true;
   llvm::SetVector<int> producers;  // groups this one reads from
+  llvm::DenseSet<Value> derived;   // values computed from a reduction in this group
 };
 
 std::string shortName(StringRef op_name) {
@@ -130,12 +131,15 @@ struct FormKernelsPass : impl::FormKernelsBase<FormKernelsPass> {
     bool reduces = s.reduces || grp.space.reduces;
     int64_t cols = std::max(s.cols, grp.space.cols);
     RowSpace merged{s.rows, cols, reduces};
-    if (reduces && rowBytes(merged) > sbufBudgetBytes)
+    // Only an op that needs a reduced value at every element of the row
+    // forces whole rows into SBUF; everything else is reduced chunk by chunk.
+    bool needsWholeRow = !s.reduces && s.cols > 1 &&
+                         llvm::any_of(op->getOperands(), [&](Value v) { return grp.derived.contains(v); });
+    if (reduces && needsWholeRow && rowBytes(merged) > sbufBudgetBytes)
       return "a reduced row of " + std::to_string(cols) + " elements exceeds the SBUF budget of " +
              std::to_string(sbufBudgetBytes) + " bytes per partition";
     for (int p : producer_groups)
       if (p != g && reaches(g, p)) return "joining would create a cycle between kernels";
-    (void)op;
     return "";
   }
 
@@ -160,9 +164,16 @@ struct FormKernelsPass : impl::FormKernelsBase<FormKernelsPass> {
       int target = -1;
       if (!fuse) {
         // -O0: ops of one expanded composite share a kernel, nothing else.
+        // A composite whose reduced rows exceed the SBUF budget is split.
         if (auto id = op->getAttrOfType<IntegerAttr>(kSourceIdAttr)) {
           auto it = groupOfSourceId.find(id.getInt());
-          if (it != groupOfSourceId.end()) target = it->second;
+          if (it != groupOfSourceId.end()) {
+            std::string why = space ? refusal(op, *space, it->second, producer_groups)
+                                    : std::string("it cannot share a kernel");
+            if (why.empty()) target = it->second;
+            else if (report)
+              op->emitRemark() << "composite split into another kernel: " << why;
+          }
         }
       } else if (!space) {
         if (report)
@@ -193,6 +204,9 @@ struct FormKernelsPass : impl::FormKernelsBase<FormKernelsPass> {
         }
       }
       Group& grp = groups[size_t(target)];
+      if (isReduction(op) ||
+          llvm::any_of(op->getOperands(), [&](Value v) { return grp.derived.contains(v); }))
+        grp.derived.insert(op->getResult(0));
       grp.ops.push_back(op);
       groupOf[op] = target;
       for (int p : producer_groups)

@@ -82,7 +82,8 @@ SmallVector<int64_t> reducedDimsOf(Operation* op) {
 
 class KernelLowering {
  public:
-  KernelLowering(nc::KernelOp kernel, int64_t maxFree) : kernel(kernel), maxFree(maxFree) {}
+  KernelLowering(nc::KernelOp kernel, int64_t maxFree, int64_t rowBudget)
+      : kernel(kernel), maxFree(maxFree), rowBudget(rowBudget) {}
 
   LogicalResult run(int64_t& instructions, int64_t& dmas);
 
@@ -97,9 +98,18 @@ class KernelLowering {
   LogicalResult lowerOp(Operation* op, int64_t p, int64_t f);
   void setSource(Operation* inst, Operation* src);
 
+  LogicalResult storeOutput(Value v, Value hbm, int64_t p, int64_t f);
+  void finalizeReduction(Operation* op, int64_t p);
+
   nc::KernelOp kernel;
   int64_t maxFree;
+  int64_t rowBudget;
   Space space;
+  // Chunked reduction: a row too long for SBUF is reduced chunk by chunk into
+  // per-row accumulators; ops that need the reduced value run after the last
+  // chunk and must themselves be per-row.
+  bool chunked = false;
+  llvm::DenseMap<Value, Value> accumulators;  // reduction result -> f32 [p x 1]
   OpBuilder* b = nullptr;
   Location loc = kernel.getLoc();
   llvm::DenseMap<Value, Layout> layouts;
@@ -259,7 +269,7 @@ Value KernelLowering::tileOf(Value v) {
   // A kernel input: load it for this iteration (or reuse a row-invariant load).
   const Layout& l = layouts[v];
   int64_t p = std::min<int64_t>(nc::kNumPartitions, space.rows - r0);
-  int64_t f = l.kind == Kind::Row ? 1 : std::min(space.cols - c0, space.reduces ? space.cols : maxFree);
+  int64_t f = l.kind == Kind::Row ? 1 : std::min(space.cols - c0, space.reduces && !chunked ? space.cols : maxFree);
   bool rowInvariant = llvm::all_of(l.rowStrides, [](int64_t s) { return s == 0; });
   auto key = std::make_tuple(v.getAsOpaquePointer(), p, c0);
   if (rowInvariant) {
@@ -348,6 +358,18 @@ LogicalResult KernelLowering::lowerOp(Operation* op, int64_t p, int64_t f) {
     if (il.kind == Kind::Imm)
       return op->emitError("reductions of compile-time constants are not supported yet");
     layouts[result].kind = Kind::Row;
+    if (chunked) {
+      Value part = alloc(p, 1, b->getF32Type());
+      setSource(b->create<nc::TensorReduceOp>(loc, part, tileOf(in), b->getStringAttr(alu)), op);
+      if (il.kind == Kind::Row && alu == "add")  // one value standing for f equal ones
+        tensorScalar(part, part, Value(), "mul", double(f), false);
+      auto it = accumulators.find(result);
+      if (it == accumulators.end())
+        accumulators[result] = part;
+      else
+        setSource(b->create<nc::TensorTensorOp>(loc, it->second, it->second, part, b->getStringAttr(alu)), op);
+      return success();
+    }
     Value out = alloc(p, 1, elem);
     // A row-kind input holds one value standing for `cols` equal ones.
     double repeat = il.kind == Kind::Row ? double(space.cols) : 1.0;
@@ -402,6 +424,48 @@ LogicalResult KernelLowering::lowerOp(Operation* op, int64_t p, int64_t f) {
       });
 }
 
+// After the last chunk: scale a mean and round into the result's tile.
+void KernelLowering::finalizeReduction(Operation* op, int64_t p) {
+  Value result = op->getResult(0);
+  Value acc = accumulators.lookup(result);
+  bool isMean = llvm::isa<aten::MeanDimOp>(op);
+  Type elem = yielded.contains(result)
+                  ? llvm::cast<RankedTensorType>(result.getType()).getElementType()
+                  : b->getF32Type();
+  if (!isMean && elem.isF32()) {
+    tiles[result] = acc;
+    return;
+  }
+  Value out = alloc(p, 1, elem);
+  auto inst = b->create<nc::TensorScalarOp>(loc, out, acc, Value(), b->getStringAttr("mul"),
+                                            b->getF64FloatAttr(isMean ? 1.0 / double(space.cols) : 1.0),
+                                            b->getBoolAttr(false));
+  setSource(inst, op);
+  tiles[result] = out;
+}
+
+LogicalResult KernelLowering::storeOutput(Value v, Value hbm, int64_t p, int64_t f) {
+  Layout& l = layouts[v];
+  if (l.kind == Kind::Imm)
+    return kernel.emitError("a kernel result that is a compile-time constant is not supported yet");
+  auto t = llvm::cast<RankedTensorType>(v.getType());
+  Layout store;
+  store.kind = l.kind;
+  if (l.kind == Kind::Row) {
+    // Per-row results are stored densely: element r of a rows-long tensor.
+    if (t.getNumElements() != space.rows)
+      return kernel.emitError("per-row result of shape ") << aten::shapeToString(t.getShape())
+             << " does not have one element per row";
+    store.rowStrides = contiguousStrides(space.lead);
+    store.colStrides.assign(space.trail.size(), 0);
+  } else if (failed(layoutOfInput(v, store)) || t.getNumElements() != space.rows * space.cols) {
+    return kernel.emitError("result of shape ") << aten::shapeToString(t.getShape())
+           << " does not cover the iteration space";
+  }
+  emitDma(/*load=*/false, hbm, tiles[v], store, r0, p, c0, f);
+  return success();
+}
+
 LogicalResult KernelLowering::run(int64_t& instructions, int64_t& dmas) {
   if (kernel.isLowered()) return success();
   if (failed(computeSpace())) return failure();
@@ -433,9 +497,26 @@ LogicalResult KernelLowering::run(int64_t& instructions, int64_t& dmas) {
   OpBuilder builder = OpBuilder::atBlockEnd(body);
   b = &builder;
 
-  int64_t chunk = space.reduces ? space.cols : std::min(space.cols, maxFree);
+  // Ops that need a reduction's result (directly or not).
+  llvm::DenseSet<Operation*> afterReduction;
+  SmallVector<Operation*> reductions;
+  for (Operation& op : oldBody.without_terminator()) {
+    if (!reducedDimsOf(&op).empty()) reductions.push_back(&op);
+    for (Value v : op.getOperands())
+      if (Operation* def = v.getDefiningOp();
+          def && (afterReduction.contains(def) || !reducedDimsOf(def).empty()))
+        afterReduction.insert(&op);
+  }
+  chunked = space.reduces && space.trail.size() == 1 && space.cols > maxFree &&
+            space.cols * 4 * 4 > rowBudget;
+  int64_t chunk = space.reduces && !chunked ? space.cols : std::min(space.cols, maxFree);
+  auto fail = [&]() {
+    body->erase();
+    return failure();
+  };
   for (r0 = 0; r0 < space.rows; r0 += nc::kNumPartitions) {
     int64_t p = std::min<int64_t>(nc::kNumPartitions, space.rows - r0);
+    accumulators.clear();
     for (c0 = 0; c0 < space.cols; c0 += chunk) {
       int64_t f = std::min(chunk, space.cols - c0);
       tiles.clear();
@@ -445,37 +526,33 @@ LogicalResult KernelLowering::run(int64_t& instructions, int64_t& dmas) {
       for (BlockArgument arg : oldBody.getArguments())
         if (!arg.use_empty()) tileOf(arg);
       for (Operation& op : oldBody.without_terminator()) {
-        if (llvm::isa<arith::ConstantOp>(op)) continue;
-        if (failed(lowerOp(&op, p, f))) {
-          body->erase();
-          return failure();
-        }
+        if (llvm::isa<arith::ConstantOp>(op) || (chunked && afterReduction.contains(&op))) continue;
+        if (failed(lowerOp(&op, p, f))) return fail();
       }
       for (auto [v, hbm] : llvm::zip(yield.getValues(), outHbm)) {
-        Layout& l = layouts[v];
-        if (l.kind == Kind::Imm) {
-          body->erase();
-          return kernel.emitError("a kernel result that is a compile-time constant is not supported yet");
-        }
-        auto t = llvm::cast<RankedTensorType>(v.getType());
-        Layout store;
-        store.kind = l.kind;
-        if (l.kind == Kind::Row) {
-          // Per-row results are stored densely: element r of a rows-long tensor.
-          if (t.getNumElements() != space.rows) {
-            body->erase();
-            return kernel.emitError("per-row result of shape ") << aten::shapeToString(t.getShape())
-                   << " does not have one element per row";
-          }
-          store.rowStrides = contiguousStrides(space.lead);
-          store.colStrides.assign(space.trail.size(), 0);
-        } else if (failed(layoutOfInput(v, store)) || t.getNumElements() != space.rows * space.cols) {
-          body->erase();
-          return kernel.emitError("result of shape ") << aten::shapeToString(t.getShape())
-                 << " does not cover the iteration space";
-        }
-        emitDma(/*load=*/false, hbm, tiles[v], store, r0, p, c0, f);
+        Operation* def = v.getDefiningOp();
+        bool perChunk = !chunked || (def && !afterReduction.contains(def) && reducedDimsOf(def).empty() &&
+                                     layouts[v].kind == Kind::Full);
+        if (perChunk && failed(storeOutput(v, hbm, p, f))) return fail();
       }
+    }
+    if (!chunked) continue;
+    c0 = 0;
+    for (Operation* op : reductions) finalizeReduction(op, p);
+    for (Operation& op : oldBody.without_terminator()) {
+      if (!afterReduction.contains(&op) || llvm::isa<arith::ConstantOp>(op)) continue;
+      if (failed(lowerOp(&op, p, 1))) return fail();
+      if (layouts[op.getResult(0)].kind == Kind::Full) {
+        op.emitError("a row of ") << space.cols << " elements is too long for SBUF, and this op needs "
+                                  << "the reduced value at every element; it cannot be chunked";
+        return fail();
+      }
+    }
+    for (auto [v, hbm] : llvm::zip(yield.getValues(), outHbm)) {
+      Operation* def = v.getDefiningOp();
+      bool perChunk = def && !afterReduction.contains(def) && reducedDimsOf(def).empty() &&
+                      layouts[v].kind == Kind::Full;
+      if (!perChunk && failed(storeOutput(v, hbm, p, 1))) return fail();
     }
   }
   builder.create<nc::YieldOp>(loc);
@@ -528,7 +605,7 @@ struct LowerToIsaPass : impl::LowerToIsaBase<LowerToIsaPass> {
     SmallVector<nc::KernelOp> kernels;
     getOperation().walk([&](nc::KernelOp k) { kernels.push_back(k); });
     for (nc::KernelOp k : kernels) {
-      KernelLowering lowering(k, maxFreeElements);
+      KernelLowering lowering(k, maxFreeElements, rowBudgetBytes);
       int64_t inst = 0, dmas = 0;
       if (failed(lowering.run(inst, dmas))) return signalPassFailure();
       inst -= fuseSquareSum(k.getBody().front());

@@ -57,7 +57,10 @@ def LowerToIsa : Pass<"ncc-lower-to-isa", "mlir::func::FuncOp"> {
   let dependentDialects = ["::mlir::memref::MemRefDialect"];
   let options = [
     Option<"maxFreeElements", "max-free-elements", "int64_t", /*default=*/"4096",
-           "Longest row chunk of an elementwise-only kernel">
+           "Longest row chunk of an elementwise-only kernel">,
+    Option<"rowBudgetBytes", "row-budget-bytes", "int64_t", /*default=*/"98304",
+           "Per-partition SBUF bytes a whole reduced row may use (4 live f32 copies); "
+           "longer rows are reduced chunk by chunk">
   ];
   let statistics = [
     Statistic<"numInstructions", "instructions", "ISA instructions emitted">,

@@ -2,7 +2,7 @@
 // RUN: neuron-opt %examples/rmsnorm/naive.mlir --ncc-form-kernels=fuse=true | FileCheck %s --check-prefix=O2
 // RUN: neuron-opt %examples/rmsnorm/fused_op.mlir --ncc-decompose-composites --ncc-form-kernels=fuse=false | FileCheck %s --check-prefix=COMPOSITE
 // RUN: neuron-opt %s --ncc-form-kernels="fuse=true report=true" 2>&1 | FileCheck %s --check-prefix=REPORT
-// RUN: neuron-opt %s --ncc-form-kernels="fuse=true sbuf-budget-bytes=4096" 2>&1 | FileCheck %s --check-prefix=BUDGET
+// RUN: neuron-opt %s --ncc-form-kernels="fuse=true report=true sbuf-budget-bytes=4096" 2>&1 | FileCheck %s --check-prefix=BUDGET
 
 // -O0: one kernel per source op; the three multiplies stay apart.
 // O0: nc.kernel "k0_mul"(%arg0) {source_ops = ["aten.mul.Tensor"]}
@@ -41,11 +41,26 @@ func.func @diamond(%x: tensor<4x512xf32>) -> tensor<4x512xf32> {
   return %c : tensor<4x512xf32>
 }
 
+// A reduction over long rows still fuses with its elementwise producer: the
+// row is reduced chunk by chunk, so the budget does not apply.
+// Remarks come first, before the IR.
+// BUDGET: remark: not fused into kernel of 'aten.amax': a reduced row of 4096 elements exceeds the SBUF budget of 4096 bytes per partition
 // BUDGET-LABEL: func.func @wide_rows
-// BUDGET: nc.kernel "k0_exp"
-// BUDGET: nc.kernel "k1_sum"
+// BUDGET: nc.kernel "k0_fused_exp_sum"
+// BUDGET-NOT: nc.kernel
 func.func @wide_rows(%x: tensor<4x4096xf32>) -> tensor<4x1xf32> {
   %a = aten.exp %x : tensor<4x4096xf32> -> tensor<4x4096xf32>
   %b = aten.sum.dim_IntList %a {dim = array<i64: -1>, keepdim = true} : tensor<4x4096xf32> -> tensor<4x1xf32>
   return %b : tensor<4x1xf32>
+}
+
+// Subtracting the row maximum needs the reduced value at every element, so
+// the whole row must sit in SBUF: over budget, it becomes a second kernel.
+// BUDGET-LABEL: func.func @needs_whole_row
+// BUDGET: nc.kernel "k0_amax"
+// BUDGET: nc.kernel "k1_sub"
+func.func @needs_whole_row(%x: tensor<4x4096xf32>) -> tensor<4x4096xf32> {
+  %m = aten.amax %x {dim = array<i64: -1>, keepdim = true} : tensor<4x4096xf32> -> tensor<4x1xf32>
+  %d = aten.sub.Tensor %x, %m : tensor<4x4096xf32>, tensor<4x1xf32> -> tensor<4x4096xf32>
+  return %d : tensor<4x4096xf32>
 }
