@@ -487,27 +487,4 @@ absl::Status VerifyExecutable(const Executable& exe, size_t payload_size) {
   return absl::OkStatus();
 }
 
-absl::StatusOr<std::string> ReadFile(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) return absl::NotFoundError(absl::StrCat("cannot open '", path, "': ", std::strerror(errno)));
-  std::ostringstream ss;
-  ss << in.rdbuf();
-  if (in.bad()) return absl::DataLossError(absl::StrCat("error reading '", path, "'"));
-  return ss.str();
-}
-
-absl::Status WriteFileAtomic(const std::string& path, std::string_view bytes) {
-  std::string tmp = absl::StrCat(path, ".tmp.", ::getpid());
-  FILE* f = std::fopen(tmp.c_str(), "wb");
-  if (!f) return absl::PermissionDeniedError(absl::StrCat("cannot create '", tmp, "': ", std::strerror(errno)));
-  bool ok = std::fwrite(bytes.data(), 1, bytes.size(), f) == bytes.size();
-  ok = (std::fflush(f) == 0) && ok;
-  ok = (std::fclose(f) == 0) && ok;
-  if (!ok || std::rename(tmp.c_str(), path.c_str()) != 0) {
-    std::remove(tmp.c_str());
-    return absl::UnavailableError(absl::StrCat("cannot write '", path, "': ", std::strerror(errno)));
-  }
-  return absl::OkStatus();
-}
-
 }  // namespace neuroncc::neff

@@ -9,6 +9,7 @@
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
+#include "file_util.h"
 #include "neff.pb.h"
 #include "sha256.h"
 
@@ -74,8 +75,7 @@ uint64_t ProfileHash(const Header& header);
 size_t DTypeSize(DType dtype);
 const char* DTypeName(DType dtype);
 
-absl::StatusOr<std::string> ReadFile(const std::string& path);
-// Writes to `path.tmp.<pid>` then renames, so readers never see a partial file.
-absl::Status WriteFileAtomic(const std::string& path, std::string_view bytes);
+using files::ReadFile;
+using files::WriteFileAtomic;
 
 }  // namespace neuroncc::neff

@@ -1,5 +1,7 @@
 #include "npy.h"
 
+#include "file_util.h"
+
 #include <unistd.h>
 
 #include <cerrno>
@@ -218,12 +220,9 @@ absl::StatusOr<Array> Parse(std::string_view bytes, std::string_view what_view) 
 }
 
 absl::StatusOr<Array> ReadFile(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) return absl::NotFoundError(absl::StrCat("cannot open '", path, "': ", std::strerror(errno)));
-  std::ostringstream ss;
-  ss << in.rdbuf();
-  if (in.bad()) return absl::DataLossError(absl::StrCat("error reading '", path, "'"));
-  return Parse(ss.str(), path);
+  absl::StatusOr<std::string> bytes = files::ReadFile(path);
+  if (!bytes.ok()) return bytes.status();
+  return Parse(*bytes, path);
 }
 
 std::string Serialize(const Array& array) {
@@ -255,18 +254,7 @@ std::string Serialize(const Array& array) {
 }
 
 absl::Status WriteFileAtomic(const std::string& path, const Array& array) {
-  std::string bytes = Serialize(array);
-  std::string tmp = absl::StrCat(path, ".tmp.", ::getpid());
-  FILE* f = std::fopen(tmp.c_str(), "wb");
-  if (!f) return absl::PermissionDeniedError(absl::StrCat("cannot create '", tmp, "': ", std::strerror(errno)));
-  bool ok = std::fwrite(bytes.data(), 1, bytes.size(), f) == bytes.size();
-  ok = (std::fflush(f) == 0) && ok;
-  ok = (std::fclose(f) == 0) && ok;
-  if (!ok || std::rename(tmp.c_str(), path.c_str()) != 0) {
-    std::remove(tmp.c_str());
-    return absl::UnavailableError(absl::StrCat("cannot write '", path, "': ", std::strerror(errno)));
-  }
-  return absl::OkStatus();
+  return files::WriteFileAtomic(path, Serialize(array));
 }
 
 }  // namespace neuroncc::npy

@@ -22,6 +22,7 @@
 #include "absl/strings/str_join.h"
 #include "device_model.h"
 #include "executor.h"
+#include "file_util.h"
 #include "neff_format.h"
 #include "nrt/nrt.h"
 #include "nrt/nrt_experimental.h"
@@ -188,35 +189,13 @@ InspectModel& InspectEntry(Inspect& in, const nrt_model* m) {
   return in.models.back();
 }
 
-bool MakeDirs(const std::string& path, std::string* error) {
-  std::string cur;
-  for (size_t i = 0; i <= path.size(); ++i) {
-    if (i == path.size() || path[i] == '/') {
-      if (!cur.empty() && cur != "." && cur != "..") {
-        struct stat st;
-        if (::stat(cur.c_str(), &st) != 0) {
-          if (::mkdir(cur.c_str(), 0777) != 0 && errno != EEXIST) {
-            *error = absl::StrCat("cannot create directory '", cur, "': ", std::strerror(errno));
-            return false;
-          }
-        } else if (!S_ISDIR(st.st_mode)) {
-          *error = absl::StrCat("'", cur, "' exists and is not a directory");
-          return false;
-        }
-      }
-    }
-    if (i < path.size()) cur.push_back(path[i]);
-  }
-  return true;
-}
-
 NRT_STATUS BeginInspect(const std::string& dir) {
   if (R().inspect)
     return Fail(NRT_INVALID, absl::StrCat("nrt_inspect_begin: a session writing to '",
                                           R().inspect->dir, "' is already running"));
   if (dir.empty()) return Fail(NRT_INVALID, "nrt_inspect_begin: empty output directory");
-  std::string error;
-  if (!MakeDirs(dir, &error)) return Fail(NRT_FAILURE, absl::StrCat("nrt_inspect_begin: ", error));
+  if (absl::Status st = neuroncc::files::MakeDirs(dir); !st.ok())
+    return Fail(NRT_FAILURE, absl::StrCat("nrt_inspect_begin: ", st.message()));
   R().inspect = std::make_unique<Inspect>();
   R().inspect->dir = dir;
   return NRT_SUCCESS;

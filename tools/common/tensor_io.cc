@@ -187,24 +187,4 @@ bool LoadInputs(const ModelIo& io, const std::vector<InputSpec>& specs, bool zer
   return true;
 }
 
-bool MakeDirs(const std::string& path, std::string* error) {
-  std::string cur;
-  for (size_t i = 0; i <= path.size(); ++i) {
-    if ((i == path.size() || path[i] == '/') && !cur.empty()) {
-      struct stat st;
-      if (::stat(cur.c_str(), &st) != 0) {
-        if (::mkdir(cur.c_str(), 0777) != 0 && errno != EEXIST) {
-          *error = absl::StrCat("cannot create directory '", cur, "': ", std::strerror(errno));
-          return false;
-        }
-      } else if (!S_ISDIR(st.st_mode)) {
-        *error = absl::StrCat("'", cur, "' exists and is not a directory");
-        return false;
-      }
-    }
-    if (i < path.size()) cur.push_back(path[i]);
-  }
-  return true;
-}
-
 }  // namespace neuroncc::tools

@@ -52,7 +52,6 @@ bool ParseInputSpec(const std::string& arg, InputSpec* spec, std::string* error)
 bool LoadInputs(const ModelIo& io, const std::vector<InputSpec>& specs, bool zero_fill_missing,
                 std::vector<std::string>* bytes, std::vector<std::string>* notes, std::string* error);
 
-// Creates `path` and its parents if missing.
-bool MakeDirs(const std::string& path, std::string* error);
+
 
 }  // namespace neuroncc::tools

@@ -12,10 +12,12 @@
 #include <vector>
 
 #include "absl/strings/str_cat.h"
+#include "file_util.h"
 #include "npy.h"
 #include "nrt/nrt.h"
 #include "nrt/nrt_ext.h"
 #include "nrt/nrt_profile.h"
+#include "file_util.h"
 #include "tensor_io.h"
 
 namespace {
@@ -186,7 +188,8 @@ int Run(const Options& o) {
   if (NRT_STATUS st = nrt_execute(rt.model_, rt.in_, rt.out_); st != NRT_SUCCESS)
     return Fail(NrtError("nrt_execute", st));
 
-  if (!o.output_dir.empty() && !neuroncc::tools::MakeDirs(o.output_dir, &error)) return Fail(error);
+  if (!o.output_dir.empty())
+    if (absl::Status st = neuroncc::files::MakeDirs(o.output_dir); !st.ok()) return Fail(std::string(st.message()));
   std::vector<std::string> lines;
   for (size_t i = 0; i < io.outputs.size(); ++i) {
     const neuroncc::tools::ModelTensor& t = io.outputs[i];
