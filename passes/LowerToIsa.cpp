@@ -156,10 +156,21 @@ LogicalResult KernelLowering::computeSpace() {
   int64_t k = std::min<int64_t>(trailing, int64_t(full.size()));
   space.lead.assign(full.begin(), full.end() - k);
   space.trail.assign(full.end() - k, full.end());
+  // Every instruction is unrolled, so the iteration space must stay sane.
+  int64_t elements = 1;
+  for (int64_t d : full)
+    if (d < 0 || __builtin_mul_overflow(elements, d, &elements) || elements > (int64_t(1) << 40))
+      return kernel.emitError("kernel iteration space ") << aten::shapeToString(full)
+             << " is too large (more than 2^40 elements)";
   space.rows = product(space.lead);
   space.cols = product(space.trail);
   if (space.rows == 0 || space.cols == 0)
     return kernel.emitError("kernels over empty tensors are not supported");
+  int64_t iterations = (space.rows + nc::kNumPartitions - 1) / nc::kNumPartitions *
+                       ((space.cols + maxFree - 1) / maxFree);
+  if (iterations > (int64_t(1) << 20))
+    return kernel.emitError("kernel needs ") << iterations
+           << " row-tile iterations; programs are unrolled and at most 2^20 are supported";
   return success();
 }
 
@@ -585,8 +596,8 @@ int64_t fuseSquareSum(Block& body) {
     if (square && onlyThese) matches.push_back({square, reduce});
   }
   for (auto [square, reduce] : matches) {
-    if (Operation* alloc = reduce.getOut().getDefiningOp(); alloc && alloc->isBeforeInBlock(square) == false)
-      alloc->moveBefore(square);
+    // The accumulator's allocation may come after the square; hoist it.
+    if (Operation* alloc = reduce.getOut().getDefiningOp()) alloc->moveBefore(square);
     OpBuilder b(square);
     auto act = b.create<nc::ActivationOp>(square.getLoc(), square.getOut(), square.getIn0(), Value(),
                                           reduce.getOut(), b.getStringAttr("square"),

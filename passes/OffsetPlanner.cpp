@@ -26,17 +26,58 @@ bool timeOverlap(const PlannedBuffer& a, const PlannedBuffer& b) {
   return a.start < b.end && b.start < a.end;
 }
 
+// Placed buffers indexed by time: bucket b holds every placed buffer live
+// at some step in [b * width, (b + 1) * width). A query looks only at the
+// buckets its lifetime spans, so placement costs about the number of buffers
+// live at the same time instead of the number placed so far.
+class TimeIndex {
+ public:
+  TimeIndex(const std::vector<PlannedBuffer>& bufs) {
+    int64_t lo = INT64_MAX, hi = INT64_MIN, total = 0;
+    for (const PlannedBuffer& b : bufs) {
+      lo = std::min(lo, b.start);
+      hi = std::max(hi, b.end);
+      total += b.end - b.start;
+    }
+    origin = lo;
+    width = std::max<int64_t>(1, total / std::max<int64_t>(1, int64_t(bufs.size())));
+    buckets.resize(size_t((hi - lo) / width + 1));
+  }
+  void add(size_t i, const PlannedBuffer& b) {
+    for (int64_t k = first(b); k <= last(b); ++k) buckets[size_t(k)].push_back(i);
+  }
+  template <typename Fn>
+  void forEachNear(const PlannedBuffer& b, Fn fn) {
+    ++epoch;
+    for (int64_t k = first(b); k <= last(b); ++k)
+      for (size_t j : buckets[size_t(k)]) {
+        if (seen.size() <= j) seen.resize(j + 1, 0);
+        if (seen[j] == epoch) continue;
+        seen[j] = epoch;
+        fn(j);
+      }
+  }
+
+ private:
+  int64_t first(const PlannedBuffer& b) const { return (b.start - origin) / width; }
+  int64_t last(const PlannedBuffer& b) const { return (std::max(b.end - 1, b.start) - origin) / width; }
+  int64_t origin = 0, width = 1;
+  std::vector<std::vector<size_t>> buckets;
+  std::vector<uint32_t> seen;
+  uint32_t epoch = 0;
+};
+
 int64_t placeInOrder(std::vector<PlannedBuffer>& bufs, const std::vector<size_t>& order,
                      int64_t alignment) {
-  std::vector<size_t> placed;
-  placed.reserve(bufs.size());
+  TimeIndex index(bufs);
   std::vector<std::pair<int64_t, int64_t>> busy;  // [offset, offset + size)
   int64_t peak = 0;
   for (size_t i : order) {
     PlannedBuffer& b = bufs[i];
     busy.clear();
-    for (size_t j : placed)
+    index.forEachNear(b, [&](size_t j) {
       if (timeOverlap(b, bufs[j])) busy.emplace_back(bufs[j].offset, bufs[j].offset + bufs[j].size);
+    });
     std::sort(busy.begin(), busy.end());
     int64_t candidate = 0;
     for (auto [lo, hi] : busy) {
@@ -45,7 +86,7 @@ int64_t placeInOrder(std::vector<PlannedBuffer>& bufs, const std::vector<size_t>
     }
     b.offset = candidate;
     peak = std::max(peak, candidate + b.size);
-    placed.push_back(i);
+    index.add(i, b);
   }
   return peak;
 }

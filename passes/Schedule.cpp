@@ -22,6 +22,8 @@
 #include "passes/Passes.h"
 #include "mlir/IR/Builders.h"
 
+#include <map>
+
 namespace neuroncc {
 #define GEN_PASS_DEF_SCHEDULE
 #include "passes/Passes.h.inc"
@@ -84,15 +86,64 @@ Access accessOf(Operation* op) {
   return a;
 }
 
-bool conflicts(const Access& earlier, const Access& later) {
-  for (const Region& w : earlier.writes) {
-    for (const Region& r : later.reads) if (w.overlaps(r)) return true;
-    for (const Region& r : later.writes) if (w.overlaps(r)) return true;
+// Earlier accesses that later instructions may conflict with, per memory
+// (SBUF, or one HBM tensor), ordered by start address. An access fully
+// covered by a later write is retired: anything that conflicts with it also
+// conflicts with that write, which is ordered after it. Tiles reuse the same
+// bytes, so the SBUF lists stay short and finding dependencies is close to
+// linear in the program length rather than quadratic.
+class AccessTracker {
+ public:
+  // Instructions `access` must wait for.
+  void dependencies(const Access& access, SmallVectorImpl<size_t>& deps) {
+    for (const Region& r : access.reads) scan(memory(r).writes, r, deps, false);
+    for (const Region& w : access.writes) {
+      scan(memory(w).writes, w, deps, true);
+      scan(memory(w).reads, w, deps, true);
+    }
   }
-  for (const Region& r : earlier.reads)
-    for (const Region& w : later.writes) if (r.overlaps(w)) return true;
-  return false;
-}
+
+  void record(const Access& access, size_t inst) {
+    for (const Region& r : access.reads) insert(memory(r).reads, r, inst);
+    for (const Region& w : access.writes) insert(memory(w).writes, w, inst);
+  }
+
+ private:
+  using List = std::multimap<int64_t, std::pair<Region, size_t>>;
+  struct Memory {
+    List reads, writes;
+    int64_t maxLength = 0;
+  };
+
+  Memory& memory(const Region& r) {
+    Memory& m = memories[r.hbm.getAsOpaquePointer()];
+    m.maxLength = std::max(m.maxLength, r.hi - r.lo);
+    return m;
+  }
+
+  static bool covers(const Region& outer, const Region& inner) {
+    return outer.hbm == inner.hbm && outer.lo <= inner.lo && inner.hi <= outer.hi &&
+           (outer.hbm || (outer.p0 <= inner.p0 && inner.p1 <= outer.p1));
+  }
+
+  // Appends the instructions in `list` overlapping `r`; with `retire`, drops
+  // the entries `r` (a write) fully covers.
+  void scan(List& list, const Region& r, SmallVectorImpl<size_t>& deps, bool retire) {
+    int64_t reach = memories[r.hbm.getAsOpaquePointer()].maxLength;
+    auto it = list.lower_bound(r.hi);
+    while (it != list.begin()) {
+      --it;
+      if (it->first + reach <= r.lo) break;
+      if (!it->second.first.overlaps(r)) continue;
+      deps.push_back(it->second.second);
+      if (retire && covers(r, it->second.first)) it = list.erase(it);
+    }
+  }
+
+  static void insert(List& list, const Region& r, size_t inst) { list.insert({r.lo, {r, inst}}); }
+
+  llvm::DenseMap<void*, Memory> memories;
+};
 
 // A tensor_scalar the scalar engine can run as identity(in * scale + bias).
 bool scalarEngineCanRun(nc::TensorScalarOp op) {
@@ -133,9 +184,7 @@ struct SchedulePass : impl::ScheduleBase<SchedulePass> {
     SmallVector<Operation*> insts;
     for (Operation& op : kernel.getBody().front())
       if (isIsaInstruction(&op)) insts.push_back(&op);
-    std::vector<Access> access;
-    access.reserve(insts.size());
-    for (Operation* op : insts) access.push_back(accessOf(op));
+    AccessTracker tracker;
 
     auto noTensor = [](Value) { return 0u; };
     std::vector<uint64_t> queueFree(neff::kMaxQueues, 0);
@@ -150,11 +199,10 @@ struct SchedulePass : impl::ScheduleBase<SchedulePass> {
     for (size_t i = 0; i < insts.size(); ++i) {
       uint64_t ready = 0;
       SmallVector<size_t> deps;
-      for (size_t j = 0; j < i; ++j)
-        if (conflicts(access[j], access[i])) {
-          deps.push_back(j);
-          ready = std::max(ready, finish[j]);
-        }
+      Access access = accessOf(insts[i]);
+      tracker.dependencies(access, deps);
+      tracker.record(access, i);
+      for (size_t j : deps) ready = std::max(ready, finish[j]);
 
       Operation* op = insts[i];
       neff::Instruction proto = toProtoInstruction(op, noTensor);

@@ -14,3 +14,19 @@ func.func @const_only() -> tensor<4xf32> {
   %r = aten.exp %a : tensor<4xf32> -> tensor<4xf32>
   return %r : tensor<4xf32>
 }
+
+// -----
+
+func.func @too_large(%x: tensor<1099511627776x4xf32>) -> tensor<1099511627776x4xf32> {
+  // expected-error @+1 {{kernel iteration space [1099511627776, 4] is too large (more than 2^40 elements)}}
+  %r = aten.exp %x : tensor<1099511627776x4xf32> -> tensor<1099511627776x4xf32>
+  return %r : tensor<1099511627776x4xf32>
+}
+
+// -----
+
+func.func @too_many_tiles(%x: tensor<268435456x4xf32>) -> tensor<268435456x4xf32> {
+  // expected-error @+1 {{kernel needs 2097152 row-tile iterations; programs are unrolled and at most 2^20 are supported}}
+  %r = aten.exp %x : tensor<268435456x4xf32> -> tensor<268435456x4xf32>
+  return %r : tensor<268435456x4xf32>
+}
