@@ -3,7 +3,6 @@
 //   neuron-cc compile <model> --framework ATEN --target trn1 -O2 --output file.neff
 //   neuron-cc list-operators --framework ATEN
 #include <cstdio>
-#include <fstream>
 #include <string>
 
 #include "compiler/Compiler.h"
@@ -55,8 +54,13 @@ const char* const kOperators[] = {
     "aten::sub.Tensor", "aten::sum.dim_IntList",
 };
 
+// Everything the compiler reports, for --logfile (written on success and failure).
+std::string logText;
+
 int fail(const char* code, const std::string& msg) {
-  llvm::errs() << "error " << code << ": " << msg << "\n";
+  std::string line = std::string("error ") + code + ": " + msg + "\n";
+  llvm::errs() << line;
+  logText += line + "Compiler status FAIL\n";
   llvm::outs() << "Compiler status FAIL\n";
   return 1;
 }
@@ -74,8 +78,7 @@ int compile() {
   mlir::MLIRContext context(registry);
   context.loadAllAvailableDialects();
 
-  std::string log;
-  llvm::raw_string_ostream logStream(log);
+  llvm::raw_string_ostream logStream(logText);
   mlir::ScopedDiagnosticHandler handler(&context, [&](mlir::Diagnostic& diag) {
     std::string text;
     llvm::raw_string_ostream os(text);
@@ -113,12 +116,9 @@ int compile() {
   if (!neff.ok()) return fail(kErrEmit, std::string(neff.status().message()));
   if (absl::Status st = neuroncc::neff::WriteFileAtomic(outputPath, *neff); !st.ok())
     return fail(kErrWrite, std::string(st.message()));
-  if (verbose == "info" || verbose == "debug")
-    llvm::outs() << "wrote " << outputPath << " (" << neff->size() << " bytes)\n";
-  if (!logFile.empty()) {
-    std::ofstream lf(logFile);
-    lf << log;
-  }
+  std::string summary = "wrote " + outputPath + " (" + std::to_string(neff->size()) + " bytes)\n";
+  if (verbose == "info" || verbose == "debug") llvm::outs() << summary;
+  logText += summary + "Compiler status PASS\n";
   llvm::outs() << "Compiler status PASS\n";
   return 0;
 }
@@ -147,5 +147,11 @@ int main(int argc, char** argv) {
     for (const char* op : kOperators) llvm::outs() << op << "\n";
     return 0;
   }
-  return compile();
+  int rc = compile();
+  if (!logFile.empty())
+    if (absl::Status st = neuroncc::neff::WriteFileAtomic(logFile, logText); !st.ok()) {
+      llvm::errs() << "error " << kErrWrite << ": " << std::string(st.message()) << "\n";
+      return 1;
+    }
+  return rc;
 }
