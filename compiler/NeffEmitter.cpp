@@ -4,6 +4,7 @@
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "neff_format.h"
+#include "race_check.h"
 #include "passes/IsaProto.h"
 #include "passes/Passes.h"
 
@@ -117,6 +118,13 @@ absl::StatusOr<std::string> emitNeff(ModuleOp module, const EmitOptions& options
     for (Operation& inst : body)
       if (isIsaInstruction(&inst))
         *k->add_instructions() = toProtoInstruction(&inst, [&](Value v) { return argTensor.lookup(v); });
+    // Self-check: the schedule must order every pair of SBUF accesses that
+    // conflict; the runtime refuses a NEFF that does not.
+    std::vector<neff::SbufRace> races = neff::FindSbufRaces(*k, 1);
+    if (!races.empty())
+      return absl::InternalError(absl::StrCat("internal error: kernel '", k->name(),
+                                              "' has an unordered SBUF access: ",
+                                              races.front().description));
   }
   return neff::SerializeNeff(std::move(exe), segments, options.name, kCompilerVersion);
 }
