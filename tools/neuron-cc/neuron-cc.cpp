@@ -117,6 +117,24 @@ int compile() {
   if (absl::Status st = neuroncc::neff::WriteFileAtomic(outputPath, *neff); !st.ok())
     return fail(kErrWrite, std::string(st.message()));
   std::string summary = "wrote " + outputPath + " (" + std::to_string(neff->size()) + " bytes)\n";
+  if (absl::StatusOr<neuroncc::neff::Neff> parsed = neuroncc::neff::ParseNeff(*neff); parsed.ok()) {
+    // Pass statistics are compiled out of Debian's LLVM, so summarize here.
+    const auto& exe = parsed->executable;
+    size_t instructions = 0;
+    uint64_t sbuf = 0;
+    for (const auto& k : exe.kernels()) {
+      instructions += size_t(k.instructions_size());
+      sbuf = std::max<uint64_t>(sbuf, k.sbuf_bytes_per_partition());
+    }
+    summary += "kernels: " + std::to_string(exe.kernels_size()) + ", instructions: " +
+               std::to_string(instructions) + ", HBM arena: " + std::to_string(exe.arena_bytes()) +
+               " bytes, peak SBUF: " + std::to_string(sbuf) + " bytes per partition\n";
+    for (const auto& k : exe.kernels()) {
+      summary += "  " + k.name() + ": " + std::to_string(k.instructions_size()) + " instructions, from";
+      for (const std::string& op : k.source_ops()) summary += " " + op;
+      summary += "\n";
+    }
+  }
   if (verbose == "info" || verbose == "debug") llvm::outs() << summary;
   logText += summary + "Compiler status PASS\n";
   llvm::outs() << "Compiler status PASS\n";
