@@ -159,3 +159,43 @@ func.func @accum_partitions() {
   nc.activation %a, %a accum %s : memref<8x1xf32, 1> {func = "square"} : memref<4x4xf32, 1>, memref<4x4xf32, 1>
   return
 }
+
+// -----
+
+func.func @lowered_yields(%x: tensor<4xf32>) -> tensor<4xf32> {
+  // expected-error @+1 {{lowered body must yield nothing}}
+  %r = nc.kernel "k"(%x) {source_ops = []} : (tensor<4xf32>) -> tensor<4xf32> {
+  ^bb0(%a: memref<4xf32>, %b: memref<4xf32>):
+    nc.yield %a : memref<4xf32>
+  }
+  return %r : tensor<4xf32>
+}
+
+// -----
+
+func.func @dma_from_sbuf() {
+  %a = nc.alloc_tile : memref<4x4xf32, 1>
+  // expected-error @+1 {{HBM operand must be a plain memref}}
+  "nc.dma_load"(%a, %a) {part_start = 0 : i64, offset = 0 : i64, ap = array<i64: 4, 4, 1, 4>} : (memref<4x4xf32, 1>, memref<4x4xf32, 1>) -> ()
+  return
+}
+
+// -----
+
+func.func @reduce_alu() {
+  %a = nc.alloc_tile : memref<4x4xf32, 1>
+  %o = nc.alloc_tile : memref<4x1xf32, 1>
+  // expected-error @+1 {{alu 'mul' is not one of add, max, min}}
+  nc.tensor_reduce %o, %a {alu = "mul"} : memref<4x1xf32, 1>, memref<4x4xf32, 1>
+  return
+}
+
+// -----
+
+func.func @scale_partitions() {
+  %a = nc.alloc_tile : memref<4x4xf32, 1>
+  %s = nc.alloc_tile : memref<3x1xf32, 1>
+  // expected-error @+1 {{scale_tile must span the output's 4 partitions}}
+  nc.activation %a, %a scale %s : memref<3x1xf32, 1> {func = "exp"} : memref<4x4xf32, 1>, memref<4x4xf32, 1>
+  return
+}
