@@ -1,5 +1,7 @@
 #include "compiler/Compiler.h"
 
+#include "compiler/GraphImporter.h"
+
 #include "llvm/Support/SourceMgr.h"
 #include "mlir/IR/MLIRContext.h"
 #include "mlir/Parser/Parser.h"
@@ -10,21 +12,22 @@ using namespace mlir;
 
 namespace neuroncc {
 
-OwningOpRef<ModuleOp> importGraph(const std::string& path, MLIRContext& context) {
+OwningOpRef<ModuleOp> importGraph(const std::string& path, MLIRContext& context, bool* unsupportedOps) {
   llvm::StringRef ext = llvm::StringRef(path).rsplit('.').second;
-  if (ext != "mlir") {
+  if (ext != "mlir" && ext != "pb" && ext != "pbtxt") {
     emitError(UnknownLoc::get(&context))
         << "unsupported graph file extension '." << ext << "' for '" << path
-        << "' (supported: .mlir)";
+        << "' (supported: .mlir, .pb, .pbtxt)";
     return nullptr;
   }
-  llvm::SourceMgr sourceMgr;
-  std::string err;
-  auto buffer = llvm::MemoryBuffer::getFileOrSTDIN(path);
+  auto buffer = llvm::MemoryBuffer::getFileOrSTDIN(path, /*IsText=*/false);
   if (!buffer) {
     emitError(UnknownLoc::get(&context)) << "cannot read '" << path << "': " << buffer.getError().message();
     return nullptr;
   }
+  if (ext != "mlir")
+    return importAtenGraph((*buffer)->getBuffer().str(), ext == "pbtxt", path, context, unsupportedOps);
+  llvm::SourceMgr sourceMgr;
   sourceMgr.AddNewSourceBuffer(std::move(*buffer), llvm::SMLoc());
   return parseSourceFile<ModuleOp>(sourceMgr, &context);
 }

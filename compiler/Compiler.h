@@ -9,9 +9,12 @@
 
 namespace neuroncc {
 
-// Reads a graph file; the format follows the extension (.mlir for now).
-// Diagnostics go to the context's handler; null on failure.
-mlir::OwningOpRef<mlir::ModuleOp> importGraph(const std::string& path, mlir::MLIRContext& context);
+// Reads a graph file; the format follows the extension: .mlir (the aten
+// dialect), .pb (binary ATen graph protobuf), .pbtxt (its text format).
+// Diagnostics go to the context's handler; null on failure, with
+// `*unsupportedOps` set when the graph uses operators we lack.
+mlir::OwningOpRef<mlir::ModuleOp> importGraph(const std::string& path, mlir::MLIRContext& context,
+                                              bool* unsupportedOps = nullptr);
 
 // Runs the whole pipeline, honouring MLIR's pass-manager command-line flags
 // (--mlir-print-ir-after-all, --mlir-timing, ...) when they were registered.

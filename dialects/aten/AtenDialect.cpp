@@ -19,15 +19,20 @@ namespace {
 
 RankedTensorType asRanked(Type t) { return llvm::dyn_cast_or_null<RankedTensorType>(t); }
 
+enum class BinaryResult { Promoted, TrueDivide, Bool };
+
 LogicalResult inferBinary(std::optional<Location> loc, Value self, Value other,
-                          SmallVectorImpl<Type>& results) {
+                          SmallVectorImpl<Type>& results, BinaryResult kind = BinaryResult::Promoted) {
   auto a = asRanked(self.getType()), b = asRanked(other.getType());
   if (!a || !b) return emitOptionalError(loc, "operands must be ranked tensors");
   auto shape = broadcastShapes(a.getShape(), b.getShape());
   if (!shape)
     return emitOptionalError(loc, "operands are not broadcast-compatible: ",
                              shapeToString(a.getShape()), " vs ", shapeToString(b.getShape()));
-  results.push_back(RankedTensorType::get(*shape, promoteTypes(a, b)));
+  Type elem = promoteTypes(a, b);
+  if (kind == BinaryResult::TrueDivide && !isFloatType(elem)) elem = Float32Type::get(a.getContext());
+  if (kind == BinaryResult::Bool) elem = IntegerType::get(a.getContext(), 1);
+  results.push_back(RankedTensorType::get(*shape, elem));
   return success();
 }
 
@@ -87,9 +92,59 @@ LogicalResult inferReduction(std::optional<Location> loc, Value self, ArrayRef<i
     return inferBinary(loc, adaptor.getSelf(), adaptor.getOther(), results); \
   }
 NEURON_BINARY_INFER(MulTensorOp)
-NEURON_BINARY_INFER(DivTensorOp)
 NEURON_BINARY_INFER(AddTensorOp)
 NEURON_BINARY_INFER(SubTensorOp)
+
+NEURON_INFER_SIGNATURE(DivTensorOp) {
+  DivTensorOp::Adaptor adaptor(operands, attributes, properties, regions);
+  return inferBinary(loc, adaptor.getSelf(), adaptor.getOther(), results, BinaryResult::TrueDivide);
+}
+
+#define NEURON_COMPARE_INFER(NAME)                                                       \
+  NEURON_INFER_SIGNATURE(NAME##TensorOp) {                                               \
+    NAME##TensorOp::Adaptor adaptor(operands, attributes, properties, regions);          \
+    return inferBinary(loc, adaptor.getSelf(), adaptor.getOther(), results, BinaryResult::Bool); \
+  }                                                                                      \
+  NEURON_INFER_SIGNATURE(NAME##ScalarOp) {                                               \
+    NAME##ScalarOp::Adaptor adaptor(operands, attributes, properties, regions);          \
+    auto a = asRanked(adaptor.getSelf().getType());                                      \
+    if (!a) return emitOptionalError(loc, "operand must be a ranked tensor");            \
+    results.push_back(RankedTensorType::get(a.getShape(), IntegerType::get(a.getContext(), 1))); \
+    return success();                                                                    \
+  }
+NEURON_COMPARE_INFER(Eq)
+NEURON_COMPARE_INFER(Ne)
+NEURON_COMPARE_INFER(Lt)
+NEURON_COMPARE_INFER(Le)
+NEURON_COMPARE_INFER(Gt)
+NEURON_COMPARE_INFER(Ge)
+
+NEURON_INFER_SIGNATURE(WhereSelfOp) {
+  WhereSelfOp::Adaptor adaptor(operands, attributes, properties, regions);
+  auto c = asRanked(adaptor.getCondition().getType());
+  SmallVector<Type> value;
+  if (!c || failed(inferBinary(loc, adaptor.getSelf(), adaptor.getOther(), value)))
+    return failure();
+  auto v = llvm::cast<RankedTensorType>(value.front());
+  auto shape = broadcastShapes(c.getShape(), v.getShape());
+  if (!shape)
+    return emitOptionalError(loc, "condition of shape ", shapeToString(c.getShape()),
+                             " does not broadcast with the values' shape ", shapeToString(v.getShape()));
+  results.push_back(RankedTensorType::get(*shape, v.getElementType()));
+  return success();
+}
+
+NEURON_INFER_SIGNATURE(MaskedFillScalarOp) {
+  MaskedFillScalarOp::Adaptor adaptor(operands, attributes, properties, regions);
+  auto a = asRanked(adaptor.getSelf().getType()), m = asRanked(adaptor.getMask().getType());
+  if (!a || !m) return emitOptionalError(loc, "operands must be ranked tensors");
+  auto shape = broadcastShapes(a.getShape(), m.getShape());
+  if (!shape || ArrayRef<int64_t>(*shape) != a.getShape())
+    return emitOptionalError(loc, "mask of shape ", shapeToString(m.getShape()),
+                             " does not broadcast to self's shape ", shapeToString(a.getShape()));
+  results.push_back(a);
+  return success();
+}
 
 #define NEURON_SAME_INFER(OP)                                       \
   NEURON_INFER_SIGNATURE(OP) {                                      \
@@ -98,10 +153,26 @@ NEURON_BINARY_INFER(SubTensorOp)
   }
 NEURON_SAME_INFER(MulScalarOp)
 NEURON_SAME_INFER(AddScalarOp)
+NEURON_SAME_INFER(SubScalarOp)
+NEURON_SAME_INFER(DivScalarOp)
+NEURON_SAME_INFER(RsubScalarOp)
+NEURON_SAME_INFER(PowTensorScalarOp)
 NEURON_SAME_INFER(NegOp)
 NEURON_SAME_INFER(ExpOp)
 NEURON_SAME_INFER(RsqrtOp)
 NEURON_SAME_INFER(SqrtOp)
+NEURON_SAME_INFER(LogOp)
+NEURON_SAME_INFER(TanhOp)
+NEURON_SAME_INFER(SigmoidOp)
+NEURON_SAME_INFER(ReluOp)
+NEURON_SAME_INFER(SiluOp)
+NEURON_SAME_INFER(GeluOp)
+
+LogicalResult GeluOp::verify() {
+  if (getApproximate() != "none" && getApproximate() != "tanh")
+    return emitOpError("approximate must be \"none\" or \"tanh\", got \"") << getApproximate() << "\"";
+  return success();
+}
 
 #define NEURON_REDUCTION(OP)                                                        \
   NEURON_INFER_SIGNATURE(OP) {                                                      \

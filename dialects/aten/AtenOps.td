@@ -26,6 +26,9 @@ def Aten_Dialect : Dialect {
 }
 
 def Aten_FloatTensor : RankedTensorOf<[F32, BF16, F16]>;
+// Any tensor a graph may carry: floats, integers (indices, iota) and bools (masks).
+def Aten_Tensor : RankedTensorOf<[F32, BF16, F16, F64, I64, I32, I1]>;
+def Aten_BoolTensor : RankedTensorOf<[I1]>;
 
 class Aten_Op<string mnemonic, list<Trait> traits = []>
     : Op<Aten_Dialect, mnemonic,
@@ -47,8 +50,8 @@ class Aten_BinaryTensorOp<string mnemonic, string op_summary, string example>
   }], example, [{
     ```
   }]);
-  let arguments = (ins Aten_FloatTensor:$self, Aten_FloatTensor:$other);
-  let results = (outs Aten_FloatTensor:$result);
+  let arguments = (ins Aten_Tensor:$self, Aten_Tensor:$other);
+  let results = (outs Aten_Tensor:$result);
   let assemblyFormat = [{
     $self `,` $other attr-dict `:` type($self) `,` type($other) `->` type($result)
   }];
@@ -56,7 +59,7 @@ class Aten_BinaryTensorOp<string mnemonic, string op_summary, string example>
 
 class Aten_BinaryAlphaOp<string mnemonic, string op_summary, string example>
     : Aten_BinaryTensorOp<mnemonic, op_summary, example> {
-  let arguments = (ins Aten_FloatTensor:$self, Aten_FloatTensor:$other,
+  let arguments = (ins Aten_Tensor:$self, Aten_Tensor:$other,
                        DefaultValuedAttr<F64Attr, "1.0">:$alpha);
 }
 
@@ -144,6 +147,100 @@ class Aten_ReductionOp<string mnemonic, string op_summary> : Aten_Op<mnemonic> {
 def Aten_MeanDimOp : Aten_ReductionOp<"mean.dim", "arithmetic mean over dims">;
 def Aten_SumDimIntListOp : Aten_ReductionOp<"sum.dim_IntList", "sum over dims">;
 def Aten_AmaxOp : Aten_ReductionOp<"amax", "maximum over dims">;
+
+//===----------------------------------------------------------------------===//
+// Comparisons, selection and more elementwise ops.
+//===----------------------------------------------------------------------===//
+
+class Aten_CompareTensorOp<string mnemonic, string op_summary> : Aten_Op<mnemonic> {
+  let summary = op_summary;
+  let description = !strconcat("Elementwise comparison with broadcasting; the result is a bool tensor.\n\n",
+    "```mlir\n%r = aten.", mnemonic, " %a, %b : tensor<4x4xf32>, tensor<4x4xf32> -> tensor<4x4xi1>\n```");
+  let arguments = (ins Aten_Tensor:$self, Aten_Tensor:$other);
+  let results = (outs Aten_BoolTensor:$result);
+  let assemblyFormat = [{
+    $self `,` $other attr-dict `:` type($self) `,` type($other) `->` type($result)
+  }];
+}
+
+class Aten_CompareScalarOp<string mnemonic, string op_summary> : Aten_Op<mnemonic> {
+  let summary = op_summary;
+  let description = !strconcat("Elementwise comparison with a scalar; the result is a bool tensor.\n\n",
+    "```mlir\n%r = aten.", mnemonic, " %a, 0.0 : tensor<4x4xf32> -> tensor<4x4xi1>\n```");
+  let arguments = (ins Aten_Tensor:$self, F64Attr:$other);
+  let results = (outs Aten_BoolTensor:$result);
+  let assemblyFormat = "$self `,` $other attr-dict `:` type($self) `->` type($result)";
+}
+
+foreach cmp = [["eq", "==", "Eq"], ["ne", "!=", "Ne"], ["lt", "<", "Lt"], ["le", "<=", "Le"],
+               ["gt", ">", "Gt"], ["ge", ">=", "Ge"]] in {
+  def "Aten_" # cmp[2] # "TensorOp" : Aten_CompareTensorOp<cmp[0] # ".Tensor", "self " # cmp[1] # " other">;
+  def "Aten_" # cmp[2] # "ScalarOp" : Aten_CompareScalarOp<cmp[0] # ".Scalar", "self " # cmp[1] # " scalar">;
+}
+
+def Aten_WhereSelfOp : Aten_Op<"where.self"> {
+  let summary = "condition ? self : other, elementwise";
+  let description = [{
+    The three operands broadcast together; self and other promote.
+    ```mlir
+    %r = aten.where.self %c, %a, %b : tensor<4x4xi1>, tensor<4x4xf32>, tensor<f32> -> tensor<4x4xf32>
+    ```
+  }];
+  let arguments = (ins Aten_Tensor:$condition, Aten_Tensor:$self, Aten_Tensor:$other);
+  let results = (outs Aten_Tensor:$result);
+  let assemblyFormat = [{
+    $condition `,` $self `,` $other attr-dict `:` type($condition) `,` type($self) `,` type($other) `->` type($result)
+  }];
+}
+
+def Aten_MaskedFillScalarOp : Aten_Op<"masked_fill.Scalar"> {
+  let summary = "self with `value` where mask is true";
+  let description = [{
+    The mask broadcasts to self's shape; the result has self's type.
+    ```mlir
+    %r = aten.masked_fill.Scalar %s, %m, 0xFFF0000000000000 : tensor<8x8xf32>, tensor<8x8xi1> -> tensor<8x8xf32>
+    ```
+  }];
+  let arguments = (ins Aten_Tensor:$self, Aten_Tensor:$mask, F64Attr:$value);
+  let results = (outs Aten_Tensor:$result);
+  let assemblyFormat = [{
+    $self `,` $mask `,` $value attr-dict `:` type($self) `,` type($mask) `->` type($result)
+  }];
+}
+
+def Aten_SubScalarOp : Aten_ScalarOp<"sub.Scalar", "self - alpha * scalar",
+  "%r = aten.sub.Scalar %x, 1.0 : tensor<4x512xf32> -> tensor<4x512xf32>"> {
+  let arguments = (ins Aten_FloatTensor:$self, F64Attr:$other,
+                       DefaultValuedAttr<F64Attr, "1.0">:$alpha);
+}
+def Aten_DivScalarOp : Aten_ScalarOp<"div.Scalar", "self / scalar",
+  "%r = aten.div.Scalar %x, 8.0 : tensor<4x512xf32> -> tensor<4x512xf32>">;
+def Aten_RsubScalarOp : Aten_ScalarOp<"rsub.Scalar", "scalar - alpha * self",
+  "%r = aten.rsub.Scalar %x, 1.0 : tensor<4x512xf32> -> tensor<4x512xf32>"> {
+  let arguments = (ins Aten_FloatTensor:$self, F64Attr:$other,
+                       DefaultValuedAttr<F64Attr, "1.0">:$alpha);
+}
+def Aten_PowTensorScalarOp : Aten_ScalarOp<"pow.Tensor_Scalar", "self ** exponent",
+  "%r = aten.pow.Tensor_Scalar %x, 2.0 : tensor<4x512xf32> -> tensor<4x512xf32>">;
+
+def Aten_LogOp : Aten_UnaryOp<"log", "natural logarithm">;
+def Aten_TanhOp : Aten_UnaryOp<"tanh", "hyperbolic tangent">;
+def Aten_SigmoidOp : Aten_UnaryOp<"sigmoid", "1 / (1 + e ** -self)">;
+def Aten_ReluOp : Aten_UnaryOp<"relu", "max(self, 0)">;
+def Aten_SiluOp : Aten_UnaryOp<"silu", "self * sigmoid(self)">;
+def Aten_GeluOp : Aten_Op<"gelu"> {
+  let summary = "Gaussian error linear unit";
+  let description = [{
+    `approximate` is "none" (the erf form) or "tanh".
+    ```mlir
+    %r = aten.gelu %x {approximate = "tanh"} : tensor<4x512xf32> -> tensor<4x512xf32>
+    ```
+  }];
+  let arguments = (ins Aten_FloatTensor:$self, DefaultValuedStrAttr<StrAttr, "none">:$approximate);
+  let results = (outs Aten_FloatTensor:$result);
+  let assemblyFormat = "$self attr-dict `:` type($self) `->` type($result)";
+  let hasVerifier = 1;
+}
 
 //===----------------------------------------------------------------------===//
 // Composite ops.

@@ -6,6 +6,7 @@
 #include <string>
 
 #include "compiler/Compiler.h"
+#include "compiler/GraphImporter.h"
 #include "compiler/NeffEmitter.h"
 #include "llvm/Support/CommandLine.h"
 #include "llvm/Support/InitLLVM.h"
@@ -29,9 +30,10 @@ constexpr const char* kErrImport = "NCC-E002";
 constexpr const char* kErrCompile = "NCC-E003";
 constexpr const char* kErrEmit = "NCC-E004";
 constexpr const char* kErrWrite = "NCC-E005";
+constexpr const char* kErrUnsupported = "NCC-E006";
 
 cl::OptionCategory category("neuron-cc options");
-cl::opt<std::string> inputPath(cl::Positional, cl::desc("<model.mlir>"), cl::cat(category));
+cl::opt<std::string> inputPath(cl::Positional, cl::desc("<model.mlir|model.pb|model.pbtxt>"), cl::cat(category));
 cl::opt<std::string> framework("framework", cl::desc("Source framework of the graph (ATEN)"),
                                cl::init("ATEN"), cl::cat(category));
 cl::opt<std::string> target("target", cl::desc("Device: trn1 or trn2"), cl::init("trn1"),
@@ -47,13 +49,6 @@ cl::opt<std::string> logFile("logfile", cl::desc("Also write the log to this fil
 cl::opt<bool> fusionReport("fusion-report", cl::desc("Report every fusion refused, with its reason"),
                            cl::init(false), cl::cat(category));
 
-const char* const kOperators[] = {
-    "aten::add.Scalar", "aten::add.Tensor",  "aten::amax",          "aten::div.Tensor",
-    "aten::exp",        "aten::mean.dim",    "aten::mul.Scalar",    "aten::mul.Tensor",
-    "aten::neg",        "aten::rms_norm",    "aten::rsqrt",         "aten::sqrt",
-    "aten::sub.Tensor", "aten::sum.dim_IntList",
-};
-
 // Everything the compiler reports, for --logfile (written on success and failure).
 std::string logText;
 
@@ -63,6 +58,25 @@ int fail(const char* code, const std::string& msg) {
   logText += line + "Compiler status FAIL\n";
   llvm::outs() << "Compiler status FAIL\n";
   return 1;
+}
+
+// "file:line:col: " for .mlir input, "file: node 'name': " for graph files.
+void printLocation(llvm::raw_ostream& os, mlir::Location loc) {
+  std::string node;
+  if (auto named = llvm::dyn_cast<mlir::NameLoc>(loc)) {
+    node = named.getName().str();
+    loc = named.getChildLoc();
+  }
+  if (auto fl = llvm::dyn_cast<mlir::FileLineColLoc>(loc)) {
+    os << fl.getFilename().getValue();
+    if (fl.getLine() > 0) os << ":" << fl.getLine() << ":" << fl.getColumn();
+  } else if (!llvm::isa<mlir::UnknownLoc>(loc)) {
+    os << loc;
+  } else {
+    os << "neuron-cc";
+  }
+  if (!node.empty()) os << ": node '" << node << "'";
+  os << ": ";
 }
 
 int compile() {
@@ -77,15 +91,13 @@ int compile() {
   neuroncc::registerDialects(registry);
   mlir::MLIRContext context(registry);
   context.loadAllAvailableDialects();
+  context.printOpOnDiagnostic(false);  // users see their graph's names, not our IR
 
   llvm::raw_string_ostream logStream(logText);
   mlir::ScopedDiagnosticHandler handler(&context, [&](mlir::Diagnostic& diag) {
     std::string text;
     llvm::raw_string_ostream os(text);
-    if (auto fl = llvm::dyn_cast<mlir::FileLineColLoc>(diag.getLocation()))
-      os << fl.getFilename().getValue() << ":" << fl.getLine() << ":" << fl.getColumn() << ": ";
-    else
-      os << diag.getLocation() << ": ";
+    printLocation(os, diag.getLocation());
     switch (diag.getSeverity()) {
       case mlir::DiagnosticSeverity::Error: os << "error: "; break;
       case mlir::DiagnosticSeverity::Warning: os << "warning: "; break;
@@ -99,7 +111,10 @@ int compile() {
     return mlir::success();
   });
 
-  auto module = neuroncc::importGraph(inputPath, context);
+  bool unsupportedOps = false;
+  auto module = neuroncc::importGraph(inputPath, context, &unsupportedOps);
+  if (!module && unsupportedOps)
+    return fail(kErrUnsupported, "'" + inputPath + "' uses operators neuron-cc does not support");
   if (!module) return fail(kErrImport, "could not import '" + inputPath + "'");
   neuroncc::PipelineOptions options;
   options.optLevel = optLevel - '0';
@@ -162,7 +177,7 @@ int main(int argc, char** argv) {
   if (!cl::ParseCommandLineOptions(argc - 1, argv + 1, title, &llvm::errs())) return 2;
   if (command == "list-operators") {
     if (framework != "ATEN") return fail(kErrUsage, "unsupported --framework '" + framework + "'");
-    for (const char* op : kOperators) llvm::outs() << op << "\n";
+    for (const std::string& op : neuroncc::supportedAtenOperators()) llvm::outs() << op << "\n";
     return 0;
   }
   int rc = compile();

@@ -1,0 +1,468 @@
+//===- GraphImporter.cpp - ATen graph protobuf to the aten dialect --------===//
+//
+// A registry maps each supported ATen overload to a builder that reads the
+// node's arguments (positional or keyword, with the schema's defaults) and
+// creates the op with the node's recorded result type, so the op verifiers
+// check the exporter's shapes and dtypes against our own inference.
+//
+//===----------------------------------------------------------------------===//
+
+#include "compiler/GraphImporter.h"
+
+#include <functional>
+#include <map>
+
+#include "aten_graph.pb.h"
+#include "dialects/aten/AtenDialect.h"
+#include "google/protobuf/text_format.h"
+#include "llvm/ADT/StringMap.h"
+#include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/IR/Builders.h"
+#include "mlir/IR/Verifier.h"
+
+using namespace mlir;
+
+namespace neuroncc {
+namespace {
+
+using graph::Argument;
+
+class NodeImporter;
+using Builder = std::function<LogicalResult(NodeImporter&)>;
+
+Type elementType(graph::DType dtype, MLIRContext* ctx) {
+  switch (dtype) {
+    case graph::FLOAT32: return Float32Type::get(ctx);
+    case graph::BFLOAT16: return BFloat16Type::get(ctx);
+    case graph::FLOAT16: return Float16Type::get(ctx);
+    case graph::FLOAT64: return Float64Type::get(ctx);
+    case graph::INT64: return IntegerType::get(ctx, 64);
+    case graph::INT32: return IntegerType::get(ctx, 32);
+    case graph::BOOL: return IntegerType::get(ctx, 1);
+    default: return Type();
+  }
+}
+
+// Reads one node's arguments and builds its op(s).
+class NodeImporter {
+ public:
+  NodeImporter(const graph::Node& node, OpBuilder& b, Location loc,
+               llvm::StringMap<SmallVector<Value>>& values)
+      : node(node), b(b), loc(loc), values(values) {}
+
+  const graph::Node& node;
+  OpBuilder& b;
+  Location loc;
+
+  // The argument at schema position `pos` or with keyword `name`.
+  const Argument* arg(size_t pos, StringRef name) const {
+    for (const Argument& a : node.args())
+      if (!a.name().empty() && a.name() == name) return &a;
+    size_t positional = 0;
+    for (const Argument& a : node.args()) {
+      if (!a.name().empty()) continue;
+      if (positional++ == pos) return &a;
+    }
+    return nullptr;
+  }
+
+  FailureOr<Value> tensor(size_t pos, StringRef name) {
+    const Argument* a = arg(pos, name);
+    if (!a || a->value_case() != Argument::kTensor)
+      return error("argument '" + name.str() + "' must be a tensor");
+    auto it = values.find(a->tensor());
+    if (it == values.end() || it->second.size() != 1)
+      return error("argument '" + name.str() + "' names unknown value '" + a->tensor() + "'");
+    return it->second.front();
+  }
+  bool isTensor(size_t pos, StringRef name) const {
+    const Argument* a = arg(pos, name);
+    return a && a->value_case() == Argument::kTensor;
+  }
+  FailureOr<double> number(size_t pos, StringRef name, std::optional<double> fallback = std::nullopt) {
+    const Argument* a = arg(pos, name);
+    if (!a || a->value_case() == Argument::kNone) {
+      if (fallback) return *fallback;
+      return error("missing number argument '" + name.str() + "'");
+    }
+    switch (a->value_case()) {
+      case Argument::kFloatValue: return a->float_value();
+      case Argument::kIntValue: return double(a->int_value());
+      case Argument::kBoolValue: return a->bool_value() ? 1.0 : 0.0;
+      default: return error("argument '" + name.str() + "' must be a number");
+    }
+  }
+  bool isFloatScalar(size_t pos, StringRef name) const {
+    const Argument* a = arg(pos, name);
+    return a && a->value_case() == Argument::kFloatValue;
+  }
+  FailureOr<int64_t> integer(size_t pos, StringRef name, std::optional<int64_t> fallback = std::nullopt) {
+    const Argument* a = arg(pos, name);
+    if (!a || a->value_case() == Argument::kNone) {
+      if (fallback) return *fallback;
+      return error("missing integer argument '" + name.str() + "'");
+    }
+    if (a->value_case() == Argument::kIntValue) return a->int_value();
+    if (a->value_case() == Argument::kBoolValue) return int64_t(a->bool_value());
+    return error("argument '" + name.str() + "' must be an integer");
+  }
+  FailureOr<bool> boolean(size_t pos, StringRef name, bool fallback) {
+    const Argument* a = arg(pos, name);
+    if (!a || a->value_case() == Argument::kNone) return fallback;
+    if (a->value_case() == Argument::kBoolValue) return a->bool_value();
+    if (a->value_case() == Argument::kIntValue) return a->int_value() != 0;
+    return error("argument '" + name.str() + "' must be a bool");
+  }
+  FailureOr<SmallVector<int64_t>> ints(size_t pos, StringRef name,
+                                       std::optional<SmallVector<int64_t>> fallback = std::nullopt) {
+    const Argument* a = arg(pos, name);
+    if (!a || a->value_case() == Argument::kNone) {
+      if (fallback) return *fallback;
+      return error("missing integer list argument '" + name.str() + "'");
+    }
+    if (a->value_case() == Argument::kIntValue) return SmallVector<int64_t>{a->int_value()};
+    if (a->value_case() != Argument::kIntList)
+      return error("argument '" + name.str() + "' must be a list of integers");
+    return SmallVector<int64_t>(a->int_list().values().begin(), a->int_list().values().end());
+  }
+  FailureOr<std::string> string(size_t pos, StringRef name, std::string fallback) {
+    const Argument* a = arg(pos, name);
+    if (!a || a->value_case() == Argument::kNone) return fallback;
+    if (a->value_case() != Argument::kStringValue)
+      return error("argument '" + name.str() + "' must be a string");
+    return a->string_value();
+  }
+
+  FailureOr<RankedTensorType> resultType(size_t i = 0) {
+    if (int(i) >= node.outputs_size()) return error("node has no metadata for result " + std::to_string(i));
+    const graph::TensorMeta& m = node.outputs(int(i));
+    Type elem = elementType(m.dtype(), b.getContext());
+    if (!elem) return error("result has an unsupported dtype");
+    SmallVector<int64_t> shape(m.shape().begin(), m.shape().end());
+    for (int64_t d : shape)
+      if (d < 0) return error("result has a negative dimension");
+    return RankedTensorType::get(shape, elem);
+  }
+
+  // Records `op`'s results as this node's value(s).
+  LogicalResult define(Operation* op) {
+    auto& slot = values[node.name()];
+    slot.assign(op->result_begin(), op->result_end());
+    return success();
+  }
+
+  template <typename OpTy, typename... Args>
+  LogicalResult create(Args&&... args) {
+    FailureOr<RankedTensorType> type = resultType();
+    if (failed(type)) return failure();
+    return define(b.create<OpTy>(loc, *type, std::forward<Args>(args)...));
+  }
+
+  LogicalResult error(const std::string& msg) {
+    emitError(loc) << node.target() << ": " << msg;
+    return failure();
+  }
+
+ private:
+  llvm::StringMap<SmallVector<Value>>& values;
+};
+
+// FailureOr<T> from a helper that already reported its error.
+#define NCC_TRY(var, expr)        \
+  auto var##_or = (expr);         \
+  if (failed(var##_or)) return failure(); \
+  auto var = *var##_or;
+
+LogicalResult binaryArith(NodeImporter& n, StringRef kind) {
+  NCC_TRY(self, n.tensor(0, "self"));
+  FailureOr<double> alpha = n.number(2, "alpha", 1.0);
+  if (failed(alpha)) return failure();
+  auto alphaAttr = n.b.getF64FloatAttr(*alpha);
+  if (n.isTensor(1, "other")) {
+    NCC_TRY(other, n.tensor(1, "other"));
+    if (kind == "add") return n.create<aten::AddTensorOp>(self, other, alphaAttr);
+    if (kind == "sub") return n.create<aten::SubTensorOp>(self, other, alphaAttr);
+    if (kind == "mul") return n.create<aten::MulTensorOp>(self, other);
+    return n.create<aten::DivTensorOp>(self, other);
+  }
+  NCC_TRY(other, n.number(1, "other"));
+  auto o = n.b.getF64FloatAttr(other);
+  if (kind == "add") return n.create<aten::AddScalarOp>(self, o, alphaAttr);
+  if (kind == "sub") return n.create<aten::SubScalarOp>(self, o, alphaAttr);
+  if (kind == "mul") return n.create<aten::MulScalarOp>(self, o);
+  return n.create<aten::DivScalarOp>(self, o);
+}
+
+template <typename TensorOp, typename ScalarOp>
+LogicalResult compare(NodeImporter& n) {
+  NCC_TRY(self, n.tensor(0, "self"));
+  if (n.isTensor(1, "other")) {
+    NCC_TRY(other, n.tensor(1, "other"));
+    return n.create<TensorOp>(self, other);
+  }
+  NCC_TRY(other, n.number(1, "other"));
+  return n.create<ScalarOp>(self, n.b.getF64FloatAttr(other));
+}
+
+template <typename OpTy>
+LogicalResult unary(NodeImporter& n) {
+  NCC_TRY(self, n.tensor(0, "self"));
+  return n.create<OpTy>(self);
+}
+
+template <typename OpTy>
+LogicalResult reduction(NodeImporter& n) {
+  NCC_TRY(self, n.tensor(0, "self"));
+  NCC_TRY(dims, n.ints(1, "dim", SmallVector<int64_t>{}));
+  NCC_TRY(keepdim, n.boolean(2, "keepdim", false));
+  // mean.dim / sum.dim_IntList take an optional dtype: only "unchanged" is supported.
+  if (const Argument* d = n.arg(3, "dtype"); d && d->value_case() != Argument::kNone)
+    return (n.error("a dtype argument on a reduction is not supported yet"));
+  return n.create<OpTy>(self, n.b.getDenseI64ArrayAttr(dims), n.b.getBoolAttr(keepdim));
+}
+
+const std::map<std::string, Builder>& registry() {
+  static const std::map<std::string, Builder> table = {
+      {"aten::add.Tensor", [](NodeImporter& n) { return binaryArith(n, "add"); }},
+      {"aten::add.Scalar", [](NodeImporter& n) { return binaryArith(n, "add"); }},
+      {"aten::sub.Tensor", [](NodeImporter& n) { return binaryArith(n, "sub"); }},
+      {"aten::sub.Scalar", [](NodeImporter& n) { return binaryArith(n, "sub"); }},
+      {"aten::mul.Tensor", [](NodeImporter& n) { return binaryArith(n, "mul"); }},
+      {"aten::mul.Scalar", [](NodeImporter& n) { return binaryArith(n, "mul"); }},
+      {"aten::div.Tensor", [](NodeImporter& n) { return binaryArith(n, "div"); }},
+      {"aten::div.Scalar", [](NodeImporter& n) { return binaryArith(n, "div"); }},
+      {"aten::rsub.Scalar",
+       [](NodeImporter& n) -> LogicalResult {
+         NCC_TRY(self, n.tensor(0, "self"));
+         NCC_TRY(other, n.number(1, "other"));
+         NCC_TRY(alpha, n.number(2, "alpha", 1.0));
+         return n.create<aten::RsubScalarOp>(self, n.b.getF64FloatAttr(other), n.b.getF64FloatAttr(alpha));
+       }},
+      {"aten::pow.Tensor_Scalar",
+       [](NodeImporter& n) -> LogicalResult {
+         NCC_TRY(self, n.tensor(0, "self"));
+         NCC_TRY(exponent, n.number(1, "exponent"));
+         return n.create<aten::PowTensorScalarOp>(self, n.b.getF64FloatAttr(exponent));
+       }},
+      {"aten::eq.Tensor", compare<aten::EqTensorOp, aten::EqScalarOp>},
+      {"aten::eq.Scalar", compare<aten::EqTensorOp, aten::EqScalarOp>},
+      {"aten::ne.Tensor", compare<aten::NeTensorOp, aten::NeScalarOp>},
+      {"aten::ne.Scalar", compare<aten::NeTensorOp, aten::NeScalarOp>},
+      {"aten::lt.Tensor", compare<aten::LtTensorOp, aten::LtScalarOp>},
+      {"aten::lt.Scalar", compare<aten::LtTensorOp, aten::LtScalarOp>},
+      {"aten::le.Tensor", compare<aten::LeTensorOp, aten::LeScalarOp>},
+      {"aten::le.Scalar", compare<aten::LeTensorOp, aten::LeScalarOp>},
+      {"aten::gt.Tensor", compare<aten::GtTensorOp, aten::GtScalarOp>},
+      {"aten::gt.Scalar", compare<aten::GtTensorOp, aten::GtScalarOp>},
+      {"aten::ge.Tensor", compare<aten::GeTensorOp, aten::GeScalarOp>},
+      {"aten::ge.Scalar", compare<aten::GeTensorOp, aten::GeScalarOp>},
+      {"aten::where.self",
+       [](NodeImporter& n) -> LogicalResult {
+         NCC_TRY(cond, n.tensor(0, "condition"));
+         NCC_TRY(self, n.tensor(1, "self"));
+         NCC_TRY(other, n.tensor(2, "other"));
+         return n.create<aten::WhereSelfOp>(cond, self, other);
+       }},
+      {"aten::masked_fill.Scalar",
+       [](NodeImporter& n) -> LogicalResult {
+         NCC_TRY(self, n.tensor(0, "self"));
+         NCC_TRY(mask, n.tensor(1, "mask"));
+         NCC_TRY(value, n.number(2, "value"));
+         return n.create<aten::MaskedFillScalarOp>(self, mask, n.b.getF64FloatAttr(value));
+       }},
+      {"aten::neg", unary<aten::NegOp>},
+      {"aten::exp", unary<aten::ExpOp>},
+      {"aten::log", unary<aten::LogOp>},
+      {"aten::rsqrt", unary<aten::RsqrtOp>},
+      {"aten::sqrt", unary<aten::SqrtOp>},
+      {"aten::tanh", unary<aten::TanhOp>},
+      {"aten::sigmoid", unary<aten::SigmoidOp>},
+      {"aten::relu", unary<aten::ReluOp>},
+      {"aten::silu", unary<aten::SiluOp>},
+      {"aten::gelu",
+       [](NodeImporter& n) -> LogicalResult {
+         NCC_TRY(self, n.tensor(0, "self"));
+         NCC_TRY(approximate, n.string(1, "approximate", "none"));
+         return n.create<aten::GeluOp>(self, n.b.getStringAttr(approximate));
+       }},
+      {"aten::mean.dim", reduction<aten::MeanDimOp>},
+      {"aten::sum.dim_IntList", reduction<aten::SumDimIntListOp>},
+      {"aten::amax", reduction<aten::AmaxOp>},
+      {"aten::rms_norm",
+       [](NodeImporter& n) -> LogicalResult {
+         NCC_TRY(input, n.tensor(0, "input"));
+         NCC_TRY(shape, n.ints(1, "normalized_shape"));
+         Value weight;
+         if (n.isTensor(2, "weight")) {
+           NCC_TRY(w, n.tensor(2, "weight"));
+           weight = w;
+         }
+         FloatAttr eps;
+         if (const Argument* e = n.arg(3, "eps"); e && e->value_case() != Argument::kNone) {
+           NCC_TRY(v, n.number(3, "eps"));
+           eps = n.b.getF64FloatAttr(v);
+         }
+         return n.create<aten::RmsNormOp>(input, weight, n.b.getDenseI64ArrayAttr(shape), eps);
+       }},
+  };
+  return table;
+}
+
+class GraphImporter {
+ public:
+  GraphImporter(const graph::Graph& g, const std::string& filename, MLIRContext& ctx)
+      : g(g), filename(filename), ctx(ctx), b(&ctx) {}
+
+  OwningOpRef<ModuleOp> run();
+  bool sawUnsupported = false;
+
+ private:
+  // Errors point at the graph file and the node (or input, or constant).
+  Location nodeLoc(const std::string& node) {
+    return NameLoc::get(StringAttr::get(&ctx, node), FileLineColLoc::get(&ctx, filename, 0, 0));
+  }
+  InFlightDiagnostic error(const std::string& where) { return emitError(nodeLoc(where)); }
+  FailureOr<RankedTensorType> typeOf(const graph::TensorMeta& m, const std::string& where);
+  LogicalResult checkSupported();
+  FailureOr<Value> constant(const graph::Constant& c);
+
+  const graph::Graph& g;
+  std::string filename;
+  MLIRContext& ctx;
+  OpBuilder b;
+  llvm::StringMap<SmallVector<Value>> values;
+};
+
+FailureOr<RankedTensorType> GraphImporter::typeOf(const graph::TensorMeta& m, const std::string& where) {
+  Type elem = elementType(m.dtype(), &ctx);
+  if (!elem) return (error(where) << "unsupported dtype " << graph::DType_Name(m.dtype()), failure());
+  SmallVector<int64_t> shape;
+  for (int64_t d : m.shape()) {
+    if (d < 0 || d > (int64_t(1) << 40)) return (error(where) << "bad dimension " << d, failure());
+    shape.push_back(d);
+  }
+  if (shape.size() > 8) return (error(where) << "rank " << shape.size() << " is above 8", failure());
+  return RankedTensorType::get(shape, elem);
+}
+
+LogicalResult GraphImporter::checkSupported() {
+  struct Use { int count = 0; std::string first; };
+  std::map<std::string, Use> unsupported;
+  for (const graph::Node& node : g.nodes()) {
+    if (node.target() == "getitem" || registry().count(node.target())) continue;
+    Use& u = unsupported[node.target()];
+    if (u.count++ == 0) u.first = node.name();
+  }
+  if (unsupported.empty()) return success();
+  sawUnsupported = true;
+  auto diag = emitError(FileLineColLoc::get(&ctx, filename, 0, 0))
+              << unsupported.size() << " unsupported operator" << (unsupported.size() > 1 ? "s" : "")
+              << ":";
+  for (auto& [target, use] : unsupported)
+    diag << "\n  " << target << " (" << use.count << " use" << (use.count > 1 ? "s" : "")
+         << ", first at node '" << use.first << "')";
+  return failure();
+}
+
+FailureOr<Value> GraphImporter::constant(const graph::Constant& c) {
+  FailureOr<RankedTensorType> type = typeOf(c.meta(), c.name());
+  if (failed(type)) return failure();
+  int64_t bits = type->getElementType().getIntOrFloatBitWidth();
+  uint64_t expected = uint64_t(type->getNumElements()) * uint64_t(bits == 1 ? 8 : bits) / 8;
+  if (c.data().size() != expected)
+    return (error(c.name()) << "constant has " << c.data().size() << " bytes, its shape and dtype need "
+                            << expected, failure());
+  DenseElementsAttr attr;
+  if (bits == 1) {
+    SmallVector<bool> bools;
+    for (char byte : c.data()) bools.push_back(byte != 0);
+    attr = DenseElementsAttr::get(*type, bools);
+  } else {
+    attr = DenseElementsAttr::getFromRawBuffer(*type, ArrayRef<char>(c.data().data(), c.data().size()));
+  }
+  return b.create<arith::ConstantOp>(nodeLoc(c.name()), attr).getResult();
+}
+
+OwningOpRef<ModuleOp> GraphImporter::run() {
+  if (failed(checkSupported())) return nullptr;
+  OwningOpRef<ModuleOp> module = ModuleOp::create(FileLineColLoc::get(&ctx, filename, 0, 0));
+  b.setInsertionPointToEnd(module->getBody());
+  SmallVector<Type> inputTypes;
+  for (const graph::Placeholder& p : g.inputs()) {
+    FailureOr<RankedTensorType> t = typeOf(p.meta(), p.name());
+    if (failed(t)) return nullptr;
+    inputTypes.push_back(*t);
+  }
+  SmallVector<Type> outputTypes;  // filled after the body is built
+  auto func = b.create<func::FuncOp>(FileLineColLoc::get(&ctx, filename, 0, 0), "main",
+                                     b.getFunctionType(inputTypes, {}));
+  Block* entry = func.addEntryBlock();
+  b.setInsertionPointToStart(entry);
+  for (auto [i, p] : llvm::enumerate(g.inputs())) {
+    if (values.count(p.name())) return (error(p.name()) << "value defined twice", nullptr);
+    values[p.name()] = {entry->getArgument(unsigned(i))};
+    func.setArgAttr(unsigned(i), "nc.name", b.getStringAttr(p.name()));
+  }
+  for (const graph::Constant& c : g.constants()) {
+    if (values.count(c.name())) return (error(c.name()) << "value defined twice", nullptr);
+    FailureOr<Value> v = constant(c);
+    if (failed(v)) return nullptr;
+    values[c.name()] = {*v};
+  }
+  for (const graph::Node& node : g.nodes()) {
+    if (values.count(node.name())) return (error(node.name()) << "value defined twice", nullptr);
+    if (node.target() == "getitem") {
+      if (node.args_size() != 2 || node.args(0).value_case() != Argument::kTensor ||
+          node.args(1).value_case() != Argument::kIntValue)
+        return (error(node.name()) << "getitem takes a tuple value and an index", nullptr);
+      auto it = values.find(node.args(0).tensor());
+      int64_t index = node.args(1).int_value();
+      if (it == values.end() || index < 0 || index >= int64_t(it->second.size()))
+        return (error(node.name()) << "getitem of an unknown value or index " << index, nullptr);
+      values[node.name()] = {it->second[size_t(index)]};
+      continue;
+    }
+    NodeImporter importer(node, b, nodeLoc(node.name()), values);
+    if (failed(registry().at(node.target())(importer))) return nullptr;
+  }
+  SmallVector<Value> results;
+  for (const std::string& name : g.outputs()) {
+    auto it = values.find(name);
+    if (it == values.end() || it->second.size() != 1)
+      return (error(name) << "graph output names unknown value '" << name << "'", nullptr);
+    results.push_back(it->second.front());
+    outputTypes.push_back(results.back().getType());
+  }
+  b.create<func::ReturnOp>(FileLineColLoc::get(&ctx, filename, 0, 0), results);
+  func.setFunctionType(b.getFunctionType(inputTypes, outputTypes));
+  if (failed(verify(*module))) return nullptr;
+  return module;
+}
+
+}  // namespace
+
+OwningOpRef<ModuleOp> importAtenGraph(const std::string& bytes, bool text, const std::string& filename,
+                                      MLIRContext& context, bool* unsupportedOps) {
+  context.loadDialect<aten::AtenDialect, func::FuncDialect, arith::ArithDialect>();
+  graph::Graph g;
+  bool ok = text ? google::protobuf::TextFormat::ParseFromString(bytes, &g)
+                 : (bytes.size() < (size_t(1) << 31) && g.ParseFromString(bytes));
+  if (!ok) {
+    emitError(FileLineColLoc::get(&context, filename, 0, 0))
+        << "not a valid ATen graph " << (text ? "text protobuf" : "protobuf") << " file";
+    return nullptr;
+  }
+  GraphImporter importer(g, filename, context);
+  OwningOpRef<ModuleOp> module = importer.run();
+  if (unsupportedOps) *unsupportedOps = importer.sawUnsupported;
+  return module;
+}
+
+std::vector<std::string> supportedAtenOperators() {
+  std::vector<std::string> ops;
+  for (auto& [name, builder] : registry()) ops.push_back(name);
+  return ops;
+}
+
+}  // namespace neuroncc
