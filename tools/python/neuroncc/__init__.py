@@ -1,1 +1,8 @@
-"""Python helpers for neuron-cc: graph export (later), tool drivers and test utilities."""
+"""Python helpers for neuron-cc.
+
+- export: PyTorch function/module -> ATen graph (.pb / .pbtxt, aten_graph.proto)
+- aten_graph_pb2: protoc's module for compiler/graph/aten_graph.proto (checked in)
+- graph_eval: evaluates an exported graph with eager ops (a reference reader)
+- models: small random-weight models (LLaMA layer, GPT-2 block, TransformerEncoderLayer, MLP)
+- toolchain: drives neuron-cc / neuron-run / neuron-profile
+"""
