@@ -37,13 +37,20 @@ def compile_graph(graph, neff, opt=2, target="trn1"):
     return neff
 
 
-def run_neff(neff, inputs, output_dir, profile_dir=None):
-    """Runs `neff` on named float32 arrays; returns the outputs in graph order."""
+def run_neff(neff, inputs, output_dir, profile_dir=None, keep_dtypes=False):
+    """Runs `neff` on named arrays; returns the outputs in graph order.
+
+    Inputs are written as float32 unless keep_dtypes, which keeps each array's
+    own dtype (integer and bool tensors; bf16 tensors are passed as float32).
+    """
     os.makedirs(output_dir, exist_ok=True)
     cmd = [tool("neuron-run"), neff, "--output-dir", output_dir]
     for name, array in inputs.items():
         path = os.path.join(output_dir, "input_%s.npy" % name)
-        np.save(path, np.ascontiguousarray(array, dtype=np.float32))
+        if keep_dtypes:
+            np.save(path, np.ascontiguousarray(array))
+        else:
+            np.save(path, np.ascontiguousarray(array, dtype=np.float32))
         cmd += ["--input", "%s=@%s" % (name, path)]
     if profile_dir:
         cmd += ["--profile", profile_dir]
