@@ -11,7 +11,8 @@ namespace neuroncc {
 
 bool isIsaInstruction(Operation* op) {
   return llvm::isa<nc::DmaLoadOp, nc::DmaStoreOp, nc::TensorTensorOp, nc::TensorScalarOp,
-                   nc::ActivationOp, nc::TensorReduceOp>(op);
+                   nc::ActivationOp, nc::TensorReduceOp, nc::TensorSelectOp, nc::IotaOp,
+                   nc::MatmulOp, nc::TransposeOp>(op);
 }
 
 neff::Engine engineFromName(StringRef name) {
@@ -42,6 +43,13 @@ neff::AluOp aluFromName(StringRef name) {
       .Case("max", neff::MAX)
       .Case("min", neff::MIN)
       .Case("bypass", neff::BYPASS)
+      .Case("is_equal", neff::IS_EQUAL)
+      .Case("not_equal", neff::NOT_EQUAL)
+      .Case("is_lt", neff::IS_LT)
+      .Case("is_le", neff::IS_LE)
+      .Case("is_gt", neff::IS_GT)
+      .Case("is_ge", neff::IS_GE)
+      .Case("pow", neff::POW)
       .Default(neff::ALU_INVALID);
 }
 
@@ -54,6 +62,14 @@ neff::ActivationFunc funcFromName(StringRef name) {
       .Case("square", neff::SQUARE)
       .Case("negate", neff::NEGATE)
       .Case("reciprocal", neff::RECIPROCAL)
+      .Case("log", neff::LOG)
+      .Case("tanh", neff::TANH)
+      .Case("sigmoid", neff::SIGMOID)
+      .Case("relu", neff::RELU)
+      .Case("gelu", neff::GELU)
+      .Case("gelu_tanh", neff::GELU_TANH)
+      .Case("silu", neff::SILU)
+      .Case("abs", neff::ABS)
       .Default(neff::ACT_INVALID);
 }
 
@@ -61,7 +77,10 @@ void fillTile(neff::TileRef* ref, Value tile, int64_t partStart = 0, int64_t par
   auto type = llvm::cast<MemRefType>(tile.getType());
   int64_t offset = 0;
   if (auto alloc = tile.getDefiningOp<nc::AllocTileOp>())
-    if (auto o = alloc.getOffset()) offset = int64_t(*o);
+    if (auto o = alloc.getOffsetAttr()) offset = o.getInt();
+  if (auto alloc = tile.getDefiningOp<nc::AllocPsumOp>())
+    if (auto o = alloc.getOffsetAttr()) offset = o.getInt();
+  ref->set_space(nc::isPsumTile(tile.getType()) ? neff::PSUM : neff::SBUF);
   ref->set_start_partition(uint32_t(partStart));
   ref->set_partitions(uint32_t(parts < 0 ? type.getDimSize(0) : parts));
   ref->set_byte_offset(uint32_t(offset));
@@ -138,6 +157,32 @@ neff::Instruction toProtoInstruction(Operation* op, llvm::function_ref<uint32_t(
         fillTile(inst.mutable_out(), o.getOut());
         fillTile(inst.mutable_in0(), o.getIn0());
         inst.set_alu(aluFromName(o.getAlu()));
+      })
+      .Case([&](nc::TensorSelectOp o) {
+        inst.set_opcode(neff::TENSOR_SELECT);
+        fillTile(inst.mutable_out(), o.getOut());
+        fillTile(inst.mutable_in0(), o.getOnTrue());
+        fillTile(inst.mutable_in1(), o.getOnFalse());
+        fillTile(inst.mutable_in2(), o.getPred());
+      })
+      .Case([&](nc::IotaOp o) {
+        inst.set_opcode(neff::IOTA);
+        fillTile(inst.mutable_out(), o.getOut());
+        inst.set_imm(float(o.getBase().convertToDouble()));
+        inst.set_scale(float(o.getPartitionStep().convertToDouble()));
+        inst.set_bias(float(o.getElementStep().convertToDouble()));
+      })
+      .Case([&](nc::MatmulOp o) {
+        inst.set_opcode(neff::MATMUL);
+        fillTile(inst.mutable_out(), o.getOut());
+        fillTile(inst.mutable_in0(), o.getStationary());
+        fillTile(inst.mutable_in1(), o.getMoving());
+        inst.set_accumulate(o.getAccumulate());
+      })
+      .Case([&](nc::TransposeOp o) {
+        inst.set_opcode(neff::TRANSPOSE);
+        fillTile(inst.mutable_out(), o.getOut());
+        fillTile(inst.mutable_in0(), o.getIn0());
       });
   return inst;
 }

@@ -29,6 +29,7 @@ namespace {
 
 constexpr int64_t kHbmAlignment = 64;
 constexpr int64_t kSbufAlignment = 32;
+constexpr int64_t kPsumBytes = 16 * 1024;  // per partition: 8 banks of 2 KiB [arch-v2]
 
 int64_t tileBytes(Value tile) {
   auto t = llvm::cast<MemRefType>(tile.getType());
@@ -96,14 +97,28 @@ struct PlanMemoryPass : impl::PlanMemoryBase<PlanMemoryPass> {
   }
 
   FailureOr<int64_t> planSbuf(nc::KernelOp kernel) {
+    FailureOr<int64_t> sbuf = planTiles<nc::AllocTileOp>(kernel, sbufBytes, kSbufAlignment, "SBUF");
+    if (failed(sbuf)) return failure();
+    // PSUM tiles sit on 2 KiB bank boundaries, so a matmul's accumulator
+    // (at most 2 KiB per partition) never straddles two banks.
+    if (failed(planTiles<nc::AllocPsumOp>(kernel, kPsumBytes, nc::kPsumBankBytes, "PSUM"))) return failure();
+    OpBuilder b(kernel);
+    kernel->setAttr(kSbufBytesAttr, b.getI64IntegerAttr(*sbuf));
+    return *sbuf;
+  }
+
+  template <typename AllocOp>
+  FailureOr<int64_t> planTiles(nc::KernelOp kernel, int64_t capacity, int64_t alignment,
+                               StringRef memory) {
     Block& body = kernel.getBody().front();
-    SmallVector<nc::AllocTileOp> allocs;
+    SmallVector<AllocOp> allocs;
     llvm::DenseMap<Value, size_t> indexOf;
     for (Operation& op : body)
-      if (auto a = llvm::dyn_cast<nc::AllocTileOp>(op)) {
+      if (auto a = llvm::dyn_cast<AllocOp>(op)) {
         indexOf[a.getTile()] = allocs.size();
         allocs.push_back(a);
       }
+    if (allocs.empty()) return 0;
     std::vector<PlannedBuffer> exact(allocs.size());
     for (auto [i, a] : llvm::enumerate(allocs)) exact[i] = {INT64_MAX, -1, tileBytes(a.getTile())};
     llvm::DenseMap<int64_t, int64_t> iterationEnd;  // iteration -> last step
@@ -117,7 +132,7 @@ struct PlanMemoryPass : impl::PlanMemoryBase<PlanMemoryPass> {
         PlannedBuffer& buf = exact[it->second];
         buf.start = std::min(buf.start, step);
         buf.end = std::max(buf.end, step + 1);
-        if (auto a = allocs[it->second]->getAttrOfType<IntegerAttr>("iteration"))
+        if (auto a = allocs[it->second]->template getAttrOfType<IntegerAttr>("iteration"))
           iter = std::max(iter, a.getInt());
       }
       if (iter >= 0) iterationEnd[iter] = std::max(iterationEnd[iter], step + 1);
@@ -127,28 +142,27 @@ struct PlanMemoryPass : impl::PlanMemoryBase<PlanMemoryPass> {
       if (buf.end < 0) buf = {0, 1, buf.size};  // never used: give it a slot anyway
     std::vector<PlannedBuffer> doubled = exact;
     for (auto [i, a] : llvm::enumerate(allocs))
-      if (auto it = a->getAttrOfType<IntegerAttr>("iteration")) {
+      if (auto it = a->template getAttrOfType<IntegerAttr>("iteration")) {
         auto next = iterationEnd.find(it.getInt() + 1);
         if (next != iterationEnd.end()) doubled[i].end = std::max(doubled[i].end, next->second);
       }
-    int64_t peak = planOffsets(doubled, kSbufAlignment);
+    int64_t peak = planOffsets(doubled, alignment);
     std::vector<PlannedBuffer>* plan = &doubled;
-    if (peak > sbufBytes) {
-      peak = planOffsets(exact, kSbufAlignment);
+    if (peak > capacity) {
+      peak = planOffsets(exact, alignment);
       plan = &exact;
     }
-    if (peak > sbufBytes) {
-      auto diag = kernel.emitError("kernel '") << kernel.getSymName() << "' needs " << peak
-                                               << " SBUF bytes per partition, more than the "
-                                               << int64_t(sbufBytes) << " available";
+    if (peak > capacity) {
+      auto diag = kernel.emitError("kernel '") << kernel.getSymName() << "' needs " << peak << " "
+                                               << memory << " bytes per partition, more than the "
+                                               << capacity << " available";
       diag.attachNote() << "peak live bytes (a lower bound): " << peakLiveBytes(exact);
       return failure();
     }
-    if (auto err = verifyPlan(*plan, kSbufAlignment, sbufBytes))
-      return kernel.emitError("SBUF plan is invalid: ") << *err;
+    if (auto err = verifyPlan(*plan, alignment, capacity))
+      return kernel.emitError(memory) << " plan is invalid: " << *err;
     OpBuilder b(kernel);
     for (auto [a, buf] : llvm::zip(allocs, *plan)) a.setOffsetAttr(b.getI64IntegerAttr(buf.offset));
-    kernel->setAttr(kSbufBytesAttr, b.getI64IntegerAttr(peak));
     return peak;
   }
 };

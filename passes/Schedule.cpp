@@ -48,11 +48,17 @@ struct Access {
   SmallVector<Region, 3> reads, writes;
 };
 
+// On-chip tiles: SBUF and PSUM are separate memories; PSUM bytes are placed
+// after a marker offset so the two never compare as overlapping.
+constexpr int64_t kPsumRegionBase = int64_t(1) << 40;
+
 Region tileRegion(Value tile, int64_t partStart = 0, int64_t parts = -1) {
   auto t = llvm::cast<MemRefType>(tile.getType());
   int64_t off = 0;
   if (auto a = tile.getDefiningOp<nc::AllocTileOp>())
-    if (auto o = a.getOffset()) off = int64_t(*o);
+    if (auto o = a.getOffsetAttr()) off = o.getInt();
+  if (auto a = tile.getDefiningOp<nc::AllocPsumOp>())
+    off = kPsumRegionBase + (a.getOffsetAttr() ? a.getOffsetAttr().getInt() : 0);
   int64_t bytes = t.getDimSize(1) * (t.getElementType().getIntOrFloatBitWidth() / 8);
   return {Value(), partStart, partStart + (parts < 0 ? t.getDimSize(0) : parts), off, off + bytes};
 }
@@ -79,6 +85,8 @@ Access accessOf(Operation* op) {
     // except an activation's accumulator, which is written too.
     Value accum;
     if (auto act = llvm::dyn_cast<nc::ActivationOp>(op)) accum = act.getAccum();
+    if (auto mm = llvm::dyn_cast<nc::MatmulOp>(op); mm && mm.getAccumulate())
+      a.reads.push_back(tileRegion(mm.getOut()));
     a.writes.push_back(tileRegion(op->getOperand(0)));
     for (Value v : op->getOperands().drop_front())
       (v == accum ? a.writes : a.reads).push_back(tileRegion(v));
@@ -213,6 +221,11 @@ struct SchedulePass : impl::ScheduleBase<SchedulePass> {
           candidates.push_back({neff::QueueIndex(neff::DMA, q), neff::DMA});
       } else if (llvm::isa<nc::ActivationOp>(op)) {
         candidates.push_back({neff::QueueIndex(neff::SCALAR, 0), neff::SCALAR});
+      } else if (llvm::isa<nc::MatmulOp, nc::TransposeOp>(op)) {
+        candidates.push_back({neff::QueueIndex(neff::TENSOR, 0), neff::TENSOR});
+      } else if (llvm::isa<nc::IotaOp>(op)) {
+        // GpSimd generates indices; the vector engine stays free for math.
+        candidates.push_back({neff::QueueIndex(neff::GPSIMD, 0), neff::GPSIMD});
       } else {
         candidates.push_back({neff::QueueIndex(neff::VECTOR, 0), neff::VECTOR});
         if (auto ts = llvm::dyn_cast<nc::TensorScalarOp>(op); ts && scalarEngineCanRun(ts))

@@ -14,11 +14,29 @@ void NcDialect::initialize() {
       >();
 }
 
-bool isSbufTile(Type type) {
+namespace {
+bool isTileIn(Type type, unsigned memorySpace) {
   auto m = llvm::dyn_cast<MemRefType>(type);
   if (!m || m.getRank() != 2) return false;
   auto space = llvm::dyn_cast_or_null<IntegerAttr>(m.getMemorySpace());
-  return space && space.getInt() == kSbufMemorySpace;
+  return space && space.getInt() == memorySpace;
+}
+}  // namespace
+
+bool isSbufTile(Type type) { return isTileIn(type, kSbufMemorySpace); }
+bool isPsumTile(Type type) { return isTileIn(type, kPsumMemorySpace); }
+
+ArrayRef<StringRef> elementwiseAluNames() {
+  static constexpr StringRef kNames[] = {"add", "sub", "mul", "div", "max", "min", "is_equal",
+                                         "not_equal", "is_lt", "is_le", "is_gt", "is_ge", "pow"};
+  return kNames;
+}
+
+ArrayRef<StringRef> activationNames() {
+  static constexpr StringRef kNames[] = {"identity", "exp", "rsqrt", "sqrt", "square", "negate",
+                                         "reciprocal", "log", "tanh", "sigmoid", "relu", "gelu",
+                                         "gelu_tanh", "silu", "abs"};
+  return kNames;
 }
 
 namespace {
@@ -28,10 +46,13 @@ bool isHbm(Type type) {
   return m && !m.getMemorySpace();
 }
 
-LogicalResult verifyTile(Operation* op, Value v, StringRef name) {
-  if (!isSbufTile(v.getType()))
+// Engine operands may live in SBUF or PSUM (results leave PSUM through the
+// vector and scalar engines); DMA and TensorEngine inputs must be in SBUF.
+LogicalResult verifyTile(Operation* op, Value v, StringRef name, bool allowPsum = true) {
+  if (!isSbufTile(v.getType()) && !(allowPsum && isPsumTile(v.getType())))
     return op->emitOpError() << name << " must be an SBUF tile (rank-2 memref in memory space "
-                             << kSbufMemorySpace << "), got " << v.getType();
+                             << kSbufMemorySpace << (allowPsum ? ") or a PSUM tile (memory space 2" : "")
+                             << "), got " << v.getType();
   auto m = llvm::cast<MemRefType>(v.getType());
   if (m.getDimSize(0) < 1 || m.getDimSize(0) > kNumPartitions)
     return op->emitOpError() << name << " spans " << m.getDimSize(0)
@@ -69,7 +90,7 @@ LogicalResult verifyAlu(Operation* op, StringRef alu, ArrayRef<StringRef> allowe
 LogicalResult verifyDma(Operation* op, Value hbm, Value tile, int64_t part_start,
                         ArrayRef<int64_t> ap) {
   if (!isHbm(hbm.getType())) return op->emitOpError() << "HBM operand must be a plain memref";
-  if (failed(verifyTile(op, tile, "tile"))) return failure();
+  if (failed(verifyTile(op, tile, "tile", /*allowPsum=*/false))) return failure();
   auto h = llvm::cast<MemRefType>(hbm.getType());
   auto t = llvm::cast<MemRefType>(tile.getType());
   if (h.getElementType() != t.getElementType())
@@ -144,7 +165,7 @@ LogicalResult TensorTensorOp::verify() {
   if (failed(verifySameShape(*this, getOut(), getIn0(), "out and in0")) ||
       failed(verifySameShape(*this, getOut(), getIn1(), "out and in1")))
     return failure();
-  return verifyAlu(*this, getAlu(), {"add", "sub", "mul", "div", "max", "min"});
+  return verifyAlu(*this, getAlu(), elementwiseAluNames());
 }
 
 LogicalResult TensorScalarOp::verify() {
@@ -153,7 +174,9 @@ LogicalResult TensorScalarOp::verify() {
     return failure();
   if (getScalar() && failed(verifyPerPartitionScalar(*this, getOut(), getScalar(), "scalar")))
     return failure();
-  return verifyAlu(*this, getAlu(), {"add", "sub", "mul", "div", "max", "min", "bypass"});
+  SmallVector<StringRef> names(elementwiseAluNames());
+  names.push_back("bypass");
+  return verifyAlu(*this, getAlu(), names);
 }
 
 LogicalResult ActivationOp::verify() {
@@ -165,9 +188,7 @@ LogicalResult ActivationOp::verify() {
     return failure();
   if (getAccum() && failed(verifyPerPartitionScalar(*this, getOut(), getAccum(), "accum")))
     return failure();
-  static constexpr StringRef kFuncs[] = {"identity", "exp", "rsqrt", "sqrt",
-                                         "square", "negate", "reciprocal"};
-  if (!llvm::is_contained(kFuncs, getFunc()))
+  if (!llvm::is_contained(activationNames(), getFunc()))
     return emitOpError() << "unknown activation function '" << getFunc() << "'";
   return success();
 }
@@ -178,6 +199,60 @@ LogicalResult TensorReduceOp::verify() {
   if (tileShape(getOut())[0] != tileShape(getIn0())[0] || tileShape(getOut())[1] != 1)
     return emitOpError("out must be one element per partition of in0");
   return verifyAlu(*this, getAlu(), {"add", "max", "min"});
+}
+
+LogicalResult TensorSelectOp::verify() {
+  for (auto [v, n] : {std::pair{getOut(), "out"}, {getOnTrue(), "on_true"}, {getOnFalse(), "on_false"},
+                      {getPred(), "pred"}})
+    if (failed(verifyTile(*this, v, n))) return failure();
+  if (failed(verifySameShape(*this, getOut(), getOnTrue(), "out and on_true")) ||
+      failed(verifySameShape(*this, getOut(), getOnFalse(), "out and on_false")) ||
+      failed(verifySameShape(*this, getOut(), getPred(), "out and pred")))
+    return failure();
+  return success();
+}
+
+LogicalResult IotaOp::verify() { return verifyTile(*this, getOut(), "out"); }
+
+LogicalResult MatmulOp::verify() {
+  if (!isPsumTile(getOut().getType()))
+    return emitOpError("out must be a PSUM tile (memory space 2), got ") << getOut().getType();
+  if (failed(verifyTile(*this, getStationary(), "stationary", false)) ||
+      failed(verifyTile(*this, getMoving(), "moving", false)))
+    return failure();
+  ArrayRef<int64_t> s = tileShape(getStationary()), m = tileShape(getMoving()), o = tileShape(getOut());
+  if (s[0] != m[0])
+    return emitOpError("stationary and moving must share the contraction (partition) dim, got ")
+           << s[0] << " and " << m[0];
+  if (s[1] > kNumPartitions)
+    return emitOpError("stationary has ") << s[1] << " columns; the PE array has " << kNumPartitions;
+  if (o[0] != s[1] || o[1] != m[1])
+    return emitOpError("out must be [") << s[1] << " x " << m[1] << "], got [" << o[0] << " x " << o[1] << "]";
+  if (o[1] * 4 > kPsumBankBytes)
+    return emitOpError("moving free size ") << o[1] << " exceeds one 2 KiB PSUM bank (512 f32)";
+  auto st = llvm::cast<MemRefType>(getStationary().getType()).getElementType();
+  if (st != llvm::cast<MemRefType>(getMoving().getType()).getElementType())
+    return emitOpError("stationary and moving must have the same element type");
+  return success();
+}
+
+LogicalResult TransposeOp::verify() {
+  if (!isPsumTile(getOut().getType()))
+    return emitOpError("out must be a PSUM tile (memory space 2), got ") << getOut().getType();
+  if (failed(verifyTile(*this, getIn0(), "in0", false))) return failure();
+  ArrayRef<int64_t> i = tileShape(getIn0()), o = tileShape(getOut());
+  if (o[0] != i[1] || o[1] != i[0])
+    return emitOpError("out must be [") << i[1] << " x " << i[0] << "]";
+  if (i[1] > kNumPartitions) return emitOpError("in0 has more than 128 columns");
+  return success();
+}
+
+LogicalResult AllocPsumOp::verify() {
+  if (!isPsumTile(getTile().getType())) return emitOpError("result must be in memory space 2");
+  auto m = llvm::cast<MemRefType>(getTile().getType());
+  if (m.getDimSize(0) > kNumPartitions) return emitOpError("more than 128 partitions");
+  if (getOffsetAttr() && getOffsetAttr().getInt() < 0) return emitOpError("offset must be non-negative");
+  return success();
 }
 
 }  // namespace neuroncc::nc

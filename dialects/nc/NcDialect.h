@@ -15,8 +15,16 @@ namespace neuroncc::nc {
 
 // Memory space of SBUF tiles (rank-2 memrefs, partitions x elements).
 inline constexpr unsigned kSbufMemorySpace = 1;
+// Memory space of PSUM tiles (the TensorEngine's f32 accumulators).
+inline constexpr unsigned kPsumMemorySpace = 2;
+inline constexpr int64_t kPsumBankBytes = 2048;
 inline constexpr int64_t kNumPartitions = 128;
 
 bool isSbufTile(mlir::Type type);
+bool isPsumTile(mlir::Type type);
+
+// ALU operations and activation functions the ISA ops accept.
+llvm::ArrayRef<llvm::StringRef> elementwiseAluNames();
+llvm::ArrayRef<llvm::StringRef> activationNames();
 
 }  // namespace neuroncc::nc

@@ -74,6 +74,8 @@ def Nc_YieldOp : Nc_Op<"yield", [Pure, Terminator, HasParent<"KernelOp">]> {
 }
 
 def Nc_Tile : MemRefRankOf<[F32, BF16, F16], [2]>;
+// A PSUM tile: rank-2 f32 memref in memory space 2.
+def Nc_PsumTile : MemRefRankOf<[F32], [2]>;
 def Nc_Hbm : MemRefOf<[F32, BF16, F16]>;
 
 def Nc_AllocTileOp : Nc_Op<"alloc_tile"> {
@@ -155,6 +157,53 @@ def Nc_TensorReduceOp : Nc_InstOp<"tensor_reduce", "out[p, 0] = reduce(alu) over
     "nc.tensor_reduce %o, %a {alu = \"add\"} : memref<4x1xf32, 1>, memref<4x512xf32, 1>"> {
   let arguments = (ins Nc_Tile:$out, Nc_Tile:$in0, StrAttr:$alu);
   let assemblyFormat = "$out `,` $in0 attr-dict `:` type($out) `,` type($in0)";
+}
+
+def Nc_TensorSelectOp : Nc_InstOp<"tensor_select", "out = pred != 0 ? on_true : on_false, elementwise",
+    "nc.tensor_select %o, %a, %b, %m : memref<8x8xf32, 1>, memref<8x8xf32, 1>, memref<8x8xf32, 1>, memref<8x8xf32, 1>"> {
+  let arguments = (ins Nc_Tile:$out, Nc_Tile:$on_true, Nc_Tile:$on_false, Nc_Tile:$pred);
+  let assemblyFormat = [{
+    $out `,` $on_true `,` $on_false `,` $pred attr-dict `:` type($out) `,` type($on_true) `,` type($on_false) `,` type($pred)
+  }];
+}
+
+def Nc_IotaOp : Nc_InstOp<"iota", "out[p, f] = base + p * partition_step + f * element_step",
+    "nc.iota %o {base = 0.0 : f64, partition_step = 1.0 : f64, element_step = 0.0 : f64} : memref<8x8xf32, 1>"> {
+  let arguments = (ins Nc_Tile:$out, DefaultValuedAttr<F64Attr, "0.0">:$base,
+                       DefaultValuedAttr<F64Attr, "0.0">:$partition_step,
+                       DefaultValuedAttr<F64Attr, "0.0">:$element_step);
+  let assemblyFormat = "$out attr-dict `:` type($out)";
+}
+
+def Nc_MatmulOp : Nc_InstOp<"matmul",
+    "TensorEngine: out[m, n] (+)= sum_k stationary[k, m] * moving[k, n], into PSUM",
+    "nc.matmul %acc, %a, %b {accumulate = false} : memref<128x512xf32, 2>, memref<128x128xbf16, 1>, memref<128x512xbf16, 1>"> {
+  let arguments = (ins Nc_PsumTile:$out, Nc_Tile:$stationary, Nc_Tile:$moving,
+                       DefaultValuedAttr<BoolAttr, "false">:$accumulate);
+  let assemblyFormat = [{
+    $out `,` $stationary `,` $moving attr-dict `:` type($out) `,` type($stationary) `,` type($moving)
+  }];
+}
+
+def Nc_TransposeOp : Nc_InstOp<"transpose", "TensorEngine: out[f, p] = in0[p, f], into PSUM",
+    "nc.transpose %o, %a : memref<64x128xf32, 2>, memref<128x64xbf16, 1>"> {
+  let arguments = (ins Nc_PsumTile:$out, Nc_Tile:$in0);
+  let assemblyFormat = "$out `,` $in0 attr-dict `:` type($out) `,` type($in0)";
+}
+
+def Nc_AllocPsumOp : Nc_Op<"alloc_psum"> {
+  let summary = "a PSUM tile buffer";
+  let description = [{
+    A `[partitions x elements]` f32 buffer in PSUM (memory space 2), the
+    TensorEngine's accumulator memory. `offset` is set by `ncc-plan-memory`.
+    ```mlir
+    %t = nc.alloc_psum : memref<128x512xf32, 2>
+    ```
+  }];
+  let arguments = (ins OptionalAttr<I64Attr>:$offset);
+  let results = (outs Nc_PsumTile:$tile);
+  let assemblyFormat = "attr-dict `:` type($tile)";
+  let hasVerifier = 1;
 }
 
 #endif // NEURON_NC_OPS

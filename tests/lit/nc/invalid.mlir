@@ -62,7 +62,7 @@ func.func @negative_offset() {
 
 func.func @not_sbuf(%m: memref<4x4xf32>) {
   %t = nc.alloc_tile : memref<4x4xf32, 1>
-  // expected-error @+1 {{in0 must be an SBUF tile (rank-2 memref in memory space 1), got 'memref<4x4xf32>'}}
+  // expected-error @+1 {{in0 must be an SBUF tile (rank-2 memref in memory space 1) or a PSUM tile (memory space 2), got 'memref<4x4xf32>'}}
   nc.tensor_tensor %t, %m, %t {alu = "add"} : memref<4x4xf32, 1>, memref<4x4xf32>, memref<4x4xf32, 1>
   return
 }
@@ -81,8 +81,8 @@ func.func @shape_mismatch() {
 
 func.func @bad_alu() {
   %a = nc.alloc_tile : memref<4x4xf32, 1>
-  // expected-error @+1 {{alu 'pow' is not one of add, sub, mul, div, max, min}}
-  nc.tensor_tensor %a, %a, %a {alu = "pow"} : memref<4x4xf32, 1>, memref<4x4xf32, 1>, memref<4x4xf32, 1>
+  // expected-error @+1 {{alu 'xor' is not one of add, sub, mul, div, max, min, is_equal, not_equal, is_lt, is_le, is_gt, is_ge, pow}}
+  nc.tensor_tensor %a, %a, %a {alu = "xor"} : memref<4x4xf32, 1>, memref<4x4xf32, 1>, memref<4x4xf32, 1>
   return
 }
 
@@ -197,5 +197,69 @@ func.func @scale_partitions() {
   %s = nc.alloc_tile : memref<3x1xf32, 1>
   // expected-error @+1 {{scale_tile must span the output's 4 partitions}}
   nc.activation %a, %a scale %s : memref<3x1xf32, 1> {func = "exp"} : memref<4x4xf32, 1>, memref<4x4xf32, 1>
+  return
+}
+
+// -----
+
+func.func @matmul_psum() {
+  %a = nc.alloc_tile : memref<128x128xbf16, 1>
+  %b = nc.alloc_tile : memref<128x512xbf16, 1>
+  %o = nc.alloc_tile : memref<128x512xf32, 1>
+  // expected-error @+1 {{out must be a PSUM tile (memory space 2), got 'memref<128x512xf32, 1>'}}
+  nc.matmul %o, %a, %b : memref<128x512xf32, 1>, memref<128x128xbf16, 1>, memref<128x512xbf16, 1>
+  return
+}
+
+// -----
+
+func.func @matmul_contraction() {
+  %a = nc.alloc_tile : memref<64x128xbf16, 1>
+  %b = nc.alloc_tile : memref<128x512xbf16, 1>
+  %o = nc.alloc_psum : memref<128x512xf32, 2>
+  // expected-error @+1 {{stationary and moving must share the contraction (partition) dim, got 64 and 128}}
+  nc.matmul %o, %a, %b : memref<128x512xf32, 2>, memref<64x128xbf16, 1>, memref<128x512xbf16, 1>
+  return
+}
+
+// -----
+
+func.func @matmul_bank() {
+  %a = nc.alloc_tile : memref<128x128xbf16, 1>
+  %b = nc.alloc_tile : memref<128x1024xbf16, 1>
+  %o = nc.alloc_psum : memref<128x1024xf32, 2>
+  // expected-error @+1 {{moving free size 1024 exceeds one 2 KiB PSUM bank (512 f32)}}
+  nc.matmul %o, %a, %b : memref<128x1024xf32, 2>, memref<128x128xbf16, 1>, memref<128x1024xbf16, 1>
+  return
+}
+
+// -----
+
+func.func @matmul_out_shape() {
+  %a = nc.alloc_tile : memref<128x64xbf16, 1>
+  %b = nc.alloc_tile : memref<128x512xbf16, 1>
+  %o = nc.alloc_psum : memref<128x512xf32, 2>
+  // expected-error @+1 {{out must be [64 x 512], got [128 x 512]}}
+  nc.matmul %o, %a, %b : memref<128x512xf32, 2>, memref<128x64xbf16, 1>, memref<128x512xbf16, 1>
+  return
+}
+
+// -----
+
+func.func @transpose_shape() {
+  %a = nc.alloc_tile : memref<128x64xbf16, 1>
+  %o = nc.alloc_psum : memref<128x64xf32, 2>
+  // expected-error @+1 {{out must be [64 x 128]}}
+  nc.transpose %o, %a : memref<128x64xf32, 2>, memref<128x64xbf16, 1>
+  return
+}
+
+// -----
+
+func.func @select_shape() {
+  %a = nc.alloc_tile : memref<4x4xf32, 1>
+  %m = nc.alloc_tile : memref<4x1xf32, 1>
+  // expected-error @+1 {{out and pred tiles must have the same shape}}
+  nc.tensor_select %a, %a, %a, %m : memref<4x4xf32, 1>, memref<4x4xf32, 1>, memref<4x4xf32, 1>, memref<4x1xf32, 1>
   return
 }

@@ -39,3 +39,27 @@ func.func @isa_kernel(%x: tensor<4x512xbf16>) -> tensor<4x512xbf16> {
   }
   return %r : tensor<4x512xbf16>
 }
+
+// CHECK-LABEL: func.func @engines
+func.func @engines() {
+  %a = nc.alloc_tile : memref<128x128xbf16, 1>
+  %b = nc.alloc_tile : memref<128x512xbf16, 1>
+  // CHECK: nc.alloc_psum {offset = 0 : i64} : memref<128x512xf32, 2>
+  %acc = nc.alloc_psum {offset = 0 : i64} : memref<128x512xf32, 2>
+  // CHECK: nc.matmul %{{.*}}, %{{.*}}, %{{.*}} {accumulate = true} : memref<128x512xf32, 2>, memref<128x128xbf16, 1>, memref<128x512xbf16, 1>
+  nc.matmul %acc, %a, %b {accumulate = true} : memref<128x512xf32, 2>, memref<128x128xbf16, 1>, memref<128x512xbf16, 1>
+  %t = nc.alloc_psum : memref<128x128xf32, 2>
+  // CHECK: nc.transpose
+  nc.transpose %t, %a : memref<128x128xf32, 2>, memref<128x128xbf16, 1>
+  %s = nc.alloc_tile : memref<128x512xf32, 1>
+  // Results leave PSUM through the vector or scalar engine.
+  // CHECK: nc.activation %{{.*}}, %{{.*}} {func = "gelu_tanh"} : memref<128x512xf32, 1>, memref<128x512xf32, 2>
+  nc.activation %s, %acc {func = "gelu_tanh"} : memref<128x512xf32, 1>, memref<128x512xf32, 2>
+  // CHECK: nc.iota %{{.*}} {element_step = 1.000000e+00 : f64, partition_step = -1.000000e+00 : f64}
+  nc.iota %s {base = 0.0 : f64, partition_step = -1.0 : f64, element_step = 1.0 : f64} : memref<128x512xf32, 1>
+  // CHECK: nc.tensor_scalar %{{.*}}, %{{.*}} {alu = "is_ge"}
+  nc.tensor_scalar %s, %s {alu = "is_ge"} : memref<128x512xf32, 1>, memref<128x512xf32, 1>
+  // CHECK: nc.tensor_select
+  nc.tensor_select %s, %s, %s, %s : memref<128x512xf32, 1>, memref<128x512xf32, 1>, memref<128x512xf32, 1>, memref<128x512xf32, 1>
+  return
+}
