@@ -18,15 +18,23 @@ namespace {
 
 absl::Status fail(const std::string& msg) { return absl::InvalidArgumentError(msg); }
 
+std::string typeString(Type type) {
+  std::string s;
+  llvm::raw_string_ostream os(s);
+  os << llvm::cast<RankedTensorType>(type).getElementType();
+  return s;
+}
+
 neff::Tensor* addTensor(neff::Executable& exe, const std::string& name, neff::TensorKind kind,
                         Type type) {
   auto t = llvm::cast<RankedTensorType>(type);
+  Type device = nc::deviceElementType(t.getElementType());
   neff::Tensor* tensor = exe.add_tensors();
   tensor->set_name(name);
   tensor->set_kind(kind);
-  tensor->set_dtype(dtypeOf(t.getElementType()));
+  tensor->set_dtype(dtypeOf(device));
   for (int64_t d : t.getShape()) tensor->add_shape(d);
-  tensor->set_size_bytes(uint64_t(t.getNumElements()) * (t.getElementType().getIntOrFloatBitWidth() / 8));
+  tensor->set_size_bytes(uint64_t(t.getNumElements()) * (device.getIntOrFloatBitWidth() / 8));
   return tensor;
 }
 
@@ -45,8 +53,15 @@ absl::StatusOr<std::string> emitNeff(ModuleOp module, const EmitOptions& options
   if (auto arena = func->getAttrOfType<IntegerAttr>(kArenaBytesAttr))
     exe.set_arena_bytes(uint64_t(arena.getInt()));
 
+  auto isDeviceIoType = [](Type type) {
+    Type e = llvm::cast<RankedTensorType>(type).getElementType();
+    return e.isF32() || e.isBF16() || e.isF16();
+  };
   llvm::DenseMap<Value, uint32_t> tensorOf;
   for (BlockArgument arg : func.getArguments()) {
+    if (!isDeviceIoType(arg.getType()))
+      return fail(absl::StrCat("graph input ", arg.getArgNumber(), " has element type ",
+                               typeString(arg.getType()), "; graph inputs must be f32, bf16 or f16 for now"));
     std::string name = absl::StrCat("input", arg.getArgNumber());
     if (auto n = func.getArgAttrOfType<StringAttr>(arg.getArgNumber(), "nc.name"))
       name = n.getValue().str();
@@ -62,6 +77,9 @@ absl::StatusOr<std::string> emitNeff(ModuleOp module, const EmitOptions& options
                                "this is not supported yet"));
     if (tensorOf.count(v))
       return fail(absl::StrCat("graph output ", i, " repeats an earlier output; not supported yet"));
+    if (!isDeviceIoType(v.getType()))
+      return fail(absl::StrCat("graph output ", i, " has element type ", typeString(v.getType()),
+                               "; graph outputs must be f32, bf16 or f16 for now"));
     std::string name = absl::StrCat("output", i);
     if (auto n = func.getResultAttrOfType<StringAttr>(unsigned(i), "nc.name")) name = n.getValue().str();
     tensorOf[v] = uint32_t(exe.tensors_size());

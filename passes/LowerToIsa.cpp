@@ -286,7 +286,7 @@ Value KernelLowering::tileOf(Value v) {
   if (rowInvariant) {
     if (auto h = hoisted.find(key); h != hoisted.end()) return tiles[v] = h->second;
   }
-  auto elem = llvm::cast<RankedTensorType>(v.getType()).getElementType();
+  auto elem = nc::deviceElementType(llvm::cast<RankedTensorType>(v.getType()).getElementType());
   Value tile = alloc(p, f, elem);
   emitDma(/*load=*/true, hbmOf[v], tile, l, r0, p, c0, f);
   if (rowInvariant) hoisted[key] = tile;
@@ -303,7 +303,7 @@ void KernelLowering::setSource(Operation* inst, Operation* src) {
 
 LogicalResult KernelLowering::lowerOp(Operation* op, int64_t p, int64_t f) {
   Value result = op->getResult(0);
-  auto resultElem = llvm::cast<RankedTensorType>(result.getType()).getElementType();
+  auto resultElem = nc::deviceElementType(llvm::cast<RankedTensorType>(result.getType()).getElementType());
   Type elem = yielded.contains(result) ? resultElem : b->getF32Type();
   auto layoutOf = [&](Value v) -> Layout& { return layouts[v]; };
 
@@ -362,6 +362,50 @@ LogicalResult KernelLowering::lowerOp(Operation* op, int64_t p, int64_t f) {
     emit(out, tileOf(in));
     tiles[result] = out;
     return success();
+  };
+
+  // A Full [p x f] tile holding `v` (laid out as `l`): broadcasts a per-row
+  // value or an immediate across the row (iota writes the constant, an add
+  // the row value).
+  auto fullTile = [&](Value v, const Layout& l) -> Value {
+    if (l.kind == Kind::Full) return tileOf(v);
+    Value t = alloc(p, f, b->getF32Type());
+    auto iota = b->create<nc::IotaOp>(loc, t, b->getF64FloatAttr(l.kind == Kind::Imm ? l.imm : 0.0),
+                                      b->getF64FloatAttr(0.0), b->getF64FloatAttr(0.0));
+    setSource(iota, op);
+    if (l.kind == Kind::Row) tensorScalar(t, t, tileOf(v), "add", 0.0, false);
+    return t;
+  };
+
+  // cond ? a : b with the kinds lined up. Layouts are passed in because an
+  // operand may be an immediate that has no value of its own.
+  auto select = [&](Value cond, Layout lc, Value onTrue, Layout lt, Value onFalse,
+                    Layout lf) -> LogicalResult {
+    bool anyFull = lc.kind == Kind::Full || lt.kind == Kind::Full || lf.kind == Kind::Full;
+    if (lc.kind == Kind::Imm && lt.kind == Kind::Imm && lf.kind == Kind::Imm)
+      return op->emitError("operations on compile-time constants are not supported yet");
+    int64_t width = anyFull ? f : 1;
+    auto operand = [&](Value v, const Layout& l) -> Value {
+      if (anyFull) return fullTile(v, l);
+      if (l.kind == Kind::Row) return tileOf(v);
+      Value t = alloc(p, 1, b->getF32Type());  // an immediate as a per-row value
+      setSource(b->create<nc::IotaOp>(loc, t, b->getF64FloatAttr(l.imm), b->getF64FloatAttr(0.0),
+                                      b->getF64FloatAttr(0.0)), op);
+      return t;
+    };
+    Value c = operand(cond, lc), t = operand(onTrue, lt), e = operand(onFalse, lf);
+    layouts[result].kind = anyFull ? Kind::Full : Kind::Row;
+    Value out = alloc(p, width, elem);
+    setSource(b->create<nc::TensorSelectOp>(loc, out, t, e, c), op);
+    tiles[result] = out;
+    return success();
+  };
+
+  auto activationOf = [&](Value in, StringRef func) {
+    return unary(in, [&](Value out, Value t) { activation(out, t, func, 1.0, 0.0); });
+  };
+  auto scalarOp = [&](Value in, StringRef alu, double imm, bool reverse) {
+    return unary(in, [&](Value out, Value t) { tensorScalar(out, t, Value(), alu, imm, reverse); });
   };
 
   auto reduce = [&](Value in, StringRef alu, bool mean) -> LogicalResult {
@@ -427,6 +471,59 @@ LogicalResult KernelLowering::lowerOp(Operation* op, int64_t p, int64_t f) {
       .Case([&](aten::SqrtOp o) {
         return unary(o.getSelf(), [&](Value out, Value in) { activation(out, in, "sqrt", 1.0, 0.0); });
       })
+      .Case([&](aten::SubScalarOp o) {
+        return scalarOp(o.getSelf(), "sub", o.getOther().convertToDouble() * o.getAlpha().convertToDouble(), false);
+      })
+      .Case([&](aten::DivScalarOp o) { return scalarOp(o.getSelf(), "div", o.getOther().convertToDouble(), false); })
+      .Case([&](aten::RsubScalarOp o) -> LogicalResult {
+        double other = o.getOther().convertToDouble(), alpha = o.getAlpha().convertToDouble();
+        if (alpha == 1.0) return scalarOp(o.getSelf(), "sub", other, /*reverse=*/true);
+        // other - alpha * self == (self * -alpha) + other
+        return unary(o.getSelf(), [&](Value out, Value t) {
+          Value scaled = alloc(p, llvm::cast<MemRefType>(t.getType()).getDimSize(1), b->getF32Type());
+          tensorScalar(scaled, t, Value(), "mul", -alpha, false);
+          tensorScalar(out, scaled, Value(), "add", other, false);
+        });
+      })
+      .Case([&](aten::PowTensorScalarOp o) -> LogicalResult {
+        double e = o.getOther().convertToDouble();
+        if (e == 2.0) return activationOf(o.getSelf(), "square");
+        if (e == 0.5) return activationOf(o.getSelf(), "sqrt");
+        if (e == -0.5) return activationOf(o.getSelf(), "rsqrt");
+        if (e == 1.0) return activationOf(o.getSelf(), "identity");
+        return scalarOp(o.getSelf(), "pow", e, false);
+      })
+      .Case([&](aten::LogOp o) { return activationOf(o.getSelf(), "log"); })
+      .Case([&](aten::TanhOp o) { return activationOf(o.getSelf(), "tanh"); })
+      .Case([&](aten::SigmoidOp o) { return activationOf(o.getSelf(), "sigmoid"); })
+      .Case([&](aten::ReluOp o) { return activationOf(o.getSelf(), "relu"); })
+      .Case([&](aten::SiluOp o) { return activationOf(o.getSelf(), "silu"); })
+      .Case([&](aten::GeluOp o) {
+        return activationOf(o.getSelf(), o.getApproximate() == "tanh" ? "gelu_tanh" : "gelu");
+      })
+      .Case([&](aten::EqTensorOp o) { return binary(o.getSelf(), o.getOther(), "is_equal", 1.0); })
+      .Case([&](aten::NeTensorOp o) { return binary(o.getSelf(), o.getOther(), "not_equal", 1.0); })
+      .Case([&](aten::LtTensorOp o) { return binary(o.getSelf(), o.getOther(), "is_lt", 1.0); })
+      .Case([&](aten::LeTensorOp o) { return binary(o.getSelf(), o.getOther(), "is_le", 1.0); })
+      .Case([&](aten::GtTensorOp o) { return binary(o.getSelf(), o.getOther(), "is_gt", 1.0); })
+      .Case([&](aten::GeTensorOp o) { return binary(o.getSelf(), o.getOther(), "is_ge", 1.0); })
+      .Case([&](aten::EqScalarOp o) { return scalarOp(o.getSelf(), "is_equal", o.getOther().convertToDouble(), false); })
+      .Case([&](aten::NeScalarOp o) { return scalarOp(o.getSelf(), "not_equal", o.getOther().convertToDouble(), false); })
+      .Case([&](aten::LtScalarOp o) { return scalarOp(o.getSelf(), "is_lt", o.getOther().convertToDouble(), false); })
+      .Case([&](aten::LeScalarOp o) { return scalarOp(o.getSelf(), "is_le", o.getOther().convertToDouble(), false); })
+      .Case([&](aten::GtScalarOp o) { return scalarOp(o.getSelf(), "is_gt", o.getOther().convertToDouble(), false); })
+      .Case([&](aten::GeScalarOp o) { return scalarOp(o.getSelf(), "is_ge", o.getOther().convertToDouble(), false); })
+      .Case([&](aten::WhereSelfOp o) {
+        Layout lc = layoutOf(o.getCondition()), lt = layoutOf(o.getSelf()), lf = layoutOf(o.getOther());
+        return select(o.getCondition(), lc, o.getSelf(), lt, o.getOther(), lf);
+      })
+      .Case([&](aten::MaskedFillScalarOp o) {
+        Layout fill;
+        fill.kind = Kind::Imm;
+        fill.imm = o.getValue().convertToDouble();
+        Layout lm = layoutOf(o.getMask()), ls = layoutOf(o.getSelf());
+        return select(o.getMask(), lm, Value(), fill, o.getSelf(), ls);
+      })
       .Case([&](aten::MeanDimOp o) { return reduce(o.getSelf(), "add", true); })
       .Case([&](aten::SumDimIntListOp o) { return reduce(o.getSelf(), "add", false); })
       .Case([&](aten::AmaxOp o) { return reduce(o.getSelf(), "max", false); })
@@ -441,7 +538,7 @@ void KernelLowering::finalizeReduction(Operation* op, int64_t p) {
   Value acc = accumulators.lookup(result);
   bool isMean = llvm::isa<aten::MeanDimOp>(op);
   Type elem = yielded.contains(result)
-                  ? llvm::cast<RankedTensorType>(result.getType()).getElementType()
+                  ? nc::deviceElementType(llvm::cast<RankedTensorType>(result.getType()).getElementType())
                   : b->getF32Type();
   if (!isMean && elem.isF32()) {
     tiles[result] = acc;
@@ -497,12 +594,13 @@ LogicalResult KernelLowering::run(int64_t& instructions, int64_t& dmas) {
   Block* body = new Block();
   for (BlockArgument arg : oldBody.getArguments()) {
     auto t = llvm::cast<RankedTensorType>(arg.getType());
-    hbmOf[arg] = body->addArgument(MemRefType::get(t.getShape(), t.getElementType()), arg.getLoc());
+    hbmOf[arg] = body->addArgument(MemRefType::get(t.getShape(), nc::deviceElementType(t.getElementType())),
+                                   arg.getLoc());
   }
   SmallVector<Value> outHbm;
   for (Value v : yield.getValues()) {
     auto t = llvm::cast<RankedTensorType>(v.getType());
-    outHbm.push_back(body->addArgument(MemRefType::get(t.getShape(), t.getElementType()), loc));
+    outHbm.push_back(body->addArgument(MemRefType::get(t.getShape(), nc::deviceElementType(t.getElementType())), loc));
   }
   kernel.getBody().push_back(body);
   OpBuilder builder = OpBuilder::atBlockEnd(body);

@@ -26,6 +26,11 @@ bool isTileIn(Type type, unsigned memorySpace) {
 bool isSbufTile(Type type) { return isTileIn(type, kSbufMemorySpace); }
 bool isPsumTile(Type type) { return isTileIn(type, kPsumMemorySpace); }
 
+Type deviceElementType(Type elem) {
+  if (elem.isF32() || elem.isBF16() || elem.isF16()) return elem;
+  return Float32Type::get(elem.getContext());
+}
+
 ArrayRef<StringRef> elementwiseAluNames() {
   static constexpr StringRef kNames[] = {"add", "sub", "mul", "div", "max", "min", "is_equal",
                                          "not_equal", "is_lt", "is_le", "is_gt", "is_ge", "pow"};
@@ -138,10 +143,10 @@ LogicalResult KernelOp::verify() {
   for (auto [arg, type] : llvm::zip(body.getArguments(), expected)) {
     auto m = llvm::dyn_cast<MemRefType>(arg.getType());
     auto t = llvm::cast<RankedTensorType>(type);
-    if (!m || m.getShape() != t.getShape() || m.getElementType() != t.getElementType() ||
-        m.getMemorySpace())
-      return emitOpError("lowered body argument ") << arg.getArgNumber() << " must be an HBM memref of "
-                                                   << type;
+    if (!m || m.getShape() != t.getShape() ||
+        m.getElementType() != deviceElementType(t.getElementType()) || m.getMemorySpace())
+      return emitOpError("lowered body argument ") << arg.getArgNumber()
+                                                   << " must be an HBM memref holding " << type;
   }
   return success();
 }

@@ -23,6 +23,10 @@ inline constexpr int64_t kNumPartitions = 128;
 bool isSbufTile(mlir::Type type);
 bool isPsumTile(mlir::Type type);
 
+// The element type a tensor value has on the device: floats as they are;
+// bools and integers (masks, indices) as f32, exact below 2^24.
+mlir::Type deviceElementType(mlir::Type elem);
+
 // ALU operations and activation functions the ISA ops accept.
 llvm::ArrayRef<llvm::StringRef> elementwiseAluNames();
 llvm::ArrayRef<llvm::StringRef> activationNames();

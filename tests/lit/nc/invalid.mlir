@@ -34,7 +34,7 @@ func.func @lowered_arg_count(%x: tensor<4xf32>) -> tensor<4xf32> {
 // -----
 
 func.func @lowered_arg_type(%x: tensor<4xf32>) -> tensor<4xf32> {
-  // expected-error @+1 {{lowered body argument 1 must be an HBM memref of 'tensor<4xf32>'}}
+  // expected-error @+1 {{lowered body argument 1 must be an HBM memref holding 'tensor<4xf32>'}}
   %r = nc.kernel "k"(%x) {source_ops = []} : (tensor<4xf32>) -> tensor<4xf32> {
   ^bb0(%a: memref<4xf32>, %b: memref<4xbf16>):
     nc.yield
