@@ -47,7 +47,7 @@ def strip_paths(text):
 def compiler_reason(err):
     """The most useful line of a neuron-cc / neuron-run failure: the unsupported
     operators (NCC-E006) or else the first `error` line, without directories."""
-    text = strip_paths(str(err))
+    text = re.sub(r"\S+\.(?:pb|pbtxt|mlir): ", "", strip_paths(str(err)))
     ops = re.findall(r"^\s+(\S+::\S+) \(\d+ uses?", text, re.M)
     code = re.search(r"error (NCC-E\d+)", text)
     if ops:

@@ -231,6 +231,13 @@ class Exporter(unittest.TestCase):
                 self.assertTrue(all(t.startswith("aten::") for t in node_targets(graph)), node_targets(graph))
                 torch.testing.assert_close(outs[0], eager[0])
 
+    def test_masked_fill_with_a_tensor_input_value(self):
+        """The fill value may be a graph input (torch._decomp's version would call .item())."""
+        graph, outs, eager, _ = self.round_trip(lambda x, m, v: x.masked_fill(m, v),
+                                                (torch.randn(3, 4), torch.rand(3, 4) > 0.5, torch.tensor(2.5)))
+        self.assertEqual(node_targets(graph), ["aten::_to_copy", "aten::where.self"])
+        self.assertTrue(torch.equal(outs[0], eager[0]))
+
     def test_prims_are_refused(self):
         from torch._decomp import get_decompositions
         with self.assertRaisesRegex(ex.ExportError, r"prims::sigmoid|prims::exp"):

@@ -144,13 +144,25 @@ DECOMPOSITION_OPS = [
     aten.unbind.int,             # -> select
     aten.mv.default,             # -> mm
     aten.dot.default,            # -> mul, sum
-    aten.masked_fill.Tensor,     # 0-d tensor fill value -> where
+    aten.masked_fill.Tensor,     # 0-d tensor fill value -> where (ours, below)
 ]
+
+
+def _masked_fill_tensor(self, mask, value):
+    # torch._decomp's version reads value.item(), which fails when the fill
+    # value is a graph input; where() broadcasts the 0-d value instead.
+    return aten.where.self(mask, aten._to_copy.default(value, dtype=self.dtype), self)
+
+
+# Our own ATen-level decompositions, used instead of torch._decomp's.
+CUSTOM_DECOMPOSITIONS = {aten.masked_fill.Tensor: _masked_fill_tensor}
 
 
 def default_decompositions():
     from torch._decomp import get_decompositions
-    return get_decompositions(DECOMPOSITION_OPS)
+    table = get_decompositions([op for op in DECOMPOSITION_OPS if op not in CUSTOM_DECOMPOSITIONS])
+    table.update(CUSTOM_DECOMPOSITIONS)
+    return table
 
 
 # ---------------------------------------------------------------------------

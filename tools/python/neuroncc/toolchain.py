@@ -47,10 +47,11 @@ def run_neff(neff, inputs, output_dir, profile_dir=None, keep_dtypes=False):
     cmd = [tool("neuron-run"), neff, "--output-dir", output_dir]
     for name, array in inputs.items():
         path = os.path.join(output_dir, "input_%s.npy" % name)
+        # np.asarray keeps 0-d arrays 0-d (np.ascontiguousarray makes them (1,)).
         if keep_dtypes:
-            np.save(path, np.ascontiguousarray(array))
+            np.save(path, np.asarray(array, order="C"))
         else:
-            np.save(path, np.ascontiguousarray(array, dtype=np.float32))
+            np.save(path, np.asarray(array, dtype=np.float32, order="C"))
         cmd += ["--input", "%s=@%s" % (name, path)]
     if profile_dir:
         cmd += ["--profile", profile_dir]

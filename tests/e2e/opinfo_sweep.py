@@ -1,0 +1,319 @@
+#!/usr/bin/env python3
+"""OpInfo sweep: PyTorch's own sample inputs for every operator neuron-cc supports.
+
+For each overload that `neuron-cc list-operators --framework ATEN` prints, the
+OpInfos of torch.testing._internal.common_methods_invocations.op_db whose name
+matches it (the overload's base name, with a leading underscore dropped, as a
+torch or torch.nn.functional name, or an alias; plus a few explicit entries in
+EXTRA_OPINFOS) provide sample inputs on the CPU in f32 and bf16. Each sample
+call is traced with the exporter (make_fx); a sample belongs to the overload
+when its traced graph contains that overload (so `add` samples that trace to
+aten::add.Tensor are not counted for aten::add.Scalar). Up to MAX_SAMPLES
+samples per overload and dtype are then compiled at -O2, run, and compared
+with eager on the same inputs:
+  f32:  max |y - eager| / max |eager| <= 1e-4 (as in test_models.py).
+  bf16: <= 2^-7. Eager computes a single op on bf16 inputs in f32 and rounds
+        its result once (CPU kernels accumulate bf16 reductions in f32), so
+        it is within half a bf16 ulp (2^-9 relative) of the exact value; the
+        compiled op also rounds once, after f32 arithmetic, so the two differ
+        by at most one ulp, 2^-8 of the element and so of max |eager|.
+        2^-7 doubles that for ops that eager composes from two rounded
+        steps. A wrong element is off by far more.
+Samples whose tensors are empty or larger than MAX_ELEMENTS elements, whose
+eager call raises, or whose result is not a tensor (or tuple of tensors) are
+skipped and counted as skipped, never as passed.
+
+Failures are listed in xfail_opinfo.txt (`op dtype sample reason`, sample an
+index or `*` for every sample of that op and dtype); tests/e2e/test_opinfo.py
+enforces the list both ways.
+
+Usage:
+  /usr/bin/python3 tests/e2e/opinfo_sweep.py [--ops aten::exp,aten::neg]
+      [--dtypes f32,bf16] [--max-samples 8] [--opt 2] [--jobs 2] [-v]
+      [--update-xfail]
+prints passed/total per op and dtype (and the skipped count), then the total.
+--update-xfail rewrites xfail_opinfo.txt from this run's failures (only
+with the default ops, dtypes and sample cap).
+"""
+import argparse
+import collections
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+from concurrent.futures import ThreadPoolExecutor
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, HERE)
+import e2e_common as common  # noqa: E402
+
+import torch  # noqa: E402
+
+from neuroncc import export as ex  # noqa: E402
+from neuroncc import toolchain  # noqa: E402
+
+MAX_SAMPLES = 8
+MAX_ELEMENTS = 1 << 20
+OPT = 2
+TOLERANCE = {"f32": common.F32_TOLERANCE, "bf16": 2.0 ** -7}
+DTYPES = {"f32": torch.float32, "bf16": torch.bfloat16}
+XFAIL_PATH = os.path.join(HERE, "xfail_opinfo.txt")
+XFAIL_HEADER = """# Expected failures of the OpInfo sweep (tests/e2e/opinfo_sweep.py, enforced by
+# tests/e2e/test_opinfo.py): `op dtype sample reason`, sample = index or *.
+# A listed sample that passes fails the test ("unexpectedly passing"): remove it.
+# Regenerate: /usr/bin/python3 tests/e2e/opinfo_sweep.py --update-xfail"""
+
+# OpInfos whose name does not follow from the overload's name.
+EXTRA_OPINFOS = {
+    "native_layer_norm": ["nn.functional.layer_norm"],
+    "_reshape_alias": ["reshape", "view_as", "flatten"],
+    "_unsafe_view": ["reshape", "matmul"],
+    "_to_copy": ["to", "float", "bfloat16", "double", "type_as"],
+    "_softmax": ["softmax"],
+    "_log_softmax": ["log_softmax"],
+    "split.Tensor": ["split"],
+    "slice.Tensor": ["narrow"],
+    "select.int": ["select"],
+    "expand": ["expand_as", "broadcast_to"],
+    "scalar_tensor": ["where", "masked_fill"],
+}
+
+
+def supported_ops():
+    out = subprocess.run([toolchain.tool("neuron-cc"), "list-operators", "--framework", "ATEN"],
+                         check=True, stdout=subprocess.PIPE, text=True).stdout
+    return [line.strip() for line in out.splitlines() if line.strip()]
+
+
+def load_op_db():
+    """op_db, importing it with the expecttest stand-in on sys.path for the import only."""
+    stubs = os.path.join(HERE, "stubs")
+    sys.path.insert(0, stubs)
+    try:
+        from torch.testing._internal.common_methods_invocations import op_db
+    finally:
+        sys.path.remove(stubs)
+    return op_db
+
+
+def opinfos_for(op, op_db):
+    """OpInfos that may produce the ATen overload `op` ("aten::add.Tensor")."""
+    name = op.split("::", 1)[1]
+    base = name.split(".")[0]
+    names = {base, base.lstrip("_"), "nn.functional." + base, "nn.functional." + base.lstrip("_")}
+    names.update(EXTRA_OPINFOS.get(name, []))
+    names.update(EXTRA_OPINFOS.get(base, []))
+    found = []
+    for info in op_db:
+        aliases = {a.name for a in getattr(info, "aliases", ())}
+        if info.name in names or getattr(info, "aten_name", None) in (base,) or aliases & names:
+            found.append(info)
+    return found
+
+
+class Sample:
+    """One sample call of one OpInfo, traced and with its eager result."""
+
+    def __init__(self, op, dtype, index, info, exp, eager):
+        self.op, self.dtype, self.index = op, dtype, index
+        self.info = info
+        self.exp = exp
+        self.eager = eager
+
+    @property
+    def key(self):
+        return (self.op, self.dtype, str(self.index))
+
+    def label(self):
+        name = self.info.name + ("." + self.info.variant_test_name if self.info.variant_test_name else "")
+        return "%s %s #%d (%s)" % (self.op, self.dtype, self.index, name)
+
+
+def _as_call(info, sample):
+    """(fn(*tensors), tensors) for sample; tensors are every tensor leaf of input, args, kwargs."""
+    flat, spec = torch.utils._pytree.tree_flatten((sample.input, tuple(sample.args), dict(sample.kwargs)))
+    positions = [i for i, v in enumerate(flat) if isinstance(v, torch.Tensor)]
+    tensors = tuple(flat[i].detach().clone() for i in positions)
+    op = info.op
+
+    def fn(*ts):
+        leaves = list(flat)
+        for i, t in zip(positions, ts):
+            leaves[i] = t
+        inp, args, kwargs = torch.utils._pytree.tree_unflatten(leaves, spec)
+        return op(inp, *args, **kwargs)
+
+    return fn, tensors
+
+
+def collect(op, op_db, dtype_name, max_samples=MAX_SAMPLES, skipped=None):
+    """Samples for `op` at `dtype_name`; reasons for skipped samples go to `skipped` (a Counter)."""
+    dtype = DTYPES[dtype_name]
+    skipped = skipped if skipped is not None else collections.Counter()
+    samples = []
+    for info in opinfos_for(op, op_db):
+        try:
+            if dtype not in info.supported_dtypes("cpu"):
+                continue
+        except Exception:  # noqa: BLE001
+            continue
+        torch.manual_seed(0)
+        try:
+            generated = list(info.sample_inputs("cpu", dtype, requires_grad=False))
+        except Exception:  # noqa: BLE001 - an OpInfo that cannot make samples here has none
+            continue
+        for sample in generated:
+            if len(samples) >= max_samples:
+                return samples
+            fn, tensors = _as_call(info, sample)
+            if not tensors:
+                continue
+            if any(t.numel() == 0 or t.numel() > MAX_ELEMENTS for t in tensors):
+                skipped["empty or over %d elements" % MAX_ELEMENTS] += 1
+                continue
+            try:
+                with torch.no_grad():
+                    eager = fn(*[t.clone() for t in tensors])
+            except Exception:  # noqa: BLE001
+                skipped["eager raises"] += 1
+                continue
+            flat_out, _ = torch.utils._pytree.tree_flatten(eager)
+            if not flat_out or not all(isinstance(t, torch.Tensor) for t in flat_out):
+                skipped["non-tensor result"] += 1
+                continue
+            if any(t.numel() == 0 or t.numel() > MAX_ELEMENTS for t in flat_out):
+                skipped["empty or over %d elements" % MAX_ELEMENTS] += 1
+                continue
+            try:
+                exp = ex.export_aten(fn, tensors, None, params="constants")
+            except Exception as e:  # noqa: BLE001
+                exp = e  # an export failure is this sample's failure, if it is this op's sample
+                targets = None
+            else:
+                targets = exp.targets()
+            if targets is not None and op not in targets:
+                continue  # another overload's sample
+            samples.append(Sample(op, dtype_name, len(samples), info, exp,
+                                  tuple(t.detach() for t in flat_out)))
+    return samples
+
+
+def run_sample(sample, workdir, opt=OPT):
+    """Compiles and runs one sample; returns the max relative error or raises CaseFailure."""
+    if isinstance(sample.exp, Exception):
+        raise common.CaseFailure("export: %s: %s" % (type(sample.exp).__name__, common.first_line(sample.exp)))
+    name = "%s_%s_%d" % (sample.op.replace("::", "_").replace(".", "_"), sample.dtype, sample.index)
+    graph = os.path.join(workdir, name + ".pb")
+    ex.write_graph(sample.exp.graph, graph)
+    neff = os.path.join(workdir, name + ".neff")
+    try:
+        toolchain.compile_graph(graph, neff, opt=opt)
+    except toolchain.ToolError as e:
+        raise common.CaseFailure("compile: " + common.compiler_reason(e)) from e
+    outdir = os.path.join(workdir, name + "-out")
+    try:
+        arrays = {n: common.device_array(v) for n, v in sample.exp.input_values.items()}
+        outs = toolchain.run_neff(neff, arrays, outdir, keep_dtypes=True)
+    except toolchain.ToolError as e:
+        raise common.CaseFailure("run: " + common.compiler_reason(e)) from e
+    finally:
+        shutil.rmtree(outdir, ignore_errors=True)
+    if len(outs) != len(sample.eager):
+        raise common.CaseFailure("run: %d outputs, eager has %d" % (len(outs), len(sample.eager)))
+    return max([common.compare(y, r, TOLERANCE[sample.dtype]) for y, r in zip(outs, sample.eager)] or [0.0])
+
+
+def expected_failure(xfail, sample):
+    return sample.key in xfail or (sample.op, sample.dtype, "*") in xfail
+
+
+def enumerate_cases(ops=None, dtypes=("f32", "bf16"), max_samples=MAX_SAMPLES):
+    """[(op, dtype, [Sample], skipped Counter)] for the supported ops that have OpInfo samples,
+    and the supported ops with no OpInfo at all."""
+    op_db = load_op_db()
+    ops = ops or supported_ops()
+    cases, without = [], []
+    for op in ops:
+        if not opinfos_for(op, op_db):
+            without.append(op)
+            continue
+        for d in dtypes:
+            skipped = collections.Counter()
+            cases.append((op, d, collect(op, op_db, d, max_samples, skipped), skipped))
+    return cases, without
+
+
+def main(argv=None):
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--ops", help="comma-separated overloads (default: all that neuron-cc lists)")
+    parser.add_argument("--dtypes", default="f32,bf16")
+    parser.add_argument("--max-samples", type=int, default=MAX_SAMPLES)
+    parser.add_argument("--opt", type=int, default=OPT)
+    parser.add_argument("--jobs", type=int, default=2)
+    parser.add_argument("-v", "--verbose", action="store_true", help="print every failure")
+    parser.add_argument("--update-xfail", action="store_true")
+    args = parser.parse_args(argv)
+    if args.update_xfail and (args.ops or args.dtypes != "f32,bf16" or args.max_samples != MAX_SAMPLES):
+        parser.error("--update-xfail needs the default --ops, --dtypes and --max-samples")
+
+    cases, without = enumerate_cases(args.ops.split(",") if args.ops else None, args.dtypes.split(","),
+                                     args.max_samples)
+    xfail = common.XfailList(XFAIL_PATH, 3)
+    work = tempfile.mkdtemp(prefix="neuroncc-opinfo-")
+    failures = {}
+    totals = collections.Counter()
+    try:
+        samples = [s for _, _, ss, _ in cases for s in ss]
+
+        def attempt(sample):
+            try:
+                run_sample(sample, work, args.opt)
+                return sample, None
+            except common.CaseFailure as e:
+                return sample, common.first_line(e, 300)
+
+        with ThreadPoolExecutor(max_workers=max(1, args.jobs)) as pool:
+            results = dict((s.key, r) for s, r in pool.map(attempt, samples))
+        print("%-28s %-5s %8s %8s %9s  %s" % ("op", "dtype", "passed", "total", "skipped", "first failure"))
+        for op, dtype, ss, skipped in cases:
+            failed = [(s, results[s.key]) for s in ss if results[s.key] is not None]
+            nskip = sum(skipped.values())
+            totals.update(passed=len(ss) - len(failed), total=len(ss), skipped=nskip)
+            first = "#%d %s" % (failed[0][0].index, failed[0][1][:90]) if failed else ""
+            if not ss:
+                first = "no OpInfo sample traces to this overload"
+            print("%-28s %-5s %8d %8d %9d  %s" % (op, dtype, len(ss) - len(failed), len(ss), nskip, first))
+            for s, reason in failed:
+                failures[s.key] = reason
+                if args.verbose:
+                    print("    %s: %s" % (s.label(), reason))
+        unexpected = [k for k in xfail.entries if k in results and results[k] is None]
+        print("\n%d passed, %d failed, %d skipped (of %d samples); %d ops without an OpInfo: %s" % (
+            totals["passed"], totals["total"] - totals["passed"], totals["skipped"], totals["total"],
+            len(without), " ".join(without)))
+        if unexpected:
+            print("listed in %s but passing: %s" % (os.path.basename(XFAIL_PATH),
+                                                   ", ".join(" ".join(k) for k in sorted(unexpected))))
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+    if args.update_xfail:
+        # Collapse an op and dtype whose every sample fails with one reason into a `*` entry.
+        grouped = collections.defaultdict(dict)
+        for (op, dtype, idx), reason in failures.items():
+            grouped[(op, dtype)][idx] = reason
+        entries = {}
+        for op, dtype, ss, _ in cases:
+            got = grouped.get((op, dtype), {})
+            if ss and len(got) == len(ss) and len(set(got.values())) == 1:
+                entries[(op, dtype, "*")] = next(iter(got.values()))
+            else:
+                for idx, reason in got.items():
+                    entries[(op, dtype, idx)] = reason
+        xfail.write(entries, XFAIL_HEADER)
+        print("wrote %d entries to %s" % (len(entries), XFAIL_PATH))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
