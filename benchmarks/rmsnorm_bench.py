@@ -14,7 +14,6 @@ For each shape it prints:
 Usage: benchmarks/rmsnorm_bench.py [--repeats N] [--shapes 4x512:bf16,...]
 """
 import argparse
-import ctypes
 import os
 import statistics
 import sys
@@ -26,6 +25,7 @@ import numpy as np
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(HERE, "..", "tools", "python"))
 from neuroncc import toolchain  # noqa: E402
+from neuroncc.nrt import NeffRunner  # noqa: E402
 
 import torch  # noqa: E402
 import torch.nn.functional as F  # noqa: E402
@@ -36,64 +36,6 @@ import torch.nn.functional as F  # noqa: E402
 HBM_BYTES_PER_SECOND = 820e9 / 2
 
 DEFAULT_SHAPES = "4x512:bf16,4096x4096:f32,1x128:bf16,300x1000:f32"
-
-
-class NeffRunner:
-    """Executes a NEFF through libnrt's C API, the way an application would."""
-
-    def __init__(self, lib_path):
-        self.lib = ctypes.CDLL(lib_path)
-        vp = ctypes.c_void_p
-        self.lib.nrt_get_status_as_str.restype = ctypes.c_char_p
-        self.lib.nrt_get_last_error_message.restype = ctypes.c_char_p
-        self.lib.nrt_load.argtypes = [ctypes.c_char_p, ctypes.c_size_t, ctypes.c_int32, ctypes.c_int32,
-                                      ctypes.POINTER(vp)]
-        self.lib.nrt_tensor_allocate.argtypes = [ctypes.c_int, ctypes.c_int, ctypes.c_size_t,
-                                                 ctypes.c_char_p, ctypes.POINTER(vp)]
-        self.lib.nrt_tensor_write.argtypes = [vp, ctypes.c_void_p, ctypes.c_size_t, ctypes.c_size_t]
-        self.lib.nrt_tensor_read.argtypes = [vp, ctypes.c_void_p, ctypes.c_size_t, ctypes.c_size_t]
-        self.lib.nrt_allocate_tensor_set.argtypes = [ctypes.POINTER(vp)]
-        self.lib.nrt_add_tensor_to_tensor_set.argtypes = [vp, ctypes.c_char_p, vp]
-        self.lib.nrt_execute.argtypes = [vp, vp, vp]
-        self.lib.nrt_unload.argtypes = [vp]
-        self.check(self.lib.nrt_init(1, b"", b""), "nrt_init")
-
-    def check(self, status, what):
-        if status != 0:
-            raise RuntimeError("%s: %s (%s)" % (what, self.lib.nrt_get_status_as_str(status).decode(),
-                                                (self.lib.nrt_get_last_error_message() or b"").decode()))
-
-    def tensor(self, name, raw):
-        t = ctypes.c_void_p()
-        self.check(self.lib.nrt_tensor_allocate(0, 0, len(raw), name.encode(), ctypes.byref(t)), "allocate")
-        if raw:
-            buf = ctypes.create_string_buffer(raw, len(raw))
-            self.check(self.lib.nrt_tensor_write(t, buf, 0, len(raw)), "write")
-        return t
-
-    def tensor_set(self, tensors):
-        s = ctypes.c_void_p()
-        self.check(self.lib.nrt_allocate_tensor_set(ctypes.byref(s)), "tensor set")
-        for name, t in tensors.items():
-            self.check(self.lib.nrt_add_tensor_to_tensor_set(s, name.encode(), t), "add tensor")
-        return s
-
-    def time_execute(self, neff_path, inputs, outputs, repeats):
-        """inputs: name -> raw bytes; outputs: name -> byte size. Returns median seconds."""
-        with open(neff_path, "rb") as f:
-            data = f.read()
-        model = ctypes.c_void_p()
-        self.check(self.lib.nrt_load(data, len(data), 0, -1, ctypes.byref(model)), "nrt_load")
-        ins = self.tensor_set({n: self.tensor(n, raw) for n, raw in inputs.items()})
-        outs = self.tensor_set({n: self.tensor(n, b"\0" * size) for n, size in outputs.items()})
-        self.check(self.lib.nrt_execute(model, ins, outs), "nrt_execute")  # warm-up
-        samples = []
-        for _ in range(repeats):
-            start = time.perf_counter()
-            self.check(self.lib.nrt_execute(model, ins, outs), "nrt_execute")
-            samples.append(time.perf_counter() - start)
-        self.lib.nrt_unload(model)
-        return statistics.median(samples)
 
 
 def device_bytes(array, dtype):

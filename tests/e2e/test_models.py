@@ -37,6 +37,7 @@ compiler work with:
 """
 import os
 import shutil
+import subprocess
 import sys
 import tempfile
 import unittest
@@ -113,6 +114,19 @@ class ModelsEndToEnd(unittest.TestCase):
         known = {case_key(*c) for c in CASES}
         stale = sorted(" ".join(k) for k in XFAIL.entries if k not in known)
         self.assertEqual(stale, [], "entries in %s that name no case" % XFAIL_PATH)
+
+    def test_benchmark_script_runs(self):
+        """benchmarks/models_bench.py prints a row per model and exits 0, compiled or not."""
+        script = os.path.join(HERE, "..", "..", "benchmarks", "models_bench.py")
+        proc = subprocess.run([sys.executable, script, "--models", "rmsnorm,llama", "--dtypes", "f32",
+                               "--repeats", "1"], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        self.assertEqual(proc.returncode, 0, proc.stderr)
+        rows = {line.split()[0]: line.split() for line in proc.stdout.splitlines()
+                if line.startswith(("rmsnorm ", "llama "))}
+        self.assertEqual(sorted(rows), ["llama", "rmsnorm"])
+        self.assertEqual(rows["rmsnorm"][2:4], ["6", "1"])  # kernels at -O0 and -O2
+        if ("llama", "f32", "O2") in XFAIL:
+            self.assertIn("llama f32: compile -O2", proc.stdout)
 
     def test_listed_case_that_passes_is_an_error(self):
         """The enforcement itself: an expected failure that passes is reported as an error."""
