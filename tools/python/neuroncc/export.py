@@ -379,7 +379,9 @@ def _trace_torch_export(fn, inputs, decompositions):
         raise ExportError("torch.export produced %d user inputs for %d example inputs" % (len(user), len(inputs)))
     it = iter(inputs)
     values = [next(it).detach() if s is None else s.value.detach() for s in slots]
-    return gm, placeholders, values, slots
+    # Mutated buffers come first among the outputs; keep the user's outputs only.
+    user_outputs = list(getattr(sig, "user_outputs", None) or [])
+    return gm, placeholders, values, slots, user_outputs
 
 
 # ---------------------------------------------------------------------------
@@ -394,16 +396,15 @@ def _schema_arg_types(target):
 
 
 def _list_kind(type_str, items):
+    """Element kind of a list argument from its schema type ("Optional[List[int]]"), else its items."""
     t = (type_str or "").replace(" ", "")
-    if "Tensor" in t:
-        return "tensor"
-    if t.startswith("float") or t.startswith("List[float]"):
-        return "float"
-    if t.startswith("int") or t.startswith("SymInt") or t.startswith("List[int]"):
-        return "int"
-    if t.startswith("bool") or t.startswith("List[bool]"):
-        return "bool"
-    # Unknown schema (getitem) or a Scalar[]: judge by the items.
+    if "List[" in t:
+        elem = t[t.index("List[") + 5:]
+        for kind, prefix in (("tensor", "Tensor"), ("tensor", "Optional[Tensor]"), ("float", "float"),
+                             ("int", "int"), ("int", "SymInt"), ("bool", "bool")):
+            if elem.startswith(prefix):
+                return kind
+    # Unknown schema (getitem) or a Scalar list ("List[number]"): judge by the items.
     if any(isinstance(i, torch.fx.Node) for i in items):
         return "tensor"
     if items and all(isinstance(i, bool) for i in items):
@@ -503,7 +504,7 @@ def _meta_values(gm):
     return {n: n.meta.get("val") for n in gm.graph.nodes}
 
 
-def _build(gm, placeholders, slots, values, params, results):
+def _build(gm, placeholders, slots, values, params, results, user_outputs=None):
     graph = pb.Graph(producer=PRODUCER, torch_version=str(torch.__version__))
     names = {}
     used = set()
@@ -580,6 +581,8 @@ def _build(gm, placeholders, slots, values, params, results):
 
     out_node = next(n for n in gm.graph.nodes if n.op == "output")
     flat, _ = torch.utils._pytree.tree_flatten(out_node.args[0])
+    if user_outputs:
+        flat = [v for v in flat if isinstance(v, torch.fx.Node) and v.name in user_outputs]
     for v in flat:
         if not isinstance(v, torch.fx.Node):
             raise ExportError("output %r is not a tensor computed by the graph" % (v,))
@@ -623,6 +626,7 @@ def export_aten(fn_or_module, example_inputs, path=None, params="constants", inp
         tracer = "export" if _have_torch_export() else "make_fx"
     user_names = _user_input_names(fn_or_module, len(example_inputs), input_names)
 
+    user_outputs = None
     if tracer == "make_fx":
         state = _state_slots(fn_or_module)
         gm, placeholders, values = _trace_make_fx(fn_or_module, example_inputs, state, decompositions)
@@ -631,14 +635,15 @@ def export_aten(fn_or_module, example_inputs, path=None, params="constants", inp
     elif tracer == "export":
         if not _have_torch_export():
             raise ExportError("torch %s has no torch.export" % torch.__version__)
-        gm, placeholders, values, slots = _trace_torch_export(fn_or_module, example_inputs, decompositions)
+        gm, placeholders, values, slots, user_outputs = _trace_torch_export(fn_or_module, example_inputs,
+                                                                            decompositions)
         it = iter(zip(user_names, example_inputs))
         slots = [_Slot(*next(it), "input") if s is None else s for s in slots]
         results = _meta_values(gm)
     else:
         raise ValueError("tracer must be 'auto', 'make_fx' or 'export'")
 
-    graph, input_values = _build(gm, placeholders, slots, values, params, results)
+    graph, input_values = _build(gm, placeholders, slots, values, params, results, user_outputs)
     if path is not None:
         write_graph(graph, path)
     return AtenExport(graph, input_values, gm)
