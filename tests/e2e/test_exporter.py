@@ -281,6 +281,16 @@ class Exporter(unittest.TestCase):
             ex.export_aten(torch.neg, (torch.randn(2),), self.path("neg.onnx"))
         self.assertFalse(os.path.exists(self.path("neg.onnx")))
 
+    def test_tracer_choice(self):
+        if ex._have_torch_export():
+            exp = ex.export_aten(torch.neg, (torch.randn(2),), None, tracer="export")
+            self.assertEqual(node_targets(exp.graph), ["aten::neg"])
+        else:  # torch 1.13: only make_fx; asking for torch.export says so
+            with self.assertRaisesRegex(ex.ExportError, "no torch.export"):
+                ex.export_aten(torch.neg, (torch.randn(2),), None, tracer="export")
+        exp = ex.export_aten(torch.neg, (torch.randn(2),), None, tracer="make_fx")
+        self.assertEqual(node_targets(exp.graph), ["aten::neg"])
+
     def test_cli(self):
         env = dict(os.environ, PYTHONPATH=PYTHON_DIR)
         out = self.path("cli_gpt2.pbtxt")
