@@ -222,6 +222,14 @@ LogicalResult reduction(NodeImporter& n) {
   return n.create<OpTy>(self, n.b.getDenseI64ArrayAttr(dims), n.b.getBoolAttr(keepdim));
 }
 
+template <typename OpTy>
+LogicalResult softmax(NodeImporter& n) {
+  NCC_TRY(self, n.tensor(0, "self"));
+  NCC_TRY(dim, n.integer(1, "dim"));
+  NCC_TRY(halfToFloat, n.boolean(2, "half_to_float", false));
+  return n.create<OpTy>(self, n.b.getI64IntegerAttr(dim), n.b.getBoolAttr(halfToFloat));
+}
+
 const std::map<std::string, Builder>& registry() {
   static const std::map<std::string, Builder> table = {
       {"aten::add.Tensor", [](NodeImporter& n) { return binaryArith(n, "add"); }},
@@ -289,6 +297,46 @@ const std::map<std::string, Builder>& registry() {
       {"aten::mean.dim", reduction<aten::MeanDimOp>},
       {"aten::sum.dim_IntList", reduction<aten::SumDimIntListOp>},
       {"aten::amax", reduction<aten::AmaxOp>},
+      {"aten::_softmax", softmax<aten::SoftmaxOp>},
+      {"aten::_log_softmax", softmax<aten::LogSoftmaxOp>},
+      {"aten::native_layer_norm",
+       [](NodeImporter& n) -> LogicalResult {
+         NCC_TRY(input, n.tensor(0, "input"));
+         NCC_TRY(shape, n.ints(1, "normalized_shape"));
+         Value weight, bias;
+         if (n.isTensor(2, "weight")) {
+           NCC_TRY(w, n.tensor(2, "weight"));
+           weight = w;
+         }
+         if (n.isTensor(3, "bias")) {
+           NCC_TRY(b, n.tensor(3, "bias"));
+           bias = b;
+         }
+         NCC_TRY(eps, n.number(4, "eps"));
+         SmallVector<Type> types;
+         for (size_t i = 0; i < 3; ++i) {
+           NCC_TRY(t, n.resultType(i));
+           types.push_back(t);
+         }
+         return n.define(n.b.create<aten::NativeLayerNormOp>(n.loc, types, input, weight, bias,
+                                                             n.b.getDenseI64ArrayAttr(shape),
+                                                             n.b.getF64FloatAttr(eps)));
+       }},
+      {"aten::var_mean.correction",
+       [](NodeImporter& n) -> LogicalResult {
+         NCC_TRY(self, n.tensor(0, "self"));
+         NCC_TRY(dims, n.ints(1, "dim", SmallVector<int64_t>{}));
+         NCC_TRY(correction, n.integer(2, "correction", 1));
+         NCC_TRY(keepdim, n.boolean(3, "keepdim", false));
+         SmallVector<Type> types;
+         for (size_t i = 0; i < 2; ++i) {
+           NCC_TRY(t, n.resultType(i));
+           types.push_back(t);
+         }
+         return n.define(n.b.create<aten::VarMeanCorrectionOp>(n.loc, types, self, n.b.getDenseI64ArrayAttr(dims),
+                                                               n.b.getI64IntegerAttr(correction),
+                                                               n.b.getBoolAttr(keepdim)));
+       }},
       {"aten::rms_norm",
        [](NodeImporter& n) -> LogicalResult {
          NCC_TRY(input, n.tensor(0, "input"));

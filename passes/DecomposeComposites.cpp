@@ -28,42 +28,112 @@ struct DecomposeCompositesPass
       if (auto id = op->getAttrOfType<IntegerAttr>(kSourceIdAttr))
         next_id = std::max(next_id, id.getInt() + 1);
     });
-    SmallVector<aten::RmsNormOp> norms;
-    getOperation().walk([&](aten::RmsNormOp op) { norms.push_back(op); });
-    if (llvm::is_contained(legalOps, std::string("aten.rms_norm"))) return;
-    for (aten::RmsNormOp op : norms) {
-      decomposeRmsNorm(op, next_id++);
+    SmallVector<Operation*> composites;
+    getOperation().walk([&](Operation* op) {
+      if (llvm::isa<aten::RmsNormOp, aten::SoftmaxOp, aten::LogSoftmaxOp, aten::NativeLayerNormOp,
+                    aten::VarMeanCorrectionOp>(op) &&
+          !llvm::is_contained(legalOps, op->getName().getStringRef().str()))
+        composites.push_back(op);
+    });
+    for (Operation* op : composites) {
+      Expansion x(op, next_id++);
+      SmallVector<Value> results;
+      if (auto o = llvm::dyn_cast<aten::RmsNormOp>(op)) results = decomposeRmsNorm(x, o);
+      else if (auto o = llvm::dyn_cast<aten::SoftmaxOp>(op)) results = decomposeSoftmax(x, o.getSelf(), o.getDim(), false);
+      else if (auto o = llvm::dyn_cast<aten::LogSoftmaxOp>(op)) results = decomposeSoftmax(x, o.getSelf(), o.getDim(), true);
+      else if (auto o = llvm::dyn_cast<aten::NativeLayerNormOp>(op)) results = decomposeLayerNorm(x, o);
+      else if (auto o = llvm::dyn_cast<aten::VarMeanCorrectionOp>(op)) results = decomposeVarMean(x, o);
+      x.finish(results);
       ++numDecomposed;
     }
   }
 
-  void decomposeRmsNorm(aten::RmsNormOp op, int64_t id) {
-    OpBuilder b(op);
-    Location loc = op.getLoc();
-    auto input = op.getInput();
-    auto in_type = llvm::cast<RankedTensorType>(input.getType());
-    SmallVector<int64_t> dims;
-    for (size_t i = 0; i < op.getNormalizedShape().size(); ++i)
-      dims.push_back(in_type.getRank() - 1 - int64_t(i));
-    llvm::sort(dims);
-    double eps = op.getEps() ? op.getEps()->convertToDouble() : defaultEps(in_type.getElementType());
-
-    SmallVector<Operation*> created;
-    auto track = [&](Operation* o) { created.push_back(o); return o->getResult(0); };
-    Value sq = track(b.create<aten::MulTensorOp>(loc, input, input));
-    Value mean = track(b.create<aten::MeanDimOp>(loc, sq, b.getDenseI64ArrayAttr(dims),
-                                                 b.getBoolAttr(true)));
-    Value shifted = track(b.create<aten::AddScalarOp>(loc, mean, b.getF64FloatAttr(eps),
-                                                      b.getF64FloatAttr(1.0)));
-    Value inv = track(b.create<aten::RsqrtOp>(loc, shifted));
-    Value normed = track(b.create<aten::MulTensorOp>(loc, input, inv));
-    if (Value weight = op.getWeight()) normed = track(b.create<aten::MulTensorOp>(loc, normed, weight));
-    for (Operation* o : created) {
-      o->setAttr(kSourceAttr, b.getStringAttr("aten.rms_norm"));
+  // Builds the ops one composite expands into and tags each with its source.
+  struct Expansion {
+    Expansion(Operation* op, int64_t id) : op(op), b(op), loc(op->getLoc()), id(id) {}
+    template <typename OpTy, typename... Args>
+    Value make(Args&&... args) {
+      Operation* o = b.create<OpTy>(loc, std::forward<Args>(args)...);
+      o->setAttr(kSourceAttr, b.getStringAttr(op->getName().getStringRef()));
       o->setAttr(kSourceIdAttr, b.getI64IntegerAttr(id));
+      return o->getResult(0);
     }
-    op.getResult().replaceAllUsesWith(normed);
-    op.erase();
+    Value reduce(StringRef kind, Value v, ArrayRef<int64_t> dims, bool keepdim) {
+      auto d = b.getDenseI64ArrayAttr(dims);
+      auto k = b.getBoolAttr(keepdim);
+      if (kind == "mean") return make<aten::MeanDimOp>(v, d, k);
+      if (kind == "sum") return make<aten::SumDimIntListOp>(v, d, k);
+      return make<aten::AmaxOp>(v, d, k);
+    }
+    FloatAttr f64(double v) { return b.getF64FloatAttr(v); }
+    void finish(ArrayRef<Value> results) {
+      for (auto [from, to] : llvm::zip(op->getResults(), results)) from.replaceAllUsesWith(to);
+      op->erase();
+    }
+    Operation* op;
+    OpBuilder b;
+    Location loc;
+    int64_t id;
+  };
+
+  static SmallVector<int64_t> trailingDims(Value input, size_t count) {
+    int64_t rank = llvm::cast<RankedTensorType>(input.getType()).getRank();
+    SmallVector<int64_t> dims;
+    for (size_t i = 0; i < count; ++i) dims.push_back(rank - int64_t(count) + int64_t(i));
+    return dims;
+  }
+
+  SmallVector<Value> decomposeRmsNorm(Expansion& x, aten::RmsNormOp op) {
+    Value input = op.getInput();
+    auto inType = llvm::cast<RankedTensorType>(input.getType());
+    SmallVector<int64_t> dims = trailingDims(input, op.getNormalizedShape().size());
+    double eps = op.getEps() ? op.getEps()->convertToDouble() : defaultEps(inType.getElementType());
+    Value sq = x.make<aten::MulTensorOp>(input, input);
+    Value mean = x.reduce("mean", sq, dims, true);
+    Value shifted = x.make<aten::AddScalarOp>(mean, x.f64(eps), x.f64(1.0));
+    Value inv = x.make<aten::RsqrtOp>(shifted);
+    Value normed = x.make<aten::MulTensorOp>(input, inv);
+    if (Value weight = op.getWeight()) normed = x.make<aten::MulTensorOp>(normed, weight);
+    return {normed};
+  }
+
+  // softmax: exp(x - max) / sum(exp(x - max)); log_softmax: (x - max) - log(sum(...)).
+  SmallVector<Value> decomposeSoftmax(Expansion& x, Value input, int64_t dim, bool log) {
+    Value m = x.reduce("max", input, {dim}, true);
+    Value shifted = x.make<aten::SubTensorOp>(input, m, x.f64(1.0));
+    Value e = x.make<aten::ExpOp>(shifted);
+    Value s = x.reduce("sum", e, {dim}, true);
+    if (!log) return {x.make<aten::DivTensorOp>(e, s)};
+    return {x.make<aten::SubTensorOp>(shifted, x.make<aten::LogOp>(s), x.f64(1.0))};
+  }
+
+  SmallVector<Value> decomposeLayerNorm(Expansion& x, aten::NativeLayerNormOp op) {
+    Value input = op.getInput();
+    SmallVector<int64_t> dims = trailingDims(input, op.getNormalizedShape().size());
+    Value mean = x.reduce("mean", input, dims, true);
+    Value centered = x.make<aten::SubTensorOp>(input, mean, x.f64(1.0));
+    Value var = x.reduce("mean", x.make<aten::MulTensorOp>(centered, centered), dims, true);
+    Value rstd = x.make<aten::RsqrtOp>(x.make<aten::AddScalarOp>(var, op.getEpsAttr(), x.f64(1.0)));
+    Value out = x.make<aten::MulTensorOp>(centered, rstd);
+    if (Value w = op.getWeight()) out = x.make<aten::MulTensorOp>(out, w);
+    if (Value b = op.getBias()) out = x.make<aten::AddTensorOp>(out, b, x.f64(1.0));
+    return {out, mean, rstd};
+  }
+
+  SmallVector<Value> decomposeVarMean(Expansion& x, aten::VarMeanCorrectionOp op) {
+    Value input = op.getSelf();
+    SmallVector<int64_t> dims = op.getReducedDims();
+    auto inType = llvm::cast<RankedTensorType>(input.getType());
+    int64_t n = 1;
+    for (int64_t d : dims) n *= inType.getDimSize(d);
+    Value meanKeep = x.reduce("mean", input, dims, true);
+    Value centered = x.make<aten::SubTensorOp>(input, meanKeep, x.f64(1.0));
+    Value ss = x.reduce("sum", x.make<aten::MulTensorOp>(centered, centered), dims, op.getKeepdim());
+    // PyTorch divides by max(0, N - correction): 0/0 gives NaN, as here.
+    double divisor = std::max<double>(0.0, double(n - op.getCorrection()));
+    Value var = x.make<aten::DivScalarOp>(ss, x.f64(divisor));
+    Value mean = op.getKeepdim() ? meanKeep : x.reduce("mean", input, dims, false);
+    return {var, mean};
   }
 };
 

@@ -81,6 +81,7 @@ struct Group {
 std::string shortName(StringRef op_name) {
   StringRef s = op_name;
   s.consume_front("aten.");
+  s = s.ltrim('_');
   return s.take_until([](char c) { return c == '.'; }).str();
 }
 

@@ -191,6 +191,59 @@ NEURON_REDUCTION(MeanDimOp)
 NEURON_REDUCTION(SumDimIntListOp)
 NEURON_REDUCTION(AmaxOp)
 
+#define NEURON_SOFTMAX_INFER(OP)                                                       \
+  NEURON_INFER_SIGNATURE(OP) {                                                         \
+    OP::Adaptor adaptor(operands, attributes, properties, regions);                    \
+    auto a = asRanked(adaptor.getSelf().getType());                                    \
+    if (!a) return emitOptionalError(loc, "operand must be a ranked tensor");          \
+    if (failed(normalizeDims(loc, {int64_t(adaptor.getDim())}, a.getRank()))) return failure(); \
+    if (adaptor.getHalfToFloat())                                                      \
+      return emitOptionalError(loc, "half_to_float is not supported");                 \
+    results.push_back(a);                                                              \
+    return success();                                                                  \
+  }
+NEURON_SOFTMAX_INFER(SoftmaxOp)
+NEURON_SOFTMAX_INFER(LogSoftmaxOp)
+
+NEURON_INFER_SIGNATURE(NativeLayerNormOp) {
+  NativeLayerNormOp::Adaptor adaptor(operands, attributes, properties, regions);
+  auto input = asRanked(adaptor.getInput().getType());
+  if (!input) return emitOptionalError(loc, "input must be a ranked tensor");
+  ArrayRef<int64_t> normalized = adaptor.getNormalizedShape();
+  if (normalized.empty() || int64_t(normalized.size()) > input.getRank() ||
+      input.getShape().take_back(normalized.size()) != normalized)
+    return emitOptionalError(loc, "normalized_shape ", shapeToString(normalized),
+                             " does not match the trailing dims of input shape ",
+                             shapeToString(input.getShape()));
+  for (Value v : {adaptor.getWeight(), adaptor.getBias()})
+    if (v && asRanked(v.getType()).getShape() != normalized)
+      return emitOptionalError(loc, "weight and bias must have shape ", shapeToString(normalized));
+  SmallVector<int64_t> stats(input.getShape());
+  for (size_t i = 0; i < normalized.size(); ++i) stats[stats.size() - 1 - i] = 1;
+  results.push_back(input);
+  results.push_back(RankedTensorType::get(stats, input.getElementType()));
+  results.push_back(RankedTensorType::get(stats, input.getElementType()));
+  return success();
+}
+
+SmallVector<int64_t> VarMeanCorrectionOp::getReducedDims() {
+  auto dims = normalizeDims(std::nullopt, getDim(), getSelf().getType().getRank());
+  SmallVector<int64_t> all;
+  if (succeeded(dims) && !dims->empty()) return *dims;
+  for (int64_t i = 0; i < getSelf().getType().getRank(); ++i) all.push_back(i);
+  return all;
+}
+
+NEURON_INFER_SIGNATURE(VarMeanCorrectionOp) {
+  VarMeanCorrectionOp::Adaptor adaptor(operands, attributes, properties, regions);
+  SmallVector<Type> reduced;
+  if (failed(inferReduction(loc, adaptor.getSelf(), adaptor.getDim(), adaptor.getKeepdim(), reduced)))
+    return failure();
+  results.push_back(reduced.front());
+  results.push_back(reduced.front());
+  return success();
+}
+
 NEURON_INFER_SIGNATURE(RmsNormOp) {
   RmsNormOp::Adaptor adaptor(operands, attributes, properties, regions);
   auto input = asRanked(adaptor.getInput().getType());

@@ -265,4 +265,56 @@ def Aten_RmsNormOp : Aten_Op<"rms_norm"> {
   }];
 }
 
+class Aten_SoftmaxLikeOp<string mnemonic, string op_summary> : Aten_Op<mnemonic> {
+  let summary = op_summary;
+  let description = !strconcat(op_summary, " over `dim`; `half_to_float` must be false.\n\n",
+    "```mlir\n%r = aten.", mnemonic, " %x {dim = -1 : i64} : tensor<4x8xf32> -> tensor<4x8xf32>\n```");
+  let arguments = (ins Aten_FloatTensor:$self, I64Attr:$dim,
+                       DefaultValuedAttr<BoolAttr, "false">:$half_to_float);
+  let results = (outs Aten_FloatTensor:$result);
+  let assemblyFormat = "$self attr-dict `:` type($self) `->` type($result)";
+}
+
+def Aten_SoftmaxOp : Aten_SoftmaxLikeOp<"_softmax", "exp(x - max) / sum(exp(x - max))">;
+def Aten_LogSoftmaxOp : Aten_SoftmaxLikeOp<"_log_softmax", "x - max - log(sum(exp(x - max)))">;
+
+def Aten_NativeLayerNormOp : Aten_Op<"native_layer_norm", [AttrSizedOperandSegments]> {
+  let summary = "layer normalization over the trailing dims, with its mean and rstd";
+  let description = [{
+    `out = (input - mean) * rsqrt(var + eps) * weight + bias` over the trailing
+    `normalized_shape` dims (biased variance). `mean` and `rstd` keep the
+    normalized dims with size 1.
+    ```mlir
+    %o, %m, %r = aten.native_layer_norm %x, %w, %b {normalized_shape = array<i64: 64>, eps = 1.0e-05}
+        : tensor<8x64xf32>, tensor<64xf32>, tensor<64xf32> -> tensor<8x64xf32>, tensor<8x1xf32>, tensor<8x1xf32>
+    ```
+  }];
+  let arguments = (ins Aten_FloatTensor:$input, Optional<Aten_FloatTensor>:$weight,
+                       Optional<Aten_FloatTensor>:$bias, DenseI64ArrayAttr:$normalized_shape, F64Attr:$eps);
+  let results = (outs Aten_FloatTensor:$out, Aten_FloatTensor:$mean, Aten_FloatTensor:$rstd);
+  let assemblyFormat = [{
+    $input (`weight` $weight^ `:` type($weight))? (`bias` $bias^ `:` type($bias))? attr-dict `:`
+    type($input) `->` type($out) `,` type($mean) `,` type($rstd)
+  }];
+}
+
+def Aten_VarMeanCorrectionOp : Aten_Op<"var_mean.correction"> {
+  let summary = "variance (with a correction) and mean over dims";
+  let description = [{
+    `var = sum((x - mean)^2) / (N - correction)` over `dim`.
+    ```mlir
+    %v, %m = aten.var_mean.correction %x {dim = array<i64: -1>, correction = 0 : i64, keepdim = true}
+        : tensor<8x64xf32> -> tensor<8x1xf32>, tensor<8x1xf32>
+    ```
+  }];
+  let arguments = (ins Aten_FloatTensor:$self, DenseI64ArrayAttr:$dim,
+                       DefaultValuedAttr<I64Attr, "1">:$correction,
+                       DefaultValuedAttr<BoolAttr, "false">:$keepdim);
+  let results = (outs Aten_FloatTensor:$var, Aten_FloatTensor:$mean);
+  let assemblyFormat = "$self attr-dict `:` type($self) `->` type($var) `,` type($mean)";
+  let extraClassDeclaration = [{
+    ::llvm::SmallVector<int64_t> getReducedDims();
+  }];
+}
+
 #endif // NEURON_ATEN_OPS

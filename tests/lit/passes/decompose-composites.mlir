@@ -33,3 +33,32 @@ func.func @no_weight(%x: tensor<2x4x8xf32>) -> tensor<2x4x8xf32> {
   %z = aten.rms_norm %y {normalized_shape = array<i64: 8>} : tensor<2x4x8xf32> -> tensor<2x4x8xf32>
   return %z : tensor<2x4x8xf32>
 }
+
+// -----
+
+// softmax, layer norm and var_mean expand into reductions over the last dim
+// and elementwise ops, each tagged with its composite.
+// CHECK-LABEL: func.func @norms
+// CHECK: %[[M:.*]] = aten.amax %arg0 {dim = array<i64: -1>, keepdim = true, nc.source = "aten._softmax"
+// CHECK: %[[S:.*]] = aten.sub.Tensor %arg0, %[[M]]
+// CHECK: %[[E:.*]] = aten.exp %[[S]]
+// CHECK: %[[Z:.*]] = aten.sum.dim_IntList %[[E]] {dim = array<i64: -1>, keepdim = true
+// CHECK: %[[P:.*]] = aten.div.Tensor %[[E]], %[[Z]]
+// CHECK: %[[MU:.*]] = aten.mean.dim %[[P]] {dim = array<i64: 1>, keepdim = true, nc.source = "aten.native_layer_norm"
+// CHECK: %[[C:.*]] = aten.sub.Tensor %[[P]], %[[MU]]
+// CHECK: aten.mul.Tensor %[[C]], %[[C]]
+// CHECK: %[[V:.*]] = aten.mean.dim
+// CHECK: aten.add.Scalar %[[V]], 1.000000e-05
+// CHECK: %[[R:.*]] = aten.rsqrt
+// CHECK: %[[N:.*]] = aten.mul.Tensor %[[C]], %[[R]]
+// CHECK: %[[NW:.*]] = aten.mul.Tensor %[[N]], %arg1
+// CHECK: %[[NB:.*]] = aten.add.Tensor %[[NW]], %arg2
+// CHECK: aten.sum.dim_IntList {{.*}}nc.source = "aten.var_mean.correction"
+// CHECK: aten.div.Scalar %{{.*}}, 6.300000e+01
+// CHECK: return %[[NB]], %[[MU]], %[[R]]
+func.func @norms(%x: tensor<16x64xf32>, %w: tensor<64xf32>, %b: tensor<64xf32>) -> (tensor<16x64xf32>, tensor<16x1xf32>, tensor<16x1xf32>, tensor<16x1xf32>) {
+  %s = aten._softmax %x {dim = -1 : i64} : tensor<16x64xf32> -> tensor<16x64xf32>
+  %o, %m, %r = aten.native_layer_norm %s weight %w : tensor<64xf32> bias %b : tensor<64xf32> {normalized_shape = array<i64: 64>, eps = 1.0e-05 : f64} : tensor<16x64xf32> -> tensor<16x64xf32>, tensor<16x1xf32>, tensor<16x1xf32>
+  %v, %mm = aten.var_mean.correction %x {dim = array<i64: -1>, correction = 1 : i64, keepdim = true} : tensor<16x64xf32> -> tensor<16x1xf32>, tensor<16x1xf32>
+  return %o, %m, %r, %v : tensor<16x64xf32>, tensor<16x1xf32>, tensor<16x1xf32>, tensor<16x1xf32>
+}
