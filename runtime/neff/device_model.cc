@@ -17,6 +17,13 @@ namespace neuroncc::neff {
 //            trn2 chip HBM 2.9 TB/s for 8 cores.
 //  [nki-isa] NKI ISA reference (nki.isa.*): per-instruction cycle formulas
 //            quoted at each formula below, and ~60 cycles of SBUF access latency.
+//            nc_matmul: "initiation interval about max(N, 64) cycles, about 4x
+//            for FP32, 64-cycle init latency"; iota: 150 + N.
+//  [nki-dma] NKI DMA docs ("Introduction to DMA with NKI", "Guideline to Avoid
+//            Under-Utilizing DMA Bandwidth"): a transfer is split into
+//            descriptors over contiguous chunks; small fragmented transfers
+//            underperform badly, large contiguous payloads are needed for
+//            bandwidth. No per-descriptor cost is published.
 // Numbers that are NOT public are marked ASSUMPTION with the reasoning.
 
 namespace {
@@ -34,6 +41,20 @@ constexpr double kDispatchOverheadNs = 360000.0;
 // performance guide's advice to batch small transfers implies.
 constexpr double kDmaFixedNs = 2000.0;
 
+// ASSUMPTION: cost of one contiguous run (one DMA descriptor) of an access
+// pattern. [nki-dma] says only that fragmented transfers are slow, not how
+// slow. We charge each run the time its queue needs to move 512 bytes at the
+// trn1 queue rate: 512 B / 25.6 GB/s = 20 ns (a descriptor costing about as
+// much as a 512 B payload is the usual "keep chunks >= 512 B" rule of thumb
+// for scatter-gather DMA engines, and the order of one HBM round trip that a
+// descriptor fetch pays). Consequences: runs of 512 B or more stay
+// bandwidth-bound, so row-contiguous loads keep their old cost (RMSNorm's
+// 4 x 512 bf16 rows are 1 KiB runs: 4 x 20 ns = 80 ns < 4 KiB / 25.6 GB/s =
+// 160 ns); an element-wise gather of 2-byte elements (a transposed load)
+// moves 2 B per 20 ns, about 250x slower than a contiguous copy, which is
+// why kernels transpose on the TensorEngine instead. Same engines on trn2.
+constexpr double kDmaRunNs = 20.0;
+
 const DeviceParams kTrn1 = {
     "trn1",
     /*partitions=*/128,                      // [arch-v2]
@@ -49,6 +70,7 @@ const DeviceParams kTrn1 = {
     kDmaFixedNs,
     /*sbuf_access_cycles=*/60,               // [nki-isa]
     kDispatchOverheadNs,
+    kDmaRunNs,
 };
 
 const DeviceParams kTrn2 = {
@@ -66,6 +88,7 @@ const DeviceParams kTrn2 = {
     kDmaFixedNs,
     60,                  // [nki-isa]
     kDispatchOverheadNs,
+    kDmaRunNs,
 };
 
 bool IsBf16AddMulSub(const Instruction& inst) {
@@ -74,24 +97,53 @@ bool IsBf16AddMulSub(const Instruction& inst) {
          (inst.alu() == ADD || inst.alu() == MUL || inst.alu() == SUB);
 }
 
+// TensorEngine cycles of one pass of `n` moving columns through the PE array:
+// [nki-isa] matmul: 64-cycle initiation latency, then an initiation interval
+// of max(N, 64) cycles for 2-byte inputs and about 4x that for FP32 (the PE
+// array processes fp32 in four passes).
+double MatmulCycles(double n, DType in_dtype) {
+  double interval = std::max(n, 64.0);
+  return 64 + (in_dtype == F32 ? 4 * interval : interval);
+}
+
 // Engine cycles for one compute instruction; N = free-dim elements per partition.
 double ComputeCycles(const Instruction& inst, Engine engine) {
   double n = inst.in0().num_elements();
   switch (inst.opcode()) {
-    case TENSOR_TENSOR:
-      // [nki-isa] tensor_tensor: max(64, 2N); max(64, N) for bf16 add/mul/sub.
-      return IsBf16AddMulSub(inst) ? std::max(64.0, n) : std::max(64.0, 2 * n);
+    case TENSOR_TENSOR: {
+      // [nki-isa] tensor_tensor: max(64, 2N); max(64, N) for bf16 add/mul/sub
+      // and when exactly one input is read from PSUM (the two inputs then
+      // come over separate SBUF and PSUM ports). Comparisons and pow cost as
+      // the other ALU ops.
+      bool one_psum = (inst.in0().space() == PSUM) != (inst.in1().space() == PSUM);
+      return IsBf16AddMulSub(inst) || one_psum ? std::max(64.0, n) : std::max(64.0, 2 * n);
+    }
     case TENSOR_SCALAR:
-      // [nki-isa] tensor_scalar: max(64, N).
+      // [nki-isa] tensor_scalar: max(64, N), whatever the ALU op.
       return std::max(64.0, n);
     case ACTIVATION:
-      // [nki-isa] activation: max(64, N); reciprocal is a slow iterative op: 8N.
+      // [nki-isa] activation: max(64, N) whatever the function (the public
+      // formula does not depend on it); reciprocal is a slow iterative op: 8N.
       return inst.func() == RECIPROCAL ? 8 * n : std::max(64.0, n);
     case TENSOR_REDUCE:
       // [nki-isa] tensor_reduce: N, N/2 for bf16 add/max.
       if (inst.in0().dtype() == BF16 && (inst.alu() == ADD || inst.alu() == MAX))
         return std::max(1.0, n / 2);
       return std::max(1.0, n);
+    case MATMUL:
+      // [nki-isa] N = the moving operand's free size (columns of in1).
+      return MatmulCycles(inst.in1().num_elements(), inst.in1().dtype());
+    case TRANSPOSE:
+      // An identity matmul on the PE array: in0 is the moving operand, its P
+      // partitions become the N = P output columns.
+      return MatmulCycles(inst.in0().partitions(), inst.in0().dtype());
+    case TENSOR_SELECT:
+      // ASSUMPTION: no public figure for a three-input select; priced like
+      // tensor_tensor's two-input streaming cost, max(64, 2N).
+      return std::max(64.0, 2.0 * inst.out().num_elements());
+    case IOTA:
+      // [nki-isa] iota: 150 + N (N = output elements per partition).
+      return 150.0 + inst.out().num_elements();
     default:
       (void)engine;
       return 0;
@@ -156,6 +208,10 @@ const char* OpcodeName(Opcode opcode) {
     case TENSOR_SCALAR: return "tensor_scalar";
     case ACTIVATION: return "activation";
     case TENSOR_REDUCE: return "tensor_reduce";
+    case MATMUL: return "matmul";
+    case TRANSPOSE: return "transpose";
+    case TENSOR_SELECT: return "tensor_select";
+    case IOTA: return "iota";
     default: return "invalid";
   }
 }
@@ -171,9 +227,48 @@ uint64_t DmaBytes(const Instruction& inst) {
   return uint64_t(tile.partitions()) * tile.num_elements() * elem;
 }
 
+uint64_t DmaRuns(const Instruction& inst) {
+  const AccessPattern& ap = inst.hbm();
+  const TileRef& tile = inst.opcode() == DMA_LOAD ? inst.out() : inst.in0();
+  uint64_t partitions = tile.partitions();
+  // Free dims of count > 1, innermost first.
+  uint64_t runs = 1, run_len = 0;  // run_len: elements of the run being merged, 0 = none yet
+  bool gather = false;
+  for (int d = ap.dims_size() - 1; d >= 1; --d) {
+    const Dim& dim = ap.dims(d);
+    if (dim.count() <= 1) continue;
+    uint64_t count = uint64_t(dim.count());
+    if (gather) {
+      runs *= count;
+    } else if (run_len == 0) {
+      if (dim.stride() == 1) {
+        run_len = count;
+      } else {
+        gather = true;  // every element is its own run
+        runs *= count;
+      }
+    } else if (runs == 1 && dim.stride() == int64_t(run_len)) {
+      run_len *= count;  // continues the run contiguously
+    } else {
+      runs *= count;
+    }
+  }
+  return partitions * runs;
+}
+
+uint64_t MatmulFlops(const Instruction& inst) {
+  if (inst.opcode() != MATMUL) return 0;
+  return 2 * uint64_t(inst.in0().partitions()) * inst.in0().num_elements() *
+         inst.in1().num_elements();
+}
+
 uint64_t CostOnEnginePs(const Instruction& inst, Engine engine, const DeviceParams& d) {
   if (inst.opcode() == DMA_LOAD || inst.opcode() == DMA_STORE) {
-    double ns = d.dma_fixed_ns + double(DmaBytes(inst)) / DmaQueueBytesPerNs(d);
+    // A DMA is bound by its bytes at the queue's bandwidth or by its
+    // descriptors (one per contiguous run), whichever is slower.
+    double transfer = double(DmaBytes(inst)) / DmaQueueBytesPerNs(d);
+    double descriptors = double(DmaRuns(inst)) * d.dma_run_ns;
+    double ns = d.dma_fixed_ns + std::max(transfer, descriptors);
     return uint64_t(std::llround(ns * kTicksPerNanosecond));
   }
   double cycles = ComputeCycles(inst, engine) + d.sbuf_access_cycles;

@@ -25,6 +25,9 @@ struct DeviceParams {
   double dma_fixed_ns;        // per-transfer setup cost
   uint32_t sbuf_access_cycles;
   double dispatch_overhead_ns;
+  // Per contiguous run (one DMA descriptor) of an access pattern; a transfer
+  // costs at least runs x dma_run_ns. See DmaRuns.
+  double dma_run_ns;
 };
 
 const DeviceParams& Trn1();
@@ -35,6 +38,14 @@ const DeviceParams* DeviceForTarget(std::string_view target);
 // Instruction queues of one NeuronCore: the four compute engines, then the
 // DMA queues. A semaphore per queue counts its completed instructions.
 inline constexpr uint32_t kComputeQueues = 4;
+// PSUM is split into 8 banks of 2 KiB per partition; one matmul's output
+// (at most 512 f32) must lie inside one bank.
+inline constexpr uint32_t kPsumBankBytes = 2048;
+// TensorEngine limits of one MATMUL: K (contraction, partitions) and M
+// (stationary columns) up to the 128x128 PE array, N up to one PSUM bank of f32.
+inline constexpr uint32_t kMatmulMaxK = 128;
+inline constexpr uint32_t kMatmulMaxM = 128;
+inline constexpr uint32_t kMatmulMaxN = kPsumBankBytes / 4;
 inline constexpr uint32_t kMaxQueues = kComputeQueues + 16;
 uint32_t QueueIndex(Engine engine, uint32_t dma_queue);
 const char* QueueName(uint32_t queue_index);  // "tensor", "vector", ..., "dma3"
@@ -47,6 +58,18 @@ double DmaQueueBytesPerNs(const DeviceParams& device);
 
 // Bytes one DMA instruction moves (tile elements x element size).
 uint64_t DmaBytes(const Instruction& inst);
+
+// Contiguous runs of HBM elements one DMA instruction moves: one or more per
+// partition (an SBUF partition is its own memory). Free dims of count 1 are
+// ignored; if the innermost remaining dim has stride 1, it and every outer dim
+// that continues it contiguously (stride == elements so far) form one run,
+// and the remaining outer dims multiply the number of runs; otherwise every
+// element is its own run (a gather, e.g. a transposed load, or a stride-0
+// broadcast along the free dim).
+uint64_t DmaRuns(const Instruction& inst);
+
+// Floating-point operations of one MATMUL: 2 * K * M * N (0 for other opcodes).
+uint64_t MatmulFlops(const Instruction& inst);
 
 // Modeled duration of one instruction in picoseconds (no waiting included).
 uint64_t InstructionCostPs(const Instruction& inst, const DeviceParams& device);

@@ -236,16 +236,56 @@ namespace {
 
 absl::Status VerifyTile(const TileRef& t, const DeviceParams& dev, const std::string& where) {
   if (!ValidDType(t.dtype())) return Bad(absl::StrCat(where, ": tile has an invalid dtype"));
+  if (t.space() != SBUF && t.space() != PSUM)
+    return Bad(absl::StrCat(where, ": tile has an invalid memory space ", int(t.space())));
+  const bool psum = t.space() == PSUM;
+  if (psum && t.dtype() != F32)
+    return Bad(absl::StrCat(where, ": PSUM tiles hold float32, this one is ", DTypeName(t.dtype())));
   if (t.partitions() == 0 || t.start_partition() >= dev.partitions ||
       t.partitions() > dev.partitions - t.start_partition())
     return Bad(absl::StrCat(where, ": tile partitions [", t.start_partition(), ", +",
                             t.partitions(), ") outside 0..", dev.partitions));
+  const uint64_t capacity = psum ? dev.psum_bytes_per_partition : dev.sbuf_bytes_per_partition;
   uint64_t end = uint64_t(t.byte_offset()) + uint64_t(t.num_elements()) * DTypeSize(t.dtype());
-  if (t.num_elements() == 0 || end > dev.sbuf_bytes_per_partition)
-    return Bad(absl::StrCat(where, ": tile bytes [", t.byte_offset(), ", ", end,
-                            ") outside the ", dev.sbuf_bytes_per_partition,
-                            "-byte SBUF partition"));
+  if (t.num_elements() == 0 || end > capacity)
+    return Bad(absl::StrCat(where, ": tile bytes [", t.byte_offset(), ", ", end, ") outside the ",
+                            capacity, "-byte ", psum ? "PSUM" : "SBUF", " partition"));
   return absl::OkStatus();
+}
+
+// Only the tensor engine writes PSUM; the other engines read it (that is how
+// matmul results leave PSUM) and write SBUF.
+absl::Status WritesSbuf(const TileRef& t, const Instruction& inst, const std::string& where) {
+  if (t.space() != SBUF)
+    return Bad(absl::StrCat(where, ": ", OpcodeName(inst.opcode()),
+                            " writes a PSUM tile; only the tensor engine (matmul, transpose) "
+                            "writes PSUM"));
+  return absl::OkStatus();
+}
+
+// The output of MATMUL / TRANSPOSE: a float32 PSUM tile of rows x cols that
+// stays inside one 2 KiB PSUM bank.
+absl::Status VerifyPsumOut(const Instruction& inst, uint32_t rows, uint32_t cols,
+                           const std::string& where) {
+  const TileRef& out = inst.out();
+  const char* op = OpcodeName(inst.opcode());
+  if (out.space() != PSUM)
+    return Bad(absl::StrCat(where, ": ", op, " writes a PSUM tile, but out is in SBUF"));
+  if (out.partitions() != rows || out.num_elements() != cols)
+    return Bad(absl::StrCat(where, ": ", op, " output tile is ", out.partitions(), "x",
+                            out.num_elements(), ", expected ", rows, "x", cols));
+  uint64_t in_bank = out.byte_offset() % kPsumBankBytes;
+  if (in_bank + uint64_t(cols) * 4 > kPsumBankBytes)
+    return Bad(absl::StrCat(where, ": ", op, " output bytes [", out.byte_offset(), ", ",
+                            uint64_t(out.byte_offset()) + uint64_t(cols) * 4, ") cross a ",
+                            kPsumBankBytes, "-byte PSUM bank boundary"));
+  return absl::OkStatus();
+}
+
+bool ValidAlu(AluOp op, bool allow_bypass) {
+  if (op >= ADD && op <= MIN) return true;
+  if (op == BYPASS) return allow_bypass;
+  return op >= IS_EQUAL && op <= POW;
 }
 
 absl::Status SameShape(const TileRef& a, const TileRef& b, const std::string& where) {
@@ -312,6 +352,8 @@ absl::Status VerifyInstruction(const Instruction& inst, const Kernel& k, const E
                                const DeviceParams& dev, const std::string& where) {
   if (inst.source_op() < -1 || inst.source_op() >= k.source_ops_size())
     return Bad(absl::StrCat(where, ": source_op index out of range"));
+  if (inst.engine() < TENSOR || inst.engine() > DMA)
+    return Bad(absl::StrCat(where, ": invalid engine ", int(inst.engine())));
   bool is_dma = inst.opcode() == DMA_LOAD || inst.opcode() == DMA_STORE;
   if (is_dma != (inst.engine() == DMA))
     return Bad(absl::StrCat(where, ": opcode ", OpcodeName(inst.opcode()), " on engine ",
@@ -319,21 +361,28 @@ absl::Status VerifyInstruction(const Instruction& inst, const Kernel& k, const E
   if (is_dma && inst.queue() >= dev.dma_queues)
     return Bad(absl::StrCat(where, ": DMA queue ", inst.queue(), " beyond ", dev.dma_queues));
   if (!is_dma && inst.queue() != 0) return Bad(absl::StrCat(where, ": compute queue must be 0"));
+  if (inst.accumulate() && inst.opcode() != MATMUL)
+    return Bad(absl::StrCat(where, ": only matmul accumulates into its output"));
+  if (inst.has_in2() && inst.opcode() != TENSOR_SELECT)
+    return Bad(absl::StrCat(where, ": only tensor_select reads in2"));
   switch (inst.opcode()) {
     case DMA_LOAD:
-      if (absl::Status st = VerifyTile(inst.out(), dev, where); !st.ok()) return st;
-      return VerifyAccessPattern(inst, inst.out(), exe, where);
-    case DMA_STORE:
-      if (absl::Status st = VerifyTile(inst.in0(), dev, where); !st.ok()) return st;
-      return VerifyAccessPattern(inst, inst.in0(), exe, where);
+    case DMA_STORE: {
+      const TileRef& tile = inst.opcode() == DMA_LOAD ? inst.out() : inst.in0();
+      if (absl::Status st = VerifyTile(tile, dev, where); !st.ok()) return st;
+      if (tile.space() != SBUF)
+        return Bad(absl::StrCat(where, ": DMA cannot access PSUM (it moves HBM <-> SBUF)"));
+      return VerifyAccessPattern(inst, tile, exe, where);
+    }
     case TENSOR_TENSOR:
       if (inst.engine() != VECTOR && inst.engine() != GPSIMD)
         return Bad(absl::StrCat(where, ": tensor_tensor runs on vector or gpsimd"));
       for (const TileRef* t : {&inst.out(), &inst.in0(), &inst.in1()})
         if (absl::Status st = VerifyTile(*t, dev, where); !st.ok()) return st;
+      if (absl::Status st = WritesSbuf(inst.out(), inst, where); !st.ok()) return st;
       if (absl::Status st = SameShape(inst.out(), inst.in0(), where); !st.ok()) return st;
-      if (inst.alu() <= ALU_INVALID || inst.alu() >= BYPASS)
-        return Bad(absl::StrCat(where, ": invalid alu op"));
+      if (!ValidAlu(inst.alu(), /*allow_bypass=*/false))
+        return Bad(absl::StrCat(where, ": invalid alu op ", int(inst.alu()), " for tensor_tensor"));
       return SameShape(inst.out(), inst.in1(), where);
     case TENSOR_SCALAR:
     case ACTIVATION: {
@@ -343,6 +392,7 @@ absl::Status VerifyInstruction(const Instruction& inst, const Kernel& k, const E
         return Bad(absl::StrCat(where, ": tensor_scalar cannot run on the tensor engine"));
       for (const TileRef* t : {&inst.out(), &inst.in0()})
         if (absl::Status st = VerifyTile(*t, dev, where); !st.ok()) return st;
+      if (absl::Status st = WritesSbuf(inst.out(), inst, where); !st.ok()) return st;
       if (absl::Status st = SameShape(inst.out(), inst.in0(), where); !st.ok()) return st;
       if (inst.has_in1()) {
         if (absl::Status st = VerifyTile(inst.in1(), dev, where); !st.ok()) return st;
@@ -352,12 +402,13 @@ absl::Status VerifyInstruction(const Instruction& inst, const Kernel& k, const E
         if (inst.opcode() != ACTIVATION)
           return Bad(absl::StrCat(where, ": only activation accumulates"));
         if (absl::Status st = VerifyTile(inst.accum(), dev, where); !st.ok()) return st;
+        if (absl::Status st = WritesSbuf(inst.accum(), inst, where); !st.ok()) return st;
         if (absl::Status st = SamePartitions(inst.out(), inst.accum(), where); !st.ok()) return st;
       }
-      if (inst.opcode() == TENSOR_SCALAR && (inst.alu() <= ALU_INVALID || inst.alu() > BYPASS))
-        return Bad(absl::StrCat(where, ": invalid alu op"));
-      if (inst.opcode() == ACTIVATION && (inst.func() <= ACT_INVALID || inst.func() > RECIPROCAL))
-        return Bad(absl::StrCat(where, ": invalid activation function"));
+      if (inst.opcode() == TENSOR_SCALAR && !ValidAlu(inst.alu(), /*allow_bypass=*/true))
+        return Bad(absl::StrCat(where, ": invalid alu op ", int(inst.alu()), " for tensor_scalar"));
+      if (inst.opcode() == ACTIVATION && (inst.func() <= ACT_INVALID || inst.func() > ABS))
+        return Bad(absl::StrCat(where, ": invalid activation function ", int(inst.func())));
       return absl::OkStatus();
     }
     case TENSOR_REDUCE:
@@ -365,10 +416,63 @@ absl::Status VerifyInstruction(const Instruction& inst, const Kernel& k, const E
         return Bad(absl::StrCat(where, ": tensor_reduce runs on vector or gpsimd"));
       for (const TileRef* t : {&inst.out(), &inst.in0()})
         if (absl::Status st = VerifyTile(*t, dev, where); !st.ok()) return st;
+      if (absl::Status st = WritesSbuf(inst.out(), inst, where); !st.ok()) return st;
       if (absl::Status st = SamePartitions(inst.in0(), inst.out(), where); !st.ok()) return st;
       if (inst.alu() != ADD && inst.alu() != MAX && inst.alu() != MIN)
         return Bad(absl::StrCat(where, ": tensor_reduce needs add, max or min"));
       return absl::OkStatus();
+    case MATMUL: {
+      if (inst.engine() != TENSOR)
+        return Bad(absl::StrCat(where, ": matmul runs on the tensor engine"));
+      for (const TileRef* t : {&inst.out(), &inst.in0(), &inst.in1()})
+        if (absl::Status st = VerifyTile(*t, dev, where); !st.ok()) return st;
+      const TileRef& a = inst.in0();
+      const TileRef& b = inst.in1();
+      if (a.space() != SBUF || b.space() != SBUF)
+        return Bad(absl::StrCat(where, ": matmul reads in0 and in1 from SBUF"));
+      if (a.dtype() != b.dtype())
+        return Bad(absl::StrCat(where, ": matmul operands differ in dtype (", DTypeName(a.dtype()),
+                                " and ", DTypeName(b.dtype()), ")"));
+      if (a.partitions() != b.partitions())
+        return Bad(absl::StrCat(where, ": matmul contracts over partitions, but in0 spans ",
+                                a.partitions(), " and in1 ", b.partitions()));
+      if (a.num_elements() > kMatmulMaxM)
+        return Bad(absl::StrCat(where, ": matmul in0 (stationary) has M = ", a.num_elements(),
+                                " columns, at most ", kMatmulMaxM));
+      if (b.num_elements() > kMatmulMaxN)
+        return Bad(absl::StrCat(where, ": matmul in1 (moving) has N = ", b.num_elements(),
+                                " columns, at most ", kMatmulMaxN,
+                                " (one PSUM bank of float32)"));
+      return VerifyPsumOut(inst, a.num_elements(), b.num_elements(), where);
+    }
+    case TRANSPOSE: {
+      if (inst.engine() != TENSOR)
+        return Bad(absl::StrCat(where, ": transpose runs on the tensor engine"));
+      for (const TileRef* t : {&inst.out(), &inst.in0()})
+        if (absl::Status st = VerifyTile(*t, dev, where); !st.ok()) return st;
+      const TileRef& a = inst.in0();
+      if (a.space() != SBUF) return Bad(absl::StrCat(where, ": transpose reads in0 from SBUF"));
+      if (a.num_elements() > dev.partitions)
+        return Bad(absl::StrCat(where, ": transpose input has ", a.num_elements(),
+                                " columns, at most ", dev.partitions,
+                                " (they become output partitions)"));
+      return VerifyPsumOut(inst, a.num_elements(), a.partitions(), where);
+    }
+    case TENSOR_SELECT:
+      if (inst.engine() != VECTOR && inst.engine() != GPSIMD)
+        return Bad(absl::StrCat(where, ": tensor_select runs on vector or gpsimd"));
+      if (!inst.has_in2()) return Bad(absl::StrCat(where, ": tensor_select needs in2 (the predicate)"));
+      for (const TileRef* t : {&inst.out(), &inst.in0(), &inst.in1(), &inst.in2()})
+        if (absl::Status st = VerifyTile(*t, dev, where); !st.ok()) return st;
+      if (absl::Status st = WritesSbuf(inst.out(), inst, where); !st.ok()) return st;
+      for (const TileRef* t : {&inst.in0(), &inst.in1(), &inst.in2()})
+        if (absl::Status st = SameShape(inst.out(), *t, where); !st.ok()) return st;
+      return absl::OkStatus();
+    case IOTA:
+      if (inst.engine() != GPSIMD && inst.engine() != VECTOR)
+        return Bad(absl::StrCat(where, ": iota runs on gpsimd or vector"));
+      if (absl::Status st = VerifyTile(inst.out(), dev, where); !st.ok()) return st;
+      return WritesSbuf(inst.out(), inst, where);
     default:
       return Bad(absl::StrCat(where, ": unknown opcode ", int(inst.opcode())));
   }

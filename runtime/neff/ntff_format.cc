@@ -127,6 +127,7 @@ void FillDeviceParams(const neff::DeviceParams& d, DeviceParams* out) {
   out->set_dma_fixed_ns(d.dma_fixed_ns);
   out->set_sbuf_access_cycles(d.sbuf_access_cycles);
   out->set_dispatch_overhead_ns(d.dispatch_overhead_ns);
+  out->set_dma_run_ns(d.dma_run_ns);
 }
 
 std::string NeffFileName(uint64_t hash) { return absl::StrCat("neff_", hash, ".neff"); }

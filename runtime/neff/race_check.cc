@@ -12,19 +12,20 @@ namespace {
 
 struct Region {
   bool write;
-  uint32_t p0, p1;  // partitions [p0, p1)
-  uint64_t b0, b1;  // bytes [b0, b1)
+  MemorySpace space;  // SBUF and PSUM are separate memories
+  uint32_t p0, p1;    // partitions [p0, p1)
+  uint64_t b0, b1;    // bytes [b0, b1)
 };
 
 Region Whole(const TileRef& t, bool write) {
-  return {write, t.start_partition(), t.start_partition() + t.partitions(), t.byte_offset(),
-          t.byte_offset() + uint64_t(t.num_elements()) * DTypeSize(t.dtype())};
+  return {write, t.space(), t.start_partition(), t.start_partition() + t.partitions(),
+          t.byte_offset(), t.byte_offset() + uint64_t(t.num_elements()) * DTypeSize(t.dtype())};
 }
 
 // Only element 0 of every partition (per-partition scalars and results).
 Region First(const TileRef& t, bool write) {
-  return {write, t.start_partition(), t.start_partition() + t.partitions(), t.byte_offset(),
-          t.byte_offset() + DTypeSize(t.dtype())};
+  return {write, t.space(), t.start_partition(), t.start_partition() + t.partitions(),
+          t.byte_offset(), t.byte_offset() + DTypeSize(t.dtype())};
 }
 
 std::vector<Region> Footprint(const Instruction& i) {
@@ -40,6 +41,16 @@ std::vector<Region> Footprint(const Instruction& i) {
       return r;
     }
     case TENSOR_REDUCE: return {Whole(i.in0(), false), First(i.out(), true)};
+    case MATMUL: {
+      std::vector<Region> r = {Whole(i.in0(), false), Whole(i.in1(), false), Whole(i.out(), true)};
+      if (i.accumulate()) r.push_back(Whole(i.out(), false));  // read-modify-write
+      return r;
+    }
+    case TRANSPOSE: return {Whole(i.in0(), false), Whole(i.out(), true)};
+    case TENSOR_SELECT:
+      return {Whole(i.in0(), false), Whole(i.in1(), false), Whole(i.in2(), false),
+              Whole(i.out(), true)};
+    case IOTA: return {Whole(i.out(), true)};
     default: return {};
   }
 }
@@ -48,7 +59,7 @@ bool Conflict(const std::vector<Region>& a, const std::vector<Region>& b, const 
               const Region** rb) {
   for (const Region& x : a)
     for (const Region& y : b)
-      if ((x.write || y.write) && x.p0 < y.p1 && y.p0 < x.p1 && x.b0 < y.b1 && y.b0 < x.b1) {
+      if ((x.write || y.write) && x.space == y.space && x.p0 < y.p1 && y.p0 < x.p1 && x.b0 < y.b1 && y.b0 < x.b1) {
         *ra = &x;
         *rb = &y;
         return true;
@@ -123,7 +134,8 @@ std::vector<SbufRace> FindSbufRaces(const Kernel& k, size_t limit, size_t max_in
            absl::StrCat("kernel '", k.name(), "': instruction ", a, " (", OpcodeName(ia.opcode()), " on ",
                         QueueName(qof[a]), ", ", ra->write ? "writes" : "reads", ") and instruction ", b,
                         " (", OpcodeName(ib.opcode()), " on ", QueueName(qof[b]), ", ",
-                        rb->write ? "writes" : "reads", ") both touch SBUF partitions [",
+                        rb->write ? "writes" : "reads", ") both touch ",
+                        ra->space == PSUM ? "PSUM" : "SBUF", " partitions [",
                         std::max(ra->p0, rb->p0), ", ", std::min(ra->p1, rb->p1), ") bytes [",
                         std::max(ra->b0, rb->b0), ", ", std::min(ra->b1, rb->b1),
                         ") and no semaphore wait orders them")});

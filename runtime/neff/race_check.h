@@ -1,5 +1,6 @@
-// Finds SBUF data races in a kernel: two instructions on different queues
-// that touch overlapping SBUF bytes (at least one writing) while no chain of
+// Finds SBUF and PSUM data races in a kernel: two instructions on different
+// queues that touch overlapping bytes of the same on-chip memory (at least one
+// writing; SBUF and PSUM are separate memories) while no chain of
 // semaphore waits orders them. On the device their order depends on timing,
 // so such a program has no well-defined result; the runtime's simulator
 // would silently pick one (its modeled start order). nrt_load refuses them;

@@ -146,6 +146,10 @@ void Map1(const float* a, float* c, uint32_t n, F f) {
   for (uint32_t i = 0; i < n; ++i) c[i] = f(a[i]);
 }
 
+inline float Bool(bool b) { return b ? 1.0f : 0.0f; }
+
+// Comparisons give 1.0 / 0.0; NaN compares false except for NOT_EQUAL
+// (the C++ operators behave exactly so).
 void ApplyAlu(neff::AluOp op, const float* a, const float* b, float* c, uint32_t n) {
   switch (op) {
     case neff::ADD: return Map2(a, b, c, n, [](float x, float y) { return x + y; });
@@ -154,10 +158,18 @@ void ApplyAlu(neff::AluOp op, const float* a, const float* b, float* c, uint32_t
     case neff::DIV: return Map2(a, b, c, n, [](float x, float y) { return x / y; });
     case neff::MAX: return Map2(a, b, c, n, MaxF);
     case neff::MIN: return Map2(a, b, c, n, MinF);
+    case neff::IS_EQUAL: return Map2(a, b, c, n, [](float x, float y) { return Bool(x == y); });
+    case neff::NOT_EQUAL: return Map2(a, b, c, n, [](float x, float y) { return Bool(x != y); });
+    case neff::IS_LT: return Map2(a, b, c, n, [](float x, float y) { return Bool(x < y); });
+    case neff::IS_LE: return Map2(a, b, c, n, [](float x, float y) { return Bool(x <= y); });
+    case neff::IS_GT: return Map2(a, b, c, n, [](float x, float y) { return Bool(x > y); });
+    case neff::IS_GE: return Map2(a, b, c, n, [](float x, float y) { return Bool(x >= y); });
+    case neff::POW: return Map2(a, b, c, n, [](float x, float y) { return std::pow(x, y); });
     default: return;
   }
 }
 
+// alu(in0, s), or alu(s, in0) when `reverse`.
 void ApplyAluScalar(neff::AluOp op, const float* a, float s, bool reverse, float* c, uint32_t n) {
   switch (op) {
     case neff::ADD: return Map1(a, c, n, [s](float x) { return x + s; });
@@ -171,9 +183,32 @@ void ApplyAluScalar(neff::AluOp op, const float* a, float s, bool reverse, float
       if (reverse) return Map1(a, c, n, [s](float x) { return s / x; });
       return Map1(a, c, n, [s](float x) { return x / s; });
     case neff::BYPASS: return Map1(a, c, n, [](float x) { return x; });
+    case neff::IS_EQUAL: return Map1(a, c, n, [s](float x) { return Bool(x == s); });
+    case neff::NOT_EQUAL: return Map1(a, c, n, [s](float x) { return Bool(x != s); });
+    case neff::IS_LT:
+      if (reverse) return Map1(a, c, n, [s](float x) { return Bool(s < x); });
+      return Map1(a, c, n, [s](float x) { return Bool(x < s); });
+    case neff::IS_LE:
+      if (reverse) return Map1(a, c, n, [s](float x) { return Bool(s <= x); });
+      return Map1(a, c, n, [s](float x) { return Bool(x <= s); });
+    case neff::IS_GT:
+      if (reverse) return Map1(a, c, n, [s](float x) { return Bool(s > x); });
+      return Map1(a, c, n, [s](float x) { return Bool(x > s); });
+    case neff::IS_GE:
+      if (reverse) return Map1(a, c, n, [s](float x) { return Bool(s >= x); });
+      return Map1(a, c, n, [s](float x) { return Bool(x >= s); });
+    case neff::POW:
+      if (reverse) return Map1(a, c, n, [s](float x) { return std::pow(s, x); });
+      return Map1(a, c, n, [s](float x) { return std::pow(x, s); });
     default: return;
   }
 }
+
+// float32 constants of the GELU formulas (correctly rounded).
+constexpr float kInvSqrt2 = 0.70710678118654752440f;
+constexpr float kSqrt2OverPi = 0.79788456080286535588f;
+
+inline float Sigmoid(float y) { return 1.0f / (1.0f + std::exp(-y)); }
 
 // out = func(in * scale + bias). The affine step is a separate multiply and
 // add, each rounded to float32 (this file is built with -ffp-contract=off).
@@ -193,6 +228,34 @@ void ApplyActivation(neff::ActivationFunc f, const float* a, float scale, float 
     case neff::NEGATE: return Map1(a, c, n, [=](float x) { return -(x * scale + bias); });
     case neff::RECIPROCAL:
       return Map1(a, c, n, [=](float x) { return 1.0f / (x * scale + bias); });
+    case neff::LOG: return Map1(a, c, n, [=](float x) { return std::log(x * scale + bias); });
+    case neff::TANH: return Map1(a, c, n, [=](float x) { return std::tanh(x * scale + bias); });
+    case neff::SIGMOID: return Map1(a, c, n, [=](float x) { return Sigmoid(x * scale + bias); });
+    case neff::RELU:
+      // max(y, +0): NaN propagates and -0 becomes +0, as MAX does.
+      return Map1(a, c, n, [=](float x) { return MaxF(x * scale + bias, 0.0f); });
+    case neff::GELU:
+      // (y * 0.5) * (1 + erf(y * (1/sqrt(2)))), each step rounded to float32:
+      // PyTorch's CPU formula for gelu(approximate='none').
+      return Map1(a, c, n, [=](float x) {
+        float y = x * scale + bias;
+        return (y * 0.5f) * (1.0f + std::erf(y * kInvSqrt2));
+      });
+    case neff::GELU_TANH:
+      // (y * 0.5) * (1 + tanh(sqrt(2/pi) * (y + 0.044715 * y^3))): PyTorch's
+      // CPU formula for gelu(approximate='tanh').
+      return Map1(a, c, n, [=](float x) {
+        float y = x * scale + bias;
+        float cube = y * y * y;
+        float inner = kSqrt2OverPi * (y + 0.044715f * cube);
+        return (y * 0.5f) * (1.0f + std::tanh(inner));
+      });
+    case neff::SILU:
+      return Map1(a, c, n, [=](float x) {
+        float y = x * scale + bias;
+        return y * Sigmoid(y);
+      });
+    case neff::ABS: return Map1(a, c, n, [=](float x) { return std::fabs(x * scale + bias); });
     default: return;
   }
 }
@@ -202,10 +265,11 @@ bool RangesOverlap(uint64_t a0, uint64_t a1, uint64_t b0, uint64_t b1) { return 
 uint64_t TileBytes(const TileRef& t) { return uint64_t(t.num_elements()) * neff::DTypeSize(t.dtype()); }
 
 // Writing row p of `w` cannot disturb a later row of `r` unless the two tiles
-// map the same row index to different partitions and their regions overlap.
-// (Same mapping is safe: a row's inputs are read in full before it is written.)
+// lie in the same memory, map the same row index to different partitions and
+// their regions overlap. (Same mapping is safe: a row's inputs are read in
+// full before it is written.)
 bool CrossRowHazard(const TileRef& r, const TileRef& w) {
-  if (r.start_partition() == w.start_partition()) return false;
+  if (r.space() != w.space() || r.start_partition() == w.start_partition()) return false;
   return RangesOverlap(r.start_partition(), uint64_t(r.start_partition()) + r.partitions(),
                        w.start_partition(), uint64_t(w.start_partition()) + w.partitions()) &&
          RangesOverlap(r.byte_offset(), r.byte_offset() + TileBytes(r), w.byte_offset(),
@@ -296,31 +360,41 @@ absl::StatusOr<std::unique_ptr<Executor>> Executor::Create(const neff::Neff& nef
     ex->schedules_.push_back(std::move(*s));
   }
   uint64_t sbuf_bytes = uint64_t(device.partitions) * device.sbuf_bytes_per_partition;
+  uint64_t psum_bytes = uint64_t(device.partitions) * device.psum_bytes_per_partition;
   ex->sbuf_.reset(static_cast<uint8_t*>(std::calloc(sbuf_bytes, 1)));
+  ex->psum_.reset(static_cast<uint8_t*>(std::calloc(psum_bytes, 1)));
   // At least one byte, so that every arena address is a real pointer.
   uint64_t arena_bytes = std::max<uint64_t>(exe.arena_bytes(), 1);
   ex->arena_.reset(static_cast<uint8_t*>(std::calloc(arena_bytes, 1)));
-  if (!ex->sbuf_ || !ex->arena_)
+  if (!ex->sbuf_ || !ex->psum_ || !ex->arena_)
     return absl::ResourceExhaustedError(
-        absl::StrCat("cannot allocate the simulated SBUF (", sbuf_bytes, " bytes) and HBM arena (",
-                     exe.arena_bytes(), " bytes)"));
+        absl::StrCat("cannot allocate the simulated SBUF (", sbuf_bytes, " bytes), PSUM (",
+                     psum_bytes, " bytes) and HBM arena (", exe.arena_bytes(), " bytes)"));
   // Widest row: a partition full of 2-byte elements.
   size_t row = size_t(device.sbuf_bytes_per_partition / 2) + 1;
   ex->a_.resize(row);
   ex->b_.resize(row);
   ex->c_.resize(row);
+  ex->d_.resize(row);
+  ex->mm_a_.resize(size_t(neff::kMatmulMaxK) * neff::kMatmulMaxM);
+  ex->mm_b_.resize(size_t(neff::kMatmulMaxK) * neff::kMatmulMaxN);
   ex->hbm_.assign(size_t(exe.tensors_size()), nullptr);
   return ex;
 }
 
+uint64_t Executor::PartitionBytes(const TileRef& tile) const {
+  return tile.space() == neff::PSUM ? device_.psum_bytes_per_partition
+                                    : device_.sbuf_bytes_per_partition;
+}
+
 uint8_t* Executor::Row(const TileRef& tile, uint32_t p) const {
-  return sbuf_.get() + (uint64_t(tile.start_partition()) + p) * device_.sbuf_bytes_per_partition +
-         tile.byte_offset();
+  uint8_t* base = tile.space() == neff::PSUM ? psum_.get() : sbuf_.get();
+  return base + (uint64_t(tile.start_partition()) + p) * PartitionBytes(tile) + tile.byte_offset();
 }
 
 Executor::RowSource Executor::Source(const TileRef& in, const Instruction& inst, int slot) {
   bool hazard = CrossRowHazard(in, inst.out()) || (inst.has_accum() && CrossRowHazard(in, inst.accum()));
-  if (!hazard) return {Row(in, 0), device_.sbuf_bytes_per_partition};
+  if (!hazard) return {Row(in, 0), PartitionBytes(in)};
   uint64_t bytes = TileBytes(in);
   std::vector<uint8_t>& snap = snapshot_[slot];
   snap.resize(size_t(bytes) * in.partitions());
@@ -416,6 +490,88 @@ void Executor::ExecTensorReduce(const Instruction& inst) {
   }
 }
 
+// out[m, n] = (accumulate ? out[m, n] : 0) + sum_k in0[k, m] * in1[k, n].
+// Both operands are widened to float32 once; for every output row m the sum
+// runs over k in increasing order, the inner loop over n streaming one
+// contiguous row of in1 (vectorizable: every n is independent, so the order
+// of additions per element stays k = 0, 1, ..., K-1).
+void Executor::ExecMatmul(const Instruction& inst) {
+  const TileRef& in0 = inst.in0();
+  const TileRef& in1 = inst.in1();
+  const TileRef& out = inst.out();
+  const uint32_t K = in0.partitions(), M = in0.num_elements(), N = in1.num_elements();
+  float* A = mm_a_.data();  // [K][M]
+  float* B = mm_b_.data();  // [K][N]
+  for (uint32_t k = 0; k < K; ++k) {
+    Widen(in0.dtype(), Row(in0, k), M, A + size_t(k) * M);
+    Widen(in1.dtype(), Row(in1, k), N, B + size_t(k) * N);
+  }
+  float* acc = c_.data();
+  float* old = d_.data();
+  for (uint32_t m = 0; m < M; ++m) {
+    const float a0 = A[m];
+    const float* b0 = B;
+    for (uint32_t n = 0; n < N; ++n) acc[n] = a0 * b0[n];
+    for (uint32_t k = 1; k < K; ++k) {
+      const float a = A[size_t(k) * M + m];
+      const float* b = B + size_t(k) * N;
+      for (uint32_t n = 0; n < N; ++n) acc[n] += a * b[n];
+    }
+    uint8_t* row = Row(out, m);
+    if (inst.accumulate()) {
+      Widen(neff::F32, row, N, old);
+      for (uint32_t n = 0; n < N; ++n) acc[n] = old[n] + acc[n];
+    }
+    Narrow(neff::F32, acc, N, row);
+  }
+}
+
+// out[f, p] = in0[p, f], exactly (float32 holds every input value).
+void Executor::ExecTranspose(const Instruction& inst) {
+  const TileRef& in0 = inst.in0();
+  const TileRef& out = inst.out();
+  const uint32_t P = in0.partitions(), F = in0.num_elements();
+  float* T = mm_a_.data();  // [P][F], P, F <= 128
+  for (uint32_t p = 0; p < P; ++p) Widen(in0.dtype(), Row(in0, p), F, T + size_t(p) * F);
+  float* col = c_.data();
+  for (uint32_t f = 0; f < F; ++f) {
+    for (uint32_t p = 0; p < P; ++p) col[p] = T[size_t(p) * F + f];
+    Narrow(out.dtype(), col, P, Row(out, f));
+  }
+}
+
+void Executor::ExecTensorSelect(const Instruction& inst) {
+  const TileRef& out = inst.out();
+  uint32_t n = out.num_elements();
+  RowSource s0 = Source(inst.in0(), inst, 0);
+  RowSource s1 = Source(inst.in1(), inst, 1);
+  RowSource s2 = Source(inst.in2(), inst, 2);
+  for (uint32_t p = 0; p < out.partitions(); ++p) {
+    Widen(inst.in0().dtype(), s0.row(p), n, a_.data());
+    Widen(inst.in1().dtype(), s1.row(p), n, b_.data());
+    Widen(inst.in2().dtype(), s2.row(p), n, d_.data());
+    const float *a = a_.data(), *b = b_.data(), *pred = d_.data();
+    float* c = c_.data();
+    // A NaN predicate is != 0 and selects in0; -0 selects in1.
+    for (uint32_t i = 0; i < n; ++i) c[i] = pred[i] != 0.0f ? a[i] : b[i];
+    Narrow(out.dtype(), c, n, Row(out, p));
+  }
+}
+
+// out[p, f] = (imm + p * scale) + f * bias, each operation in float32; p
+// counts from the tile's first partition.
+void Executor::ExecIota(const Instruction& inst) {
+  const TileRef& out = inst.out();
+  uint32_t n = out.num_elements();
+  const float imm = inst.imm(), scale = inst.scale(), bias = inst.bias();
+  float* c = c_.data();
+  for (uint32_t p = 0; p < out.partitions(); ++p) {
+    const float base = imm + float(p) * scale;
+    for (uint32_t f = 0; f < n; ++f) c[f] = base + float(f) * bias;
+    Narrow(out.dtype(), c, n, Row(out, p));
+  }
+}
+
 void Executor::Execute(const Instruction& inst) {
   switch (inst.opcode()) {
     case neff::DMA_LOAD:
@@ -424,6 +580,10 @@ void Executor::Execute(const Instruction& inst) {
     case neff::TENSOR_SCALAR: return ExecTensorScalar(inst);
     case neff::ACTIVATION: return ExecActivation(inst);
     case neff::TENSOR_REDUCE: return ExecTensorReduce(inst);
+    case neff::MATMUL: return ExecMatmul(inst);
+    case neff::TRANSPOSE: return ExecTranspose(inst);
+    case neff::TENSOR_SELECT: return ExecTensorSelect(inst);
+    case neff::IOTA: return ExecIota(inst);
     default: return;
   }
 }

@@ -1,5 +1,5 @@
-// Executes a verified NEFF on the host: real numerics on a simulated SBUF and
-// HBM, and an event-driven timing model of the NeuronCore's engine queues.
+// Executes a verified NEFF on the host: real numerics on a simulated SBUF,
+// PSUM and HBM, and an event-driven timing model of the NeuronCore's engine queues.
 #pragma once
 
 #include <cstdint>
@@ -59,7 +59,7 @@ struct ExecutionStats {
 
 class Executor {
  public:
-  // `neff` must outlive the executor. Allocates the SBUF and the HBM arena
+  // `neff` must outlive the executor. Allocates the SBUF, the PSUM and the HBM arena
   // (ResourceExhausted if that fails) and schedules every kernel.
   static absl::StatusOr<std::unique_ptr<Executor>> Create(const neff::Neff& neff,
                                                           const neff::DeviceParams& device);
@@ -85,7 +85,13 @@ class Executor {
   void ExecTensorScalar(const neff::Instruction& inst);
   void ExecActivation(const neff::Instruction& inst);
   void ExecTensorReduce(const neff::Instruction& inst);
+  void ExecMatmul(const neff::Instruction& inst);
+  void ExecTranspose(const neff::Instruction& inst);
+  void ExecTensorSelect(const neff::Instruction& inst);
+  void ExecIota(const neff::Instruction& inst);
+  // Row p of a tile, in SBUF or PSUM as the tile says.
   uint8_t* Row(const neff::TileRef& tile, uint32_t p) const;
+  uint64_t PartitionBytes(const neff::TileRef& tile) const;
   RowSource Source(const neff::TileRef& in, const neff::Instruction& inst, int slot);
 
   const neff::Neff& neff_;
@@ -97,12 +103,16 @@ class Executor {
   };
   // calloc'd: large zeroed regions cost nothing until touched.
   std::unique_ptr<uint8_t[], FreeDeleter> sbuf_;
+  std::unique_ptr<uint8_t[], FreeDeleter> psum_;  // partitions x psum_bytes_per_partition
   std::unique_ptr<uint8_t[], FreeDeleter> arena_;
   std::vector<uint8_t*> hbm_;  // base address of every tensor for the current Run
   // Scratch rows in float32, sized for the widest tile a partition can hold.
-  std::vector<float> a_, b_, c_;
+  std::vector<float> a_, b_, c_, d_;
+  // Matmul operands widened to float32 once per instruction: in0 as [K][M],
+  // in1 as [K][N] (at most 128 x 128 and 128 x 512).
+  std::vector<float> mm_a_, mm_b_;
   // Snapshots of input tiles that an instruction's outputs overwrite.
-  std::vector<uint8_t> snapshot_[2];
+  std::vector<uint8_t> snapshot_[3];
 };
 
 }  // namespace neuroncc::rt

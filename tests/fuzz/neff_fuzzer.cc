@@ -22,13 +22,20 @@ namespace {
 // Keeps each run fast and inside the fuzzer's memory limit.
 constexpr uint64_t kMaxBytes = uint64_t(16) << 20;
 constexpr int kMaxInstructions = 20000;
+// Multiply-accumulates of all matmuls together (a 128 x 128 x 512 matmul is
+// 2^23): a verified program may hold thousands of them.
+constexpr uint64_t kMaxMatmulMacs = uint64_t(1) << 25;
 
 void RunIfSmall(const nn::Neff& neff) {
   const nn::Executable& exe = neff.executable;
   if (exe.arena_bytes() > kMaxBytes) return;
   int instructions = 0;
-  for (const nn::Kernel& k : exe.kernels()) instructions += k.instructions_size();
-  if (instructions > kMaxInstructions) return;
+  uint64_t macs = 0;
+  for (const nn::Kernel& k : exe.kernels()) {
+    instructions += k.instructions_size();
+    for (const nn::Instruction& inst : k.instructions()) macs += nn::MatmulFlops(inst) / 2;
+  }
+  if (instructions > kMaxInstructions || macs > kMaxMatmulMacs) return;
   uint64_t io = 0;
   for (const nn::Tensor& t : exe.tensors())
     if (t.kind() == nn::INPUT || t.kind() == nn::OUTPUT) io += t.size_bytes();

@@ -199,6 +199,138 @@ const BadCase kBadCases[] = {
      "input index"},
 };
 
+// The ISA additions. MatmulModel(4, 16, 8, F32, 2)'s instructions: 0 load x,
+// 1-2 load w chunks, 3-4 transposes, 5-6 PSUM -> SBUF copies, 7-8 matmuls
+// (8 accumulates), 9 PSUM -> SBUF copy, 10 store.
+Executable MatmulExe() { return MatmulModel(4, 16, 8, F32, 2); }
+
+// One kernel: 0 load x, 1 load y [4, 8] f32; 2 iota (gpsimd) -> pred;
+// 3 select (vector) out = pred ? x : y; 4 reduce max; 5 store out.
+Executable SelectExe() {
+  Executable exe = EmptyExecutable("select");
+  uint32_t x = AddTensor(&exe, "x", INPUT, F32, {4, 8});
+  uint32_t y = AddTensor(&exe, "y", INPUT, F32, {4, 8});
+  uint32_t z = AddTensor(&exe, "z", OUTPUT, F32, {4, 8});
+  Kernel* k = exe.add_kernels();
+  k->set_name("select");
+  auto t = [](uint32_t off) { return Tile(0, 4, off, 8, F32); };
+  *k->add_instructions() = DmaLoad(t(0), Ap(x, 0, {{8, 4}, {1, 8}}), 0);
+  *k->add_instructions() = DmaLoad(t(64), Ap(y, 0, {{8, 4}, {1, 8}}), 1);
+  *k->add_instructions() = Iota(t(128), 0.0f, 1.0f, -1.0f);
+  *k->add_instructions() = TensorSelect(t(192), t(0), t(64), t(128), {W(3, 1), W(4, 1), W(5, 1)});
+  *k->add_instructions() = TensorReduce(MAX, Tile(0, 4, 256, 1, F32), t(192), {});
+  *k->add_instructions() = DmaStore(t(192), Ap(z, 0, {{8, 4}, {1, 8}}), 2, {W(1, 2)});
+  return exe;
+}
+
+struct IsaBadCase {
+  const char* name;
+  Executable (*model)();
+  std::function<void(Executable*)> corrupt;
+  const char* needle;
+};
+
+const IsaBadCase kIsaBadCases[] = {
+    {"matmul output crosses a PSUM bank", MatmulExe,
+     [](Executable* e) { Inst(e, 0, 7)->mutable_out()->set_byte_offset(2048 - 16); }, "bank boundary"},
+    {"matmul output crosses into the next bank from a later bank", MatmulExe,
+     [](Executable* e) { Inst(e, 0, 7)->mutable_out()->set_byte_offset(5 * 2048 + 2040); }, "bank boundary"},
+    {"matmul on the vector engine", MatmulExe, [](Executable* e) { Inst(e, 0, 7)->set_engine(VECTOR); },
+     "matmul runs on the tensor engine"},
+    {"matmul writes SBUF", MatmulExe, [](Executable* e) { Inst(e, 0, 7)->mutable_out()->set_space(SBUF); },
+     "out is in SBUF"},
+    {"matmul writes a bf16 PSUM tile", MatmulExe,
+     [](Executable* e) { Inst(e, 0, 7)->mutable_out()->set_dtype(BF16); }, "PSUM tiles hold float32"},
+    {"matmul reads PSUM", MatmulExe, [](Executable* e) { Inst(e, 0, 7)->mutable_in0()->set_space(PSUM); },
+     "from SBUF"},
+    {"matmul operand dtypes differ", MatmulExe,
+     [](Executable* e) { Inst(e, 0, 7)->mutable_in1()->set_dtype(BF16); }, "differ in dtype"},
+    {"matmul partition counts differ", MatmulExe,
+     [](Executable* e) { Inst(e, 0, 7)->mutable_in1()->set_partitions(7); }, "contracts over partitions"},
+    {"matmul output shape", MatmulExe, [](Executable* e) { Inst(e, 0, 7)->mutable_out()->set_partitions(3); },
+     "expected 4x8"},
+    {"matmul M above 128", MatmulExe,
+     [](Executable* e) { Inst(e, 0, 7)->mutable_in0()->set_num_elements(129); }, "at most 128"},
+    {"matmul N above 512", MatmulExe,
+     [](Executable* e) {
+       Inst(e, 0, 7)->mutable_in1()->set_num_elements(513);
+       Inst(e, 0, 7)->mutable_out()->set_num_elements(513);
+     },
+     "at most 512"},
+    {"transpose on the scalar engine", MatmulExe, [](Executable* e) { Inst(e, 0, 3)->set_engine(SCALAR); },
+     "transpose runs on the tensor engine"},
+    {"transpose wider than 128", MatmulExe,
+     [](Executable* e) { Inst(e, 0, 3)->mutable_in0()->set_num_elements(129); }, "at most 128"},
+    {"transpose output shape", MatmulExe,
+     [](Executable* e) { Inst(e, 0, 3)->mutable_out()->set_partitions(4); }, "expected 8x4"},
+    {"transpose output in SBUF", MatmulExe,
+     [](Executable* e) { Inst(e, 0, 3)->mutable_out()->set_space(SBUF); }, "out is in SBUF"},
+    {"DMA loads into PSUM", MatmulExe, [](Executable* e) { Inst(e, 0, 0)->mutable_out()->set_space(PSUM); },
+     "DMA cannot access PSUM"},
+    {"DMA stores from PSUM", MatmulExe, [](Executable* e) { Inst(e, 0, 10)->mutable_in0()->set_space(PSUM); },
+     "DMA cannot access PSUM"},
+    {"vector engine writes PSUM", MatmulExe,
+     [](Executable* e) { Inst(e, 0, 9)->mutable_out()->set_space(PSUM); }, "only the tensor engine"},
+    {"PSUM tile past 16 KiB", MatmulExe,
+     [](Executable* e) { Inst(e, 0, 9)->mutable_in0()->set_byte_offset(16384 - 16); }, "16384-byte PSUM partition"},
+    {"invalid memory space", MatmulExe,
+     [](Executable* e) { Inst(e, 0, 9)->mutable_in0()->set_space(MemorySpace(5)); }, "invalid memory space"},
+    {"accumulate on a non-matmul", MatmulExe, [](Executable* e) { Inst(e, 0, 9)->set_accumulate(true); },
+     "only matmul accumulates"},
+    {"in2 on a non-select", MatmulExe,
+     [](Executable* e) { *Inst(e, 0, 9)->mutable_in2() = Tile(0, 4, 0, 8, F32); }, "only tensor_select reads in2"},
+    {"invalid engine", MatmulExe, [](Executable* e) { Inst(e, 0, 9)->set_engine(Engine(9)); }, "invalid engine"},
+    {"select without a predicate", SelectExe, [](Executable* e) { Inst(e, 0, 3)->clear_in2(); }, "needs in2"},
+    {"select operand shapes differ", SelectExe,
+     [](Executable* e) { Inst(e, 0, 3)->mutable_in2()->set_num_elements(7); }, "differ in shape"},
+    {"select on the scalar engine", SelectExe, [](Executable* e) { Inst(e, 0, 3)->set_engine(SCALAR); },
+     "tensor_select runs on vector or gpsimd"},
+    {"iota on the tensor engine", SelectExe, [](Executable* e) { Inst(e, 0, 2)->set_engine(TENSOR); },
+     "iota runs on gpsimd or vector"},
+    {"iota writes PSUM", SelectExe, [](Executable* e) { Inst(e, 0, 2)->mutable_out()->set_space(PSUM); },
+     "only the tensor engine"},
+    {"tensor_reduce with a comparison", SelectExe, [](Executable* e) { Inst(e, 0, 4)->set_alu(IS_GT); },
+     "add, max or min"},
+    {"tensor_tensor with bypass", [] { return TwoKernelModel(4, 8); },
+     [](Executable* e) { Inst(e, 0, 1)->set_alu(BYPASS); }, "invalid alu op"},
+    {"tensor_tensor with an op past pow", [] { return TwoKernelModel(4, 8); },
+     [](Executable* e) { Inst(e, 0, 1)->set_alu(AluOp(15)); }, "invalid alu op"},
+    {"activation function past abs", [] { return TwoKernelModel(4, 8); },
+     [](Executable* e) { Inst(e, 1, 3)->set_func(ActivationFunc(16)); }, "invalid activation function"},
+};
+
+TEST(NeffCorruption, VerifierRefusesBrokenIsaAdditions) {
+  for (const IsaBadCase& c : kIsaBadCases) {
+    SCOPED_TRACE(c.name);
+    Executable exe = c.model();
+    ASSERT_TRUE(ParseNeff(SerializeUnverified(exe)).ok());
+    c.corrupt(&exe);
+    ExpectRefused(SerializeUnverified(exe), c.needle);
+  }
+}
+
+TEST(NeffCorruption, VerifierAcceptsTheIsaAdditionsAtTheirLimits) {
+  // A 128 x 128 x 512 matmul filling the last PSUM bank exactly, a 128 x 128
+  // transpose, every new ALU op and activation function.
+  Executable exe = EmptyExecutable("limits");
+  Kernel* k = exe.add_kernels();
+  k->set_name("k");
+  *k->add_instructions() =
+      Matmul(Psum(0, 128, 7 * 2048, 512), Tile(0, 128, 0, 128, BF16), Tile(0, 128, 256, 512, BF16), true);
+  *k->add_instructions() = Transpose(Psum(0, 128, 0, 128), Tile(0, 128, 4096, 128, F16));
+  for (AluOp op : {IS_EQUAL, NOT_EQUAL, IS_LT, IS_LE, IS_GT, IS_GE, POW}) {
+    *k->add_instructions() = TensorTensor(op, Tile(0, 8, 8192, 4, F32), Psum(0, 8, 0, 4), Tile(0, 8, 0, 4, BF16));
+    *k->add_instructions() = TensorScalar(op, Tile(0, 8, 8192, 4, F32), Psum(0, 8, 0, 4), 1.0f, {}, GPSIMD);
+  }
+  for (ActivationFunc f : {LOG, TANH, SIGMOID, RELU, GELU, GELU_TANH, SILU, ABS})
+    *k->add_instructions() = Activation(f, Tile(0, 8, 8192, 4, F32), Psum(0, 8, 0, 4), 1.0f, 0.0f);
+  *k->add_instructions() = TensorSelect(Tile(0, 8, 8192, 4, BF16), Psum(0, 8, 0, 4), Tile(0, 8, 0, 4, BF16),
+                                        Psum(0, 8, 64, 4), {}, GPSIMD);
+  *k->add_instructions() = Iota(Tile(0, 128, 9000, 100, F16), -1.0f, -2.0f, 0.5f, {}, VECTOR);
+  absl::StatusOr<Neff> neff = ParseNeff(SerializeUnverified(exe));
+  EXPECT_TRUE(neff.ok()) << neff.status();
+}
+
 TEST(NeffCorruption, VerifierRefusesBrokenExecutablesBehindAValidHash) {
   for (const BadCase& c : kBadCases) {
     SCOPED_TRACE(c.name);

@@ -4,6 +4,9 @@
 //   add_bf16.neff    z = x + y, bfloat16 [4, 8]
 //   add_f16.neff     z = x + y, float16 [4, 8]
 //   two_kernel.neff  z = (x * x) * w + 1, float32 [4, 16], two kernels
+//   matmul.neff      z = x @ w, bfloat16 x [8, 32] and w [32, 16], float32 z
+//                    (TensorEngine transposes and accumulating matmuls in PSUM)
+//   causal_mask.neff z = where(col <= row, x, -inf), float32 [8, 8] (iota, select)
 // With a second directory, also writes fuzzing seeds there:
 //   neff/*.pb (the Executable protobuf of each), npy/*.npy, ntff/*.ntff
 #include <sys/stat.h>
@@ -44,6 +47,8 @@ int main(int argc, char** argv) {
       {"add_bf16.neff", testing::AddModel(4, 8, neff::BF16)},
       {"add_f16.neff", testing::AddModel(4, 8, neff::F16)},
       {"two_kernel.neff", testing::TwoKernelModel(4, 16)},
+      {"matmul.neff", testing::MatmulModel(8, 32, 16, neff::BF16, 2)},
+      {"causal_mask.neff", testing::CausalMaskModel(8, 8)},
   };
   for (const Item& it : items)
     if (!Write(dir + "/" + it.file, testing::Serialize(it.exe))) return 1;

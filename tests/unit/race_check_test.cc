@@ -84,8 +84,63 @@ TEST(SbufRaces, PerPartitionScalarsTouchOnlyElementZero) {
   EXPECT_EQ(FindSbufRaces(k).size(), 1u);
 }
 
+TEST(PsumRaces, PsumAndSbufAreSeparateMemories) {
+  // A PSUM tile and an SBUF tile at the same partitions and bytes do not
+  // overlap: the transpose writes PSUM [0, 64) while the vector engine writes
+  // SBUF [0, 64), unordered.
+  Kernel k = K({Transpose(Psum(0, 4, 0, 16), T(0, 16, 1024, 4)),
+                TensorScalar(ADD, T(0, 4, 0), T(0, 4, 256), 1.0f)});
+  EXPECT_TRUE(FindSbufRaces(k).empty());
+  // In the same memory they race.
+  k.mutable_instructions(1)->mutable_in0()->set_space(PSUM);
+  *k.mutable_instructions(1)->mutable_in0() = Psum(0, 4, 32, 16);
+  std::vector<SbufRace> r = FindSbufRaces(k);
+  ASSERT_EQ(r.size(), 1u);
+  EXPECT_NE(r[0].description.find("touch PSUM partitions [0, 4) bytes [32, 64)"), std::string::npos)
+      << r[0].description;
+}
+
+TEST(PsumRaces, ReadingAMatmulResultNeedsAWaitOnTheTensorQueue) {
+  TileRef acc = Psum(0, 8, 2048, 32);
+  Kernel k = K({Matmul(acc, T(0, 16, 0, 8), T(0, 16, 512, 32)),
+                TensorScalar(BYPASS, T(0, 8, 4096, 32), acc, 0.0f)});
+  std::vector<SbufRace> r = FindSbufRaces(k);
+  ASSERT_EQ(r.size(), 1u);
+  EXPECT_NE(r[0].description.find("matmul on tensor, writes"), std::string::npos) << r[0].description;
+  EXPECT_NE(r[0].description.find("PSUM"), std::string::npos) << r[0].description;
+  *k.mutable_instructions(1)->add_waits() = W(0, 1);
+  EXPECT_TRUE(FindSbufRaces(k).empty());
+}
+
+TEST(PsumRaces, MatmulOperandsAndAccumulationChains) {
+  TileRef acc = Psum(0, 8, 0, 32);
+  // Accumulating matmuls on the one tensor queue are ordered by the queue.
+  Kernel chain = K({Matmul(acc, T(0, 16, 0, 8), T(0, 16, 512, 32)),
+                    Matmul(acc, T(0, 16, 0, 8), T(0, 16, 512, 32), true),
+                    Matmul(acc, T(0, 16, 0, 8), T(0, 16, 512, 32), true)});
+  EXPECT_TRUE(FindSbufRaces(chain).empty());
+  // The matmul reads its SBUF operands: an unordered writer of in1 races.
+  Kernel k = K({Matmul(acc, T(0, 16, 0, 8), T(0, 16, 512, 32)),
+                Activation(EXP, T(8, 4, 600, 4), T(0, 4, 2048), 1, 0)});
+  ASSERT_EQ(FindSbufRaces(k).size(), 1u);
+  EXPECT_NE(FindSbufRaces(k)[0].description.find("SBUF partitions [8, 12) bytes [600, 616)"), std::string::npos)
+      << FindSbufRaces(k)[0].description;
+}
+
+TEST(PsumRaces, SelectReadsItsPredicate) {
+  Kernel k = K({TensorSelect(T(0, 4, 0), T(0, 4, 64), T(0, 4, 128), T(0, 4, 192)),
+                Iota(T(0, 4, 192 + 60, 1), 0, 1, 1)});  // gpsimd writes the predicate's last element
+  std::vector<SbufRace> r = FindSbufRaces(k);
+  ASSERT_EQ(r.size(), 1u);
+  EXPECT_NE(r[0].description.find("tensor_select on vector, reads"), std::string::npos) << r[0].description;
+  EXPECT_NE(r[0].description.find("iota on gpsimd, writes"), std::string::npos) << r[0].description;
+  *k.mutable_instructions(1)->add_waits() = W(kVector, 1);
+  EXPECT_TRUE(FindSbufRaces(k).empty());
+}
+
 TEST(SbufRaces, TheTestModelsAreRaceFree) {
-  for (const Executable& exe : {AddModel(4, 8), TwoKernelModel(4, 16)})
+  for (const Executable& exe : {AddModel(4, 8), TwoKernelModel(4, 16), MatmulModel(64, 256, 512, BF16, 2),
+                                MatmulModel(128, 896, 64, F32, 7), CausalMaskModel(8, 8)})
     for (const Kernel& k : exe.kernels()) EXPECT_TRUE(FindSbufRaces(k).empty()) << k.name();
 }
 

@@ -2,6 +2,9 @@
 
 #include <cstdio>
 #include <cstdlib>
+#include <limits>
+
+#include "device_model.h"
 
 namespace neuroncc::testing {
 
@@ -15,6 +18,13 @@ TileRef Tile(uint32_t start_partition, uint32_t partitions, uint32_t byte_offset
   t.set_byte_offset(byte_offset);
   t.set_num_elements(num_elements);
   t.set_dtype(dtype);
+  return t;
+}
+
+TileRef Psum(uint32_t start_partition, uint32_t partitions, uint32_t byte_offset,
+             uint32_t num_elements) {
+  TileRef t = Tile(start_partition, partitions, byte_offset, num_elements, F32);
+  t.set_space(PSUM);
   return t;
 }
 
@@ -123,6 +133,43 @@ Instruction TensorReduce(AluOp alu, const TileRef& out, const TileRef& in0, std:
   return i;
 }
 
+Instruction Matmul(const TileRef& out, const TileRef& in0, const TileRef& in1, bool accumulate,
+                   std::vector<Wait> waits) {
+  Instruction i = Base(MATMUL, TENSOR, waits);
+  *i.mutable_out() = out;
+  *i.mutable_in0() = in0;
+  *i.mutable_in1() = in1;
+  i.set_accumulate(accumulate);
+  return i;
+}
+
+Instruction Transpose(const TileRef& out, const TileRef& in0, std::vector<Wait> waits) {
+  Instruction i = Base(TRANSPOSE, TENSOR, waits);
+  *i.mutable_out() = out;
+  *i.mutable_in0() = in0;
+  return i;
+}
+
+Instruction TensorSelect(const TileRef& out, const TileRef& in0, const TileRef& in1, const TileRef& in2,
+                         std::vector<Wait> waits, Engine engine) {
+  Instruction i = Base(TENSOR_SELECT, engine, waits);
+  *i.mutable_out() = out;
+  *i.mutable_in0() = in0;
+  *i.mutable_in1() = in1;
+  *i.mutable_in2() = in2;
+  return i;
+}
+
+Instruction Iota(const TileRef& out, float imm, float scale, float bias, std::vector<Wait> waits,
+                 Engine engine) {
+  Instruction i = Base(IOTA, engine, waits);
+  *i.mutable_out() = out;
+  i.set_imm(imm);
+  i.set_scale(scale);
+  i.set_bias(bias);
+  return i;
+}
+
 Executable EmptyExecutable(const std::string& name, const std::string& target) {
   Executable exe;
   exe.set_format_version(kFormatVersion);
@@ -197,6 +244,71 @@ Executable TwoKernelModel(int64_t rows, int64_t cols) {
   add.set_source_op(1);
   *k1->add_instructions() = add;
   *k1->add_instructions() = DmaStore(Tile(0, p, 3 * b, n, F32), ap(z), 2, {W(2, 1)});
+  return exe;
+}
+
+Executable MatmulModel(uint32_t m, uint32_t k, uint32_t n, DType dtype, uint32_t k_tiles) {
+  Executable exe = EmptyExecutable("matmul");
+  uint32_t x = AddTensor(&exe, "x", INPUT, dtype, {m, k});
+  uint32_t w = AddTensor(&exe, "w", INPUT, dtype, {k, n});
+  uint32_t z = AddTensor(&exe, "z", OUTPUT, F32, {m, n});
+  const uint32_t es = uint32_t(DTypeSize(dtype)), kc = k / k_tiles;
+  Kernel* kern = exe.add_kernels();
+  kern->set_name("mm");
+  kern->add_source_ops("aten.mm");
+  kern->add_inputs(x);
+  kern->add_inputs(w);
+  kern->add_outputs(z);
+  // SBUF: x [m x k] at 0; w chunk c [kc x n] at wbase + c * n * es; x^T chunk c
+  // [kc x m] at tbase + c * m * es; z [m x n] f32 at zbase.
+  // PSUM: z in bank 0, transposed chunk c in bank c + 1.
+  const uint32_t wbase = k * es, tbase = wbase + k_tiles * n * es, zbase = tbase + k_tiles * m * es;
+  kern->set_sbuf_bytes_per_partition(zbase + n * 4);
+  const uint32_t kTensor = 0, kVector = 1, kDma0 = 4;
+  *kern->add_instructions() = DmaLoad(Tile(0, m, 0, k, dtype), Ap(x, 0, {{k, m}, {1, k}}), 0);
+  for (uint32_t c = 0; c < k_tiles; ++c)
+    *kern->add_instructions() = DmaLoad(Tile(0, kc, wbase + c * n * es, n, dtype),
+                                        Ap(w, int64_t(c) * kc * n, {{n, kc}, {1, n}}), 1 + c);
+  for (uint32_t c = 0; c < k_tiles; ++c)
+    *kern->add_instructions() = Transpose(Psum(0, kc, (c + 1) * kPsumBankBytes, m),
+                                          Tile(0, m, c * kc * es, kc, dtype), {W(kDma0, 1)});
+  for (uint32_t c = 0; c < k_tiles; ++c)
+    *kern->add_instructions() = TensorScalar(BYPASS, Tile(0, kc, tbase + c * m * es, m, dtype),
+                                             Psum(0, kc, (c + 1) * kPsumBankBytes, m), 0.0f,
+                                             {W(kTensor, c + 1)});
+  for (uint32_t c = 0; c < k_tiles; ++c)
+    *kern->add_instructions() =
+        Matmul(Psum(0, m, 0, n), Tile(0, kc, tbase + c * m * es, m, dtype),
+               Tile(0, kc, wbase + c * n * es, n, dtype), c > 0, {W(kVector, c + 1), W(kDma0 + 1 + c, 1)});
+  *kern->add_instructions() =
+      TensorScalar(BYPASS, Tile(0, m, zbase, n, F32), Psum(0, m, 0, n), 0.0f, {W(kTensor, 2 * k_tiles)});
+  *kern->add_instructions() =
+      DmaStore(Tile(0, m, zbase, n, F32), Ap(z, 0, {{n, m}, {1, n}}), 0, {W(kVector, k_tiles + 1)});
+  for (Instruction& i : *kern->mutable_instructions()) i.set_source_op(0);
+  return exe;
+}
+
+Executable CausalMaskModel(uint32_t rows, uint32_t cols) {
+  Executable exe = EmptyExecutable("causal_mask");
+  uint32_t x = AddTensor(&exe, "x", INPUT, F32, {rows, cols});
+  uint32_t z = AddTensor(&exe, "z", OUTPUT, F32, {rows, cols});
+  Kernel* k = exe.add_kernels();
+  k->set_name("where");
+  k->add_source_ops("aten.where.self");
+  k->add_inputs(x);
+  k->add_outputs(z);
+  const uint32_t b = cols * 4;
+  auto t = [&](uint32_t slot) { return Tile(0, rows, slot * b, cols, F32); };
+  k->set_sbuf_bytes_per_partition(5 * b);
+  const uint32_t kVector = 1, kGpsimd = 3, kDma0 = 4;
+  const float inf = std::numeric_limits<float>::infinity();
+  *k->add_instructions() = DmaLoad(t(0), Ap(x, 0, {{cols, rows}, {1, cols}}), 0);
+  *k->add_instructions() = Iota(t(1), 0.0f, 1.0f, -1.0f);   // p - f
+  *k->add_instructions() = Iota(t(2), -inf, 0.0f, 0.0f);    // -inf everywhere
+  *k->add_instructions() = TensorScalar(IS_GE, t(3), t(1), 0.0f, {W(kGpsimd, 1)});
+  *k->add_instructions() = TensorSelect(t(4), t(0), t(2), t(3), {W(kDma0, 1), W(kGpsimd, 2)});
+  *k->add_instructions() = DmaStore(t(4), Ap(z, 0, {{cols, rows}, {1, cols}}), 1, {W(kVector, 2)});
+  for (Instruction& i : *k->mutable_instructions()) i.set_source_op(0);
   return exe;
 }
 

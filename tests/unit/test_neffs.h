@@ -13,6 +13,9 @@ namespace neuroncc::testing {
 
 neff::TileRef Tile(uint32_t start_partition, uint32_t partitions, uint32_t byte_offset,
                    uint32_t num_elements, neff::DType dtype);
+// A float32 PSUM tile.
+neff::TileRef Psum(uint32_t start_partition, uint32_t partitions, uint32_t byte_offset,
+                   uint32_t num_elements);
 
 // Appends a tensor; size_bytes follows from shape and dtype. Returns its index.
 uint32_t AddTensor(neff::Executable* exe, const std::string& name, neff::TensorKind kind,
@@ -40,6 +43,19 @@ neff::Instruction Activation(neff::ActivationFunc func, const neff::TileRef& out
 neff::Instruction TensorReduce(neff::AluOp alu, const neff::TileRef& out, const neff::TileRef& in0,
                                std::vector<neff::Wait> waits = {},
                                neff::Engine engine = neff::VECTOR);
+// TensorEngine: out (PSUM) [M x N] (+)= in0[K x M]^T in1[K x N].
+neff::Instruction Matmul(const neff::TileRef& out, const neff::TileRef& in0, const neff::TileRef& in1,
+                         bool accumulate = false, std::vector<neff::Wait> waits = {});
+neff::Instruction Transpose(const neff::TileRef& out, const neff::TileRef& in0,
+                            std::vector<neff::Wait> waits = {});
+// out = in2 != 0 ? in0 : in1.
+neff::Instruction TensorSelect(const neff::TileRef& out, const neff::TileRef& in0,
+                               const neff::TileRef& in1, const neff::TileRef& in2,
+                               std::vector<neff::Wait> waits = {},
+                               neff::Engine engine = neff::VECTOR);
+// out[p, f] = imm + p * scale + f * bias.
+neff::Instruction Iota(const neff::TileRef& out, float imm, float scale, float bias,
+                       std::vector<neff::Wait> waits = {}, neff::Engine engine = neff::GPSIMD);
 
 // An executable with target/name/version fields filled and no tensors.
 neff::Executable EmptyExecutable(const std::string& name = "test", const std::string& target = "trn1");
@@ -54,6 +70,20 @@ neff::Executable AddModel(int64_t rows, int64_t cols, neff::DType dtype = neff::
 // x, w, z: [rows, cols] f32; t is an HBM intermediate. In "fused" the
 // multiply is tagged source_op 0, the add source_op 1, the DMAs untagged.
 neff::Executable TwoKernelModel(int64_t rows, int64_t cols);
+
+// z = x @ w (aten.mm): x [m, k], w [k, n], z [m, n] float32; x and w of
+// `dtype`. x is loaded row-major and transposed on the TensorEngine in
+// `k_tiles` chunks of k / k_tiles (each through PSUM, then copied back to
+// SBUF by the vector engine); the chunks' matmuls accumulate into one PSUM
+// tile, which the vector engine copies out. m, k / k_tiles <= 128, n <= 512,
+// k_tiles <= 7.
+neff::Executable MatmulModel(uint32_t m, uint32_t k, uint32_t n, neff::DType dtype = neff::F32,
+                             uint32_t k_tiles = 2);
+
+// Causal masking (aten.where.self): z[p, f] = f <= p ? x[p, f] : -inf for an
+// f32 [rows, cols] x (rows <= 128). Two gpsimd iotas build p - f and a -inf
+// tile, a vector IS_GE turns p - f into the mask, a vector select applies it.
+neff::Executable CausalMaskModel(uint32_t rows, uint32_t cols);
 
 // SerializeNeff, aborting the test binary on failure.
 std::string Serialize(const neff::Executable& exe, const std::vector<std::string>& segments = {});
