@@ -23,7 +23,10 @@ class ToolError(RuntimeError):
 
 
 def _run(cmd):
-    proc = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        proc = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    except OSError as e:  # missing or not executable (for example while it is being rebuilt)
+        raise ToolError("%s could not be started: %s" % (cmd[0], e)) from e
     if proc.returncode != 0:
         raise ToolError("%s failed (%d):\n%s%s" % (" ".join(cmd), proc.returncode, proc.stdout, proc.stderr))
     return proc.stdout
