@@ -61,9 +61,13 @@ void AppendExecution(const neff::Neff& neff, const std::vector<KernelSchedule>& 
         d->set_bytes(bytes);
         d->set_start(base + si.start);
         d->set_end(base + si.end);
+      } else if (inst.opcode() == neff::MATMUL) {
+        e->set_flops(neff::MatmulFlops(inst));  // 2 * K * M * N
       } else {
-        // Elements processed: one operation per input element.
-        e->set_flops(uint64_t(inst.in0().partitions()) * inst.in0().num_elements());
+        // Elements processed: one operation per input element (per output
+        // element for iota, which has no input).
+        const neff::TileRef& t = inst.opcode() == neff::IOTA ? inst.out() : inst.in0();
+        e->set_flops(uint64_t(t.partitions()) * t.num_elements());
       }
     }
     t = span->end();

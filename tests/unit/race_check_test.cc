@@ -1,4 +1,4 @@
-// SBUF race detection over the semaphore protocol.
+// SBUF and PSUM race detection over the semaphore protocol.
 #include "race_check.h"
 
 #include <gtest/gtest.h>

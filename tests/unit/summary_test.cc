@@ -3,8 +3,14 @@
 
 #include <gtest/gtest.h>
 
+#include "absl/strings/str_cat.h"
+#include "json.h"
+
 #include "device_model.h"
+#include "executor.h"
 #include "ntff_format.h"
+#include "profile.h"
+#include "test_neffs.h"
 
 namespace neuroncc::profile {
 namespace {
@@ -120,6 +126,58 @@ TEST(ProfileSummary, UntaggedMultiOpKernelsSplitEqually) {
   EXPECT_NE(text.find("Self Device Time total: 0.000 us"), std::string::npos) << text;
   std::string json = RenderSummaryJson(s);
   EXPECT_NE(json.find("\"aten_ops\""), std::string::npos);
+}
+
+TEST(ProfileSummary, MatmulsCountTheirFlopsOnTheTensorEngine) {
+  // Hand-built: a 1000-tick matmul of 2 * 64 * 32 * 100 FLOPs on the tensor
+  // queue, then a 500-tick vector op over 320 elements.
+  ntff::Profile p = Trace({{"aten.mm"}}, {{{0, 1000, 0}, {1, 500, 0}}}, 1);
+  ntff::FillDeviceParams(neff::Trn1(), p.mutable_device());
+  p.mutable_instructions(0)->set_opcode(neff::MATMUL);
+  p.mutable_instructions(0)->set_flops(2 * 64 * 32 * 100);
+  p.mutable_instructions(1)->set_flops(320);
+  Summary s = Summarize(p);
+  EXPECT_EQ(s.matmul_count, 1u);
+  EXPECT_EQ(s.tensor_engine_flops, 2u * 64 * 32 * 100);
+  EXPECT_EQ(s.elementwise_ops, 320u);
+  EXPECT_EQ(s.engine_busy_ps[0], 1000u);
+  EXPECT_DOUBLE_EQ(s.tensor_peak_flops_per_s, 2.0 * 128 * 128 * 2.8e9);
+  std::string json = RenderSummaryJson(s);
+  EXPECT_NE(json.find("\"matmul_count\": 1,"), std::string::npos) << json;
+  EXPECT_NE(json.find("\"tensor_engine_flops\": 409600,"), std::string::npos) << json;
+  // 1000 of 1600 ticks (100 launch + 1000 + 500).
+  EXPECT_NE(json.find("\"tensor_engine_active_time_percent\": 62.5,"), std::string::npos) << json;
+  // 409600 FLOPs in 1.6 ns against 91.75 TFLOPS.
+  double mfu = 100.0 * 409600 / 1.6e-9 / (2.0 * 128 * 128 * 2.8e9);
+  EXPECT_NE(json.find(absl::StrCat("\"mfu_estimated_percent\": ", json::Number(mfu, 4))), std::string::npos)
+      << json;
+  EXPECT_NE(RenderText(s).find("TensorEngine: 1 matmul, "), std::string::npos) << RenderText(s);
+}
+
+TEST(ProfileSummary, AnExecutedMatmulModelKeepsTheTensorEngineBusy) {
+  using neuroncc::testing::MatmulModel;
+  neff::Executable exe = MatmulModel(64, 256, 512, neff::BF16, 2);
+  absl::StatusOr<neff::Neff> neff = neff::ParseNeff(neuroncc::testing::Serialize(exe));
+  ASSERT_TRUE(neff.ok()) << neff.status();
+  auto ex = rt::Executor::Create(*neff, neff::Trn1());
+  ASSERT_TRUE(ex.ok());
+  ntff::Profile p = rt::NewProfile(*neff, neff::Trn1());
+  rt::AppendExecution(*neff, (*ex)->schedules(), &p);
+  Summary s = Summarize(p);
+  EXPECT_EQ(s.matmul_count, 2u);
+  EXPECT_EQ(s.tensor_engine_flops, 2u * 2 * 128 * 64 * 512);  // two K tiles of 128
+  // Two transposes and two matmuls on the tensor queue.
+  const neff::Kernel& k = exe.kernels(0);
+  uint64_t tensor_ps = 0;
+  for (int i = 3; i <= 8; ++i)
+    if (i < 5 || i > 6) tensor_ps += neff::InstructionCostPs(k.instructions(i), neff::Trn1());
+  EXPECT_EQ(s.engine_busy_ps[0], tensor_ps);
+  // Transposes count as elements moved, not as matmul FLOPs.
+  uint64_t elementwise = 0;
+  for (const neff::Instruction& i : k.instructions())
+    if (i.opcode() == neff::TRANSPOSE || i.opcode() == neff::TENSOR_SCALAR)
+      elementwise += uint64_t(i.in0().partitions()) * i.in0().num_elements();
+  EXPECT_EQ(s.elementwise_ops, elementwise);
 }
 
 }  // namespace

@@ -3,6 +3,8 @@
 the hand-built test NEFFs (tests/unit/make_test_neffs.cc):
   add.neff, add_bf16.neff, add_f16.neff: z = x + y over [4, 8]
   two_kernel.neff: z = (x * x) * w + 1 over float32 [4, 16], two kernels
+  matmul.neff: z = x @ w, bfloat16 x [8, 32] and w [32, 16], float32 z
+  causal_mask.neff: z = where(col <= row, x, -inf) over float32 [8, 8]
 
 Usage: tools_test.py BIN_DIR NEFF_DIR [unittest args]
 """
@@ -160,6 +162,29 @@ class NeuronRun(Tmp):
                 self.assertIn(needle, p.stderr)
                 self.assertTrue(p.stderr.startswith("neuron-run: error:") or "usage" in p.stderr, p.stderr)
 
+    def test_matmul_model_matches_numpy(self):
+        x = np.linspace(-3, 3, 8 * 32, dtype=np.float32).reshape(8, 32)
+        w = np.cos(np.arange(32 * 16, dtype=np.float32)).reshape(32, 16)
+        out = self.path("o")
+        run([tool("neuron-run"), self.neff("matmul.neff"), "--input", "x=@" + self.save("x.npy", x),
+             "--input", "w=@" + self.save("w.npy", w), "--output-dir", out, "-q"])
+        z = np.load(os.path.join(out, "output_0.npy"))
+        self.assertEqual(z.dtype, np.float32)
+        self.assertEqual(z.shape, (8, 16))
+        # bf16 inputs, exact products, f32 sums: close to the float64 product
+        # of the rounded inputs (32 terms of magnitude <= 3).
+        want = bf16_round(x).astype(np.float64) @ bf16_round(w).astype(np.float64)
+        np.testing.assert_allclose(z, want, rtol=0, atol=32 * 3 * 2.0 ** -23 * 4)
+        self.assertGreater(np.abs(z - x.astype(np.float64) @ w).max(), 1e-4)  # the inputs were rounded
+
+    def test_causal_mask_model(self):
+        x = np.arange(64, dtype=np.float32).reshape(8, 8) - 20
+        out = self.path("o")
+        run([tool("neuron-run"), self.neff("causal_mask.neff"), "--input", "x=@" + self.save("x.npy", x),
+             "--output-dir", out, "-q"])
+        z = np.load(os.path.join(out, "output_0.npy"))
+        np.testing.assert_array_equal(z, np.where(np.tril(np.ones((8, 8), bool)), x, -np.inf))
+
     def test_profile_directory(self):
         x, y = self.add_inputs()
         prof = self.profile_dir(self.neff("add.neff"), {"x": x, "y": y})
@@ -238,6 +263,30 @@ class NeuronProfile(Tmp):
         # Vector engine: the two multiplies; its percentage follows from the events.
         vec = sum(e["end_us"] - e["start_us"] for e in events["instructions"] if e["queue"] == "vector")
         self.assertAlmostEqual(s["vector_engine_active_time_percent"], 100 * vec / total_us, places=3)
+
+    def test_matmul_profile_shows_the_tensor_engine(self):
+        x = np.ones((8, 32), np.float32)
+        w = np.ones((32, 16), np.float32)
+        prof = self.profile_dir(self.neff("matmul.neff"), {"x": x, "w": w})
+        s = json.loads(self.view("-d", prof, "--output-format", "summary-json").stdout)
+        events = json.loads(self.view("-d", prof, "--output-format", "json").stdout)
+        self.assertEqual(s["matmul_count"], 2)
+        self.assertEqual(s["tensor_engine_flops"], 2 * 2 * 16 * 8 * 16)  # two K tiles of 16
+        tensor = [e for e in events["instructions"] if e["queue"] == "tensor"]
+        self.assertEqual(sorted(e["opcode"] for e in tensor), ["matmul", "matmul", "transpose", "transpose"])
+        busy = sum(e["end_us"] - e["start_us"] for e in tensor)
+        self.assertGreater(s["tensor_engine_active_time_percent"], 0)
+        self.assertAlmostEqual(s["tensor_engine_active_time_percent"], 100 * busy / (s["total_time"] * 1e6), places=3)
+        peak = 2 * 128 * 128 * events["device"]["tensor_ghz"] * 1e9  # bf16 FLOP/s
+        self.assertAlmostEqual(s["mfu_estimated_percent"], 100 * s["tensor_engine_flops"] / s["total_time"] / peak,
+                               places=4)
+        bytes_ = s["hbm_read_bytes"] + s["hbm_write_bytes"]
+        self.assertAlmostEqual(s["mm_arithmetic_intensity"], s["tensor_engine_flops"] / bytes_, places=5)
+        text = self.view("-d", prof).stdout
+        self.assertIn("TensorEngine: 2 matmuls", text)
+        p = run([tool("neuron-packager"), "info", self.neff("matmul.neff")])
+        self.assertIn("tensor:4", p.stdout)
+        self.assertIn("no SBUF/PSUM races", p.stdout)
 
     def test_summary_text_table(self):
         prof = self.two_kernel_profile()

@@ -133,8 +133,8 @@ int Info(const std::string& path) {
       ++races;
       absl::StrAppend(&race_lines, "  ", r.description, "\n");
     }
-  absl::StrAppend(&out, "\nSemaphore check: ", races ? absl::StrCat(races, " SBUF race(s)") : "no SBUF races", "\n",
-                  race_lines);
+  absl::StrAppend(&out, "\nSemaphore check: ",
+                  races ? absl::StrCat(races, " SBUF/PSUM race(s)") : "no SBUF/PSUM races", "\n", race_lines);
   std::fwrite(out.data(), 1, out.size(), stdout);
   return 0;
 }

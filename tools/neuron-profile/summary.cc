@@ -32,6 +32,14 @@ double Us(double ps) { return ps / 1e6; }
 
 double Percent(double part, double whole) { return whole > 0 ? 100.0 * part / whole : 0.0; }
 
+// Matmul FLOPs over the whole device time, against the TensorEngine's peak.
+double Mfu(const Summary& s) {
+  double total_s = double(s.total_ps) * 1e-12;
+  return total_s > 0 && s.tensor_peak_flops_per_s > 0
+             ? 100.0 * double(s.tensor_engine_flops) / total_s / s.tensor_peak_flops_per_s
+             : 0.0;
+}
+
 std::string Fixed(double v, int digits) {
   char buf[64];
   std::snprintf(buf, sizeof(buf), "%.*f", digits, v);
@@ -79,6 +87,10 @@ Summary Summarize(const ntff::Profile& p) {
   s.dispatch_count = uint64_t(p.kernel_spans_size());
   s.hbm_gbps_per_core = p.device().hbm_gbps_per_core();
   s.dispatch_overhead_ns = p.device().dispatch_overhead_ns();
+  // The 128 x 128 PE array does one multiply-accumulate per PE per cycle on
+  // BF16/F16 (trn1: 2 * 128^2 * 2.8 GHz = 91.8 TFLOPS, the public ~92).
+  s.tensor_peak_flops_per_s = 2.0 * double(p.device().partitions()) * double(p.device().partitions()) *
+                              p.device().tensor_ghz() * 1e9;
   // Ticks are picoseconds for every trace this runtime writes; convert
   // anyway so a trace with another time base reads right.
   const double to_ps = 1000.0 / double(p.ticks_per_nanosec());
@@ -104,7 +116,12 @@ Summary Summarize(const ntff::Profile& p) {
     if (e.source_op() >= 0) tagged[e.span()][size_t(e.source_op())] += double(busy);
     if (e.queue() < neff::kComputeQueues) {
       s.engine_busy_ps[e.queue()] += busy;
-      s.elementwise_ops += e.flops();
+      if (e.opcode() == neff::MATMUL) {
+        ++s.matmul_count;
+        s.tensor_engine_flops += e.flops();
+      } else {
+        s.elementwise_ops += e.flops();
+      }
     } else {
       dma_intervals.push_back({ps(e.start()), ps(e.end())});
       ++s.dma_transfer_count;
@@ -186,7 +203,15 @@ std::string RenderText(const Summary& s) {
                     "%", e < 3 ? "," : "");
   absl::StrAppend(&out, "; DMA ", Fixed(Percent(double(s.dma_busy_ps), double(s.total_ps)), 2), "%\n");
   absl::StrAppend(&out, "HBM traffic: ", Bytes(s.hbm_read_bytes), " read, ", Bytes(s.hbm_write_bytes),
-                  " written in ", s.dma_transfer_count, " DMA transfers\n\n");
+                  " written in ", s.dma_transfer_count, " DMA transfers\n");
+  if (s.matmul_count > 0) {
+    double total_s = double(s.total_ps) * 1e-12;
+    absl::StrAppend(&out, "TensorEngine: ", s.matmul_count, s.matmul_count == 1 ? " matmul, " : " matmuls, ",
+                    Fixed(double(s.tensor_engine_flops) * 1e-9, 3), " GFLOP, ",
+                    Fixed(total_s > 0 ? double(s.tensor_engine_flops) / total_s * 1e-12 : 0, 3),
+                    " TFLOPS achieved (MFU ", Fixed(Mfu(s), 2), "% of the bf16 peak)\n");
+  }
+  out += "\n";
   Table(&out, "Kernels", s.kernel_names, s.total_ps);
   out += "\n";
   Table(&out, "ATen ops (kernel time split by the engine time of each op's instructions)", s.aten_ops,
@@ -223,6 +248,12 @@ std::string RenderSummaryJson(const Summary& s) {
   absl::StrAppend(&out, "  \"mbu_estimated_percent\": ",
                   Number(total_s > 0 && peak_bytes_per_s > 0 ? 100.0 * double(bytes) / total_s / peak_bytes_per_s : 0, 4),
                   ",\n");
+  absl::StrAppend(&out, "  \"mfu_estimated_percent\": ", Number(Mfu(s), 4), ",\n");
+  absl::StrAppend(&out, "  \"matmul_count\": ", s.matmul_count, ",\n");
+  absl::StrAppend(&out, "  \"tensor_engine_flops\": ", s.tensor_engine_flops, ",\n");
+  // Matmul FLOPs per byte of HBM traffic (the roofline x-axis).
+  absl::StrAppend(&out, "  \"mm_arithmetic_intensity\": ",
+                  Number(bytes ? double(s.tensor_engine_flops) / double(bytes) : 0, 6), ",\n");
   absl::StrAppend(&out, "  \"elementwise_ops\": ", s.elementwise_ops, ",\n");
   absl::StrAppend(&out, "  \"arithmetic_intensity\": ",
                   Number(bytes ? double(s.elementwise_ops) / double(bytes) : 0, 6), ",\n");
@@ -265,7 +296,8 @@ std::string RenderEventsJson(const ntff::Profile& p) {
                   ", \"scalar_ghz\": ", Number(d.scalar_ghz()), ", \"gpsimd_ghz\": ", Number(d.gpsimd_ghz()),
                   ", \"dma_queues\": ", d.dma_queues(), ", \"dma_queue_gbps\": ", Number(d.dma_queue_gbps()),
                   ", \"hbm_gbps_per_core\": ", Number(d.hbm_gbps_per_core()),
-                  ", \"dma_fixed_ns\": ", Number(d.dma_fixed_ns()), ", \"sbuf_access_cycles\": ",
+                  ", \"dma_fixed_ns\": ", Number(d.dma_fixed_ns()), ", \"dma_run_ns\": ", Number(d.dma_run_ns()),
+                  ", \"psum_bytes_per_partition\": ", d.psum_bytes_per_partition(), ", \"sbuf_access_cycles\": ",
                   d.sbuf_access_cycles(), ", \"dispatch_overhead_ns\": ", Number(d.dispatch_overhead_ns()),
                   "},\n");
   absl::StrAppend(&out, "  \"kernel_spans\": [");

@@ -42,7 +42,10 @@ struct Summary {
   uint64_t hbm_read_bytes = 0;
   uint64_t hbm_write_bytes = 0;
   uint64_t dma_transfer_count = 0;
-  uint64_t elementwise_ops = 0;  // "flops": one per element processed by a compute instruction
+  uint64_t elementwise_ops = 0;  // one per element processed by a compute instruction but matmul
+  uint64_t matmul_count = 0;        // MATMUL instructions executed
+  uint64_t tensor_engine_flops = 0; // their floating-point operations, 2 * K * M * N each
+  double tensor_peak_flops_per_s = 0;  // BF16 peak: 2 x partitions^2 MACs per TensorEngine cycle
   uint64_t engine_busy_ps[4] = {0, 0, 0, 0};  // tensor, vector, scalar, gpsimd
   uint64_t dma_busy_ps = 0;  // time at least one DMA queue is busy
   double hbm_gbps_per_core = 0;
