@@ -54,6 +54,7 @@ class NodeImporter {
   const graph::Node& node;
   OpBuilder& b;
   Location loc;
+  llvm::StringMap<SmallVector<Value>>& values;
 
   // The argument at schema position `pos` or with keyword `name`.
   const Argument* arg(size_t pos, StringRef name) const {
@@ -163,9 +164,6 @@ class NodeImporter {
     emitError(loc) << node.target() << ": " << msg;
     return failure();
   }
-
- private:
-  llvm::StringMap<SmallVector<Value>>& values;
 };
 
 // FailureOr<T> from a helper that already reported its error.
@@ -228,6 +226,13 @@ LogicalResult softmax(NodeImporter& n) {
   NCC_TRY(dim, n.integer(1, "dim"));
   NCC_TRY(halfToFloat, n.boolean(2, "half_to_float", false));
   return n.create<OpTy>(self, n.b.getI64IntegerAttr(dim), n.b.getBoolAttr(halfToFloat));
+}
+
+template <typename OpTy>
+LogicalResult viewWithSize(NodeImporter& n, StringRef name) {
+  NCC_TRY(self, n.tensor(0, "self"));
+  NCC_TRY(size, n.ints(1, name));
+  return n.create<OpTy>(self, n.b.getDenseI64ArrayAttr(size));
 }
 
 const std::map<std::string, Builder>& registry() {
@@ -336,6 +341,105 @@ const std::map<std::string, Builder>& registry() {
          return n.define(n.b.create<aten::VarMeanCorrectionOp>(n.loc, types, self, n.b.getDenseI64ArrayAttr(dims),
                                                                n.b.getI64IntegerAttr(correction),
                                                                n.b.getBoolAttr(keepdim)));
+       }},
+      {"aten::t", unary<aten::TOp>},
+      {"aten::clone", unary<aten::CloneOp>},  // memory_format does not matter for values
+      {"aten::transpose.int",
+       [](NodeImporter& n) -> LogicalResult {
+         NCC_TRY(self, n.tensor(0, "self"));
+         NCC_TRY(d0, n.integer(1, "dim0"));
+         NCC_TRY(d1, n.integer(2, "dim1"));
+         return n.create<aten::TransposeIntOp>(self, n.b.getI64IntegerAttr(d0), n.b.getI64IntegerAttr(d1));
+       }},
+      {"aten::permute",
+       [](NodeImporter& n) -> LogicalResult {
+         NCC_TRY(self, n.tensor(0, "self"));
+         NCC_TRY(dims, n.ints(1, "dims"));
+         return n.create<aten::PermuteOp>(self, n.b.getDenseI64ArrayAttr(dims));
+       }},
+      {"aten::unsqueeze",
+       [](NodeImporter& n) -> LogicalResult {
+         NCC_TRY(self, n.tensor(0, "self"));
+         NCC_TRY(dim, n.integer(1, "dim"));
+         return n.create<aten::UnsqueezeOp>(self, n.b.getI64IntegerAttr(dim));
+       }},
+      {"aten::squeeze.dim",
+       [](NodeImporter& n) -> LogicalResult {
+         NCC_TRY(self, n.tensor(0, "self"));
+         NCC_TRY(dim, n.integer(1, "dim"));
+         return n.create<aten::SqueezeDimOp>(self, n.b.getI64IntegerAttr(dim));
+       }},
+      {"aten::expand", [](NodeImporter& n) { return viewWithSize<aten::ExpandOp>(n, "size"); }},
+      {"aten::view", [](NodeImporter& n) { return viewWithSize<aten::ViewShapeOp>(n, "size"); }},
+      {"aten::_unsafe_view", [](NodeImporter& n) { return viewWithSize<aten::UnsafeViewOp>(n, "size"); }},
+      {"aten::reshape", [](NodeImporter& n) { return viewWithSize<aten::ReshapeOp>(n, "shape"); }},
+      {"aten::_reshape_alias",
+       [](NodeImporter& n) -> LogicalResult {
+         NCC_TRY(self, n.tensor(0, "self"));
+         NCC_TRY(size, n.ints(1, "size"));
+         NCC_TRY(stride, n.ints(2, "stride"));
+         return n.create<aten::ReshapeAliasOp>(self, n.b.getDenseI64ArrayAttr(size), n.b.getDenseI64ArrayAttr(stride));
+       }},
+      {"aten::slice.Tensor",
+       [](NodeImporter& n) -> LogicalResult {
+         NCC_TRY(self, n.tensor(0, "self"));
+         NCC_TRY(dim, n.integer(1, "dim", 0));
+         NCC_TRY(start, n.integer(2, "start", 0));
+         NCC_TRY(end, n.integer(3, "end", INT64_MAX));
+         NCC_TRY(step, n.integer(4, "step", 1));
+         return n.create<aten::SliceTensorOp>(self, n.b.getI64IntegerAttr(dim), n.b.getI64IntegerAttr(start),
+                                              n.b.getI64IntegerAttr(end), n.b.getI64IntegerAttr(step));
+       }},
+      {"aten::select.int",
+       [](NodeImporter& n) -> LogicalResult {
+         NCC_TRY(self, n.tensor(0, "self"));
+         NCC_TRY(dim, n.integer(1, "dim"));
+         NCC_TRY(index, n.integer(2, "index"));
+         return n.create<aten::SelectIntOp>(self, n.b.getI64IntegerAttr(dim), n.b.getI64IntegerAttr(index));
+       }},
+      {"aten::_to_copy",
+       [](NodeImporter& n) -> LogicalResult {
+         NCC_TRY(self, n.tensor(0, "self"));
+         return n.create<aten::ToCopyOp>(self);  // the recorded result type carries the dtype
+       }},
+      {"aten::cat",
+       [](NodeImporter& n) -> LogicalResult {
+         const Argument* list = n.arg(0, "tensors");
+         if (!list || list->value_case() != Argument::kTensorList)
+           return n.error("argument 'tensors' must be a list of tensors");
+         SmallVector<Value> tensors;
+         for (const std::string& name : list->tensor_list().values()) {
+           auto it = n.values.find(name);
+           if (name.empty() || it == n.values.end() || it->second.size() != 1)
+             return n.error("cat names unknown value '" + name + "'");
+           // PyTorch skips 1-d empty tensors in cat (legacy behaviour).
+           auto t = llvm::cast<RankedTensorType>(it->second.front().getType());
+           if (t.getRank() == 1 && t.getDimSize(0) == 0) continue;
+           tensors.push_back(it->second.front());
+         }
+         NCC_TRY(dim, n.integer(1, "dim", 0));
+         return n.create<aten::CatOp>(tensors, n.b.getI64IntegerAttr(dim));
+       }},
+      {"aten::split.Tensor",
+       [](NodeImporter& n) -> LogicalResult {
+         // Each piece is a slice; getitem picks them.
+         NCC_TRY(self, n.tensor(0, "self"));
+         NCC_TRY(splitSize, n.integer(1, "split_size"));
+         NCC_TRY(dim, n.integer(2, "dim", 0));
+         auto t = llvm::cast<RankedTensorType>(self.getType());
+         if (t.getRank() == 0 || splitSize <= 0) return n.error("split of a 0-d tensor or by a non-positive size");
+         int64_t d = dim < 0 ? dim + t.getRank() : dim;
+         if (d < 0 || d >= t.getRank()) return n.error("split dim out of range");
+         SmallVector<Value> pieces;
+         for (int64_t start = 0, i = 0; start < std::max<int64_t>(t.getDimSize(d), 1); start += splitSize, ++i) {
+           NCC_TRY(type, n.resultType(size_t(i)));
+           pieces.push_back(n.b.create<aten::SliceTensorOp>(n.loc, type, self, n.b.getI64IntegerAttr(d),
+                                                            n.b.getI64IntegerAttr(start),
+                                                            n.b.getI64IntegerAttr(start + splitSize),
+                                                            n.b.getI64IntegerAttr(1)));
+         }
+         n.values[n.node.name()] = pieces;
+         return success();
        }},
       {"aten::rms_norm",
        [](NodeImporter& n) -> LogicalResult {

@@ -14,6 +14,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "passes/Passes.h"
+#include "dialects/aten/Views.h"
 #include "mlir/IR/Builders.h"
 #include "mlir/IR/IRMapping.h"
 #include "llvm/ADT/MapVector.h"
@@ -50,6 +51,7 @@ SmallVector<int64_t> reducedDims(Operation* op) {
 // example a reduction over non-trailing dims).
 std::optional<RowSpace> rowSpaceOf(Operation* op) {
   RowSpace rs;
+  if (llvm::isa<aten::CatOp>(op)) return std::nullopt;  // a copy kernel of its own
   if (isReduction(op)) {
     auto in = llvm::cast<RankedTensorType>(op->getOperand(0).getType());
     SmallVector<int64_t> dims = reducedDims(op);
@@ -76,6 +78,9 @@ struct Group {
   bool fusible = true;
   llvm::SetVector<int> producers;  // groups this one reads from
   llvm::DenseSet<Value> derived;   // values computed from a reduction in this group
+  // Values that are views of this group's inputs (folded into DMA access
+  // patterns), with their view of the root input.
+  llvm::DenseMap<Value, aten::StridedView> views;
 };
 
 std::string shortName(StringRef op_name) {
@@ -141,6 +146,18 @@ struct FormKernelsPass : impl::FormKernelsBase<FormKernelsPass> {
              std::to_string(sbufBudgetBytes) + " bytes per partition";
     for (int p : producer_groups)
       if (p != g && reaches(g, p)) return "joining would create a cycle between kernels";
+    if (aten::isViewOp(op)) {
+      Value in = op->getOperand(0);
+      Operation* def = in.getDefiningOp();
+      bool computedHere = def && groupOf.count(def) && groupOf[def] == g && !grp.views.count(in);
+      if (computedHere) return "a view of a value computed in the kernel needs a copy through HBM";
+      aten::StridedView base = grp.views.count(in)
+                                   ? grp.views[in]
+                                   : aten::contiguousView(llvm::cast<RankedTensorType>(in.getType()).getShape());
+      aten::StridedView out;
+      std::string error;
+      if (!aten::applyView(op, base, out, &error)) return error;
+    }
     return "";
   }
 
@@ -205,6 +222,19 @@ struct FormKernelsPass : impl::FormKernelsBase<FormKernelsPass> {
         }
       }
       Group& grp = groups[size_t(target)];
+      if (aten::isViewOp(op)) {
+        Value in = op->getOperand(0);
+        Operation* def = in.getDefiningOp();
+        bool external = !def || !groupOf.count(def) || groupOf[def] != target;
+        if (external || grp.views.count(in)) {
+          aten::StridedView base = grp.views.count(in)
+                                       ? grp.views[in]
+                                       : aten::contiguousView(llvm::cast<RankedTensorType>(in.getType()).getShape());
+          aten::StridedView out;
+          std::string error;
+          if (aten::applyView(op, base, out, &error)) grp.views[op->getResult(0)] = out;
+        }
+      }
       if (isReduction(op) ||
           llvm::any_of(op->getOperands(), [&](Value v) { return grp.derived.contains(v); }))
         grp.derived.insert(op->getResult(0));

@@ -20,6 +20,7 @@
 
 #include "passes/Passes.h"
 #include "dialects/aten/TypeRules.h"
+#include "dialects/aten/Views.h"
 #include "mlir/IR/Builders.h"
 #include "llvm/ADT/TypeSwitch.h"
 
@@ -42,6 +43,7 @@ struct Layout {
   // HBM values only: element strides per iteration-space dim (0 = broadcast).
   SmallVector<int64_t> rowStrides;  // one per leading dim
   SmallVector<int64_t> colStrides;  // one per trailing dim
+  int64_t offset = 0;               // element offset of the (view's) first element
 };
 
 struct Space {
@@ -90,6 +92,8 @@ class KernelLowering {
  private:
   LogicalResult computeSpace();
   LogicalResult layoutOfInput(Value v, Layout& out);
+  LogicalResult layoutOfView(const aten::StridedView& view, Layout& out);
+  LogicalResult lowerCat(aten::CatOp cat, Block* body, ArrayRef<Value> outHbm);
   SmallVector<int64_t> rowOffsets(const Layout& l, int64_t r0, int64_t p);
   void emitDma(bool load, Value hbm, Value tile, const Layout& l, int64_t r0, int64_t p,
                int64_t c0, int64_t f);
@@ -113,7 +117,8 @@ class KernelLowering {
   OpBuilder* b = nullptr;
   Location loc = kernel.getLoc();
   llvm::DenseMap<Value, Layout> layouts;
-  llvm::DenseMap<Value, Value> hbmOf;      // kernel input value -> HBM memref
+  llvm::DenseMap<Value, Value> hbmOf;      // kernel input (or view of one) -> HBM memref
+  llvm::DenseMap<Value, aten::StridedView> viewOf;  // its elements within that memref
   llvm::DenseMap<Value, Value> tiles;      // value -> tile for the current iteration
   std::map<std::tuple<void*, int64_t, int64_t>, Value> hoisted;  // row-invariant loads
   llvm::DenseSet<Value> yielded;
@@ -175,10 +180,18 @@ LogicalResult KernelLowering::computeSpace() {
 }
 
 // Broadcast strides of an HBM input against the iteration space.
+// An HBM value (a kernel input, or a chain of views of one) seen from the
+// iteration space: its strides broadcast against the space's dims.
 LogicalResult KernelLowering::layoutOfInput(Value v, Layout& out) {
-  auto type = llvm::cast<RankedTensorType>(v.getType());
-  ArrayRef<int64_t> shape = type.getShape();
-  SmallVector<int64_t> strides = contiguousStrides(shape);
+  auto it = viewOf.find(v);
+  if (it != viewOf.end()) return layoutOfView(it->second, out);
+  return layoutOfView(aten::contiguousView(llvm::cast<RankedTensorType>(v.getType()).getShape()), out);
+}
+
+LogicalResult KernelLowering::layoutOfView(const aten::StridedView& view, Layout& out) {
+  ArrayRef<int64_t> shape = view.shape;
+  ArrayRef<int64_t> strides = view.strides;
+  out.offset = view.offset;
   SmallVector<int64_t> dims(space.lead);
   dims.append(space.trail);
   int64_t n = int64_t(dims.size()), m = int64_t(shape.size());
@@ -252,7 +265,7 @@ void KernelLowering::emitDma(bool load, Value hbm, Value tile, const Layout& l, 
       SmallVector<int64_t> ap{stride, c};
       ap.append(freeAp);
       auto partStart = b->getI64IntegerAttr(s);
-      auto offset = b->getI64IntegerAttr(offs[size_t(s)] + colBase);
+      auto offset = b->getI64IntegerAttr(l.offset + offs[size_t(s)] + colBase);
       auto apAttr = b->getDenseI64ArrayAttr(ap);
       Operation* dma;
       if (load) dma = b->create<nc::DmaLoadOp>(loc, hbm, tile, partStart, offset, apAttr);
@@ -494,6 +507,11 @@ LogicalResult KernelLowering::lowerOp(Operation* op, int64_t p, int64_t f) {
         return scalarOp(o.getSelf(), "pow", e, false);
       })
       .Case([&](aten::LogOp o) { return activationOf(o.getSelf(), "log"); })
+      .Case([&](aten::ToCopyOp o) -> LogicalResult {
+        // Rounds to the target dtype even inside a kernel, as eager does.
+        elem = resultElem;
+        return activationOf(o.getSelf(), "identity");
+      })
       .Case([&](aten::TanhOp o) { return activationOf(o.getSelf(), "tanh"); })
       .Case([&](aten::SigmoidOp o) { return activationOf(o.getSelf(), "sigmoid"); })
       .Case([&](aten::ReluOp o) { return activationOf(o.getSelf(), "relu"); })
@@ -566,7 +584,8 @@ LogicalResult KernelLowering::storeOutput(Value v, Value hbm, int64_t p, int64_t
              << " does not have one element per row";
     store.rowStrides = contiguousStrides(space.lead);
     store.colStrides.assign(space.trail.size(), 0);
-  } else if (failed(layoutOfInput(v, store)) || t.getNumElements() != space.rows * space.cols) {
+  } else if (failed(layoutOfView(aten::contiguousView(t.getShape()), store)) ||
+             t.getNumElements() != space.rows * space.cols) {
     return kernel.emitError("result of shape ") << aten::shapeToString(t.getShape())
            << " does not cover the iteration space";
   }
@@ -574,15 +593,123 @@ LogicalResult KernelLowering::storeOutput(Value v, Value hbm, int64_t p, int64_t
   return success();
 }
 
+// A kernel that is one cat: each input is copied, tile by tile, into its slab
+// of the output (the output's strides with an offset along the cat dim).
+LogicalResult KernelLowering::lowerCat(aten::CatOp cat, Block* body, ArrayRef<Value> outHbm) {
+  auto outType = llvm::cast<RankedTensorType>(cat.getType());
+  aten::StridedView outView = aten::contiguousView(outType.getShape());
+  int64_t dim = int64_t(cat.getDim());
+  if (dim < 0) dim += outType.getRank();
+  int64_t position = 0;
+  for (Value in : cat.getTensors()) {
+    auto t = llvm::cast<RankedTensorType>(in.getType());
+    // The iteration space of this input.
+    space = Space{};
+    if (t.getRank() > 0) {
+      space.lead.assign(t.getShape().begin(), t.getShape().end() - 1);
+      space.trail.assign(1, t.getShape().back());
+    }
+    space.rows = product(space.lead);
+    space.cols = product(space.trail);
+    aten::StridedView slab = outView;
+    slab.shape.assign(t.getShape().begin(), t.getShape().end());
+    slab.offset = position * outView.strides[size_t(dim)];
+    position += t.getDimSize(dim);
+    if (space.rows == 0 || space.cols == 0) continue;
+    Layout load, store;
+    if (failed(layoutOfView(aten::contiguousView(t.getShape()), load)) || failed(layoutOfView(slab, store)))
+      return failure();
+    load.kind = store.kind = Kind::Full;
+    Value src = hbmOf[in];
+    Type elem = llvm::cast<MemRefType>(src.getType()).getElementType();
+    int64_t chunk = std::min(space.cols, maxFree);
+    for (r0 = 0; r0 < space.rows; r0 += nc::kNumPartitions) {
+      int64_t p = std::min<int64_t>(nc::kNumPartitions, space.rows - r0);
+      for (c0 = 0; c0 < space.cols; c0 += chunk) {
+        int64_t f = std::min(chunk, space.cols - c0);
+        ++iteration;
+        Value tile = alloc(p, f, elem);
+        emitDma(/*load=*/true, src, tile, load, r0, p, c0, f);
+        emitDma(/*load=*/false, outHbm.front(), tile, store, r0, p, c0, f);
+      }
+    }
+  }
+  (void)body;
+  return success();
+}
+
 LogicalResult KernelLowering::run(int64_t& instructions, int64_t& dmas) {
   if (kernel.isLowered()) return success();
+  {
+    Block& old = kernel.getBody().front();
+    auto ops = old.without_terminator();
+    if (!ops.empty() && llvm::isa<aten::CatOp>(*ops.begin())) {
+      auto cat = llvm::cast<aten::CatOp>(*ops.begin());
+      if (std::next(ops.begin()) != ops.end() || kernel.getNumResults() != 1)
+        return kernel.emitError("a cat kernel must hold only the cat");
+      Block* body = new Block();
+      for (BlockArgument arg : old.getArguments()) {
+        auto t = llvm::cast<RankedTensorType>(arg.getType());
+        hbmOf[arg] = body->addArgument(MemRefType::get(t.getShape(), nc::deviceElementType(t.getElementType())),
+                                       arg.getLoc());
+      }
+      auto rt = llvm::cast<RankedTensorType>(kernel.getResult(0).getType());
+      Value out = body->addArgument(MemRefType::get(rt.getShape(), nc::deviceElementType(rt.getElementType())), loc);
+      kernel.getBody().push_back(body);
+      OpBuilder builder = OpBuilder::atBlockEnd(body);
+      b = &builder;
+      if (llvm::any_of(cat.getTensors(), [&](Value v) {
+            return nc::deviceElementType(llvm::cast<RankedTensorType>(v.getType()).getElementType()) !=
+                   nc::deviceElementType(rt.getElementType());
+          })) {
+        body->erase();
+        return cat.emitError("cat of tensors with different dtypes is not supported yet");
+      }
+      if (failed(lowerCat(cat, body, {out}))) {
+        body->erase();
+        return failure();
+      }
+      builder.create<nc::YieldOp>(loc);
+      old.dropAllDefinedValueUses();
+      old.erase();
+      instructions += numInst;
+      dmas += numDma;
+      return success();
+    }
+  }
   if (failed(computeSpace())) return failure();
   Block& oldBody = kernel.getBody().front();
   auto yield = llvm::cast<nc::YieldOp>(oldBody.getTerminator());
   for (Value v : yield.getValues()) yielded.insert(v);
 
+  // Views of inputs are folded into access patterns: they emit nothing.
   for (BlockArgument arg : oldBody.getArguments())
-    if (failed(layoutOfInput(arg, layouts[arg]))) return failure();
+    viewOf[arg] = aten::contiguousView(llvm::cast<RankedTensorType>(arg.getType()).getShape());
+  for (Operation& op : oldBody.without_terminator()) {
+    if (!aten::isViewOp(&op)) continue;
+    auto in = viewOf.find(op.getOperand(0));
+    if (in == viewOf.end())
+      return op.emitError("a view of a value computed in the same kernel is not supported yet");
+    std::string error;
+    aten::StridedView out;
+    if (!aten::applyView(&op, in->second, out, &error)) return op.emitError(error);
+    viewOf[op.getResult(0)] = out;
+  }
+  // The values read from HBM: those used by a computing op or returned.
+  SmallVector<Value> hbmValues;
+  for (auto& [v, view] : viewOf) {
+    bool used = llvm::any_of(v.getUsers(), [](Operation* u) { return !aten::isViewOp(u); });
+    if (used) hbmValues.push_back(v);
+  }
+  // DenseMap order is not deterministic; issue loads in program order.
+  llvm::sort(hbmValues, [&](Value a, Value b) {
+    auto argA = llvm::dyn_cast<BlockArgument>(a), argB = llvm::dyn_cast<BlockArgument>(b);
+    if (argA && argB) return argA.getArgNumber() < argB.getArgNumber();
+    if (argA || argB) return bool(argA);
+    return a.getDefiningOp()->isBeforeInBlock(b.getDefiningOp());
+  });
+  for (Value v : hbmValues)
+    if (failed(layoutOfInput(v, layouts[v]))) return failure();
   for (Operation& op : oldBody.without_terminator())
     if (auto v = splatValue(op.getNumResults() ? op.getResult(0) : Value())) {
       layouts[op.getResult(0)].kind = Kind::Imm;
@@ -597,6 +724,8 @@ LogicalResult KernelLowering::run(int64_t& instructions, int64_t& dmas) {
     hbmOf[arg] = body->addArgument(MemRefType::get(t.getShape(), nc::deviceElementType(t.getElementType())),
                                    arg.getLoc());
   }
+  for (Operation& op : oldBody.without_terminator())
+    if (aten::isViewOp(&op)) hbmOf[op.getResult(0)] = hbmOf[op.getOperand(0)];
   SmallVector<Value> outHbm;
   for (Value v : yield.getValues()) {
     auto t = llvm::cast<RankedTensorType>(v.getType());
@@ -632,10 +761,10 @@ LogicalResult KernelLowering::run(int64_t& instructions, int64_t& dmas) {
       ++iteration;
       // Issue every input load up front so the DMA queues start while the
       // engines are still busy with the previous row tile.
-      for (BlockArgument arg : oldBody.getArguments())
-        if (!arg.use_empty()) tileOf(arg);
+      for (Value v : hbmValues) tileOf(v);
       for (Operation& op : oldBody.without_terminator()) {
-        if (llvm::isa<arith::ConstantOp>(op) || (chunked && afterReduction.contains(&op))) continue;
+        if (llvm::isa<arith::ConstantOp>(op) || aten::isViewOp(&op) || (chunked && afterReduction.contains(&op)))
+          continue;
         if (failed(lowerOp(&op, p, f))) return fail();
       }
       for (auto [v, hbm] : llvm::zip(yield.getValues(), outHbm)) {
@@ -649,7 +778,7 @@ LogicalResult KernelLowering::run(int64_t& instructions, int64_t& dmas) {
     c0 = 0;
     for (Operation* op : reductions) finalizeReduction(op, p);
     for (Operation& op : oldBody.without_terminator()) {
-      if (!afterReduction.contains(&op) || llvm::isa<arith::ConstantOp>(op)) continue;
+      if (!afterReduction.contains(&op) || llvm::isa<arith::ConstantOp>(op) || aten::isViewOp(&op)) continue;
       if (failed(lowerOp(&op, p, 1))) return fail();
       if (layouts[op.getResult(0)].kind == Kind::Full) {
         op.emitError("a row of ") << space.cols << " elements is too long for SBUF, and this op needs "

@@ -1,6 +1,7 @@
 #include "dialects/aten/AtenDialect.h"
 
 #include "dialects/aten/TypeRules.h"
+#include "dialects/aten/Views.h"
 #include "mlir/IR/Builders.h"
 #include "mlir/IR/OpImplementation.h"
 
@@ -241,6 +242,62 @@ NEURON_INFER_SIGNATURE(VarMeanCorrectionOp) {
     return failure();
   results.push_back(reduced.front());
   results.push_back(reduced.front());
+  return success();
+}
+
+// Views: the result shape is the view's shape over a contiguous input.
+#define NEURON_VIEW_INFER(OP, CALL)                                              \
+  NEURON_INFER_SIGNATURE(OP) {                                                   \
+    OP::Adaptor o(operands, attributes, properties, regions);                    \
+    auto a = asRanked(o.getSelf().getType());                                    \
+    if (!a) return emitOptionalError(loc, "operand must be a ranked tensor");    \
+    StridedView in = contiguousView(a.getShape()), out;                          \
+    std::string error;                                                           \
+    if (!(CALL)) return emitOptionalError(loc, error);                           \
+    results.push_back(RankedTensorType::get(out.shape, a.getElementType()));     \
+    return success();                                                            \
+  }
+NEURON_VIEW_INFER(TransposeIntOp, viewTranspose(o.getDim0(), o.getDim1(), in, out, &error))
+NEURON_VIEW_INFER(TOp, viewT(in, out, &error))
+NEURON_VIEW_INFER(PermuteOp, viewPermute(o.getDims(), in, out, &error))
+NEURON_VIEW_INFER(UnsqueezeOp, viewUnsqueeze(o.getDim(), in, out, &error))
+NEURON_VIEW_INFER(SqueezeDimOp, viewSqueeze(o.getDim(), in, out, &error))
+NEURON_VIEW_INFER(ExpandOp, viewExpand(o.getSize(), in, out, &error))
+NEURON_VIEW_INFER(SliceTensorOp, viewSlice(o.getDim(), o.getStart(), o.getEnd(), o.getStep(), in, out, &error))
+NEURON_VIEW_INFER(SelectIntOp, viewSelect(o.getDim(), o.getIndex(), in, out, &error))
+NEURON_VIEW_INFER(ViewShapeOp, viewReshape(o.getSize(), in, out, &error))
+NEURON_VIEW_INFER(UnsafeViewOp, viewReshape(o.getSize(), in, out, &error))
+NEURON_VIEW_INFER(ReshapeOp, viewReshape(o.getSize(), in, out, &error))
+NEURON_VIEW_INFER(ReshapeAliasOp, viewReshape(o.getSize(), in, out, &error))
+NEURON_VIEW_INFER(CloneOp, (out = in, true))
+
+LogicalResult ToCopyOp::verify() {
+  if (getSelf().getType().getShape() != getResult().getType().getShape())
+    return emitOpError("result shape must equal the operand's");
+  return success();
+}
+
+NEURON_INFER_SIGNATURE(CatOp) {
+  CatOp::Adaptor adaptor(operands, attributes, properties, regions);
+  if (operands.empty()) return emitOptionalError(loc, "cat needs at least one tensor");
+  auto first = asRanked(operands[0].getType());
+  if (!first || first.getRank() == 0) return emitOptionalError(loc, "cat of 0-d tensors");
+  int64_t rank = first.getRank(), dim = adaptor.getDim();
+  if (dim < -rank || dim >= rank) return emitOptionalError(loc, "dim ", dim, " is out of range");
+  if (dim < 0) dim += rank;
+  SmallVector<int64_t> shape(first.getShape());
+  Type elem = first.getElementType();
+  shape[size_t(dim)] = 0;
+  for (Value v : operands) {
+    auto t = asRanked(v.getType());
+    if (!t || t.getRank() != rank) return emitOptionalError(loc, "cat operands must have equal ranks");
+    for (int64_t i = 0; i < rank; ++i)
+      if (i != dim && t.getDimSize(i) != first.getDimSize(i))
+        return emitOptionalError(loc, "cat operands differ in dim ", i);
+    shape[size_t(dim)] += t.getDimSize(dim);
+    elem = promoteElementTypes(elem, t.getElementType());
+  }
+  results.push_back(RankedTensorType::get(shape, elem));
   return success();
 }
 

@@ -317,4 +317,76 @@ def Aten_VarMeanCorrectionOp : Aten_Op<"var_mean.correction"> {
   }];
 }
 
+//===----------------------------------------------------------------------===//
+// Views and data movement. Every view is an affine re-indexing of its input
+// (new shape, strides and offset over the same elements); the compiler folds
+// chains of views into DMA access patterns.
+//===----------------------------------------------------------------------===//
+
+class Aten_ViewOp<string mnemonic, string op_summary, dag attrs, string example>
+    : Aten_Op<mnemonic> {
+  let summary = op_summary;
+  let description = !strconcat(op_summary, "\n\n```mlir\n", example, "\n```");
+  let arguments = !con((ins Aten_Tensor:$self), attrs);
+  let results = (outs Aten_Tensor:$result);
+  let assemblyFormat = "$self attr-dict `:` type($self) `->` type($result)";
+}
+
+def Aten_TransposeIntOp : Aten_ViewOp<"transpose.int", "swaps two dims", (ins I64Attr:$dim0, I64Attr:$dim1),
+  "%r = aten.transpose.int %x {dim0 = 0 : i64, dim1 = 1 : i64} : tensor<4x8xf32> -> tensor<8x4xf32>">;
+def Aten_TOp : Aten_ViewOp<"t", "transposes a matrix (a 0-d or 1-d tensor is unchanged)", (ins),
+  "%r = aten.t %w : tensor<64x32xf32> -> tensor<32x64xf32>">;
+def Aten_PermuteOp : Aten_ViewOp<"permute", "reorders the dims", (ins DenseI64ArrayAttr:$dims),
+  "%r = aten.permute %x {dims = array<i64: 0, 2, 1>} : tensor<2x4x8xf32> -> tensor<2x8x4xf32>">;
+def Aten_UnsqueezeOp : Aten_ViewOp<"unsqueeze", "inserts a dim of size 1", (ins I64Attr:$dim),
+  "%r = aten.unsqueeze %x {dim = 1 : i64} : tensor<4x8xf32> -> tensor<4x1x8xf32>">;
+def Aten_SqueezeDimOp : Aten_ViewOp<"squeeze.dim", "removes a dim of size 1 (other sizes are kept)",
+  (ins I64Attr:$dim), "%r = aten.squeeze.dim %x {dim = 1 : i64} : tensor<4x1x8xf32> -> tensor<4x8xf32>">;
+def Aten_ExpandOp : Aten_ViewOp<"expand", "broadcasts size-1 dims (-1 keeps a size)",
+  (ins DenseI64ArrayAttr:$size),
+  "%r = aten.expand %x {size = array<i64: 4, -1>} : tensor<1x8xf32> -> tensor<4x8xf32>">;
+def Aten_SliceTensorOp : Aten_ViewOp<"slice.Tensor", "elements start, start + step, ... below end of a dim",
+  (ins I64Attr:$dim, I64Attr:$start, I64Attr:$end, I64Attr:$step),
+  "%r = aten.slice.Tensor %x {dim = 1 : i64, start = 0 : i64, end = 4 : i64, step = 1 : i64} : tensor<4x8xf32> -> tensor<4x4xf32>">;
+def Aten_SelectIntOp : Aten_ViewOp<"select.int", "one index of a dim, which is removed",
+  (ins I64Attr:$dim, I64Attr:$index),
+  "%r = aten.select.int %x {dim = 0 : i64, index = 2 : i64} : tensor<4x8xf32> -> tensor<8xf32>">;
+def Aten_ViewShapeOp : Aten_ViewOp<"view", "the same elements in another shape (-1 is inferred)",
+  (ins DenseI64ArrayAttr:$size), "%r = aten.view %x {size = array<i64: 2, -1>} : tensor<4x8xf32> -> tensor<2x16xf32>">;
+def Aten_UnsafeViewOp : Aten_ViewOp<"_unsafe_view", "the same elements in another shape",
+  (ins DenseI64ArrayAttr:$size), "%r = aten._unsafe_view %x {size = array<i64: 32>} : tensor<4x8xf32> -> tensor<32xf32>">;
+def Aten_ReshapeOp : Aten_ViewOp<"reshape", "the same elements in another shape (-1 is inferred)",
+  (ins DenseI64ArrayAttr:$size), "%r = aten.reshape %x {size = array<i64: 8, 4>} : tensor<4x8xf32> -> tensor<8x4xf32>">;
+def Aten_ReshapeAliasOp : Aten_ViewOp<"_reshape_alias", "the same elements in another shape (contiguous strides)",
+  (ins DenseI64ArrayAttr:$size, DenseI64ArrayAttr:$stride),
+  "%r = aten._reshape_alias %x {size = array<i64: 32>, stride = array<i64: 1>} : tensor<4x8xf32> -> tensor<32xf32>">;
+def Aten_CloneOp : Aten_ViewOp<"clone", "a copy", (ins),
+  "%r = aten.clone %x : tensor<4x8xf32> -> tensor<4x8xf32>">;
+
+def Aten_ToCopyOp : Op<Aten_Dialect, "_to_copy", [Pure]> {
+  let summary = "a copy converted to another dtype";
+  let description = [{
+    Rounds to nearest even when narrowing; bools become 0 or 1.
+    ```mlir
+    %r = aten._to_copy %x : tensor<4x8xf32> -> tensor<4x8xbf16>
+    ```
+  }];
+  let arguments = (ins Aten_Tensor:$self);
+  let results = (outs Aten_Tensor:$result);
+  let assemblyFormat = "$self attr-dict `:` type($self) `->` type($result)";
+  let hasVerifier = 1;
+}
+
+def Aten_CatOp : Aten_Op<"cat"> {
+  let summary = "concatenation along a dim";
+  let description = [{
+    ```mlir
+    %r = aten.cat %a, %b {dim = 1 : i64} : tensor<4x8xf32>, tensor<4x8xf32> -> tensor<4x16xf32>
+    ```
+  }];
+  let arguments = (ins Variadic<Aten_Tensor>:$tensors, I64Attr:$dim);
+  let results = (outs Aten_Tensor:$result);
+  let assemblyFormat = "$tensors attr-dict `:` type($tensors) `->` type($result)";
+}
+
 #endif // NEURON_ATEN_OPS

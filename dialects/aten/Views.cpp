@@ -1,0 +1,225 @@
+#include "dialects/aten/Views.h"
+
+#include "dialects/aten/AtenDialect.h"
+#include "llvm/ADT/TypeSwitch.h"
+
+namespace neuroncc::aten {
+namespace {
+
+bool normalizeDim(int64_t dim, int64_t rank, int64_t& out, std::string* error) {
+  int64_t bound = std::max<int64_t>(rank, 1);
+  if (dim < -bound || dim >= bound) {
+    *error = "dim " + std::to_string(dim) + " is out of range for a rank-" + std::to_string(rank) + " tensor";
+    return false;
+  }
+  out = dim < 0 ? dim + bound : dim;
+  return true;
+}
+
+// A new shape for the same elements; -1 takes what is left.
+bool resolveShape(llvm::ArrayRef<int64_t> size, int64_t numel, llvm::SmallVector<int64_t>& out,
+                  std::string* error) {
+  int64_t known = 1, infer = -1;
+  out.assign(size.begin(), size.end());
+  for (size_t i = 0; i < size.size(); ++i) {
+    if (size[i] == -1) {
+      if (infer >= 0) return (*error = "only one dim may be -1", false);
+      infer = int64_t(i);
+    } else if (size[i] < 0) {
+      return (*error = "invalid size " + std::to_string(size[i]), false);
+    } else {
+      known *= size[i];
+    }
+  }
+  if (infer >= 0) {
+    if (known == 0 || numel % known != 0)
+      return (*error = "cannot infer the -1 dim of a view of " + std::to_string(numel) + " elements", false);
+    out[size_t(infer)] = numel / known;
+    known *= out[size_t(infer)];
+  }
+  if (known != numel)
+    return (*error = "shape of " + std::to_string(known) + " elements for a tensor of " +
+                     std::to_string(numel), false);
+  return true;
+}
+
+int64_t numel(llvm::ArrayRef<int64_t> shape) {
+  int64_t n = 1;
+  for (int64_t d : shape) n *= d;
+  return n;
+}
+
+}  // namespace
+
+StridedView contiguousView(llvm::ArrayRef<int64_t> shape) {
+  StridedView v;
+  v.shape.assign(shape.begin(), shape.end());
+  v.strides.assign(shape.size(), 1);
+  for (int64_t i = int64_t(shape.size()) - 2; i >= 0; --i)
+    v.strides[size_t(i)] = v.strides[size_t(i + 1)] * shape[size_t(i + 1)];
+  return v;
+}
+
+bool isContiguous(const StridedView& view) {
+  int64_t expected = 1;
+  for (int64_t i = int64_t(view.shape.size()) - 1; i >= 0; --i) {
+    if (view.shape[size_t(i)] == 1) continue;  // the stride of a size-1 dim never matters
+    if (view.strides[size_t(i)] != expected) return false;
+    expected *= view.shape[size_t(i)];
+  }
+  return true;
+}
+
+bool isViewOp(mlir::Operation* op) {
+  return llvm::isa<TransposeIntOp, TOp, PermuteOp, UnsqueezeOp, SqueezeDimOp, ExpandOp, SliceTensorOp,
+                   SelectIntOp, ViewShapeOp, UnsafeViewOp, ReshapeOp, ReshapeAliasOp, CloneOp>(op);
+}
+
+bool viewTranspose(int64_t dim0, int64_t dim1, const StridedView& in, StridedView& out, std::string* error) {
+  out = in;
+  int64_t rank = int64_t(in.shape.size()), a, b;
+  if (!normalizeDim(dim0, rank, a, error) || !normalizeDim(dim1, rank, b, error)) return false;
+  if (rank == 0) return true;
+  std::swap(out.shape[size_t(a)], out.shape[size_t(b)]);
+  std::swap(out.strides[size_t(a)], out.strides[size_t(b)]);
+  return true;
+}
+
+bool viewT(const StridedView& in, StridedView& out, std::string* error) {
+  out = in;
+  if (in.shape.size() > 2) return (*error = "t() takes a tensor of rank 2 or less", false);
+  if (in.shape.size() == 2) return viewTranspose(0, 1, in, out, error);
+  return true;
+}
+
+bool viewPermute(llvm::ArrayRef<int64_t> dims, const StridedView& in, StridedView& out, std::string* error) {
+  out = in;
+  int64_t rank = int64_t(in.shape.size());
+  if (int64_t(dims.size()) != rank) return (*error = "permute needs one entry per dim", false);
+  llvm::SmallVector<bool> seen(size_t(rank), false);
+  for (size_t i = 0; i < dims.size(); ++i) {
+    int64_t d;
+    if (!normalizeDim(dims[i], rank, d, error)) return false;
+    if (seen[size_t(d)]) return (*error = "permute repeats dim " + std::to_string(d), false);
+    seen[size_t(d)] = true;
+    out.shape[i] = in.shape[size_t(d)];
+    out.strides[i] = in.strides[size_t(d)];
+  }
+  return true;
+}
+
+bool viewUnsqueeze(int64_t d, const StridedView& in, StridedView& out, std::string* error) {
+  out = in;
+  int64_t rank = int64_t(in.shape.size());
+  if (d < -rank - 1 || d > rank) return (*error = "unsqueeze dim " + std::to_string(d) + " out of range", false);
+  if (d < 0) d += rank + 1;
+  out.shape.insert(out.shape.begin() + d, 1);
+  out.strides.insert(out.strides.begin() + d, 0);
+  return true;
+}
+
+bool viewSqueeze(int64_t dim, const StridedView& in, StridedView& out, std::string* error) {
+  out = in;
+  int64_t rank = int64_t(in.shape.size()), d;
+  if (!normalizeDim(dim, rank, d, error)) return false;
+  if (rank > 0 && in.shape[size_t(d)] == 1) {
+    out.shape.erase(out.shape.begin() + d);
+    out.strides.erase(out.strides.begin() + d);
+  }
+  return true;
+}
+
+bool viewExpand(llvm::ArrayRef<int64_t> size, const StridedView& in, StridedView& out, std::string* error) {
+  int64_t rank = int64_t(in.shape.size()), n = int64_t(size.size());
+  out = in;
+  if (n < rank) return (*error = "expand to fewer dims than the tensor has", false);
+  out.shape.assign(size.begin(), size.end());
+  out.strides.assign(size_t(n), 0);
+  for (int64_t i = 0; i < n; ++i) {
+    int64_t j = i - (n - rank);  // the input dim aligned with i, if any
+    if (j < 0) {
+      if (size[size_t(i)] < 0) return (*error = "a new leading dim cannot be -1", false);
+      continue;
+    }
+    int64_t have = in.shape[size_t(j)];
+    int64_t want = size[size_t(i)] == -1 ? have : size[size_t(i)];
+    if (want != have && have != 1)
+      return (*error = "cannot expand dim " + std::to_string(j) + " of size " + std::to_string(have) +
+                       " to " + std::to_string(want), false);
+    out.shape[size_t(i)] = want;
+    out.strides[size_t(i)] = have == 1 && want != 1 ? 0 : in.strides[size_t(j)];
+  }
+  return true;
+}
+
+bool viewSlice(int64_t dim, int64_t start, int64_t end, int64_t step, const StridedView& in, StridedView& out,
+               std::string* error) {
+  out = in;
+  int64_t rank = int64_t(in.shape.size()), d;
+  if (!normalizeDim(dim, rank, d, error)) return false;
+  if (rank == 0) return (*error = "slice of a 0-d tensor", false);
+  int64_t size = in.shape[size_t(d)];
+  if (step <= 0) return (*error = "slice step must be positive", false);
+  if (start < 0) start += size;
+  if (end < 0) end += size;
+  start = std::clamp<int64_t>(start, 0, size);
+  end = std::clamp<int64_t>(end, start, size);
+  out.shape[size_t(d)] = (end - start + step - 1) / step;
+  out.offset += start * in.strides[size_t(d)];
+  out.strides[size_t(d)] *= step;
+  return true;
+}
+
+bool viewSelect(int64_t dim, int64_t index, const StridedView& in, StridedView& out, std::string* error) {
+  out = in;
+  int64_t rank = int64_t(in.shape.size()), d;
+  if (rank == 0) return (*error = "select on a 0-d tensor", false);
+  if (!normalizeDim(dim, rank, d, error)) return false;
+  int64_t size = in.shape[size_t(d)];
+  if (index < -size || index >= size)
+    return (*error = "index " + std::to_string(index) + " is out of range for a dim of size " +
+                     std::to_string(size), false);
+  if (index < 0) index += size;
+  out.offset += index * in.strides[size_t(d)];
+  out.shape.erase(out.shape.begin() + d);
+  out.strides.erase(out.strides.begin() + d);
+  return true;
+}
+
+bool viewReshape(llvm::ArrayRef<int64_t> size, const StridedView& in, StridedView& out, std::string* error,
+                 bool* notAView) {
+  llvm::SmallVector<int64_t> shape;
+  out = in;
+  if (!resolveShape(size, numel(in.shape), shape, error)) return false;
+  if (!isContiguous(in)) {
+    if (notAView) *notAView = true;
+    *error = "a reshape of a non-contiguous view needs a copy";
+    return false;
+  }
+  out = contiguousView(shape);
+  out.offset = in.offset;
+  return true;
+}
+
+bool applyView(mlir::Operation* op, const StridedView& in, StridedView& out, std::string* error,
+               bool* notAView) {
+  return llvm::TypeSwitch<mlir::Operation*, bool>(op)
+      .Case([&](TransposeIntOp o) { return viewTranspose(o.getDim0(), o.getDim1(), in, out, error); })
+      .Case([&](TOp) { return viewT(in, out, error); })
+      .Case([&](PermuteOp o) { return viewPermute(o.getDims(), in, out, error); })
+      .Case([&](UnsqueezeOp o) { return viewUnsqueeze(o.getDim(), in, out, error); })
+      .Case([&](SqueezeDimOp o) { return viewSqueeze(o.getDim(), in, out, error); })
+      .Case([&](ExpandOp o) { return viewExpand(o.getSize(), in, out, error); })
+      .Case([&](SliceTensorOp o) {
+        return viewSlice(o.getDim(), o.getStart(), o.getEnd(), o.getStep(), in, out, error);
+      })
+      .Case([&](SelectIntOp o) { return viewSelect(o.getDim(), o.getIndex(), in, out, error); })
+      .Case([&](ViewShapeOp o) { return viewReshape(o.getSize(), in, out, error, notAView); })
+      .Case([&](UnsafeViewOp o) { return viewReshape(o.getSize(), in, out, error, notAView); })
+      .Case([&](ReshapeOp o) { return viewReshape(o.getSize(), in, out, error, notAView); })
+      .Case([&](ReshapeAliasOp o) { return viewReshape(o.getSize(), in, out, error, notAView); })
+      .Case([&](CloneOp) { return (out = in, true); })
+      .Default([&](mlir::Operation*) { return (*error = "not a view op", false); });
+}
+
+}  // namespace neuroncc::aten

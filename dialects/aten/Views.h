@@ -1,0 +1,44 @@
+// Views as affine re-indexings: a view's element at index i is the input's
+// element at offset + sum(i[d] * strides[d]). Shared by the aten ops' shape
+// inference and by the passes that fold chains of views into DMA access
+// patterns.
+#pragma once
+
+#include <string>
+
+#include "mlir/IR/Operation.h"
+
+namespace neuroncc::aten {
+
+struct StridedView {
+  llvm::SmallVector<int64_t> shape;
+  llvm::SmallVector<int64_t> strides;  // in elements; 0 for broadcast dims
+  int64_t offset = 0;
+};
+
+StridedView contiguousView(llvm::ArrayRef<int64_t> shape);
+bool isContiguous(const StridedView& view);
+bool isViewOp(mlir::Operation* op);
+
+// Applies the view op `op` (one of the ops isViewOp accepts) to `in`.
+// Returns false with `*error` set for invalid arguments, and false with
+// `*notAView` set when the result is well defined but not expressible as a
+// view of `in` (a reshape of a non-contiguous view: it needs a copy).
+bool applyView(mlir::Operation* op, const StridedView& in, StridedView& out, std::string* error,
+               bool* notAView = nullptr);
+
+// One function per kind of view, on attribute values (shape inference calls
+// these through the op adaptors).
+bool viewTranspose(int64_t dim0, int64_t dim1, const StridedView& in, StridedView& out, std::string* error);
+bool viewT(const StridedView& in, StridedView& out, std::string* error);
+bool viewPermute(llvm::ArrayRef<int64_t> dims, const StridedView& in, StridedView& out, std::string* error);
+bool viewUnsqueeze(int64_t dim, const StridedView& in, StridedView& out, std::string* error);
+bool viewSqueeze(int64_t dim, const StridedView& in, StridedView& out, std::string* error);
+bool viewExpand(llvm::ArrayRef<int64_t> size, const StridedView& in, StridedView& out, std::string* error);
+bool viewSlice(int64_t dim, int64_t start, int64_t end, int64_t step, const StridedView& in, StridedView& out,
+               std::string* error);
+bool viewSelect(int64_t dim, int64_t index, const StridedView& in, StridedView& out, std::string* error);
+bool viewReshape(llvm::ArrayRef<int64_t> size, const StridedView& in, StridedView& out, std::string* error,
+                 bool* notAView = nullptr);
+
+}  // namespace neuroncc::aten
