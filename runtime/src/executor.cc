@@ -378,6 +378,7 @@ absl::StatusOr<std::unique_ptr<Executor>> Executor::Create(const neff::Neff& nef
   ex->d_.resize(row);
   ex->mm_a_.resize(size_t(neff::kMatmulMaxK) * neff::kMatmulMaxM);
   ex->mm_b_.resize(size_t(neff::kMatmulMaxK) * neff::kMatmulMaxN);
+  ex->mm_s_.resize(size_t(neff::kMatmulMaxM) * neff::kMatmulMaxN);
   ex->hbm_.assign(size_t(exe.tensors_size()), nullptr);
   return ex;
 }
@@ -490,11 +491,35 @@ void Executor::ExecTensorReduce(const Instruction& inst) {
   }
 }
 
-// out[m, n] = (accumulate ? out[m, n] : 0) + sum_k in0[k, m] * in1[k, n].
-// Both operands are widened to float32 once; for every output row m the sum
-// runs over k in increasing order, the inner loop over n streaming one
-// contiguous row of in1 (vectorizable: every n is independent, so the order
-// of additions per element stays k = 0, 1, ..., K-1).
+namespace {
+
+// s[m][n] = sum_k A[k][m] * B[k][n] for the MB x NB block of outputs at
+// (m0, n0): the partial sums stay in registers while k runs 0, 1, ..., K-1,
+// each product and each addition rounded to float32 (the file is built with
+// -ffp-contract=off). Blocking only changes which sums are kept in registers
+// together, never the order of additions within one sum.
+template <int MB, int NB>
+inline void MatmulBlock(const float* A, const float* B, uint32_t K, uint32_t M, uint32_t N, uint32_t m0,
+                        uint32_t n0, float* S) {
+  float acc[MB][NB];
+  for (int i = 0; i < MB; ++i)
+    for (int j = 0; j < NB; ++j) acc[i][j] = A[m0 + i] * B[n0 + j];
+  for (uint32_t k = 1; k < K; ++k) {
+    const float* a = A + size_t(k) * M + m0;
+    const float* b = B + size_t(k) * N + n0;
+    for (int i = 0; i < MB; ++i)
+      for (int j = 0; j < NB; ++j) acc[i][j] += a[i] * b[j];
+  }
+  for (int i = 0; i < MB; ++i)
+    for (int j = 0; j < NB; ++j) S[size_t(m0 + i) * N + n0 + j] = acc[i][j];
+}
+
+}  // namespace
+
+// out[m, n] = accumulate ? out[m, n] + s[m, n] : s[m, n], where
+// s[m, n] = sum_k in0[k, m] * in1[k, n] summed in increasing k. Both operands
+// are widened to float32 once; the sums are computed in 4 x 8 register
+// blocks, walking n-strips of in1 so that a strip stays in L1 across m.
 void Executor::ExecMatmul(const Instruction& inst) {
   const TileRef& in0 = inst.in0();
   const TileRef& in1 = inst.in1();
@@ -502,27 +527,30 @@ void Executor::ExecMatmul(const Instruction& inst) {
   const uint32_t K = in0.partitions(), M = in0.num_elements(), N = in1.num_elements();
   float* A = mm_a_.data();  // [K][M]
   float* B = mm_b_.data();  // [K][N]
+  float* S = mm_s_.data();  // [M][N]
   for (uint32_t k = 0; k < K; ++k) {
     Widen(in0.dtype(), Row(in0, k), M, A + size_t(k) * M);
     Widen(in1.dtype(), Row(in1, k), N, B + size_t(k) * N);
   }
-  float* acc = c_.data();
+  constexpr uint32_t kMB = 4, kNB = 8;
+  const uint32_t m_full = M / kMB * kMB, n_full = N / kNB * kNB;
+  for (uint32_t n0 = 0; n0 < n_full; n0 += kNB) {
+    for (uint32_t m0 = 0; m0 < m_full; m0 += kMB) MatmulBlock<kMB, kNB>(A, B, K, M, N, m0, n0, S);
+    for (uint32_t m0 = m_full; m0 < M; ++m0) MatmulBlock<1, kNB>(A, B, K, M, N, m0, n0, S);
+  }
+  for (uint32_t n0 = n_full; n0 < N; ++n0) {
+    for (uint32_t m0 = 0; m0 < m_full; m0 += kMB) MatmulBlock<kMB, 1>(A, B, K, M, N, m0, n0, S);
+    for (uint32_t m0 = m_full; m0 < M; ++m0) MatmulBlock<1, 1>(A, B, K, M, N, m0, n0, S);
+  }
   float* old = d_.data();
   for (uint32_t m = 0; m < M; ++m) {
-    const float a0 = A[m];
-    const float* b0 = B;
-    for (uint32_t n = 0; n < N; ++n) acc[n] = a0 * b0[n];
-    for (uint32_t k = 1; k < K; ++k) {
-      const float a = A[size_t(k) * M + m];
-      const float* b = B + size_t(k) * N;
-      for (uint32_t n = 0; n < N; ++n) acc[n] += a * b[n];
-    }
+    float* s = S + size_t(m) * N;
     uint8_t* row = Row(out, m);
     if (inst.accumulate()) {
       Widen(neff::F32, row, N, old);
-      for (uint32_t n = 0; n < N; ++n) acc[n] = old[n] + acc[n];
+      for (uint32_t n = 0; n < N; ++n) s[n] = old[n] + s[n];
     }
-    Narrow(neff::F32, acc, N, row);
+    Narrow(neff::F32, s, N, row);
   }
 }
 

@@ -109,8 +109,8 @@ class Executor {
   // Scratch rows in float32, sized for the widest tile a partition can hold.
   std::vector<float> a_, b_, c_, d_;
   // Matmul operands widened to float32 once per instruction: in0 as [K][M],
-  // in1 as [K][N] (at most 128 x 128 and 128 x 512).
-  std::vector<float> mm_a_, mm_b_;
+  // in1 as [K][N] (at most 128 x 128 and 128 x 512); the sums as [M][N].
+  std::vector<float> mm_a_, mm_b_, mm_s_;
   // Snapshots of input tiles that an instruction's outputs overwrite.
   std::vector<uint8_t> snapshot_[3];
 };
