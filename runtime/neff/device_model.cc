@@ -99,8 +99,7 @@ bool IsBf16AddMulSub(const Instruction& inst) {
 
 // TensorEngine cycles of one pass of `n` moving columns through the PE array:
 // [nki-isa] matmul: 64-cycle initiation latency, then an initiation interval
-// of max(N, 64) cycles for 2-byte inputs and about 4x that for FP32 (the PE
-// array processes fp32 in four passes).
+// of max(N, 64) cycles for 2-byte inputs and about 4x that for FP32.
 double MatmulCycles(double n, DType in_dtype) {
   double interval = std::max(n, 64.0);
   return 64 + (in_dtype == F32 ? 4 * interval : interval);
@@ -112,9 +111,9 @@ double ComputeCycles(const Instruction& inst, Engine engine) {
   switch (inst.opcode()) {
     case TENSOR_TENSOR: {
       // [nki-isa] tensor_tensor: max(64, 2N); max(64, N) for bf16 add/mul/sub
-      // and when exactly one input is read from PSUM (the two inputs then
-      // come over separate SBUF and PSUM ports). Comparisons and pow cost as
-      // the other ALU ops.
+      // and when one input is read from PSUM (we apply it when exactly one
+      // is; two PSUM inputs keep 2N). Comparisons and pow cost as the other
+      // ALU ops.
       bool one_psum = (inst.in0().space() == PSUM) != (inst.in1().space() == PSUM);
       return IsBf16AddMulSub(inst) || one_psum ? std::max(64.0, n) : std::max(64.0, 2 * n);
     }
