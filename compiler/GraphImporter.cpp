@@ -441,6 +441,27 @@ const std::map<std::string, Builder>& registry() {
          n.values[n.node.name()] = pieces;
          return success();
        }},
+      {"aten::mm",
+       [](NodeImporter& n) -> LogicalResult {
+         NCC_TRY(a, n.tensor(0, "self"));
+         NCC_TRY(b, n.tensor(1, "mat2"));
+         return n.create<aten::MmOp>(a, b);
+       }},
+      {"aten::bmm",
+       [](NodeImporter& n) -> LogicalResult {
+         NCC_TRY(a, n.tensor(0, "self"));
+         NCC_TRY(b, n.tensor(1, "mat2"));
+         return n.create<aten::BmmOp>(a, b);
+       }},
+      {"aten::addmm",
+       [](NodeImporter& n) -> LogicalResult {
+         NCC_TRY(bias, n.tensor(0, "self"));
+         NCC_TRY(a, n.tensor(1, "mat1"));
+         NCC_TRY(b, n.tensor(2, "mat2"));
+         NCC_TRY(beta, n.number(3, "beta", 1.0));
+         NCC_TRY(alpha, n.number(4, "alpha", 1.0));
+         return n.create<aten::AddmmOp>(bias, a, b, n.b.getF64FloatAttr(beta), n.b.getF64FloatAttr(alpha));
+       }},
       {"aten::rms_norm",
        [](NodeImporter& n) -> LogicalResult {
          NCC_TRY(input, n.tensor(0, "input"));

@@ -36,6 +36,8 @@ struct RowSpace {
   bool reduces = false;
 };
 
+bool isMatmul(Operation* op) { return llvm::isa<aten::MmOp, aten::BmmOp, aten::AddmmOp>(op); }
+
 bool isReduction(Operation* op) {
   return llvm::isa<aten::MeanDimOp, aten::SumDimIntListOp, aten::AmaxOp>(op);
 }
@@ -81,6 +83,7 @@ struct Group {
   // Values that are views of this group's inputs (folded into DMA access
   // patterns), with their view of the root input.
   llvm::DenseMap<Value, aten::StridedView> views;
+  bool hasMatmul = false;
 };
 
 std::string shortName(StringRef op_name) {
@@ -128,6 +131,9 @@ struct FormKernelsPass : impl::FormKernelsBase<FormKernelsPass> {
   std::string refusal(Operation* op, const RowSpace& s, int g, ArrayRef<int> producer_groups) {
     Group& grp = groups[size_t(g)];
     if (!grp.fusible) return "the producer kernel cannot be fused";
+    // A matmul is a root: it starts a kernel that its epilogue may join.
+    if (isMatmul(op)) return "a matmul starts its own kernel";
+    if (grp.hasMatmul && isReduction(op)) return "reductions do not join a matmul's kernel yet";
     if (s.rows != grp.space.rows)
       return "row spaces differ (" + std::to_string(s.rows.size()) + "-d vs " +
              std::to_string(grp.space.rows.size()) + "-d leading dims or different sizes)";
@@ -222,6 +228,7 @@ struct FormKernelsPass : impl::FormKernelsBase<FormKernelsPass> {
         }
       }
       Group& grp = groups[size_t(target)];
+      grp.hasMatmul |= isMatmul(op);
       if (aten::isViewOp(op)) {
         Value in = op->getOperand(0);
         Operation* def = in.getDefiningOp();

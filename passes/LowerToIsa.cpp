@@ -51,6 +51,8 @@ struct Space {
   SmallVector<int64_t> trail;  // trailing dims flattened into cols
   int64_t rows = 1, cols = 1;
   bool reduces = false;
+  int64_t rowBlock = 0;  // row tiles never cross a multiple of this (a bmm's batch); 0: no limit
+  bool matmul = false;
 };
 
 SmallVector<int64_t> contiguousStrides(ArrayRef<int64_t> shape) {
@@ -154,6 +156,13 @@ LogicalResult KernelLowering::computeSpace() {
     if (product(shape) > product(full) || (product(shape) == product(full) && shape.size() > full.size()))
       full = shape;
   }
+  for (Operation& op : body.without_terminator())
+    if (llvm::isa<aten::BmmOp>(op)) {
+      space.matmul = true;
+      space.rowBlock = llvm::cast<RankedTensorType>(op.getResult(0).getType()).getDimSize(1);
+    } else if (llvm::isa<aten::MmOp, aten::AddmmOp>(op)) {
+      space.matmul = true;
+    }
   if (full.empty()) {  // 0-d kernel: one row, one column
     space.rows = space.cols = 1;
     return success();
@@ -293,7 +302,10 @@ Value KernelLowering::tileOf(Value v) {
   // A kernel input: load it for this iteration (or reuse a row-invariant load).
   const Layout& l = layouts[v];
   int64_t p = std::min<int64_t>(nc::kNumPartitions, space.rows - r0);
-  int64_t f = l.kind == Kind::Row ? 1 : std::min(space.cols - c0, space.reduces && !chunked ? space.cols : maxFree);
+  if (space.rowBlock > 0) p = std::min(p, space.rowBlock - r0 % space.rowBlock);
+  int64_t f = l.kind == Kind::Row ? 1
+              : std::min(space.cols - c0, space.reduces && !chunked ? space.cols
+                                          : space.matmul ? nc::kPsumBankBytes / 4 : maxFree);
   bool rowInvariant = llvm::all_of(l.rowStrides, [](int64_t s) { return s == 0; });
   auto key = std::make_tuple(v.getAsOpaquePointer(), p, c0);
   if (rowInvariant) {
@@ -410,6 +422,74 @@ LogicalResult KernelLowering::lowerOp(Operation* op, int64_t p, int64_t f) {
     layouts[result].kind = anyFull ? Kind::Full : Kind::Row;
     Value out = alloc(p, width, elem);
     setSource(b->create<nc::TensorSelectOp>(loc, out, t, e, c), op);
+    tiles[result] = out;
+    return success();
+  };
+
+  // One [p x f] output tile of A @ B (batched: the tile's rows lie in one
+  // batch): the K dim in slices of 128 partitions, accumulated in a PSUM
+  // bank, then alpha * product + beta * bias into an SBUF tile. The operands
+  // are read straight from HBM through their (view) access patterns: A as
+  // [k partitions x m], B as [k partitions x n].
+  auto matmul = [&](Value a, Value bm, Value bias, double beta, double alpha) -> LogicalResult {
+    auto av = viewOf.find(a), bv = viewOf.find(bm);
+    if (av == viewOf.end() || bv == viewOf.end())
+      return op->emitError("matmul operands must come from HBM (kernel inputs or views of them)");
+    const aten::StridedView &A = av->second, &B = bv->second;
+    Type ae = nc::deviceElementType(llvm::cast<RankedTensorType>(a.getType()).getElementType());
+    Type be = nc::deviceElementType(llvm::cast<RankedTensorType>(bm.getType()).getElementType());
+    if (ae != be) return op->emitError("matmul operands of different dtypes are not supported yet");
+    bool batched = A.shape.size() == 3;
+    int64_t M = A.shape[batched ? 1 : 0], K = A.shape.back();
+    int64_t batch = batched ? r0 / M : 0, m0 = batched ? r0 % M : r0;
+    int64_t sAb = batched ? A.strides[0] : 0, sAm = A.strides[batched ? 1 : 0], sAk = A.strides.back();
+    int64_t sBb = batched ? B.strides[0] : 0, sBk = B.strides[batched ? 1 : 0], sBn = B.strides.back();
+    Value psum = b->create<nc::AllocPsumOp>(
+        loc, MemRefType::get({p, f}, b->getF32Type(), MemRefLayoutAttrInterface{},
+                             b->getI64IntegerAttr(nc::kPsumMemorySpace)),
+        IntegerAttr());
+    psum.getDefiningOp()->setAttr("iteration", b->getI64IntegerAttr(iteration));
+    for (int64_t k0 = 0; k0 < K; k0 += nc::kNumPartitions) {
+      int64_t kt = std::min<int64_t>(nc::kNumPartitions, K - k0);
+      Value st = alloc(kt, p, ae), mv = alloc(kt, f, be);
+      auto dma = [&](Value hbm, Value tile, int64_t offset, int64_t pStride, int64_t fStride, int64_t fCount) {
+        SmallVector<int64_t> ap{pStride, kt, fStride, fCount};
+        Operation* d = b->create<nc::DmaLoadOp>(loc, hbm, tile, b->getI64IntegerAttr(0),
+                                                b->getI64IntegerAttr(offset), b->getDenseI64ArrayAttr(ap));
+        d->setAttr("engine", b->getStringAttr("dma"));
+        d->setAttr("source_op", b->getI64IntegerAttr(-1));
+        ++numInst;
+        ++numDma;
+      };
+      dma(hbmOf[a], st, A.offset + batch * sAb + m0 * sAm + k0 * sAk, sAk, sAm, p);
+      dma(hbmOf[bm], mv, B.offset + batch * sBb + k0 * sBk + c0 * sBn, sBk, sBn, f);
+      auto mm = b->create<nc::MatmulOp>(loc, psum, st, mv, b->getBoolAttr(k0 > 0));
+      setSource(mm, op);
+    }
+    layouts[result].kind = Kind::Full;
+    Value out = alloc(p, f, elem);
+    if (!bias) {
+      auto act = b->create<nc::ActivationOp>(loc, out, psum, Value(), Value(), b->getStringAttr("identity"),
+                                             b->getF64FloatAttr(alpha), b->getF64FloatAttr(0.0));
+      setSource(act, op);
+    } else {
+      Layout& bl = layoutOf(bias);
+      Value scaled = psum;
+      if (alpha != 1.0) {
+        scaled = alloc(p, f, b->getF32Type());
+        tensorScalar(scaled, psum, Value(), "mul", alpha, false);
+      }
+      Value biasTile = tileOf(bias);
+      if (beta != 1.0) {
+        Value t = alloc(p, bl.kind == Kind::Full ? f : 1, b->getF32Type());
+        tensorScalar(t, biasTile, Value(), "mul", beta, false);
+        biasTile = t;
+      }
+      if (bl.kind == Kind::Full)
+        setSource(b->create<nc::TensorTensorOp>(loc, out, scaled, biasTile, b->getStringAttr("add")), op);
+      else
+        tensorScalar(out, scaled, biasTile, "add", 0.0, false);
+    }
     tiles[result] = out;
     return success();
   };
@@ -541,6 +621,12 @@ LogicalResult KernelLowering::lowerOp(Operation* op, int64_t p, int64_t f) {
         fill.imm = o.getValue().convertToDouble();
         Layout lm = layoutOf(o.getMask()), ls = layoutOf(o.getSelf());
         return select(o.getMask(), lm, Value(), fill, o.getSelf(), ls);
+      })
+      .Case([&](aten::MmOp o) { return matmul(o.getSelf(), o.getMat2(), Value(), 1.0, 1.0); })
+      .Case([&](aten::BmmOp o) { return matmul(o.getSelf(), o.getMat2(), Value(), 1.0, 1.0); })
+      .Case([&](aten::AddmmOp o) {
+        return matmul(o.getMat1(), o.getMat2(), o.getSelf(), o.getBeta().convertToDouble(),
+                      o.getAlpha().convertToDouble());
       })
       .Case([&](aten::MeanDimOp o) { return reduce(o.getSelf(), "add", true); })
       .Case([&](aten::SumDimIntListOp o) { return reduce(o.getSelf(), "add", false); })
@@ -697,8 +783,15 @@ LogicalResult KernelLowering::run(int64_t& instructions, int64_t& dmas) {
   }
   // The values read from HBM: those used by a computing op or returned.
   SmallVector<Value> hbmValues;
+  // (A matmul reads its two matrix operands itself, slice by slice.)
   for (auto& [v, view] : viewOf) {
-    bool used = llvm::any_of(v.getUsers(), [](Operation* u) { return !aten::isViewOp(u); });
+    bool used = llvm::any_of(v.getUses(), [](OpOperand& use) {
+      Operation* u = use.getOwner();
+      if (aten::isViewOp(u)) return false;
+      if (llvm::isa<aten::MmOp, aten::BmmOp>(u)) return false;
+      if (llvm::isa<aten::AddmmOp>(u)) return use.getOperandNumber() == 0;  // the bias
+      return true;
+    });
     if (used) hbmValues.push_back(v);
   }
   // DenseMap order is not deterministic; issue loads in program order.
@@ -747,13 +840,16 @@ LogicalResult KernelLowering::run(int64_t& instructions, int64_t& dmas) {
   }
   chunked = space.reduces && space.trail.size() == 1 && space.cols > maxFree &&
             space.cols * 4 * 4 > rowBudget;
-  int64_t chunk = space.reduces && !chunked ? space.cols : std::min(space.cols, maxFree);
+  // A matmul's output tile is one 2 KiB PSUM bank: 512 f32 columns.
+  int64_t chunk = space.reduces && !chunked ? space.cols
+                  : std::min(space.cols, space.matmul ? nc::kPsumBankBytes / 4 : maxFree);
   auto fail = [&]() {
     body->erase();
     return failure();
   };
-  for (r0 = 0; r0 < space.rows; r0 += nc::kNumPartitions) {
+  for (r0 = 0; r0 < space.rows;) {
     int64_t p = std::min<int64_t>(nc::kNumPartitions, space.rows - r0);
+    if (space.rowBlock > 0) p = std::min(p, space.rowBlock - r0 % space.rowBlock);
     accumulators.clear();
     for (c0 = 0; c0 < space.cols; c0 += chunk) {
       int64_t f = std::min(chunk, space.cols - c0);
@@ -774,7 +870,10 @@ LogicalResult KernelLowering::run(int64_t& instructions, int64_t& dmas) {
         if (perChunk && failed(storeOutput(v, hbm, p, f))) return fail();
       }
     }
-    if (!chunked) continue;
+    if (!chunked) {
+      r0 += p;
+      continue;
+    }
     c0 = 0;
     for (Operation* op : reductions) finalizeReduction(op, p);
     for (Operation& op : oldBody.without_terminator()) {
@@ -792,6 +891,7 @@ LogicalResult KernelLowering::run(int64_t& instructions, int64_t& dmas) {
                       layouts[v].kind == Kind::Full;
       if (!perChunk && failed(storeOutput(v, hbm, p, 1))) return fail();
     }
+    r0 += p;
   }
   builder.create<nc::YieldOp>(loc);
   oldBody.dropAllDefinedValueUses();

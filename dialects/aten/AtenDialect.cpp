@@ -301,6 +301,46 @@ NEURON_INFER_SIGNATURE(CatOp) {
   return success();
 }
 
+namespace {
+LogicalResult inferMatmul(std::optional<Location> loc, Value lhs, Value rhs, int64_t batchDims,
+                          SmallVectorImpl<Type>& results) {
+  auto a = asRanked(lhs.getType()), b = asRanked(rhs.getType());
+  if (!a || !b || a.getRank() != 2 + batchDims || b.getRank() != 2 + batchDims)
+    return emitOptionalError(loc, "operands must be ", 2 + batchDims, "-d tensors");
+  if (batchDims && a.getDimSize(0) != b.getDimSize(0))
+    return emitOptionalError(loc, "batch sizes differ: ", a.getDimSize(0), " vs ", b.getDimSize(0));
+  if (a.getShape().back() != b.getDimSize(batchDims))
+    return emitOptionalError(loc, "contraction sizes differ: ", shapeToString(a.getShape()), " x ",
+                             shapeToString(b.getShape()));
+  SmallVector<int64_t> shape(a.getShape().drop_back());
+  shape.push_back(b.getShape().back());
+  results.push_back(RankedTensorType::get(shape, promoteElementTypes(a.getElementType(), b.getElementType())));
+  return success();
+}
+}  // namespace
+
+NEURON_INFER_SIGNATURE(MmOp) {
+  MmOp::Adaptor o(operands, attributes, properties, regions);
+  return inferMatmul(loc, o.getSelf(), o.getMat2(), 0, results);
+}
+NEURON_INFER_SIGNATURE(BmmOp) {
+  BmmOp::Adaptor o(operands, attributes, properties, regions);
+  return inferMatmul(loc, o.getSelf(), o.getMat2(), 1, results);
+}
+NEURON_INFER_SIGNATURE(AddmmOp) {
+  AddmmOp::Adaptor o(operands, attributes, properties, regions);
+  SmallVector<Type> product;
+  if (failed(inferMatmul(loc, o.getMat1(), o.getMat2(), 0, product))) return failure();
+  auto p = llvm::cast<RankedTensorType>(product.front());
+  auto bias = asRanked(o.getSelf().getType());
+  auto shape = broadcastShapes(bias.getShape(), p.getShape());
+  if (!shape || ArrayRef<int64_t>(*shape) != p.getShape())
+    return emitOptionalError(loc, "bias of shape ", shapeToString(bias.getShape()),
+                             " does not broadcast to ", shapeToString(p.getShape()));
+  results.push_back(RankedTensorType::get(p.getShape(), promoteTypes(bias, p)));
+  return success();
+}
+
 NEURON_INFER_SIGNATURE(RmsNormOp) {
   RmsNormOp::Adaptor adaptor(operands, attributes, properties, regions);
   auto input = asRanked(adaptor.getInput().getType());

@@ -389,4 +389,48 @@ def Aten_CatOp : Aten_Op<"cat"> {
   let assemblyFormat = "$tensors attr-dict `:` type($tensors) `->` type($result)";
 }
 
+//===----------------------------------------------------------------------===//
+// Matrix products (TensorEngine).
+//===----------------------------------------------------------------------===//
+
+def Aten_MmOp : Aten_Op<"mm"> {
+  let summary = "matrix product [M, K] x [K, N]";
+  let description = [{
+    ```mlir
+    %r = aten.mm %a, %b : tensor<16x64xbf16>, tensor<64x32xbf16> -> tensor<16x32xbf16>
+    ```
+  }];
+  let arguments = (ins Aten_FloatTensor:$self, Aten_FloatTensor:$mat2);
+  let results = (outs Aten_FloatTensor:$result);
+  let assemblyFormat = "$self `,` $mat2 attr-dict `:` type($self) `,` type($mat2) `->` type($result)";
+}
+
+def Aten_BmmOp : Aten_Op<"bmm"> {
+  let summary = "batched matrix product [B, M, K] x [B, K, N]";
+  let description = [{
+    ```mlir
+    %r = aten.bmm %a, %b : tensor<4x16x8xf32>, tensor<4x8x16xf32> -> tensor<4x16x16xf32>
+    ```
+  }];
+  let arguments = (ins Aten_FloatTensor:$self, Aten_FloatTensor:$mat2);
+  let results = (outs Aten_FloatTensor:$result);
+  let assemblyFormat = "$self `,` $mat2 attr-dict `:` type($self) `,` type($mat2) `->` type($result)";
+}
+
+def Aten_AddmmOp : Aten_Op<"addmm"> {
+  let summary = "beta * self + alpha * (mat1 x mat2)";
+  let description = [{
+    `self` (the bias) broadcasts to [M, N].
+    ```mlir
+    %r = aten.addmm %bias, %x, %w : tensor<32xf32>, tensor<16x64xf32>, tensor<64x32xf32> -> tensor<16x32xf32>
+    ```
+  }];
+  let arguments = (ins Aten_FloatTensor:$self, Aten_FloatTensor:$mat1, Aten_FloatTensor:$mat2,
+                       DefaultValuedAttr<F64Attr, "1.0">:$beta, DefaultValuedAttr<F64Attr, "1.0">:$alpha);
+  let results = (outs Aten_FloatTensor:$result);
+  let assemblyFormat = [{
+    $self `,` $mat1 `,` $mat2 attr-dict `:` type($self) `,` type($mat1) `,` type($mat2) `->` type($result)
+  }];
+}
+
 #endif // NEURON_ATEN_OPS
