@@ -82,8 +82,8 @@ struct Group {
   llvm::DenseSet<Value> derived;   // values computed from a reduction in this group
   // Values that are views of this group's inputs (folded into DMA access
   // patterns), with their view of the root input.
-  llvm::DenseMap<Value, aten::StridedView> views;
   bool hasMatmul = false;
+  llvm::SmallPtrSet<Operation*, 16> members;
 };
 
 std::string shortName(StringRef op_name) {
@@ -109,8 +109,72 @@ struct FormKernelsPass : impl::FormKernelsBase<FormKernelsPass> {
   using FormKernelsBase::FormKernelsBase;
 
   std::vector<Group> groups;
-  llvm::DenseMap<Operation*, int> groupOf;
+  llvm::DenseMap<Operation*, int> groupOf;  // computing ops only; views may sit in several groups
   SmallVector<Operation*> allOps;  // program order
+  // View values that a copy kernel writes to HBM (a view of a view that is
+  // not itself a view, or a view the graph returns): chains stop there.
+  llvm::DenseMap<Value, int> materializedBy;
+
+  struct Chain {
+    Value root;                    // the HBM value the views start from
+    SmallVector<Operation*> ops;   // view ops from root to the value, in order
+  };
+
+  Chain chainOf(Value v) {
+    Chain c;
+    while (true) {
+      Operation* def = v.getDefiningOp();
+      if (!def || !aten::isViewOp(def) || materializedBy.count(v)) break;
+      c.ops.push_back(def);
+      v = def->getOperand(0);
+    }
+    c.root = v;
+    std::reverse(c.ops.begin(), c.ops.end());
+    return c;
+  }
+
+  int producerGroup(Value root) {
+    if (auto it = materializedBy.find(root); it != materializedBy.end()) return it->second;
+    if (Operation* def = root.getDefiningOp(); def && groupOf.count(def)) return groupOf[def];
+    return -1;
+  }
+
+  // Index of the first view in the chain that cannot be folded (a reshape of
+  // a non-contiguous view), or -1.
+  int firstUnfoldable(const Chain& c) {
+    aten::StridedView v = aten::contiguousView(llvm::cast<RankedTensorType>(c.root.getType()).getShape());
+    for (auto [i, op] : llvm::enumerate(c.ops)) {
+      aten::StridedView next;
+      std::string error;
+      if (!aten::applyView(op, v, next, &error)) return int(i);
+      v = next;
+    }
+    return -1;
+  }
+
+  // A kernel that copies a chain of views into a contiguous HBM tensor.
+  int makeCopyGroup(ArrayRef<Operation*> chain) {
+    int index = int(groups.size());
+    groups.push_back(Group{});
+    Group& g = groups.back();
+    g.fusible = false;
+    g.ops.assign(chain.begin(), chain.end());
+    g.members.insert(chain.begin(), chain.end());
+    int producer = producerGroup(chain.front()->getOperand(0));
+    if (producer >= 0) g.producers.insert(producer);
+    materializedBy[chain.back()->getResult(0)] = index;
+    return index;
+  }
+
+  // The operand's chain, after copying out any prefix that cannot be folded.
+  Chain foldableChain(Value v) {
+    while (true) {
+      Chain c = chainOf(v);
+      int bad = firstUnfoldable(c);
+      if (bad < 0) return c;
+      makeCopyGroup(ArrayRef<Operation*>(c.ops).take_front(size_t(bad)));
+    }
+  }
 
   // True if `to` depends (transitively) on `from`.
   bool reaches(int from, int to) {
@@ -152,17 +216,12 @@ struct FormKernelsPass : impl::FormKernelsBase<FormKernelsPass> {
              std::to_string(sbufBudgetBytes) + " bytes per partition";
     for (int p : producer_groups)
       if (p != g && reaches(g, p)) return "joining would create a cycle between kernels";
-    if (aten::isViewOp(op)) {
-      Value in = op->getOperand(0);
-      Operation* def = in.getDefiningOp();
-      bool computedHere = def && groupOf.count(def) && groupOf[def] == g && !grp.views.count(in);
-      if (computedHere) return "a view of a value computed in the kernel needs a copy through HBM";
-      aten::StridedView base = grp.views.count(in)
-                                   ? grp.views[in]
-                                   : aten::contiguousView(llvm::cast<RankedTensorType>(in.getType()).getShape());
-      aten::StridedView out;
-      std::string error;
-      if (!aten::applyView(op, base, out, &error)) return error;
+    // Views fold into access patterns only over HBM values: a view of a value
+    // this kernel computes would need a copy through HBM first.
+    for (Value v : op->getOperands()) {
+      Chain c = chainOf(v);
+      if (!c.ops.empty() && producerGroup(c.root) == g)
+        return "a view of a value computed in the kernel needs a copy through HBM";
     }
     return "";
   }
@@ -177,13 +236,18 @@ struct FormKernelsPass : impl::FormKernelsBase<FormKernelsPass> {
     llvm::DenseMap<int64_t, int> groupOfSourceId;
 
     allOps = work;
+    materializedBy.clear();
     for (Operation* op : work) {
+      // Views are placed with the ops that consume them.
+      if (aten::isViewOp(op)) continue;
       std::optional<RowSpace> space = rowSpaceOf(op);
       SmallVector<int> producer_groups;
-      for (Value v : op->getOperands())
-        if (Operation* def = v.getDefiningOp(); def && groupOf.count(def))
-          if (!llvm::is_contained(producer_groups, groupOf[def]))
-            producer_groups.push_back(groupOf[def]);
+      SmallVector<Chain> chains;
+      for (Value v : op->getOperands()) {
+        chains.push_back(foldableChain(v));
+        int g = producerGroup(chains.back().root);
+        if (g >= 0 && !llvm::is_contained(producer_groups, g)) producer_groups.push_back(g);
+      }
 
       int target = -1;
       if (!fuse) {
@@ -229,26 +293,22 @@ struct FormKernelsPass : impl::FormKernelsBase<FormKernelsPass> {
       }
       Group& grp = groups[size_t(target)];
       grp.hasMatmul |= isMatmul(op);
-      if (aten::isViewOp(op)) {
-        Value in = op->getOperand(0);
-        Operation* def = in.getDefiningOp();
-        bool external = !def || !groupOf.count(def) || groupOf[def] != target;
-        if (external || grp.views.count(in)) {
-          aten::StridedView base = grp.views.count(in)
-                                       ? grp.views[in]
-                                       : aten::contiguousView(llvm::cast<RankedTensorType>(in.getType()).getShape());
-          aten::StridedView out;
-          std::string error;
-          if (aten::applyView(op, base, out, &error)) grp.views[op->getResult(0)] = out;
-        }
-      }
+      for (const Chain& c : chains)
+        for (Operation* view : c.ops)
+          if (grp.members.insert(view).second) grp.ops.push_back(view);
       if (isReduction(op) ||
           llvm::any_of(op->getOperands(), [&](Value v) { return grp.derived.contains(v); }))
         grp.derived.insert(op->getResult(0));
       grp.ops.push_back(op);
+      grp.members.insert(op);
       groupOf[op] = target;
       for (int p : producer_groups)
         if (p != target) grp.producers.insert(p);
+    }
+    // A view the graph returns is written out by a copy kernel.
+    for (Value v : func.getBody().front().getTerminator()->getOperands()) {
+      Chain c = foldableChain(v);
+      if (!c.ops.empty()) makeCopyGroup(c.ops);
     }
     materialize(func);
   }
@@ -287,9 +347,16 @@ struct FormKernelsPass : impl::FormKernelsBase<FormKernelsPass> {
           if ((def && members.contains(def)) || isInlineConstant(v)) continue;
           inputs.insert(v);
         }
-        for (Value r : op->getResults())
+        for (Value r : op->getResults()) {
+          if (aten::isViewOp(op)) {
+            // Views are cloned into every kernel that reads them; only a copy
+            // kernel's final view leaves its kernel.
+            if (materializedBy.lookup(r) == g && materializedBy.count(r)) outputs.insert(r);
+            continue;
+          }
           for (Operation* user : r.getUsers())
             if (!members.contains(user)) outputs.insert(r);
+        }
       }
       // Source ops, one entry per original ATen op (an expanded composite once).
       SmallVector<Attribute> sources;

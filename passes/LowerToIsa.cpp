@@ -134,8 +134,13 @@ LogicalResult KernelLowering::computeSpace() {
   // trailing dims are the columns.
   SmallVector<int64_t> full;
   int64_t trailing = 1;
+  // Views are read through access patterns and do not shape the iteration
+  // space, unless the kernel only copies a view out.
+  bool onlyViews = llvm::all_of(body.without_terminator(), [](Operation& op) {
+    return aten::isViewOp(&op) || llvm::isa<arith::ConstantOp>(op);
+  });
   for (Operation& op : body.without_terminator()) {
-    if (llvm::isa<arith::ConstantOp>(op)) continue;
+    if (llvm::isa<arith::ConstantOp>(op) || (aten::isViewOp(&op) && !onlyViews)) continue;
     SmallVector<int64_t> shape;
     if (SmallVector<int64_t> dims = reducedDimsOf(&op); !dims.empty()) {
       auto in = llvm::cast<RankedTensorType>(op.getOperand(0).getType());
