@@ -139,8 +139,15 @@ LogicalResult KernelLowering::computeSpace() {
   bool onlyViews = llvm::all_of(body.without_terminator(), [](Operation& op) {
     return aten::isViewOp(&op) || llvm::isa<arith::ConstantOp>(op);
   });
+  if (onlyViews) {  // a copy kernel: the space is the copied view's shape
+    auto yield = llvm::cast<nc::YieldOp>(body.getTerminator());
+    if (yield.getValues().size() == 1) {
+      auto t = llvm::cast<RankedTensorType>(yield.getValues().front().getType());
+      full.assign(t.getShape().begin(), t.getShape().end());
+    }
+  }
   for (Operation& op : body.without_terminator()) {
-    if (llvm::isa<arith::ConstantOp>(op) || (aten::isViewOp(&op) && !onlyViews)) continue;
+    if (llvm::isa<arith::ConstantOp>(op) || aten::isViewOp(&op)) continue;
     SmallVector<int64_t> shape;
     if (SmallVector<int64_t> dims = reducedDimsOf(&op); !dims.empty()) {
       auto in = llvm::cast<RankedTensorType>(op.getOperand(0).getType());
