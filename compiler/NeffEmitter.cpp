@@ -107,8 +107,24 @@ absl::StatusOr<std::string> emitNeff(ModuleOp module, const EmitOptions& options
           return fail(absl::StrCat("kernel '", kernel.getSymName().str(),
                                    "' reads a value that is neither an input, a kernel result "
                                    "nor a dense constant"));
-        ArrayRef<char> raw = dense.getRawData();
-        segments.emplace_back(raw.begin(), raw.end());
+        Type elem = dense.getElementType();
+        if (nc::deviceElementType(elem) == elem) {
+          ArrayRef<char> raw = dense.getRawData();
+          segments.emplace_back(raw.begin(), raw.end());
+        } else {
+          // Bools, integers and f64 live on the device as f32.
+          std::string bytes;
+          bytes.reserve(size_t(dense.getNumElements()) * 4);
+          auto push = [&](float f) { bytes.append(reinterpret_cast<const char*>(&f), 4); };
+          if (elem.isInteger(1)) {
+            for (bool v : dense.getValues<bool>()) push(v ? 1.0f : 0.0f);
+          } else if (llvm::isa<IntegerType>(elem)) {
+            for (const APInt& v : dense.getValues<APInt>()) push(float(v.getSExtValue()));
+          } else {
+            for (const APFloat& v : dense.getValues<APFloat>()) push(float(v.convertToDouble()));
+          }
+          segments.push_back(std::move(bytes));
+        }
         tensorOf[in] = uint32_t(exe.tensors_size());
         neff::Tensor* t = addTensor(exe, absl::StrCat("const", segments.size() - 1), neff::CONSTANT,
                                     in.getType());

@@ -715,7 +715,8 @@ LogicalResult KernelLowering::lowerCat(aten::CatOp cat, Block* body, ArrayRef<Va
     position += t.getDimSize(dim);
     if (space.rows == 0 || space.cols == 0) continue;
     Layout load, store;
-    if (failed(layoutOfView(aten::contiguousView(t.getShape()), load)) || failed(layoutOfView(slab, store)))
+    if (failed(layoutOfView(viewOf.count(in) ? viewOf[in] : aten::contiguousView(t.getShape()), load)) ||
+        failed(layoutOfView(slab, store)))
       return failure();
     load.kind = store.kind = Kind::Full;
     Value src = hbmOf[in];
@@ -740,16 +741,33 @@ LogicalResult KernelLowering::run(int64_t& instructions, int64_t& dmas) {
   if (kernel.isLowered()) return success();
   {
     Block& old = kernel.getBody().front();
-    auto ops = old.without_terminator();
-    if (!ops.empty() && llvm::isa<aten::CatOp>(*ops.begin())) {
-      auto cat = llvm::cast<aten::CatOp>(*ops.begin());
-      if (std::next(ops.begin()) != ops.end() || kernel.getNumResults() != 1)
-        return kernel.emitError("a cat kernel must hold only the cat");
+    aten::CatOp cat;
+    bool others = false;
+    for (Operation& op : old.without_terminator()) {
+      if (auto c = llvm::dyn_cast<aten::CatOp>(op)) cat = c;
+      else if (!aten::isViewOp(&op)) others = true;
+    }
+    if (cat) {
+      if (others || kernel.getNumResults() != 1)
+        return kernel.emitError("a cat kernel must hold only the cat and views of its inputs");
       Block* body = new Block();
       for (BlockArgument arg : old.getArguments()) {
         auto t = llvm::cast<RankedTensorType>(arg.getType());
         hbmOf[arg] = body->addArgument(MemRefType::get(t.getShape(), nc::deviceElementType(t.getElementType())),
                                        arg.getLoc());
+        viewOf[arg] = aten::contiguousView(t.getShape());
+      }
+      for (Operation& op : old.without_terminator()) {
+        if (!aten::isViewOp(&op)) continue;
+        std::string error;
+        aten::StridedView out;
+        auto in = viewOf.find(op.getOperand(0));
+        if (in == viewOf.end() || !aten::applyView(&op, in->second, out, &error)) {
+          delete body;
+          return op.emitError("cannot fold this view into the cat's reads: ") << error;
+        }
+        viewOf[op.getResult(0)] = out;
+        hbmOf[op.getResult(0)] = hbmOf[op.getOperand(0)];
       }
       auto rt = llvm::cast<RankedTensorType>(kernel.getResult(0).getType());
       Value out = body->addArgument(MemRefType::get(rt.getShape(), nc::deviceElementType(rt.getElementType())), loc);
