@@ -235,6 +235,47 @@ LogicalResult viewWithSize(NodeImporter& n, StringRef name) {
   return n.create<OpTy>(self, n.b.getDenseI64ArrayAttr(size));
 }
 
+// Tensors made from nothing (ones, zeros, full, scalar_tensor, arange) are
+// compile-time constants of the node's recorded type.
+LogicalResult constantFill(NodeImporter& n, std::optional<double> fill, size_t fillPos, StringRef fillName) {
+  NCC_TRY(type, n.resultType());
+  double value = fill ? *fill : 0.0;
+  if (!fill) {
+    NCC_TRY(v, n.number(fillPos, fillName));
+    value = v;
+  }
+  Type elem = type.getElementType();
+  Attribute scalar;
+  if (elem.isInteger(1)) scalar = n.b.getBoolAttr(value != 0);
+  else if (auto it = llvm::dyn_cast<IntegerType>(elem)) scalar = n.b.getIntegerAttr(it, int64_t(value));
+  else scalar = n.b.getFloatAttr(elem, value);
+  return n.define(n.b.create<arith::ConstantOp>(n.loc, DenseElementsAttr::get(type, scalar)));
+}
+
+// tril/triu of a constant: folded here (keeps element [.., i, j] when
+// j - i <= diagonal for tril, >= for triu).
+LogicalResult triangle(NodeImporter& n, bool lower) {
+  NCC_TRY(self, n.tensor(0, "self"));
+  NCC_TRY(diagonal, n.integer(1, "diagonal", 0));
+  auto cst = self.getDefiningOp<arith::ConstantOp>();
+  auto dense = cst ? llvm::dyn_cast<DenseElementsAttr>(cst.getValue()) : DenseElementsAttr();
+  if (!dense) return n.error("only the tril/triu of a constant (a mask) is supported yet");
+  auto type = llvm::cast<RankedTensorType>(dense.getType());
+  if (type.getRank() < 2) return n.error("tril/triu needs a tensor of rank 2 or more");
+  int64_t rows = type.getDimSize(type.getRank() - 2), cols = type.getDimSize(type.getRank() - 1);
+  SmallVector<Attribute> values(dense.getValues<Attribute>());
+  Attribute zero = llvm::isa<FloatType>(type.getElementType())
+                       ? Attribute(n.b.getFloatAttr(type.getElementType(), 0.0))
+                       : type.getElementType().isInteger(1) ? Attribute(n.b.getBoolAttr(false))
+                                                            : Attribute(n.b.getIntegerAttr(type.getElementType(), 0));
+  for (size_t i = 0; i < values.size(); ++i) {
+    int64_t r = int64_t(i) / cols % rows, c = int64_t(i) % cols;
+    bool keep = lower ? c - r <= diagonal : c - r >= diagonal;
+    if (!keep) values[i] = zero;
+  }
+  return n.define(n.b.create<arith::ConstantOp>(n.loc, DenseElementsAttr::get(type, values)));
+}
+
 const std::map<std::string, Builder>& registry() {
   static const std::map<std::string, Builder> table = {
       {"aten::add.Tensor", [](NodeImporter& n) { return binaryArith(n, "add"); }},
@@ -462,6 +503,12 @@ const std::map<std::string, Builder>& registry() {
          NCC_TRY(alpha, n.number(4, "alpha", 1.0));
          return n.create<aten::AddmmOp>(bias, a, b, n.b.getF64FloatAttr(beta), n.b.getF64FloatAttr(alpha));
        }},
+      {"aten::ones", [](NodeImporter& n) { return constantFill(n, 1.0, 0, ""); }},
+      {"aten::zeros", [](NodeImporter& n) { return constantFill(n, 0.0, 0, ""); }},
+      {"aten::full", [](NodeImporter& n) { return constantFill(n, std::nullopt, 1, "fill_value"); }},
+      {"aten::scalar_tensor", [](NodeImporter& n) { return constantFill(n, std::nullopt, 0, "s"); }},
+      {"aten::tril", [](NodeImporter& n) { return triangle(n, true); }},
+      {"aten::triu", [](NodeImporter& n) { return triangle(n, false); }},
       {"aten::rms_norm",
        [](NodeImporter& n) -> LogicalResult {
          NCC_TRY(input, n.tensor(0, "input"));

@@ -36,9 +36,10 @@ int64_t tileBytes(Value tile) {
   return t.getDimSize(1) * (t.getElementType().getIntOrFloatBitWidth() / 8);
 }
 
+// Bytes in HBM: bools and integers are stored as the device's f32.
 int64_t tensorBytes(Type type) {
   auto t = llvm::cast<RankedTensorType>(type);
-  return t.getNumElements() * (t.getElementType().getIntOrFloatBitWidth() / 8);
+  return t.getNumElements() * (nc::deviceElementType(t.getElementType()).getIntOrFloatBitWidth() / 8);
 }
 
 struct PlanMemoryPass : impl::PlanMemoryBase<PlanMemoryPass> {
