@@ -10,6 +10,7 @@ Prints each profile's table, the ratio of modeled device times, and the
 largest error against a float64 reference.
 """
 import os
+import shutil
 import sys
 
 import numpy as np
@@ -34,6 +35,7 @@ def main():
         os.makedirs(work, exist_ok=True)
         toolchain.compile_graph(os.path.join(HERE, graph), neff, opt=opt)
         profile = os.path.join(work, "profile")
+        shutil.rmtree(profile, ignore_errors=True)  # one profile per directory: this run's
         (y,) = toolchain.run_neff(neff, {"x": x, "weight": w}, os.path.join(work, "outputs"), profile)
         summary = toolchain.profile_summary(profile)
         times[name] = summary["total_time"]
