@@ -252,6 +252,29 @@ LogicalResult constantFill(NodeImporter& n, std::optional<double> fill, size_t f
   return n.define(n.b.create<arith::ConstantOp>(n.loc, DenseElementsAttr::get(type, scalar)));
 }
 
+// arange: a constant of start, start + step, ... in the recorded dtype.
+LogicalResult arange(NodeImporter& n, bool hasStart, bool hasStep) {
+  NCC_TRY(type, n.resultType());
+  double start = 0, step = 1;
+  if (hasStart) {
+    NCC_TRY(v, n.number(0, "start"));
+    start = v;
+  }
+  if (hasStep) {
+    NCC_TRY(v, n.number(2, "step"));
+    step = v;
+  }
+  if (type.getRank() != 1) return n.error("arange must produce a 1-d tensor");
+  Type elem = type.getElementType();
+  SmallVector<Attribute> values;
+  for (int64_t i = 0; i < type.getDimSize(0); ++i) {
+    double v = start + double(i) * step;
+    if (auto it = llvm::dyn_cast<IntegerType>(elem)) values.push_back(n.b.getIntegerAttr(it, int64_t(v)));
+    else values.push_back(n.b.getFloatAttr(elem, v));
+  }
+  return n.define(n.b.create<arith::ConstantOp>(n.loc, DenseElementsAttr::get(type, values)));
+}
+
 // tril/triu of a constant: folded here (keeps element [.., i, j] when
 // j - i <= diagonal for tril, >= for triu).
 LogicalResult triangle(NodeImporter& n, bool lower) {
@@ -508,6 +531,9 @@ const std::map<std::string, Builder>& registry() {
       {"aten::full", [](NodeImporter& n) { return constantFill(n, std::nullopt, 1, "fill_value"); }},
       {"aten::scalar_tensor", [](NodeImporter& n) { return constantFill(n, std::nullopt, 0, "s"); }},
       {"aten::tril", [](NodeImporter& n) { return triangle(n, true); }},
+      {"aten::arange", [](NodeImporter& n) { return arange(n, false, false); }},
+      {"aten::arange.start", [](NodeImporter& n) { return arange(n, true, false); }},
+      {"aten::arange.start_step", [](NodeImporter& n) { return arange(n, true, true); }},
       {"aten::triu", [](NodeImporter& n) { return triangle(n, false); }},
       {"aten::rms_norm",
        [](NodeImporter& n) -> LogicalResult {

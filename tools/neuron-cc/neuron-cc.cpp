@@ -168,6 +168,7 @@ int main(int argc, char** argv) {
   }
   std::string command = argv[1];
   // Let llvm::cl parse the rest, with MLIR's debugging flags registered.
+  neuroncc::registerPipelines();  // pass names for --mlir-print-ir-before=... and friends
   mlir::registerAsmPrinterCLOptions();
   mlir::registerMLIRContextCLOptions();
   mlir::registerPassManagerCLOptions();
