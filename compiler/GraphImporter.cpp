@@ -505,6 +505,13 @@ const std::map<std::string, Builder>& registry() {
          n.values[n.node.name()] = pieces;
          return success();
        }},
+      {"aten::embedding",
+       [](NodeImporter& n) -> LogicalResult {
+         NCC_TRY(weight, n.tensor(0, "weight"));
+         NCC_TRY(indices, n.tensor(1, "indices"));
+         NCC_TRY(padding, n.integer(2, "padding_idx", -1));
+         return n.create<aten::EmbeddingOp>(weight, indices, n.b.getI64IntegerAttr(padding));
+       }},
       {"aten::mm",
        [](NodeImporter& n) -> LogicalResult {
          NCC_TRY(a, n.tensor(0, "self"));

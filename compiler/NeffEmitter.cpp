@@ -29,6 +29,9 @@ neff::Tensor* addTensor(neff::Executable& exe, const std::string& name, neff::Te
                         Type type) {
   auto t = llvm::cast<RankedTensorType>(type);
   Type device = nc::deviceElementType(t.getElementType());
+  // Integer graph inputs (embedding indices) keep their integer type in HBM.
+  if (kind == neff::INPUT && llvm::isa<IntegerType>(t.getElementType()) && !t.getElementType().isInteger(1))
+    device = t.getElementType();
   neff::Tensor* tensor = exe.add_tensors();
   tensor->set_name(name);
   tensor->set_kind(kind);
@@ -57,11 +60,16 @@ absl::StatusOr<std::string> emitNeff(ModuleOp module, const EmitOptions& options
     Type e = llvm::cast<RankedTensorType>(type).getElementType();
     return e.isF32() || e.isBF16() || e.isF16();
   };
+  auto isIndexInputType = [](Type type) {
+    Type e = llvm::cast<RankedTensorType>(type).getElementType();
+    return e.isInteger(32) || e.isInteger(64);
+  };
   llvm::DenseMap<Value, uint32_t> tensorOf;
   for (BlockArgument arg : func.getArguments()) {
-    if (!isDeviceIoType(arg.getType()))
+    if (!isDeviceIoType(arg.getType()) && !isIndexInputType(arg.getType()))
       return fail(absl::StrCat("graph input ", arg.getArgNumber(), " has element type ",
-                               typeString(arg.getType()), "; graph inputs must be f32, bf16 or f16 for now"));
+                               typeString(arg.getType()),
+                               "; graph inputs must be f32, bf16, f16, or i32/i64 indices for now"));
     std::string name = absl::StrCat("input", arg.getArgNumber());
     if (auto n = func.getArgAttrOfType<StringAttr>(arg.getArgNumber(), "nc.name"))
       name = n.getValue().str();

@@ -197,6 +197,10 @@ struct FormKernelsPass : impl::FormKernelsBase<FormKernelsPass> {
     if (!grp.fusible) return "the producer kernel cannot be fused";
     // A matmul is a root: it starts a kernel that its epilogue may join.
     if (isMatmul(op)) return "a matmul starts its own kernel";
+    if (auto e = llvm::dyn_cast<aten::EmbeddingOp>(op))
+      for (Value v : e->getOperands())
+        if (producerGroup(chainOf(v).root) == g)
+          return "an embedding reads its table and indices from HBM";
     if (grp.hasMatmul && isReduction(op)) return "reductions do not join a matmul's kernel yet";
     if (s.rows != grp.space.rows)
       return "row spaces differ (" + std::to_string(s.rows.size()) + "-d vs " +

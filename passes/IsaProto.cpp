@@ -10,7 +10,7 @@ using namespace mlir;
 namespace neuroncc {
 
 bool isIsaInstruction(Operation* op) {
-  return llvm::isa<nc::DmaLoadOp, nc::DmaStoreOp, nc::TensorTensorOp, nc::TensorScalarOp,
+  return llvm::isa<nc::DmaLoadOp, nc::DmaStoreOp, nc::DmaGatherOp, nc::TensorTensorOp, nc::TensorScalarOp,
                    nc::ActivationOp, nc::TensorReduceOp, nc::TensorSelectOp, nc::IotaOp,
                    nc::MatmulOp, nc::TransposeOp>(op);
 }
@@ -29,6 +29,8 @@ neff::DType dtypeOf(Type elem) {
   if (elem.isF32()) return neff::F32;
   if (elem.isBF16()) return neff::BF16;
   if (elem.isF16()) return neff::F16;
+  if (elem.isInteger(32)) return neff::I32;
+  if (elem.isInteger(64)) return neff::I64;
   return neff::DTYPE_INVALID;
 }
 
@@ -120,6 +122,14 @@ neff::Instruction toProtoInstruction(Operation* op, llvm::function_ref<uint32_t(
         inst.set_opcode(neff::DMA_LOAD);
         fillTile(inst.mutable_out(), o.getTile(), o.getPartStart(), o.getAp()[1]);
         fillAccessPattern(inst.mutable_hbm(), tensorIdOf(o.getHbm()), o.getOffset(), o.getAp());
+      })
+      .Case([&](nc::DmaGatherOp o) {
+        inst.set_opcode(neff::DMA_GATHER);
+        fillTile(inst.mutable_out(), o.getTile(), o.getPartStart(), o.getAp()[1]);
+        fillAccessPattern(inst.mutable_hbm(), tensorIdOf(o.getTable()), o.getOffset(), o.getAp());
+        inst.set_index_tensor(tensorIdOf(o.getIndex()));
+        inst.set_index_offset(o.getIndexOffsetAttr().getInt());
+        inst.set_index_bound(uint64_t(o.getIndexBoundAttr().getInt()));
       })
       .Case([&](nc::DmaStoreOp o) {
         inst.set_opcode(neff::DMA_STORE);

@@ -105,6 +105,7 @@ class KernelLowering {
   void setSource(Operation* inst, Operation* src);
 
   LogicalResult storeOutput(Value v, Value hbm, int64_t p, int64_t f);
+  Type hbmElementType(BlockArgument arg);
   void finalizeReduction(Operation* op, int64_t p);
 
   nc::KernelOp kernel;
@@ -634,6 +635,30 @@ LogicalResult KernelLowering::lowerOp(Operation* op, int64_t p, int64_t f) {
         Layout lm = layoutOf(o.getMask()), ls = layoutOf(o.getSelf());
         return select(o.getMask(), lm, Value(), fill, o.getSelf(), ls);
       })
+      .Case([&](aten::EmbeddingOp o) -> LogicalResult {
+        // One gather per row tile: partition p gets row ids[r0 + p].
+        auto tv = viewOf.find(o.getWeight()), iv = viewOf.find(o.getIndices());
+        if (tv == viewOf.end() || iv == viewOf.end() || !aten::isContiguous(iv->second))
+          return op->emitError("embedding table and indices must be HBM tensors (contiguous indices)");
+        const aten::StridedView& T = tv->second;
+        layouts[result].kind = Kind::Full;
+        Value out = alloc(p, f, elem);
+        Value raw = out;
+        Type tableElem = llvm::cast<MemRefType>(hbmOf[o.getWeight()].getType()).getElementType();
+        if (tableElem != elem) raw = alloc(p, f, tableElem);
+        SmallVector<int64_t> ap{T.strides[0], p, T.strides[1], f};
+        Operation* g = b->create<nc::DmaGatherOp>(
+            loc, hbmOf[o.getWeight()], hbmOf[o.getIndices()], raw, b->getI64IntegerAttr(0),
+            b->getI64IntegerAttr(T.offset + c0 * T.strides[1]), b->getDenseI64ArrayAttr(ap),
+            b->getI64IntegerAttr(iv->second.offset + r0), b->getI64IntegerAttr(T.shape[0]));
+        g->setAttr("engine", b->getStringAttr("dma"));
+        g->setAttr("source_op", b->getI64IntegerAttr(-1));
+        ++numInst;
+        ++numDma;
+        if (raw != out) activation(out, raw, "identity", 1.0, 0.0);
+        tiles[result] = out;
+        return success();
+      })
       .Case([&](aten::MmOp o) { return matmul(o.getSelf(), o.getMat2(), Value(), 1.0, 1.0); })
       .Case([&](aten::BmmOp o) { return matmul(o.getSelf(), o.getMat2(), Value(), 1.0, 1.0); })
       .Case([&](aten::AddmmOp o) {
@@ -646,6 +671,17 @@ LogicalResult KernelLowering::lowerOp(Operation* op, int64_t p, int64_t f) {
       .Default([&](Operation* o) {
         return o->emitError("op has no NeuronCore lowering yet: ") << o->getName();
       });
+}
+
+// Integer graph inputs (token ids) stay integers in HBM; the gather of an
+// embedding reads them directly. Every other value lives on the device in
+// its device type (bools and integers computed on the device as f32).
+Type KernelLowering::hbmElementType(BlockArgument arg) {
+  Type elem = llvm::cast<RankedTensorType>(arg.getType()).getElementType();
+  Value outer = kernel.getInputs()[arg.getArgNumber()];
+  bool graphInput = llvm::isa<BlockArgument>(outer);
+  if (graphInput && llvm::isa<IntegerType>(elem) && !elem.isInteger(1)) return elem;
+  return nc::deviceElementType(elem);
 }
 
 // After the last chunk: scale a mean and round into the result's tile.
@@ -811,6 +847,13 @@ LogicalResult KernelLowering::run(int64_t& instructions, int64_t& dmas) {
     if (!aten::applyView(&op, in->second, out, &error)) return op.emitError(error);
     viewOf[op.getResult(0)] = out;
   }
+  for (BlockArgument arg : oldBody.getArguments()) {
+    Type elem = hbmElementType(arg);
+    if (!llvm::isa<IntegerType>(elem)) continue;
+    for (OpOperand& use : arg.getUses())
+      if (!llvm::isa<aten::EmbeddingOp>(use.getOwner()) || use.getOperandNumber() != 1)
+        return use.getOwner()->emitError("an integer graph input can only be used as embedding indices for now");
+  }
   // The values read from HBM: those used by a computing op or returned.
   SmallVector<Value> hbmValues;
   // (A matmul reads its two matrix operands itself, slice by slice.)
@@ -818,7 +861,7 @@ LogicalResult KernelLowering::run(int64_t& instructions, int64_t& dmas) {
     bool used = llvm::any_of(v.getUses(), [](OpOperand& use) {
       Operation* u = use.getOwner();
       if (aten::isViewOp(u)) return false;
-      if (llvm::isa<aten::MmOp, aten::BmmOp>(u)) return false;
+      if (llvm::isa<aten::MmOp, aten::BmmOp, aten::EmbeddingOp>(u)) return false;
       if (llvm::isa<aten::AddmmOp>(u)) return use.getOperandNumber() == 0;  // the bias
       return true;
     });
@@ -844,8 +887,7 @@ LogicalResult KernelLowering::run(int64_t& instructions, int64_t& dmas) {
   Block* body = new Block();
   for (BlockArgument arg : oldBody.getArguments()) {
     auto t = llvm::cast<RankedTensorType>(arg.getType());
-    hbmOf[arg] = body->addArgument(MemRefType::get(t.getShape(), nc::deviceElementType(t.getElementType())),
-                                   arg.getLoc());
+    hbmOf[arg] = body->addArgument(MemRefType::get(t.getShape(), hbmElementType(arg)), arg.getLoc());
   }
   for (Operation& op : oldBody.without_terminator())
     if (aten::isViewOp(&op)) hbmOf[op.getResult(0)] = hbmOf[op.getOperand(0)];

@@ -77,6 +77,13 @@ Access accessOf(Operation* op) {
   if (auto o = llvm::dyn_cast<nc::DmaLoadOp>(op)) {
     a.reads.push_back(hbmRegion(o.getHbm(), o.getOffset(), o.getAp()));
     a.writes.push_back(tileRegion(o.getTile(), o.getPartStart(), o.getAp()[1]));
+  } else if (auto o = llvm::dyn_cast<nc::DmaGatherOp>(op)) {
+    // Any row of the table may be read: the whole table, and the indices.
+    auto table = llvm::cast<MemRefType>(o.getTable().getType());
+    a.reads.push_back({o.getTable(), 0, 0, 0, table.getNumElements()});
+    auto index = llvm::cast<MemRefType>(o.getIndex().getType());
+    a.reads.push_back({o.getIndex(), 0, 0, 0, index.getNumElements()});
+    a.writes.push_back(tileRegion(o.getTile(), o.getPartStart(), o.getAp()[1]));
   } else if (auto o = llvm::dyn_cast<nc::DmaStoreOp>(op)) {
     a.reads.push_back(tileRegion(o.getTile(), o.getPartStart(), o.getAp()[1]));
     a.writes.push_back(hbmRegion(o.getHbm(), o.getOffset(), o.getAp()));
@@ -215,7 +222,7 @@ struct SchedulePass : impl::ScheduleBase<SchedulePass> {
       Operation* op = insts[i];
       neff::Instruction proto = toProtoInstruction(op, noTensor);
       SmallVector<std::pair<uint32_t, neff::Engine>> candidates;
-      bool isDma = llvm::isa<nc::DmaLoadOp, nc::DmaStoreOp>(op);
+      bool isDma = llvm::isa<nc::DmaLoadOp, nc::DmaStoreOp, nc::DmaGatherOp>(op);
       if (isDma) {
         for (uint32_t q = 0; q < device.dma_queues; ++q)
           candidates.push_back({neff::QueueIndex(neff::DMA, q), neff::DMA});

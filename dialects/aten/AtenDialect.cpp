@@ -319,6 +319,18 @@ LogicalResult inferMatmul(std::optional<Location> loc, Value lhs, Value rhs, int
 }
 }  // namespace
 
+NEURON_INFER_SIGNATURE(EmbeddingOp) {
+  EmbeddingOp::Adaptor o(operands, attributes, properties, regions);
+  auto w = asRanked(o.getWeight().getType()), idx = asRanked(o.getIndices().getType());
+  if (!w || !idx || w.getRank() != 2) return emitOptionalError(loc, "weight must be a 2-d tensor");
+  if (isFloatType(idx.getElementType()) || idx.getElementType().isInteger(1))
+    return emitOptionalError(loc, "indices must be an integer tensor");
+  SmallVector<int64_t> shape(idx.getShape());
+  shape.push_back(w.getDimSize(1));
+  results.push_back(RankedTensorType::get(shape, w.getElementType()));
+  return success();
+}
+
 NEURON_INFER_SIGNATURE(MmOp) {
   MmOp::Adaptor o(operands, attributes, properties, regions);
   return inferMatmul(loc, o.getSelf(), o.getMat2(), 0, results);

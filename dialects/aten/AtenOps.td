@@ -389,6 +389,21 @@ def Aten_CatOp : Aten_Op<"cat"> {
   let assemblyFormat = "$tensors attr-dict `:` type($tensors) `->` type($result)";
 }
 
+def Aten_EmbeddingOp : Aten_Op<"embedding"> {
+  let summary = "rows of `weight` picked by integer `indices`";
+  let description = [{
+    The result has shape `indices.shape + [D]` for a `[V, D]` weight. An index
+    outside [0, V) fails the execution.
+    ```mlir
+    %r = aten.embedding %w, %ids : tensor<1000x64xf32>, tensor<2x16xi64> -> tensor<2x16x64xf32>
+    ```
+  }];
+  let arguments = (ins Aten_FloatTensor:$weight, Aten_Tensor:$indices,
+                       DefaultValuedAttr<I64Attr, "-1">:$padding_idx);
+  let results = (outs Aten_FloatTensor:$result);
+  let assemblyFormat = "$weight `,` $indices attr-dict `:` type($weight) `,` type($indices) `->` type($result)";
+}
+
 //===----------------------------------------------------------------------===//
 // Matrix products (TensorEngine).
 //===----------------------------------------------------------------------===//

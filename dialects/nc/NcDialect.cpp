@@ -143,8 +143,9 @@ LogicalResult KernelOp::verify() {
   for (auto [arg, type] : llvm::zip(body.getArguments(), expected)) {
     auto m = llvm::dyn_cast<MemRefType>(arg.getType());
     auto t = llvm::cast<RankedTensorType>(type);
-    if (!m || m.getShape() != t.getShape() ||
-        m.getElementType() != deviceElementType(t.getElementType()) || m.getMemorySpace())
+    bool typeOk = m && (m.getElementType() == deviceElementType(t.getElementType()) ||
+                        (llvm::isa<IntegerType>(t.getElementType()) && m.getElementType() == t.getElementType()));
+    if (!m || m.getShape() != t.getShape() || !typeOk || m.getMemorySpace())
       return emitOpError("lowered body argument ") << arg.getArgNumber()
                                                    << " must be an HBM memref holding " << type;
   }
@@ -160,6 +161,18 @@ LogicalResult AllocTileOp::verify() {
 LogicalResult DmaLoadOp::verify() {
   return verifyDma(*this, getHbm(), getTile(), getPartStart(), getAp());
 }
+LogicalResult DmaGatherOp::verify() {
+  if (failed(verifyDma(*this, getTable(), getTile(), getPartStart(), getAp()))) return failure();
+  auto idx = llvm::cast<MemRefType>(getIndex().getType());
+  if (idx.getMemorySpace()) return emitOpError("the index tensor must be in HBM");
+  int64_t n = idx.getNumElements(), off = getIndexOffsetAttr().getInt();
+  if (off < 0 || off + getAp()[1] > n)
+    return emitOpError("index elements [") << off << ", " << off + getAp()[1] << ") are outside the "
+                                           << n << "-element index tensor";
+  if (getIndexBoundAttr().getInt() < 1) return emitOpError("index_bound must be positive");
+  return success();
+}
+
 LogicalResult DmaStoreOp::verify() {
   return verifyDma(*this, getHbm(), getTile(), getPartStart(), getAp());
 }

@@ -117,6 +117,16 @@ def Nc_DmaStoreOp : Nc_InstOp<"dma_store", "copy tile partitions to an HBM acces
   let assemblyFormat = "$tile `->` $hbm attr-dict `:` type($tile) `,` type($hbm)";
 }
 
+def Nc_DmaGatherOp : Nc_InstOp<"dma_gather",
+    "copy table rows picked by an HBM index tensor into tile partitions",
+    "nc.dma_gather %table[%ids] -> %t {part_start = 0 : i64, offset = 0 : i64, ap = array<i64: 64, 32, 1, 64>, index_offset = 0 : i64, index_bound = 1000 : i64} : memref<1000x64xf32>, memref<2x16xi64>, memref<32x64xf32, 1>"> {
+  let arguments = (ins Nc_Hbm:$table, AnyMemRef:$index, Nc_Tile:$tile, I64Attr:$part_start, I64Attr:$offset,
+                       DenseI64ArrayAttr:$ap, I64Attr:$index_offset, I64Attr:$index_bound);
+  let assemblyFormat = [{
+    $table `[` $index `]` `->` $tile attr-dict `:` type($table) `,` type($index) `,` type($tile)
+  }];
+}
+
 def Nc_TensorTensorOp : Nc_InstOp<"tensor_tensor", "out = alu(in0, in1), elementwise",
     "nc.tensor_tensor %o, %a, %b {alu = \"mul\"} : memref<4x512xf32, 1>, memref<4x512xbf16, 1>, memref<4x512xbf16, 1>"> {
   let arguments = (ins Nc_Tile:$out, Nc_Tile:$in0, Nc_Tile:$in1, StrAttr:$alu);
