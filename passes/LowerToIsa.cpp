@@ -335,7 +335,11 @@ void KernelLowering::setSource(Operation* inst, Operation* src) {
   int64_t idx = -1;
   if (auto a = src->getAttrOfType<IntegerAttr>("nc.source_index")) idx = a.getInt();
   inst->setAttr("source_op", b->getI64IntegerAttr(idx));
-  inst->setAttr("engine", b->getStringAttr(llvm::isa<nc::ActivationOp>(inst) ? "scalar" : "vector"));
+  StringRef engine = llvm::isa<nc::ActivationOp>(inst)                  ? "scalar"
+                     : llvm::isa<nc::MatmulOp, nc::TransposeOp>(inst) ? "tensor"
+                     : llvm::isa<nc::IotaOp>(inst)                    ? "gpsimd"
+                                                                      : "vector";
+  inst->setAttr("engine", b->getStringAttr(engine));
   ++numInst;
 }
 
