@@ -117,6 +117,10 @@ class KernelLowering {
   // chunk and must themselves be per-row.
   bool chunked = false;
   llvm::DenseMap<Value, Value> accumulators;  // reduction result -> f32 [p x 1]
+  // A lone reduction over non-trailing dims: its input, read with this
+  // permutation of dims (kept dims, then reduced dims).
+  Value permutedInput;
+  SmallVector<int64_t> inputPermutation;
   OpBuilder* b = nullptr;
   Location loc = kernel.getLoc();
   llvm::DenseMap<Value, Layout> layouts;
@@ -153,10 +157,31 @@ LogicalResult KernelLowering::computeSpace() {
     if (SmallVector<int64_t> dims = reducedDimsOf(&op); !dims.empty()) {
       auto in = llvm::cast<RankedTensorType>(op.getOperand(0).getType());
       int64_t rank = in.getRank(), k = int64_t(dims.size());
-      for (int64_t i = 0; i < k; ++i)
-        if (dims[size_t(i)] != rank - k + i)
-          return op.emitError("reductions over non-trailing dims are not supported yet (dims ")
+      bool trailingDims = true;
+      for (int64_t i = 0; i < k; ++i) trailingDims &= dims[size_t(i)] == rank - k + i;
+      if (!trailingDims) {
+        // Alone in its kernel, a reduction over other dims reads its input
+        // through a permuted access pattern that puts the reduced dims last.
+        bool alone = llvm::all_of(body.without_terminator(), [&](Operation& o) {
+          return &o == &op || aten::isViewOp(&o) || llvm::isa<arith::ConstantOp>(o);
+        });
+        if (!alone || !llvm::isa<BlockArgument>(op.getOperand(0)) && !op.getOperand(0).getDefiningOp<arith::ConstantOp>() &&
+                          !aten::isViewOp(op.getOperand(0).getDefiningOp()))
+          return op.emitError("reductions over non-trailing dims are only supported alone in a kernel (dims ")
                  << aten::shapeToString(dims) << " of a rank-" << rank << " tensor)";
+        SmallVector<int64_t> perm;
+        for (int64_t d = 0; d < rank; ++d)
+          if (!llvm::is_contained(dims, d)) perm.push_back(d);
+        perm.append(dims.begin(), dims.end());
+        permutedInput = op.getOperand(0);
+        inputPermutation = perm;
+        SmallVector<int64_t> permuted;
+        for (int64_t d : perm) permuted.push_back(in.getDimSize(d));
+        space.reduces = true;
+        trailing = k;
+        if (product(permuted) >= product(full)) full = permuted;
+        continue;
+      }
       if (space.reduces && k != trailing)
         return op.emitError("kernel mixes reductions over different numbers of trailing dims");
       space.reduces = true;
@@ -857,6 +882,14 @@ LogicalResult KernelLowering::run(int64_t& instructions, int64_t& dmas) {
     for (OpOperand& use : arg.getUses())
       if (!llvm::isa<aten::EmbeddingOp>(use.getOwner()) || use.getOperandNumber() != 1)
         return use.getOwner()->emitError("an integer graph input can only be used as embedding indices for now");
+  }
+  if (permutedInput) {
+    auto it = viewOf.find(permutedInput);
+    if (it == viewOf.end()) return kernel.emitError("the permuted reduction input is not in HBM");
+    aten::StridedView permuted;
+    std::string error;
+    if (!aten::viewPermute(inputPermutation, it->second, permuted, &error)) return kernel.emitError(error);
+    it->second = permuted;
   }
   // The values read from HBM: those used by a computing op or returned.
   SmallVector<Value> hbmValues;
