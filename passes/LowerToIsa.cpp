@@ -740,6 +740,22 @@ LogicalResult KernelLowering::storeOutput(Value v, Value hbm, int64_t p, int64_t
   auto t = llvm::cast<RankedTensorType>(v.getType());
   Layout store;
   store.kind = l.kind;
+  if (l.kind == Kind::Row && t.getNumElements() == space.rows * space.cols && space.cols > 1) {
+    // A per-row value returned at full width (an expanded column): write the
+    // row value across the tile first.
+    Value full = alloc(p, f, llvm::cast<MemRefType>(hbm.getType()).getElementType());
+    b->create<nc::IotaOp>(loc, full, b->getF64FloatAttr(0.0), b->getF64FloatAttr(0.0), b->getF64FloatAttr(0.0))
+        ->setAttr("engine", b->getStringAttr("gpsimd"));
+    b->create<nc::TensorScalarOp>(loc, full, full, tiles[v], b->getStringAttr("add"), b->getF64FloatAttr(0.0),
+                                  b->getBoolAttr(false))
+        ->setAttr("engine", b->getStringAttr("vector"));
+    numInst += 2;
+    Layout fullStore;
+    if (failed(layoutOfView(aten::contiguousView(t.getShape()), fullStore))) return failure();
+    fullStore.kind = Kind::Full;
+    emitDma(/*load=*/false, hbm, full, fullStore, r0, p, c0, f);
+    return success();
+  }
   if (l.kind == Kind::Row) {
     // Per-row results are stored densely: element r of a rows-long tensor.
     if (t.getNumElements() != space.rows)
