@@ -79,7 +79,8 @@ Result RunExe(const Executable& exe, const std::vector<std::string>& inputs,
   }
   std::vector<void*> out;
   for (std::string& s : r.outputs) out.push_back(s.data());
-  (*ex)->Run(in, out);
+  absl::Status st = (*ex)->Run(in, out);
+  EXPECT_TRUE(st.ok()) << st;
   r.stats = (*ex)->stats();
   r.schedules = (*ex)->schedules();
   return r;
@@ -871,8 +872,8 @@ TEST(ExecutorTensorEngine, FirstMatmulOverwritesPsumUnlessItAccumulates) {
     auto ex = rt::Executor::Create(*neff, Trn1());
     ASSERT_TRUE(ex.ok());
     std::string a = Bytes(A), b = Bytes(B), z1(M * N * 4, '\0'), z2(M * N * 4, '\0');
-    (*ex)->Run({a.data(), b.data()}, {z1.data()});
-    (*ex)->Run({a.data(), b.data()}, {z2.data()});
+    ASSERT_TRUE((*ex)->Run({a.data(), b.data()}, {z1.data()}).ok());
+    ASSERT_TRUE((*ex)->Run({a.data(), b.data()}, {z2.data()}).ok());
     EXPECT_EQ(Floats(z1), once);
     for (size_t i = 0; i < once.size(); ++i) EXPECT_EQ(Floats(z2)[i], acc_first ? once[i] + once[i] : once[i]) << i;
   }

@@ -1,8 +1,14 @@
 // RUN: neuron-opt %s --split-input-file --verify-diagnostics --ncc-form-kernels --ncc-lower-to-isa -o /dev/null
 
-func.func @column_reduction(%x: tensor<4x512xf32>) -> tensor<512xf32> {
-  // expected-error @+1 {{reductions over non-trailing dims are not supported yet (dims [0] of a rank-2 tensor)}}
-  %r = aten.sum.dim_IntList %x {dim = array<i64: 0>} : tensor<4x512xf32> -> tensor<512xf32>
+// Form-kernels never builds this kernel; written by hand, it is refused.
+func.func @reduction_not_alone(%x: tensor<4x512xf32>) -> tensor<512xf32> {
+  %r = nc.kernel "k"(%x) {source_ops = []} : (tensor<4x512xf32>) -> tensor<512xf32> {
+  ^bb0(%a: tensor<4x512xf32>):
+    %e = aten.exp %a : tensor<4x512xf32> -> tensor<4x512xf32>
+    // expected-error @+1 {{reductions over non-trailing dims are only supported alone in a kernel (dims [0] of a rank-2 tensor)}}
+    %s = aten.sum.dim_IntList %e {dim = array<i64: 0>} : tensor<4x512xf32> -> tensor<512xf32>
+    nc.yield %s : tensor<512xf32>
+  }
   return %r : tensor<512xf32>
 }
 
