@@ -121,6 +121,9 @@ class KernelLowering {
   // permutation of dims (kept dims, then reduced dims).
   Value permutedInput;
   SmallVector<int64_t> inputPermutation;
+  // Output columns per matmul tile: one PSUM bank (512 f32), or 128 when the
+  // moving operand is transposed on the TensorEngine (one transpose a tile).
+  int64_t matmulColumns = nc::kPsumBankBytes / 4;
   OpBuilder* b = nullptr;
   Location loc = kernel.getLoc();
   llvm::DenseMap<Value, Layout> layouts;
@@ -343,7 +346,7 @@ Value KernelLowering::tileOf(Value v) {
   if (space.rowBlock > 0) p = std::min(p, space.rowBlock - r0 % space.rowBlock);
   int64_t f = l.kind == Kind::Row ? 1
               : std::min(space.cols - c0, space.reduces && !chunked ? space.cols
-                                          : space.matmul ? nc::kPsumBankBytes / 4 : maxFree);
+                                          : space.matmul ? matmulColumns : maxFree);
   bool rowInvariant = llvm::all_of(l.rowStrides, [](int64_t s) { return s == 0; });
   auto key = std::make_tuple(v.getAsOpaquePointer(), p, c0);
   if (rowInvariant) {
@@ -491,11 +494,15 @@ LogicalResult KernelLowering::lowerOp(Operation* op, int64_t p, int64_t f) {
                              b->getI64IntegerAttr(nc::kPsumMemorySpace)),
         IntegerAttr());
     psum.getDefiningOp()->setAttr("iteration", b->getI64IntegerAttr(iteration));
-    for (int64_t k0 = 0; k0 < K; k0 += nc::kNumPartitions) {
-      int64_t kt = std::min<int64_t>(nc::kNumPartitions, K - k0);
-      Value st = alloc(kt, p, ae), mv = alloc(kt, f, be);
-      auto dma = [&](Value hbm, Value tile, int64_t offset, int64_t pStride, int64_t fStride, int64_t fCount) {
-        SmallVector<int64_t> ap{pStride, kt, fStride, fCount};
+    // An operand tile [kt partitions (k) x n (m or n)]: read directly when
+    // its free dim is contiguous in HBM; when only k is contiguous, read the
+    // other orientation [n partitions x kt] (contiguous rows) and transpose it
+    // on the TensorEngine, since an element-strided DMA costs a descriptor
+    // per element.
+    auto operandTile = [&](Value hbm, int64_t offset, int64_t kStride, int64_t fStride, int64_t kt,
+                           int64_t n, Type et) -> Value {
+      auto dma = [&](Value tile, int64_t pStride, int64_t pCount, int64_t fs, int64_t fc) {
+        SmallVector<int64_t> ap{pStride, pCount, fs, fc};
         Operation* d = b->create<nc::DmaLoadOp>(loc, hbm, tile, b->getI64IntegerAttr(0),
                                                 b->getI64IntegerAttr(offset), b->getDenseI64ArrayAttr(ap));
         d->setAttr("engine", b->getStringAttr("dma"));
@@ -503,8 +510,27 @@ LogicalResult KernelLowering::lowerOp(Operation* op, int64_t p, int64_t f) {
         ++numInst;
         ++numDma;
       };
-      dma(hbmOf[a], st, A.offset + batch * sAb + m0 * sAm + k0 * sAk, sAk, sAm, p);
-      dma(hbmOf[bm], mv, B.offset + batch * sBb + k0 * sBk + c0 * sBn, sBk, sBn, f);
+      Value tile = alloc(kt, n, et);
+      if (fStride == 1 || kStride != 1 || n > nc::kNumPartitions) {
+        dma(tile, kStride, kt, fStride, n);
+        return tile;
+      }
+      Value rows = alloc(n, kt, et);
+      dma(rows, fStride, n, kStride, kt);
+      Value psum = b->create<nc::AllocPsumOp>(
+          loc, MemRefType::get({kt, n}, b->getF32Type(), MemRefLayoutAttrInterface{},
+                               b->getI64IntegerAttr(nc::kPsumMemorySpace)),
+          IntegerAttr());
+      psum.getDefiningOp()->setAttr("iteration", b->getI64IntegerAttr(iteration));
+      setSource(b->create<nc::TransposeOp>(loc, psum, rows), op);
+      // Exact: the values came from `et` and return to it.
+      tensorScalar(tile, psum, Value(), "bypass", 0.0, false);
+      return tile;
+    };
+    for (int64_t k0 = 0; k0 < K; k0 += nc::kNumPartitions) {
+      int64_t kt = std::min<int64_t>(nc::kNumPartitions, K - k0);
+      Value st = operandTile(hbmOf[a], A.offset + batch * sAb + m0 * sAm + k0 * sAk, sAk, sAm, kt, p, ae);
+      Value mv = operandTile(hbmOf[bm], B.offset + batch * sBb + k0 * sBk + c0 * sBn, sBk, sBn, kt, f, be);
       auto mm = b->create<nc::MatmulOp>(loc, psum, st, mv, b->getBoolAttr(k0 > 0));
       setSource(mm, op);
     }
@@ -899,6 +925,15 @@ LogicalResult KernelLowering::run(int64_t& instructions, int64_t& dmas) {
       if (!llvm::isa<aten::EmbeddingOp>(use.getOwner()) || use.getOperandNumber() != 1)
         return use.getOwner()->emitError("an integer graph input can only be used as embedding indices for now");
   }
+  for (Operation& op : oldBody.without_terminator()) {
+    Value moving;
+    if (auto o = llvm::dyn_cast<aten::MmOp>(op)) moving = o.getMat2();
+    if (auto o = llvm::dyn_cast<aten::BmmOp>(op)) moving = o.getMat2();
+    if (auto o = llvm::dyn_cast<aten::AddmmOp>(op)) moving = o.getMat2();
+    if (!moving || !viewOf.count(moving)) continue;
+    const aten::StridedView& v = viewOf[moving];
+    if (v.strides.back() != 1 && v.strides[v.strides.size() - 2] == 1) matmulColumns = nc::kNumPartitions;
+  }
   if (permutedInput) {
     auto it = viewOf.find(permutedInput);
     if (it == viewOf.end()) return kernel.emitError("the permuted reduction input is not in HBM");
@@ -967,7 +1002,7 @@ LogicalResult KernelLowering::run(int64_t& instructions, int64_t& dmas) {
             space.cols * 4 * 4 > rowBudget;
   // A matmul's output tile is one 2 KiB PSUM bank: 512 f32 columns.
   int64_t chunk = space.reduces && !chunked ? space.cols
-                  : std::min(space.cols, space.matmul ? nc::kPsumBankBytes / 4 : maxFree);
+                  : std::min(space.cols, space.matmul ? matmulColumns : maxFree);
   auto fail = [&]() {
     body->erase();
     return failure();

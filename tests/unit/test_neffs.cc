@@ -170,6 +170,18 @@ Instruction Iota(const TileRef& out, float imm, float scale, float bias, std::ve
   return i;
 }
 
+Instruction DmaGather(const TileRef& out, const AccessPattern& table, uint32_t index_tensor,
+                      int64_t index_offset, uint64_t index_bound, uint32_t queue, std::vector<Wait> waits) {
+  Instruction i = Base(DMA_GATHER, DMA, waits);
+  i.set_queue(queue);
+  *i.mutable_out() = out;
+  *i.mutable_hbm() = table;
+  i.set_index_tensor(index_tensor);
+  i.set_index_offset(index_offset);
+  i.set_index_bound(index_bound);
+  return i;
+}
+
 Executable EmptyExecutable(const std::string& name, const std::string& target) {
   Executable exe;
   exe.set_format_version(kFormatVersion);
@@ -308,6 +320,25 @@ Executable CausalMaskModel(uint32_t rows, uint32_t cols) {
   *k->add_instructions() = TensorScalar(IS_GE, t(3), t(1), 0.0f, {W(kGpsimd, 1)});
   *k->add_instructions() = TensorSelect(t(4), t(0), t(2), t(3), {W(kDma0, 1), W(kGpsimd, 2)});
   *k->add_instructions() = DmaStore(t(4), Ap(z, 0, {{cols, rows}, {1, cols}}), 1, {W(kVector, 2)});
+  for (Instruction& i : *k->mutable_instructions()) i.set_source_op(0);
+  return exe;
+}
+
+Executable EmbeddingModel(uint32_t vocab, uint32_t dim, uint32_t tokens, DType dtype, DType index_dtype) {
+  Executable exe = EmptyExecutable("embedding");
+  uint32_t weight = AddTensor(&exe, "weight", INPUT, dtype, {vocab, dim});
+  uint32_t ids = AddTensor(&exe, "ids", INPUT, index_dtype, {tokens});
+  uint32_t z = AddTensor(&exe, "z", OUTPUT, dtype, {tokens, dim});
+  Kernel* k = exe.add_kernels();
+  k->set_name("embedding");
+  k->add_source_ops("aten.embedding");
+  k->add_inputs(weight);
+  k->add_inputs(ids);
+  k->add_outputs(z);
+  k->set_sbuf_bytes_per_partition(dim * DTypeSize(dtype));
+  const TileRef rows = Tile(0, tokens, 0, dim, dtype);
+  *k->add_instructions() = DmaGather(rows, Ap(weight, 0, {{dim, tokens}, {1, dim}}), ids, 0, vocab, 0);
+  *k->add_instructions() = DmaStore(rows, Ap(z, 0, {{dim, tokens}, {1, dim}}), 1, {W(4, 1)});
   for (Instruction& i : *k->mutable_instructions()) i.set_source_op(0);
   return exe;
 }

@@ -57,6 +57,12 @@ neff::Instruction TensorSelect(const neff::TileRef& out, const neff::TileRef& in
 neff::Instruction Iota(const neff::TileRef& out, float imm, float scale, float bias,
                        std::vector<neff::Wait> waits = {}, neff::Engine engine = neff::GPSIMD);
 
+// DMA_GATHER: out[p, :] = the row index[index_offset + p] of the table that
+// `table` walks (dims[0] = {row stride, partitions}, then the free pattern).
+neff::Instruction DmaGather(const neff::TileRef& out, const neff::AccessPattern& table,
+                            uint32_t index_tensor, int64_t index_offset, uint64_t index_bound,
+                            uint32_t queue, std::vector<neff::Wait> waits = {});
+
 // An executable with target/name/version fields filled and no tensors.
 neff::Executable EmptyExecutable(const std::string& name = "test", const std::string& target = "trn1");
 
@@ -84,6 +90,13 @@ neff::Executable MatmulModel(uint32_t m, uint32_t k, uint32_t n, neff::DType dty
 // f32 [rows, cols] x (rows <= 128). Two gpsimd iotas build p - f and a -inf
 // tile, a vector IS_GE turns p - f into the mask, a vector select applies it.
 neff::Executable CausalMaskModel(uint32_t rows, uint32_t cols);
+
+// An embedding lookup (aten.embedding): z[t, :] = weight[ids[t], :] for a
+// [vocab, dim] table `weight` of `dtype` (graph input 0) and `tokens` ids of
+// `index_dtype` (graph input 1, tokens <= 128); z is [tokens, dim] of dtype.
+// One dma_gather (DMA queue 0) into SBUF, one store (queue 1) after it.
+neff::Executable EmbeddingModel(uint32_t vocab, uint32_t dim, uint32_t tokens,
+                                neff::DType dtype = neff::F32, neff::DType index_dtype = neff::I64);
 
 // SerializeNeff, aborting the test binary on failure.
 std::string Serialize(const neff::Executable& exe, const std::vector<std::string>& segments = {});

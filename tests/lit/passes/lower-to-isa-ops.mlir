@@ -1,21 +1,27 @@
 // RUN: neuron-opt %s --split-input-file --ncc-decompose-composites --ncc-form-kernels --ncc-lower-to-isa | FileCheck %s
 
-// x @ W.t() + b, relu: the transposed weight is read through its view (no
-// copy kernel); K = 300 runs as 128 + 128 + 44 partitions accumulated in one
-// PSUM bank; 600 output columns are a 512 and an 88 tile; the bias and relu
-// are the epilogue of the same kernel.
+// x @ W.t() + b, relu: both operands are row-major with k contiguous, so
+// their tiles are read as contiguous rows and transposed on the TensorEngine
+// (no element-strided DMA, no copy kernel for the view). K = 300 runs as
+// 128 + 128 + 44 partitions accumulated in one PSUM tile; with a transposed
+// moving operand the output tiles are 128 columns wide (600 = 4 x 128 + 88);
+// the bias and relu are the epilogue of the same kernel.
 // CHECK-LABEL: func.func @linear
 // CHECK: nc.kernel "k0_fused_t_addmm_relu"
 // CHECK-NOT: nc.kernel
-// CHECK: %[[P:.*]] = nc.alloc_psum {iteration = 1 : i64} : memref<128x512xf32, 2>
-// CHECK: nc.dma_load %arg{{.*}} -> %[[A:.*]] {ap = array<i64: 1, 128, 300, 128>, {{.*}}offset = 0 : i64
-// CHECK: nc.dma_load %arg{{.*}} -> %[[B:.*]] {ap = array<i64: 1, 128, 300, 512>, {{.*}}offset = 0 : i64
-// CHECK: nc.matmul %[[P]], %[[A]], %[[B]] {engine = "tensor", source_op = 1 : i64} : memref<128x512xf32, 2>, memref<128x128xf32, 1>, memref<128x512xf32, 1>
+// CHECK: %[[P:.*]] = nc.alloc_psum {iteration = 1 : i64} : memref<128x128xf32, 2>
+// CHECK: nc.dma_load %{{.*}} -> %[[XR:.*]] {ap = array<i64: 300, 128, 1, 128>, {{.*}}offset = 0 : i64{{.*}} : memref<200x300xf32>, memref<128x128xf32, 1>
+// CHECK: nc.transpose %[[XT:.*]], %[[XR]]
+// CHECK: nc.tensor_scalar %[[A:.*]], %[[XT]] {alu = "bypass"
+// CHECK: nc.dma_load %{{.*}} -> %[[WR:.*]] {ap = array<i64: 300, 128, 1, 128>, {{.*}}offset = 0 : i64{{.*}} : memref<600x300xf32>, memref<128x128xf32, 1>
+// CHECK: nc.transpose %[[WT:.*]], %[[WR]]
+// CHECK: nc.tensor_scalar %[[B:.*]], %[[WT]] {alu = "bypass"
+// CHECK: nc.matmul %[[P]], %[[A]], %[[B]] {engine = "tensor", source_op = 1 : i64} : memref<128x128xf32, 2>, memref<128x128xf32, 1>, memref<128x128xf32, 1>
 // CHECK: nc.matmul %[[P]], {{.*}} {accumulate = true
-// CHECK: nc.matmul %[[P]], {{.*}} {accumulate = true, {{.*}}} : memref<128x512xf32, 2>, memref<44x128xf32, 1>, memref<44x512xf32, 1>
+// CHECK: nc.matmul %[[P]], {{.*}} {accumulate = true, {{.*}}} : memref<128x128xf32, 2>, memref<44x128xf32, 1>, memref<44x128xf32, 1>
 // CHECK: nc.tensor_tensor %{{.*}}, %[[P]], %{{.*}} {alu = "add"
 // CHECK: nc.activation {{.*}}func = "relu"
-// CHECK: nc.alloc_psum {iteration = 2 : i64} : memref<128x88xf32, 2>
+// CHECK: nc.alloc_psum {iteration = 5 : i64} : memref<128x88xf32, 2>
 func.func @linear(%x: tensor<200x300xf32>, %w: tensor<600x300xf32>, %b: tensor<600xf32>) -> tensor<200x600xf32> {
   %t = aten.t %w : tensor<600x300xf32> -> tensor<300x600xf32>
   %y = aten.addmm %b, %x, %t : tensor<600xf32>, tensor<200x300xf32>, tensor<300x600xf32> -> tensor<200x600xf32>
@@ -25,11 +31,14 @@ func.func @linear(%x: tensor<200x300xf32>, %w: tensor<600x300xf32>, %b: tensor<6
 
 // -----
 
-// Row tiles of a bmm stay inside one batch.
+// Row tiles of a bmm stay inside one batch; B's rows are contiguous and read
+// directly.
 // CHECK-LABEL: func.func @batched
-// CHECK: nc.dma_load {{.*}} {ap = array<i64: 1, 8, 8, 16>, {{.*}}offset = 0 : i64
+// CHECK: nc.dma_load {{.*}} {ap = array<i64: 8, 16, 1, 8>, {{.*}}offset = 0 : i64
+// CHECK: nc.transpose
+// CHECK: nc.dma_load {{.*}} {ap = array<i64: 16, 8, 1, 16>, {{.*}}offset = 0 : i64
 // CHECK: nc.matmul {{.*}} : memref<16x16xf32, 2>, memref<8x16xf32, 1>, memref<8x16xf32, 1>
-// CHECK: nc.dma_load {{.*}} {ap = array<i64: 1, 8, 8, 16>, {{.*}}offset = 128 : i64
+// CHECK: nc.dma_load {{.*}} {ap = array<i64: 8, 16, 1, 8>, {{.*}}offset = 128 : i64
 func.func @batched(%a: tensor<3x16x8xf32>, %b: tensor<3x8x16xf32>) -> tensor<3x16x16xf32> {
   %r = aten.bmm %a, %b : tensor<3x16x8xf32>, tensor<3x8x16xf32> -> tensor<3x16x16xf32>
   return %r : tensor<3x16x16xf32>
