@@ -224,7 +224,8 @@ struct FormKernelsPass : impl::FormKernelsBase<FormKernelsPass> {
     // this kernel computes would need a copy through HBM first.
     for (Value v : op->getOperands()) {
       Chain c = chainOf(v);
-      if (!c.ops.empty() && producerGroup(c.root) == g)
+      bool sameRows = llvm::all_of(c.ops, [](Operation* o) { return aten::isRowPreservingReshape(o); });
+      if (!c.ops.empty() && producerGroup(c.root) == g && !sameRows)
         return "a view of a value computed in the kernel needs a copy through HBM";
     }
     return "";

@@ -121,6 +121,7 @@ class KernelLowering {
   // permutation of dims (kept dims, then reduced dims).
   Value permutedInput;
   SmallVector<int64_t> inputPermutation;
+  llvm::DenseMap<Value, Value> sameTileAs;  // row-preserving reshapes of computed values
   // Output columns per matmul tile: one PSUM bank (512 f32), or 128 when the
   // moving operand is transposed on the TensorEngine (one transpose a tile).
   int64_t matmulColumns = nc::kPsumBankBytes / 4;
@@ -911,8 +912,14 @@ LogicalResult KernelLowering::run(int64_t& instructions, int64_t& dmas) {
   for (Operation& op : oldBody.without_terminator()) {
     if (!aten::isViewOp(&op)) continue;
     auto in = viewOf.find(op.getOperand(0));
-    if (in == viewOf.end())
+    if (in == viewOf.end()) {
+      // A reshape that keeps the rows of a value computed here is its tile.
+      if (aten::isRowPreservingReshape(&op)) {
+        sameTileAs[op.getResult(0)] = op.getOperand(0);
+        continue;
+      }
       return op.emitError("a view of a value computed in the same kernel is not supported yet");
+    }
     std::string error;
     aten::StridedView out;
     if (!aten::applyView(&op, in->second, out, &error)) return op.emitError(error);
@@ -1019,6 +1026,12 @@ LogicalResult KernelLowering::run(int64_t& instructions, int64_t& dmas) {
       // engines are still busy with the previous row tile.
       for (Value v : hbmValues) tileOf(v);
       for (Operation& op : oldBody.without_terminator()) {
+        if (auto alias = sameTileAs.find(op.getNumResults() ? op.getResult(0) : Value());
+            alias != sameTileAs.end() && !(chunked && afterReduction.contains(&op))) {
+          tiles[alias->first] = tiles[alias->second];
+          layouts[alias->first] = layouts[alias->second];
+          continue;
+        }
         if (llvm::isa<arith::ConstantOp>(op) || aten::isViewOp(&op) || (chunked && afterReduction.contains(&op)))
           continue;
         if (failed(lowerOp(&op, p, f))) return fail();
@@ -1037,7 +1050,13 @@ LogicalResult KernelLowering::run(int64_t& instructions, int64_t& dmas) {
     c0 = 0;
     for (Operation* op : reductions) finalizeReduction(op, p);
     for (Operation& op : oldBody.without_terminator()) {
-      if (!afterReduction.contains(&op) || llvm::isa<arith::ConstantOp>(op) || aten::isViewOp(&op)) continue;
+      if (!afterReduction.contains(&op) || llvm::isa<arith::ConstantOp>(op)) continue;
+      if (auto alias = sameTileAs.find(op.getResult(0)); alias != sameTileAs.end()) {
+        tiles[alias->first] = tiles[alias->second];
+        layouts[alias->first] = layouts[alias->second];
+        continue;
+      }
+      if (aten::isViewOp(&op)) continue;
       if (failed(lowerOp(&op, p, 1))) return fail();
       if (layouts[op.getResult(0)].kind == Kind::Full) {
         op.emitError("a row of ") << space.cols << " elements is too long for SBUF, and this op needs "

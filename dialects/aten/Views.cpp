@@ -70,6 +70,14 @@ bool isContiguous(const StridedView& view) {
   return true;
 }
 
+bool isRowPreservingReshape(mlir::Operation* op) {
+  if (!llvm::isa<ViewShapeOp, UnsafeViewOp, ReshapeOp, ReshapeAliasOp, CloneOp>(op)) return false;
+  auto in = llvm::cast<mlir::RankedTensorType>(op->getOperand(0).getType());
+  auto out = llvm::cast<mlir::RankedTensorType>(op->getResult(0).getType());
+  if (in.getRank() == 0 || out.getRank() == 0) return in.getNumElements() == 1 && out.getNumElements() == 1;
+  return in.getShape().back() == out.getShape().back();
+}
+
 bool isViewOp(mlir::Operation* op) {
   return llvm::isa<TransposeIntOp, TOp, PermuteOp, UnsqueezeOp, SqueezeDimOp, ExpandOp, SliceTensorOp,
                    SelectIntOp, ViewShapeOp, UnsafeViewOp, ReshapeOp, ReshapeAliasOp, CloneOp>(op);

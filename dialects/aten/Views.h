@@ -20,6 +20,10 @@ StridedView contiguousView(llvm::ArrayRef<int64_t> shape);
 bool isContiguous(const StridedView& view);
 bool isViewOp(mlir::Operation* op);
 
+// A reshape (or clone) that keeps the innermost dim: flattening the leading
+// dims gives the same rows, so on the device it is the same tile.
+bool isRowPreservingReshape(mlir::Operation* op);
+
 // Applies the view op `op` (one of the ops isViewOp accepts) to `in`.
 // Returns false with `*error` set for invalid arguments, and false with
 // `*notAView` set when the result is well defined but not expressible as a
