@@ -211,6 +211,7 @@ const char* OpcodeName(Opcode opcode) {
     case TRANSPOSE: return "transpose";
     case TENSOR_SELECT: return "tensor_select";
     case IOTA: return "iota";
+    case DMA_GATHER: return "dma_gather";
     default: return "invalid";
   }
 }
@@ -220,15 +221,43 @@ double DmaQueueBytesPerNs(const DeviceParams& d) {
   return std::min(d.dma_queue_gbps, d.hbm_gbps_per_core / d.dma_queues);
 }
 
+namespace {
+
+// The SBUF side of a DMA.
+const TileRef& DmaTile(const Instruction& inst) {
+  return inst.opcode() == DMA_STORE ? inst.in0() : inst.out();
+}
+
+}  // namespace
+
 uint64_t DmaBytes(const Instruction& inst) {
-  const TileRef& tile = inst.opcode() == DMA_LOAD ? inst.out() : inst.in0();
+  const TileRef& tile = DmaTile(inst);
   size_t elem = tile.dtype() == F32 ? 4 : 2;
   return uint64_t(tile.partitions()) * tile.num_elements() * elem;
 }
 
+uint64_t GatherIndexBytes(const Instruction& inst, const Executable* exe) {
+  if (inst.opcode() != DMA_GATHER) return 0;
+  uint64_t elem = 8;  // int64: PyTorch's index dtype
+  if (exe && inst.index_tensor() < uint32_t(exe->tensors_size())) {
+    switch (exe->tensors(int(inst.index_tensor())).dtype()) {
+      case F32:
+      case I32: elem = 4; break;
+      case BF16:
+      case F16: elem = 2; break;
+      default: break;
+    }
+  }
+  return uint64_t(inst.out().partitions()) * elem;
+}
+
+uint64_t DmaHbmBytes(const Instruction& inst, const Executable* exe) {
+  return DmaBytes(inst) + GatherIndexBytes(inst, exe);
+}
+
 uint64_t DmaRuns(const Instruction& inst) {
   const AccessPattern& ap = inst.hbm();
-  const TileRef& tile = inst.opcode() == DMA_LOAD ? inst.out() : inst.in0();
+  const TileRef& tile = DmaTile(inst);
   uint64_t partitions = tile.partitions();
   // Free dims of count > 1, innermost first.
   uint64_t runs = 1, run_len = 0;  // run_len: elements of the run being merged, 0 = none yet
@@ -261,13 +290,21 @@ uint64_t MatmulFlops(const Instruction& inst) {
          inst.in1().num_elements();
 }
 
-uint64_t CostOnEnginePs(const Instruction& inst, Engine engine, const DeviceParams& d) {
-  if (inst.opcode() == DMA_LOAD || inst.opcode() == DMA_STORE) {
+uint64_t CostOnEnginePs(const Instruction& inst, Engine engine, const DeviceParams& d,
+                        const Executable* exe) {
+  if (IsDma(inst.opcode())) {
     // A DMA is bound by its bytes at the queue's bandwidth or by its
     // descriptors (one per contiguous run), whichever is slower.
-    double transfer = double(DmaBytes(inst)) / DmaQueueBytesPerNs(d);
+    const double bw = DmaQueueBytesPerNs(d);
+    double transfer = double(DmaBytes(inst)) / bw;
     double descriptors = double(DmaRuns(inst)) * d.dma_run_ns;
     double ns = d.dma_fixed_ns + std::max(transfer, descriptors);
+    // ASSUMPTION (no public figure): a gather first reads its P indices, one
+    // contiguous run, and only then knows which rows to fetch, so that read
+    // adds its own max(bytes / bandwidth, one run) to the row transfer. Each
+    // looked-up row is at least one run (DmaRuns counts runs per partition).
+    if (inst.opcode() == DMA_GATHER)
+      ns += std::max(double(GatherIndexBytes(inst, exe)) / bw, d.dma_run_ns);
     return uint64_t(std::llround(ns * kTicksPerNanosecond));
   }
   double cycles = ComputeCycles(inst, engine) + d.sbuf_access_cycles;
@@ -275,8 +312,8 @@ uint64_t CostOnEnginePs(const Instruction& inst, Engine engine, const DevicePara
   return uint64_t(std::llround(ns * kTicksPerNanosecond));
 }
 
-uint64_t InstructionCostPs(const Instruction& inst, const DeviceParams& d) {
-  return CostOnEnginePs(inst, inst.engine(), d);
+uint64_t InstructionCostPs(const Instruction& inst, const DeviceParams& d, const Executable* exe) {
+  return CostOnEnginePs(inst, inst.engine(), d, exe);
 }
 
 }  // namespace neuroncc::neff

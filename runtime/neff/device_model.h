@@ -56,11 +56,26 @@ const char* OpcodeName(Opcode opcode);
 // beat its engine, and the queues together cannot beat the core's HBM share.
 double DmaQueueBytesPerNs(const DeviceParams& device);
 
-// Bytes one DMA instruction moves (tile elements x element size).
+// Bytes one DMA instruction moves between HBM and its SBUF tile (tile
+// elements x element size); for a DMA_GATHER, the table rows it copies.
 uint64_t DmaBytes(const Instruction& inst);
 
+// Bytes of HBM a DMA_GATHER reads for its indices: partitions x the index
+// tensor's element size, taken from `exe` (8, int64, when `exe` is null or
+// lacks the index tensor). 0 for other opcodes.
+uint64_t GatherIndexBytes(const Instruction& inst, const Executable* exe);
+
+// All HBM bytes one DMA instruction reads or writes: DmaBytes, plus a
+// gather's indices. What execution stats and profiles count as HBM traffic.
+uint64_t DmaHbmBytes(const Instruction& inst, const Executable* exe);
+
+// True for DMA_LOAD and DMA_GATHER (HBM -> SBUF); DMA_STORE is the other direction.
+inline bool IsDmaRead(Opcode op) { return op == DMA_LOAD || op == DMA_GATHER; }
+inline bool IsDma(Opcode op) { return op == DMA_LOAD || op == DMA_STORE || op == DMA_GATHER; }
+
 // Contiguous runs of HBM elements one DMA instruction moves: one or more per
-// partition (an SBUF partition is its own memory). Free dims of count 1 are
+// partition (an SBUF partition is its own memory; a gather's partitions read
+// rows chosen at run time, so they are separate runs too). Free dims of count 1 are
 // ignored; if the innermost remaining dim has stride 1, it and every outer dim
 // that continues it contiguously (stride == elements so far) form one run,
 // and the remaining outer dims multiply the number of runs; otherwise every
@@ -72,12 +87,15 @@ uint64_t DmaRuns(const Instruction& inst);
 uint64_t MatmulFlops(const Instruction& inst);
 
 // Modeled duration of one instruction in picoseconds (no waiting included).
-uint64_t InstructionCostPs(const Instruction& inst, const DeviceParams& device);
+// `exe` (the instruction's executable) gives a DMA_GATHER's index dtype; see
+// GatherIndexBytes for what happens without it.
+uint64_t InstructionCostPs(const Instruction& inst, const DeviceParams& device,
+                           const Executable* exe = nullptr);
 
 // Modeled cost in picoseconds if `inst` ran on `engine` instead (for the
 // compiler's engine choice); same formulas as InstructionCostPs.
 uint64_t CostOnEnginePs(const Instruction& inst, Engine engine,
-                        const DeviceParams& device);
+                        const DeviceParams& device, const Executable* exe = nullptr);
 
 inline constexpr uint64_t kTicksPerNanosecond = 1000;  // timeline unit: 1 ps
 

@@ -66,7 +66,11 @@ absl::Status Bad(const std::string& what) {
   return absl::DataLossError(absl::StrCat("invalid NEFF: ", what));
 }
 
+// Tiles (SBUF, PSUM) and DMA loads/stores hold floating-point data only.
 bool ValidDType(DType d) { return d == F32 || d == BF16 || d == F16; }
+bool IsIntegerDType(DType d) { return d == I32 || d == I64; }
+// HBM tensors may also be integer: indices, read only by DMA_GATHER.
+bool ValidTensorDType(DType d) { return ValidDType(d) || IsIntegerDType(d); }
 
 // Offsets are computed in bytes relative to the whole file, as the padding
 // between the executable and the first segment aligns file positions.
@@ -81,6 +85,8 @@ size_t DTypeSize(DType dtype) {
     case F32: return 4;
     case BF16: return 2;
     case F16: return 2;
+    case I32: return 4;
+    case I64: return 8;
     default: return 0;
   }
 }
@@ -90,6 +96,8 @@ const char* DTypeName(DType dtype) {
     case F32: return "float32";
     case BF16: return "bfloat16";
     case F16: return "float16";
+    case I32: return "int32";
+    case I64: return "int64";
     default: return "invalid";
   }
 }
@@ -235,6 +243,10 @@ absl::StatusOr<Neff> ParseNeff(std::string_view bytes) {
 namespace {
 
 absl::Status VerifyTile(const TileRef& t, const DeviceParams& dev, const std::string& where) {
+  if (IsIntegerDType(t.dtype()))
+    return Bad(absl::StrCat(where, ": tile has dtype ", DTypeName(t.dtype()),
+                            "; tiles hold float32, bfloat16 or float16 only (integer tensors are "
+                            "read only as dma_gather indices)"));
   if (!ValidDType(t.dtype())) return Bad(absl::StrCat(where, ": tile has an invalid dtype"));
   if (t.space() != SBUF && t.space() != PSUM)
     return Bad(absl::StrCat(where, ": tile has an invalid memory space ", int(t.space())));
@@ -302,12 +314,21 @@ absl::Status SamePartitions(const TileRef& a, const TileRef& b, const std::strin
   return absl::OkStatus();
 }
 
+// The HBM side of a DMA. dims[0] walks the tile's partitions; for a
+// DMA_GATHER its stride multiplies the looked-up row index instead of the
+// partition number, so the bounds are checked for rows 0 .. index_bound - 1
+// (the executor refuses any index outside that range).
 absl::Status VerifyAccessPattern(const Instruction& inst, const TileRef& tile,
                                  const Executable& exe, const std::string& where) {
   const AccessPattern& ap = inst.hbm();
+  const bool gather = inst.opcode() == DMA_GATHER;
   if (ap.tensor() >= uint32_t(exe.tensors_size()))
     return Bad(absl::StrCat(where, ": DMA names tensor ", ap.tensor(), " of ", exe.tensors_size()));
   const Tensor& t = exe.tensors(int(ap.tensor()));
+  if (IsIntegerDType(t.dtype()))
+    return Bad(absl::StrCat(where, ": ", OpcodeName(inst.opcode()), " accesses ", DTypeName(t.dtype()),
+                            " tensor '", t.name(), "' as data; integer tensors are read only as "
+                            "dma_gather indices (index_tensor)"));
   if (t.dtype() != tile.dtype())
     return Bad(absl::StrCat(where, ": DMA between ", DTypeName(t.dtype()), " tensor and ",
                             DTypeName(tile.dtype()), " tile"));
@@ -318,16 +339,21 @@ absl::Status VerifyAccessPattern(const Instruction& inst, const TileRef& tile,
                             " partitions, tile has ", tile.partitions()));
   if (ap.offset() < -kMaxDimExtent || ap.offset() > kMaxDimExtent)
     return Bad(absl::StrCat(where, ": access pattern offset out of range"));
+  if (gather && (inst.index_bound() < 1 || inst.index_bound() > uint64_t(kMaxDimExtent)))
+    return Bad(absl::StrCat(where, ": dma_gather index_bound ", inst.index_bound(),
+                            " outside 1..2^40"));
   int64_t lo = ap.offset(), hi = ap.offset(), free_elems = 1;
   for (int i = 0; i < ap.dims_size(); ++i) {
     const Dim& d = ap.dims(i);
     if (d.count() < 1 || d.count() > kMaxDimExtent || d.stride() > kMaxDimExtent ||
         d.stride() < -kMaxDimExtent)
       return Bad(absl::StrCat(where, ": access pattern dim ", i, " out of range"));
+    // A gather's first dim reaches rows 0 .. index_bound - 1, whatever its count.
+    const int64_t count = gather && i == 0 ? int64_t(inst.index_bound()) : d.count();
     // count and stride are each below 2^40, so their product can overflow
     // int64; with the running extremes below 2^62 the sums cannot.
     int64_t span = 0;
-    if (__builtin_mul_overflow(d.count() - 1, d.stride(), &span) || span > kMaxSpan ||
+    if (__builtin_mul_overflow(count - 1, d.stride(), &span) || span > kMaxSpan ||
         span < -kMaxSpan)
       return Bad(absl::StrCat(where, ": access pattern dim ", i, " spans too far"));
     (span < 0 ? lo : hi) += span;
@@ -342,7 +368,9 @@ absl::Status VerifyAccessPattern(const Instruction& inst, const TileRef& tile,
   int64_t tensor_elems = int64_t(t.size_bytes() / DTypeSize(t.dtype()));
   if (lo < 0 || hi >= tensor_elems)
     return Bad(absl::StrCat(where, ": access pattern reaches elements [", lo, ", ", hi,
-                            "] of tensor '", t.name(), "' with ", tensor_elems, " elements"));
+                            "] of tensor '", t.name(), "' with ", tensor_elems, " elements",
+                            gather ? absl::StrCat(" (table rows 0..", inst.index_bound() - 1, ")")
+                                   : std::string()));
   if (inst.opcode() == DMA_STORE && (t.kind() == INPUT || t.kind() == CONSTANT))
     return Bad(absl::StrCat(where, ": DMA stores into read-only tensor '", t.name(), "'"));
   return absl::OkStatus();
@@ -354,7 +382,8 @@ absl::Status VerifyInstruction(const Instruction& inst, const Kernel& k, const E
     return Bad(absl::StrCat(where, ": source_op index out of range"));
   if (inst.engine() < TENSOR || inst.engine() > DMA)
     return Bad(absl::StrCat(where, ": invalid engine ", int(inst.engine())));
-  bool is_dma = inst.opcode() == DMA_LOAD || inst.opcode() == DMA_STORE;
+  bool is_dma = inst.opcode() == DMA_LOAD || inst.opcode() == DMA_STORE ||
+                inst.opcode() == DMA_GATHER;
   if (is_dma != (inst.engine() == DMA))
     return Bad(absl::StrCat(where, ": opcode ", OpcodeName(inst.opcode()), " on engine ",
                             EngineName(inst.engine())));
@@ -365,6 +394,9 @@ absl::Status VerifyInstruction(const Instruction& inst, const Kernel& k, const E
     return Bad(absl::StrCat(where, ": only matmul accumulates into its output"));
   if (inst.has_in2() && inst.opcode() != TENSOR_SELECT)
     return Bad(absl::StrCat(where, ": only tensor_select reads in2"));
+  if (inst.opcode() != DMA_GATHER &&
+      (inst.index_tensor() != 0 || inst.index_offset() != 0 || inst.index_bound() != 0))
+    return Bad(absl::StrCat(where, ": only dma_gather has index_tensor, index_offset, index_bound"));
   switch (inst.opcode()) {
     case DMA_LOAD:
     case DMA_STORE: {
@@ -373,6 +405,25 @@ absl::Status VerifyInstruction(const Instruction& inst, const Kernel& k, const E
       if (tile.space() != SBUF)
         return Bad(absl::StrCat(where, ": DMA cannot access PSUM (it moves HBM <-> SBUF)"));
       return VerifyAccessPattern(inst, tile, exe, where);
+    }
+    case DMA_GATHER: {
+      // out[p, :] = row index[index_offset + p] of the table (inst.hbm()).
+      const TileRef& out = inst.out();
+      if (absl::Status st = VerifyTile(out, dev, where); !st.ok()) return st;
+      if (out.space() != SBUF)
+        return Bad(absl::StrCat(where, ": DMA cannot access PSUM (it moves HBM <-> SBUF)"));
+      if (inst.index_tensor() >= uint32_t(exe.tensors_size()))
+        return Bad(absl::StrCat(where, ": dma_gather index_tensor ", inst.index_tensor(), " of ",
+                                exe.tensors_size()));
+      const Tensor& idx = exe.tensors(int(inst.index_tensor()));
+      const int64_t idx_elems = int64_t(idx.size_bytes() / DTypeSize(idx.dtype()));
+      // Both sides are below 2^41 here: the sum cannot overflow.
+      if (inst.index_offset() < 0 || inst.index_offset() > idx_elems ||
+          int64_t(out.partitions()) > idx_elems - inst.index_offset())
+        return Bad(absl::StrCat(where, ": dma_gather reads indices [", inst.index_offset(), ", ",
+                                inst.index_offset(), "+", out.partitions(), ") of index tensor '",
+                                idx.name(), "' with ", idx_elems, " elements"));
+      return VerifyAccessPattern(inst, out, exe, where);
     }
     case TENSOR_TENSOR:
       if (inst.engine() != VECTOR && inst.engine() != GPSIMD)
@@ -527,7 +578,7 @@ absl::Status VerifyExecutable(const Executable& exe, size_t payload_size) {
   for (int i = 0; i < exe.tensors_size(); ++i) {
     const Tensor& t = exe.tensors(i);
     std::string where = absl::StrCat("tensor ", i, " ('", t.name(), "')");
-    if (!ValidDType(t.dtype())) return Bad(absl::StrCat(where, " has an invalid dtype"));
+    if (!ValidTensorDType(t.dtype())) return Bad(absl::StrCat(where, " has an invalid dtype"));
     if (t.shape_size() > kMaxRank) return Bad(absl::StrCat(where, " has rank above ", kMaxRank));
     int64_t elems = 1;
     for (int64_t d : t.shape()) {

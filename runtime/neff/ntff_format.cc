@@ -85,7 +85,7 @@ absl::StatusOr<Profile> ParseNtff(std::string_view bytes) {
     const KernelSpan& span = p.kernel_spans(int(e.span()));
     const KernelInfo& k = p.kernel_info(int(span.kernel()));
     ++per_span[e.span()];
-    dma_instructions += e.opcode() == neff::DMA_LOAD || e.opcode() == neff::DMA_STORE;
+    dma_instructions += neff::IsDma(e.opcode());
     if (e.start() < span.launch_end() || e.end() > span.end())
       return Bad(absl::StrCat("instruction event ", i, " lies outside its kernel span"));
     if (e.source_op() < -1 || e.source_op() >= k.source_ops_size())

@@ -30,7 +30,8 @@ Region First(const TileRef& t, bool write) {
 
 std::vector<Region> Footprint(const Instruction& i) {
   switch (i.opcode()) {
-    case DMA_LOAD: return {Whole(i.out(), true)};
+    case DMA_LOAD:
+    case DMA_GATHER: return {Whole(i.out(), true)};  // reads only HBM
     case DMA_STORE: return {Whole(i.in0(), false)};
     case TENSOR_TENSOR: return {Whole(i.in0(), false), Whole(i.in1(), false), Whole(i.out(), true)};
     case TENSOR_SCALAR:

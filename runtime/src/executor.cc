@@ -2,7 +2,9 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdio>
 #include <cstring>
+#include <string>
 
 #include "absl/strings/str_cat.h"
 #include "float_convert.h"
@@ -14,7 +16,8 @@ using neff::Instruction;
 using neff::TileRef;
 
 absl::StatusOr<KernelSchedule> ScheduleKernel(const neff::Kernel& kernel,
-                                              const neff::DeviceParams& device) {
+                                              const neff::DeviceParams& device,
+                                              const neff::Executable* exe) {
   const uint32_t nq = neff::kMaxQueues;
   std::vector<std::vector<uint32_t>> queue(nq);
   for (int i = 0; i < kernel.instructions_size(); ++i) {
@@ -54,7 +57,7 @@ absl::StatusOr<KernelSchedule> ScheduleKernel(const neff::Kernel& kernel,
       return absl::InternalError(
           absl::StrCat("kernel '", kernel.name(), "': semaphore waits deadlock"));
     uint32_t idx = queue[best_q][next[best_q]++];
-    uint64_t end = best_start + neff::InstructionCostPs(kernel.instructions(int(idx)), device);
+    uint64_t end = best_start + neff::InstructionCostPs(kernel.instructions(int(idx)), device, exe);
     ends[best_q].push_back(end);
     free_at[best_q] = end;
     sched.makespan_ps = std::max(sched.makespan_ps, end);
@@ -296,9 +299,11 @@ void CopyStrided(uint8_t* sbuf, uint8_t* hbm, int64_t stride, int64_t count) {
   }
 }
 
+// Moves a tile between SBUF and HBM along `ap`. Partition p's HBM base is
+// ap.offset + r * dims[0].stride with r = p, or r = rows[p] for a gather.
 template <size_t ES, bool kLoad>
 void DmaTile(const neff::AccessPattern& ap, const TileRef& tile, uint8_t* hbm, uint8_t* sbuf,
-             uint64_t partition_bytes) {
+             uint64_t partition_bytes, const int64_t* rows = nullptr) {
   const int nd = ap.dims_size();  // >= 2: partition dim + at least one free dim
   int64_t count[8], stride[8], idx[8];
   for (int d = 0; d < nd; ++d) {
@@ -309,7 +314,7 @@ void DmaTile(const neff::AccessPattern& ap, const TileRef& tile, uint8_t* hbm, u
   const int inner = nd - 1;
   for (uint32_t p = 0; p < tile.partitions(); ++p) {
     uint8_t* row = sbuf + (uint64_t(tile.start_partition()) + p) * partition_bytes + tile.byte_offset();
-    int64_t base = ap.offset() + int64_t(p) * stride[0];
+    int64_t base = ap.offset() + (rows ? rows[p] : int64_t(p)) * stride[0];
     int64_t outer = 0;
     size_t f = 0;
     for (int d = 1; d < inner; ++d) idx[d] = 0;
@@ -346,7 +351,7 @@ absl::StatusOr<std::unique_ptr<Executor>> Executor::Create(const neff::Neff& nef
   std::unique_ptr<Executor> ex(new Executor(neff, device));
   const neff::Executable& exe = neff.executable;
   for (const neff::Kernel& k : exe.kernels()) {
-    absl::StatusOr<KernelSchedule> s = ScheduleKernel(k, device);
+    absl::StatusOr<KernelSchedule> s = ScheduleKernel(k, device, &exe);
     if (!s.ok()) return s.status();
     ExecutionStats& st = ex->stats_;
     st.device_time_ps += s->device_time_ps();
@@ -354,8 +359,8 @@ absl::StatusOr<std::unique_ptr<Executor>> Executor::Create(const neff::Neff& nef
     st.kernel_count += 1;
     st.instruction_count += uint64_t(k.instructions_size());
     for (const Instruction& inst : k.instructions()) {
-      if (inst.opcode() == neff::DMA_LOAD) st.hbm_read_bytes += neff::DmaBytes(inst);
-      if (inst.opcode() == neff::DMA_STORE) st.hbm_write_bytes += neff::DmaBytes(inst);
+      if (neff::IsDmaRead(inst.opcode())) st.hbm_read_bytes += neff::DmaHbmBytes(inst, &exe);
+      if (inst.opcode() == neff::DMA_STORE) st.hbm_write_bytes += neff::DmaHbmBytes(inst, &exe);
     }
     ex->schedules_.push_back(std::move(*s));
   }
@@ -380,6 +385,7 @@ absl::StatusOr<std::unique_ptr<Executor>> Executor::Create(const neff::Neff& nef
   ex->mm_b_.resize(size_t(neff::kMatmulMaxK) * neff::kMatmulMaxN);
   ex->mm_s_.resize(size_t(neff::kMatmulMaxM) * neff::kMatmulMaxN);
   ex->hbm_.assign(size_t(exe.tensors_size()), nullptr);
+  ex->gather_rows_.resize(device.partitions);
   return ex;
 }
 
@@ -419,6 +425,71 @@ void Executor::ExecDma(const Instruction& inst) {
     else
       DmaTile<2, false>(ap, inst.in0(), hbm, sbuf_.get(), pb);
   }
+}
+
+namespace {
+
+// "%.9g" of a float index: enough digits to tell 2.5 from 2 or 1e+30 from 1e30.
+std::string FloatText(float v) {
+  char buf[32];
+  std::snprintf(buf, sizeof(buf), "%.9g", double(v));
+  return buf;
+}
+
+}  // namespace
+
+// out[p, :] = the table row index[index_offset + p]. Every index is checked
+// before anything is written: one that is not an integer in [0, index_bound)
+// fails the execution, so the table is only ever read at the rows the
+// verifier bounded.
+absl::Status Executor::ExecGather(const Instruction& inst, int kernel, uint32_t instruction) {
+  const neff::Executable& exe = neff_.executable;
+  const TileRef& out = inst.out();
+  const neff::Tensor& index = exe.tensors(int(inst.index_tensor()));
+  const uint8_t* base = hbm_[inst.index_tensor()];
+  const DType dt = index.dtype();
+  const size_t es = neff::DTypeSize(dt);
+  const uint64_t bound = inst.index_bound();
+  for (uint32_t p = 0; p < out.partitions(); ++p) {
+    const int64_t e = inst.index_offset() + int64_t(p);
+    const uint8_t* at = base + uint64_t(e) * es;
+    bool ok = false;
+    int64_t row = 0;
+    std::string text, why;
+    if (dt == neff::I32 || dt == neff::I64) {
+      if (dt == neff::I32) {
+        int32_t v;
+        std::memcpy(&v, at, 4);
+        row = v;
+      } else {
+        std::memcpy(&row, at, 8);
+      }
+      ok = row >= 0 && uint64_t(row) < bound;
+      text = absl::StrCat(row);
+    } else {
+      float v = LoadScalar(dt, at);
+      bool integral = std::isfinite(v) && v == std::trunc(v);
+      ok = integral && v >= 0.0f && double(v) < double(bound);
+      if (ok) row = int64_t(v);
+      text = FloatText(v);
+      if (!integral) why = "is not an integer";
+    }
+    if (!ok) {
+      if (why.empty()) why = absl::StrCat("is outside the table's rows [0, ", bound, ")");
+      return absl::OutOfRangeError(absl::StrCat(
+          "kernel ", kernel, " ('", exe.kernels(kernel).name(), "') instruction ", instruction,
+          " (dma_gather): partition ", p, " looks up row ", text, " (element ", e, " of ",
+          neff::DTypeName(dt), " index tensor '", index.name(), "'), which ", why));
+    }
+    gather_rows_[p] = row;
+  }
+  uint8_t* table = hbm_[inst.hbm().tensor()];
+  uint64_t pb = device_.sbuf_bytes_per_partition;
+  if (neff::DTypeSize(out.dtype()) == 4)
+    DmaTile<4, true>(inst.hbm(), out, table, sbuf_.get(), pb, gather_rows_.data());
+  else
+    DmaTile<2, true>(inst.hbm(), out, table, sbuf_.get(), pb, gather_rows_.data());
+  return absl::OkStatus();
 }
 
 void Executor::ExecTensorTensor(const Instruction& inst) {
@@ -616,7 +687,7 @@ void Executor::Execute(const Instruction& inst) {
   }
 }
 
-void Executor::Run(const std::vector<const void*>& inputs, const std::vector<void*>& outputs) {
+absl::Status Executor::Run(const std::vector<const void*>& inputs, const std::vector<void*>& outputs) {
   const neff::Executable& exe = neff_.executable;
   for (int i = 0; i < exe.tensors_size(); ++i) {
     const neff::Tensor& t = exe.tensors(i);
@@ -631,9 +702,16 @@ void Executor::Run(const std::vector<const void*>& inputs, const std::vector<voi
     hbm_[exe.graph_outputs(i)] = static_cast<uint8_t*>(outputs[size_t(i)]);
   for (int k = 0; k < exe.kernels_size(); ++k) {
     const neff::Kernel& kernel = exe.kernels(k);
-    for (const ScheduledInstruction& s : schedules_[size_t(k)].order)
-      Execute(kernel.instructions(int(s.instruction)));
+    for (const ScheduledInstruction& s : schedules_[size_t(k)].order) {
+      const Instruction& inst = kernel.instructions(int(s.instruction));
+      if (inst.opcode() == neff::DMA_GATHER) {
+        if (absl::Status st = ExecGather(inst, k, s.instruction); !st.ok()) return st;
+      } else {
+        Execute(inst);
+      }
+    }
   }
+  return absl::OkStatus();
 }
 
 }  // namespace neuroncc::rt

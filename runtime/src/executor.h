@@ -43,9 +43,12 @@ struct KernelSchedule {
 // ties going to the lower queue index; that order is also the order in which
 // the executor applies the instructions' effects. Start times never decrease
 // along it: anything a scheduled instruction unblocks starts after it ends.
-// Fails only on a deadlock, which a verified NEFF cannot contain.
+// Fails only on a deadlock, which a verified NEFF cannot contain. `exe`, the
+// kernel's executable, prices dma_gather index reads by their dtype (see
+// neff::GatherIndexBytes).
 absl::StatusOr<KernelSchedule> ScheduleKernel(const neff::Kernel& kernel,
-                                              const neff::DeviceParams& device);
+                                              const neff::DeviceParams& device,
+                                              const neff::Executable* exe = nullptr);
 
 // Per-execution totals, for summaries.
 struct ExecutionStats {
@@ -68,7 +71,11 @@ class Executor {
   // graph input / output i (Executable.graph_inputs / graph_outputs order),
   // each exactly Tensor.size_bytes long; the caller checked the sizes.
   // Outputs may alias inputs: that behaves as it would on the device.
-  void Run(const std::vector<const void*>& inputs, const std::vector<void*>& outputs);
+  // The only execution error is a dma_gather index that is not an integer in
+  // [0, index_bound): OutOfRange naming the kernel, instruction, partition
+  // and value. The execution stops before that instruction writes anything;
+  // outputs then hold whatever the earlier instructions stored.
+  absl::Status Run(const std::vector<const void*>& inputs, const std::vector<void*>& outputs);
 
   const std::vector<KernelSchedule>& schedules() const { return schedules_; }
   // Identical for every Run, since timing is data independent.
@@ -81,6 +88,7 @@ class Executor {
   struct RowSource;
   void Execute(const neff::Instruction& inst);
   void ExecDma(const neff::Instruction& inst);
+  absl::Status ExecGather(const neff::Instruction& inst, int kernel, uint32_t instruction);
   void ExecTensorTensor(const neff::Instruction& inst);
   void ExecTensorScalar(const neff::Instruction& inst);
   void ExecActivation(const neff::Instruction& inst);
@@ -111,6 +119,8 @@ class Executor {
   // Matmul operands widened to float32 once per instruction: in0 as [K][M],
   // in1 as [K][N] (at most 128 x 128 and 128 x 512); the sums as [M][N].
   std::vector<float> mm_a_, mm_b_, mm_s_;
+  // The table row of every partition of the current dma_gather.
+  std::vector<int64_t> gather_rows_;
   // Snapshots of input tiles that an instruction's outputs overwrite.
   std::vector<uint8_t> snapshot_[3];
 };

@@ -272,7 +272,12 @@ NRT_STATUS ExecuteLocked(nrt_model* m, const TensorSet* in_set, TensorSet* out_s
   std::vector<void*> out_ptrs;
   for (nrt_tensor* t : ins) in_ptrs.push_back(t->storage.get());
   for (nrt_tensor* t : outs) out_ptrs.push_back(t->storage.get());
-  m->executor->Run(in_ptrs, out_ptrs);
+  if (absl::Status st = m->executor->Run(in_ptrs, out_ptrs); !st.ok()) {
+    // A dma_gather index outside its table (or not an integer): the device
+    // reports an out-of-bounds access. Nothing is recorded in profiles.
+    NRT_STATUS code = absl::IsOutOfRange(st) ? NRT_EXEC_OOB : NRT_FAILURE;
+    return Fail(code, absl::StrCat("nrt_execute: ", st.message()));
+  }
   m->executed = true;
   for (Capture& c : R().captures)
     if (c.model == m) rt::AppendExecution(m->neff, m->executor->schedules(), &c.profile);
@@ -295,6 +300,8 @@ nrt_dtype_t ToNrtDtype(nn::DType d) {
     case nn::F32: return NRT_DTYPE_FLOAT32;
     case nn::BF16: return NRT_DTYPE_BFLOAT16;
     case nn::F16: return NRT_DTYPE_FLOAT16;
+    case nn::I32: return NRT_DTYPE_INT32;
+    case nn::I64: return NRT_DTYPE_INT64;
     default: return NRT_DTYPE_INVALID;
   }
 }

@@ -48,15 +48,15 @@ void AppendExecution(const neff::Neff& neff, const std::vector<KernelSchedule>& 
       e->set_start(base + si.start);
       e->set_end(base + si.end);
       e->set_source_op(inst.source_op());
-      bool dma = inst.opcode() == neff::DMA_LOAD || inst.opcode() == neff::DMA_STORE;
-      if (dma) {
-        uint64_t bytes = neff::DmaBytes(inst);
+      if (neff::IsDma(inst.opcode())) {
+        // HBM traffic: a gather's bytes include the indices it reads.
+        uint64_t bytes = neff::DmaHbmBytes(inst, &exe);
         e->set_bytes(bytes);
         ntff::DmaEvent* d = profile->add_dma();
         d->set_span(span_index);
         d->set_instruction(si.instruction);
         d->set_dma_queue(inst.queue());
-        d->set_direction(inst.opcode() == neff::DMA_LOAD ? ntff::HBM_TO_SBUF : ntff::SBUF_TO_HBM);
+        d->set_direction(neff::IsDmaRead(inst.opcode()) ? ntff::HBM_TO_SBUF : ntff::SBUF_TO_HBM);
         d->set_tensor(inst.hbm().tensor());
         d->set_bytes(bytes);
         d->set_start(base + si.start);

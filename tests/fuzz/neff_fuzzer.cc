@@ -8,6 +8,7 @@
 // An input that starts with the NEFF header's layout (1024 bytes or more) is
 // also parsed as a whole file, unframed.
 #include <cstddef>
+#include <algorithm>
 #include <cstdint>
 #include <string>
 #include <vector>
@@ -45,7 +46,19 @@ void RunIfSmall(const nn::Neff& neff) {
   std::vector<std::string> in, out;
   std::vector<const void*> in_ptrs;
   std::vector<void*> out_ptrs;
-  for (uint32_t id : exe.graph_inputs()) in.emplace_back(exe.tensors(int(id)).size_bytes(), '\x3c');
+  for (uint32_t id : exe.graph_inputs()) {
+    const nn::Tensor& t = exe.tensors(int(id));
+    in.emplace_back(t.size_bytes(), '\x3c');
+    // Integer inputs are gather indices: small values, so that gathers get
+    // past the index check and copy rows (0x3c3c... would always be refused).
+    const size_t es = nn::DTypeSize(t.dtype());
+    if (t.dtype() == nn::I32 || t.dtype() == nn::I64)
+      for (size_t i = 0; i * es < in.back().size(); ++i) {
+        std::string& s = in.back();
+        std::fill(s.begin() + long(i * es), s.begin() + long((i + 1) * es), '\0');
+        s[i * es] = char(i % 3);
+      }
+  }
   for (uint32_t id : exe.graph_outputs()) out.emplace_back(exe.tensors(int(id)).size_bytes(), '\0');
   for (std::string& s : in) in_ptrs.push_back(s.data());
   for (std::string& s : out) out_ptrs.push_back(s.data());

@@ -4,7 +4,10 @@
 #include <gtest/gtest.h>
 
 #include <functional>
+#include <limits>
 #include <string>
+
+#include "absl/strings/str_cat.h"
 
 #include "neff_format.h"
 #include "test_neffs.h"
@@ -329,6 +332,154 @@ TEST(NeffCorruption, VerifierAcceptsTheIsaAdditionsAtTheirLimits) {
   *k->add_instructions() = Iota(Tile(0, 128, 9000, 100, F16), -1.0f, -2.0f, 0.5f, {}, VECTOR);
   absl::StatusOr<Neff> neff = ParseNeff(SerializeUnverified(exe));
   EXPECT_TRUE(neff.ok()) << neff.status();
+}
+
+// Embedding lookups. One kernel: 0 dma_gather (DMA queue 0) of 4 rows of a
+// [10, 6] f32 table, 4 columns from column 2 (row stride 6), with int64 ids
+// [8] from index_offset 2, index_bound 10; 1 store (queue 1) to z [4, 4].
+// Both bounds are exact: row 9 ends at the table's last element (2 + 9 * 6
+// + 3 = 59), and the ids used are elements 2..5 of 8.
+Executable GatherExe() {
+  Executable exe = EmptyExecutable("gather");
+  uint32_t table = AddTensor(&exe, "table", INPUT, F32, {10, 6});
+  uint32_t ids = AddTensor(&exe, "ids", INPUT, I64, {6});
+  uint32_t z = AddTensor(&exe, "z", OUTPUT, F32, {4, 4});
+  Kernel* k = exe.add_kernels();
+  k->set_name("embedding");
+  *k->add_instructions() = DmaGather(Tile(0, 4, 0, 4, F32), Ap(table, 2, {{6, 4}, {1, 4}}), ids, 2, 10, 0);
+  *k->add_instructions() = DmaStore(Tile(0, 4, 0, 4, F32), Ap(z, 0, {{4, 4}, {1, 4}}), 1, {W(4, 1)});
+  return exe;
+}
+
+const IsaBadCase kGatherBadCases[] = {
+    {"table rows past the table", GatherExe, [](Executable* e) { Inst(e, 0, 0)->set_index_bound(11); },
+     "reaches elements [2, 65] of tensor 'table' with 60 elements (table rows 0..10)"},
+    {"table offset past the table", GatherExe, [](Executable* e) { Inst(e, 0, 0)->mutable_hbm()->set_offset(3); },
+     "reaches elements"},
+    {"negative row stride reaching before the table", GatherExe,
+     [](Executable* e) { Inst(e, 0, 0)->mutable_hbm()->mutable_dims(0)->set_stride(-1); }, "reaches elements [-7"},
+    {"index_bound 0", GatherExe, [](Executable* e) { Inst(e, 0, 0)->set_index_bound(0); }, "index_bound 0"},
+    {"index_bound above 2^40", GatherExe,
+     [](Executable* e) { Inst(e, 0, 0)->set_index_bound((uint64_t(1) << 40) + 1); }, "index_bound"},
+    {"index_bound of 2^64 - 1", GatherExe, [](Executable* e) { Inst(e, 0, 0)->set_index_bound(~uint64_t(0)); },
+     "index_bound"},
+    {"row stride times index_bound overflows", GatherExe,
+     [](Executable* e) {
+       Inst(e, 0, 0)->set_index_bound(uint64_t(1) << 40);
+       Inst(e, 0, 0)->mutable_hbm()->mutable_dims(0)->set_stride((int64_t(1) << 40) - 1);
+     },
+     "spans too far"},
+    {"index_tensor out of range", GatherExe, [](Executable* e) { Inst(e, 0, 0)->set_index_tensor(99); },
+     "index_tensor 99 of 3"},
+    {"negative index_offset", GatherExe, [](Executable* e) { Inst(e, 0, 0)->set_index_offset(-1); },
+     "reads indices [-1, -1+4) of index tensor 'ids' with 6 elements"},
+    {"indices past the index tensor", GatherExe, [](Executable* e) { Inst(e, 0, 0)->set_index_offset(3); },
+     "reads indices [3, 3+4)"},
+    {"index_offset near 2^63", GatherExe,
+     [](Executable* e) { Inst(e, 0, 0)->set_index_offset(std::numeric_limits<int64_t>::max() - 1); },
+     "reads indices"},
+    {"gather on the gpsimd engine", GatherExe, [](Executable* e) { Inst(e, 0, 0)->set_engine(GPSIMD); },
+     "opcode dma_gather on engine gpsimd"},
+    {"gather on DMA queue 16", GatherExe, [](Executable* e) { Inst(e, 0, 0)->set_queue(16); }, "DMA queue 16"},
+    {"gather into PSUM", GatherExe, [](Executable* e) { Inst(e, 0, 0)->mutable_out()->set_space(PSUM); },
+     "DMA cannot access PSUM"},
+    {"gather into an int64 tile", GatherExe, [](Executable* e) { Inst(e, 0, 0)->mutable_out()->set_dtype(I64); },
+     "tile has dtype int64; tiles hold float32, bfloat16 or float16 only"},
+    {"gather tile beyond SBUF", GatherExe,
+     [](Executable* e) { Inst(e, 0, 0)->mutable_out()->set_byte_offset(192 * 1024 - 8); }, "SBUF"},
+    {"gather of another dtype than the table", GatherExe,
+     [](Executable* e) { Inst(e, 0, 0)->mutable_out()->set_dtype(BF16); }, "DMA between float32 tensor and bfloat16 tile"},
+    {"gather from an integer table", GatherExe, [](Executable* e) { Inst(e, 0, 0)->mutable_hbm()->set_tensor(1); },
+     "dma_gather accesses int64 tensor 'ids' as data"},
+    {"gather table tensor out of range", GatherExe,
+     [](Executable* e) { Inst(e, 0, 0)->mutable_hbm()->set_tensor(7); }, "names tensor 7"},
+    {"gather partition count differs from dims[0]", GatherExe,
+     [](Executable* e) { Inst(e, 0, 0)->mutable_hbm()->mutable_dims(0)->set_count(3); }, "walks 3 partitions"},
+    {"gather free pattern covers the wrong count", GatherExe,
+     [](Executable* e) { Inst(e, 0, 0)->mutable_hbm()->mutable_dims(1)->set_count(3); }, "covers 3 elements"},
+    {"index fields on a store", GatherExe, [](Executable* e) { Inst(e, 0, 1)->set_index_bound(4); },
+     "only dma_gather has index_tensor"},
+    {"index_tensor on a store", GatherExe, [](Executable* e) { Inst(e, 0, 1)->set_index_tensor(1); },
+     "only dma_gather has index_tensor"},
+    {"index_offset on a vector op", [] { return TwoKernelModel(4, 8); },
+     [](Executable* e) { Inst(e, 0, 1)->set_index_offset(1); }, "only dma_gather has index_tensor"},
+    {"load of an integer tensor", GatherExe,
+     [](Executable* e) { *Inst(e, 0, 0) = DmaLoad(Tile(0, 3, 0, 2, F32), Ap(1, 0, {{2, 3}, {1, 2}}), 0); },
+     "dma_load accesses int64 tensor 'ids' as data; integer tensors are read only as dma_gather indices"},
+    {"load into an int32 tile", GatherExe,
+     [](Executable* e) {
+       uint32_t t = AddTensor(e, "i", INPUT, I32, {4, 4});
+       *Inst(e, 0, 0) = DmaLoad(Tile(0, 4, 0, 4, I32), Ap(t, 0, {{4, 4}, {1, 4}}), 0);
+     },
+     "tile has dtype int32"},
+    {"store into an integer tensor", GatherExe,
+     [](Executable* e) {
+       uint32_t t = AddTensor(e, "zi", OUTPUT, I32, {4, 4});
+       Inst(e, 0, 1)->mutable_hbm()->set_tensor(t);
+     },
+     "dma_store accesses int32 tensor 'zi' as data"},
+    {"integer tile in a vector op", [] { return TwoKernelModel(4, 8); },
+     [](Executable* e) { Inst(e, 0, 1)->mutable_in1()->set_dtype(I32); }, "tile has dtype int32"},
+    {"integer tile in a matmul", MatmulExe, [](Executable* e) { Inst(e, 0, 7)->mutable_in0()->set_dtype(I64); },
+     "tile has dtype int64"},
+    {"tensor dtype past int64", GatherExe, [](Executable* e) { e->mutable_tensors(1)->set_dtype(DType(6)); },
+     "has an invalid dtype"},
+    {"int64 tensor size counted in 4-byte elements", GatherExe,
+     [](Executable* e) { e->mutable_tensors(1)->set_size_bytes(24); }, "size_bytes"},
+};
+
+TEST(NeffCorruption, VerifierRefusesBrokenGathersAndIntegerMisuse) {
+  for (const IsaBadCase& c : kGatherBadCases) {
+    SCOPED_TRACE(c.name);
+    Executable exe = c.model();
+    ASSERT_TRUE(ParseNeff(SerializeUnverified(exe)).ok());
+    c.corrupt(&exe);
+    ExpectRefused(SerializeUnverified(exe), c.needle);
+  }
+}
+
+TEST(NeffCorruption, VerifierAcceptsGathersAtTheirLimits) {
+  // GatherExe is exact at both bounds already.
+  absl::StatusOr<Neff> base = ParseNeff(SerializeUnverified(GatherExe()));
+  ASSERT_TRUE(base.ok()) << base.status();
+  // Every index dtype, integer tensors of every kind, a repeated row (stride
+  // 0), a negative row stride that ends at element 0, a 2^40-row bound with
+  // a single-element table row stride 0, all 128 partitions.
+  Executable exe = EmptyExecutable("limits");
+  uint32_t table = AddTensor(&exe, "table", INPUT, BF16, {16, 8});
+  std::vector<uint32_t> idx;
+  for (DType dt : {I32, I64, F32, BF16, F16})
+    idx.push_back(AddTensor(&exe, absl::StrCat("ids_", DTypeName(dt)), INPUT, dt, {128}));
+  uint32_t c = AddTensor(&exe, "ids_const", CONSTANT, I32, {128});
+  uint32_t m = AddTensor(&exe, "ids_mid", INTERMEDIATE, I64, {128});
+  AddTensor(&exe, "ids_out", OUTPUT, I64, {3});
+  exe.set_arena_bytes(1024);
+  idx.push_back(c);
+  idx.push_back(m);
+  Kernel* k = exe.add_kernels();
+  k->set_name("k");
+  uint32_t q = 0;
+  for (uint32_t id : idx)
+    *k->add_instructions() = DmaGather(Tile(0, 128, 0, 8, BF16), Ap(table, 0, {{8, 128}, {1, 8}}), id, 0, 16, q++);
+  *k->add_instructions() = DmaGather(Tile(0, 64, 0, 8, BF16), Ap(table, 0, {{0, 64}, {1, 8}}), idx[1], 64,
+                                     uint64_t(1) << 40, q++);
+  *k->add_instructions() = DmaGather(Tile(0, 1, 0, 8, BF16), Ap(table, 120, {{-8, 1}, {1, 8}}), idx[0], 127, 16, q++);
+  // (SerializeNeff runs the same verifier and lays out the constant's segment.)
+  auto verify = [](const Executable& e) {
+    return SerializeNeff(e, {std::string(512, '\0')}, "limits", "test").status();
+  };
+  absl::StatusOr<std::string> bytes = SerializeNeff(exe, {std::string(512, '\0')}, "limits", "test");
+  ASSERT_TRUE(bytes.ok()) << bytes.status();
+  absl::StatusOr<Neff> neff = ParseNeff(*bytes);
+  EXPECT_TRUE(neff.ok()) << neff.status();
+  // One element further on either side is refused.
+  const int last = k->instructions_size() - 1;
+  Executable wider = exe;
+  Inst(&wider, 0, last)->mutable_hbm()->set_offset(119);
+  EXPECT_NE(Message(verify(wider)).find("reaches elements [-1, 126]"), std::string::npos) << verify(wider);
+  Executable later = exe;
+  Inst(&later, 0, last)->set_index_offset(128);
+  EXPECT_NE(Message(verify(later)).find("reads indices [128, 128+1)"), std::string::npos) << verify(later);
 }
 
 TEST(NeffCorruption, VerifierRefusesBrokenExecutablesBehindAValidHash) {

@@ -7,6 +7,8 @@
 //   matmul.neff      z = x @ w, bfloat16 x [8, 32] and w [32, 16], float32 z
 //                    (TensorEngine transposes and accumulating matmuls in PSUM)
 //   causal_mask.neff z = where(col <= row, x, -inf), float32 [8, 8] (iota, select)
+//   embedding.neff   z = weight[ids]: float32 weight [10, 8], int64 ids [6],
+//                    float32 z [6, 8] (one dma_gather)
 // With a second directory, also writes fuzzing seeds there:
 //   neff/*.pb (the Executable protobuf of each), npy/*.npy, ntff/*.ntff
 #include <sys/stat.h>
@@ -49,6 +51,7 @@ int main(int argc, char** argv) {
       {"two_kernel.neff", testing::TwoKernelModel(4, 16)},
       {"matmul.neff", testing::MatmulModel(8, 32, 16, neff::BF16, 2)},
       {"causal_mask.neff", testing::CausalMaskModel(8, 8)},
+      {"embedding.neff", testing::EmbeddingModel(10, 8, 6, neff::F32, neff::I64)},
   };
   for (const Item& it : items)
     if (!Write(dir + "/" + it.file, testing::Serialize(it.exe))) return 1;

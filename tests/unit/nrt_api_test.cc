@@ -388,6 +388,110 @@ TEST_F(NrtApi, ModelTensorInfoListsInputsThenOutputs) {
   EXPECT_EQ(nrt_get_total_vnc_count(nullptr), NRT_INVALID);
 }
 
+TEST_F(NrtApi, IntegerTensorsReportThePublicIntDtypes) {
+  // nrt.h: NRT_DTYPE_INT32 = 0x8, NRT_DTYPE_INT64 = 0xC (the public values).
+  EXPECT_EQ(int(NRT_DTYPE_INT32), 0x8);
+  EXPECT_EQ(int(NRT_DTYPE_INT64), 0xC);
+  for (neff::DType dt : {neff::I32, neff::I64}) {
+    nrt_model_t* m = Load(Serialize(EmbeddingModel(10, 4, 6, neff::BF16, dt)));
+    ASSERT_NE(m, nullptr);
+    nrt_tensor_info_array_t* info = nullptr;
+    ASSERT_EQ(nrt_get_model_tensor_info(m, &info), NRT_SUCCESS);
+    ASSERT_EQ(info->tensor_count, 3u);
+    const nrt_tensor_info_t& ids = info->tensor_array[1];
+    EXPECT_STREQ(ids.name, "ids");
+    EXPECT_EQ(ids.usage, NRT_TENSOR_USAGE_INPUT);
+    EXPECT_EQ(ids.dtype, dt == neff::I32 ? NRT_DTYPE_INT32 : NRT_DTYPE_INT64);
+    EXPECT_EQ(ids.size, dt == neff::I32 ? 24u : 48u);
+    ASSERT_EQ(ids.ndim, 1u);
+    EXPECT_EQ(ids.shape[0], 6u);
+    EXPECT_EQ(info->tensor_array[0].dtype, NRT_DTYPE_BFLOAT16);
+    EXPECT_EQ(info->tensor_array[2].dtype, NRT_DTYPE_BFLOAT16);
+    nrt_free_model_tensor_info(info);
+    EXPECT_EQ(nrt_unload(m), NRT_SUCCESS);
+  }
+}
+
+TEST_F(NrtApi, GatherLooksUpRowsAndABadIndexIsAnOutOfBoundsExecution) {
+  const uint32_t V = 10, D = 4, T = 4;
+  nrt_model_t* m = Load(Serialize(EmbeddingModel(V, D, T, neff::F32, neff::I64)));
+  ASSERT_NE(m, nullptr);
+  std::vector<float> w(V * D);
+  for (size_t i = 0; i < w.size(); ++i) w[i] = float(i) * 0.5f;
+  nrt_tensor_t* ids = Tensor(T * 8, "ids");
+  nrt_tensor_t* z = Tensor(T * D * 4, "z");
+  nrt_tensor_set_t *in, *out;
+  ASSERT_EQ(nrt_allocate_tensor_set(&in), NRT_SUCCESS);
+  ASSERT_EQ(nrt_allocate_tensor_set(&out), NRT_SUCCESS);
+  ASSERT_EQ(nrt_add_tensor_to_tensor_set(in, "weight", FloatTensor(w)), NRT_SUCCESS);
+  ASSERT_EQ(nrt_add_tensor_to_tensor_set(in, "ids", ids), NRT_SUCCESS);
+  ASSERT_EQ(nrt_add_tensor_to_tensor_set(out, "z", z), NRT_SUCCESS);
+
+  // An index equal to the vocabulary size: NRT_EXEC_OOB, nothing recorded.
+  std::vector<int64_t> bad = {1, 2, 10, 3};
+  ASSERT_EQ(nrt_tensor_write(ids, bad.data(), 0, 32), NRT_SUCCESS);
+  const std::string ntff_path = TempDir() + "/p.ntff";
+  ASSERT_EQ(nrt_profile_start(m, ntff_path.c_str()), NRT_SUCCESS);
+  EXPECT_EQ(nrt_execute(m, in, out), NRT_EXEC_OOB);
+  EXPECT_EQ(LastError(),
+            "nrt_execute: kernel 0 ('embedding') instruction 0 (dma_gather): partition 2 looks up row 10 "
+            "(element 2 of int64 index tensor 'ids'), which is outside the table's rows [0, 10)");
+  nrt_execution_stats_t stats;
+  EXPECT_EQ(nrt_get_last_execution_stats(m, &stats, sizeof(stats), nullptr), NRT_INVALID);  // never executed
+  bad[2] = -5;
+  ASSERT_EQ(nrt_tensor_write(ids, bad.data(), 0, 32), NRT_SUCCESS);
+  EXPECT_EQ(nrt_execute_repeat(m, in, out, 3), NRT_EXEC_OOB);
+  EXPECT_NE(LastError().find("looks up row -5 "), std::string::npos) << LastError();
+
+  // Good indices: rows come back, and the stats count the indices read.
+  std::vector<int64_t> good = {9, 0, 9, 4};
+  ASSERT_EQ(nrt_tensor_write(ids, good.data(), 0, 32), NRT_SUCCESS);
+  ASSERT_EQ(nrt_execute(m, in, out), NRT_SUCCESS) << LastError();
+  std::vector<float> got(T * D);
+  ASSERT_EQ(nrt_tensor_read(z, got.data(), 0, got.size() * 4), NRT_SUCCESS);
+  for (uint32_t t = 0; t < T; ++t)
+    for (uint32_t f = 0; f < D; ++f) EXPECT_EQ(got[t * D + f], w[size_t(good[t]) * D + f]);
+  ASSERT_EQ(nrt_get_last_execution_stats(m, &stats, sizeof(stats), nullptr), NRT_SUCCESS);
+  EXPECT_EQ(stats.hbm_read_bytes, uint64_t(T) * D * 4 + T * 8);
+  EXPECT_EQ(stats.hbm_write_bytes, uint64_t(T) * D * 4);
+  // The profile holds the one execution that succeeded; the gather is a
+  // DMA read of its rows and indices.
+  ASSERT_EQ(nrt_profile_stop(ntff_path.c_str()), NRT_SUCCESS);
+  absl::StatusOr<ntff::Profile> p = ntff::ParseNtff(Slurp(ntff_path));
+  ASSERT_TRUE(p.ok()) << p.status();
+  EXPECT_EQ(p->execution_count(), 1u);
+  ASSERT_EQ(p->dma_size(), 2);
+  EXPECT_EQ(p->dma(0).instruction(), 0u);
+  EXPECT_EQ(p->dma(0).direction(), ntff::HBM_TO_SBUF);
+  EXPECT_EQ(p->dma(0).tensor(), 0u);  // the table
+  EXPECT_EQ(p->dma(0).bytes(), uint64_t(T) * D * 4 + T * 8);
+  EXPECT_EQ(p->instructions(0).opcode(), neff::DMA_GATHER);
+  EXPECT_EQ(p->instructions(0).bytes(), uint64_t(T) * D * 4 + T * 8);
+  nrt_destroy_tensor_set(&in);
+  nrt_destroy_tensor_set(&out);
+}
+
+TEST_F(NrtApi, NonIntegerFloatIndexIsAnOutOfBoundsExecution) {
+  nrt_model_t* m = Load(Serialize(EmbeddingModel(8, 2, 3, neff::F32, neff::F32)));
+  ASSERT_NE(m, nullptr);
+  nrt_tensor_set_t *in, *out;
+  ASSERT_EQ(nrt_allocate_tensor_set(&in), NRT_SUCCESS);
+  ASSERT_EQ(nrt_allocate_tensor_set(&out), NRT_SUCCESS);
+  nrt_tensor_t* ids = FloatTensor({3.0f, 1.5f, 0.0f});
+  ASSERT_EQ(nrt_add_tensor_to_tensor_set(in, "weight", FloatTensor(std::vector<float>(16, 1.0f))), NRT_SUCCESS);
+  ASSERT_EQ(nrt_add_tensor_to_tensor_set(in, "ids", ids), NRT_SUCCESS);
+  ASSERT_EQ(nrt_add_tensor_to_tensor_set(out, "z", Tensor(24)), NRT_SUCCESS);
+  EXPECT_EQ(nrt_execute(m, in, out), NRT_EXEC_OOB);
+  EXPECT_EQ(LastError(),
+            "nrt_execute: kernel 0 ('embedding') instruction 0 (dma_gather): partition 1 looks up row 1.5 "
+            "(element 1 of float32 index tensor 'ids'), which is not an integer");
+  std::vector<float> fixed = {3.0f, 7.0f, -0.0f};
+  ASSERT_EQ(nrt_tensor_write(ids, fixed.data(), 0, 12), NRT_SUCCESS);
+  EXPECT_EQ(nrt_execute(m, in, out), NRT_SUCCESS) << LastError();
+  nrt_destroy_tensor_set(&in);
+  nrt_destroy_tensor_set(&out);
+}
+
 TEST_F(NrtApi, LastErrorIsPerThread) {
   nrt_model_t* m = nullptr;
   EXPECT_EQ(nrt_load("x", 1, -1, -1, &m), NRT_INVALID);

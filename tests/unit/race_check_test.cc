@@ -138,9 +138,37 @@ TEST(PsumRaces, SelectReadsItsPredicate) {
   EXPECT_TRUE(FindSbufRaces(k).empty());
 }
 
+TEST(SbufRaces, AGatherWritesItsTileLikeALoad) {
+  // A gather into rows 2..5 of a tile the vector engine reads; then one that
+  // only touches partitions 6..7 (no overlap); then one on the same DMA queue
+  // as a load of the same bytes (in order, no race).
+  Instruction gather = DmaGather(T(2, 4, 128), Ap(0, 0, {{16, 4}, {1, 16}}), 1, 0, 8, 3);
+  Kernel k = K({gather, TensorScalar(MUL, T(0, 8, 0), T(0, 8, 128), 2.0f)});
+  std::vector<SbufRace> r = FindSbufRaces(k);
+  ASSERT_EQ(r.size(), 1u);
+  EXPECT_NE(r[0].description.find("instruction 0 (dma_gather on dma3, writes)"), std::string::npos)
+      << r[0].description;
+  EXPECT_NE(r[0].description.find("SBUF partitions [2, 6) bytes [128, 192)"), std::string::npos) << r[0].description;
+  *k.mutable_instructions(1)->add_waits() = W(kDma0 + 3, 1);
+  EXPECT_TRUE(FindSbufRaces(k).empty());
+  // The reverse order: the gather overwrites what the vector engine reads
+  // unless it waits for it.
+  Kernel war = K({TensorScalar(MUL, T(0, 8, 0), T(0, 8, 128), 2.0f), gather});
+  EXPECT_EQ(FindSbufRaces(war).size(), 1u);
+  *war.mutable_instructions(1)->add_waits() = W(kVector, 1);
+  EXPECT_TRUE(FindSbufRaces(war).empty());
+  // Disjoint partitions, and the same queue.
+  Kernel apart = K({DmaGather(T(6, 2, 128), Ap(0, 0, {{16, 2}, {1, 16}}), 1, 0, 8, 3),
+                    TensorScalar(MUL, T(0, 6, 0), T(0, 6, 128), 2.0f)});
+  EXPECT_TRUE(FindSbufRaces(apart).empty());
+  Kernel queue = K({DmaLoad(T(2, 4, 128), Ap(0, 0, {{16, 4}, {1, 16}}), 3), gather});
+  EXPECT_TRUE(FindSbufRaces(queue).empty());
+}
+
 TEST(SbufRaces, TheTestModelsAreRaceFree) {
   for (const Executable& exe : {AddModel(4, 8), TwoKernelModel(4, 16), MatmulModel(64, 256, 512, BF16, 2),
-                                MatmulModel(128, 896, 64, F32, 7), CausalMaskModel(8, 8)})
+                                MatmulModel(128, 896, 64, F32, 7), CausalMaskModel(8, 8),
+                                EmbeddingModel(50, 64, 128, BF16, I32)})
     for (const Kernel& k : exe.kernels()) EXPECT_TRUE(FindSbufRaces(k).empty()) << k.name();
 }
 

@@ -180,5 +180,32 @@ TEST(ProfileSummary, AnExecutedMatmulModelKeepsTheTensorEngineBusy) {
   EXPECT_EQ(s.elementwise_ops, elementwise);
 }
 
+TEST(ProfileSummary, GathersAreDmaReadsOfTheirRowsAndIndices) {
+  // EmbeddingModel: a gather of 128 bf16 rows of 64 with int32 ids, a store.
+  neff::Executable exe = neuroncc::testing::EmbeddingModel(1000, 64, 128, neff::BF16, neff::I32);
+  absl::StatusOr<neff::Neff> neff = neff::ParseNeff(neuroncc::testing::Serialize(exe));
+  ASSERT_TRUE(neff.ok()) << neff.status();
+  auto ex = rt::Executor::Create(*neff, neff::Trn1());
+  ASSERT_TRUE(ex.ok());
+  ntff::Profile p = rt::NewProfile(*neff, neff::Trn1());
+  rt::AppendExecution(*neff, (*ex)->schedules(), &p);
+  rt::AppendExecution(*neff, (*ex)->schedules(), &p);
+  ASSERT_TRUE(ntff::ParseNtff(ntff::SerializeNtff(p)).ok());  // DMA events match DMA instructions
+  Summary s = Summarize(p);
+  EXPECT_EQ(s.dma_transfer_count, 4u);
+  EXPECT_EQ(s.hbm_read_bytes, 2u * (128 * 64 * 2 + 128 * 4));
+  EXPECT_EQ(s.hbm_write_bytes, 2u * 128 * 64 * 2);
+  EXPECT_EQ(s.kernels[0].hbm_read_bytes, s.hbm_read_bytes);
+  EXPECT_EQ(s.hbm_read_bytes, 2 * (*ex)->stats().hbm_read_bytes);  // as nrt_get_last_execution_stats
+  // The gather's time: the DMA cost with the int32 index read.
+  uint64_t gather_ps = neff::InstructionCostPs(exe.kernels(0).instructions(0), neff::Trn1(), &exe);
+  EXPECT_EQ(p.instructions(0).end() - p.instructions(0).start(), gather_ps);
+  EXPECT_NE(RenderEventsJson(p).find("\"opcode\": \"dma_gather\""), std::string::npos);
+  EXPECT_NE(RenderEventsJson(p).find("\"direction\": \"hbm_to_sbuf\", \"tensor\": 0, \"bytes\": 16896"),
+            std::string::npos)
+      << RenderEventsJson(p);
+  EXPECT_NE(RenderPerfetto(p).find("{\"name\":\"dma_gather\""), std::string::npos);
+}
+
 }  // namespace
 }  // namespace neuroncc::profile

@@ -125,7 +125,7 @@ Summary Summarize(const ntff::Profile& p) {
     } else {
       dma_intervals.push_back({ps(e.start()), ps(e.end())});
       ++s.dma_transfer_count;
-      bool load = e.opcode() == neff::DMA_LOAD;
+      bool load = neff::IsDmaRead(e.opcode());  // dma_load, dma_gather
       (load ? s.hbm_read_bytes : s.hbm_write_bytes) += e.bytes();
       (load ? kr.hbm_read_bytes : kr.hbm_write_bytes) += e.bytes();
     }
