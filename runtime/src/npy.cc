@@ -140,10 +140,36 @@ class HeaderParser {
 }  // namespace
 
 const char* ElementTypeName(ElementType t) {
-  return t == ElementType::kFloat32 ? "float32" : "float16";
+  switch (t) {
+    case ElementType::kFloat32: return "float32";
+    case ElementType::kFloat16: return "float16";
+    case ElementType::kInt32: return "int32";
+    case ElementType::kInt64: return "int64";
+  }
+  return "invalid";
 }
 
-size_t ElementSize(ElementType t) { return t == ElementType::kFloat32 ? 4 : 2; }
+const char* ElementTypeDescr(ElementType t) {
+  switch (t) {
+    case ElementType::kFloat32: return "<f4";
+    case ElementType::kFloat16: return "<f2";
+    case ElementType::kInt32: return "<i4";
+    case ElementType::kInt64: return "<i8";
+  }
+  return "";
+}
+
+size_t ElementSize(ElementType t) {
+  switch (t) {
+    case ElementType::kFloat32: return 4;
+    case ElementType::kFloat16: return 2;
+    case ElementType::kInt32: return 4;
+    case ElementType::kInt64: return 8;
+  }
+  return 0;
+}
+
+bool IsInteger(ElementType t) { return t == ElementType::kInt32 || t == ElementType::kInt64; }
 
 int64_t Array::num_elements() const {
   int64_t n = 1;
@@ -196,12 +222,17 @@ absl::StatusOr<Array> Parse(std::string_view bytes, std::string_view what_view) 
     a.type = ElementType::kFloat32;
   } else if (descr == "<f2") {
     a.type = ElementType::kFloat16;
+  } else if (descr == "<i4") {
+    a.type = ElementType::kInt32;
+  } else if (descr == "<i8") {
+    a.type = ElementType::kInt64;
   } else if (descr == "<f8") {
     return bad("dtype is float64 ('<f8'); save the array with .astype(numpy.float32)");
-  } else if (descr == ">f4" || descr == ">f2") {
+  } else if (descr == ">f4" || descr == ">f2" || descr == ">i4" || descr == ">i8") {
     return bad(absl::StrCat("dtype '", descr, "' is big-endian; save a little-endian array"));
   } else {
-    return bad(absl::StrCat("unsupported dtype '", descr, "' (supported: '<f4' float32, '<f2' float16)"));
+    return bad(absl::StrCat("unsupported dtype '", descr,
+                            "' (supported: '<f4' float32, '<f2' float16, '<i4' int32, '<i8' int64)"));
   }
   if (fortran) return bad("fortran_order is True; save a C-ordered array (numpy.ascontiguousarray)");
   int64_t n = 1;
@@ -226,7 +257,7 @@ absl::StatusOr<Array> ReadFile(const std::string& path) {
 }
 
 std::string Serialize(const Array& array) {
-  std::string dict = absl::StrCat("{'descr': '", array.type == ElementType::kFloat32 ? "<f4" : "<f2",
+  std::string dict = absl::StrCat("{'descr': '", ElementTypeDescr(array.type),
                                   "', 'fortran_order': False, 'shape': ", ShapeString(array.shape),
                                   ", }");
   // Pad with spaces and a final newline so magic + length + header is a

@@ -1,9 +1,10 @@
 // Reading and writing NumPy .npy files (format versions 1.0, 2.0 and 3.0).
 //
 // Only what the tools exchange with models is accepted: little-endian
-// float32 ('<f4') and float16 ('<f2'), C order. Anything else is refused with
-// a message that says what was found and what to do. The parser never reads
-// outside the given bytes, whatever they contain.
+// float32 ('<f4'), float16 ('<f2'), int32 ('<i4') and int64 ('<i8', token
+// ids), C order. Anything else is refused with a message that says what was
+// found and what to do. The parser never reads outside the given bytes,
+// whatever they contain.
 #pragma once
 
 #include <cstdint>
@@ -16,10 +17,12 @@
 
 namespace neuroncc::npy {
 
-enum class ElementType { kFloat32, kFloat16 };
+enum class ElementType { kFloat32, kFloat16, kInt32, kInt64 };
 
-const char* ElementTypeName(ElementType t);  // "float32", "float16"
+const char* ElementTypeName(ElementType t);  // "float32", "float16", "int32", "int64"
+const char* ElementTypeDescr(ElementType t);  // "<f4", "<f2", "<i4", "<i8"
 size_t ElementSize(ElementType t);
+bool IsInteger(ElementType t);
 
 struct Array {
   ElementType type = ElementType::kFloat32;

@@ -81,5 +81,14 @@ int main(int argc, char** argv) {
   a.shape = {3};
   a.data.assign(6, '\x3c');
   if (!Write(seeds + "/npy/f16.npy", npy::Serialize(a))) return 1;
+  a.type = npy::ElementType::kInt64;  // token ids
+  a.shape = {2, 2};
+  a.data.assign(32, '\0');
+  a.data[8] = 7;
+  if (!Write(seeds + "/npy/i64.npy", npy::Serialize(a))) return 1;
+  a.type = npy::ElementType::kInt32;
+  a.shape = {3};
+  a.data.assign(12, '\1');
+  if (!Write(seeds + "/npy/i32.npy", npy::Serialize(a))) return 1;
   return 0;
 }

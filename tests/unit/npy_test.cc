@@ -65,7 +65,7 @@ TEST(Npy, WritesWhatNumpyWrites) {
 }
 
 TEST(Npy, RoundTripsShapesAndTypes) {
-  for (ElementType t : {ElementType::kFloat32, ElementType::kFloat16}) {
+  for (ElementType t : {ElementType::kFloat32, ElementType::kFloat16, ElementType::kInt32, ElementType::kInt64}) {
     for (std::vector<int64_t> shape : std::vector<std::vector<int64_t>>{{}, {5}, {2, 3, 4}, {0, 7}}) {
       Array a;
       a.type = t;
@@ -81,6 +81,38 @@ TEST(Npy, RoundTripsShapesAndTypes) {
       EXPECT_EQ(b->data, a.data);
     }
   }
+}
+
+TEST(Npy, IntegerArraysAsNumpyWritesThem) {
+  // np.save(f, np.array([3, -1, 2**40], dtype=np.int64)) and the int32 form.
+  struct Case {
+    const char* descr;
+    ElementType type;
+    size_t size;
+  };
+  for (const Case& c : {Case{"<i8", ElementType::kInt64, 8}, Case{"<i4", ElementType::kInt32, 4}}) {
+    SCOPED_TRACE(c.descr);
+    std::string dict = std::string("{'descr': '") + c.descr + "', 'fortran_order': False, 'shape': (3,), }";
+    dict.append(128 - 10 - dict.size() - 1, ' ');
+    dict += '\n';
+    std::string data;
+    for (int64_t v : {int64_t(3), int64_t(-1), c.size == 8 ? int64_t(1) << 40 : int64_t(2147483647)})
+      data.append(reinterpret_cast<const char*>(&v), c.size);  // little-endian host
+    std::string file = WithHeader(1, dict, data);
+    absl::StatusOr<Array> a = Parse(file, "ids.npy");
+    ASSERT_TRUE(a.ok()) << a.status();
+    EXPECT_EQ(a->type, c.type);
+    EXPECT_EQ(a->shape, (std::vector<int64_t>{3}));
+    EXPECT_EQ(a->data, data);
+    EXPECT_EQ(ElementSize(a->type), c.size);
+    EXPECT_TRUE(IsInteger(a->type));
+    EXPECT_EQ(std::string(ElementTypeDescr(a->type)), c.descr);
+    EXPECT_EQ(Serialize(*a), file);  // byte for byte what numpy writes
+  }
+  EXPECT_EQ(std::string(ElementTypeName(ElementType::kInt32)), "int32");
+  EXPECT_EQ(std::string(ElementTypeName(ElementType::kInt64)), "int64");
+  EXPECT_FALSE(IsInteger(ElementType::kFloat32));
+  EXPECT_FALSE(IsInteger(ElementType::kFloat16));
 }
 
 TEST(Npy, ReadsVersions2And3AndDictVariants) {
@@ -105,6 +137,13 @@ TEST(Npy, RefusesBadFilesWithClearMessages) {
   ExpectError(WithHeader(1, dict("<f8", "False", "(3,)"), d4), "float64");
   ExpectError(WithHeader(1, dict(">f4", "False", "(2, 3)"), d4), "big-endian");
   ExpectError(WithHeader(1, dict("|b1", "False", "(2, 3)"), d4), "unsupported dtype");
+  ExpectError(WithHeader(1, dict(">i8", "False", "(3,)"), d4), "'>i8' is big-endian");
+  ExpectError(WithHeader(1, dict(">i4", "False", "(2, 3)"), d4), "big-endian");
+  ExpectError(WithHeader(1, dict("<u4", "False", "(2, 3)"), d4),
+              "unsupported dtype '<u4' (supported: '<f4' float32, '<f2' float16, '<i4' int32, '<i8' int64)");
+  ExpectError(WithHeader(1, dict("<i2", "False", "(12,)"), d4), "unsupported dtype '<i2'");
+  ExpectError(WithHeader(1, dict("<i8", "False", "(4,)"), d4), "int64 needs 32 data bytes but the file has 24");
+  ExpectError(WithHeader(1, dict("<i4", "False", "(5,)"), d4), "trailing bytes");
   ExpectError(WithHeader(1, dict("<f4", "False", "(2, 4)"), d4), "truncated");
   ExpectError(WithHeader(1, dict("<f4", "False", "(2, 2)"), d4), "trailing bytes");
   ExpectError(WithHeader(1, dict("<f4", "False", "(1099511627776, 1099511627776)"), d4), "too many elements");

@@ -5,6 +5,7 @@ the hand-built test NEFFs (tests/unit/make_test_neffs.cc):
   two_kernel.neff: z = (x * x) * w + 1 over float32 [4, 16], two kernels
   matmul.neff: z = x @ w, bfloat16 x [8, 32] and w [32, 16], float32 z
   causal_mask.neff: z = where(col <= row, x, -inf) over float32 [8, 8]
+  embedding.neff: z = weight[ids], float32 weight [10, 8], int64 ids [6]
 
 Usage: tools_test.py BIN_DIR NEFF_DIR [unittest args]
 """
@@ -57,6 +58,12 @@ class Tmp(unittest.TestCase):
 
     def neff(self, name):
         return os.path.join(NEFFS, name)
+
+    def embedding_inputs(self):
+        """weight [10, 8] float32 and int64 ids [6] for embedding.neff."""
+        weight = (np.arange(80, dtype=np.float32).reshape(10, 8) * 0.25 - 7).astype(np.float32)
+        ids = np.array([3, 0, 9, 3, 7, 1], dtype=np.int64)
+        return weight, ids
 
     def profile_dir(self, neff, inputs):
         prof = self.path("prof")
@@ -184,6 +191,49 @@ class NeuronRun(Tmp):
              "--output-dir", out, "-q"])
         z = np.load(os.path.join(out, "output_0.npy"))
         np.testing.assert_array_equal(z, np.where(np.tril(np.ones((8, 8), bool)), x, -np.inf))
+
+    def test_embedding_reads_int64_ids_from_npy(self):
+        weight, ids = self.embedding_inputs()
+        out = self.path("o")
+        p = run([tool("neuron-run"), self.neff("embedding.neff"), "--input", "ids=@" + self.save("ids.npy", ids),
+                 "--input", "weight=@" + self.save("w.npy", weight), "--output-dir", out])
+        z = np.load(os.path.join(out, "output_0.npy"))
+        self.assertEqual(z.dtype, np.float32)
+        np.testing.assert_array_equal(z, weight[ids])
+        # Reads: 6 rows of 32 bytes and 6 int64 ids; writes: the 6 rows.
+        self.assertIn("HBM read %d B, written %d B" % (6 * 32 + 6 * 8, 6 * 32), p.stdout)
+        # Positional inputs bind in graph order: weight, then ids.
+        run([tool("neuron-run"), self.neff("embedding.neff"), "--input", "@" + self.path("w.npy"),
+             "--input", "@" + self.path("ids.npy"), "--output-dir", out, "-q"])
+        np.testing.assert_array_equal(np.load(os.path.join(out, "output_0.npy")), weight[ids])
+
+    def test_embedding_dtype_mismatches_and_bad_ids(self):
+        weight, ids = self.embedding_inputs()
+        wp, ip = self.save("w.npy", weight), self.save("ids.npy", ids)
+        emb = self.neff("embedding.neff")
+        cases = [
+            (ids.astype(np.float32), "ids", "input 'ids': the file holds float32 ('<f4'), the model's int64 input "
+                                            "needs int64 ('<i8') (save it with .astype(numpy.int64))"),
+            (ids.astype(np.int32), "ids", "the file holds int32 ('<i4'), the model's int64 input needs int64"),
+            (weight.astype(np.int64), "weight", "input 'weight': the file holds int64 ('<i8'), the model's float32 "
+                                                "input needs float32 ('<f4') (save it with .astype(numpy.float32))"),
+            (ids.reshape(2, 3), "ids", "shape (2, 3), the model expects (6,)"),
+        ]
+        for array, name, needle in cases:
+            with self.subTest(needle=needle):
+                bad = self.save("bad.npy", array)
+                args = ["--input", "weight=@" + (bad if name == "weight" else wp),
+                        "--input", "ids=@" + (bad if name == "ids" else ip)]
+                p = run([tool("neuron-run"), emb] + args, expect_rc=1)
+                self.assertIn(needle, p.stderr)
+                self.assertIn("'%s'" % self.path("bad.npy"), p.stderr)
+        # An id outside the table: the execution fails as an out-of-bounds access.
+        oob = ids.copy()
+        oob[4] = 10
+        p = run([tool("neuron-run"), emb, "--input", "weight=@" + wp,
+                 "--input", "ids=@" + self.save("oob.npy", oob)], expect_rc=1)
+        self.assertIn("nrt_execute: NRT_EXEC_OOB: nrt_execute: kernel 0 ('embedding') instruction 0 (dma_gather): "
+                      "partition 4 looks up row 10 (element 4 of int64 index tensor 'ids')", p.stderr)
 
     def test_profile_directory(self):
         x, y = self.add_inputs()
@@ -350,6 +400,26 @@ class NeuronProfile(Tmp):
         run([tool("neuron-profile"), "frobnicate"], expect_rc=2)
 
 
+    def test_embedding_capture_and_summary(self):
+        _, ids = self.embedding_inputs()
+        ntff = self.path("emb.ntff")
+        emb = self.neff("embedding.neff")
+        p = run([tool("neuron-profile"), "capture", "-n", emb, "-s", ntff, "ids", self.save("ids.npy", ids)])
+        self.assertIn("'weight' not given: using zeros", p.stdout)
+        s = json.loads(self.view("-n", emb, "-s", ntff, "--output-format", "summary-json").stdout)
+        self.assertEqual(s["dma_transfer_count"], 2)
+        self.assertEqual(s["hbm_read_bytes"], 6 * 32 + 6 * 8)
+        self.assertEqual(s["hbm_write_bytes"], 6 * 32)
+        events = json.loads(self.view("-n", emb, "-s", ntff, "--output-format", "json").stdout)
+        self.assertEqual([e["opcode"] for e in events["instructions"]], ["dma_gather", "dma_store"])
+        self.assertEqual([d["direction"] for d in events["dma"]], ["hbm_to_sbuf", "sbuf_to_hbm"])
+        # Zeros are valid ids (row 0); a float file for the int64 input is not.
+        run([tool("neuron-profile"), "capture", "-n", emb, "-s", self.path("zeros.ntff")])
+        p = run([tool("neuron-profile"), "capture", "-n", emb, "-s", self.path("bad.ntff"), "ids",
+                 self.save("f.npy", ids.astype(np.float32))], expect_rc=1)
+        self.assertIn("the model's int64 input needs int64", p.stderr)
+
+
 class NeuronPackager(Tmp):
     def test_info_lists_header_and_nodes(self):
         p = run([tool("neuron-packager"), "info", self.neff("add_bf16.neff")])
@@ -361,6 +431,16 @@ class NeuronPackager(Tmp):
         self.assertTrue(any(l.startswith("z ") and " OUT " in l for l in lines))
         self.assertIn("header_size", p.stdout)
         self.assertIn("profile hash <H>", p.stdout)
+
+    def test_info_prints_integer_inputs(self):
+        p = run([tool("neuron-packager"), "info", self.neff("embedding.neff")])
+        lines = p.stdout.splitlines()
+        ids = [l.split() for l in lines if l.startswith("ids ")]
+        self.assertEqual(ids, [["ids", "IN", "[6]", "int64", "48"]])
+        weight = [l.split() for l in lines if l.startswith("weight ")]
+        self.assertEqual(weight, [["weight", "IN", "[10,", "8]", "float32", "320"]])
+        self.assertIn("dma:2", p.stdout)
+        self.assertIn("no SBUF/PSUM races", p.stdout)
 
     def test_refuses_corrupt_files(self):
         bad = self.path("bad.neff")

@@ -37,9 +37,27 @@ const char* DtypeName(nrt_dtype_t dtype) {
     case NRT_DTYPE_FLOAT32: return "float32";
     case NRT_DTYPE_BFLOAT16: return "bfloat16";
     case NRT_DTYPE_FLOAT16: return "float16";
+    case NRT_DTYPE_INT32: return "int32";
+    case NRT_DTYPE_INT64: return "int64";
     default: return "unsupported";
   }
 }
+
+namespace {
+
+// The .npy element type that holds a tensor of `dtype`; false if none does.
+bool NpyTypeFor(nrt_dtype_t dtype, npy::ElementType* type) {
+  switch (dtype) {
+    case NRT_DTYPE_FLOAT32:
+    case NRT_DTYPE_BFLOAT16: *type = npy::ElementType::kFloat32; return true;  // numpy has no bfloat16
+    case NRT_DTYPE_FLOAT16: *type = npy::ElementType::kFloat16; return true;
+    case NRT_DTYPE_INT32: *type = npy::ElementType::kInt32; return true;
+    case NRT_DTYPE_INT64: *type = npy::ElementType::kInt64; return true;
+    default: return false;
+  }
+}
+
+}  // namespace
 
 bool NpyToTensorBytes(const npy::Array& a, const ModelTensor& t, std::string* bytes, std::string* error) {
   if (a.shape != t.shape) {
@@ -48,16 +66,23 @@ bool NpyToTensorBytes(const npy::Array& a, const ModelTensor& t, std::string* by
     return false;
   }
   // numpy has no bfloat16: bf16 inputs come as float32 and are rounded here.
-  npy::ElementType want =
-      t.dtype == NRT_DTYPE_FLOAT16 ? npy::ElementType::kFloat16 : npy::ElementType::kFloat32;
-  if (t.dtype != NRT_DTYPE_FLOAT32 && t.dtype != NRT_DTYPE_BFLOAT16 && t.dtype != NRT_DTYPE_FLOAT16) {
+  // Integers are never converted: a float file for an index input (or the
+  // other way round) is a mistake worth reporting, not a cast.
+  npy::ElementType want;
+  if (!NpyTypeFor(t.dtype, &want)) {
     *error = absl::StrCat("input '", t.name, "' has a dtype this tool cannot feed");
     return false;
   }
   if (a.type != want) {
-    *error = absl::StrCat("input '", t.name, "': the file holds ", npy::ElementTypeName(a.type),
-                          ", the model's ", DtypeName(t.dtype), " input needs ", npy::ElementTypeName(want),
-                          t.dtype == NRT_DTYPE_BFLOAT16 ? " (bfloat16 inputs are given as float32)" : "");
+    std::string hint;
+    if (t.dtype == NRT_DTYPE_BFLOAT16 && !npy::IsInteger(a.type))
+      hint = " (bfloat16 inputs are given as float32)";
+    else if (npy::IsInteger(want) != npy::IsInteger(a.type) || npy::IsInteger(want))
+      hint = absl::StrCat(" (save it with .astype(numpy.", npy::ElementTypeName(want), "))");
+    *error = absl::StrCat("input '", t.name, "': the file holds ", npy::ElementTypeName(a.type), " ('",
+                          npy::ElementTypeDescr(a.type), "'), the model's ", DtypeName(t.dtype),
+                          " input needs ", npy::ElementTypeName(want), " ('", npy::ElementTypeDescr(want),
+                          "')", hint);
     return false;
   }
   if (t.dtype == NRT_DTYPE_BFLOAT16) {
@@ -82,8 +107,8 @@ bool NpyToTensorBytes(const npy::Array& a, const ModelTensor& t, std::string* by
 npy::Array TensorBytesToNpy(const std::string& bytes, const ModelTensor& t) {
   npy::Array a;
   a.shape = t.shape;
-  if (t.dtype == NRT_DTYPE_FLOAT16) {
-    a.type = npy::ElementType::kFloat16;
+  if (t.dtype == NRT_DTYPE_FLOAT16 || t.dtype == NRT_DTYPE_INT32 || t.dtype == NRT_DTYPE_INT64) {
+    NpyTypeFor(t.dtype, &a.type);
     a.data = bytes;
   } else if (t.dtype == NRT_DTYPE_BFLOAT16) {
     a.type = npy::ElementType::kFloat32;

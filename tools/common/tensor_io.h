@@ -26,15 +26,18 @@ struct ModelIo {
 // From nrt_get_model_tensor_info. False with `error` set on failure.
 bool DescribeModel(nrt_model_t* model, ModelIo* io, std::string* error);
 
-const char* DtypeName(nrt_dtype_t dtype);  // "float32", "bfloat16", "float16"
+const char* DtypeName(nrt_dtype_t dtype);  // "float32", "bfloat16", "float16", "int32", "int64"
 
 // The bytes of `t` from an .npy array: same shape, and float32 data for
 // float32 and bfloat16 tensors (bfloat16 rounds to nearest even), float16
-// data for float16 tensors. False with a message naming the tensor otherwise.
+// data for float16 tensors, int32 ('<i4') for int32 and int64 ('<i8') for
+// int64 tensors (never converted between widths or to and from floats).
+// False with a message naming the tensor otherwise.
 bool NpyToTensorBytes(const npy::Array& array, const ModelTensor& t, std::string* bytes,
                       std::string* error);
 
-// The .npy form of a tensor's bytes: bfloat16 widens exactly to float32.
+// The .npy form of a tensor's bytes: bfloat16 widens exactly to float32;
+// every other dtype keeps its bytes.
 npy::Array TensorBytesToNpy(const std::string& bytes, const ModelTensor& t);
 
 // Describes one "NAME=@file.npy" / "@file.npy" argument.

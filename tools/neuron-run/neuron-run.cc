@@ -35,7 +35,8 @@ constexpr const char* kUsage =
     "  --target trn1|trn2       the instance to simulate (default: the NEFF's own target)\n"
     "  -q, --quiet              print nothing on success\n"
     "bfloat16 inputs are read from float32 .npy files (rounded to nearest even);\n"
-    "bfloat16 outputs are written as float32 (exact).\n";
+    "bfloat16 outputs are written as float32 (exact). int32 and int64 inputs (token ids)\n"
+    "are read from .npy files of exactly that type ('<i4', '<i8').\n";
 
 int Fail(const std::string& msg) {
   std::fprintf(stderr, "neuron-run: error: %s\n", msg.c_str());
