@@ -40,7 +40,7 @@ typedef struct nrt_execution_stats {
   uint64_t launch_overhead_ps; /* the part that is modeled dispatch overhead */
   uint64_t kernel_count;       /* dispatches */
   uint64_t instruction_count;
-  uint64_t hbm_read_bytes;     /* bytes moved by DMA loads */
+  uint64_t hbm_read_bytes;     /* bytes read by DMA loads and gathers (rows and indices) */
   uint64_t hbm_write_bytes;    /* bytes moved by DMA stores */
   uint64_t profile_hash;       /* the <H> of the model's profile files */
   /* New fields are only ever appended. */
