@@ -31,7 +31,7 @@ import time
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(HERE, "..", "tools", "python"))
 from neuroncc import toolchain  # noqa: E402
-from neuroncc.nrt import NeffRunner  # noqa: E402
+from neuroncc.nrt import NeffRunner, median_time  # noqa: E402
 
 import torch  # noqa: E402
 
@@ -55,16 +55,6 @@ def reason(err):
 def device_bytes(t):
     """The raw little-endian bytes libnrt takes for a tensor (bf16 as 2 bytes)."""
     return ex.tensor_bytes(t)
-
-
-def median_time(fn, repeats):
-    fn()
-    samples = []
-    for _ in range(repeats):
-        start = time.perf_counter()
-        fn()
-        samples.append(time.perf_counter() - start)
-    return statistics.median(samples)
 
 
 def matmul_instructions(profile_dir, summary):

@@ -25,7 +25,7 @@ import numpy as np
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(HERE, "..", "tools", "python"))
 from neuroncc import toolchain  # noqa: E402
-from neuroncc.nrt import NeffRunner  # noqa: E402
+from neuroncc.nrt import NeffRunner, median_time  # noqa: E402
 
 import torch  # noqa: E402
 import torch.nn.functional as F  # noqa: E402
@@ -42,16 +42,6 @@ def device_bytes(array, dtype):
     if dtype == "bf16":
         return (toolchain.bf16_round(array).view(np.uint32) >> 16).astype(np.uint16).tobytes()
     return np.ascontiguousarray(array, dtype=np.float32).tobytes()
-
-
-def median_time(fn, repeats):
-    fn()
-    samples = []
-    for _ in range(repeats):
-        start = time.perf_counter()
-        fn()
-        samples.append(time.perf_counter() - start)
-    return statistics.median(samples)
 
 
 def main():

@@ -103,3 +103,14 @@ class NeffRunner:
         finally:
             self.lib.nrt_unload(model)
         return statistics.median(samples)
+
+
+def median_time(fn, repeats):
+    """Median wall time of fn() over `repeats` calls, after one warm-up call."""
+    fn()
+    samples = []
+    for _ in range(repeats):
+        start = time.perf_counter()
+        fn()
+        samples.append(time.perf_counter() - start)
+    return statistics.median(samples)
