@@ -189,6 +189,37 @@ struct FormKernelsPass : impl::FormKernelsBase<FormKernelsPass> {
     return false;
   }
 
+  // The same rows under another leading shape (a residual add after a
+  // reshape of a matmul's result): fine when every value the op reads from
+  // outside is a contiguous full-size tensor or a scalar, since those map
+  // onto the kernel's rows by plain row-major order.
+  bool sameRowsReshaped(Operation* op, const RowSpace& s, Group& grp) {
+    auto product = [](ArrayRef<int64_t> v) {
+      int64_t p = 1;
+      for (int64_t x : v) p *= x;
+      return p;
+    };
+    if (s.cols != grp.space.cols || s.reduces || product(s.rows) != product(grp.space.rows)) return false;
+    int64_t total = product(s.rows) * s.cols;
+    for (Value v : op->getOperands()) {
+      Chain c = chainOf(v);
+      int g = int(&grp - groups.data());
+      if (producerGroup(c.root) == g) continue;  // computed in the kernel: same rows
+      auto type = llvm::cast<RankedTensorType>(v.getType());
+      if (type.getNumElements() == 1) continue;
+      if (type.getNumElements() != total) return false;
+      aten::StridedView view = aten::contiguousView(llvm::cast<RankedTensorType>(c.root.getType()).getShape());
+      for (Operation* o : c.ops) {
+        aten::StridedView next;
+        std::string error;
+        if (!aten::applyView(o, view, next, &error)) return false;
+        view = next;
+      }
+      if (!aten::isContiguous(view)) return false;
+    }
+    return true;
+  }
+
   int64_t rowBytes(const RowSpace& s) { return s.cols * 4 /*f32 in SBUF*/ * 4 /*live rows*/; }
 
   // Why `op` (with row space `s`) cannot join group `g`; empty if it can.
@@ -202,7 +233,7 @@ struct FormKernelsPass : impl::FormKernelsBase<FormKernelsPass> {
         if (producerGroup(chainOf(v).root) == g)
           return "an embedding reads its table and indices from HBM";
     if (grp.hasMatmul && isReduction(op)) return "reductions do not join a matmul's kernel yet";
-    if (s.rows != grp.space.rows)
+    if (s.rows != grp.space.rows && !sameRowsReshaped(op, s, grp))
       return "row spaces differ (" + std::to_string(s.rows.size()) + "-d vs " +
              std::to_string(grp.space.rows.size()) + "-d leading dims or different sizes)";
     if (s.cols != grp.space.cols && s.cols != 1 && grp.space.cols != 1)

@@ -239,7 +239,20 @@ LogicalResult KernelLowering::layoutOfInput(Value v, Layout& out) {
   return layoutOfView(aten::contiguousView(llvm::cast<RankedTensorType>(v.getType()).getShape()), out);
 }
 
-LogicalResult KernelLowering::layoutOfView(const aten::StridedView& view, Layout& out) {
+LogicalResult KernelLowering::layoutOfView(const aten::StridedView& given, Layout& out) {
+  // A contiguous full-size value under another leading shape covers the rows
+  // in row-major order: read it as the space's own shape.
+  aten::StridedView view = given;
+  if (aten::isContiguous(given) && product(given.shape) == space.rows * space.cols && !given.shape.empty() &&
+      given.shape.back() == (space.trail.empty() ? 1 : space.trail.back()) && space.trail.size() == 1) {
+    SmallVector<int64_t> full(space.lead);
+    full.append(space.trail);
+    if (ArrayRef<int64_t>(full) != ArrayRef<int64_t>(given.shape)) {
+      int64_t offset = given.offset;
+      view = aten::contiguousView(full);
+      view.offset = offset;
+    }
+  }
   ArrayRef<int64_t> shape = view.shape;
   ArrayRef<int64_t> strides = view.strides;
   out.offset = view.offset;

@@ -1,5 +1,6 @@
 // RUN: neuron-opt %examples/rmsnorm/naive.mlir --ncc-form-kernels=fuse=false | FileCheck %s --check-prefix=O0
 // RUN: neuron-opt %examples/rmsnorm/naive.mlir --ncc-form-kernels=fuse=true | FileCheck %s --check-prefix=O2
+// RUN: neuron-opt %s --ncc-form-kernels=fuse=true 2>/dev/null | FileCheck %s --check-prefix=RESID
 // RUN: neuron-opt %examples/rmsnorm/fused_op.mlir --ncc-decompose-composites --ncc-form-kernels=fuse=false | FileCheck %s --check-prefix=COMPOSITE
 // RUN: neuron-opt %s --ncc-form-kernels="fuse=true report=true" 2>&1 | FileCheck %s --check-prefix=REPORT
 // RUN: neuron-opt %s --ncc-form-kernels="fuse=true report=true sbuf-budget-bytes=4096" 2>&1 | FileCheck %s --check-prefix=BUDGET
@@ -63,4 +64,16 @@ func.func @needs_whole_row(%x: tensor<4x4096xf32>) -> tensor<4x4096xf32> {
   %m = aten.amax %x {dim = array<i64: -1>, keepdim = true} : tensor<4x4096xf32> -> tensor<4x1xf32>
   %d = aten.sub.Tensor %x, %m : tensor<4x4096xf32>, tensor<4x1xf32> -> tensor<4x4096xf32>
   return %d : tensor<4x4096xf32>
+}
+
+// A residual add after a reshape of a matmul's result joins the matmul's
+// kernel: the rows are the same, only their leading shape differs.
+// RESID-LABEL: func.func @residual
+// RESID: nc.kernel "k0_fused_mm_unsafe_view_add"
+// RESID-NOT: nc.kernel
+func.func @residual(%x: tensor<32x64xf32>, %w: tensor<64x128xf32>, %r: tensor<2x16x128xf32>) -> tensor<2x16x128xf32> {
+  %m = aten.mm %x, %w : tensor<32x64xf32>, tensor<64x128xf32> -> tensor<32x128xf32>
+  %v = aten._unsafe_view %m {size = array<i64: 2, 16, 128>} : tensor<32x128xf32> -> tensor<2x16x128xf32>
+  %a = aten.add.Tensor %v, %r : tensor<2x16x128xf32>, tensor<2x16x128xf32> -> tensor<2x16x128xf32>
+  return %a : tensor<2x16x128xf32>
 }
