@@ -146,6 +146,16 @@ class NodeImporter {
     return RankedTensorType::get(shape, elem);
   }
 
+  FailureOr<SmallVector<Type>> resultTypes(size_t count) {
+    SmallVector<Type> types;
+    for (size_t i = 0; i < count; ++i) {
+      FailureOr<RankedTensorType> t = resultType(i);
+      if (failed(t)) return failure();
+      types.push_back(*t);
+    }
+    return types;
+  }
+
   // Records `op`'s results as this node's value(s).
   LogicalResult define(Operation* op) {
     auto& slot = values[node.name()];
@@ -382,11 +392,7 @@ const std::map<std::string, Builder>& registry() {
            bias = b;
          }
          NCC_TRY(eps, n.number(4, "eps"));
-         SmallVector<Type> types;
-         for (size_t i = 0; i < 3; ++i) {
-           NCC_TRY(t, n.resultType(i));
-           types.push_back(t);
-         }
+         NCC_TRY(types, n.resultTypes(3));
          return n.define(n.b.create<aten::NativeLayerNormOp>(n.loc, types, input, weight, bias,
                                                              n.b.getDenseI64ArrayAttr(shape),
                                                              n.b.getF64FloatAttr(eps)));
@@ -397,11 +403,7 @@ const std::map<std::string, Builder>& registry() {
          NCC_TRY(dims, n.ints(1, "dim", SmallVector<int64_t>{}));
          NCC_TRY(correction, n.integer(2, "correction", 1));
          NCC_TRY(keepdim, n.boolean(3, "keepdim", false));
-         SmallVector<Type> types;
-         for (size_t i = 0; i < 2; ++i) {
-           NCC_TRY(t, n.resultType(i));
-           types.push_back(t);
-         }
+         NCC_TRY(types, n.resultTypes(2));
          return n.define(n.b.create<aten::VarMeanCorrectionOp>(n.loc, types, self, n.b.getDenseI64ArrayAttr(dims),
                                                                n.b.getI64IntegerAttr(correction),
                                                                n.b.getBoolAttr(keepdim)));

@@ -38,16 +38,7 @@ struct RowSpace {
 
 bool isMatmul(Operation* op) { return llvm::isa<aten::MmOp, aten::BmmOp, aten::AddmmOp>(op); }
 
-bool isReduction(Operation* op) {
-  return llvm::isa<aten::MeanDimOp, aten::SumDimIntListOp, aten::AmaxOp>(op);
-}
-
-SmallVector<int64_t> reducedDims(Operation* op) {
-  if (auto r = llvm::dyn_cast<aten::MeanDimOp>(op)) return r.getReducedDims();
-  if (auto r = llvm::dyn_cast<aten::SumDimIntListOp>(op)) return r.getReducedDims();
-  if (auto r = llvm::dyn_cast<aten::AmaxOp>(op)) return r.getReducedDims();
-  return {};
-}
+bool isReduction(Operation* op) { return !aten::reducedDims(op).empty(); }
 
 // Row space of an op; std::nullopt when it cannot share a kernel (for
 // example a reduction over non-trailing dims).
@@ -56,7 +47,7 @@ std::optional<RowSpace> rowSpaceOf(Operation* op) {
   if (llvm::isa<aten::CatOp>(op)) return std::nullopt;  // a copy kernel of its own
   if (isReduction(op)) {
     auto in = llvm::cast<RankedTensorType>(op->getOperand(0).getType());
-    SmallVector<int64_t> dims = reducedDims(op);
+    SmallVector<int64_t> dims = aten::reducedDims(op);
     int64_t rank = in.getRank(), k = int64_t(dims.size());
     for (int64_t i = 0; i < k; ++i)
       if (dims[size_t(i)] != rank - k + i) return std::nullopt;

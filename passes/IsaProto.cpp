@@ -77,11 +77,7 @@ neff::ActivationFunc funcFromName(StringRef name) {
 
 void fillTile(neff::TileRef* ref, Value tile, int64_t partStart = 0, int64_t parts = -1) {
   auto type = llvm::cast<MemRefType>(tile.getType());
-  int64_t offset = 0;
-  if (auto alloc = tile.getDefiningOp<nc::AllocTileOp>())
-    if (auto o = alloc.getOffsetAttr()) offset = o.getInt();
-  if (auto alloc = tile.getDefiningOp<nc::AllocPsumOp>())
-    if (auto o = alloc.getOffsetAttr()) offset = o.getInt();
+  int64_t offset = nc::tileByteOffset(tile);
   ref->set_space(nc::isPsumTile(tile.getType()) ? neff::PSUM : neff::SBUF);
   ref->set_start_partition(uint32_t(partStart));
   ref->set_partitions(uint32_t(parts < 0 ? type.getDimSize(0) : parts));

@@ -77,13 +77,6 @@ std::optional<double> splatValue(Value v) {
   return dense.getSplatValue<APFloat>().convertToDouble();
 }
 
-SmallVector<int64_t> reducedDimsOf(Operation* op) {
-  if (auto r = llvm::dyn_cast<aten::MeanDimOp>(op)) return r.getReducedDims();
-  if (auto r = llvm::dyn_cast<aten::SumDimIntListOp>(op)) return r.getReducedDims();
-  if (auto r = llvm::dyn_cast<aten::AmaxOp>(op)) return r.getReducedDims();
-  return {};
-}
-
 class KernelLowering {
  public:
   KernelLowering(nc::KernelOp kernel, int64_t maxFree, int64_t rowBudget)
@@ -106,6 +99,10 @@ class KernelLowering {
 
   LogicalResult storeOutput(Value v, Value hbm, int64_t p, int64_t f);
   Type hbmElementType(BlockArgument arg);
+  LogicalResult foldViews(Block& old, bool allowTileAliases);
+  Block* createIsaBody(Block& old, SmallVectorImpl<Value>& outHbm);
+  void finishBody(Block& old, int64_t& instructions, int64_t& dmas);
+  Value broadcastRow(Value rowTile, double imm, int64_t p, int64_t f, Type elem, Operation* source);
   void finalizeReduction(Operation* op, int64_t p);
 
   nc::KernelOp kernel;
@@ -158,7 +155,7 @@ LogicalResult KernelLowering::computeSpace() {
   for (Operation& op : body.without_terminator()) {
     if (llvm::isa<arith::ConstantOp>(op) || aten::isViewOp(&op)) continue;
     SmallVector<int64_t> shape;
-    if (SmallVector<int64_t> dims = reducedDimsOf(&op); !dims.empty()) {
+    if (SmallVector<int64_t> dims = aten::reducedDims(&op); !dims.empty()) {
       auto in = llvm::cast<RankedTensorType>(op.getOperand(0).getType());
       int64_t rank = in.getRank(), k = int64_t(dims.size());
       bool trailingDims = true;
@@ -375,7 +372,8 @@ Value KernelLowering::tileOf(Value v) {
 
 void KernelLowering::setSource(Operation* inst, Operation* src) {
   int64_t idx = -1;
-  if (auto a = src->getAttrOfType<IntegerAttr>("nc.source_index")) idx = a.getInt();
+  if (src)
+    if (auto a = src->getAttrOfType<IntegerAttr>("nc.source_index")) idx = a.getInt();
   inst->setAttr("source_op", b->getI64IntegerAttr(idx));
   StringRef engine = llvm::isa<nc::ActivationOp>(inst)                  ? "scalar"
                      : llvm::isa<nc::MatmulOp, nc::TransposeOp>(inst) ? "tensor"
@@ -453,12 +451,8 @@ LogicalResult KernelLowering::lowerOp(Operation* op, int64_t p, int64_t f) {
   // the row value).
   auto fullTile = [&](Value v, const Layout& l) -> Value {
     if (l.kind == Kind::Full) return tileOf(v);
-    Value t = alloc(p, f, b->getF32Type());
-    auto iota = b->create<nc::IotaOp>(loc, t, b->getF64FloatAttr(l.kind == Kind::Imm ? l.imm : 0.0),
-                                      b->getF64FloatAttr(0.0), b->getF64FloatAttr(0.0));
-    setSource(iota, op);
-    if (l.kind == Kind::Row) tensorScalar(t, t, tileOf(v), "add", 0.0, false);
-    return t;
+    return broadcastRow(l.kind == Kind::Row ? tileOf(v) : Value(), l.kind == Kind::Imm ? l.imm : 0.0, p, f,
+                        b->getF32Type(), op);
   };
 
   // cond ? a : b with the kinds lined up. Layouts are passed in because an
@@ -783,13 +777,8 @@ LogicalResult KernelLowering::storeOutput(Value v, Value hbm, int64_t p, int64_t
   if (l.kind == Kind::Row && t.getNumElements() == space.rows * space.cols && space.cols > 1) {
     // A per-row value returned at full width (an expanded column): write the
     // row value across the tile first.
-    Value full = alloc(p, f, llvm::cast<MemRefType>(hbm.getType()).getElementType());
-    b->create<nc::IotaOp>(loc, full, b->getF64FloatAttr(0.0), b->getF64FloatAttr(0.0), b->getF64FloatAttr(0.0))
-        ->setAttr("engine", b->getStringAttr("gpsimd"));
-    b->create<nc::TensorScalarOp>(loc, full, full, tiles[v], b->getStringAttr("add"), b->getF64FloatAttr(0.0),
-                                  b->getBoolAttr(false))
-        ->setAttr("engine", b->getStringAttr("vector"));
-    numInst += 2;
+    Value full = broadcastRow(tiles[v], 0.0, p, f, llvm::cast<MemRefType>(hbm.getType()).getElementType(),
+                              v.getDefiningOp());
     Layout fullStore;
     if (failed(layoutOfView(aten::contiguousView(t.getShape()), fullStore))) return failure();
     fullStore.kind = Kind::Full;
@@ -810,6 +799,70 @@ LogicalResult KernelLowering::storeOutput(Value v, Value hbm, int64_t p, int64_t
   }
   emitDma(/*load=*/false, hbm, tiles[v], store, r0, p, c0, f);
   return success();
+}
+
+// A Full [p x f] tile holding `imm` plus, when given, the per-row value of
+// `rowTile` (iota writes the constant, an add the row value).
+Value KernelLowering::broadcastRow(Value rowTile, double imm, int64_t p, int64_t f, Type elem,
+                                   Operation* source) {
+  Value t = alloc(p, f, elem);
+  setSource(b->create<nc::IotaOp>(loc, t, b->getF64FloatAttr(imm), b->getF64FloatAttr(0.0),
+                                  b->getF64FloatAttr(0.0)),
+            source);
+  if (rowTile)
+    setSource(b->create<nc::TensorScalarOp>(loc, t, t, rowTile, b->getStringAttr("add"),
+                                            b->getF64FloatAttr(0.0), b->getBoolAttr(false)),
+              source);
+  return t;
+}
+
+// Views of inputs are folded into access patterns: they emit nothing. With
+// `allowTileAliases`, a reshape that keeps the rows of a value computed in
+// the kernel is that value's tile.
+LogicalResult KernelLowering::foldViews(Block& old, bool allowTileAliases) {
+  for (BlockArgument arg : old.getArguments())
+    viewOf[arg] = aten::contiguousView(llvm::cast<RankedTensorType>(arg.getType()).getShape());
+  for (Operation& op : old.without_terminator()) {
+    if (!aten::isViewOp(&op)) continue;
+    auto in = viewOf.find(op.getOperand(0));
+    if (in == viewOf.end()) {
+      if (allowTileAliases && aten::isRowPreservingReshape(&op)) {
+        sameTileAs[op.getResult(0)] = op.getOperand(0);
+        continue;
+      }
+      return op.emitError("a view of a value computed in the same kernel is not supported yet");
+    }
+    std::string error;
+    aten::StridedView out;
+    if (!aten::applyView(&op, in->second, out, &error)) return op.emitError(error);
+    viewOf[op.getResult(0)] = out;
+  }
+  return success();
+}
+
+// The lowered body: HBM memrefs for the inputs, then the outputs.
+Block* KernelLowering::createIsaBody(Block& old, SmallVectorImpl<Value>& outHbm) {
+  Block* body = new Block();
+  for (BlockArgument arg : old.getArguments()) {
+    auto t = llvm::cast<RankedTensorType>(arg.getType());
+    hbmOf[arg] = body->addArgument(MemRefType::get(t.getShape(), hbmElementType(arg)), arg.getLoc());
+  }
+  for (Operation& op : old.without_terminator())
+    if (aten::isViewOp(&op) && viewOf.count(op.getResult(0))) hbmOf[op.getResult(0)] = hbmOf[op.getOperand(0)];
+  for (Value v : kernel.getResults()) {
+    auto t = llvm::cast<RankedTensorType>(v.getType());
+    outHbm.push_back(body->addArgument(MemRefType::get(t.getShape(), nc::deviceElementType(t.getElementType())), loc));
+  }
+  kernel.getBody().push_back(body);
+  return body;
+}
+
+void KernelLowering::finishBody(Block& old, int64_t& instructions, int64_t& dmas) {
+  b->create<nc::YieldOp>(loc);
+  old.dropAllDefinedValueUses();
+  old.erase();
+  instructions += numInst;
+  dmas += numDma;
 }
 
 // A kernel that is one cat: each input is copied, tile by tile, into its slab
@@ -871,46 +924,22 @@ LogicalResult KernelLowering::run(int64_t& instructions, int64_t& dmas) {
     if (cat) {
       if (others || kernel.getNumResults() != 1)
         return kernel.emitError("a cat kernel must hold only the cat and views of its inputs");
-      Block* body = new Block();
-      for (BlockArgument arg : old.getArguments()) {
-        auto t = llvm::cast<RankedTensorType>(arg.getType());
-        hbmOf[arg] = body->addArgument(MemRefType::get(t.getShape(), nc::deviceElementType(t.getElementType())),
-                                       arg.getLoc());
-        viewOf[arg] = aten::contiguousView(t.getShape());
-      }
-      for (Operation& op : old.without_terminator()) {
-        if (!aten::isViewOp(&op)) continue;
-        std::string error;
-        aten::StridedView out;
-        auto in = viewOf.find(op.getOperand(0));
-        if (in == viewOf.end() || !aten::applyView(&op, in->second, out, &error)) {
-          delete body;
-          return op.emitError("cannot fold this view into the cat's reads: ") << error;
-        }
-        viewOf[op.getResult(0)] = out;
-        hbmOf[op.getResult(0)] = hbmOf[op.getOperand(0)];
-      }
       auto rt = llvm::cast<RankedTensorType>(kernel.getResult(0).getType());
-      Value out = body->addArgument(MemRefType::get(rt.getShape(), nc::deviceElementType(rt.getElementType())), loc);
-      kernel.getBody().push_back(body);
-      OpBuilder builder = OpBuilder::atBlockEnd(body);
-      b = &builder;
       if (llvm::any_of(cat.getTensors(), [&](Value v) {
             return nc::deviceElementType(llvm::cast<RankedTensorType>(v.getType()).getElementType()) !=
                    nc::deviceElementType(rt.getElementType());
-          })) {
-        body->erase();
+          }))
         return cat.emitError("cat of tensors with different dtypes is not supported yet");
-      }
-      if (failed(lowerCat(cat, body, {out}))) {
+      if (failed(foldViews(old, /*allowTileAliases=*/false))) return failure();
+      SmallVector<Value> outHbm;
+      Block* body = createIsaBody(old, outHbm);
+      OpBuilder builder = OpBuilder::atBlockEnd(body);
+      b = &builder;
+      if (failed(lowerCat(cat, body, outHbm))) {
         body->erase();
         return failure();
       }
-      builder.create<nc::YieldOp>(loc);
-      old.dropAllDefinedValueUses();
-      old.erase();
-      instructions += numInst;
-      dmas += numDma;
+      finishBody(old, instructions, dmas);
       return success();
     }
   }
@@ -919,25 +948,7 @@ LogicalResult KernelLowering::run(int64_t& instructions, int64_t& dmas) {
   auto yield = llvm::cast<nc::YieldOp>(oldBody.getTerminator());
   for (Value v : yield.getValues()) yielded.insert(v);
 
-  // Views of inputs are folded into access patterns: they emit nothing.
-  for (BlockArgument arg : oldBody.getArguments())
-    viewOf[arg] = aten::contiguousView(llvm::cast<RankedTensorType>(arg.getType()).getShape());
-  for (Operation& op : oldBody.without_terminator()) {
-    if (!aten::isViewOp(&op)) continue;
-    auto in = viewOf.find(op.getOperand(0));
-    if (in == viewOf.end()) {
-      // A reshape that keeps the rows of a value computed here is its tile.
-      if (aten::isRowPreservingReshape(&op)) {
-        sameTileAs[op.getResult(0)] = op.getOperand(0);
-        continue;
-      }
-      return op.emitError("a view of a value computed in the same kernel is not supported yet");
-    }
-    std::string error;
-    aten::StridedView out;
-    if (!aten::applyView(&op, in->second, out, &error)) return op.emitError(error);
-    viewOf[op.getResult(0)] = out;
-  }
+  if (failed(foldViews(oldBody, /*allowTileAliases=*/true))) return failure();
   for (BlockArgument arg : oldBody.getArguments()) {
     Type elem = hbmElementType(arg);
     if (!llvm::isa<IntegerType>(elem)) continue;
@@ -992,19 +1003,8 @@ LogicalResult KernelLowering::run(int64_t& instructions, int64_t& dmas) {
       return op.emitError("non-splat constants must be kernel inputs");
     }
 
-  Block* body = new Block();
-  for (BlockArgument arg : oldBody.getArguments()) {
-    auto t = llvm::cast<RankedTensorType>(arg.getType());
-    hbmOf[arg] = body->addArgument(MemRefType::get(t.getShape(), hbmElementType(arg)), arg.getLoc());
-  }
-  for (Operation& op : oldBody.without_terminator())
-    if (aten::isViewOp(&op)) hbmOf[op.getResult(0)] = hbmOf[op.getOperand(0)];
   SmallVector<Value> outHbm;
-  for (Value v : yield.getValues()) {
-    auto t = llvm::cast<RankedTensorType>(v.getType());
-    outHbm.push_back(body->addArgument(MemRefType::get(t.getShape(), nc::deviceElementType(t.getElementType())), loc));
-  }
-  kernel.getBody().push_back(body);
+  Block* body = createIsaBody(oldBody, outHbm);
   OpBuilder builder = OpBuilder::atBlockEnd(body);
   b = &builder;
 
@@ -1012,10 +1012,10 @@ LogicalResult KernelLowering::run(int64_t& instructions, int64_t& dmas) {
   llvm::DenseSet<Operation*> afterReduction;
   SmallVector<Operation*> reductions;
   for (Operation& op : oldBody.without_terminator()) {
-    if (!reducedDimsOf(&op).empty()) reductions.push_back(&op);
+    if (!aten::reducedDims(&op).empty()) reductions.push_back(&op);
     for (Value v : op.getOperands())
       if (Operation* def = v.getDefiningOp();
-          def && (afterReduction.contains(def) || !reducedDimsOf(def).empty()))
+          def && (afterReduction.contains(def) || !aten::reducedDims(def).empty()))
         afterReduction.insert(&op);
   }
   chunked = space.reduces && space.trail.size() == 1 && space.cols > maxFree &&
@@ -1026,6 +1026,21 @@ LogicalResult KernelLowering::run(int64_t& instructions, int64_t& dmas) {
   auto fail = [&]() {
     body->erase();
     return failure();
+  };
+  // A row-preserving reshape of a computed value takes over its tile.
+  auto aliasTile = [&](Operation& op) {
+    auto alias = sameTileAs.find(op.getNumResults() ? op.getResult(0) : Value());
+    if (alias == sameTileAs.end()) return false;
+    tiles[alias->first] = tiles[alias->second];
+    layouts[alias->first] = layouts[alias->second];
+    return true;
+  };
+  // With chunked rows, only full-width values computed before the reductions
+  // are stored chunk by chunk; the rest once the row is done.
+  auto storedPerChunk = [&](Value v) {
+    Operation* def = v.getDefiningOp();
+    return def && !afterReduction.contains(def) && aten::reducedDims(def).empty() &&
+           layouts[v].kind == Kind::Full;
   };
   for (r0 = 0; r0 < space.rows;) {
     int64_t p = std::min<int64_t>(nc::kNumPartitions, space.rows - r0);
@@ -1039,22 +1054,12 @@ LogicalResult KernelLowering::run(int64_t& instructions, int64_t& dmas) {
       // engines are still busy with the previous row tile.
       for (Value v : hbmValues) tileOf(v);
       for (Operation& op : oldBody.without_terminator()) {
-        if (auto alias = sameTileAs.find(op.getNumResults() ? op.getResult(0) : Value());
-            alias != sameTileAs.end() && !(chunked && afterReduction.contains(&op))) {
-          tiles[alias->first] = tiles[alias->second];
-          layouts[alias->first] = layouts[alias->second];
-          continue;
-        }
-        if (llvm::isa<arith::ConstantOp>(op) || aten::isViewOp(&op) || (chunked && afterReduction.contains(&op)))
-          continue;
+        if (chunked && afterReduction.contains(&op)) continue;
+        if (aliasTile(op) || llvm::isa<arith::ConstantOp>(op) || aten::isViewOp(&op)) continue;
         if (failed(lowerOp(&op, p, f))) return fail();
       }
-      for (auto [v, hbm] : llvm::zip(yield.getValues(), outHbm)) {
-        Operation* def = v.getDefiningOp();
-        bool perChunk = !chunked || (def && !afterReduction.contains(def) && reducedDimsOf(def).empty() &&
-                                     layouts[v].kind == Kind::Full);
-        if (perChunk && failed(storeOutput(v, hbm, p, f))) return fail();
-      }
+      for (auto [v, hbm] : llvm::zip(yield.getValues(), outHbm))
+        if ((!chunked || storedPerChunk(v)) && failed(storeOutput(v, hbm, p, f))) return fail();
     }
     if (!chunked) {
       r0 += p;
@@ -1063,13 +1068,9 @@ LogicalResult KernelLowering::run(int64_t& instructions, int64_t& dmas) {
     c0 = 0;
     for (Operation* op : reductions) finalizeReduction(op, p);
     for (Operation& op : oldBody.without_terminator()) {
-      if (!afterReduction.contains(&op) || llvm::isa<arith::ConstantOp>(op)) continue;
-      if (auto alias = sameTileAs.find(op.getResult(0)); alias != sameTileAs.end()) {
-        tiles[alias->first] = tiles[alias->second];
-        layouts[alias->first] = layouts[alias->second];
+      if (!afterReduction.contains(&op) || aliasTile(op) || llvm::isa<arith::ConstantOp>(op) ||
+          aten::isViewOp(&op))
         continue;
-      }
-      if (aten::isViewOp(&op)) continue;
       if (failed(lowerOp(&op, p, 1))) return fail();
       if (layouts[op.getResult(0)].kind == Kind::Full) {
         op.emitError("a row of ") << space.cols << " elements is too long for SBUF, and this op needs "
@@ -1077,19 +1078,11 @@ LogicalResult KernelLowering::run(int64_t& instructions, int64_t& dmas) {
         return fail();
       }
     }
-    for (auto [v, hbm] : llvm::zip(yield.getValues(), outHbm)) {
-      Operation* def = v.getDefiningOp();
-      bool perChunk = def && !afterReduction.contains(def) && reducedDimsOf(def).empty() &&
-                      layouts[v].kind == Kind::Full;
-      if (!perChunk && failed(storeOutput(v, hbm, p, 1))) return fail();
-    }
+    for (auto [v, hbm] : llvm::zip(yield.getValues(), outHbm))
+      if (!storedPerChunk(v) && failed(storeOutput(v, hbm, p, 1))) return fail();
     r0 += p;
   }
-  builder.create<nc::YieldOp>(loc);
-  oldBody.dropAllDefinedValueUses();
-  oldBody.erase();
-  instructions += numInst;
-  dmas += numDma;
+  finishBody(oldBody, instructions, dmas);
   return success();
 }
 

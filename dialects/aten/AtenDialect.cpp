@@ -192,6 +192,13 @@ NEURON_REDUCTION(MeanDimOp)
 NEURON_REDUCTION(SumDimIntListOp)
 NEURON_REDUCTION(AmaxOp)
 
+SmallVector<int64_t> reducedDims(Operation* op) {
+  if (auto r = llvm::dyn_cast<MeanDimOp>(op)) return r.getReducedDims();
+  if (auto r = llvm::dyn_cast<SumDimIntListOp>(op)) return r.getReducedDims();
+  if (auto r = llvm::dyn_cast<AmaxOp>(op)) return r.getReducedDims();
+  return {};
+}
+
 #define NEURON_SOFTMAX_INFER(OP)                                                       \
   NEURON_INFER_SIGNATURE(OP) {                                                         \
     OP::Adaptor adaptor(operands, attributes, properties, regions);                    \

@@ -11,3 +11,11 @@
 
 #define GET_OP_CLASSES
 #include "dialects/aten/AtenOps.h.inc"
+
+namespace neuroncc::aten {
+
+// The normalized dims a reduction op (mean.dim, sum.dim_IntList, amax)
+// reduces; empty for any other op.
+llvm::SmallVector<int64_t> reducedDims(mlir::Operation* op);
+
+}  // namespace neuroncc::aten

@@ -24,6 +24,13 @@ bool isTileIn(Type type, unsigned memorySpace) {
 }  // namespace
 
 bool isSbufTile(Type type) { return isTileIn(type, kSbufMemorySpace); }
+
+int64_t tileByteOffset(Value tile) {
+  IntegerAttr offset;
+  if (auto a = tile.getDefiningOp<AllocTileOp>()) offset = a.getOffsetAttr();
+  if (auto a = tile.getDefiningOp<AllocPsumOp>()) offset = a.getOffsetAttr();
+  return offset ? offset.getInt() : 0;
+}
 bool isPsumTile(Type type) { return isTileIn(type, kPsumMemorySpace); }
 
 Type deviceElementType(Type elem) {

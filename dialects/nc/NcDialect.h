@@ -21,6 +21,10 @@ inline constexpr int64_t kPsumBankBytes = 2048;
 inline constexpr int64_t kNumPartitions = 128;
 
 bool isSbufTile(mlir::Type type);
+
+// The per-partition byte offset ncc-plan-memory gave the tile's allocation
+// (SBUF or PSUM); 0 before planning.
+int64_t tileByteOffset(mlir::Value tile);
 bool isPsumTile(mlir::Type type);
 
 // The element type a tensor value has on the device: floats as they are;

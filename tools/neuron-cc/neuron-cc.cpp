@@ -161,7 +161,7 @@ int compile() {
 int main(int argc, char** argv) {
   llvm::InitLLVM init(argc, argv);
   if (argc < 2 || (std::string(argv[1]) != "compile" && std::string(argv[1]) != "list-operators")) {
-    llvm::errs() << "usage: neuron-cc compile <model.mlir> [--framework ATEN] [--target trn1] "
+    llvm::errs() << "usage: neuron-cc compile <model.pb|model.pbtxt|model.mlir> [--framework ATEN] [--target trn1] "
                     "[-O0|-O1|-O2] [--output file.neff]\n"
                     "       neuron-cc list-operators --framework ATEN\n";
     return 2;
