@@ -42,7 +42,7 @@ int main(int argc, char** argv) {
     }
     int64_t lower = neuroncc::peakLiveBytes(buffers);
     auto t0 = std::chrono::steady_clock::now();
-    int64_t peak = neuroncc::planOffsets(buffers, 1);
+    int64_t peak = neuroncc::planOffsets(buffers, {}).arena;
     double ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
     bool valid = !neuroncc::verifyPlan(buffers, 1, 0).has_value();
     std::string name = argv[a];

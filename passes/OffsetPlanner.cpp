@@ -93,8 +93,12 @@ int64_t placeInOrder(std::vector<PlannedBuffer>& bufs, const std::vector<size_t>
 
 }  // namespace
 
-int64_t planOffsets(std::vector<PlannedBuffer>& buffers, int64_t alignment) {
-  if (buffers.empty()) return 0;
+PlanResult planOffsets(std::vector<PlannedBuffer>& buffers, const PlanOptions& options) {
+  PlanResult result;
+  result.lowerBound = peakLiveBytes(buffers);
+  result.method = "greedy";
+  if (buffers.empty()) return result;
+  int64_t alignment = options.alignment;
   using Key = std::function<bool(const PlannedBuffer&, const PlannedBuffer&)>;
   const Key orderings[] = {
       [](const PlannedBuffer& a, const PlannedBuffer& b) {
@@ -127,7 +131,9 @@ int64_t planOffsets(std::vector<PlannedBuffer>& buffers, int64_t alignment) {
     }
   }
   buffers = std::move(best);
-  return bestPeak;
+  result.arena = bestPeak;
+  result.provenOptimal = bestPeak == result.lowerBound;
+  return result;
 }
 
 std::optional<std::string> verifyPlan(const std::vector<PlannedBuffer>& buffers,
@@ -163,17 +169,18 @@ std::optional<std::string> verifyPlan(const std::vector<PlannedBuffer>& buffers,
   return std::nullopt;
 }
 
-int64_t peakLiveBytes(const std::vector<PlannedBuffer>& buffers) {
+LivePeak findLivePeak(const std::vector<PlannedBuffer>& buffers) {
   std::vector<std::pair<int64_t, int64_t>> events;
   for (const PlannedBuffer& b : buffers) {
     events.emplace_back(b.start, b.size);
     events.emplace_back(b.end, -b.size);
   }
   std::sort(events.begin(), events.end());  // ends (negative) before starts at the same step
-  int64_t live = 0, peak = 0;
+  int64_t live = 0;
+  LivePeak peak;
   for (auto [t, d] : events) {
     live += d;
-    peak = std::max(peak, live);
+    if (live > peak.bytes) peak = {live, t};
   }
   return peak;
 }

@@ -80,7 +80,9 @@ struct PlanMemoryPass : impl::PlanMemoryBase<PlanMemoryPass> {
         owners.push_back({k, r.getResultNumber()});
       }
     }
-    int64_t arena = planOffsets(buffers, kHbmAlignment);
+    PlanOptions options;
+    options.alignment = kHbmAlignment;
+    int64_t arena = planOffsets(buffers, options).arena;
     if (auto err = verifyPlan(buffers, kHbmAlignment, 0))
       return func.emitError("HBM plan is invalid: ") << *err;
     OpBuilder b(func);
@@ -147,10 +149,12 @@ struct PlanMemoryPass : impl::PlanMemoryBase<PlanMemoryPass> {
         auto next = iterationEnd.find(it.getInt() + 1);
         if (next != iterationEnd.end()) doubled[i].end = std::max(doubled[i].end, next->second);
       }
-    int64_t peak = planOffsets(doubled, alignment);
+    PlanOptions options;
+    options.alignment = alignment;
+    int64_t peak = planOffsets(doubled, options).arena;
     std::vector<PlannedBuffer>* plan = &doubled;
     if (peak > capacity) {
-      peak = planOffsets(exact, alignment);
+      peak = planOffsets(exact, options).arena;
       plan = &exact;
     }
     if (peak > capacity) {

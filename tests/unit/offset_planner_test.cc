@@ -9,14 +9,14 @@ namespace {
 
 TEST(OffsetPlanner, DisjointLifetimesShareOffsetZero) {
   std::vector<PlannedBuffer> b = {{0, 2, 100}, {2, 4, 100}, {4, 6, 100}};
-  EXPECT_EQ(planOffsets(b, 1), 100);
+  EXPECT_EQ(planOffsets(b, PlanOptions{1}).arena, 100);
   for (const PlannedBuffer& x : b) EXPECT_EQ(x.offset, 0);
   EXPECT_FALSE(verifyPlan(b, 1, 100).has_value());
 }
 
 TEST(OffsetPlanner, OverlappingLifetimesStack) {
   std::vector<PlannedBuffer> b = {{0, 3, 64}, {1, 4, 32}, {2, 5, 16}};
-  int64_t peak = planOffsets(b, 1);
+  int64_t peak = planOffsets(b, PlanOptions{1}).arena;
   EXPECT_EQ(peak, 112);
   EXPECT_EQ(peakLiveBytes(b), 112);
   EXPECT_FALSE(verifyPlan(b, 1, 0).has_value());
@@ -24,7 +24,7 @@ TEST(OffsetPlanner, OverlappingLifetimesStack) {
 
 TEST(OffsetPlanner, AlignmentIsHonoured) {
   std::vector<PlannedBuffer> b = {{0, 2, 3}, {0, 2, 5}, {1, 3, 7}};
-  planOffsets(b, 64);
+  planOffsets(b, PlanOptions{64}).arena;
   for (const PlannedBuffer& x : b) EXPECT_EQ(x.offset % 64, 0);
   EXPECT_FALSE(verifyPlan(b, 64, 0).has_value());
 }
@@ -63,7 +63,7 @@ TEST(OffsetPlanner, RandomPlansAreValid) {
       b.push_back({start, start + len, 1 + int64_t(rng() % 4096)});
     }
     int64_t lower = peakLiveBytes(b);
-    int64_t peak = planOffsets(b, 32);
+    int64_t peak = planOffsets(b, PlanOptions{32}).arena;
     auto err = verifyPlan(b, 32, peak);
     ASSERT_FALSE(err.has_value()) << "trial " << trial << ": " << *err;
     EXPECT_GE(peak, lower);
