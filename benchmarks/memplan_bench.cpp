@@ -19,7 +19,12 @@ int main(int argc, char** argv) {
   }
   std::printf("%-20s %8s %12s %12s %8s %8s %10s\n", "instance", "buffers", "lower bound", "peak",
               "ratio", "valid", "ms");
+  double seconds = 10;
   for (int a = 1; a < argc; ++a) {
+    if (std::string(argv[a]) == "--time-limit" && a + 1 < argc) {
+      seconds = std::stod(argv[++a]);
+      continue;
+    }
     std::ifstream in(argv[a]);
     if (!in) {
       std::fprintf(stderr, "cannot open %s\n", argv[a]);
@@ -42,13 +47,17 @@ int main(int argc, char** argv) {
     }
     int64_t lower = neuroncc::peakLiveBytes(buffers);
     auto t0 = std::chrono::steady_clock::now();
-    int64_t peak = neuroncc::planOffsets(buffers, {}).arena;
+    neuroncc::PlanOptions options;
+    options.timeLimitSeconds = seconds;
+    neuroncc::PlanResult r = neuroncc::planOffsets(buffers, options);
+    int64_t peak = r.arena;
     double ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
     bool valid = !neuroncc::verifyPlan(buffers, 1, 0).has_value();
     std::string name = argv[a];
     name = name.substr(name.find_last_of('/') + 1);
-    std::printf("%-20s %8zu %12lld %12lld %8.4f %8s %10.2f\n", name.c_str(), buffers.size(),
-                (long long)lower, (long long)peak, double(peak) / double(lower), valid ? "yes" : "NO", ms);
+    std::printf("%-20s %8zu %12lld %12lld %8.4f %8s %10.2f %s%s nodes=%lld\n", name.c_str(), buffers.size(),
+                (long long)lower, (long long)peak, double(peak) / double(lower), valid ? "yes" : "NO", ms,
+                r.method.c_str(), r.provenOptimal ? " (optimal)" : "", (long long)r.searchNodes);
   }
   return 0;
 }

@@ -1,94 +1,49 @@
-//===- OffsetPlanner.cpp - greedy offset assignment -----------------------===//
+//===- OffsetPlanner.cpp - choose the smallest arena -----------------------===//
 //
-// Algorithm: greedy placement ("first fit by offset") as in TFLite's
-// GreedyBySize memory planner and XLA's heap simulator: take buffers in some
-// order; put each at the lowest aligned offset that does not collide with an
-// already placed buffer whose lifetime overlaps. The result depends on the
-// order, so several orderings are tried (size, start time, lifetime area,
-// lifetime length) and the smallest peak wins.
-// Known weakness: no backtracking; on adversarial instances (the MiniMalloc
-// "challenging" set) it can sit a few percent above the optimum.
+// 1. Heuristics (GreedyPlacement.cpp), each near O(n log n): first fit in
+//    several orders and skyline placement under several preorders. The
+//    smallest arena wins; if it equals the lower bound (peak live bytes) it
+//    is optimal and planning stops.
+// 2. Otherwise, when a budget is given and the instance is small enough, the
+//    exact canonical search (CanonicalSearch.cpp) runs as a sequence of
+//    "does a plan fit in C bytes?" questions, narrowing [lower, best):
+//    first at the lower bound itself with a third of the budget (most
+//    instances reach it), then halving the gap, each question with half of
+//    what is left. A found plan lowers `best` to its actual arena; a
+//    completed search that finds nothing raises `lower` (a proof); a
+//    question that runs out of its share counts as "not found" for choosing
+//    the next question but proves nothing.
 //
 //===----------------------------------------------------------------------===//
 
 #include "passes/OffsetPlanner.h"
 
 #include <algorithm>
-#include <functional>
 #include <numeric>
 
+#include "passes/PlannerInternal.h"
+
 namespace neuroncc {
+
+using namespace planner;
+
 namespace {
 
-int64_t alignUp(int64_t v, int64_t a) { return (v + a - 1) / a * a; }
-
-bool timeOverlap(const PlannedBuffer& a, const PlannedBuffer& b) {
-  return a.start < b.end && b.start < a.end;
+int64_t arenaOf(const std::vector<Item>& items, const std::vector<int64_t>& offsets) {
+  int64_t arena = 0;
+  for (size_t i = 0; i < items.size(); ++i) arena = std::max(arena, offsets[i] + items[i].size);
+  return arena;
 }
 
-// Placed buffers indexed by time: bucket b holds every placed buffer live
-// at some step in [b * width, (b + 1) * width). A query looks only at the
-// buckets its lifetime spans, so placement costs about the number of buffers
-// live at the same time instead of the number placed so far.
-class TimeIndex {
- public:
-  TimeIndex(const std::vector<PlannedBuffer>& bufs) {
-    int64_t lo = INT64_MAX, hi = INT64_MIN, total = 0;
-    for (const PlannedBuffer& b : bufs) {
-      lo = std::min(lo, b.start);
-      hi = std::max(hi, b.end);
-      total += b.end - b.start;
-    }
-    origin = lo;
-    width = std::max<int64_t>(1, total / std::max<int64_t>(1, int64_t(bufs.size())));
-    buckets.resize(size_t((hi - lo) / width + 1));
+const char* preorderName(Preorder p) {
+  switch (p) {
+    case Preorder::TotalLengthArea: return "total-length-area";
+    case Preorder::TotalAreaLength: return "total-area-length";
+    case Preorder::LengthAreaTotal: return "length-area-total";
+    case Preorder::Size: return "size";
+    case Preorder::Start: return "start";
   }
-  void add(size_t i, const PlannedBuffer& b) {
-    for (int64_t k = first(b); k <= last(b); ++k) buckets[size_t(k)].push_back(i);
-  }
-  template <typename Fn>
-  void forEachNear(const PlannedBuffer& b, Fn fn) {
-    ++epoch;
-    for (int64_t k = first(b); k <= last(b); ++k)
-      for (size_t j : buckets[size_t(k)]) {
-        if (seen.size() <= j) seen.resize(j + 1, 0);
-        if (seen[j] == epoch) continue;
-        seen[j] = epoch;
-        fn(j);
-      }
-  }
-
- private:
-  int64_t first(const PlannedBuffer& b) const { return (b.start - origin) / width; }
-  int64_t last(const PlannedBuffer& b) const { return (std::max(b.end - 1, b.start) - origin) / width; }
-  int64_t origin = 0, width = 1;
-  std::vector<std::vector<size_t>> buckets;
-  std::vector<uint32_t> seen;
-  uint32_t epoch = 0;
-};
-
-int64_t placeInOrder(std::vector<PlannedBuffer>& bufs, const std::vector<size_t>& order,
-                     int64_t alignment) {
-  TimeIndex index(bufs);
-  std::vector<std::pair<int64_t, int64_t>> busy;  // [offset, offset + size)
-  int64_t peak = 0;
-  for (size_t i : order) {
-    PlannedBuffer& b = bufs[i];
-    busy.clear();
-    index.forEachNear(b, [&](size_t j) {
-      if (timeOverlap(b, bufs[j])) busy.emplace_back(bufs[j].offset, bufs[j].offset + bufs[j].size);
-    });
-    std::sort(busy.begin(), busy.end());
-    int64_t candidate = 0;
-    for (auto [lo, hi] : busy) {
-      if (candidate + b.size <= lo) break;
-      candidate = std::max(candidate, alignUp(hi, alignment));
-    }
-    b.offset = candidate;
-    peak = std::max(peak, candidate + b.size);
-    index.add(i, b);
-  }
-  return peak;
+  return "?";
 }
 
 }  // namespace
@@ -96,93 +51,77 @@ int64_t placeInOrder(std::vector<PlannedBuffer>& bufs, const std::vector<size_t>
 PlanResult planOffsets(std::vector<PlannedBuffer>& buffers, const PlanOptions& options) {
   PlanResult result;
   result.lowerBound = peakLiveBytes(buffers);
-  result.method = "greedy";
-  if (buffers.empty()) return result;
-  int64_t alignment = options.alignment;
-  using Key = std::function<bool(const PlannedBuffer&, const PlannedBuffer&)>;
-  const Key orderings[] = {
-      [](const PlannedBuffer& a, const PlannedBuffer& b) {
-        return a.size != b.size ? a.size > b.size : a.start < b.start;
-      },
-      [](const PlannedBuffer& a, const PlannedBuffer& b) {
-        return a.start != b.start ? a.start < b.start : a.size > b.size;
-      },
-      [](const PlannedBuffer& a, const PlannedBuffer& b) {
-        int64_t x = a.size * (a.end - a.start), y = b.size * (b.end - b.start);
-        return x != y ? x > y : a.start < b.start;
-      },
-      [](const PlannedBuffer& a, const PlannedBuffer& b) {
-        int64_t x = a.end - a.start, y = b.end - b.start;
-        return x != y ? x > y : a.size > b.size;
-      },
+  std::vector<Item> items;
+  std::vector<size_t> itemOf;  // item -> buffer
+  for (size_t i = 0; i < buffers.size(); ++i) {
+    PlannedBuffer& b = buffers[i];
+    if (b.size <= 0 || b.start >= b.end) {
+      b.offset = 0;  // takes no space
+      continue;
+    }
+    int64_t align = std::lcm(std::max<int64_t>(1, options.alignment), std::max<int64_t>(1, b.alignment));
+    items.push_back({b.start, b.end, b.size, align});
+    itemOf.push_back(i);
+  }
+  if (items.empty()) {
+    result.method = "trivial";
+    result.provenOptimal = true;
+    return result;
+  }
+  Sections sections = buildSections(items);
+  std::vector<int64_t> totals = sectionTotals(items, sections);
+
+  std::vector<int64_t> best, trial;
+  int64_t bestArena = INT64_MAX;
+  auto consider = [&](int64_t arena, std::string method) {
+    if (arena >= bestArena) return;
+    bestArena = arena;
+    best = trial;
+    result.method = std::move(method);
   };
-  std::vector<PlannedBuffer> best;
-  int64_t bestPeak = -1;
-  for (const Key& key : orderings) {
-    std::vector<size_t> order(buffers.size());
-    std::iota(order.begin(), order.end(), 0);
-    std::stable_sort(order.begin(), order.end(),
-                     [&](size_t a, size_t b) { return key(buffers[a], buffers[b]); });
-    std::vector<PlannedBuffer> trial = buffers;
-    int64_t peak = placeInOrder(trial, order, alignment);
-    if (bestPeak < 0 || peak < bestPeak) {
-      bestPeak = peak;
-      best = std::move(trial);
-    }
+  for (Preorder p : {Preorder::Size, Preorder::LengthAreaTotal, Preorder::Start, Preorder::TotalAreaLength}) {
+    std::vector<int> all(items.size());
+    std::iota(all.begin(), all.end(), 0);
+    int64_t arena = placeFirstFit(items, preorderItems(items, sections, all, p, totals), trial);
+    consider(arena, std::string("first-fit by ") + preorderName(p));
+    if (bestArena == result.lowerBound) break;
   }
-  buffers = std::move(best);
-  result.arena = bestPeak;
-  result.provenOptimal = bestPeak == result.lowerBound;
+  for (Preorder p : {Preorder::TotalLengthArea, Preorder::TotalAreaLength, Preorder::LengthAreaTotal,
+                     Preorder::Size}) {
+    if (bestArena == result.lowerBound) break;
+    int64_t arena = placeSkyline(items, sections, p, trial);
+    consider(arena, std::string("skyline by ") + preorderName(p));
+  }
+
+  int64_t lower = result.lowerBound;
+  bool searchAllowed = (options.timeLimitSeconds > 0 || options.nodeLimit > 0) &&
+                       items.size() <= options.exactSearchMaxBuffers;
+  if (bestArena > lower && searchAllowed) {
+    Budget budget(options.nodeLimit, options.timeLimitSeconds);
+    // Arenas below `probe` are presumed (not proven) infeasible: a question
+    // there ran out of its share of the budget.
+    int64_t probe = lower;
+    bool firstQuestion = true;
+    while (probe < bestArena && !budget.exhausted()) {
+      int64_t capacity = firstQuestion ? probe : probe + (bestArena - probe) / 2;
+      Budget part = budget.share(firstQuestion ? 1.0 / 3 : 1.0 / 2);
+      firstQuestion = false;
+      SearchOutcome outcome = searchWithin(items, sections, capacity, part, trial);
+      budget.absorb(part);
+      if (outcome == SearchOutcome::kFound) {
+        consider(arenaOf(items, trial), "exact search");
+      } else {
+        probe = capacity + 1;
+        if (outcome == SearchOutcome::kInfeasible) lower = capacity + 1;
+      }
+    }
+    result.searchNodes = budget.nodesUsed();
+    if (lower >= bestArena) result.provenOptimal = true;
+  }
+  if (bestArena == result.lowerBound) result.provenOptimal = true;
+  for (size_t k = 0; k < items.size(); ++k) buffers[itemOf[k]].offset = best[k];
+  result.arena = bestArena;
   return result;
-}
-
-std::optional<std::string> verifyPlan(const std::vector<PlannedBuffer>& buffers,
-                                      int64_t alignment, int64_t capacity) {
-  // Sweep in start order; an active set ordered by end keeps this
-  // O(n * active) instead of comparing every pair.
-  std::vector<size_t> order(buffers.size());
-  std::iota(order.begin(), order.end(), 0);
-  std::sort(order.begin(), order.end(),
-            [&](size_t a, size_t b) { return buffers[a].start < buffers[b].start; });
-  std::vector<size_t> active;
-  for (size_t i : order) {
-    const PlannedBuffer& b = buffers[i];
-    if (b.offset < 0) return "buffer " + std::to_string(i) + " has no offset";
-    if (alignment > 0 && b.offset % alignment != 0)
-      return "buffer " + std::to_string(i) + " is misaligned";
-    if (capacity > 0 && b.offset + b.size > capacity)
-      return "buffer " + std::to_string(i) + " ends at byte " + std::to_string(b.offset + b.size) +
-             ", beyond the capacity of " + std::to_string(capacity);
-    active.erase(std::remove_if(active.begin(), active.end(),
-                                [&](size_t j) { return buffers[j].end <= b.start; }),
-                 active.end());
-    for (size_t j : active) {
-      const PlannedBuffer& o = buffers[j];
-      if (b.offset < o.offset + o.size && o.offset < b.offset + b.size && timeOverlap(b, o))
-        return "buffers " + std::to_string(j) + " and " + std::to_string(i) +
-               " are live together and overlap at bytes [" +
-               std::to_string(std::max(b.offset, o.offset)) + ", " +
-               std::to_string(std::min(b.offset + b.size, o.offset + o.size)) + ")";
-    }
-    active.push_back(i);
-  }
-  return std::nullopt;
-}
-
-LivePeak findLivePeak(const std::vector<PlannedBuffer>& buffers) {
-  std::vector<std::pair<int64_t, int64_t>> events;
-  for (const PlannedBuffer& b : buffers) {
-    events.emplace_back(b.start, b.size);
-    events.emplace_back(b.end, -b.size);
-  }
-  std::sort(events.begin(), events.end());  // ends (negative) before starts at the same step
-  int64_t live = 0;
-  LivePeak peak;
-  for (auto [t, d] : events) {
-    live += d;
-    if (live > peak.bytes) peak = {live, t};
-  }
-  return peak;
 }
 
 }  // namespace neuroncc

@@ -1,0 +1,382 @@
+//===- CanonicalSearch.cpp - exact offset search within a capacity ---------===//
+//
+// Depth-first search over "canonical" plans, following the method published
+// with MiniMalloc (Moffitt, ASPLOS 2023): any valid plan can be pushed down
+// until every buffer rests on a buffer below it (or on 0); listing the
+// buffers by offset then gives a sequence in which each buffer sits at the
+// highest top among the already placed buffers it overlaps in time. So the
+// search only chooses *which* buffer comes next, never an offset, and places
+// buffers in non-decreasing offset order. Pruning:
+//  - section bound: in every section, max(floor, current offset) plus the
+//    sizes still unplaced there must fit the capacity;
+//  - floor inference: a section's floor is at least the lowest offset any
+//    of its unplaced buffers can take;
+//  - dominance: placing a buffer at or above the top that another unplaced
+//    buffer could reach now leaves a gap that buffer could always drop into,
+//    so such branches are skipped;
+//  - decomposition: once no unplaced buffer crosses a section boundary, the
+//    two sides are independent problems and are solved one after the other.
+// Candidates are tried by lowest offset, ties broken by a static preorder;
+// the caller cycles preorders with growing node limits.
+//
+//===----------------------------------------------------------------------===//
+
+#include <algorithm>
+#include <numeric>
+
+#include "passes/PlannerInternal.h"
+
+namespace neuroncc::planner {
+
+Sections buildSections(const std::vector<Item>& items) {
+  Sections result;
+  size_t n = items.size();
+  result.first.assign(n, -1);
+  result.last.assign(n, -1);
+  // Ends sort before starts at the same instant: lifetimes are half-open.
+  struct Event {
+    int64_t time;
+    bool isStart;
+    int item;
+  };
+  std::vector<Event> events;
+  events.reserve(2 * n);
+  for (size_t i = 0; i < n; ++i) {
+    events.push_back({items[i].start, true, int(i)});
+    events.push_back({items[i].end, false, int(i)});
+  }
+  std::sort(events.begin(), events.end(), [](const Event& a, const Event& b) {
+    if (a.time != b.time) return a.time < b.time;
+    if (a.isStart != b.isStart) return !a.isStart;
+    return a.item < b.item;
+  });
+  // Live items in a vector with positions, so removal is O(1).
+  std::vector<int> live, position(n, -1);
+  bool bornSinceLastSection = false;
+  for (const Event& e : events) {
+    if (e.isStart) {
+      position[size_t(e.item)] = int(live.size());
+      live.push_back(e.item);
+      bornSinceLastSection = true;
+      continue;
+    }
+    if (bornSinceLastSection) {
+      int s = result.count++;
+      result.members.push_back(live);
+      for (int i : live) {
+        if (result.first[size_t(i)] < 0) result.first[size_t(i)] = s;
+        result.last[size_t(i)] = s + 1;
+      }
+      bornSinceLastSection = false;
+    }
+    int p = position[size_t(e.item)];
+    live[size_t(p)] = live.back();
+    position[size_t(live[size_t(p)])] = p;
+    live.pop_back();
+  }
+  return result;
+}
+
+Budget::Budget(int64_t nodes, double seconds)
+    : limit_(nodes > 0 ? nodes : INT64_MAX), hasDeadline_(seconds > 0) {
+  if (hasDeadline_)
+    deadline_ = std::chrono::steady_clock::now() +
+                std::chrono::duration_cast<std::chrono::steady_clock::duration>(
+                    std::chrono::duration<double>(seconds));
+}
+
+Budget Budget::share(double fraction) const {
+  int64_t nodes = limit_ == INT64_MAX ? 0 : std::max<int64_t>(1, int64_t(double(limit_ - used_) * fraction));
+  double seconds = 0;
+  if (hasDeadline_) {
+    seconds = std::chrono::duration<double>(deadline_ - std::chrono::steady_clock::now()).count() * fraction;
+    seconds = std::max(seconds, 1e-6);
+  }
+  return Budget(nodes, seconds);
+}
+
+void Budget::absorb(const Budget& part) {
+  used_ += part.used_;
+  if (used_ >= limit_ || (hasDeadline_ && std::chrono::steady_clock::now() >= deadline_)) out_ = true;
+}
+
+bool Budget::spend() {
+  if (out_) return false;
+  if (++used_ > limit_) out_ = true;
+  // Reading the clock costs more than a node; look every 256 nodes.
+  if (hasDeadline_ && (used_ & 255) == 0 && std::chrono::steady_clock::now() >= deadline_) out_ = true;
+  return !out_;
+}
+
+std::vector<int64_t> sectionTotals(const std::vector<Item>& items, const Sections& sections) {
+  std::vector<int64_t> total(size_t(sections.count), 0);
+  for (int s = 0; s < sections.count; ++s)
+    for (int i : sections.members[size_t(s)]) total[size_t(s)] += items[size_t(i)].size;
+  return total;
+}
+
+std::vector<int> preorderItems(const std::vector<Item>& items, const Sections& sections,
+                               const std::vector<int>& subset, Preorder order,
+                               const std::vector<int64_t>& sectionTotal) {
+  auto total = [&](int i) {
+    int64_t t = 0;
+    for (int s = sections.first[size_t(i)]; s < sections.last[size_t(i)]; ++s) t = std::max(t, sectionTotal[size_t(s)]);
+    return t;
+  };
+  struct Key {
+    int64_t a, b, c;
+    int item;
+  };
+  std::vector<Key> keys;
+  keys.reserve(subset.size());
+  for (int i : subset) {
+    const Item& it = items[size_t(i)];
+    int64_t length = it.end - it.start, area = length * it.size;
+    switch (order) {
+      case Preorder::TotalLengthArea: keys.push_back({total(i), length, area, i}); break;
+      case Preorder::TotalAreaLength: keys.push_back({total(i), area, length, i}); break;
+      case Preorder::LengthAreaTotal: keys.push_back({length, area, total(i), i}); break;
+      case Preorder::Size: keys.push_back({it.size, length, 0, i}); break;
+      case Preorder::Start: keys.push_back({-it.start, it.size, 0, i}); break;
+    }
+  }
+  std::sort(keys.begin(), keys.end(), [](const Key& x, const Key& y) {
+    if (x.a != y.a) return x.a > y.a;
+    if (x.b != y.b) return x.b > y.b;
+    if (x.c != y.c) return x.c > y.c;
+    return x.item < y.item;
+  });
+  std::vector<int> result;
+  result.reserve(keys.size());
+  for (const Key& k : keys) result.push_back(k.item);
+  return result;
+}
+
+namespace {
+
+class CanonicalSearch {
+ public:
+  CanonicalSearch(const std::vector<Item>& items, const Sections& sections, int64_t capacity,
+                  Budget& budget)
+      : items_(items), sections_(sections), capacity_(capacity), budget_(budget) {
+    size_t n = items.size(), s = size_t(sections.count);
+    // Items that share a section overlap in time; collect each item's list once.
+    overlaps_.resize(n);
+    std::vector<int> seen(n, -1);
+    for (size_t i = 0; i < n; ++i) {
+      seen[i] = int(i);
+      for (int sec = sections.first[i]; sec < sections.last[i]; ++sec)
+        for (int j : sections.members[size_t(sec)])
+          if (seen[size_t(j)] != int(i)) {
+            seen[size_t(j)] = int(i);
+            overlaps_[i].push_back(j);
+          }
+    }
+    offset_.assign(n, -1);
+    minOffset_.assign(n, 0);
+    floor_.assign(s, 0);
+    unplaced_.assign(s, 0);
+    for (size_t sec = 0; sec < s; ++sec)
+      for (int i : sections.members[sec]) unplaced_[sec] += items[size_t(i)].size;
+    cuts_.assign(s, 0);
+    for (size_t i = 0; i < n; ++i)
+      for (int b = sections.first[i]; b + 1 < sections.last[i]; ++b) ++cuts_[size_t(b)];
+    floorLog_.reserve(64 * s + 1024);
+    offsetLog_.reserve(64 * n + 1024);
+  }
+
+  // Runs the search with one preorder; the state is restored afterwards.
+  // `nodeLimit` caps this run; the shared budget caps all of them.
+  SearchOutcome run(Preorder order, int64_t nodeLimit, std::vector<int64_t>& offsets) {
+    nodeLimit_ = nodeLimit;
+    nodes_ = 0;
+    std::vector<int> all(items_.size());
+    std::iota(all.begin(), all.end(), 0);
+    order_ = order;
+    for (int sec = 0; sec < sections_.count; ++sec)
+      if (unplaced_[size_t(sec)] > capacity_) return SearchOutcome::kInfeasible;
+    solution_.assign(items_.size(), -1);
+    int lo = 0;
+    for (int b = 0; b <= sections_.count - 1; ++b) {
+      if (b + 1 < sections_.count && cuts_[size_t(b)] > 0) continue;
+      SearchOutcome o = solvePart(lo, b + 1);
+      if (o != SearchOutcome::kFound) return o;
+      lo = b + 1;
+    }
+    offsets = solution_;
+    return SearchOutcome::kFound;
+  }
+
+ private:
+  struct Candidate {
+    int64_t offset;
+    int rank;
+    int item;
+  };
+
+  SearchOutcome solvePart(int lo, int hi) {
+    std::vector<int> members;
+    for (int sec = lo; sec < hi; ++sec)
+      for (int i : sections_.members[size_t(sec)])
+        if (offset_[size_t(i)] < 0 && sections_.first[size_t(i)] == sec) members.push_back(i);
+    if (members.empty()) return SearchOutcome::kFound;
+    // Rank this subproblem's buffers afresh: the section totals that the
+    // preorder looks at now count only what is left to place.
+    std::vector<int> ranked = preorderItems(items_, sections_, members, order_, unplaced_);
+    std::vector<Candidate> candidates;
+    candidates.reserve(ranked.size());
+    for (size_t r = 0; r < ranked.size(); ++r) candidates.push_back({0, int(r), ranked[r]});
+    return descend(lo, hi, members, candidates, 0, -1);
+  }
+
+  SearchOutcome descend(int lo, int hi, const std::vector<int>& members,
+                        const std::vector<Candidate>& parent, int64_t lastOffset, int lastRank) {
+    if (++nodes_ > nodeLimit_ || !budget_.spend()) return SearchOutcome::kOutOfBudget;
+    std::vector<Candidate> candidates;
+    candidates.reserve(parent.size());
+    for (const Candidate& c : parent)
+      if (offset_[size_t(c.item)] < 0) candidates.push_back({minOffset_[size_t(c.item)], c.rank, c.item});
+    if (candidates.empty()) {
+      for (int i : members) solution_[size_t(i)] = offset_[size_t(i)];
+      return SearchOutcome::kFound;
+    }
+    std::sort(candidates.begin(), candidates.end(), [](const Candidate& a, const Candidate& b) {
+      return a.offset != b.offset ? a.offset < b.offset : a.rank < b.rank;
+    });
+    int64_t lowestTop = INT64_MAX;
+    for (const Candidate& c : candidates)
+      lowestTop = std::min(lowestTop, c.offset + items_[size_t(c.item)].size);
+    for (const Candidate& c : candidates) {
+      if (c.offset >= lowestTop) break;  // dominated: see the file comment
+      if (c.offset < lastOffset || (c.offset == lastOffset && c.rank < lastRank)) continue;
+      size_t floorMark = floorLog_.size(), offsetMark = offsetLog_.size();
+      place(c.item, c.offset);
+      SearchOutcome outcome = SearchOutcome::kInfeasible;
+      if (fits(lo, hi, c.offset)) outcome = afterPlacing(lo, hi, members, candidates, c);
+      unplace(c.item, floorMark, offsetMark);
+      if (outcome != SearchOutcome::kInfeasible) return outcome;
+    }
+    return SearchOutcome::kInfeasible;
+  }
+
+  // Continues below a placement, splitting the problem where it falls apart.
+  SearchOutcome afterPlacing(int lo, int hi, const std::vector<int>& members,
+                             const std::vector<Candidate>& candidates, const Candidate& placed) {
+    int first = sections_.first[size_t(placed.item)], last = sections_.last[size_t(placed.item)];
+    std::vector<int> splits;
+    for (int b = first; b + 1 < last; ++b)
+      if (--cuts_[size_t(b)] == 0) splits.push_back(b + 1);
+    solution_[size_t(placed.item)] = placed.offset;
+    SearchOutcome outcome;
+    if (splits.empty()) {
+      outcome = descend(lo, hi, members, candidates, placed.offset, placed.rank);
+    } else {
+      splits.push_back(hi);
+      int from = lo;
+      outcome = SearchOutcome::kFound;
+      for (int to : splits) {
+        outcome = solvePart(from, to);
+        if (outcome != SearchOutcome::kFound) break;
+        from = to;
+      }
+    }
+    for (int b = first; b + 1 < last; ++b) ++cuts_[size_t(b)];
+    return outcome;
+  }
+
+  void place(int item, int64_t offset) {
+    const Item& it = items_[size_t(item)];
+    offset_[size_t(item)] = offset;
+    int64_t top = offset + it.size;
+    // Every raised buffer overlaps `item`, so the sections they cover form
+    // one run around `item`'s own.
+    int touchedLo = INT32_MAX, touchedHi = -1;
+    for (int o : overlaps_[size_t(item)]) {
+      if (offset_[size_t(o)] >= 0) continue;
+      int64_t raised = alignUp(top, items_[size_t(o)].align);
+      if (minOffset_[size_t(o)] >= raised) continue;
+      offsetLog_.push_back({o, minOffset_[size_t(o)]});
+      minOffset_[size_t(o)] = raised;
+      touchedLo = std::min(touchedLo, sections_.first[size_t(o)]);
+      touchedHi = std::max(touchedHi, sections_.last[size_t(o)]);
+    }
+    for (int sec = sections_.first[size_t(item)]; sec < sections_.last[size_t(item)]; ++sec) {
+      floorLog_.push_back({sec, floor_[size_t(sec)]});
+      floor_[size_t(sec)] = top;
+      unplaced_[size_t(sec)] -= it.size;
+    }
+    // No unplaced buffer of a section can go below the lowest offset any of
+    // them can take, so that is the section's floor too.
+    for (int sec = touchedLo; sec < touchedHi; ++sec) {
+      int64_t lowest = INT64_MAX, floor = floor_[size_t(sec)];
+      for (int i : sections_.members[size_t(sec)])
+        if (offset_[size_t(i)] < 0 && (lowest = std::min(lowest, minOffset_[size_t(i)])) <= floor) break;
+      if (lowest != INT64_MAX && lowest > floor) {
+        floorLog_.push_back({sec, floor_[size_t(sec)]});
+        floor_[size_t(sec)] = lowest;
+      }
+    }
+  }
+
+  void unplace(int item, size_t floorMark, size_t offsetMark) {
+    while (floorLog_.size() > floorMark) {
+      floor_[size_t(floorLog_.back().index)] = floorLog_.back().value;
+      floorLog_.pop_back();
+    }
+    while (offsetLog_.size() > offsetMark) {
+      minOffset_[size_t(offsetLog_.back().index)] = offsetLog_.back().value;
+      offsetLog_.pop_back();
+    }
+    const Item& it = items_[size_t(item)];
+    for (int sec = sections_.first[size_t(item)]; sec < sections_.last[size_t(item)]; ++sec)
+      unplaced_[size_t(sec)] += it.size;
+    offset_[size_t(item)] = -1;
+  }
+
+  // Every later placement is at `offset` or above, so each section needs at
+  // least max(floor, offset) plus what is still unplaced in it.
+  bool fits(int lo, int hi, int64_t offset) const {
+    for (int sec = lo; sec < hi; ++sec)
+      if (std::max(floor_[size_t(sec)], offset) + unplaced_[size_t(sec)] > capacity_) return false;
+    return true;
+  }
+
+  struct Change {
+    int index;
+    int64_t value;
+  };
+
+  const std::vector<Item>& items_;
+  const Sections& sections_;
+  int64_t capacity_;
+  Budget& budget_;
+  std::vector<std::vector<int>> overlaps_;
+  std::vector<int64_t> offset_, minOffset_, solution_;
+  std::vector<int64_t> floor_, unplaced_;
+  std::vector<int> cuts_;
+  std::vector<Change> floorLog_, offsetLog_;
+  int64_t nodeLimit_ = 0, nodes_ = 0;
+  Preorder order_ = Preorder::TotalLengthArea;
+};
+
+}  // namespace
+
+SearchOutcome searchWithin(const std::vector<Item>& items, const Sections& sections,
+                           int64_t capacity, Budget& budget, std::vector<int64_t>& offsets) {
+  if (items.empty()) return SearchOutcome::kFound;
+  CanonicalSearch search(items, sections, capacity, budget);
+  // Round robin over the preorders with a doubling node limit: a preorder
+  // that suits the instance usually finishes fast, so none may monopolize
+  // the budget. A completed search with any preorder is a proof.
+  int64_t limit = int64_t(items.size());
+  while (true) {
+    limit *= 2;
+    for (Preorder order : kSearchPreorders) {
+      SearchOutcome o = search.run(order, limit, offsets);
+      if (o != SearchOutcome::kOutOfBudget) return o;
+      if (budget.exhausted()) return SearchOutcome::kOutOfBudget;
+    }
+  }
+}
+
+}  // namespace neuroncc::planner

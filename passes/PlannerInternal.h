@@ -1,0 +1,84 @@
+// Pieces of the offset planner shared by its source files; not a public API.
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <vector>
+
+#include "passes/OffsetPlanner.h"
+
+namespace neuroncc::planner {
+
+inline int64_t alignUp(int64_t v, int64_t a) { return a <= 1 ? v : (v + a - 1) / a * a; }
+
+// A buffer as the placement algorithms see it: only buffers that take space
+// (size > 0, start < end) are planned; the rest sit at offset 0.
+struct Item {
+  int64_t start, end, size, align;
+};
+
+// Time compressed into "sections": each section is the set of items live at
+// one instant just before some item dies, recorded only when an item was
+// born since the previous section. Every pair of items that overlap in time
+// shares at least one section, the items of one section all overlap each
+// other, and each item covers a contiguous run [first, last) of sections.
+struct Sections {
+  int count = 0;
+  std::vector<int> first, last;            // per item
+  std::vector<std::vector<int>> members;   // per section
+};
+Sections buildSections(const std::vector<Item>& items);
+
+// Shared limit on search effort: a node count (deterministic) and a
+// wall-clock deadline (not).
+class Budget {
+ public:
+  Budget(int64_t nodes, double seconds);
+  // Counts one node; false once either limit is spent.
+  bool spend();
+  bool exhausted() const { return out_; }
+  int64_t nodesUsed() const { return used_; }
+  // A budget holding `fraction` of what is left; `absorb` its use afterwards.
+  Budget share(double fraction) const;
+  void absorb(const Budget& part);
+
+ private:
+  int64_t limit_, used_ = 0;  // limit_ == INT64_MAX: no node limit
+  bool hasDeadline_, out_ = false;
+  std::chrono::steady_clock::time_point deadline_;
+};
+
+// Static orders the searches and greedy passes try (ties: lower index).
+// "Total" is the largest sum of sizes over the sections an item covers,
+// "length" its lifetime, "area" size times lifetime; all descending.
+enum class Preorder { TotalLengthArea, TotalAreaLength, LengthAreaTotal, Size, Start };
+inline constexpr Preorder kSearchPreorders[] = {Preorder::LengthAreaTotal, Preorder::TotalAreaLength,
+                                                Preorder::TotalLengthArea};
+// Sum of item sizes per section.
+std::vector<int64_t> sectionTotals(const std::vector<Item>& items, const Sections& sections);
+// The items of `subset` sorted by `order`, judging "total" by `sectionTotal`.
+std::vector<int> preorderItems(const std::vector<Item>& items, const Sections& sections,
+                               const std::vector<int>& subset, Preorder order,
+                               const std::vector<int64_t>& sectionTotal);
+
+// Bottom-up "skyline" placement without backtracking: repeatedly place the
+// unplaced item with the lowest feasible offset (ties by `order`) on top of
+// everything placed under it. O(n log n) with a segment tree over sections.
+// Returns the arena; offsets are written to `offsets`.
+int64_t placeSkyline(const std::vector<Item>& items, const Sections& sections, Preorder order,
+                     std::vector<int64_t>& offsets);
+
+// Lowest-offset-first ("first fit") placement in the given item order.
+int64_t placeFirstFit(const std::vector<Item>& items, const std::vector<int>& order,
+                      std::vector<int64_t>& offsets);
+
+enum class SearchOutcome { kFound, kInfeasible, kOutOfBudget };
+
+// Exact search for a plan within `capacity` bytes, over canonical solutions
+// (items placed in non-decreasing offset order, each resting on the highest
+// item below it), with section bounds, dominance and decomposition pruning.
+// kInfeasible is a proof that no plan fits; kFound writes `offsets`.
+SearchOutcome searchWithin(const std::vector<Item>& items, const Sections& sections,
+                           int64_t capacity, Budget& budget, std::vector<int64_t>& offsets);
+
+}  // namespace neuroncc::planner
