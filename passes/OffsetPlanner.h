@@ -47,9 +47,11 @@ PlanResult planOffsets(std::vector<PlannedBuffer>& buffers, const PlanOptions& o
 
 // Independent check of a plan: every buffer placed, aligned (to `alignment`
 // and its own), inside `capacity` (when positive), and no two time-overlapping
-// buffers overlap in address. Returns a description of the first violation.
+// buffers overlap in address. Returns a description of the first violation,
+// naming buffers by `names` when given (else by index).
 std::optional<std::string> verifyPlan(const std::vector<PlannedBuffer>& buffers,
-                                      int64_t alignment, int64_t capacity);
+                                      int64_t alignment, int64_t capacity,
+                                      const std::vector<std::string>* names = nullptr);
 
 // The largest number of bytes live at any one step (a lower bound on any
 // plan) and the first step where it is reached.

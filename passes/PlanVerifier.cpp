@@ -17,8 +17,10 @@
 namespace neuroncc {
 
 std::optional<std::string> verifyPlan(const std::vector<PlannedBuffer>& buffers,
-                                      int64_t alignment, int64_t capacity) {
-  auto name = [](size_t i) { return "buffer " + std::to_string(i); };
+                                      int64_t alignment, int64_t capacity,
+                                      const std::vector<std::string>* names) {
+  auto id = [&](size_t i) { return names ? "'" + (*names)[i] + "'" : std::to_string(i); };
+  auto name = [&](size_t i) { return "buffer " + id(i); };
   for (size_t i = 0; i < buffers.size(); ++i) {
     const PlannedBuffer& b = buffers[i];
     if (b.offset < 0) return name(i) + " has no offset";
@@ -51,7 +53,7 @@ std::optional<std::string> verifyPlan(const std::vector<PlannedBuffer>& buffers,
     }
     auto clash = [&](size_t j) {
       const PlannedBuffer& o = buffers[j];
-      return "buffers " + std::to_string(j) + " and " + std::to_string(i) +
+      return "buffers " + id(j) + " and " + id(i) +
              " are live together at step " + std::to_string(time) + " and overlap at bytes [" +
              std::to_string(std::max(b.offset, o.offset)) + ", " +
              std::to_string(std::min(b.offset + b.size, o.offset + o.size)) + ")";
