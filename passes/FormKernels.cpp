@@ -89,6 +89,17 @@ StringRef sourceName(Operation* op) {
   return op->getName().getStringRef();
 }
 
+// What a kernel result's `result_sources` entry says about the op that
+// computed it: "aten.mul.Tensor", "aten.mean.dim of aten.native_layer_norm"
+// for a decomposed composite, then " [node]" for an op from a graph node.
+std::string resultSource(Operation* op) {
+  std::string s = op->getName().getStringRef().str();
+  if (auto src = op->getAttrOfType<StringAttr>(kSourceAttr); src && src.getValue() != s)
+    s += " of " + src.getValue().str();
+  if (auto named = llvm::dyn_cast<NameLoc>(op->getLoc())) s += " [" + named.getName().str() + "]";
+  return s;
+}
+
 bool isInlineConstant(Value v) {
   auto c = v.getDefiningOp<arith::ConstantOp>();
   if (!c) return false;
@@ -402,7 +413,11 @@ struct FormKernelsPass : impl::FormKernelsBase<FormKernelsPass> {
       SmallVector<Value> kernel_inputs;
       for (Value v : inputs) kernel_inputs.push_back(outer.lookupOrDefault(v));
       SmallVector<Type> result_types;
-      for (Value v : outputs) result_types.push_back(v.getType());
+      SmallVector<Attribute> result_sources;
+      for (Value v : outputs) {
+        result_types.push_back(v.getType());
+        result_sources.push_back(b.getStringAttr(resultSource(v.getDefiningOp())));
+      }
       // A kernel is named after its op, or after the distinct ops it fuses.
       std::string name = "k" + std::to_string(index++) + "_";
       if (sources.size() == 1) {
@@ -419,7 +434,7 @@ struct FormKernelsPass : impl::FormKernelsBase<FormKernelsPass> {
       }
       auto kernel = b.create<nc::KernelOp>(grp.ops.front()->getLoc(), result_types,
                                            b.getStringAttr(name), kernel_inputs,
-                                           b.getArrayAttr(sources));
+                                           b.getArrayAttr(sources), b.getArrayAttr(result_sources));
       Block* body = new Block();
       kernel.getBody().push_back(body);
       IRMapping inner;

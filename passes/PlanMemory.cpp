@@ -27,19 +27,12 @@ using namespace mlir;
 namespace neuroncc {
 namespace {
 
-constexpr int64_t kHbmAlignment = 64;
 constexpr int64_t kSbufAlignment = 32;
 constexpr int64_t kPsumBytes = 16 * 1024;  // per partition: 8 banks of 2 KiB [arch-v2]
 
 int64_t tileBytes(Value tile) {
   auto t = llvm::cast<MemRefType>(tile.getType());
   return t.getDimSize(1) * (t.getElementType().getIntOrFloatBitWidth() / 8);
-}
-
-// Bytes in HBM: bools and integers are stored as the device's f32.
-int64_t tensorBytes(Type type) {
-  auto t = llvm::cast<RankedTensorType>(type);
-  return t.getNumElements() * (nc::deviceElementType(t.getElementType()).getIntOrFloatBitWidth() / 8);
 }
 
 struct PlanMemoryPass : impl::PlanMemoryBase<PlanMemoryPass> {
@@ -61,24 +54,13 @@ struct PlanMemoryPass : impl::PlanMemoryBase<PlanMemoryPass> {
   }
 
   LogicalResult planHbm(func::FuncOp func) {
-    SmallVector<nc::KernelOp> kernels;
-    for (Operation& op : func.getBody().front())
-      if (auto k = llvm::dyn_cast<nc::KernelOp>(op)) kernels.push_back(k);
-    llvm::DenseMap<Operation*, int64_t> step;
-    for (auto [i, k] : llvm::enumerate(kernels)) step[k] = int64_t(i);
-    Operation* ret = func.getBody().front().getTerminator();
+    SmallVector<nc::KernelOp> kernels = hbmSteps(func);
+    std::vector<HbmTensor> tensors = collectHbmTensors(func);
     std::vector<PlannedBuffer> buffers;
     SmallVector<std::pair<nc::KernelOp, unsigned>> owners;
-    for (nc::KernelOp k : kernels) {
-      for (OpResult r : k.getResults()) {
-        bool isOutput = llvm::is_contained(ret->getOperands(), Value(r));
-        if (isOutput) continue;
-        int64_t last = step[k];
-        for (Operation* user : r.getUsers())
-          if (step.count(user)) last = std::max(last, step[user]);
-        buffers.push_back({step[k], last + 1, tensorBytes(r.getType())});
-        owners.push_back({k, r.getResultNumber()});
-      }
+    for (const HbmTensor& t : tensors) {
+      buffers.push_back(t.buffer);
+      owners.push_back({t.kernel, t.resultNumber});
     }
     PlanOptions options;
     options.alignment = kHbmAlignment;
@@ -173,4 +155,39 @@ struct PlanMemoryPass : impl::PlanMemoryBase<PlanMemoryPass> {
 };
 
 }  // namespace
+
+SmallVector<nc::KernelOp> hbmSteps(func::FuncOp func) {
+  SmallVector<nc::KernelOp> kernels;
+  for (Operation& op : func.getBody().front())
+    if (auto k = llvm::dyn_cast<nc::KernelOp>(op)) kernels.push_back(k);
+  return kernels;
+}
+
+int64_t hbmTensorBytes(Type type) {
+  auto t = llvm::cast<RankedTensorType>(type);
+  return t.getNumElements() * (nc::deviceElementType(t.getElementType()).getIntOrFloatBitWidth() / 8);
+}
+
+std::vector<HbmTensor> collectHbmTensors(func::FuncOp func) {
+  SmallVector<nc::KernelOp> kernels = hbmSteps(func);
+  llvm::DenseMap<Operation*, int64_t> step;
+  for (auto [i, k] : llvm::enumerate(kernels)) step[k] = int64_t(i);
+  Operation* ret = func.getBody().front().getTerminator();
+  std::vector<HbmTensor> tensors;
+  for (nc::KernelOp k : kernels) {
+    for (OpResult r : k.getResults()) {
+      if (llvm::is_contained(ret->getOperands(), Value(r))) continue;  // bound by the caller
+      int64_t last = step[k];
+      for (Operation* user : r.getUsers())
+        if (auto it = step.find(user); it != step.end()) last = std::max(last, it->second);
+      HbmTensor t{k, r.getResultNumber(), {}};
+      t.buffer.start = step[k];
+      t.buffer.end = last + 1;
+      t.buffer.size = hbmTensorBytes(r.getType());
+      tensors.push_back(t);
+    }
+  }
+  return tensors;
+}
+
 }  // namespace neuroncc

@@ -131,6 +131,9 @@ bool KernelOp::isLowered() {
 }
 
 LogicalResult KernelOp::verify() {
+  if (auto sources = getResultSources(); sources && sources->size() != getNumResults())
+    return emitOpError("result_sources has ") << sources->size() << " entries for "
+                                              << getNumResults() << " results";
   Block& body = getBody().front();
   auto yield = llvm::cast<YieldOp>(body.getTerminator());
   if (!isLowered()) {

@@ -32,6 +32,11 @@ def Nc_KernelOp : Nc_Op<"kernel", [IsolatedFromAbove, SingleBlock,
   let description = [{
     A group of graph ops that runs as one dispatch. `source_ops` records the
     ATen ops it came from, in order, for the profiler's per-op attribution.
+    `result_sources`, when present, names the ATen op that computed each
+    result (one entry per result), for reports such as
+    `neuron-cc --memory-report`: the op (`aten.mul.Tensor`), then
+    ` of <composite>` when a decomposition produced it, then ` [<node>]` when
+    the op's location names a graph node.
 
     Before lowering, the body takes the inputs as tensors and yields the
     results. After `ncc-lower-to-isa`, its block arguments are HBM memrefs for
@@ -47,7 +52,8 @@ def Nc_KernelOp : Nc_Op<"kernel", [IsolatedFromAbove, SingleBlock,
     ```
   }];
   let arguments = (ins StrAttr:$sym_name, Variadic<AnyRankedTensor>:$inputs,
-                       StrArrayAttr:$source_ops);
+                       StrArrayAttr:$source_ops,
+                       OptionalAttr<StrArrayAttr>:$result_sources);
   let results = (outs Variadic<AnyRankedTensor>:$results);
   let regions = (region SizedRegion<1>:$body);
   let assemblyFormat = [{

@@ -1,12 +1,14 @@
 // neuron-cc: compile an ATen graph into a NEFF executable.
 //
 //   neuron-cc compile <model> --framework ATEN --target trn1 -O2 --output file.neff
+//       [--memory-report] [--memory-plan-csv plan.csv]
 //   neuron-cc list-operators --framework ATEN
 #include <cstdio>
 #include <string>
 
 #include "compiler/Compiler.h"
 #include "compiler/GraphImporter.h"
+#include "compiler/MemoryReport.h"
 #include "compiler/NeffEmitter.h"
 #include "llvm/Support/CommandLine.h"
 #include "llvm/Support/InitLLVM.h"
@@ -48,6 +50,16 @@ cl::opt<std::string> logFile("logfile", cl::desc("Also write the log to this fil
                              cl::cat(category));
 cl::opt<bool> fusionReport("fusion-report", cl::desc("Report every fusion refused, with its reason"),
                            cl::init(false), cl::cat(category));
+cl::opt<bool> memoryReport("memory-report",
+                           cl::desc("After compiling, print the HBM arena plan: its size, the lower "
+                                    "bound (peak live bytes), the size without reuse, and the "
+                                    "tensors live at the peak with the ATen ops that made them"),
+                           cl::init(false), cl::cat(category));
+cl::opt<std::string> memoryPlanCsv("memory-plan-csv",
+                                   cl::desc("Write the HBM planning instance with the plan's offsets "
+                                            "to this file (id,lower,upper,size,alignment,offset; "
+                                            "lifetimes in kernel steps, half-open)"),
+                                   cl::value_desc("file"), cl::init(""), cl::cat(category));
 
 // Everything the compiler reports, for --logfile (written on success and failure).
 std::string logText;
@@ -151,6 +163,19 @@ int compile() {
     }
   }
   if (verbose == "info" || verbose == "debug") llvm::outs() << summary;
+  if (memoryReport || !memoryPlanCsv.empty()) {
+    absl::StatusOr<neuroncc::HbmPlanReport> plan = neuroncc::readHbmPlan(*module);
+    if (!plan.ok()) return fail(kErrCompile, "memory report: " + std::string(plan.status().message()));
+    if (!memoryPlanCsv.empty())
+      if (absl::Status st = neuroncc::neff::WriteFileAtomic(memoryPlanCsv, neuroncc::formatMemoryPlanCsv(*plan));
+          !st.ok())
+        return fail(kErrWrite, std::string(st.message()));
+    if (memoryReport) {
+      std::string report = neuroncc::formatMemoryReport(*plan);
+      llvm::outs() << report;
+      summary += report;
+    }
+  }
   logText += summary + "Compiler status PASS\n";
   llvm::outs() << "Compiler status PASS\n";
   return 0;
@@ -162,7 +187,7 @@ int main(int argc, char** argv) {
   llvm::InitLLVM init(argc, argv);
   if (argc < 2 || (std::string(argv[1]) != "compile" && std::string(argv[1]) != "list-operators")) {
     llvm::errs() << "usage: neuron-cc compile <model.pb|model.pbtxt|model.mlir> [--framework ATEN] [--target trn1] "
-                    "[-O0|-O1|-O2] [--output file.neff]\n"
+                    "[-O0|-O1|-O2] [--output file.neff] [--memory-report] [--memory-plan-csv FILE]\n"
                     "       neuron-cc list-operators --framework ATEN\n";
     return 2;
   }

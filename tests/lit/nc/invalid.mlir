@@ -11,6 +11,17 @@ func.func @yield_mismatch(%x: tensor<4xf32>) -> tensor<4xf32> {
 
 // -----
 
+func.func @result_sources_count(%x: tensor<4xf32>) -> tensor<4xf32> {
+  // expected-error @+1 {{result_sources has 2 entries for 1 results}}
+  %r = nc.kernel "k"(%x) {result_sources = ["aten.exp", "aten.neg"], source_ops = []} : (tensor<4xf32>) -> tensor<4xf32> {
+  ^bb0(%a: tensor<4xf32>):
+    nc.yield %a : tensor<4xf32>
+  }
+  return %r : tensor<4xf32>
+}
+
+// -----
+
 func.func @args_mismatch(%x: tensor<4xf32>) -> tensor<4xf32> {
   // expected-error @+1 {{body arguments must match the kernel inputs}}
   %r = nc.kernel "k"(%x) {source_ops = []} : (tensor<4xf32>) -> tensor<4xf32> {

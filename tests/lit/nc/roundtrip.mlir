@@ -2,10 +2,10 @@
 
 // CHECK-LABEL: func.func @tensor_kernel
 func.func @tensor_kernel(%x: tensor<4x512xbf16>) -> tensor<4x512xbf16> {
-  // CHECK: nc.kernel "k0_mul"(%{{.*}}) {source_ops = ["aten.mul.Tensor"]} : (tensor<4x512xbf16>) -> tensor<4x512xbf16> {
+  // CHECK: nc.kernel "k0_mul"(%{{.*}}) {result_sources = ["aten.mul.Tensor [mul]"], source_ops = ["aten.mul.Tensor"]} : (tensor<4x512xbf16>) -> tensor<4x512xbf16> {
   // CHECK: ^bb0(%{{.*}}: tensor<4x512xbf16>):
   // CHECK: nc.yield %{{.*}} : tensor<4x512xbf16>
-  %r = nc.kernel "k0_mul"(%x) {source_ops = ["aten.mul.Tensor"]} : (tensor<4x512xbf16>) -> tensor<4x512xbf16> {
+  %r = nc.kernel "k0_mul"(%x) {result_sources = ["aten.mul.Tensor [mul]"], source_ops = ["aten.mul.Tensor"]} : (tensor<4x512xbf16>) -> tensor<4x512xbf16> {
   ^bb0(%a: tensor<4x512xbf16>):
     %m = aten.mul.Tensor %a, %a : tensor<4x512xbf16>, tensor<4x512xbf16> -> tensor<4x512xbf16>
     nc.yield %m : tensor<4x512xbf16>

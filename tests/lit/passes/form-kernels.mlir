@@ -6,24 +6,26 @@
 // RUN: neuron-opt %s --ncc-form-kernels="fuse=true report=true sbuf-budget-bytes=4096" 2>&1 | FileCheck %s --check-prefix=BUDGET
 
 // -O0: one kernel per source op; the three multiplies stay apart.
-// O0: nc.kernel "k0_mul"(%arg0) {source_ops = ["aten.mul.Tensor"]}
-// O0: nc.kernel "k1_mean"({{.*}}) {source_ops = ["aten.mean.dim"]}
-// O0: nc.kernel "k2_add"({{.*}}) {source_ops = ["aten.add.Tensor"]}
+// result_sources names the op that computed each result.
+// O0: nc.kernel "k0_mul"(%arg0) {result_sources = ["aten.mul.Tensor"], source_ops = ["aten.mul.Tensor"]}
+// O0: nc.kernel "k1_mean"({{.*}}) {result_sources = ["aten.mean.dim"], source_ops = ["aten.mean.dim"]}
+// O0: nc.kernel "k2_add"({{.*}}) {result_sources = ["aten.add.Tensor"], source_ops = ["aten.add.Tensor"]}
 // The 0-d eps constant is cloned into the kernel that uses it.
 // O0: arith.constant dense<9.99999997E-7> : tensor<f32>
-// O0: nc.kernel "k3_rsqrt"({{.*}}) {source_ops = ["aten.rsqrt"]}
-// O0: nc.kernel "k4_mul"({{.*}}) {source_ops = ["aten.mul.Tensor"]}
-// O0: nc.kernel "k5_mul"({{.*}}) {source_ops = ["aten.mul.Tensor"]}
+// O0: nc.kernel "k3_rsqrt"({{.*}}) {result_sources = ["aten.rsqrt"], source_ops = ["aten.rsqrt"]}
+// O0: nc.kernel "k4_mul"({{.*}}) {result_sources = ["aten.mul.Tensor"], source_ops = ["aten.mul.Tensor"]}
+// O0: nc.kernel "k5_mul"({{.*}}) {result_sources = ["aten.mul.Tensor"], source_ops = ["aten.mul.Tensor"]}
 // O0-NOT: nc.kernel
 
 // -O2: the reduction, its broadcast back over the row and the elementwise
 // chain are one kernel that reads x and weight and writes y.
-// O2: %[[K:.*]] = nc.kernel "k0_fused_mul_mean_add_rsqrt"(%arg0, %arg1) {source_ops = ["aten.mul.Tensor", "aten.mean.dim", "aten.add.Tensor", "aten.rsqrt", "aten.mul.Tensor", "aten.mul.Tensor"]} : (tensor<4x512xbf16>, tensor<512xbf16>) -> tensor<4x512xbf16>
+// O2: %[[K:.*]] = nc.kernel "k0_fused_mul_mean_add_rsqrt"(%arg0, %arg1) {result_sources = ["aten.mul.Tensor"], source_ops = ["aten.mul.Tensor", "aten.mean.dim", "aten.add.Tensor", "aten.rsqrt", "aten.mul.Tensor", "aten.mul.Tensor"]} : (tensor<4x512xbf16>, tensor<512xbf16>) -> tensor<4x512xbf16>
 // O2-NOT: nc.kernel
 // O2: return %[[K]]
 
-// A decomposed composite is one kernel even at -O0.
-// COMPOSITE: nc.kernel "k0_rms_norm"(%arg0, %arg1) {source_ops = ["aten.rms_norm"]}
+// A decomposed composite is one kernel even at -O0; its result comes from
+// the last op of the decomposition.
+// COMPOSITE: nc.kernel "k0_rms_norm"(%arg0, %arg1) {result_sources = ["aten.mul.Tensor of aten.rms_norm"], source_ops = ["aten.rms_norm"]}
 // COMPOSITE-NOT: nc.kernel
 
 // A column reduction cannot share a kernel, and joining its consumer to the
@@ -76,4 +78,14 @@ func.func @residual(%x: tensor<32x64xf32>, %w: tensor<64x128xf32>, %r: tensor<2x
   %v = aten._unsafe_view %m {size = array<i64: 2, 16, 128>} : tensor<32x128xf32> -> tensor<2x16x128xf32>
   %a = aten.add.Tensor %v, %r : tensor<2x16x128xf32>, tensor<2x16x128xf32> -> tensor<2x16x128xf32>
   return %a : tensor<2x16x128xf32>
+}
+
+// An op located at a graph node (as the .pb importer sets it) gives its name;
+// a kernel with several results has one entry per result.
+// RESID-LABEL: func.func @named
+// RESID: nc.kernel "k0_fused_exp_sum"(%arg0) {result_sources = ["aten.exp [exp_1]", "aten.sum.dim_IntList [sum_2]"]
+func.func @named(%x: tensor<4x8xf32>) -> (tensor<4x8xf32>, tensor<4x1xf32>) {
+  %a = aten.exp %x : tensor<4x8xf32> -> tensor<4x8xf32> loc("exp_1")
+  %b = aten.sum.dim_IntList %a {dim = array<i64: -1>, keepdim = true} : tensor<4x8xf32> -> tensor<4x1xf32> loc("sum_2")
+  return %a, %b : tensor<4x8xf32>, tensor<4x1xf32>
 }
