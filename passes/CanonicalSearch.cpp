@@ -100,6 +100,11 @@ void Budget::absorb(const Budget& part) {
   if (used_ >= limit_ || (hasDeadline_ && std::chrono::steady_clock::now() >= deadline_)) out_ = true;
 }
 
+bool Budget::exhausted() {
+  if (!out_ && hasDeadline_ && std::chrono::steady_clock::now() >= deadline_) out_ = true;
+  return out_;
+}
+
 bool Budget::spend() {
   if (out_) return false;
   if (++used_ > limit_) out_ = true;
@@ -156,8 +161,9 @@ namespace {
 
 class CanonicalSearch {
  public:
+  // `lowest`, when given, holds each item's lowest allowed offset.
   CanonicalSearch(const std::vector<Item>& items, const Sections& sections, int64_t capacity,
-                  Budget& budget)
+                  Budget& budget, const std::vector<int64_t>* lowest)
       : items_(items), sections_(sections), capacity_(capacity), budget_(budget) {
     size_t n = items.size(), s = size_t(sections.count);
     // Items that share a section overlap in time; collect each item's list once.
@@ -174,6 +180,8 @@ class CanonicalSearch {
     }
     offset_.assign(n, -1);
     minOffset_.assign(n, 0);
+    if (lowest)
+      for (size_t i = 0; i < n; ++i) minOffset_[i] = alignUp((*lowest)[i], items[i].align);
     floor_.assign(s, 0);
     unplaced_.assign(s, 0);
     for (size_t sec = 0; sec < s; ++sec)
@@ -181,6 +189,8 @@ class CanonicalSearch {
     cuts_.assign(s, 0);
     for (size_t i = 0; i < n; ++i)
       for (int b = sections.first[i]; b + 1 < sections.last[i]; ++b) ++cuts_[size_t(b)];
+    for (size_t sec = 0; sec < s; ++sec) raiseToLowestFree(int(sec));
+    floorLog_.clear();  // the starting state is never undone
     floorLog_.reserve(64 * s + 1024);
     offsetLog_.reserve(64 * n + 1024);
   }
@@ -194,7 +204,7 @@ class CanonicalSearch {
     std::iota(all.begin(), all.end(), 0);
     order_ = order;
     for (int sec = 0; sec < sections_.count; ++sec)
-      if (unplaced_[size_t(sec)] > capacity_) return SearchOutcome::kInfeasible;
+      if (floor_[size_t(sec)] + unplaced_[size_t(sec)] > capacity_) return SearchOutcome::kInfeasible;
     solution_.assign(items_.size(), -1);
     int lo = 0;
     for (int b = 0; b <= sections_.count - 1; ++b) {
@@ -305,16 +315,18 @@ class CanonicalSearch {
       floor_[size_t(sec)] = top;
       unplaced_[size_t(sec)] -= it.size;
     }
-    // No unplaced buffer of a section can go below the lowest offset any of
-    // them can take, so that is the section's floor too.
-    for (int sec = touchedLo; sec < touchedHi; ++sec) {
-      int64_t lowest = INT64_MAX, floor = floor_[size_t(sec)];
-      for (int i : sections_.members[size_t(sec)])
-        if (offset_[size_t(i)] < 0 && (lowest = std::min(lowest, minOffset_[size_t(i)])) <= floor) break;
-      if (lowest != INT64_MAX && lowest > floor) {
-        floorLog_.push_back({sec, floor_[size_t(sec)]});
-        floor_[size_t(sec)] = lowest;
-      }
+    for (int sec = touchedLo; sec < touchedHi; ++sec) raiseToLowestFree(sec);
+  }
+
+  // No unplaced item of a section can go below the lowest offset any of
+  // them can take, so that is the section's floor too.
+  void raiseToLowestFree(int sec) {
+    int64_t lowest = INT64_MAX, floor = floor_[size_t(sec)];
+    for (int i : sections_.members[size_t(sec)])
+      if (offset_[size_t(i)] < 0 && (lowest = std::min(lowest, minOffset_[size_t(i)])) <= floor) return;
+    if (lowest != INT64_MAX && lowest > floor) {
+      floorLog_.push_back({sec, floor});
+      floor_[size_t(sec)] = lowest;
     }
   }
 
@@ -362,9 +374,10 @@ class CanonicalSearch {
 }  // namespace
 
 SearchOutcome searchWithin(const std::vector<Item>& items, const Sections& sections,
-                           int64_t capacity, Budget& budget, std::vector<int64_t>& offsets) {
+                           int64_t capacity, Budget& budget, std::vector<int64_t>& offsets,
+                           const std::vector<int64_t>* lowest) {
   if (items.empty()) return SearchOutcome::kFound;
-  CanonicalSearch search(items, sections, capacity, budget);
+  CanonicalSearch search(items, sections, capacity, budget, lowest);
   // Round robin over the preorders with a doubling node limit: a preorder
   // that suits the instance usually finishes fast, so none may monopolize
   // the budget. A completed search with any preorder is a proof.

@@ -60,43 +60,10 @@ class TimeIndex {
   uint32_t epoch_ = 0;
 };
 
-// Range "raise to at least v" and range maximum over section floors.
-class FloorTree {
- public:
-  explicit FloorTree(int n) : n_(std::max(n, 1)), max_(size_t(4 * n_), 0), tags_(size_t(4 * n_), 0) {}
-  int64_t maxOver(int lo, int hi) const { return query(1, 0, n_, lo, hi); }
-  void raise(int lo, int hi, int64_t v) { update(1, 0, n_, lo, hi, v); }
-
- private:
-  // max_[node]: the largest value in the node's range. A raise that covers a
-  // node whole stops there and leaves a tag; the node's descendants do not
-  // see it, so a query takes the tags of the nodes it passes through.
-  int64_t query(int node, int l, int r, int lo, int hi) const {
-    if (hi <= l || r <= lo) return 0;
-    if (lo <= l && r <= hi) return max_[size_t(node)];
-    int m = (l + r) / 2;
-    int64_t below = std::max(query(2 * node, l, m, lo, hi), query(2 * node + 1, m, r, lo, hi));
-    return std::max(below, tags_[size_t(node)]);
-  }
-  void update(int node, int l, int r, int lo, int hi, int64_t v) {
-    if (hi <= l || r <= lo) return;
-    max_[size_t(node)] = std::max(max_[size_t(node)], v);
-    if (lo <= l && r <= hi) {
-      tags_[size_t(node)] = std::max(tags_[size_t(node)], v);
-      return;
-    }
-    int m = (l + r) / 2;
-    update(2 * node, l, m, lo, hi, v);
-    update(2 * node + 1, m, r, lo, hi, v);
-  }
-  int n_;
-  std::vector<int64_t> max_, tags_;
-};
-
 }  // namespace
 
 int64_t placeFirstFit(const std::vector<Item>& items, const std::vector<int>& order,
-                      std::vector<int64_t>& offsets) {
+                      std::vector<int64_t>& offsets, bool bestFit) {
   offsets.assign(items.size(), -1);
   if (items.empty()) return 0;
   TimeIndex index(items);
@@ -110,24 +77,33 @@ int64_t placeFirstFit(const std::vector<Item>& items, const std::vector<int>& or
       if (b.start < o.end && o.start < b.end) busy.emplace_back(offsets[size_t(j)], offsets[size_t(j)] + o.size);
     });
     std::sort(busy.begin(), busy.end());
-    int64_t candidate = 0;
+    int64_t candidate = 0, chosen = -1, chosenGap = INT64_MAX;
     for (auto [lo, hi] : busy) {
-      if (candidate + b.size <= lo) break;
+      if (candidate + b.size <= lo) {
+        if (!bestFit) {
+          chosen = candidate;
+          break;
+        }
+        // Best fit: the tightest gap, as TFLite's and XLA's size-ordered planners do.
+        if (lo - candidate < chosenGap) {
+          chosenGap = lo - candidate;
+          chosen = candidate;
+        }
+      }
       candidate = std::max(candidate, alignUp(hi, b.align));
     }
-    offsets[size_t(i)] = candidate;
-    arena = std::max(arena, candidate + b.size);
+    if (chosen < 0) chosen = candidate;  // above every busy range
+    offsets[size_t(i)] = chosen;
+    int64_t placedTop = chosen + b.size;
+    arena = std::max(arena, placedTop);
     index.add(i, b);
   }
   return arena;
 }
 
-int64_t placeSkyline(const std::vector<Item>& items, const Sections& sections, Preorder order,
-                     std::vector<int64_t>& offsets) {
+int64_t placeSkyline(const std::vector<Item>& items, const Sections& sections,
+                     const std::vector<int>& ranked, std::vector<int64_t>& offsets) {
   offsets.assign(items.size(), -1);
-  std::vector<int> all(items.size());
-  for (size_t i = 0; i < all.size(); ++i) all[i] = int(i);
-  std::vector<int> ranked = preorderItems(items, sections, all, order, sectionTotals(items, sections));
   std::vector<int> rank(items.size());
   for (size_t r = 0; r < ranked.size(); ++r) rank[size_t(ranked[r])] = int(r);
   // Entries hold the offset known when pushed; floors only rise, so a popped

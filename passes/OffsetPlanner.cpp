@@ -1,7 +1,8 @@
 //===- OffsetPlanner.cpp - choose the smallest arena -----------------------===//
 //
 // 1. Heuristics (GreedyPlacement.cpp), each near O(n log n): first fit in
-//    several orders and skyline placement under several preorders. The
+//    several orders, best fit, and skyline placement under several
+//    preorders. The
 //    smallest arena wins; if it equals the lower bound (peak live bytes) it
 //    is optimal and planning stops.
 // 2. Otherwise, when a budget is given and the instance is small enough, the
@@ -13,6 +14,8 @@
 //    completed search that finds nothing raises `lower` (a proof); a
 //    question that runs out of its share counts as "not found" for choosing
 //    the next question but proves nothing.
+// 3. Larger instances instead get the best heuristic plan repaired spot by
+//    spot (RegionRepair.cpp) toward targets chosen the same way.
 //
 //===----------------------------------------------------------------------===//
 
@@ -79,41 +82,67 @@ PlanResult planOffsets(std::vector<PlannedBuffer>& buffers, const PlanOptions& o
     best = trial;
     result.method = std::move(method);
   };
-  for (Preorder p : {Preorder::Size, Preorder::LengthAreaTotal, Preorder::Start, Preorder::TotalAreaLength}) {
-    std::vector<int> all(items.size());
-    std::iota(all.begin(), all.end(), 0);
-    int64_t arena = placeFirstFit(items, preorderItems(items, sections, all, p, totals), trial);
-    consider(arena, std::string("first-fit by ") + preorderName(p));
-    if (bestArena == result.lowerBound) break;
-  }
-  for (Preorder p : {Preorder::TotalLengthArea, Preorder::TotalAreaLength, Preorder::LengthAreaTotal,
-                     Preorder::Size}) {
-    if (bestArena == result.lowerBound) break;
-    int64_t arena = placeSkyline(items, sections, p, trial);
-    consider(arena, std::string("skyline by ") + preorderName(p));
+  // The budget covers the heuristics too, so a time limit bounds the whole call.
+  bool budgeted = options.timeLimitSeconds > 0 || options.nodeLimit > 0;
+  Budget budget(options.nodeLimit, options.timeLimitSeconds);
+  std::vector<int> all(items.size());
+  std::iota(all.begin(), all.end(), 0);
+  auto ranked = [&](Preorder p) { return preorderItems(items, sections, all, p, totals); };
+  struct Heuristic {
+    enum { kFirstFit, kBestFit, kSkyline } kind;
+    Preorder order;
+  };
+  const Heuristic heuristics[] = {
+      {Heuristic::kFirstFit, Preorder::Size},          {Heuristic::kSkyline, Preorder::TotalAreaLength},
+      {Heuristic::kFirstFit, Preorder::LengthAreaTotal}, {Heuristic::kSkyline, Preorder::TotalLengthArea},
+      {Heuristic::kBestFit, Preorder::TotalLengthArea},  {Heuristic::kSkyline, Preorder::LengthAreaTotal},
+      {Heuristic::kFirstFit, Preorder::Start},           {Heuristic::kBestFit, Preorder::Size},
+      {Heuristic::kFirstFit, Preorder::TotalAreaLength}, {Heuristic::kSkyline, Preorder::Size},
+  };
+  for (const Heuristic& h : heuristics) {
+    if (bestArena == result.lowerBound || (budgeted && bestArena != INT64_MAX && budget.exhausted())) break;
+    if (h.kind == Heuristic::kSkyline)
+      consider(placeSkyline(items, sections, ranked(h.order), trial), std::string("skyline by ") + preorderName(h.order));
+    else
+      consider(placeFirstFit(items, ranked(h.order), trial, h.kind == Heuristic::kBestFit),
+               std::string(h.kind == Heuristic::kBestFit ? "best-fit by " : "first-fit by ") + preorderName(h.order));
   }
 
   int64_t lower = result.lowerBound;
-  bool searchAllowed = (options.timeLimitSeconds > 0 || options.nodeLimit > 0) &&
-                       items.size() <= options.exactSearchMaxBuffers;
-  if (bestArena > lower && searchAllowed) {
-    Budget budget(options.nodeLimit, options.timeLimitSeconds);
+  if (bestArena > lower && budgeted) {
     // Arenas below `probe` are presumed (not proven) infeasible: a question
     // there ran out of its share of the budget.
     int64_t probe = lower;
-    bool firstQuestion = true;
-    while (probe < bestArena && !budget.exhausted()) {
-      int64_t capacity = firstQuestion ? probe : probe + (bestArena - probe) / 2;
-      Budget part = budget.share(firstQuestion ? 1.0 / 3 : 1.0 / 2);
-      firstQuestion = false;
-      SearchOutcome outcome = searchWithin(items, sections, capacity, part, trial);
-      budget.absorb(part);
-      if (outcome == SearchOutcome::kFound) {
-        consider(arenaOf(items, trial), "exact search");
-      } else {
-        probe = capacity + 1;
-        if (outcome == SearchOutcome::kInfeasible) lower = capacity + 1;
+    if (items.size() <= options.exactSearchMaxBuffers) {
+      bool firstQuestion = true;
+      while (probe < bestArena && !budget.exhausted()) {
+        int64_t capacity = firstQuestion ? probe : probe + (bestArena - probe) / 2;
+        Budget part = budget.share(firstQuestion ? 1.0 / 3 : 1.0 / 2);
+        firstQuestion = false;
+        SearchOutcome outcome = searchWithin(items, sections, capacity, part, trial);
+        budget.absorb(part);
+        if (outcome == SearchOutcome::kFound) {
+          consider(arenaOf(items, trial), "exact search");
+        } else {
+          probe = capacity + 1;
+          if (outcome == SearchOutcome::kInfeasible) lower = capacity + 1;
+        }
       }
+    } else {
+      // Too large to search whole: repair the worst spots of the best plan,
+      // aiming halfway between the presumed bound and the current arena.
+      bool repaired = false;
+      while (probe < bestArena && !budget.exhausted()) {
+        int64_t target = probe + (bestArena - probe) / 2;
+        Budget part = budget.share(1.0 / 2);
+        bool reached = repairPlan(items, sections, target, part, best);
+        budget.absorb(part);
+        int64_t arena = arenaOf(items, best);
+        repaired |= arena < bestArena;
+        bestArena = arena;
+        if (!reached) probe = target + 1;
+      }
+      if (repaired) result.method += " + region repair";
     }
     result.searchNodes = budget.nodesUsed();
     if (lower >= bestArena) result.provenOptimal = true;

@@ -1,6 +1,7 @@
 // Pieces of the offset planner shared by its source files; not a public API.
 #pragma once
 
+#include <algorithm>
 #include <chrono>
 #include <cstdint>
 #include <vector>
@@ -29,6 +30,40 @@ struct Sections {
 };
 Sections buildSections(const std::vector<Item>& items);
 
+// Over sections: "raise every value in [lo, hi) to at least v" and "largest
+// value in [lo, hi)", both O(log n).
+class FloorTree {
+ public:
+  explicit FloorTree(int n) : n_(std::max(n, 1)), max_(size_t(4 * n_), 0), tags_(size_t(4 * n_), 0) {}
+  int64_t maxOver(int lo, int hi) const { return query(1, 0, n_, lo, hi); }
+  void raise(int lo, int hi, int64_t v) { update(1, 0, n_, lo, hi, v); }
+
+ private:
+  // max_[node]: the largest value in the node's range. A raise that covers a
+  // node whole stops there and leaves a tag; the node's descendants do not
+  // see it, so a query takes the tags of the nodes it passes through.
+  int64_t query(int node, int l, int r, int lo, int hi) const {
+    if (hi <= l || r <= lo) return 0;
+    if (lo <= l && r <= hi) return max_[size_t(node)];
+    int m = (l + r) / 2;
+    int64_t below = std::max(query(2 * node, l, m, lo, hi), query(2 * node + 1, m, r, lo, hi));
+    return std::max(below, tags_[size_t(node)]);
+  }
+  void update(int node, int l, int r, int lo, int hi, int64_t v) {
+    if (hi <= l || r <= lo) return;
+    max_[size_t(node)] = std::max(max_[size_t(node)], v);
+    if (lo <= l && r <= hi) {
+      tags_[size_t(node)] = std::max(tags_[size_t(node)], v);
+      return;
+    }
+    int m = (l + r) / 2;
+    update(2 * node, l, m, lo, hi, v);
+    update(2 * node + 1, m, r, lo, hi, v);
+  }
+  int n_;
+  std::vector<int64_t> max_, tags_;
+};
+
 // Shared limit on search effort: a node count (deterministic) and a
 // wall-clock deadline (not).
 class Budget {
@@ -36,7 +71,7 @@ class Budget {
   Budget(int64_t nodes, double seconds);
   // Counts one node; false once either limit is spent.
   bool spend();
-  bool exhausted() const { return out_; }
+  bool exhausted();
   int64_t nodesUsed() const { return used_; }
   // A budget holding `fraction` of what is left; `absorb` its use afterwards.
   Budget share(double fraction) const;
@@ -62,15 +97,16 @@ std::vector<int> preorderItems(const std::vector<Item>& items, const Sections& s
                                const std::vector<int64_t>& sectionTotal);
 
 // Bottom-up "skyline" placement without backtracking: repeatedly place the
-// unplaced item with the lowest feasible offset (ties by `order`) on top of
-// everything placed under it. O(n log n) with a segment tree over sections.
-// Returns the arena; offsets are written to `offsets`.
-int64_t placeSkyline(const std::vector<Item>& items, const Sections& sections, Preorder order,
-                     std::vector<int64_t>& offsets);
+// unplaced item with the lowest feasible offset (ties: earlier in `ranked`)
+// on top of everything placed under it. O(n log n) with a segment tree over
+// sections. Returns the arena; offsets are written to `offsets`.
+int64_t placeSkyline(const std::vector<Item>& items, const Sections& sections,
+                     const std::vector<int>& ranked, std::vector<int64_t>& offsets);
 
-// Lowest-offset-first ("first fit") placement in the given item order.
+// Placement in the given item order, each at the lowest offset that fits
+// ("first fit") or in the tightest gap that fits ("best fit").
 int64_t placeFirstFit(const std::vector<Item>& items, const std::vector<int>& order,
-                      std::vector<int64_t>& offsets);
+                      std::vector<int64_t>& offsets, bool bestFit = false);
 
 enum class SearchOutcome { kFound, kInfeasible, kOutOfBudget };
 
@@ -78,7 +114,18 @@ enum class SearchOutcome { kFound, kInfeasible, kOutOfBudget };
 // (items placed in non-decreasing offset order, each resting on the highest
 // item below it), with section bounds, dominance and decomposition pruning.
 // kInfeasible is a proof that no plan fits; kFound writes `offsets`.
+// `lowest`, when given, is each item's lowest allowed offset (the top of
+// fixed buffers under it, when only part of a plan is searched again).
 SearchOutcome searchWithin(const std::vector<Item>& items, const Sections& sections,
-                           int64_t capacity, Budget& budget, std::vector<int64_t>& offsets);
+                           int64_t capacity, Budget& budget, std::vector<int64_t>& offsets,
+                           const std::vector<int64_t>* lowest = nullptr);
+
+// Large-neighbourhood improvement of a complete plan: every section whose
+// height exceeds `target` is repaired by searching again the buffers of a
+// time window around it together with every buffer stacked above them, the
+// rest staying fixed. Returns true if all of them got down to `target`;
+// either way `offsets` keeps every repair made (none raises the arena).
+bool repairPlan(const std::vector<Item>& items, const Sections& sections, int64_t target,
+                Budget& budget, std::vector<int64_t>& offsets);
 
 }  // namespace neuroncc::planner

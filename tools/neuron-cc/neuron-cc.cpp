@@ -21,6 +21,7 @@
 #include "mlir/Support/Timing.h"
 #include "device_model.h"
 #include "neff_format.h"
+#include "tools/neuron-cc/PlanMemoryCommand.h"
 
 namespace cl = llvm::cl;
 
@@ -185,10 +186,13 @@ int compile() {
 
 int main(int argc, char** argv) {
   llvm::InitLLVM init(argc, argv);
+  if (argc >= 2 && std::string(argv[1]) == "plan-memory") return neuroncc::runPlanMemory(argc - 2, argv + 2);
   if (argc < 2 || (std::string(argv[1]) != "compile" && std::string(argv[1]) != "list-operators")) {
     llvm::errs() << "usage: neuron-cc compile <model.pb|model.pbtxt|model.mlir> [--framework ATEN] [--target trn1] "
                     "[-O0|-O1|-O2] [--output file.neff] [--memory-report] [--memory-plan-csv FILE]\n"
-                    "       neuron-cc list-operators --framework ATEN\n";
+                    "       neuron-cc list-operators --framework ATEN\n"
+                    "       neuron-cc plan-memory FILE.csv [--time-limit S] [--output PLANNED.csv]\n"
+                    "       neuron-cc plan-memory --verify PLANNED.csv\n";
     return 2;
   }
   std::string command = argv[1];
