@@ -4,6 +4,10 @@
 // and last read by kernel j is live over [i, j + 1). Graph outputs are bound
 // by the caller and take no arena space.
 //
+// Both use the planner of OffsetPlanner.h (heuristics, then the exact search
+// under a node budget), and every plan is checked by its independent
+// verifier before offsets are written.
+//
 // SBUF: the steps are instructions of one kernel. A tile is live from its
 // first to its last use; to let DMA for the next row tile overlap compute on
 // this one, a tile of iteration k also stays reserved through iteration k + 1
@@ -28,6 +32,13 @@ namespace neuroncc {
 namespace {
 
 constexpr int64_t kSbufAlignment = 32;
+// Effort for the exact search when no heuristic reaches the lower bound: a
+// node count, not a time limit, so the same graph always gets the same plan
+// (and a byte-identical NEFF). A node costs about n log n for n buffers, so
+// the count shrinks on large instances to keep the worst case near a second.
+int64_t searchNodesFor(size_t buffers) {
+  return std::min<int64_t>(200000, 100000000 / std::max<int64_t>(1, int64_t(buffers)));
+}
 constexpr int64_t kPsumBytes = 16 * 1024;  // per partition: 8 banks of 2 KiB [arch-v2]
 
 int64_t tileBytes(Value tile) {
@@ -64,6 +75,7 @@ struct PlanMemoryPass : impl::PlanMemoryBase<PlanMemoryPass> {
     }
     PlanOptions options;
     options.alignment = kHbmAlignment;
+    options.nodeLimit = searchNodesFor(buffers.size());
     int64_t arena = planOffsets(buffers, options).arena;
     if (auto err = verifyPlan(buffers, kHbmAlignment, 0))
       return func.emitError("HBM plan is invalid: ") << *err;
@@ -131,13 +143,22 @@ struct PlanMemoryPass : impl::PlanMemoryBase<PlanMemoryPass> {
         auto next = iterationEnd.find(it.getInt() + 1);
         if (next != iterationEnd.end()) doubled[i].end = std::max(doubled[i].end, next->second);
       }
+    // Any plan within the capacity will do, so the search only runs when the
+    // heuristics do not fit.
     PlanOptions options;
     options.alignment = alignment;
-    int64_t peak = planOffsets(doubled, options).arena;
-    std::vector<PlannedBuffer>* plan = &doubled;
+    auto plan = [&](std::vector<PlannedBuffer>& buffers) {
+      options.nodeLimit = 0;
+      int64_t used = planOffsets(buffers, options).arena;
+      if (used <= capacity) return used;
+      options.nodeLimit = searchNodesFor(buffers.size());
+      return planOffsets(buffers, options).arena;
+    };
+    int64_t peak = plan(doubled);
+    std::vector<PlannedBuffer>* chosen = &doubled;
     if (peak > capacity) {
-      peak = planOffsets(exact, options).arena;
-      plan = &exact;
+      peak = plan(exact);
+      chosen = &exact;
     }
     if (peak > capacity) {
       auto diag = kernel.emitError("kernel '") << kernel.getSymName() << "' needs " << peak << " "
@@ -146,10 +167,10 @@ struct PlanMemoryPass : impl::PlanMemoryBase<PlanMemoryPass> {
       diag.attachNote() << "peak live bytes (a lower bound): " << peakLiveBytes(exact);
       return failure();
     }
-    if (auto err = verifyPlan(*plan, alignment, capacity))
+    if (auto err = verifyPlan(*chosen, alignment, capacity))
       return kernel.emitError(memory) << " plan is invalid: " << *err;
     OpBuilder b(kernel);
-    for (auto [a, buf] : llvm::zip(allocs, *plan)) a.setOffsetAttr(b.getI64IntegerAttr(buf.offset));
+    for (auto [a, buf] : llvm::zip(allocs, *chosen)) a.setOffsetAttr(b.getI64IntegerAttr(buf.offset));
     return peak;
   }
 };

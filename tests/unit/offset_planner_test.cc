@@ -1,6 +1,11 @@
 #include "passes/OffsetPlanner.h"
 
+#include <algorithm>
+#include <numeric>
 #include <random>
+
+#include "passes/PlanCsv.h"
+#include "passes/PlannerInternal.h"
 
 #include "gtest/gtest.h"
 
@@ -68,6 +73,193 @@ TEST(OffsetPlanner, RandomPlansAreValid) {
     ASSERT_FALSE(err.has_value()) << "trial " << trial << ": " << *err;
     EXPECT_GE(peak, lower);
   }
+}
+
+
+std::vector<PlannedBuffer> randomInstance(std::mt19937_64& rng, int n, int64_t horizon, int64_t meanLength,
+                                          int64_t maxSize) {
+  std::vector<PlannedBuffer> b;
+  for (int i = 0; i < n; ++i) {
+    int64_t start = int64_t(rng() % uint64_t(horizon));
+    int64_t len = 1 + int64_t(rng() % uint64_t(2 * meanLength));
+    b.push_back({start, start + len, 1 + int64_t(rng() % uint64_t(maxSize))});
+  }
+  return b;
+}
+
+// The optimum by enumeration: some order of placing buffers, each on top of
+// the highest already placed buffer it overlaps in time, reaches it (push any
+// optimal plan down and list it by offset).
+int64_t bruteForceOptimum(const std::vector<PlannedBuffer>& b) {
+  std::vector<size_t> order(b.size());
+  std::iota(order.begin(), order.end(), 0);
+  int64_t best = INT64_MAX;
+  do {
+    std::vector<int64_t> top(b.size(), -1);
+    int64_t arena = 0;
+    for (size_t k = 0; k < order.size(); ++k) {
+      size_t i = order[k];
+      int64_t offset = 0;
+      for (size_t m = 0; m < k; ++m) {
+        size_t j = order[m];
+        if (b[i].start < b[j].end && b[j].start < b[i].end) offset = std::max(offset, top[j]);
+      }
+      top[i] = offset + b[i].size;
+      arena = std::max(arena, top[i]);
+    }
+    best = std::min(best, arena);
+  } while (std::next_permutation(order.begin(), order.end()));
+  return best;
+}
+
+TEST(OffsetPlanner, ExactSearchMatchesBruteForceOnTinyInstances) {
+  std::mt19937_64 rng(7);
+  int searched = 0;
+  for (int trial = 0; trial < 1000; ++trial) {
+    std::vector<PlannedBuffer> b = randomInstance(rng, 3 + trial % 5, 12, 4, 100);
+    int64_t optimum = bruteForceOptimum(b);
+    // The search alone: a plan within the optimum, and a proof that one byte
+    // less is impossible.
+    std::vector<planner::Item> items;
+    for (const PlannedBuffer& x : b) items.push_back({x.start, x.end, x.size, 1});
+    planner::Sections sections = planner::buildSections(items);
+    std::vector<int64_t> offsets;
+    planner::Budget budget(1000000, 0);
+    ASSERT_EQ(planner::searchWithin(items, sections, optimum, budget, offsets), planner::SearchOutcome::kFound);
+    for (size_t i = 0; i < b.size(); ++i) EXPECT_LE(offsets[i] + b[i].size, optimum);
+    ASSERT_EQ(planner::searchWithin(items, sections, optimum - 1, budget, offsets),
+              planner::SearchOutcome::kInfeasible) << "trial " << trial;
+    std::vector<PlannedBuffer> greedy = b;
+    PlanResult heuristic = planOffsets(greedy, PlanOptions{});
+    PlanOptions options;
+    options.nodeLimit = 1000000;
+    PlanResult r = planOffsets(b, options);
+    ASSERT_FALSE(verifyPlan(b, 1, 0).has_value()) << "trial " << trial;
+    EXPECT_TRUE(r.provenOptimal) << "trial " << trial;
+    ASSERT_EQ(r.arena, optimum) << "trial " << trial << " (" << r.method << ")";
+    searched += heuristic.arena > optimum;
+  }
+  // Some instances need the search, not only the heuristics.
+  EXPECT_GE(searched, 1);
+}
+
+// An instance whose optimum (22) is above its peak live bytes (21): the
+// search must refute 21 to call 22 optimal.
+TEST(OffsetPlanner, ExactSearchProvesAnOptimumAboveTheBound) {
+  std::vector<PlannedBuffer> b = {{1, 5, 2}, {1, 5, 2}, {4, 6, 9}, {6, 8, 5}, {0, 1, 9},
+                                  {0, 4, 5}, {0, 2, 6}, {1, 2, 5}, {3, 7, 8}, {6, 8, 6}};
+  EXPECT_EQ(bruteForceOptimum(b), 22);
+  PlanOptions options;
+  options.nodeLimit = 1000000;
+  PlanResult r = planOffsets(b, options);
+  EXPECT_EQ(r.lowerBound, 21);
+  EXPECT_EQ(r.arena, 22);
+  EXPECT_TRUE(r.provenOptimal);
+  EXPECT_FALSE(verifyPlan(b, 1, 0).has_value());
+}
+
+// Property test over shapes and every path (heuristics, exact search, region
+// repair): each plan passes the independent verifier and respects the bound.
+TEST(OffsetPlanner, EveryPathGivesVerifiedPlans) {
+  std::mt19937_64 rng(11);
+  for (int trial = 0; trial < 40; ++trial) {
+    int n = 50 + int(rng() % 300);
+    std::vector<PlannedBuffer> b = randomInstance(rng, n, 400, trial % 3 == 0 ? 60 : 8, 1 << (10 + trial % 8));
+    for (PlannedBuffer& x : b) x.alignment = (trial % 4 == 0) ? int64_t(1) << (rng() % 4) : 1;
+    for (size_t path = 0; path < 3; ++path) {
+      std::vector<PlannedBuffer> copy = b;
+      PlanOptions options;
+      options.alignment = trial % 5 == 0 ? 32 : 1;
+      options.nodeLimit = path == 0 ? 0 : 5000;
+      options.exactSearchMaxBuffers = path == 2 ? 10 : 4000;  // path 2: region repair
+      PlanResult r = planOffsets(copy, options);
+      auto err = verifyPlan(copy, options.alignment, r.arena);
+      ASSERT_FALSE(err.has_value()) << "trial " << trial << " path " << path << ": " << *err;
+      EXPECT_GE(r.arena, r.lowerBound);
+      EXPECT_EQ(r.lowerBound, peakLiveBytes(b));
+      if (r.provenOptimal && r.arena != r.lowerBound) EXPECT_EQ(path, 1u);
+    }
+  }
+}
+
+TEST(OffsetPlanner, NodeLimitedPlansAreDeterministic) {
+  std::mt19937_64 rng(3);
+  std::vector<PlannedBuffer> b = randomInstance(rng, 300, 300, 30, 5000);
+  PlanOptions options;
+  options.nodeLimit = 20000;
+  std::vector<PlannedBuffer> first = b, second = b;
+  PlanResult r1 = planOffsets(first, options), r2 = planOffsets(second, options);
+  EXPECT_EQ(r1.arena, r2.arena);
+  for (size_t i = 0; i < b.size(); ++i) EXPECT_EQ(first[i].offset, second[i].offset) << i;
+}
+
+TEST(OffsetPlanner, VerifierCatchesAPlantedOverlapInALargePlan) {
+  std::mt19937_64 rng(5);
+  std::vector<PlannedBuffer> b = randomInstance(rng, 2000, 2000, 40, 4096);
+  planOffsets(b, PlanOptions{});
+  ASSERT_FALSE(verifyPlan(b, 1, 0).has_value());
+  // Move one buffer onto another that is live at the same time.
+  for (size_t i = 1; i < b.size(); ++i)
+    if (b[i].start < b[0].end && b[0].start < b[i].end && b[i].offset != b[0].offset) {
+      b[i].offset = b[0].offset;
+      auto err = verifyPlan(b, 1, 0);
+      ASSERT_TRUE(err.has_value());
+      EXPECT_NE(err->find("live together"), std::string::npos) << *err;
+      return;
+    }
+  FAIL() << "no overlapping pair in the instance";
+}
+
+TEST(OffsetPlanner, ZeroSizeAndPerBufferAlignment) {
+  std::vector<PlannedBuffer> b = {{0, 4, 0}, {0, 4, 10, -1, 1}, {0, 4, 7, -1, 128}, {2, 6, 5, -1, 3}};
+  PlanResult r = planOffsets(b, PlanOptions{});
+  EXPECT_FALSE(verifyPlan(b, 1, 0).has_value());
+  EXPECT_EQ(b[2].offset % 128, 0);
+  EXPECT_EQ(b[3].offset % 3, 0);
+  EXPECT_GE(r.arena, r.lowerBound);
+}
+
+TEST(PlanCsv, ReadsAnyColumnOrderAndWritesOffsets) {
+  PlanCsv plan;
+  ASSERT_FALSE(parsePlanCsv("size,id,upper,lower\r\n10,a,5,0\n\n20,b,9,3\n", plan).has_value());
+  ASSERT_EQ(plan.buffers.size(), 2u);
+  EXPECT_EQ(plan.ids[1], "b");
+  EXPECT_EQ(plan.buffers[1].start, 3);
+  EXPECT_EQ(plan.buffers[1].end, 9);
+  EXPECT_EQ(plan.buffers[1].size, 20);
+  EXPECT_EQ(plan.lines[1], 4);
+  planOffsets(plan.buffers, PlanOptions{});
+  EXPECT_EQ(formatPlanCsv(plan), "id,lower,upper,size,offset\na,0,5,10,20\nb,3,9,20,0\n");
+}
+
+TEST(PlanCsv, RefusesBadFilesWithTheLineNumber) {
+  const std::pair<const char*, const char*> cases[] = {
+      {"", "line 1: empty file"},
+      {"id,lower,size\n", "line 1: missing column 'upper'"},
+      {"id,lower,upper,size,colour\n", "line 1: unknown column 'colour'"},
+      {"id,lower,upper,size,size\n", "line 1: column 'size' appears twice"},
+      {"id,lower,upper,size\n1,0,5\n", "line 2: expected 4 fields, found 3"},
+      {"id,lower,upper,size\n1,0,5,-3\n", "line 2: negative size -3"},
+      {"id,lower,upper,size\n1,5,5,3\n", "line 2: lower 5 is not below upper 5"},
+      {"id,lower,upper,size\n1,0,5,3\n\n1,2,6,4\n", "line 4: duplicate id '1' (first on line 2)"},
+      {"id,lower,upper,size\n1,0,5,3.5\n", "line 2: size '3.5' is not an integer"},
+      {"id,lower,upper,size\n1,0x1,5,3\n", "line 2: lower '0x1' is not an integer"},
+      {"id,lower,upper,size\n1,0,5,99999999999999999999\n", "line 2: size '99999999999999999999' is not an integer"},
+      {"id,lower,upper,size\n1,0,5,1125899906842625\n", "line 2: size 1125899906842625 exceeds 2^50 bytes"},
+      {"id,lower,upper,size,alignment\n1,0,5,3,0\n", "line 2: alignment 0 is not between 1 and 2^50"},
+      {"id,lower,upper,size,offset\n1,0,5,3,-1\n", "line 2: offset -1 is out of range"},
+      {"id,lower,upper,size\n,0,5,3\n", "line 2: empty id"},
+      {"id,lower,upper,size\n1,0,5,\n", "line 2: size '' is not an integer"},
+  };
+  for (auto [text, want] : cases) {
+    PlanCsv plan;
+    std::optional<std::string> err = parsePlanCsv(text, plan);
+    ASSERT_TRUE(err.has_value()) << text;
+    EXPECT_EQ(err->rfind(want, 0), 0u) << "got: " << *err << "\nwant: " << want;
+  }
+  PlanCsv plan;
+  std::string nul = std::string("id,lower,upper,size\n1,0,5,3") + '\0' + "\n";
+  ASSERT_TRUE(parsePlanCsv(nul, plan).has_value());
 }
 
 }  // namespace
