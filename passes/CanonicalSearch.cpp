@@ -136,7 +136,9 @@ std::vector<int> preorderItems(const std::vector<Item>& items, const Sections& s
   keys.reserve(subset.size());
   for (int i : subset) {
     const Item& it = items[size_t(i)];
-    int64_t length = it.end - it.start, area = length * it.size;
+    int64_t length = it.end - it.start;
+    // Saturate: lifetimes up to 2^61 times sizes up to 2^50 overflow int64.
+    int64_t area = it.size > 0 && length > INT64_MAX / it.size ? INT64_MAX : length * it.size;
     switch (order) {
       case Preorder::TotalLengthArea: keys.push_back({total(i), length, area, i}); break;
       case Preorder::TotalAreaLength: keys.push_back({total(i), area, length, i}); break;

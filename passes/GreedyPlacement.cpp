@@ -26,14 +26,18 @@ namespace {
 class TimeIndex {
  public:
   explicit TimeIndex(const std::vector<Item>& items) {
-    int64_t lo = INT64_MAX, hi = INT64_MIN, total = 0;
+    int64_t lo = INT64_MAX, hi = INT64_MIN;
+    double total = 0;  // lifetimes may reach 2^61 each
     for (const Item& b : items) {
       lo = std::min(lo, b.start);
       hi = std::max(hi, b.end);
-      total += b.end - b.start;
+      total += double(b.end - b.start);
     }
     origin_ = lo;
-    width_ = std::max<int64_t>(1, total / std::max<int64_t>(1, int64_t(items.size())));
+    // Buckets about one average lifetime wide, but never more than 4 per
+    // buffer however sparse the timeline.
+    double n = double(std::max<size_t>(1, items.size()));
+    width_ = std::max<int64_t>({1, int64_t(total / n), (hi - lo) / int64_t(4 * n) + 1});
     buckets_.resize(size_t((hi - lo) / width_ + 1));
     seen_.assign(items.size(), 0);
   }
