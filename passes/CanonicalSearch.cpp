@@ -188,9 +188,22 @@ class CanonicalSearch {
     unplaced_.assign(s, 0);
     for (size_t sec = 0; sec < s; ++sec)
       for (int i : sections.members[sec]) unplaced_[sec] += items[size_t(i)].size;
+
     cuts_.assign(s, 0);
     for (size_t i = 0; i < n; ++i)
       for (int b = sections.first[i]; b + 1 < sections.last[i]; ++b) ++cuts_[size_t(b)];
+    // Each section's unplaced items first in `open_[sec]`, so the floor
+    // inference scans only those; `slot_` finds an item's place in each of
+    // its sections (flat, from `slotBase_`).
+    open_ = sections.members;
+    openCount_.resize(s);
+    slotBase_.resize(n + 1, 0);
+    for (size_t i = 0; i < n; ++i) slotBase_[i + 1] = slotBase_[i] + size_t(sections.last[i] - sections.first[i]);
+    slot_.resize(slotBase_[n]);
+    for (size_t sec = 0; sec < s; ++sec) {
+      openCount_[sec] = int(open_[sec].size());
+      for (size_t k = 0; k < open_[sec].size(); ++k) slotOf(open_[sec][k], int(sec)) = int(k);
+    }
     for (size_t sec = 0; sec < s; ++sec) raiseToLowestFree(int(sec));
     floorLog_.clear();  // the starting state is never undone
     floorLog_.reserve(64 * s + 1024);
@@ -316,16 +329,22 @@ class CanonicalSearch {
       floorLog_.push_back({sec, floor_[size_t(sec)]});
       floor_[size_t(sec)] = top;
       unplaced_[size_t(sec)] -= it.size;
+      closeSlot(item, sec);
     }
     for (int sec = touchedLo; sec < touchedHi; ++sec) raiseToLowestFree(sec);
   }
 
   // No unplaced item of a section can go below the lowest offset any of
-  // them can take, so that is the section's floor too.
+  // them can take, so that is the section's floor too. Raising it only
+  // matters if it makes the section overflow the capacity (now or later:
+  // what is unplaced only shrinks), so the scan stops at the first item low
+  // enough to rule that out.
   void raiseToLowestFree(int sec) {
-    int64_t lowest = INT64_MAX, floor = floor_[size_t(sec)];
-    for (int i : sections_.members[size_t(sec)])
-      if (offset_[size_t(i)] < 0 && (lowest = std::min(lowest, minOffset_[size_t(i)])) <= floor) return;
+    int64_t floor = floor_[size_t(sec)], lowest = INT64_MAX;
+    int64_t harmless = std::max(floor, capacity_ - unplaced_[size_t(sec)]);
+    const std::vector<int>& open = open_[size_t(sec)];
+    for (int k = 0, count = openCount_[size_t(sec)]; k < count; ++k)
+      if ((lowest = std::min(lowest, minOffset_[size_t(open[size_t(k)])])) <= harmless) return;
     if (lowest != INT64_MAX && lowest > floor) {
       floorLog_.push_back({sec, floor});
       floor_[size_t(sec)] = lowest;
@@ -342,8 +361,10 @@ class CanonicalSearch {
       offsetLog_.pop_back();
     }
     const Item& it = items_[size_t(item)];
-    for (int sec = sections_.first[size_t(item)]; sec < sections_.last[size_t(item)]; ++sec)
+    for (int sec = sections_.first[size_t(item)]; sec < sections_.last[size_t(item)]; ++sec) {
       unplaced_[size_t(sec)] += it.size;
+      ++openCount_[size_t(sec)];  // `item` is still just past the open ones
+    }
     offset_[size_t(item)] = -1;
   }
 
@@ -353,6 +374,21 @@ class CanonicalSearch {
     for (int sec = lo; sec < hi; ++sec)
       if (std::max(floor_[size_t(sec)], offset) + unplaced_[size_t(sec)] > capacity_) return false;
     return true;
+  }
+
+  int& slotOf(int item, int sec) {
+    return slot_[slotBase_[size_t(item)] + size_t(sec - sections_.first[size_t(item)])];
+  }
+
+  // Moves `item` just past the open items of `sec`. Unplacing runs in the
+  // reverse order of placing, so reopening is a count increment.
+  void closeSlot(int item, int sec) {
+    std::vector<int>& open = open_[size_t(sec)];
+    int last = --openCount_[size_t(sec)], at = slotOf(item, sec);
+    int other = open[size_t(last)];
+    std::swap(open[size_t(at)], open[size_t(last)]);
+    slotOf(other, sec) = at;
+    slotOf(item, sec) = last;
   }
 
   struct Change {
@@ -368,6 +404,9 @@ class CanonicalSearch {
   std::vector<int64_t> offset_, minOffset_, solution_;
   std::vector<int64_t> floor_, unplaced_;
   std::vector<int> cuts_;
+  std::vector<std::vector<int>> open_;
+  std::vector<int> openCount_, slot_;
+  std::vector<size_t> slotBase_;
   std::vector<Change> floorLog_, offsetLog_;
   int64_t nodeLimit_ = 0, nodes_ = 0;
   Preorder order_ = Preorder::TotalLengthArea;
