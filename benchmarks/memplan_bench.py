@@ -15,15 +15,19 @@ arena, against the lower bound (peak live bytes). Three parts:
                    end of the next (it feeds that layer's norm and residual add).
      llama-SxL     S request streams of L such layers, interleaved kernel by
                    kernel (stream s starts 7 kernels after stream s - 1): the
-                   schedule of a server batching S independent requests.
+                   schedule of a server batching S independent requests
+                   (S = 4 and 8; S = 16 is listed with the harder shapes).
      uniform       starts uniform on [0, 100000), lengths 1 + Exp(mean 200),
                    sizes log-uniform in [1 KiB, 1 MiB].
      nested        stack-like (LIFO) lifetimes from a random push/pop walk,
                    sizes log-uniform in [4 KiB, 4 MiB].
      heavy-tail    as uniform with mean length 300, sizes 4 KiB * Pareto(1.2).
+   The goal is arena <= 1.02 * bound in under 2 s; each row says if it is met.
+   Two harder shapes are measured too and listed apart; they miss the goal
+   (see docs/memory-planning.md):
+     llama-16x32   16 interleaved streams of 32 layers.
      long-lived    as uniform with mean length 50, but 10% of the buffers live
                    1,000-25,000 steps (about 260 of them live at any time).
-   The goal is arena <= 1.02 * bound in under 2 s; each row says if it is met.
 3. Every model of neuroncc.models at -O0 and -O2: the compiler's HBM arena
    against its lower bound and against no reuse (from --memory-report).
 
@@ -180,20 +184,27 @@ def random_instances(n=20000, seed=1):
 
 
 def large(work):
-    instances = []
+    instances = []  # (name, rows, alignment, harder)
     try:
         layer, hidden = llama_layer_schedule(work)
-        instances.append(("llama-stack", llama_streams(layer, hidden, 1, 512), 64))
+        instances.append(("llama-stack", llama_streams(layer, hidden, 1, 512), 64, False))
         for streams, layers in ((4, 128), (8, 64), (16, 32)):
-            instances.append(("llama-%dx%d" % (streams, layers), llama_streams(layer, hidden, streams, layers), 64))
+            instances.append(("llama-%dx%d" % (streams, layers), llama_streams(layer, hidden, streams, layers), 64,
+                              streams == 16))
     except Exception as e:  # noqa: BLE001 - PyTorch missing or the export failing is reported, not fatal
         print("llama instances skipped: %s" % str(e).splitlines()[0])
     for name, rows in random_instances().items():
-        instances.append((name, rows, None))
+        instances.append((name, rows, None, name == "long-lived"))
+    instances.sort(key=lambda x: x[3])
     print("Large instances, --time-limit 1.5 (goal: arena <= 1.02 x bound in under 2 s)")
-    print("%-14s %8s %12s %12s %7s %8s %8s  %-4s %s" % ("", "buffers", "bound", "achieved", "ratio", "seconds",
-                                                      "wall", "goal", "method"))
-    for name, rows, alignment in instances:
+    header = "%-14s %8s %12s %12s %7s %8s %8s  %-4s %s" % ("", "buffers", "bound", "achieved", "ratio", "seconds",
+                                                         "wall", "goal", "method")
+    print(header)
+    harder_shown = False
+    for name, rows, alignment, harder in instances:
+        if harder and not harder_shown:
+            print("harder shapes:")
+            harder_shown = True
         path = os.path.join(work, name + ".csv")
         write_csv(path, rows, alignment)
         r = plan(path, 1.5, os.path.join(work, name + ".planned.csv"))
