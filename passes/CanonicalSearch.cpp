@@ -28,7 +28,7 @@
 
 namespace neuroncc::planner {
 
-Sections buildSections(const std::vector<Item>& items) {
+Sections buildSections(const std::vector<Item>& items, size_t maxMembership) {
   Sections result;
   size_t n = items.size();
   result.first.assign(n, -1);
@@ -53,22 +53,27 @@ Sections buildSections(const std::vector<Item>& items) {
   // Live items in a vector with positions, so removal is O(1).
   std::vector<int> live, position(n, -1);
   bool bornSinceLastSection = false;
+  size_t membership = 0;
+  result.hasMembers = true;
   for (const Event& e : events) {
     if (e.isStart) {
       position[size_t(e.item)] = int(live.size());
       live.push_back(e.item);
+      result.first[size_t(e.item)] = result.count;  // it is in the next section
       bornSinceLastSection = true;
       continue;
     }
     if (bornSinceLastSection) {
-      int s = result.count++;
-      result.members.push_back(live);
-      for (int i : live) {
-        if (result.first[size_t(i)] < 0) result.first[size_t(i)] = s;
-        result.last[size_t(i)] = s + 1;
+      ++result.count;
+      membership += live.size();
+      if (membership > maxMembership && result.hasMembers) {
+        result.hasMembers = false;
+        std::vector<std::vector<int>>().swap(result.members);
       }
+      if (result.hasMembers) result.members.push_back(live);
       bornSinceLastSection = false;
     }
+    result.last[size_t(e.item)] = result.count;
     int p = position[size_t(e.item)];
     live[size_t(p)] = live.back();
     position[size_t(live[size_t(p)])] = p;
@@ -114,9 +119,14 @@ bool Budget::spend() {
 }
 
 std::vector<int64_t> sectionTotals(const std::vector<Item>& items, const Sections& sections) {
-  std::vector<int64_t> total(size_t(sections.count), 0);
-  for (int s = 0; s < sections.count; ++s)
-    for (int i : sections.members[size_t(s)]) total[size_t(s)] += items[size_t(i)].size;
+  // Each item adds its size over [first, last): a difference array.
+  std::vector<int64_t> total(size_t(sections.count) + 1, 0);
+  for (size_t i = 0; i < items.size(); ++i) {
+    total[size_t(sections.first[i])] += items[i].size;
+    total[size_t(sections.last[i])] -= items[i].size;
+  }
+  for (size_t s = 1; s < total.size(); ++s) total[s] += total[s - 1];
+  total.pop_back();
   return total;
 }
 

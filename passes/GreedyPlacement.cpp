@@ -1,6 +1,7 @@
 //===- GreedyPlacement.cpp - one-pass offset heuristics --------------------===//
 //
-// Two families, each run under several orders by the planner:
+// An online allocator simulation (time order, best fit over a free list) as
+// an always-O(n log n) baseline, and two families run under several orders:
 //  - first fit: take buffers in a fixed order (size descending is TFLite's
 //    GreedyBySize and XLA's heap simulator) and put each at the lowest
 //    offset where it collides with no placed buffer live at the same time;
@@ -14,7 +15,9 @@
 //===----------------------------------------------------------------------===//
 
 #include <algorithm>
+#include <map>
 #include <queue>
+#include <set>
 
 #include "passes/PlannerInternal.h"
 
@@ -65,6 +68,103 @@ class TimeIndex {
 };
 
 }  // namespace
+
+int64_t placeOnline(const std::vector<Item>& items, std::vector<int64_t>& offsets) {
+  offsets.assign(items.size(), -1);
+  struct Event {
+    int64_t time;
+    bool isStart;
+    int item;
+  };
+  std::vector<Event> events;
+  events.reserve(2 * items.size());
+  for (size_t i = 0; i < items.size(); ++i) {
+    events.push_back({items[i].start, true, int(i)});
+    events.push_back({items[i].end, false, int(i)});
+  }
+  std::sort(events.begin(), events.end(), [](const Event& a, const Event& b) {
+    if (a.time != b.time) return a.time < b.time;
+    if (a.isStart != b.isStart) return !a.isStart;  // half-open: free before allocating
+    return a.item < b.item;
+  });
+  std::map<int64_t, int64_t> freeByOffset;           // offset -> size
+  std::set<std::pair<int64_t, int64_t>> freeBySize;  // (size, offset)
+  int64_t top = 0, arena = 0;                        // [top, inf) is free too
+  auto takeBlock = [&](std::map<int64_t, int64_t>::iterator it) {
+    freeBySize.erase({it->second, it->first});
+    freeByOffset.erase(it);
+  };
+  auto addBlock = [&](int64_t offset, int64_t size) {
+    if (size <= 0) return;
+    freeByOffset[offset] = size;
+    freeBySize.insert({size, offset});
+  };
+  for (const Event& e : events) {
+    const Item& b = items[size_t(e.item)];
+    if (!e.isStart) {
+      int64_t lo = offsets[size_t(e.item)], hi = lo + b.size;
+      auto next = freeByOffset.lower_bound(lo);
+      if (next != freeByOffset.end() && next->first == hi) {
+        hi += next->second;
+        takeBlock(next);
+      }
+      auto prev = freeByOffset.lower_bound(lo);
+      if (prev != freeByOffset.begin() && std::prev(prev)->first + std::prev(prev)->second == lo) {
+        --prev;
+        lo = prev->first;
+        takeBlock(prev);
+      }
+      if (hi == top) {
+        top = lo;  // give the block back to the open top
+      } else {
+        addBlock(lo, hi - lo);
+      }
+      continue;
+    }
+    // Best fit: the smallest free block that holds the buffer once aligned.
+    int64_t chosen = -1;
+    for (auto it = freeBySize.lower_bound({b.size, INT64_MIN}); it != freeBySize.end(); ++it) {
+      auto [size, offset] = *it;
+      int64_t at = alignUp(offset, b.align);
+      if (at + b.size <= offset + size) {
+        chosen = at;
+        takeBlock(freeByOffset.find(offset));
+        addBlock(offset, at - offset);
+        addBlock(at + b.size, offset + size - at - b.size);
+        break;
+      }
+      if (size > 64 * b.size) break;  // far larger blocks: keep them whole
+    }
+    if (chosen < 0) {
+      chosen = alignUp(top, b.align);
+      addBlock(top, chosen - top);
+      top = chosen + b.size;
+    }
+    offsets[size_t(e.item)] = chosen;
+    arena = std::max(arena, chosen + b.size);
+  }
+  return arena;
+}
+
+int64_t countOverlappingPairs(const std::vector<Item>& items) {
+  std::vector<int64_t> starts, ends;
+  starts.reserve(items.size());
+  ends.reserve(items.size());
+  for (const Item& b : items) {
+    starts.push_back(b.start);
+    ends.push_back(b.end);
+  }
+  std::sort(starts.begin(), starts.end());
+  std::sort(ends.begin(), ends.end());
+  // j overlaps i iff start_j < end_i and end_j > start_i; count, minus i itself.
+  int64_t total = 0;
+  for (const Item& b : items) {
+    int64_t startedBefore = std::lower_bound(starts.begin(), starts.end(), b.end) - starts.begin();
+    int64_t endedBefore = std::upper_bound(ends.begin(), ends.end(), b.start) - ends.begin();
+    total += startedBefore - endedBefore - 1;
+  }
+  return total / 2;
+}
 
 int64_t placeFirstFit(const std::vector<Item>& items, const std::vector<int>& order,
                       std::vector<int64_t>& offsets, bool bestFit) {
@@ -117,6 +217,10 @@ int64_t placeSkyline(const std::vector<Item>& items, const Sections& sections,
   for (size_t i = 0; i < items.size(); ++i) queue.push({0, rank[i]});
   FloorTree floors(sections.count);
   int64_t arena = 0;
+  // When most buffers overlap most others, every placement makes nearly every
+  // entry stale and the refreshes turn quadratic; give up then (the caller
+  // has the online heuristic to fall back on).
+  int64_t refreshesLeft = 8 * int64_t(items.size()) + 1000000;
   while (!queue.empty()) {
     auto [offset, r] = queue.top();
     queue.pop();
@@ -124,6 +228,7 @@ int64_t placeSkyline(const std::vector<Item>& items, const Sections& sections,
     const Item& b = items[size_t(i)];
     int64_t now = alignUp(floors.maxOver(sections.first[size_t(i)], sections.last[size_t(i)]), b.align);
     if (now > offset) {
+      if (--refreshesLeft < 0) return INT64_MAX;
       queue.push({now, r});
       continue;
     }

@@ -1,10 +1,10 @@
 //===- OffsetPlanner.cpp - choose the smallest arena -----------------------===//
 //
-// 1. Heuristics (GreedyPlacement.cpp), each near O(n log n): first fit in
-//    several orders, best fit, and skyline placement under several
-//    preorders. The
-//    smallest arena wins; if it equals the lower bound (peak live bytes) it
-//    is optimal and planning stops.
+// 1. Heuristics (GreedyPlacement.cpp): an online best-fit allocator in time
+//    order (always O(n log n)), first fit in several orders, best fit, and
+//    skyline placement under several preorders (skipped where they would be
+//    quadratic). The smallest arena wins; if it equals the lower bound (peak
+//    live bytes) it is optimal and planning stops.
 // 2. Otherwise, when a budget is given and the instance is small enough, the
 //    exact canonical search (CanonicalSearch.cpp) runs as a sequence of
 //    "does a plan fit in C bytes?" questions, narrowing [lower, best):
@@ -31,6 +31,12 @@ namespace neuroncc {
 using namespace planner;
 
 namespace {
+
+// Beyond these, first/best fit (work ~ overlapping pairs) and the section
+// member lists (memory ~ sections x live buffers) would be quadratic; the
+// skyline heuristic alone then plans, in O(n log n).
+constexpr int64_t kMaxPairsForFit = 20000000;
+constexpr size_t kMaxMembership = 20000000;
 
 int64_t arenaOf(const std::vector<Item>& items, const std::vector<int64_t>& offsets) {
   int64_t arena = 0;
@@ -71,13 +77,14 @@ PlanResult planOffsets(std::vector<PlannedBuffer>& buffers, const PlanOptions& o
     result.provenOptimal = true;
     return result;
   }
-  Sections sections = buildSections(items);
+  Sections sections = buildSections(items, kMaxMembership);
+  bool pairwiseAffordable = countOverlappingPairs(items) <= kMaxPairsForFit;
   std::vector<int64_t> totals = sectionTotals(items, sections);
 
   std::vector<int64_t> best, trial;
   int64_t bestArena = INT64_MAX;
   auto consider = [&](int64_t arena, std::string method) {
-    if (arena >= bestArena) return;
+    if (arena >= bestArena && !best.empty()) return;
     bestArena = arena;
     best = trial;
     result.method = std::move(method);
@@ -99,8 +106,10 @@ PlanResult planOffsets(std::vector<PlannedBuffer>& buffers, const PlanOptions& o
       {Heuristic::kFirstFit, Preorder::Start},           {Heuristic::kBestFit, Preorder::Size},
       {Heuristic::kFirstFit, Preorder::TotalAreaLength}, {Heuristic::kSkyline, Preorder::Size},
   };
+  consider(placeOnline(items, trial), "online best-fit");
   for (const Heuristic& h : heuristics) {
     if (bestArena == result.lowerBound || (budgeted && bestArena != INT64_MAX && budget.exhausted())) break;
+    if (h.kind != Heuristic::kSkyline && !pairwiseAffordable) continue;
     if (h.kind == Heuristic::kSkyline)
       consider(placeSkyline(items, sections, ranked(h.order), trial), std::string("skyline by ") + preorderName(h.order));
     else
@@ -109,7 +118,7 @@ PlanResult planOffsets(std::vector<PlannedBuffer>& buffers, const PlanOptions& o
   }
 
   int64_t lower = result.lowerBound;
-  if (bestArena > lower && budgeted) {
+  if (bestArena > lower && budgeted && sections.hasMembers) {
     // Arenas below `probe` are presumed (not proven) infeasible: a question
     // there ran out of its share of the budget.
     int64_t probe = lower;

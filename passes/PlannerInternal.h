@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <chrono>
 #include <cstdint>
+#include <cstddef>
 #include <vector>
 
 #include "passes/OffsetPlanner.h"
@@ -26,9 +27,13 @@ struct Item {
 struct Sections {
   int count = 0;
   std::vector<int> first, last;            // per item
-  std::vector<std::vector<int>> members;   // per section
+  std::vector<std::vector<int>> members;   // per section, if hasMembers
+  bool hasMembers = false;
 };
-Sections buildSections(const std::vector<Item>& items);
+// Sections of `items`. The member lists (needed by the search and the
+// repair) are dropped if they would hold more than `maxMembership` entries in
+// all: many long-lived buffers make them quadratic.
+Sections buildSections(const std::vector<Item>& items, size_t maxMembership = SIZE_MAX);
 
 // Over sections: "raise every value in [lo, hi) to at least v" and "largest
 // value in [lo, hi)", both O(log n).
@@ -99,9 +104,19 @@ std::vector<int> preorderItems(const std::vector<Item>& items, const Sections& s
 // Bottom-up "skyline" placement without backtracking: repeatedly place the
 // unplaced item with the lowest feasible offset (ties: earlier in `ranked`)
 // on top of everything placed under it. O(n log n) with a segment tree over
-// sections. Returns the arena; offsets are written to `offsets`.
+// sections. Returns the arena (INT64_MAX if it gave up because nearly all
+// buffers overlap); offsets are written to `offsets`.
 int64_t placeSkyline(const std::vector<Item>& items, const Sections& sections,
                      const std::vector<int>& ranked, std::vector<int64_t>& offsets);
+
+// Items in time order, each in the smallest free block of a free list that
+// holds it (as a run-time best-fit allocator would), freed blocks merged.
+// O(n log n) whatever the overlap.
+int64_t placeOnline(const std::vector<Item>& items, std::vector<int64_t>& offsets);
+
+// Pairs of items live at the same time, counted in O(n log n): the work of
+// first fit and best fit grows with it.
+int64_t countOverlappingPairs(const std::vector<Item>& items);
 
 // Placement in the given item order, each at the lowest offset that fits
 // ("first fit") or in the tightest gap that fits ("best fit").

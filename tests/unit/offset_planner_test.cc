@@ -210,6 +210,25 @@ TEST(OffsetPlanner, VerifierCatchesAPlantedOverlapInALargePlan) {
   FAIL() << "no overlapping pair in the instance";
 }
 
+// Shapes where pairwise work or per-section member lists would be quadratic:
+// everything live together, and many long buffers over many short ones.
+// (No timing asserted; a quadratic regression shows up as a slow test.)
+TEST(OffsetPlanner, DegenerateOverlapStaysValid) {
+  std::mt19937_64 rng(9);
+  std::vector<PlannedBuffer> all, longShort;
+  for (int i = 0; i < 30000; ++i)
+    all.push_back({int64_t(rng() % 1000), 2000 + int64_t(rng() % 1000), 1 + int64_t(rng() % 1000)});
+  for (int i = 0; i < 3000; ++i) longShort.push_back({0, 1000000, 1 + int64_t(rng() % 1000)});
+  for (int i = 0; i < 60000; ++i) longShort.push_back({i * 10, i * 10 + 5, 1 + int64_t(rng() % 1000)});
+  for (std::vector<PlannedBuffer>* b : {&all, &longShort}) {
+    PlanOptions options;
+    options.nodeLimit = 10000;
+    PlanResult r = planOffsets(*b, options);
+    EXPECT_FALSE(verifyPlan(*b, 1, 0).has_value());
+    EXPECT_EQ(r.arena, r.lowerBound) << r.method;  // both stack perfectly
+  }
+}
+
 TEST(OffsetPlanner, ZeroSizeAndPerBufferAlignment) {
   std::vector<PlannedBuffer> b = {{0, 4, 0}, {0, 4, 10, -1, 1}, {0, 4, 7, -1, 128}, {2, 6, 5, -1, 3}};
   PlanResult r = planOffsets(b, PlanOptions{});
@@ -228,8 +247,9 @@ TEST(PlanCsv, ReadsAnyColumnOrderAndWritesOffsets) {
   EXPECT_EQ(plan.buffers[1].end, 9);
   EXPECT_EQ(plan.buffers[1].size, 20);
   EXPECT_EQ(plan.lines[1], 4);
-  planOffsets(plan.buffers, PlanOptions{});
-  EXPECT_EQ(formatPlanCsv(plan), "id,lower,upper,size,offset\na,0,5,10,20\nb,3,9,20,0\n");
+  EXPECT_EQ(planOffsets(plan.buffers, PlanOptions{}).arena, 30);
+  EXPECT_EQ(formatPlanCsv(plan), "id,lower,upper,size,offset\na,0,5,10," + std::to_string(plan.buffers[0].offset) +
+                                     "\nb,3,9,20," + std::to_string(plan.buffers[1].offset) + "\n");
 }
 
 TEST(PlanCsv, RefusesBadFilesWithTheLineNumber) {
