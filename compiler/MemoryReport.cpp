@@ -1,6 +1,7 @@
 #include "compiler/MemoryReport.h"
 
 #include <algorithm>
+#include <set>
 
 #include "llvm/Support/Format.h"
 #include "llvm/Support/raw_ostream.h"
@@ -43,16 +44,31 @@ std::string plural(size_t n, const char* word) {
 // the live tensors sit one above the other, each starting on an aligned
 // offset, so every one but the topmost takes its size rounded up.
 int64_t alignedLowerBound(const std::vector<PlannedBuffer>& buffers, int64_t alignment) {
-  int64_t steps = 0, best = 0;
-  for (const PlannedBuffer& b : buffers) steps = std::max(steps, b.end);
-  for (int64_t t = 0; t < steps; ++t) {
-    int64_t padded = 0, maxPad = 0;
-    for (const PlannedBuffer& b : buffers)
-      if (b.start <= t && t < b.end) {
-        padded += alignUp(b.size, alignment);
-        maxPad = std::max(maxPad, alignUp(b.size, alignment) - b.size);
-      }
-    best = std::max(best, padded - maxPad);
+  // Sweep over the steps (ends before starts: lifetimes are half-open),
+  // keeping the padded sum and the padding of every live tensor.
+  std::vector<std::pair<int64_t, size_t>> events;  // (step * 2 + isStart, buffer)
+  for (size_t i = 0; i < buffers.size(); ++i) {
+    if (buffers[i].start >= buffers[i].end) continue;
+    events.push_back({buffers[i].start * 2 + 1, i});
+    events.push_back({buffers[i].end * 2, i});
+  }
+  std::sort(events.begin(), events.end());
+  std::multiset<int64_t> pads;
+  int64_t padded = 0, best = 0;
+  for (size_t k = 0; k < events.size(); ++k) {
+    const PlannedBuffer& b = buffers[events[k].second];
+    int64_t size = alignUp(b.size, alignment), pad = size - b.size;
+    if (events[k].first % 2) {
+      padded += size;
+      pads.insert(pad);
+    } else {
+      padded -= size;
+      pads.erase(pads.find(pad));
+    }
+    // After a group of ends the live set is a subset of a real step's, whose
+    // value it cannot exceed, so checking after every group is safe.
+    bool groupDone = k + 1 == events.size() || events[k + 1].first != events[k].first;
+    if (groupDone && !pads.empty()) best = std::max(best, padded - *pads.rbegin());
   }
   return best;
 }
