@@ -22,7 +22,6 @@
 //===----------------------------------------------------------------------===//
 
 #include <algorithm>
-#include <numeric>
 
 #include "passes/PlannerInternal.h"
 
@@ -225,8 +224,6 @@ class CanonicalSearch {
   SearchOutcome run(Preorder order, int64_t nodeLimit, std::vector<int64_t>& offsets) {
     nodeLimit_ = nodeLimit;
     nodes_ = 0;
-    std::vector<int> all(items_.size());
-    std::iota(all.begin(), all.end(), 0);
     order_ = order;
     for (int sec = 0; sec < sections_.count; ++sec)
       if (floor_[size_t(sec)] + unplaced_[size_t(sec)] > capacity_) return SearchOutcome::kInfeasible;

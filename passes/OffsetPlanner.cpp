@@ -84,7 +84,7 @@ PlanResult planOffsets(std::vector<PlannedBuffer>& buffers, const PlanOptions& o
   std::vector<int64_t> best, trial;
   int64_t bestArena = INT64_MAX;
   auto consider = [&](int64_t arena, std::string method) {
-    if (arena >= bestArena && !best.empty()) return;
+    if (arena >= bestArena) return;
     bestArena = arena;
     best = trial;
     result.method = std::move(method);
@@ -108,7 +108,7 @@ PlanResult planOffsets(std::vector<PlannedBuffer>& buffers, const PlanOptions& o
   };
   consider(placeOnline(items, trial), "online best-fit");
   for (const Heuristic& h : heuristics) {
-    if (bestArena == result.lowerBound || (budgeted && bestArena != INT64_MAX && budget.exhausted())) break;
+    if (bestArena == result.lowerBound || (budgeted && budget.exhausted())) break;
     if (h.kind != Heuristic::kSkyline && !pairwiseAffordable) continue;
     if (h.kind == Heuristic::kSkyline)
       consider(placeSkyline(items, sections, ranked(h.order), trial), std::string("skyline by ") + preorderName(h.order));

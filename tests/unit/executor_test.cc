@@ -235,48 +235,59 @@ TEST(ExecutorNumerics, Bf16InputsComputeInF32AndRoundOnce) {
   EXPECT_EQ(Floats(RunExe(mixed, {Bf16Bytes({a}), Bf16Bytes({a})}).outputs[0])[0], a * a);
 }
 
-TEST(ExecutorNumerics, ActivationFunctionsScaleBiasAndAccumulate) {
-  const uint32_t P = 2, N = 8;
-  std::vector<float> a = Iota(P * N, 0.25f, 0.375f);
-  const float scale = 1.5f, bias = 0.125f;
-  struct Case {
-    ActivationFunc f;
-    std::function<float(float)> ref;
-  };
-  std::vector<Case> cases = {
-      {IDENTITY, [](float y) { return y; }},
-      {EXP, [](float y) { return std::exp(y); }},
-      {RSQRT, [](float y) { return 1.0f / std::sqrt(y); }},
-      {SQRT, [](float y) { return std::sqrt(y); }},
-      {SQUARE, [](float y) { return y * y; }},
-      {NEGATE, [](float y) { return -y; }},
-      {RECIPROCAL, [](float y) { return 1.0f / y; }},
-  };
-  for (const Case& c : cases) {
+// Bit-for-bit equality, any NaN equal to any NaN.
+bool Same(float a, float b) { return (std::isnan(a) && std::isnan(b)) || rt::FloatBits(a) == rt::FloatBits(b); }
+
+// Applies each case's function to partitions x n inputs with `scale` and
+// `bias`, the accumulated sum written just past each output row, and checks
+// every element and sum bit for bit against the reference (the pre-bias
+// product rounded to f32 first, as specified).
+struct ActivationCase {
+  ActivationFunc f;
+  std::function<float(float)> ref;
+};
+
+void CheckActivationsWithAccum(uint32_t partitions, uint32_t n, const std::vector<float>& a, float scale,
+                               float bias, const std::vector<ActivationCase>& cases) {
+  for (const ActivationCase& c : cases) {
     SCOPED_TRACE(ActivationFunc_Name(c.f));
-    // Output tile N elements, accum written into element N of the same output row.
-    Executable exe = Harness(P, N, {F32}, F32, N + 1, [&](auto& in, auto& out) {
+    Executable exe = Harness(partitions, n, {F32}, F32, n + 1, [&](auto& in, auto& out) {
       TileRef o = out;
-      o.set_num_elements(N);
+      o.set_num_elements(n);
       Instruction i = Activation(c.f, o, in[0], scale, bias);
       TileRef acc = out;
-      acc.set_byte_offset(out.byte_offset() + N * 4);
+      acc.set_byte_offset(out.byte_offset() + n * 4);
       acc.set_num_elements(1);
       *i.mutable_accum() = acc;
       return i;
     });
     std::vector<float> got = Floats(RunExe(exe, {Bytes(a)}).outputs[0]);
-    for (uint32_t p = 0; p < P; ++p) {
+    for (uint32_t p = 0; p < partitions; ++p) {
       float sum = 0.0f;
-      for (uint32_t f = 0; f < N; ++f) {
-        volatile float y = a[p * N + f] * scale;  // two roundings, as specified
+      for (uint32_t f = 0; f < n; ++f) {
+        volatile float y = a[p * n + f] * scale;  // two roundings, as specified
         float want = c.ref(y + bias);
-        EXPECT_EQ(got[p * (N + 1) + f], want) << p << "," << f;
+        EXPECT_TRUE(Same(got[p * (n + 1) + f], want)) << p << "," << f << " got " << got[p * (n + 1) + f]
+                                                       << " want " << want;
         sum += want;
       }
-      EXPECT_EQ(got[p * (N + 1) + N], sum) << "accum of partition " << p;
+      EXPECT_TRUE(Same(got[p * (n + 1) + n], sum)) << "accum of partition " << p;
     }
   }
+}
+
+TEST(ExecutorNumerics, ActivationFunctionsScaleBiasAndAccumulate) {
+  const uint32_t P = 2, N = 8;
+  CheckActivationsWithAccum(P, N, Iota(P * N, 0.25f, 0.375f), 1.5f, 0.125f,
+                            {
+                                {IDENTITY, [](float y) { return y; }},
+                                {EXP, [](float y) { return std::exp(y); }},
+                                {RSQRT, [](float y) { return 1.0f / std::sqrt(y); }},
+                                {SQRT, [](float y) { return std::sqrt(y); }},
+                                {SQUARE, [](float y) { return y * y; }},
+                                {NEGATE, [](float y) { return -y; }},
+                                {RECIPROCAL, [](float y) { return 1.0f / y; }},
+                            });
 }
 
 TEST(ExecutorNumerics, ActivationScaleFromIn1AndAccumBeforeRounding) {
@@ -428,8 +439,6 @@ constexpr float kNaN = std::numeric_limits<float>::quiet_NaN();
 constexpr float kInf = std::numeric_limits<float>::infinity();
 
 // Bit-exact equality that also accepts NaN == NaN.
-bool Same(float a, float b) { return (std::isnan(a) && std::isnan(b)) || rt::FloatBits(a) == rt::FloatBits(b); }
-
 TEST(ExecutorIsa, ComparisonsGiveOneOrZeroAndNaNComparesFalseExceptNotEqual) {
   // Pairs chosen to hit <, ==, >, signed zeros, infinities and NaN on either side.
   std::vector<float> a = {1.0f, 2.0f, 3.0f, -0.0f, kInf, -kInf, kNaN, 1.0f, kNaN, 5.0f};
@@ -532,13 +541,8 @@ TEST(ExecutorIsa, NewActivationFunctionsFollowTheirFormulas) {
   const uint32_t P = 2, N = 9;
   std::vector<float> a = {-6.0f, -2.5f, -1.0f, -0.25f, 0.0f, 0.375f, 1.0f, 2.0f, 5.5f,
                           -0.0f, -20.0f, 20.0f, 0.1f, -0.1f, 3.25f, -3.25f, 100.0f, 1e-3f};
-  const float scale = 1.5f, bias = 0.25f;
   const float r2 = 0.70710678118654752440f, c = 0.79788456080286535588f;
-  struct Case {
-    ActivationFunc f;
-    std::function<float(float)> ref;
-  };
-  std::vector<Case> cases = {
+  CheckActivationsWithAccum(P, N, a, 1.5f, 0.25f, {
       {LOG, [](float y) { return std::log(y); }},
       {TANH, [](float y) { return std::tanh(y); }},
       {SIGMOID, [](float y) { return 1.0f / (1.0f + std::exp(-y)); }},
@@ -551,32 +555,7 @@ TEST(ExecutorIsa, NewActivationFunctionsFollowTheirFormulas) {
        }},
       {SILU, [](float y) { return y * (1.0f / (1.0f + std::exp(-y))); }},
       {ABS, [](float y) { return std::fabs(y); }},
-  };
-  for (const Case& cs : cases) {
-    SCOPED_TRACE(ActivationFunc_Name(cs.f));
-    Executable exe = Harness(P, N, {F32}, F32, N + 1, [&](auto& in, auto& out) {
-      TileRef o = out;
-      o.set_num_elements(N);
-      Instruction i = Activation(cs.f, o, in[0], scale, bias);
-      TileRef acc = out;
-      acc.set_byte_offset(out.byte_offset() + N * 4);
-      acc.set_num_elements(1);
-      *i.mutable_accum() = acc;
-      return i;
-    });
-    std::vector<float> got = Floats(RunExe(exe, {Bytes(a)}).outputs[0]);
-    for (uint32_t p = 0; p < P; ++p) {
-      float sum = 0.0f;
-      for (uint32_t f = 0; f < N; ++f) {
-        volatile float y = a[p * N + f] * scale;
-        float want = cs.ref(y + bias);
-        EXPECT_TRUE(Same(got[p * (N + 1) + f], want)) << p << "," << f << " got " << got[p * (N + 1) + f]
-                                                       << " want " << want;
-        sum += want;
-      }
-      EXPECT_TRUE(Same(got[p * (N + 1) + N], sum)) << "accum of partition " << p;
-    }
-  }
+  });
 }
 
 TEST(ExecutorIsa, ActivationFunctionsAgreeWithKnownValues) {
