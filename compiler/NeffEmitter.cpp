@@ -111,14 +111,19 @@ absl::StatusOr<std::string> emitNeff(ModuleOp module, const EmitOptions& options
       if (!tensorOf.count(in)) {
         auto cst = in.getDefiningOp<arith::ConstantOp>();
         auto dense = cst ? llvm::dyn_cast<DenseElementsAttr>(cst.getValue()) : DenseElementsAttr();
-        if (!dense || dense.isSplat())
+        if (!dense)
           return fail(absl::StrCat("kernel '", kernel.getSymName().str(),
                                    "' reads a value that is neither an input, a kernel result "
                                    "nor a dense constant"));
         Type elem = dense.getElementType();
         if (nc::deviceElementType(elem) == elem) {
+          // A splat stores its one element; the segment holds every element.
           ArrayRef<char> raw = dense.getRawData();
-          segments.emplace_back(raw.begin(), raw.end());
+          size_t copies = dense.isSplat() ? size_t(dense.getNumElements()) : 1;
+          std::string bytes;
+          bytes.reserve(raw.size() * copies);
+          for (size_t i = 0; i < copies; ++i) bytes.append(raw.begin(), raw.end());
+          segments.push_back(std::move(bytes));
         } else {
           // Bools, integers and f64 live on the device as f32.
           std::string bytes;

@@ -100,11 +100,20 @@ std::string resultSource(Operation* op) {
   return s;
 }
 
-bool isInlineConstant(Value v) {
-  auto c = v.getDefiningOp<arith::ConstantOp>();
+// A splat constant becomes an instruction immediate, except where the op
+// reads the operand as a matrix or a table from memory (matmul operands,
+// embedding tables and indices): there it is a constant tensor in HBM.
+bool isInlineConstant(OpOperand& use) {
+  auto c = use.get().getDefiningOp<arith::ConstantOp>();
   if (!c) return false;
   auto dense = llvm::dyn_cast<DenseElementsAttr>(c.getValue());
-  return dense && dense.isSplat();
+  if (!dense || !dense.isSplat()) return false;
+  Operation* user = use.getOwner();
+  if (llvm::isa<aten::MmOp, aten::BmmOp, aten::EmbeddingOp>(user)) return false;
+  if (llvm::isa<aten::AddmmOp>(user)) return use.getOperandNumber() == 0;  // the bias
+  // A view of a constant is read through an access pattern.
+  if (aten::isViewOp(user)) return false;
+  return true;
 }
 
 struct FormKernelsPass : impl::FormKernelsBase<FormKernelsPass> {
@@ -374,16 +383,28 @@ struct FormKernelsPass : impl::FormKernelsBase<FormKernelsPass> {
     Operation* terminator = func.getBody().front().getTerminator();
     OpBuilder b(terminator);
     IRMapping outer;  // original value -> kernel result
+    // A view is cloned into every kernel that reads through it.
+    llvm::DenseMap<Operation*, SmallVector<int, 2>> groupsOfView;
+    for (auto [g, grp] : llvm::enumerate(groups))
+      for (Operation* op : grp.ops)
+        if (aten::isViewOp(op)) groupsOfView[op].push_back(int(g));
     int index = 0;
     for (int g : topologicalOrder()) {
       Group& grp = groups[size_t(g)];
       llvm::SmallPtrSet<Operation*, 16> members(grp.ops.begin(), grp.ops.end());
+      // Used outside the kernel: by an op of another kernel (a view may be a
+      // member here and in another kernel at once) or by the return.
+      auto usedOutside = [&](Operation* user) {
+        if (!members.contains(user)) return true;
+        auto it = groupsOfView.find(user);
+        return it != groupsOfView.end() && llvm::any_of(it->second, [&](int other) { return other != g; });
+      };
       llvm::SetVector<Value> inputs, outputs;
       for (Operation* op : grp.ops) {
-        for (Value v : op->getOperands()) {
-          Operation* def = v.getDefiningOp();
-          if ((def && members.contains(def)) || isInlineConstant(v)) continue;
-          inputs.insert(v);
+        for (OpOperand& use : op->getOpOperands()) {
+          Operation* def = use.get().getDefiningOp();
+          if ((def && members.contains(def)) || isInlineConstant(use)) continue;
+          inputs.insert(use.get());
         }
         for (Value r : op->getResults()) {
           if (aten::isViewOp(op)) {
@@ -392,8 +413,7 @@ struct FormKernelsPass : impl::FormKernelsBase<FormKernelsPass> {
             if (materializedBy.lookup(r) == g && materializedBy.count(r)) outputs.insert(r);
             continue;
           }
-          for (Operation* user : r.getUsers())
-            if (!members.contains(user)) outputs.insert(r);
+          if (llvm::any_of(r.getUsers(), usedOutside)) outputs.insert(r);
         }
       }
       // Source ops, one entry per original ATen op (an expanded composite once).
@@ -441,8 +461,8 @@ struct FormKernelsPass : impl::FormKernelsBase<FormKernelsPass> {
       for (Value v : inputs) inner.map(v, body->addArgument(v.getType(), v.getLoc()));
       OpBuilder kb = OpBuilder::atBlockEnd(body);
       for (auto [i, op] : llvm::enumerate(grp.ops)) {
-        for (Value v : op->getOperands())
-          if (isInlineConstant(v) && !inner.contains(v)) kb.clone(*v.getDefiningOp(), inner);
+        for (OpOperand& use : op->getOpOperands())
+          if (isInlineConstant(use) && !inner.contains(use.get())) kb.clone(*use.get().getDefiningOp(), inner);
         Operation* copy = kb.clone(*op, inner);
         copy->setAttr("nc.source_index", kb.getI64IntegerAttr(sourceIndex[i]));
       }

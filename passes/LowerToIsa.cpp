@@ -113,6 +113,7 @@ class KernelLowering {
   // per-row accumulators; ops that need the reduced value run after the last
   // chunk and must themselves be per-row.
   bool chunked = false;
+  bool accumulating = false;  // lowering a chunk (not the ops after the last one)
   llvm::DenseMap<Value, Value> accumulators;  // reduction result -> f32 [p x 1]
   // A lone reduction over non-trailing dims: its input, read with this
   // permutation of dims (kept dims, then reduced dims).
@@ -384,6 +385,7 @@ void KernelLowering::setSource(Operation* inst, Operation* src) {
 }
 
 LogicalResult KernelLowering::lowerOp(Operation* op, int64_t p, int64_t f) {
+  const int64_t fullWidth = f;
   Value result = op->getResult(0);
   auto resultElem = nc::deviceElementType(llvm::cast<RankedTensorType>(result.getType()).getElementType());
   Type elem = yielded.contains(result) ? resultElem : b->getF32Type();
@@ -497,6 +499,10 @@ LogicalResult KernelLowering::lowerOp(Operation* op, int64_t p, int64_t f) {
     int64_t batch = batched ? r0 / M : 0, m0 = batched ? r0 % M : r0;
     int64_t sAb = batched ? A.strides[0] : 0, sAm = A.strides[batched ? 1 : 0], sAk = A.strides.back();
     int64_t sBb = batched ? B.strides[0] : 0, sBk = B.strides[batched ? 1 : 0], sBn = B.strides.back();
+    // A product with one column in a kernel with longer rows (its epilogue
+    // broadcasts it) is a per-row value: computed once, one column wide.
+    bool perRow = B.shape.back() == 1 && space.cols > 1;
+    int64_t f = perRow ? 1 : fullWidth, c0 = perRow ? 0 : this->c0;
     Value psum = b->create<nc::AllocPsumOp>(
         loc, MemRefType::get({p, f}, b->getF32Type(), MemRefLayoutAttrInterface{},
                              b->getI64IntegerAttr(nc::kPsumMemorySpace)),
@@ -542,14 +548,16 @@ LogicalResult KernelLowering::lowerOp(Operation* op, int64_t p, int64_t f) {
       auto mm = b->create<nc::MatmulOp>(loc, psum, st, mv, b->getBoolAttr(k0 > 0));
       setSource(mm, op);
     }
-    layouts[result].kind = Kind::Full;
+    layouts[result].kind = perRow ? Kind::Row : Kind::Full;
     Value out = alloc(p, f, elem);
     if (!bias) {
       auto act = b->create<nc::ActivationOp>(loc, out, psum, Value(), Value(), b->getStringAttr("identity"),
                                              b->getF64FloatAttr(alpha), b->getF64FloatAttr(0.0));
       setSource(act, op);
+    } else if (Layout& bl = layoutOf(bias); bl.kind == Kind::Imm) {  // a splat bias
+      tensorScalar(out, psum, Value(), "mul", alpha, false);
+      if (bl.imm * beta != 0.0) tensorScalar(out, out, Value(), "add", bl.imm * beta, false);
     } else {
-      Layout& bl = layoutOf(bias);
       Value scaled = psum;
       if (alpha != 1.0) {
         scaled = alloc(p, f, b->getF32Type());
@@ -577,16 +585,36 @@ LogicalResult KernelLowering::lowerOp(Operation* op, int64_t p, int64_t f) {
     return unary(in, [&](Value out, Value t) { tensorScalar(out, t, Value(), alu, imm, reverse); });
   };
 
+  // The number of input elements one result element covers: the product of
+  // the input's reduced extents, which is 1 for a dim an earlier reduction in
+  // the kernel already collapsed, even though the kernel's rows are longer.
+  auto reducedCount = [&](Value in) {
+    auto t = llvm::cast<RankedTensorType>(in.getType());
+    int64_t count = 1;
+    for (int64_t d : aten::reducedDims(op)) count *= t.getDimSize(d);
+    return count;
+  };
   auto reduce = [&](Value in, StringRef alu, bool mean) -> LogicalResult {
     Layout& il = layoutOf(in);
-    if (il.kind == Kind::Imm)
-      return op->emitError("reductions of compile-time constants are not supported yet");
+    int64_t count = reducedCount(in);
+    if (il.kind == Kind::Imm) {  // a splat reduces to a splat
+      layouts[result].kind = Kind::Imm;
+      layouts[result].imm = alu == "add" && !mean ? il.imm * double(count) : il.imm;
+      return success();
+    }
     layouts[result].kind = Kind::Row;
-    if (chunked) {
+    if (il.kind == Kind::Row) {
+      // Constant along the row: one value stands for `count` equal ones, so
+      // no chunk-by-chunk accumulation is needed even in a chunked kernel.
+      Value out = alloc(p, 1, elem);
+      double factor = alu == "add" && !mean ? double(count) : 1.0;
+      tensorScalar(out, tileOf(in), Value(), factor == 1.0 ? "bypass" : "mul", factor, false);
+      tiles[result] = out;
+      return success();
+    }
+    if (chunked && accumulating) {
       Value part = alloc(p, 1, b->getF32Type());
       setSource(b->create<nc::TensorReduceOp>(loc, part, tileOf(in), b->getStringAttr(alu)), op);
-      if (il.kind == Kind::Row && alu == "add")  // one value standing for f equal ones
-        tensorScalar(part, part, Value(), "mul", double(f), false);
       auto it = accumulators.find(result);
       if (it == accumulators.end())
         accumulators[result] = part;
@@ -595,14 +623,12 @@ LogicalResult KernelLowering::lowerOp(Operation* op, int64_t p, int64_t f) {
       return success();
     }
     Value out = alloc(p, 1, elem);
-    // A row-kind input holds one value standing for `cols` equal ones.
-    double repeat = il.kind == Kind::Row ? double(space.cols) : 1.0;
-    double scale = mean ? 1.0 / double(space.cols) : 1.0;
-    if (alu == "add" && repeat * scale != 1.0) {
+    double scale = mean ? 1.0 / double(count) : 1.0;
+    if (scale != 1.0) {
       Value acc = alloc(p, 1, b->getF32Type());
       auto inst = b->create<nc::TensorReduceOp>(loc, acc, tileOf(in), b->getStringAttr(alu));
       setSource(inst, op);
-      tensorScalar(out, acc, Value(), "mul", repeat * scale, false);
+      tensorScalar(out, acc, Value(), "mul", scale, false);
     } else {
       auto inst = b->create<nc::TensorReduceOp>(loc, out, tileOf(in), b->getStringAttr(alu));
       setSource(inst, op);
@@ -751,6 +777,10 @@ Type KernelLowering::hbmElementType(BlockArgument arg) {
 void KernelLowering::finalizeReduction(Operation* op, int64_t p) {
   Value result = op->getResult(0);
   Value acc = accumulators.lookup(result);
+  if (!acc) return;  // reduced without accumulation (a per-row or constant input)
+  auto in = llvm::cast<RankedTensorType>(op->getOperand(0).getType());
+  int64_t count = 1;
+  for (int64_t d : aten::reducedDims(op)) count *= in.getDimSize(d);
   bool isMean = llvm::isa<aten::MeanDimOp>(op);
   Type elem = yielded.contains(result)
                   ? nc::deviceElementType(llvm::cast<RankedTensorType>(result.getType()).getElementType())
@@ -761,7 +791,7 @@ void KernelLowering::finalizeReduction(Operation* op, int64_t p) {
   }
   Value out = alloc(p, 1, elem);
   auto inst = b->create<nc::TensorScalarOp>(loc, out, acc, Value(), b->getStringAttr("mul"),
-                                            b->getF64FloatAttr(isMean ? 1.0 / double(space.cols) : 1.0),
+                                            b->getF64FloatAttr(isMean ? 1.0 / double(count) : 1.0),
                                             b->getBoolAttr(false));
   setSource(inst, op);
   tiles[result] = out;
@@ -1050,6 +1080,7 @@ LogicalResult KernelLowering::run(int64_t& instructions, int64_t& dmas) {
       int64_t f = std::min(chunk, space.cols - c0);
       tiles.clear();
       ++iteration;
+      accumulating = chunked;
       // Issue every input load up front so the DMA queues start while the
       // engines are still busy with the previous row tile.
       for (Value v : hbmValues) tileOf(v);
@@ -1066,6 +1097,7 @@ LogicalResult KernelLowering::run(int64_t& instructions, int64_t& dmas) {
       continue;
     }
     c0 = 0;
+    accumulating = false;
     for (Operation* op : reductions) finalizeReduction(op, p);
     for (Operation& op : oldBody.without_terminator()) {
       if (!afterReduction.contains(&op) || aliasTile(op) || llvm::isa<arith::ConstantOp>(op) ||
