@@ -14,6 +14,7 @@
 
 #include "aten_graph.pb.h"
 #include "dialects/aten/AtenDialect.h"
+#include "dialects/aten/TypeRules.h"
 #include "google/protobuf/text_format.h"
 #include "llvm/ADT/StringMap.h"
 #include "mlir/Dialect/Arith/IR/Arith.h"
@@ -170,6 +171,26 @@ class NodeImporter {
     return define(b.create<OpTy>(loc, *type, std::forward<Args>(args)...));
   }
 
+  // Ops that only take float tensors here (unary math, ops with a Scalar,
+  // reductions, softmax) are also defined by PyTorch on integer and bool
+  // tensors. Such an operand is cast to the result's float dtype (f32 when
+  // the result is an integer, as for arange(n) * 2), and an integer result
+  // is cast back, so the graph keeps PyTorch's types at every node.
+  template <typename OpTy, typename... Args>
+  LogicalResult createOnFloat(Value self, Args&&... args) {
+    FailureOr<RankedTensorType> type = resultType();
+    if (failed(type)) return failure();
+    auto selfType = llvm::cast<RankedTensorType>(self.getType());
+    if (aten::isFloatType(selfType.getElementType()) && aten::isFloatType(type->getElementType()))
+      return define(b.create<OpTy>(loc, *type, self, std::forward<Args>(args)...));
+    Type compute = aten::isFloatType(type->getElementType()) ? type->getElementType() : b.getF32Type();
+    if (!aten::isFloatType(selfType.getElementType()))
+      self = b.create<aten::ToCopyOp>(loc, selfType.clone(compute), self);
+    auto op = b.create<OpTy>(loc, type->clone(compute), self, std::forward<Args>(args)...);
+    if (compute == type->getElementType()) return define(op);
+    return define(b.create<aten::ToCopyOp>(loc, *type, op->getResult(0)));
+  }
+
   LogicalResult error(const std::string& msg) {
     emitError(loc) << node.target() << ": " << msg;
     return failure();
@@ -196,10 +217,10 @@ LogicalResult binaryArith(NodeImporter& n, StringRef kind) {
   }
   NCC_TRY(other, n.number(1, "other"));
   auto o = n.b.getF64FloatAttr(other);
-  if (kind == "add") return n.create<aten::AddScalarOp>(self, o, alphaAttr);
-  if (kind == "sub") return n.create<aten::SubScalarOp>(self, o, alphaAttr);
-  if (kind == "mul") return n.create<aten::MulScalarOp>(self, o);
-  return n.create<aten::DivScalarOp>(self, o);
+  if (kind == "add") return n.createOnFloat<aten::AddScalarOp>(self, o, alphaAttr);
+  if (kind == "sub") return n.createOnFloat<aten::SubScalarOp>(self, o, alphaAttr);
+  if (kind == "mul") return n.createOnFloat<aten::MulScalarOp>(self, o);
+  return n.createOnFloat<aten::DivScalarOp>(self, o);
 }
 
 template <typename TensorOp, typename ScalarOp>
@@ -213,10 +234,17 @@ LogicalResult compare(NodeImporter& n) {
   return n.create<ScalarOp>(self, n.b.getF64FloatAttr(other));
 }
 
+// A view keeps its operand's dtype, whatever it is.
+template <typename OpTy>
+LogicalResult sameTypeView(NodeImporter& n) {
+  NCC_TRY(self, n.tensor(0, "self"));
+  return n.create<OpTy>(self);
+}
+
 template <typename OpTy>
 LogicalResult unary(NodeImporter& n) {
   NCC_TRY(self, n.tensor(0, "self"));
-  return n.create<OpTy>(self);
+  return n.createOnFloat<OpTy>(self);
 }
 
 template <typename OpTy>
@@ -227,7 +255,7 @@ LogicalResult reduction(NodeImporter& n) {
   // mean.dim / sum.dim_IntList take an optional dtype: only "unchanged" is supported.
   if (const Argument* d = n.arg(3, "dtype"); d && d->value_case() != Argument::kNone)
     return (n.error("a dtype argument on a reduction is not supported yet"));
-  return n.create<OpTy>(self, n.b.getDenseI64ArrayAttr(dims), n.b.getBoolAttr(keepdim));
+  return n.createOnFloat<OpTy>(self, n.b.getDenseI64ArrayAttr(dims), n.b.getBoolAttr(keepdim));
 }
 
 template <typename OpTy>
@@ -235,7 +263,7 @@ LogicalResult softmax(NodeImporter& n) {
   NCC_TRY(self, n.tensor(0, "self"));
   NCC_TRY(dim, n.integer(1, "dim"));
   NCC_TRY(halfToFloat, n.boolean(2, "half_to_float", false));
-  return n.create<OpTy>(self, n.b.getI64IntegerAttr(dim), n.b.getBoolAttr(halfToFloat));
+  return n.createOnFloat<OpTy>(self, n.b.getI64IntegerAttr(dim), n.b.getBoolAttr(halfToFloat));
 }
 
 template <typename OpTy>
@@ -324,13 +352,13 @@ const std::map<std::string, Builder>& registry() {
          NCC_TRY(self, n.tensor(0, "self"));
          NCC_TRY(other, n.number(1, "other"));
          NCC_TRY(alpha, n.number(2, "alpha", 1.0));
-         return n.create<aten::RsubScalarOp>(self, n.b.getF64FloatAttr(other), n.b.getF64FloatAttr(alpha));
+         return n.createOnFloat<aten::RsubScalarOp>(self, n.b.getF64FloatAttr(other), n.b.getF64FloatAttr(alpha));
        }},
       {"aten::pow.Tensor_Scalar",
        [](NodeImporter& n) -> LogicalResult {
          NCC_TRY(self, n.tensor(0, "self"));
          NCC_TRY(exponent, n.number(1, "exponent"));
-         return n.create<aten::PowTensorScalarOp>(self, n.b.getF64FloatAttr(exponent));
+         return n.createOnFloat<aten::PowTensorScalarOp>(self, n.b.getF64FloatAttr(exponent));
        }},
       {"aten::eq.Tensor", compare<aten::EqTensorOp, aten::EqScalarOp>},
       {"aten::eq.Scalar", compare<aten::EqTensorOp, aten::EqScalarOp>},
@@ -371,7 +399,7 @@ const std::map<std::string, Builder>& registry() {
        [](NodeImporter& n) -> LogicalResult {
          NCC_TRY(self, n.tensor(0, "self"));
          NCC_TRY(approximate, n.string(1, "approximate", "none"));
-         return n.create<aten::GeluOp>(self, n.b.getStringAttr(approximate));
+         return n.createOnFloat<aten::GeluOp>(self, n.b.getStringAttr(approximate));
        }},
       {"aten::mean.dim", reduction<aten::MeanDimOp>},
       {"aten::sum.dim_IntList", reduction<aten::SumDimIntListOp>},
@@ -408,8 +436,8 @@ const std::map<std::string, Builder>& registry() {
                                                                n.b.getI64IntegerAttr(correction),
                                                                n.b.getBoolAttr(keepdim)));
        }},
-      {"aten::t", unary<aten::TOp>},
-      {"aten::clone", unary<aten::CloneOp>},  // memory_format does not matter for values
+      {"aten::t", sameTypeView<aten::TOp>},
+      {"aten::clone", sameTypeView<aten::CloneOp>},  // memory_format does not matter for values
       {"aten::transpose.int",
        [](NodeImporter& n) -> LogicalResult {
          NCC_TRY(self, n.tensor(0, "self"));

@@ -109,7 +109,7 @@ bool isInlineConstant(OpOperand& use) {
   auto dense = llvm::dyn_cast<DenseElementsAttr>(c.getValue());
   if (!dense || !dense.isSplat()) return false;
   Operation* user = use.getOwner();
-  if (llvm::isa<aten::MmOp, aten::BmmOp, aten::EmbeddingOp>(user)) return false;
+  if (llvm::isa<aten::MmOp, aten::BmmOp, aten::EmbeddingOp, aten::CatOp>(user)) return false;
   if (llvm::isa<aten::AddmmOp>(user)) return use.getOperandNumber() == 0;  // the bias
   // A view of a constant is read through an access pattern.
   if (aten::isViewOp(user)) return false;
@@ -277,6 +277,15 @@ struct FormKernelsPass : impl::FormKernelsBase<FormKernelsPass> {
     func::FuncOp func = getOperation();
     groups.clear();
     groupOf.clear();
+    // A returned compile-time constant or graph input is written out by a
+    // copy kernel, like a returned view.
+    Operation* ret = func.getBody().front().getTerminator();
+    for (OpOperand& operand : ret->getOpOperands()) {
+      Value v = operand.get();
+      if (!v.getDefiningOp<arith::ConstantOp>() && !llvm::isa<BlockArgument>(v)) continue;
+      OpBuilder b(ret);
+      operand.set(b.create<aten::CloneOp>(v.getLoc(), v.getType(), v));
+    }
     SmallVector<Operation*> work;
     for (Operation& op : func.getBody().front())
       if (op.getDialect() && op.getDialect()->getNamespace() == "aten") work.push_back(&op);

@@ -23,6 +23,31 @@ def DecomposeComposites : Pass<"ncc-decompose-composites", "mlir::func::FuncOp">
   ];
 }
 
+def FoldConstants : Pass<"ncc-fold-constants", "mlir::func::FuncOp"> {
+  let summary = "Evaluate ops whose operands are all compile-time constants";
+  let description = [{
+    Elementwise ops, reductions, casts, cats and views whose every operand is
+    a dense constant are computed at compile time, in double precision, and
+    replaced by a constant rounded once to the result's dtype. A splat stays a
+    splat. Results above `max-elements` elements, and views that would repeat
+    the elements of a non-splat constant, are left to the device.
+
+    ```mlir
+    %c = arith.constant dense<1.0> : tensor<8xf32>
+    %r = aten.mul.Scalar %c, 2.0 : tensor<8xf32> -> tensor<8xf32>
+    // becomes
+    %r = arith.constant dense<2.0> : tensor<8xf32>
+    ```
+  }];
+  let options = [
+    Option<"maxElements", "max-elements", "int64_t", /*default=*/"4194304",
+           "Largest non-splat result (in elements) computed at compile time">
+  ];
+  let statistics = [
+    Statistic<"numFolded", "folded", "Ops replaced by constants">
+  ];
+}
+
 def FormKernels : Pass<"ncc-form-kernels", "mlir::func::FuncOp"> {
   let summary = "Group ATen ops into nc.kernel dispatch regions";
   let description = [{

@@ -10,6 +10,7 @@ namespace neuroncc {
 void buildPipeline(mlir::OpPassManager& pm, const PipelineOptions& options) {
   mlir::OpPassManager& fpm = pm.nest<mlir::func::FuncOp>();
   fpm.addPass(createDecomposeComposites());
+  fpm.addPass(createFoldConstants());
   FormKernelsOptions form;
   form.fuse = options.optLevel > 0;
   form.report = options.fusionReport;
