@@ -107,8 +107,9 @@ PlanResult planOffsets(std::vector<PlannedBuffer>& buffers, const PlanOptions& o
       {Heuristic::kFirstFit, Preorder::TotalAreaLength}, {Heuristic::kSkyline, Preorder::Size},
   };
   consider(placeOnline(items, trial), "online best-fit");
+  auto goodEnough = [&] { return options.goodEnoughArena > 0 && bestArena <= options.goodEnoughArena; };
   for (const Heuristic& h : heuristics) {
-    if (bestArena == result.lowerBound || (budgeted && budget.exhausted())) break;
+    if (bestArena == result.lowerBound || goodEnough() || (budgeted && budget.exhausted())) break;
     if (h.kind != Heuristic::kSkyline && !pairwiseAffordable) continue;
     if (h.kind == Heuristic::kSkyline)
       consider(placeSkyline(items, sections, ranked(h.order), trial), std::string("skyline by ") + preorderName(h.order));
@@ -118,7 +119,7 @@ PlanResult planOffsets(std::vector<PlannedBuffer>& buffers, const PlanOptions& o
   }
 
   int64_t lower = result.lowerBound;
-  if (bestArena > lower && budgeted && sections.hasMembers) {
+  if (bestArena > lower && budgeted && sections.hasMembers && !goodEnough()) {
     // Arenas below `probe` are presumed (not proven) infeasible: a question
     // there ran out of its share of the budget.
     int64_t probe = lower;

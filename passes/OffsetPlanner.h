@@ -31,6 +31,10 @@ struct PlanOptions {
   // Instances with more buffers skip the exact search (the heuristics and
   // the bound are already close on large real schedules).
   size_t exactSearchMaxBuffers = 4000;
+  // Stop at the first plan whose arena is at most this (0: look for the
+  // smallest). A caller that only needs a plan to fit a fixed capacity
+  // (SBUF, PSUM) saves the remaining heuristics and the search.
+  int64_t goodEnoughArena = 0;
 };
 
 struct PlanResult {

@@ -147,18 +147,25 @@ struct PlanMemoryPass : impl::PlanMemoryBase<PlanMemoryPass> {
     // heuristics do not fit.
     PlanOptions options;
     options.alignment = alignment;
-    auto plan = [&](std::vector<PlannedBuffer>& buffers) {
-      options.nodeLimit = 0;
-      int64_t used = planOffsets(buffers, options).arena;
-      if (used <= capacity) return used;
-      options.nodeLimit = searchNodesFor(buffers.size());
+    options.goodEnoughArena = capacity;
+    // The heuristics run on both lifetimes before the search runs on either:
+    // the search costs far more than losing some DMA overlap.
+    // Lifetimes whose peak live bytes (a lower bound, found in O(n log n))
+    // exceed the capacity cannot fit, whatever the placement.
+    auto plan = [&](std::vector<PlannedBuffer>& buffers, bool search) {
+      if (peakLiveBytes(buffers) > capacity) return peakLiveBytes(buffers);
+      options.nodeLimit = search ? searchNodesFor(buffers.size()) : 0;
       return planOffsets(buffers, options).arena;
     };
-    int64_t peak = plan(doubled);
-    std::vector<PlannedBuffer>* chosen = &doubled;
-    if (peak > capacity) {
-      peak = plan(exact);
-      chosen = &exact;
+    int64_t peak = 0;
+    std::vector<PlannedBuffer>* chosen = nullptr;
+    for (bool search : {false, true}) {
+      for (std::vector<PlannedBuffer>* buffers : {&doubled, &exact}) {
+        peak = plan(*buffers, search);
+        chosen = buffers;
+        if (peak <= capacity) break;
+      }
+      if (peak <= capacity) break;
     }
     if (peak > capacity) {
       auto diag = kernel.emitError("kernel '") << kernel.getSymName() << "' needs " << peak << " "
