@@ -40,6 +40,12 @@ bool isMatmul(Operation* op) { return llvm::isa<aten::MmOp, aten::BmmOp, aten::A
 
 bool isReduction(Operation* op) { return !aten::reducedDims(op).empty(); }
 
+bool keepdimOf(Operation* op) {
+  if (auto o = llvm::dyn_cast<aten::SumDimIntListOp>(op)) return o.getKeepdim();
+  if (auto o = llvm::dyn_cast<aten::MeanDimOp>(op)) return o.getKeepdim();
+  return llvm::cast<aten::AmaxOp>(op).getKeepdim();
+}
+
 // Row space of an op; std::nullopt when it cannot share a kernel (for
 // example a reduction over non-trailing dims).
 std::optional<RowSpace> rowSpaceOf(Operation* op) {
@@ -273,10 +279,91 @@ struct FormKernelsPass : impl::FormKernelsBase<FormKernelsPass> {
     return "";
   }
 
+  // A reduction whose reduced elements do not fit one SBUF row is staged
+  // through HBM, one dim at a time, innermost first: sum(x, {0, 1}) becomes
+  // sum(sum(x, {1}, keepdim), {0, 1}), since a sum of partial sums (a mean of
+  // equal-sized partial means, a max of partial maxima) is the same value.
+  // Each stage reduces one contiguous run that the lowering chunks along the
+  // row. Partial results are kept in f32 whatever the input dtype. Reduced
+  // dims of size 1 are dropped first (reduced with keepdim, then reshaped).
+  void stageReductions(func::FuncOp func) {
+    SmallVector<Operation*> work;
+    for (Operation& op : func.getBody().front())
+      if (llvm::isa<aten::SumDimIntListOp, aten::MeanDimOp, aten::AmaxOp>(op)) work.push_back(&op);
+    int64_t nextId = 0;
+    func.walk([&](Operation* op) {
+      if (auto id = op->getAttrOfType<IntegerAttr>(kSourceIdAttr)) nextId = std::max(nextId, id.getInt() + 1);
+    });
+    while (!work.empty()) {
+      Operation* op = work.pop_back_val();
+      Value x = op->getOperand(0);
+      auto in = llvm::cast<RankedTensorType>(x.getType());
+      auto resultType = llvm::cast<RankedTensorType>(op->getResult(0).getType());
+      SmallVector<int64_t> dims = aten::reducedDims(op), wide;
+      int64_t count = 1;
+      for (int64_t d : dims) {
+        count *= in.getDimSize(d);
+        if (in.getDimSize(d) > 1) wide.push_back(d);
+      }
+      bool tooLong = wide.size() > 1 && rowBytes(RowSpace{{}, count, true}) > sbufBudgetBytes;
+      if (!tooLong && wide.size() == dims.size()) continue;
+      if (wide.empty()) continue;  // every reduced dim has size 1: nothing to stage
+      OpBuilder b(op);
+      Location loc = op->getLoc();
+      auto src = op->getAttrOfType<StringAttr>(kSourceAttr);
+      auto id = op->getAttrOfType<IntegerAttr>(kSourceIdAttr);
+      StringAttr source = src ? src : b.getStringAttr(op->getName().getStringRef());
+      IntegerAttr sourceId = id ? id : b.getI64IntegerAttr(nextId++);
+      auto tag = [&](Operation* o) {
+        o->setAttr(kSourceAttr, source);
+        o->setAttr(kSourceIdAttr, sourceId);
+        return o;
+      };
+      auto reduceOver = [&](Value v, ArrayRef<int64_t> over, bool keepdim, Type elem) -> Operation* {
+        auto vt = llvm::cast<RankedTensorType>(v.getType());
+        SmallVector<int64_t> shape;
+        for (int64_t d = 0; d < vt.getRank(); ++d) {
+          if (!llvm::is_contained(over, d)) shape.push_back(vt.getDimSize(d));
+          else if (keepdim) shape.push_back(1);
+        }
+        auto type = RankedTensorType::get(shape, elem);
+        auto d = b.getDenseI64ArrayAttr(over);
+        auto k = b.getBoolAttr(keepdim);
+        Operation* r;
+        if (llvm::isa<aten::SumDimIntListOp>(op)) r = b.create<aten::SumDimIntListOp>(loc, type, v, d, k);
+        else if (llvm::isa<aten::MeanDimOp>(op)) r = b.create<aten::MeanDimOp>(loc, type, v, d, k);
+        else r = b.create<aten::AmaxOp>(loc, type, v, d, k);
+        return tag(r);
+      };
+      Value result;
+      if (tooLong) {
+        Type f32 = b.getF32Type();
+        Value wideX = x;
+        if (in.getElementType() != f32)
+          wideX = tag(b.create<aten::ToCopyOp>(loc, in.clone(f32), x))->getResult(0);
+        Operation* partial = reduceOver(wideX, {wide.back()}, /*keepdim=*/true, f32);
+        Operation* rest = reduceOver(partial->getResult(0), dims, keepdimOf(op), f32);
+        work.push_back(rest);  // may need staging again
+        result = rest->getResult(0);
+        if (resultType.getElementType() != f32)
+          result = tag(b.create<aten::ToCopyOp>(loc, resultType, result))->getResult(0);
+      } else {
+        Operation* r = reduceOver(x, wide, /*keepdim=*/true, resultType.getElementType());
+        result = r->getResult(0);
+        if (result.getType() != resultType)
+          result = tag(b.create<aten::ReshapeOp>(loc, resultType, result, b.getDenseI64ArrayAttr(resultType.getShape())))
+                       ->getResult(0);
+      }
+      op->getResult(0).replaceAllUsesWith(result);
+      op->erase();
+    }
+  }
+
   void runOnOperation() override {
     func::FuncOp func = getOperation();
     groups.clear();
     groupOf.clear();
+    stageReductions(func);
     // A returned compile-time constant or graph input is written out by a
     // copy kernel, like a returned view.
     Operation* ret = func.getBody().front().getTerminator();

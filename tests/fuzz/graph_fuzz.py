@@ -1,0 +1,2468 @@
+#!/usr/bin/env python3
+"""graph_fuzz: a differential fuzzer of neuron-cc against PyTorch eager.
+
+Each case is a small random graph, written as an nn.Module whose forward is a
+sequence of PyTorch calls chosen so that the exporter (tools/python/neuroncc/
+export.py, make_fx on torch 1.13) turns them into the ATen overloads that
+`neuron-cc list-operators --framework ATEN` prints. The case is exported
+(params="constants"), compiled with `neuron-cc compile g.pb --framework ATEN
+--target trn1 -O<n>` for every --opt level, run with `neuron-run`, and each
+output is compared with eager PyTorch (same dtype) and with a float64
+reference computed from the same rounded inputs and parameters.
+
+Usage
+-----
+  /usr/bin/python3 tests/fuzz/graph_fuzz.py [--seed S] [--cases N] [--jobs J]
+      [--opt 0,2] [--dtypes f32,bf16,f16] [--out DIR] [--minimize|--no-minimize]
+      [--timeout T | --compile-timeout T --run-timeout T] [--only I[,J...]]
+      [--allowed FILE] [--keep] [-v]
+  /usr/bin/python3 tests/fuzz/graph_fuzz.py --ctest      # fixed seed, 240 cases, no minimization
+  /usr/bin/python3 tests/fuzz/graph_fuzz.py --gen-only --cases 2000   # generator self-check: export only
+
+Case i of seed S is generated from the seed S*1000003+i, so `--seed S --only i`
+re-runs exactly that case. The tools come from $NEURONCC_BUILD_DIR/bin (default
+build/bin), as in tools/python/neuroncc/toolchain.py.
+
+What a case contains
+--------------------
+Inputs of rank 0 to 5 whose dims are drawn from {1, 2, 3, 4, 5, 7, 8, 16, 31,
+64, 127, 128, 129, 200, 256, 513} (rows not a multiple of 128; 1-sized dims),
+at most ~64k elements per tensor; 5% of the cases start from rows of 30000
+elements (beyond the SBUF row budget); a quarter start from a matmul operand
+with M and K drawn from {1, 7, 127, 128, 129, 513}. Operators: unary
+(neg exp log rsqrt sqrt tanh sigmoid relu silu gelu pow), binary Tensor ops with
+broadcasting and alpha, Scalar overloads (add/sub/mul/div.Scalar, rsub.Scalar,
+Python-scalar operands), comparisons (.Tensor and .Scalar) feeding where,
+masked_fill or a cast, causal masks from tril/triu of constants or from
+arange comparisons, sum/mean/amax/var_mean over any set of dims with keepdim
+both ways, softmax/log_softmax over any dim, layer_norm (also native_layer_norm
+with its mean/rstd results), rms_norm, mm/addmm/linear/bmm, matmul of 3-D/4-D
+by 2-D and 4-D by 4-D, embedding (int64 or int32 indices), cat, split/chunk,
+select, slice/narrow, permute/transpose/t/view/reshape/flatten/unsqueeze/
+squeeze/expand/clone between ops, arange/full/ones/zeros/scalar_tensor
+constants, parameters and buffers that are random, splat (zeros, ones,
+full(c)), arange-valued or small integers (a Linear with zero bias, a
+LayerNorm weight of ones), and dtype casts between f32, bf16 and f16. Values
+are used more than once; graphs return several outputs, sometimes an
+intermediate, a view of an intermediate, the same value twice or an input.
+
+aten::rms_norm does not exist in torch 1.13: the generator calls a custom op
+`ncfuzz::rms_norm` with the schema and CPU semantics of torch >= 2.5's
+aten::rms_norm (input upcast to f32, default eps = f32 machine epsilon, weight
+applied before the cast back) and renames the node to aten::rms_norm in the
+exported graph.
+
+Generator limitations (on purpose): graph inputs are float tensors and
+int32/int64 embedding indices only, and graph outputs are float only (the
+compiler documents bool/integer graph I/O as unsupported for now); comparisons
+only read values that are exact on every side (inputs, constants, arange,
+small-integer arithmetic, views of those), because a comparison of rounded
+intermediates flips on ties and would be noise; tril/triu of a non-constant is
+generated rarely (the importer folds only constant masks); reductions with a
+`dtype=` argument and softmax with `dtype=` are not generated (the importer
+refuses reduction dtypes); ops the exporter maps outside the list (sum() with
+no dims, var, max.dim, softplus...) are not generated. Every exported graph is
+checked against the list: a node outside it counts as export-skip (a generator
+bug), as does an exporter exception.
+
+Tolerances
+----------
+For an output y with eager result e (same dtype) and float64 reference r:
+    rel(y, e) = max|y - e| / max|e| over the finite elements (absolute when
+    e is all zero); NaN and +-inf positions must match exactly; integers exact.
+An output passes when rel(y, e) <= TOL or rel(y, r) <= TOL, with TOL chosen
+by the lowest-precision float dtype in the output's computation:
+  f32  TOL 1e-4   (as tests/e2e: eager f32 is within a few ulps per op of
+                   float64; the compiled program sums in another order and
+                   uses other transcendental approximations, a few f32 ulps
+                   (6e-8) per op; 1e-4 leaves >100x for that, while a wrong
+                   element is off by O(1) of the output's scale.)
+  bf16 TOL 2^-5   (as tests/e2e/test_models.py: u = 2^-9 per rounding; eager
+                   rounds after every op, the compiled program at its kernel
+                   boundaries, so each can be several u from float64 and the
+                   two differ by at most the sum.)
+  f16  TOL 2^-7   (the bf16 bound scaled to f16's u = 2^-11: 16 u.)
+The generator keeps graphs well conditioned so that these bounds hold: every
+intermediate value is computed both in eager (case dtype) and in float64 while
+the graph is built, and an op is not added when
+  - eager and float64 disagree by more than COND = TOL/4 (relative, as above),
+    i.e. the graph would amplify rounding beyond what the tolerance allows
+    (cancellations, layer norm of near-constant rows, x - big + big...);
+  - a value has a NaN, non-finite positions that differ between eager and
+    float64, or finite magnitude above 3e4 (f16) / 1e6 (others);
+  - a bool or integer value differs between eager and float64 (a comparison
+    that would flip under rounding).
+The reference therefore measures the rounding sensitivity of the case, and
+an output outside TOL of both eager and float64 is a real mismatch.
+
+Classes
+-------
+pass; wrong (numerics, NaN/inf positions, shape or output count mismatch);
+crash (negative exit status/signal, 'internal compiler error', 'invalid NEFF',
+an assertion, 'LLVM ERROR', 'Stack dump', a Python traceback from the tools,
+a non-zero exit without an error message, or neuron-cc exiting 0 without
+'Compiler status PASS'); refusal (non-zero exit with an `error` message);
+allowed refusal (a refusal whose first error line matches an entry of
+tests/fuzz/allowed_refusals.txt); timeout; export-skip (the exporter failed or
+the graph uses an operator outside the list: a generator bug, reported with
+its count). A case's class is the worst over its opt levels (crash > wrong >
+timeout > refusal > allowed refusal > export-skip > pass). The exit status is
+1 when any case is wrong, crash, refusal or timeout.
+
+Minimization (--minimize, the default outside --ctest): for each distinct
+failure signature (class + stage + first error line with node names, paths
+and numbers masked; for wrong: the kind of mismatch), the first failing case
+is reduced greedily (drop outputs, bypass or replace ops, shrink each dim
+symbol) while the signature stays the same (for wrong: the mismatch persists
+on a graph that still passes the conditioning checks). The result is written
+under --out as <signature>/repro.py (standalone: model, inputs, exact commands,
+comparison), graph.pb and the input .npy files.
+"""
+import argparse
+import collections
+import copy
+import json
+import math
+import multiprocessing
+import os
+import random
+import re
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+import types
+import warnings
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+REPO = os.path.abspath(os.path.join(HERE, "..", ".."))
+sys.path.insert(0, os.path.join(REPO, "tools", "python"))
+
+warnings.filterwarnings("ignore")
+
+import numpy as np  # noqa: E402
+import torch  # noqa: E402
+
+from neuroncc import export as ex  # noqa: E402
+from neuroncc import toolchain  # noqa: E402
+
+ALLOWED_PATH = os.path.join(HERE, "allowed_refusals.txt")
+CTEST_SEED = 20240
+CTEST_CASES = 240
+ELEMENT_LIMIT = 70000          # elements per tensor (a 513 x 129 operand is 66177)
+DTYPE_CHOICES = ("f32", "bf16", "f16")
+CLASSES = ("pass", "wrong", "crash", "allowed refusal", "refusal", "timeout", "export-skip")
+FAILING = ("wrong", "crash", "refusal", "timeout")
+SEVERITY = {"crash": 6, "wrong": 5, "timeout": 4, "refusal": 3, "allowed refusal": 2, "export-skip": 1, "pass": 0}
+
+# ---------------------------------------------------------------------------
+# Code shared by the fuzzer and every reproducer it writes (exec'd here, pasted there).
+
+PRELUDE = r'''
+import torch
+import torch.nn.functional as F
+import torch.utils._python_dispatch
+import torch.utils._pytree
+import numpy as np
+aten = torch.ops.aten
+F32, BF16, F16, I64, I32 = torch.float32, torch.bfloat16, torch.float16, torch.int64, torch.int32
+REAL_DTYPES = dict(F32=F32, BF16=BF16, F16=F16)
+
+
+def make_tensor(kind, shape, dtype, seed, arg=None):
+    """Deterministic test data: kind normal|unit|pos|int|zeros|ones|full|arange|index."""
+    g = torch.Generator().manual_seed(int(seed))
+    shape = tuple(int(d) for d in shape)
+    if kind == "index":
+        return torch.randint(0, int(arg), shape, generator=g, dtype=torch.int64).to(dtype)
+    if kind == "normal":
+        t = torch.randn(shape, generator=g, dtype=torch.float64) * (1.0 if arg is None else arg)
+    elif kind == "unit":
+        t = 2 * torch.rand(shape, generator=g, dtype=torch.float64) - 1
+    elif kind == "pos":
+        t = 0.5 + 1.5 * torch.rand(shape, generator=g, dtype=torch.float64)
+    elif kind == "int":
+        t = torch.randint(-4, 5, shape, generator=g).to(torch.float64)
+    elif kind == "zeros":
+        t = torch.zeros(shape, dtype=torch.float64)
+    elif kind == "ones":
+        t = torch.ones(shape, dtype=torch.float64)
+    elif kind == "full":
+        t = torch.full(shape, float(arg), dtype=torch.float64)
+    elif kind == "arange":
+        n = 1
+        for d in shape:
+            n *= d
+        t = (torch.arange(n, dtype=torch.float64) % 64 - 32).reshape(shape) * (1.0 if arg is None else arg)
+    else:
+        raise ValueError(kind)
+    return t.to(dtype)
+
+
+class LowPrecisionEager(torch.utils._python_dispatch.TorchDispatchMode):
+    """Eager for f16/bf16 ops that torch 1.13's CPU lacks ('not implemented for Half'):
+    computes the op in f32 and rounds its float results once to the input dtype, as
+    PyTorch's GPU kernels (and its CPU kernels that exist) do. Ops that have a kernel
+    run unchanged."""
+
+    def __torch_dispatch__(self, func, types, args=(), kwargs=None):
+        kwargs = kwargs or {}
+        try:
+            return func(*args, **kwargs)
+        except (RuntimeError, NotImplementedError) as e:
+            low = [d for d in (torch.float16, torch.bfloat16) if str(d).replace("torch.", "") in str(e).lower()
+                   or {torch.float16: "Half", torch.bfloat16: "BFloat16"}[d] in str(e)]
+            if not low:
+                raise
+        low = low[0]
+        tmap = torch.utils._pytree.tree_map
+        up = lambda t: t.float() if isinstance(t, torch.Tensor) and t.dtype == low else t
+        out = func(*tmap(up, args), **tmap(up, kwargs))
+        return tmap(lambda t: t.to(low) if isinstance(t, torch.Tensor) and t.dtype == torch.float32 else t, out)
+
+
+# aten::rms_norm (torch >= 2.4) as a custom op with the same schema and the CPU
+# semantics of torch >= 2.5; the fuzzer renames ncfuzz::rms_norm to
+# aten::rms_norm in the exported graph.
+if not hasattr(torch.ops.ncfuzz, "rms_norm"):
+    _ncfuzz_lib = torch.library.Library("ncfuzz", "DEF")
+    _ncfuzz_lib.define("rms_norm(Tensor input, int[] normalized_shape, Tensor? weight=None, float? eps=None) -> Tensor")
+
+    def _rms_norm_impl(x, normalized_shape, weight=None, eps=None):
+        dims = tuple(range(-len(normalized_shape), 0))
+        up = x.float() if x.dtype in (torch.bfloat16, torch.float16) else x
+        eps = torch.finfo(torch.float32).eps if eps is None else eps
+        y = up * torch.rsqrt(up.pow(2).mean(dims, keepdim=True) + eps)
+        if weight is not None:
+            y = y * weight
+        return y.to(x.dtype)
+
+    _ncfuzz_lib.impl("rms_norm", _rms_norm_impl, "CPU")
+    # aten::reshape is CompositeImplicit: make_fx records _reshape_alias/_unsafe_view
+    # instead. ncfuzz::reshape (a copy with reshape's schema) is renamed to aten::reshape.
+    _ncfuzz_lib.define("reshape(Tensor self, int[] shape) -> Tensor")
+    _ncfuzz_lib.impl("reshape", lambda x, shape: x.reshape(shape).clone(), "CPU")
+
+
+def rms_norm(x, normalized_shape, weight=None, eps=None):
+    return torch.ops.ncfuzz.rms_norm(x, list(normalized_shape), weight, eps)
+
+
+def aten_reshape(x, shape):
+    return torch.ops.ncfuzz.reshape(x, list(shape))
+
+
+def rename_custom_ops(graph):
+    for node in graph.nodes:
+        if node.target.startswith("ncfuzz::"):
+            node.target = "aten::" + node.target[len("ncfuzz::"):]
+
+
+# Tolerances (see the fuzzer's docstring): keyed by the unit roundoff of the
+# lowest-precision float dtype an output depends on.
+TOL = {"f32": 1e-4, "bf16": 2.0 ** -5, "f16": 2.0 ** -7}
+
+
+def rel_error(y, e):
+    """(kind, value): kind None when comparable, else 'shape'/'nan'/'inf'/'int'."""
+    y = np.asarray(y)
+    e = np.asarray(e)
+    if y.shape != e.shape:
+        return "shape", "output shape %s, expected %s" % (y.shape, e.shape)
+    if not np.issubdtype(e.dtype, np.floating):
+        if not np.array_equal(y.astype(np.float64), e.astype(np.float64)):
+            return "int", "%d of %d integer elements differ" % (int(np.sum(y.astype(np.float64) != e)), e.size)
+        return None, 0.0
+    y = y.astype(np.float64)
+    e = e.astype(np.float64)
+    if not np.array_equal(np.isnan(y), np.isnan(e)):
+        return "nan", "NaN positions differ (%d vs %d NaNs)" % (np.isnan(y).sum(), np.isnan(e).sum())
+    iy, ie = np.isinf(y), np.isinf(e)
+    if not np.array_equal(iy, ie) or not np.array_equal(y[iy], e[ie]):
+        return "inf", "infinities differ (%d vs %d)" % (iy.sum(), ie.sum())
+    fin = np.isfinite(e)
+    if not fin.any():
+        return None, 0.0
+    scale = float(np.max(np.abs(e[fin])))
+    err = float(np.max(np.abs(y[fin] - e[fin])))
+    return None, (err / scale if scale > 0 else err)
+
+
+def check_output(y, eager, ref, tol):
+    """None if y is within tol of eager or of the float64 reference, else (kind, message)."""
+    k1, v1 = rel_error(y, eager)
+    k2, v2 = rel_error(y, ref)
+    if k1 is None and v1 <= tol:
+        return None
+    if k2 is None and v2 <= tol:
+        return None
+    if k1 is not None:
+        return k1, v1
+    if k2 is not None and k2 != "shape":
+        return k2, v2 + " (vs float64)"
+    return "numerics", "max|y-eager|/max|eager| = %.3g, vs float64 %.3g, > %.3g" % (
+        v1, v2 if k2 is None else float("nan"), tol)
+
+
+def to_device_numpy(t):
+    t = t.detach()
+    return t.float().numpy() if t.dtype == torch.bfloat16 else t.numpy()
+'''
+
+P = {}
+exec(compile(PRELUDE, "<graph_fuzz prelude>", "exec"), P)
+REF_DTYPES = dict(F32=torch.float64, BF16=torch.float64, F16=torch.float64)
+DTYPE_NAME = {torch.float32: "F32", torch.bfloat16: "BF16", torch.float16: "F16",
+              torch.int64: "I64", torch.int32: "I32", torch.bool: "torch.bool"}
+CASE_DTYPES = {"f32": torch.float32, "bf16": torch.bfloat16, "f16": torch.float16}
+PREC_KEY = {torch.float32: "f32", torch.bfloat16: "bf16", torch.float16: "f16"}
+PREC_ORDER = {"f32": 0, "f16": 1, "bf16": 2}
+
+
+def worse_prec(a, b):
+    return a if PREC_ORDER[a] >= PREC_ORDER[b] else b
+
+
+COND = {k: v / 4 for k, v in P["TOL"].items()}
+MAG = {"f32": 1e6, "bf16": 1e6, "f16": 3e4}
+
+# ---------------------------------------------------------------------------
+# Symbolic shapes: a dim is a sorted tuple of symbol names (their product),
+# () is 1. A symbol is a base size (shrinkable) or derived by an expression
+# of other symbols (a cat's sum, a slice's length).
+
+DIM_POOL = [(1, 10), (2, 6), (3, 8), (4, 5), (5, 4), (7, 6), (8, 4), (16, 4), (31, 3), (64, 3),
+            (127, 4), (128, 4), (129, 4), (200, 3), (256, 2), (513, 2)]
+SMALL_POOL = [(1, 3), (2, 4), (3, 4), (4, 2), (5, 2), (7, 2), (8, 1)]
+MATMUL_DIMS = [1, 7, 127, 128, 129, 513]
+SCALARS = [0.5, 2.0, -1.5, 3, -2, 0.1, 1e-3, 1e-6, 100.0, 0.0, 1.0, -0.25]
+EXACT_THRESHOLDS = [0.0, 0.5, -0.5, 1.0, 0.25, -1.0, 2.0]
+VAR_RE = re.compile(r"self\.p\d+|\b[xvt]\d+\b")
+SYM_RE = re.compile(r"#\{(.*?)\}")
+
+
+def dim_expr(d):
+    return "*".join(d) if d else "1"
+
+
+def shape_src(shape):
+    parts = ["#{%s}" % dim_expr(d) for d in shape]
+    return "(" + ", ".join(parts) + ("," if len(parts) == 1 else "") + ")"
+
+
+def dims_list_src(shape):
+    return "[" + ", ".join("#{%s}" % dim_expr(d) for d in shape) + "]"
+
+
+def mul_dim(a, b):
+    return tuple(sorted(a + b))
+
+
+def broadcast(s1, s2):
+    out = []
+    for i in range(max(len(s1), len(s2))):
+        a = s1[len(s1) - 1 - i] if i < len(s1) else ()
+        b = s2[len(s2) - 1 - i] if i < len(s2) else ()
+        if a == b or b == ():
+            out.append(a)
+        elif a == ():
+            out.append(b)
+        else:
+            return None
+    return tuple(reversed(out))
+
+
+class Reject(Exception):
+    """The candidate op is invalid or ill-conditioned; try another."""
+
+
+class GenBug(Exception):
+    """The generator's symbolic shape disagrees with eager (a bug in this file)."""
+
+
+class Var:
+    def __init__(self, name, kind, shape=None, dtype=None, attrs=None):
+        self.name, self.kind, self.shape, self.dtype = name, kind, shape, dtype
+        self.attrs = dict(attrs or {})
+
+    def __repr__(self):
+        return "Var(%s, %s, %s)" % (self.name, self.shape, self.dtype)
+
+
+class Program:
+    """A case: symbols, inputs, parameters, statements, outputs."""
+
+    def __init__(self, seed, dtype):
+        self.seed = seed
+        self.dtype = dtype                 # "f32" | "bf16" | "f16"
+        self.syms = collections.OrderedDict()   # name -> {"value": int} | {"expr": str}
+        self.inputs = []                   # dicts: name, shape, dtype, kind, arg, seed
+        self.params = []                   # dicts: name ("self.pK"), shape, dtype, kind, arg, seed, buffer
+        self.stmts = []                    # dicts: outs [names], expr
+        self.vars = {}                     # name -> Var
+        self.outputs = []
+        self.counter = 0
+        self.notes = []
+
+    def fresh(self, prefix):
+        self.counter += 1
+        return "%s%d" % (prefix, self.counter)
+
+    def env(self):
+        env = {}
+        for name, s in self.syms.items():
+            if "value" in s:
+                env[name] = s["value"]
+            else:
+                env[name] = int(eval(s["expr"], {"min": min, "max": max}, dict(env)))
+        return env
+
+    def render(self, text, env):
+        def sub(m):
+            v = eval(m.group(1), {"min": min, "max": max, "math": math}, env)
+            return repr(v) if isinstance(v, float) else str(int(v))
+        return SYM_RE.sub(sub, text)
+
+    def eval_shape(self, shape, env):
+        return tuple(int(np.prod([env[a] for a in d])) if d else 1 for d in shape)
+
+    def deps(self, expr):
+        return VAR_RE.findall(expr)
+
+    def dce(self):
+        live = set(self.outputs)
+        keep = []
+        for s in reversed(self.stmts):
+            if any(o in live for o in s["outs"]):
+                keep.append(s)
+                live.update(self.deps(s["expr"]))
+        self.stmts = list(reversed(keep))
+        self.inputs = [i for i in self.inputs if i["name"] in live]
+        self.params = [p for p in self.params if p["name"] in live]
+        used = set()
+        for s in self.stmts:
+            used.update(SYM_RE.findall(s["expr"]))
+        # symbols stay (harmless); drop vars that are gone
+        names = {i["name"] for i in self.inputs} | {p["name"] for p in self.params}
+        for s in self.stmts:
+            names.update(s["outs"])
+        self.vars = {k: v for k, v in self.vars.items() if k in names}
+
+    # -- source ---------------------------------------------------------------
+    def tensor_ctor(self, spec, env):
+        shape = self.eval_shape(spec["shape"], env)
+        arg = spec.get("arg")
+        if isinstance(arg, str):
+            arg = eval(self.render(arg, env))
+        return "make_tensor(%r, %r, %s, %d%s)" % (spec["kind"], shape, DTYPE_NAME[spec["dtype"]], spec["seed"],
+                                                 "" if arg is None else ", %r" % (arg,))
+
+    def source(self, env):
+        lines = ["class Model(torch.nn.Module):", "    def __init__(self):", "        super().__init__()"]
+        for p in self.params:
+            attr = p["name"].split(".", 1)[1]
+            ctor = self.tensor_ctor(p, env)
+            if p["buffer"]:
+                lines.append("        self.register_buffer(%r, %s)" % (attr, ctor))
+            else:
+                lines.append("        self.%s = torch.nn.Parameter(%s, requires_grad=False)" % (attr, ctor))
+        lines.append("")
+        lines.append("    def forward(self%s):" % "".join(", " + i["name"] for i in self.inputs))
+        for s in self.stmts:
+            lhs = ", ".join(s["outs"])
+            lines.append("        %s = %s" % (lhs, self.render(s["expr"], env)))
+        lines.append("        return (%s)" % "".join(o + ", " for o in self.outputs).rstrip())
+        return "\n".join(lines) + "\n"
+
+    def inputs_source(self, env):
+        return "def make_inputs():\n    return (%s)\n" % "".join(
+            "\n        %s," % self.tensor_ctor(i, env) for i in self.inputs)
+
+    def make_values(self, spec, env):
+        shape = self.eval_shape(spec["shape"], env)
+        arg = spec.get("arg")
+        if isinstance(arg, str):
+            arg = eval(self.render(arg, env))
+        return P["make_tensor"](spec["kind"], shape, spec["dtype"], spec["seed"], arg)
+
+
+# ---------------------------------------------------------------------------
+# Evaluation: every statement in eager (case dtype) and float64, with checks.
+
+class Evaluator:
+    """Holds the eager and float64 values of a program's vars."""
+
+    def __init__(self, prog, env, level="full"):
+        self.prog = prog
+        self.env = env
+        self.level = level           # "full": conditioning checks; "run": only needs to execute
+        self.real = {}
+        self.ref = {}
+        self.g_real = dict(P)
+        self.g_ref = dict(P)
+        self.g_ref.update(REF_DTYPES)
+        self.self_real = types.SimpleNamespace()
+        self.self_ref = types.SimpleNamespace()
+
+    def add_input(self, spec):
+        t = self.prog.make_values(spec, self.env)
+        self._check_size(t)
+        self.real[spec["name"]] = t
+        self.ref[spec["name"]] = t.double() if t.is_floating_point() else t
+
+    def add_param(self, spec):
+        t = self.prog.make_values(spec, self.env)
+        self._check_size(t)
+        attr = spec["name"].split(".", 1)[1]
+        setattr(self.self_real, attr, t)
+        setattr(self.self_ref, attr, t.double() if t.is_floating_point() else t)
+
+    def _check_size(self, t):
+        if t.numel() == 0 or t.numel() > ELEMENT_LIMIT:
+            raise Reject("size %s" % (tuple(t.shape),))
+
+    def run_stmt(self, stmt, metas=None):
+        """Evaluates one statement; metas (Var list) are checked against the results."""
+        expr = self.prog.render(stmt["expr"], self.env)
+        loc_real = dict(self.real)
+        loc_real["self"] = self.self_real
+        loc_ref = dict(self.ref)
+        loc_ref["self"] = self.self_ref
+        try:
+            with torch.no_grad():
+                with P["LowPrecisionEager"]():
+                    r = eval(expr, self.g_real, loc_real)
+                f = eval(expr, self.g_ref, loc_ref)
+        except Reject:
+            raise
+        except Exception as e:  # noqa: BLE001 - an invalid op for these shapes
+            raise Reject("eager raises: %s" % str(e).splitlines()[0][:120]) from None
+        outs = stmt["outs"]
+        if len(outs) == 1:
+            r, f = [r], [f]
+        else:
+            r, f = list(r), list(f)
+            if len(r) != len(outs):
+                raise Reject("tuple arity")
+        for i, name in enumerate(outs):
+            var = metas[i] if metas else self.prog.vars.get(name)
+            self.check(var, r[i], f[i])
+            self.real[name] = r[i]
+            self.ref[name] = f[i]
+
+    def check(self, var, r, f):
+        if var.kind == "tuple":
+            if not isinstance(r, (tuple, list)):
+                raise GenBug("%s: expected a tuple" % var.name)
+            for x in r:
+                self._check_size(x)
+            return
+        if not isinstance(r, torch.Tensor):
+            raise GenBug("%s: not a tensor" % var.name)
+        want = self.prog.eval_shape(var.shape, self.env)
+        if tuple(r.shape) != want:
+            raise GenBug("%s: shape %s, symbolic %s = %s" % (var.name, tuple(r.shape), var.shape, want))
+        if var.dtype is not None and r.dtype != var.dtype:
+            raise Reject("dtype changed")
+        self._check_size(r) if r.dim() > 0 else None
+        if self.level != "full":
+            return
+        if r.dtype == torch.bool or not r.is_floating_point():
+            if not torch.equal(r.to(torch.float64), f.to(torch.float64)):
+                raise Reject("integer/bool value differs from float64")
+            return
+        rd = r.double()
+        if torch.isnan(rd).any():
+            raise Reject("NaN")
+        if torch.isnan(f).any():
+            raise Reject("NaN in float64")
+        inf_r, inf_f = torch.isinf(rd), torch.isinf(f)
+        if not torch.equal(inf_r, inf_f) or not torch.equal(rd[inf_r], f[inf_f]):
+            raise Reject("non-finite positions differ")
+        prec = var.attrs.get("prec", self.prog.dtype)
+        fin = torch.isfinite(f)
+        if fin.any():
+            ff, rr = f[fin], rd[fin]
+            scale = float(ff.abs().max())
+            if scale > MAG[prec]:
+                raise Reject("magnitude")
+            err = float((rr - ff).abs().max())
+            rel = err / scale if scale > 0 else err
+            if rel > COND[prec]:
+                raise Reject("ill-conditioned (%.3g)" % rel)
+
+
+def evaluate_program(prog, env, level="full"):
+    ev = Evaluator(prog, env, level)
+    for spec in prog.inputs:
+        ev.add_input(spec)
+    for spec in prog.params:
+        ev.add_param(spec)
+    for s in prog.stmts:
+        ev.run_stmt(s)
+    return ev
+
+
+# ---------------------------------------------------------------------------
+# The generator
+
+class Builder:
+    def __init__(self, seed, dtype, supported):
+        self.rng = random.Random(seed)
+        self.prog = Program(seed, dtype)
+        self.dt = CASE_DTYPES[dtype]
+        self.supported = supported
+        self.ev = Evaluator(self.prog, {}, "full")
+        self.seed_counter = 0
+        self.genbugs = []
+
+    # -- state -----------------------------------------------------------------
+    def checkpoint(self):
+        p = self.prog
+        return (len(p.syms), len(p.inputs), len(p.params), len(p.stmts), set(p.vars), p.counter,
+                dict(self.ev.real), dict(self.ev.ref), dict(vars(self.ev.self_real)), dict(vars(self.ev.self_ref)),
+                dict(self.ev.env), self.seed_counter)
+
+    def rollback(self, cp):
+        p = self.prog
+        nsym, nin, npar, nst, names, counter, real, ref, sr, sf, env, sc = cp
+        for k in list(p.syms)[nsym:]:
+            del p.syms[k]
+        del p.inputs[nin:]
+        del p.params[npar:]
+        del p.stmts[nst:]
+        p.vars = {k: v for k, v in p.vars.items() if k in names}
+        p.counter = counter
+        self.ev.real, self.ev.ref = real, ref
+        self.ev.self_real = types.SimpleNamespace(**sr)
+        self.ev.self_ref = types.SimpleNamespace(**sf)
+        self.ev.env = env
+        self.seed_counter = sc
+
+    def next_seed(self):
+        self.seed_counter += 1
+        return (self.prog.seed * 7919 + self.seed_counter * 104729) % (2 ** 31 - 1)
+
+    # -- symbols -----------------------------------------------------------------
+    def sym(self, value):
+        name = "D%d" % len(self.prog.syms)
+        self.prog.syms[name] = {"value": int(value)}
+        self.ev.env[name] = int(value)
+        return name
+
+    def derived(self, expr):
+        name = "D%d" % len(self.prog.syms)
+        self.prog.syms[name] = {"expr": expr}
+        env = self.ev.env
+        v = int(eval(expr, {"min": min, "max": max}, dict(env)))
+        if v <= 0:
+            raise Reject("empty derived dim")
+        env[name] = v
+        return name
+
+    def dim_val(self, d):
+        return int(np.prod([self.ev.env[a] for a in d])) if d else 1
+
+    def numel(self, shape):
+        return int(np.prod([self.dim_val(d) for d in shape])) if shape else 1
+
+    def draw(self, pool=DIM_POOL, limit=ELEMENT_LIMIT):
+        vals = [v for v, _ in pool if v <= limit]
+        ws = [w for v, w in pool if v <= limit]
+        if not vals:
+            return 1
+        return self.rng.choices(vals, ws)[0]
+
+    def new_dim(self, pool=DIM_POOL, limit=ELEMENT_LIMIT):
+        v = self.draw(pool, limit)
+        return () if v == 1 and self.rng.random() < 0.5 else (self.sym(v),)
+
+    def random_shape(self, rank, limit=ELEMENT_LIMIT, pool=DIM_POOL):
+        shape = []
+        left = limit
+        for _ in range(rank):
+            d = self.new_dim(pool, max(1, left))
+            left //= max(1, self.dim_val(d))
+            shape.append(d)
+        self.rng.shuffle(shape)
+        return tuple(shape)
+
+    # -- vars ---------------------------------------------------------------------
+    def new_input(self, shape, dtype=None, kind=None, arg=None):
+        dtype = dtype or self.dt
+        kind = kind or self.rng.choices(["normal", "unit", "pos", "int"], [6, 2, 2, 2])[0]
+        name = self.prog.fresh("x")
+        spec = dict(name=name, shape=shape, dtype=dtype, kind=kind, arg=arg, seed=self.next_seed())
+        self.ev.add_input(spec)
+        self.prog.inputs.append(spec)
+        exact = True
+        self.prog.vars[name] = Var(name, "tensor", shape, dtype, dict(
+            exact=exact, intval=kind in ("int",), contig=True, const=False, input=True,
+            prec=PREC_KEY.get(dtype, self.prog.dtype)))
+        self._value_attrs(name)
+        return name
+
+    def new_param(self, shape, dtype=None, kind=None, arg=None, buffer=None):
+        dtype = dtype or self.dt
+        kind = kind or self.rng.choices(["normal", "zeros", "ones", "full", "arange", "int", "unit"],
+                                        [6, 1, 1, 1, 1, 1, 1])[0]
+        if kind == "full" and arg is None:
+            arg = self.rng.choice([0.5, -2.0, 3.0, 0.125])
+        if kind == "arange" and arg is None:
+            arg = self.rng.choice([1.0, 0.0625])
+        name = "self.p%d" % len(self.prog.params)
+        while name in self.prog.vars:
+            name = "self.p%d" % (int(name[6:]) + 1)
+        if buffer is None:
+            buffer = self.rng.random() < 0.3
+        spec = dict(name=name, shape=shape, dtype=dtype, kind=kind, arg=arg, seed=self.next_seed(), buffer=buffer)
+        self.ev.add_param(spec)
+        self.prog.params.append(spec)
+        attr = name.split(".", 1)[1]
+        self.ev.real[name] = getattr(self.ev.self_real, attr)
+        self.ev.ref[name] = getattr(self.ev.self_ref, attr)
+        intval = kind in ("int", "zeros", "ones") or (kind == "full" and float(arg).is_integer()) or \
+            (kind == "arange" and arg == 1.0)
+        self.prog.vars[name] = Var(name, "tensor", shape, dtype, dict(
+            exact=True, intval=intval, contig=True, const=True, param=True, prec=PREC_KEY.get(dtype, self.prog.dtype)))
+        self._value_attrs(name)
+        return name
+
+    def _value_attrs(self, name):
+        var = self.prog.vars[name]
+        t = self.ev.real[name] if name in self.ev.real else None
+        if t is None or not isinstance(t, torch.Tensor):
+            return
+        if t.is_floating_point():
+            td = t.double()
+            fin = td[torch.isfinite(td)]
+            var.attrs["maxabs"] = float(fin.abs().max()) if fin.numel() else 0.0
+            var.attrs["pos"] = bool(fin.numel() == td.numel() and float(td.min()) > 0.05)
+            var.attrs["nz"] = bool(fin.numel() == td.numel() and float(td.abs().min()) > 0.1)
+            var.attrs["finite"] = bool(fin.numel() == td.numel())
+            if var.attrs.get("intval") and var.attrs["maxabs"] > 64:
+                var.attrs["intval"] = False
+        else:
+            var.attrs["maxabs"] = float(t.double().abs().max()) if t.numel() else 0.0
+
+    def add(self, expr, shapes, attrs=None, tuple_n=None, prefix="v"):
+        """Adds `outs = expr`; shapes: one symbolic shape per output (or tuple_n for a tuple var)."""
+        attrs = dict(attrs or {})
+        deps = self.prog.deps(expr)
+        for d in deps:
+            if d not in self.prog.vars:
+                raise GenBug("unknown var %s in %s" % (d, expr))
+        prec = self.prog.dtype
+        for d in deps:
+            prec = worse_prec(prec, self.prog.vars[d].attrs.get("prec", prec))
+        if tuple_n is not None:
+            name = self.prog.fresh("t")
+            metas = [Var(name, "tuple", attrs=dict(n=tuple_n, prec=prec))]
+        else:
+            metas = [Var(self.prog.fresh(prefix), "tensor", s, None, dict(attrs)) for s in shapes]
+        stmt = dict(outs=[m.name for m in metas], expr=expr)
+        self.ev.run_stmt(stmt, metas)
+        for m in metas:
+            if m.kind == "tensor":
+                t = self.ev.real[m.name]
+                m.dtype = t.dtype
+                if t.is_floating_point():
+                    m.attrs["prec"] = worse_prec(prec, PREC_KEY[t.dtype])
+                else:
+                    m.attrs["prec"] = prec
+                m.attrs.setdefault("exact", False)
+                m.attrs.setdefault("contig", True)
+                m.attrs.setdefault("const", False)
+                if m.attrs["exact"]:
+                    r, f = self.ev.real[m.name], self.ev.ref[m.name]
+                    if not torch.equal(r.double(), f.double()):
+                        m.attrs["exact"] = False
+                        m.attrs["intval"] = False
+            self.prog.vars[m.name] = m
+            self._value_attrs(m.name)
+        self.prog.stmts.append(stmt)
+        return metas[0].name if len(metas) == 1 else [m.name for m in metas]
+
+    def v(self, name):
+        return self.prog.vars[name]
+
+    def tensors(self, pred=None):
+        out = []
+        for name, var in self.prog.vars.items():
+            if var.kind != "tensor":
+                continue
+            if pred is None or pred(var):
+                out.append(name)
+        return out
+
+    def pick(self, pred=None, recent=True):
+        cands = self.tensors(pred)
+        if not cands:
+            return None
+        if recent:
+            weights = [1 + 2 * i for i in range(len(cands))]
+            return self.rng.choices(cands, weights)[0]
+        return self.rng.choice(cands)
+
+    def pick_float(self, pred=None):
+        return self.pick(lambda v: v.dtype is not None and v.dtype.is_floating_point and (pred is None or pred(v)))
+
+    # -- helpers producing values ---------------------------------------------
+    def ensure_pos(self, a):
+        var = self.v(a)
+        if var.attrs.get("pos"):
+            return a
+        choices = ["torch.sigmoid(%s) + 0.5" % a, "%s * %s + 1.0" % (a, a)]
+        if var.attrs.get("maxabs", 99) < 8:
+            choices.append("torch.exp(%s)" % a)
+        return self.add(self.rng.choice(choices), [var.shape])
+
+    def ensure_nonzero(self, a):
+        if self.v(a).attrs.get("nz"):
+            return a
+        return self.ensure_pos(a)
+
+    def partner(self, a, allow_bigger=True):
+        """A value broadcast-compatible with a (new or existing)."""
+        sa = self.v(a).shape
+        r = self.rng.random()
+        if r < 0.3:
+            def ok(v):
+                if v.name == a or not v.dtype.is_floating_point:
+                    return False
+                b = broadcast(sa, v.shape)
+                return b is not None and (allow_bigger or b == sa) and self.numel(b) <= ELEMENT_LIMIT
+            c = self.pick(ok)
+            if c is not None:
+                return c
+        if r < 0.38:
+            return a
+        bshape = self.derive_broadcast(sa)
+        r = self.rng.random()
+        if r < 0.35:
+            return self.new_input(bshape)
+        if r < 0.6:
+            return self.new_param(bshape)
+        if r < 0.8:
+            return self.const_value(bshape)
+        # a reduction of a with keepdim (the normalization pattern)
+        if not sa:
+            return a
+        dims = sorted(self.rng.sample(range(len(sa)), self.rng.randint(1, len(sa))))
+        kind = self.rng.choice(["sum", "mean", "amax"])
+        shape = tuple(() if i in dims else d for i, d in enumerate(sa))
+        return self.add("%s.%s(dim=%s, keepdim=True)" % (a, kind, tuple(dims)), [shape],
+                        dict(exact=kind == "amax" and self.v(a).attrs.get("exact", False)))
+
+    def derive_broadcast(self, shape):
+        s = list(shape)
+        drop = self.rng.choice([0, 0, 0, 1, 2])
+        s = s[min(drop, len(s)):]
+        s = [() if self.rng.random() < 0.3 else d for d in s]
+        return tuple(s)
+
+    def const_value(self, shape):
+        """A constant made in forward: full/ones/zeros/scalar_tensor/arange."""
+        dtn = DTYPE_NAME[self.dt]
+        r = self.rng.random()
+        if r < 0.2 and shape and shape[-1]:
+            n = shape[-1]
+            nsrc = "#{%s}" % dim_expr(n)
+            variant = self.rng.randrange(5)
+            if variant == 0:
+                e = "torch.arange(%s, dtype=%s)" % (nsrc, dtn)
+            elif variant == 1:
+                e = "torch.arange(%s).to(%s)" % (nsrc, dtn)
+            elif variant == 2:
+                e = "torch.arange(1, %s + 1, dtype=%s)" % (nsrc, dtn)
+            elif variant == 3:
+                e = "torch.arange(0, 2 * %s, 2, dtype=%s)" % (nsrc, dtn)
+            else:
+                e = "torch.arange(%s, 0, -1).to(%s)" % (nsrc, dtn)
+            if self.rng.random() < 0.5:
+                e = "(%s * 0.015625)" % e
+            return self.add(e, [(n,)], dict(exact=True, intval=" * 0.0" not in e, const=True))
+        if r < 0.35:
+            c = self.rng.choice([2.0, -0.5, 0.25, 3.0])
+            return self.add("torch.scalar_tensor(%r, dtype=%s)" % (c, dtn), [()], dict(exact=True, intval=float(c).is_integer(), const=True))
+        kind = self.rng.choice(["full", "ones", "zeros"])
+        if kind == "full":
+            c = self.rng.choice([0.5, -2.0, 3.0, 1.5, 1e-3])
+            return self.add("torch.full(%s, %r, dtype=%s)" % (shape_src(shape), c, dtn), [shape],
+                            dict(exact=True, intval=float(c).is_integer(), const=True))
+        return self.add("torch.%s(%s, dtype=%s)" % (kind, shape_src(shape), dtn), [shape],
+                        dict(exact=True, intval=True, const=True))
+
+    def to_rank2(self, a):
+        """a as a 2-D value (M, K): reshape(-1, K) of a rank >= 2 value, unsqueeze(0) of a vector."""
+        var = self.v(a)
+        s = var.shape
+        if len(s) == 2:
+            return a
+        if len(s) == 1:
+            return self.add("%s.unsqueeze(0)" % a, [((), s[0])], dict(exact=var.attrs.get("exact")))
+        if len(s) == 0:
+            return self.add("%s.reshape(1, 1)" % a, [((), ())], dict(exact=var.attrs.get("exact")))
+        m = ()
+        for d in s[:-1]:
+            m = mul_dim(m, d)
+        return self.add("%s.reshape(-1, #{%s})" % (a, dim_expr(s[-1])), [(m, s[-1])], dict(exact=var.attrs.get("exact")))
+
+
+# ---------------------------------------------------------------------------
+# Op generators: each adds statements through Builder.add or raises Reject.
+
+def g_unary(b):
+    a = b.pick_float()
+    var = b.v(a)
+    op = b.rng.choice(["neg", "exp", "log", "rsqrt", "sqrt", "tanh", "sigmoid", "relu", "silu", "gelu", "pow"])
+    attrs = {}
+    if op in ("log", "rsqrt", "sqrt"):
+        a = b.ensure_pos(a)
+    if op == "exp" and b.v(a).attrs.get("maxabs", 99) > 6:
+        a = b.add("torch.tanh(%s) * 3.0" % a, [var.shape])
+    shape = b.v(a).shape
+    if op == "neg":
+        e = b.rng.choice(["-%s", "torch.neg(%s)"]) % a
+        attrs = dict(exact=b.v(a).attrs.get("exact"), intval=b.v(a).attrs.get("intval"))
+    elif op == "relu":
+        e = b.rng.choice(["torch.relu(%s)", "F.relu(%s)"]) % a
+        attrs = dict(exact=b.v(a).attrs.get("exact"), intval=b.v(a).attrs.get("intval"))
+    elif op == "gelu":
+        e = b.rng.choice(["F.gelu(%s)", "F.gelu(%s, approximate='tanh')"]) % a
+    elif op == "silu":
+        e = "F.silu(%s)" % a
+    elif op == "sigmoid":
+        e = b.rng.choice(["torch.sigmoid(%s)", "%s.sigmoid()"]) % a
+    elif op == "pow":
+        p = b.rng.choice([2, 3, 0.5, -1.0, 1.5, -0.5, 2.0])
+        if not float(p).is_integer() or p < 0:
+            a = b.ensure_pos(a)
+        if b.v(a).attrs.get("maxabs", 99) > 30:
+            raise Reject("pow of a large value")
+        e = b.rng.choice(["%s ** %r", "torch.pow(%s, %r)"]) % (a, p)
+        if p in (2, 3) and b.v(a).attrs.get("intval"):
+            attrs = dict(exact=b.v(a).attrs.get("exact"), intval=True)
+    else:
+        e = "torch.%s(%s)" % (op, a)
+    b.add(e, [shape], attrs)
+
+
+def g_binary(b):
+    a = b.pick_float()
+    o = b.partner(a)
+    op = b.rng.choice(["add", "sub", "mul", "div", "add_alpha", "sub_alpha"])
+    if op == "div":
+        o = b.ensure_nonzero(o)
+    if b.rng.random() < 0.06 and b.v(o).dtype != torch.float32:   # mixed dtypes: promotion to f32
+        o = b.add("%s.to(F32)" % o, [b.v(o).shape], dict(exact=b.v(o).attrs.get("exact"), intval=b.v(o).attrs.get("intval")))
+    sa, so = b.v(a).shape, b.v(o).shape
+    shape = broadcast(sa, so)
+    if shape is None:
+        raise GenBug("partner not broadcastable")
+    x, y = (a, o) if b.rng.random() < 0.7 or op == "div" else (o, a)
+    forms = {"add": ["%s + %s", "torch.add(%s, %s)"], "sub": ["%s - %s", "torch.sub(%s, %s)"],
+             "mul": ["%s * %s", "torch.mul(%s, %s)"], "div": ["%s / %s", "torch.div(%s, %s)"],
+             "add_alpha": ["torch.add(%s, %s, alpha=2.0)", "torch.add(%s, %s, alpha=0.5)"],
+             "sub_alpha": ["torch.sub(%s, %s, alpha=2)", "torch.sub(%s, %s, alpha=0.25)"]}
+    e = b.rng.choice(forms[op]) % (x, y)
+    ints = b.v(a).attrs.get("intval") and b.v(o).attrs.get("intval") and op in ("add", "sub", "mul") and \
+        b.v(a).attrs.get("exact") and b.v(o).attrs.get("exact")
+    b.add(e, [shape], dict(exact=bool(ints), intval=bool(ints)))
+
+
+def g_scalar(b):
+    a = b.pick_float()
+    c = b.rng.choice(SCALARS)
+    forms = ["%s + {c}", "%s - {c}", "%s * {c}", "{c} - %s", "torch.rsub(%s, {c})",
+             "aten.add.Scalar(%s, {c})", "aten.sub.Scalar(%s, {c})", "aten.mul.Scalar(%s, {c})",
+             "torch.add(%s, {c}, alpha=2)"]
+    if c != 0:
+        forms += ["%s / {c}", "aten.div.Scalar(%s, {c})"]
+    form = b.rng.choice(forms)
+    e = form.replace("{c}", repr(c)) % a
+    ints = b.v(a).attrs.get("intval") and b.v(a).attrs.get("exact") and float(c).is_integer() and "/" not in form \
+        and "div" not in form
+    b.add(e, [b.v(a).shape], dict(exact=bool(ints), intval=bool(ints)))
+
+
+def make_mask(b, target_shape):
+    """A bool value broadcastable to target_shape, from exact values only."""
+    r = b.rng.random()
+    exact_pred = lambda v: v.attrs.get("exact") and v.kind == "tensor" and v.dtype != torch.bool and \
+        broadcast(target_shape, v.shape) == target_shape
+    if r < 0.2 and len(target_shape) >= 2 and target_shape[-1] and target_shape[-2]:
+        m, n = target_shape[-2], target_shape[-1]
+        k = b.rng.choice([0, 0, 1, -1])
+        tri = b.rng.choice(["tril", "triu"])
+        if b.rng.random() < 0.5:
+            e = "torch.ones(#{%s}, #{%s}, dtype=torch.bool).%s(%d)" % (dim_expr(m), dim_expr(n), tri, k)
+        else:
+            e = "(torch.ones(#{%s}, #{%s}).%s(%d) > 0.5)" % (dim_expr(m), dim_expr(n), tri, k)
+        return b.add(e, [(m, n)], dict(exact=True, const=True))
+    if r < 0.3 and len(target_shape) >= 2 and target_shape[-1] and target_shape[-2]:
+        m, n = target_shape[-2], target_shape[-1]
+        op = b.rng.choice([">=", "<=", ">", "<"])
+        e = "(torch.arange(#{%s}).unsqueeze(1) %s torch.arange(#{%s}).unsqueeze(0))" % (dim_expr(m), op, dim_expr(n))
+        return b.add(e, [(m, n)], dict(exact=True))
+    a = b.pick(exact_pred) if r < 0.7 else None
+    if a is None:
+        a = b.new_input(b.derive_broadcast(target_shape), kind=b.rng.choice(["int", "normal", "unit"]))
+    sa = b.v(a).shape
+    cmp = b.rng.choice(["gt", "ge", "lt", "le", "eq", "ne"])
+    sym = {"gt": ">", "ge": ">=", "lt": "<", "le": "<=", "eq": "==", "ne": "!="}[cmp]
+    if b.rng.random() < 0.5:
+        o = b.pick(lambda v: v.attrs.get("exact") and v.dtype != torch.bool and v.name != a and
+                   broadcast(sa, v.shape) is not None and broadcast(target_shape, broadcast(sa, v.shape)) == target_shape)
+        if o is None:
+            o = b.new_input(b.derive_broadcast(sa), kind=b.rng.choice(["int", "normal"]))
+        shape = broadcast(sa, b.v(o).shape)
+        e = b.rng.choice(["(%s %s %s)" % (a, sym, o), "torch.%s(%s, %s)" % (cmp, a, o)])
+    else:
+        c = b.rng.choice(EXACT_THRESHOLDS)
+        shape = sa
+        e = b.rng.choice(["(%s %s %r)" % (a, sym, c), "torch.%s(%s, %r)" % (cmp, a, c)])
+    return b.add(e, [shape], dict(exact=True))
+
+
+def g_compare(b):
+    x = b.pick_float(lambda v: True)
+    sx = b.v(x).shape
+    mask = make_mask(b, sx)
+    sm = b.v(mask).shape
+    use = b.rng.choice(["where", "where", "masked_fill", "masked_fill", "cast"])
+    ex_attrs = dict(exact=b.v(x).attrs.get("exact"), intval=b.v(x).attrs.get("intval"))
+    if use == "where":
+        r = b.rng.random()
+        if r < 0.4:
+            c = b.rng.choice([0.0, -1e4, 1.0, -0.5])
+            other = repr(c)
+            shape = broadcast(sm, sx)
+            ex_attrs = dict(exact=ex_attrs["exact"] and c in (0.0, 1.0, -0.5), intval=ex_attrs["intval"] and c in (0.0, 1.0))
+        else:
+            other = b.partner(x)
+            shape = broadcast(broadcast(sm, sx), b.v(other).shape)
+            ex_attrs = dict(exact=ex_attrs["exact"] and b.v(other).attrs.get("exact"),
+                            intval=ex_attrs["intval"] and b.v(other).attrs.get("intval"))
+        if shape is None or b.numel(shape) > ELEMENT_LIMIT:
+            raise Reject("where shape")
+        args = (mask, x, other) if b.rng.random() < 0.5 else (mask, other, x)
+        b.add("torch.where(%s, %s, %s)" % args, [shape], ex_attrs)
+    elif use == "masked_fill":
+        if broadcast(sx, sm) != sx:
+            raise Reject("mask larger than self")
+        c = b.rng.choice([0.0, -1e4, float("-inf"), 1.0, -0.5])
+        cs = "float('-inf')" if c == float("-inf") else repr(c)
+        b.add("%s.masked_fill(%s, %s)" % (x, mask, cs), [sx],
+              dict(exact=ex_attrs["exact"] and c in (0.0, 1.0, -0.5), intval=ex_attrs["intval"] and c in (0.0, 1.0)))
+    else:
+        dtn = DTYPE_NAME[b.v(x).dtype]
+        m = b.add(b.rng.choice(["%s.to(%s)" % (mask, dtn), "%s.type_as(%s)" % (mask, x)]), [sm],
+                  dict(exact=True, intval=True))
+        shape = broadcast(sx, sm)
+        b.add("%s * %s" % (x, m), [shape], dict(exact=ex_attrs["exact"], intval=ex_attrs["intval"]))
+
+
+def reduce_dims(b, rank):
+    if rank == 0:
+        return []
+    if b.rng.random() < 0.03:
+        return []
+    k = b.rng.choice([1, 1, 1, 2, 2, 3, rank])
+    k = min(k, rank)
+    dims = sorted(b.rng.sample(range(rank), k))
+    return dims
+
+
+def dims_src(b, dims, rank):
+    out = [d - rank if b.rng.random() < 0.3 else d for d in dims]
+    if len(out) == 1 and b.rng.random() < 0.5:
+        return str(out[0])
+    return "(" + ", ".join(str(d) for d in out) + ("," if len(out) == 1 else "") + ")"
+
+
+def reduced_shape(shape, dims, keepdim):
+    if not dims:
+        return () if not keepdim else tuple(() for _ in shape)
+    out = []
+    for i, d in enumerate(shape):
+        if i in dims:
+            if keepdim:
+                out.append(())
+        else:
+            out.append(d)
+    return tuple(out)
+
+
+def g_reduce(b):
+    a = b.pick_float()
+    s = b.v(a).shape
+    dims = reduce_dims(b, len(s))
+    keep = b.rng.random() < 0.5
+    kind = b.rng.choice(["sum", "mean", "amax", "var_mean", "sum", "mean"])
+    dsrc = dims_src(b, dims, len(s)) if dims else "[]"
+    if not dims and kind == "var_mean":
+        kind = "mean"
+    if not dims:
+        keep = False   # dim=[] with keepdim: torch keeps nothing either way; avoid ambiguity
+    out = reduced_shape(s, dims, keep)
+    if kind == "var_mean":
+        corr = b.rng.choice([0, 1])
+        form = b.rng.choice(["torch.var_mean(%s, dim=%s, correction=%d, keepdim=%s)",
+                             "torch.var_mean(%s, %s, unbiased=%s, keepdim=%s)"])
+        if "unbiased" in form:
+            e = form % (a, dsrc, bool(corr), keep)
+        else:
+            e = form % (a, dsrc, corr, keep)
+        t = b.add(e, None, tuple_n=2)
+        which = b.rng.choice([[0], [1], [0, 1], [0, 1]])
+        for i in which:
+            b.add("%s[%d]" % (t, i), [out])
+        return
+    forms = {"sum": ["%s.sum(dim=%s, keepdim=%s)", "torch.sum(%s, %s, keepdim=%s)"],
+             "mean": ["%s.mean(dim=%s, keepdim=%s)", "torch.mean(%s, %s, %s)"],
+             "amax": ["%s.amax(dim=%s, keepdim=%s)", "torch.amax(%s, %s, %s)"]}
+    e = b.rng.choice(forms[kind]) % (a, dsrc, keep)
+    b.add(e, [out], dict(exact=kind == "amax" and b.v(a).attrs.get("exact"),
+                         intval=kind == "amax" and b.v(a).attrs.get("intval")))
+
+
+def g_softmax(b):
+    a = b.pick_float(lambda v: len(v.shape) >= 1)
+    if a is None:
+        raise Reject("no value of rank >= 1")
+    s = b.v(a).shape
+    d = b.rng.randrange(len(s))
+    if b.rng.random() < 0.4:
+        d -= len(s)
+    log = b.rng.random() < 0.4
+    if log:
+        e = b.rng.choice(["F.log_softmax(%s, dim=%d)", "torch.log_softmax(%s, %d)", "%s.log_softmax(%d)"]) % (a, d)
+    else:
+        e = b.rng.choice(["torch.softmax(%s, dim=%d)", "F.softmax(%s, dim=%d)", "%s.softmax(%d)"]) % (a, d)
+    b.add(e, [s])
+
+
+def norm_params(b, nshape, kinds):
+    r = b.rng.random()
+    if r < 0.2:
+        return "None"
+    return b.new_param(nshape, kind=b.rng.choice(kinds))
+
+
+def g_layer_norm(b):
+    a = b.pick_float(lambda v: len(v.shape) >= 1)
+    if a is None:
+        raise Reject("no value of rank >= 1")
+    s = b.v(a).shape
+    k = b.rng.choice([1, 1, 1, 2]) if len(s) >= 2 else 1
+    nshape = s[-k:]
+    eps = b.rng.choice([1e-5, 1e-6, 1e-12, 0.1])
+    w = norm_params(b, nshape, ["ones", "normal", "pos", "full"])
+    bias = norm_params(b, nshape, ["zeros", "normal", "zeros"])
+    if b.rng.random() < 0.2:
+        t = b.add("aten.native_layer_norm(%s, %s, %s, %s, %r)" % (a, dims_list_src(nshape), w, bias, eps),
+                  None, tuple_n=3)
+        stat = tuple(s[:-k]) + tuple(() for _ in nshape)
+        which = b.rng.choice([[0], [0, 1], [0, 2], [1, 2], [0, 1, 2]])
+        for i in which:
+            b.add("%s[%d]" % (t, i), [s if i == 0 else stat])
+        return
+    b.add("F.layer_norm(%s, %s, %s, %s, %r)" % (a, shape_src(nshape), w, bias, eps), [s])
+
+
+def g_rms_norm(b):
+    a = b.pick_float(lambda v: len(v.shape) >= 1)
+    if a is None:
+        raise Reject("no value of rank >= 1")
+    s = b.v(a).shape
+    k = b.rng.choice([1, 1, 1, 2]) if len(s) >= 2 else 1
+    nshape = s[-k:]
+    w = norm_params(b, nshape, ["ones", "normal", "pos"])
+    eps = b.rng.choice(["1e-06", "1e-05", "None", "0.001"])
+    b.add("rms_norm(%s, %s, %s, %s)" % (a, shape_src(nshape), w, eps), [s])
+
+
+def weight(b, shape, fan_in_dim):
+    kind = b.rng.choice(["normal", "normal", "normal", "unit", "int", "ones"])
+    arg = None
+    if kind == "normal":
+        arg = "#{1.0 / max(1, %s) ** 0.5}" % dim_expr(fan_in_dim)
+    if b.rng.random() < 0.15:
+        return b.new_input(shape, kind="unit" if kind != "int" else "int")
+    return b.new_param(shape, kind=kind, arg=arg)
+
+
+def g_matmul(b):
+    r = b.rng.random()
+    if r < 0.3:   # fresh operand with M, K from the matmul set
+        m = b.sym(b.rng.choice(MATMUL_DIMS))
+        kv = [k for k in MATMUL_DIMS if k * b.dim_val((m,)) <= ELEMENT_LIMIT]
+        k = b.sym(b.rng.choice(kv))
+        a = b.new_input(((m,), (k,)), kind=b.rng.choice(["normal", "unit"]))
+    else:
+        a = b.pick_float(lambda v: len(v.shape) >= 1)
+        if a is None:
+            raise Reject("no operand")
+    sa = b.v(a).shape
+    kdim = sa[-1]
+    nval = b.rng.choice(MATMUL_DIMS)
+    if b.dim_val(kdim) * nval > ELEMENT_LIMIT:
+        nval = 7
+    ndim = (b.sym(nval),) if nval != 1 or b.rng.random() < 0.5 else ()
+    rows = b.numel(sa[:-1]) if len(sa) > 1 else 1
+    if rows * b.dim_val(ndim) > ELEMENT_LIMIT:
+        raise Reject("matmul result too large")
+    form = b.rng.choice(["mm", "addmm", "linear", "linear", "matmul_nd"])
+    if len(sa) == 1 and form in ("mm", "addmm"):
+        a = b.to_rank2(a)
+        sa = b.v(a).shape
+    if len(sa) > 2 and form in ("mm", "addmm"):
+        form = "matmul_nd"
+    if len(sa) == 2 and form == "matmul_nd":
+        form = "mm"
+    if form == "linear":
+        W = weight(b, (ndim, kdim), kdim)
+        bias_kind = b.rng.choice(["none", "zeros", "normal", "full"])
+        if bias_kind == "none":
+            e = "F.linear(%s, %s)" % (a, W)
+        else:
+            bias = b.new_param((ndim,), kind=bias_kind)
+            e = "F.linear(%s, %s, %s)" % (a, W, bias)
+        b.add(e, [tuple(sa[:-1]) + (ndim,)])
+        return
+    if b.rng.random() < 0.3:
+        W = weight(b, (ndim, kdim), kdim)
+        wsrc = b.rng.choice(["%s.t()", "%s.transpose(0, 1)"]) % W
+    else:
+        W = weight(b, (kdim, ndim), kdim)
+        wsrc = W
+    out = tuple(sa[:-1]) + (ndim,)
+    if form == "mm":
+        e = b.rng.choice(["%s @ %s", "torch.mm(%s, %s)", "torch.matmul(%s, %s)"]) % (a, wsrc)
+    elif form == "addmm":
+        bshape = b.rng.choice([(ndim,), (sa[0], ndim), ((), ndim)])
+        bias = b.new_param(bshape, kind=b.rng.choice(["normal", "zeros", "ones"])) if b.rng.random() < 0.7 else \
+            b.new_input(bshape)
+        if b.rng.random() < 0.5:
+            e = "torch.addmm(%s, %s, %s)" % (bias, a, wsrc)
+        else:
+            e = "torch.addmm(%s, %s, %s, beta=%r, alpha=%r)" % (bias, a, wsrc, b.rng.choice([0.5, 1.0, 2.0]),
+                                                               b.rng.choice([1.0, 0.5, -1.0]))
+    else:
+        e = b.rng.choice(["%s @ %s", "torch.matmul(%s, %s)"]) % (a, wsrc)
+    b.add(e, [out])
+
+
+def g_bmm(b):
+    a = b.pick_float(lambda v: len(v.shape) in (3, 4))
+    if a is None or b.rng.random() < 0.3:
+        rank = b.rng.choice([3, 4])
+        dims = [b.new_dim(SMALL_POOL) for _ in range(rank - 2)]
+        m = (b.sym(b.rng.choice(MATMUL_DIMS)),)
+        batch = b.numel(tuple(dims))
+        kv = [k for k in MATMUL_DIMS if k * b.dim_val(m) * batch <= ELEMENT_LIMIT]
+        if not kv:
+            raise Reject("bmm too large")
+        k = (b.sym(b.rng.choice(kv)),)
+        a = b.new_input(tuple(dims) + (m, k), kind=b.rng.choice(["normal", "unit"]))
+    sa = b.v(a).shape
+    batch, m, k = sa[:-2], sa[-2], sa[-1]
+    same_batch = True
+    if b.rng.random() < 0.4:  # scores: a @ a^T
+        other = b.rng.choice(["%s.transpose(-1, -2)", "%s.transpose(-2, -1)"]) % a
+        if len(sa) == 4 and b.rng.random() < 0.5:
+            other = "%s.permute(0, 1, 3, 2)" % a
+        out = tuple(batch) + (m, m)
+    else:
+        n = (b.sym(b.rng.choice(MATMUL_DIMS)),)
+        if b.numel(tuple(batch) + (k, n)) > ELEMENT_LIMIT or b.numel(tuple(batch) + (m, n)) > ELEMENT_LIMIT:
+            raise Reject("bmm operand too large")
+        wb = tuple(batch)
+        if b.rng.random() < 0.3:
+            wb = ((),) + tuple(batch[1:])   # a broadcast batch dim
+            same_batch = batch[0] == ()
+        if b.rng.random() < 0.6:
+            other = b.new_param(wb + (k, n), kind=b.rng.choice(["normal", "unit"]))
+        else:
+            other = b.new_input(wb + (k, n), kind="unit")
+        out = tuple(batch) + (m, n)
+    if b.numel(out) > ELEMENT_LIMIT:
+        raise Reject("bmm result too large")
+    if len(sa) == 3 and same_batch and b.rng.random() < 0.5:
+        e = "torch.bmm(%s, %s)" % (a, other)
+    else:
+        e = b.rng.choice(["%s @ %s", "torch.matmul(%s, %s)"]) % (a, other)
+    b.add(e, [out])
+
+
+def g_embedding(b):
+    V = b.sym(b.rng.choice([1, 7, 32, 129, 513]))
+    E = b.sym(b.rng.choice([1, 3, 16, 64, 127, 128]))
+    ishape = b.random_shape(b.rng.choice([1, 1, 2, 2, 3]), limit=max(1, ELEMENT_LIMIT // b.dim_val((E,))),
+                            pool=SMALL_POOL + [(16, 2), (128, 1), (129, 1)])
+    if b.numel(ishape) * b.dim_val((E,)) > ELEMENT_LIMIT or b.dim_val((V,)) * b.dim_val((E,)) > ELEMENT_LIMIT:
+        raise Reject("embedding too large")
+    idx = b.new_input(ishape, dtype=b.rng.choice([torch.int64, torch.int64, torch.int32]), kind="index",
+                      arg="#{%s}" % V)
+    b.v(idx).attrs.update(exact=True, intval=False)
+    W = b.new_param(((V,), (E,)), kind=b.rng.choice(["normal", "unit", "arange"])) if b.rng.random() < 0.8 else \
+        b.new_input(((V,), (E,)))
+    pad = ", padding_idx=0" if b.rng.random() < 0.2 else ""
+    b.add("F.embedding(%s, %s%s)" % (idx, W, pad), [tuple(ishape) + ((E,),)], dict(exact=b.v(W).attrs.get("exact")))
+
+
+def g_cat(b):
+    a = b.pick_float(lambda v: len(v.shape) >= 1)
+    if a is None:
+        raise Reject("no value of rank >= 1")
+    s = b.v(a).shape
+    d = b.rng.randrange(len(s))
+    pieces = [a]
+    sizes = [s[d]]
+    for _ in range(b.rng.choice([1, 1, 2])):
+        r = b.rng.random()
+        if r < 0.3:
+            p = a
+            ps = s[d]
+        elif r < 0.55:
+            p = b.add("%s * %r" % (a, b.rng.choice([2.0, -1.0, 0.5])), [s])
+            ps = s[d]
+        else:
+            nd = b.new_dim(SMALL_POOL + [(64, 1), (129, 1)])
+            shp = tuple(nd if i == d else x for i, x in enumerate(s))
+            if b.numel(shp) > ELEMENT_LIMIT:
+                raise Reject("cat piece too large")
+            p = b.new_input(shp) if b.rng.random() < 0.6 else b.new_param(shp)
+            ps = nd
+        pieces.append(p)
+        sizes.append(ps)
+    b.rng.shuffle(pieces)
+    total = b.derived(" + ".join("(%s)" % dim_expr(x) for x in sizes))
+    out = tuple((total,) if i == d else x for i, x in enumerate(s))
+    dsrc = d - len(s) if b.rng.random() < 0.3 else d
+    ex_ = all(b.v(p).attrs.get("exact") for p in pieces)
+    b.add("torch.cat([%s], dim=%d)" % (", ".join(pieces), dsrc), [out],
+          dict(exact=ex_, intval=ex_ and all(b.v(p).attrs.get("intval") for p in pieces)))
+
+
+def g_split(b):
+    a = b.pick_float(lambda v: len(v.shape) >= 1)
+    if a is None:
+        raise Reject("no value of rank >= 1")
+    s = b.v(a).shape
+    d = b.rng.randrange(len(s))
+    E = dim_expr(s[d])
+    k = b.rng.choice([2, 3, 4])
+    S = b.derived("-(-(%s) // %d)" % (E, k))       # ceil(E / k)
+    last = b.derived("(%s) - %s * (-(-(%s) // %s) - 1)" % (E, S, E, S))
+    dsrc = d - len(s) if b.rng.random() < 0.3 else d
+    if b.rng.random() < 0.5:
+        t = b.add("torch.split(%s, #{%s}, dim=%d)" % (a, S, dsrc), None, tuple_n=-1)
+    else:
+        t = b.add("torch.chunk(%s, %d, dim=%d)" % (a, k, dsrc), None, tuple_n=-1)
+    attrs = dict(exact=b.v(a).attrs.get("exact"), intval=b.v(a).attrs.get("intval"),
+                 contig=d == 0)
+    for which in b.rng.choice([["0"], ["-1"], ["0", "-1"]]):
+        size = S if which == "0" else last
+        b.add("%s[%s]" % (t, which), [tuple((size,) if i == d else x for i, x in enumerate(s))], attrs)
+
+
+def g_select(b):
+    a = b.pick_float(lambda v: len(v.shape) >= 1)
+    if a is None:
+        raise Reject("no value of rank >= 1")
+    s = b.v(a).shape
+    d = b.rng.randrange(len(s))
+    idx = b.rng.choice(["0", "-1", "#{(%s) // 2}" % dim_expr(s[d])])
+    if b.rng.random() < 0.5:
+        e = "%s.select(%d, %s)" % (a, d, idx)
+    else:
+        e = "%s[%s%s]" % (a, ":, " * d, idx)
+    attrs = dict(exact=b.v(a).attrs.get("exact"), intval=b.v(a).attrs.get("intval"), contig=d == 0)
+    b.add(e, [tuple(x for i, x in enumerate(s) if i != d)], attrs)
+
+
+def g_slice(b):
+    a = b.pick_float(lambda v: len(v.shape) >= 1)
+    if a is None:
+        raise Reject("no value of rank >= 1")
+    s = b.v(a).shape
+    d = b.rng.randrange(len(s))
+    E = dim_expr(s[d])
+    if b.dim_val(s[d]) < 2 and b.rng.random() < 0.8:
+        raise Reject("slice of a 1-sized dim")
+    variant = b.rng.randrange(5)
+    pre = ":, " * d
+    if variant == 0:
+        n = b.derived("(%s) - 1" % E)
+        e = "%s[%s1:]" % (a, pre)
+    elif variant == 1:
+        n = b.derived("-(-(%s) // 2)" % E)
+        e = "%s[%s::2]" % (a, pre)
+    elif variant == 2:
+        n = b.derived("-(-(%s) // 2)" % E)
+        e = "%s.narrow(%d, 0, #{%s})" % (a, d, n)
+    elif variant == 3:
+        n = b.derived("min(3, %s)" % E)
+        e = "%s[%s-3:]" % (a, pre)
+    else:
+        n = b.derived("(%s) // 2" % E)
+        e = "%s[%s#{(%s) // 4}:#{(%s) // 4 + (%s) // 2}]" % (a, pre, E, E, E)
+    attrs = dict(exact=b.v(a).attrs.get("exact"), intval=b.v(a).attrs.get("intval"), contig=d == 0)
+    b.add(e, [tuple((n,) if i == d else x for i, x in enumerate(s))], attrs)
+
+
+def g_view(b):
+    a = b.pick(lambda v: v.kind == "tensor" and v.dtype is not None and v.dtype.is_floating_point)
+    var = b.v(a)
+    s = var.shape
+    rank = len(s)
+    attrs = dict(exact=var.attrs.get("exact"), intval=var.attrs.get("intval"), const=var.attrs.get("const"))
+    ops = ["unsqueeze", "reshape", "flatten", "clone"]
+    if rank >= 2:
+        ops += ["permute", "transpose", "merge", "merge"]
+    if rank == 2:
+        ops += ["t"]
+    if any(d == () for d in s):
+        ops += ["squeeze", "expand", "expand"]
+    if any(len(d) >= 2 for d in s):
+        ops += ["split_dim", "split_dim"]
+    if rank <= 4:
+        ops += ["expand_new"]
+    op = b.rng.choice(ops)
+    contig = var.attrs.get("contig", True)
+    if op == "unsqueeze":
+        d = b.rng.randint(0, rank)
+        e = "%s.unsqueeze(%d)" % (a, d - (rank + 1) if b.rng.random() < 0.3 else d)
+        shape = s[:d] + ((),) + s[d:]
+        attrs["contig"] = contig
+    elif op == "squeeze":
+        ones = [i for i, d in enumerate(s) if d == ()]
+        d = b.rng.choice(ones)
+        e = "%s.squeeze(%d)" % (a, d)
+        shape = s[:d] + s[d + 1:]
+        attrs["contig"] = contig
+    elif op == "permute":
+        perm = list(range(rank))
+        while perm == list(range(rank)):
+            b.rng.shuffle(perm)
+        e = "%s.permute(%s)" % (a, ", ".join(map(str, perm)))
+        shape = tuple(s[i] for i in perm)
+        attrs["contig"] = False
+    elif op == "transpose":
+        i, j = b.rng.sample(range(rank), 2)
+        e = "%s.transpose(%d, %d)" % (a, i, j - rank if b.rng.random() < 0.3 else j)
+        shape = list(s)
+        shape[i], shape[j] = shape[j], shape[i]
+        shape = tuple(shape)
+        attrs["contig"] = False
+    elif op == "t":
+        e = "%s.t()" % a
+        shape = (s[1], s[0])
+        attrs["contig"] = False
+    elif op in ("merge", "flatten", "reshape", "split_dim"):
+        if op == "merge":
+            i = b.rng.randrange(rank - 1)
+            shape = s[:i] + (mul_dim(s[i], s[i + 1]),) + s[i + 2:]
+        elif op == "flatten":
+            m = ()
+            for d in s:
+                m = mul_dim(m, d)
+            shape = (m,)
+        elif op == "reshape":
+            if rank == 0:
+                shape = ((),)
+            else:
+                m = ()
+                for d in s[:-1]:
+                    m = mul_dim(m, d)
+                shape = (m, s[-1])
+        else:
+            i = b.rng.choice([i for i, d in enumerate(s) if len(d) >= 2])
+            atoms = list(s[i])
+            b.rng.shuffle(atoms)
+            cut = b.rng.randint(1, len(atoms) - 1)
+            shape = s[:i] + (tuple(sorted(atoms[:cut])), tuple(sorted(atoms[cut:]))) + s[i + 1:]
+        if op == "flatten" and b.rng.random() < 0.5:
+            e = "%s.flatten()" % a
+        else:
+            use_view = contig and b.rng.random() < 0.5
+            sizes = ", ".join("#{%s}" % dim_expr(d) for d in shape)
+            if shape and b.rng.random() < 0.3:
+                j = b.rng.randrange(len(shape))
+                sizes = ", ".join("-1" if k == j else "#{%s}" % dim_expr(d) for k, d in enumerate(shape))
+            e = "%s.%s(%s)" % (a, "view" if use_view else "reshape", sizes)
+            if b.rng.random() < 0.1 and "-1" not in sizes:
+                e = "aten_reshape(%s, [%s])" % (a, sizes)
+        attrs["contig"] = True
+    elif op == "clone":
+        e = b.rng.choice(["%s.clone()", "%s.contiguous()"]) % a
+        attrs["contig"] = True
+        shape = s
+    elif op == "expand":
+        ones = [i for i, d in enumerate(s) if d == ()]
+        i = b.rng.choice(ones)
+        nd = b.new_dim(SMALL_POOL + [(129, 1), (64, 1)])
+        shape = tuple(nd if k == i else d for k, d in enumerate(s))
+        sizes = ", ".join("#{%s}" % dim_expr(nd) if k == i else "-1" for k in range(rank))
+        e = "%s.expand(%s)" % (a, sizes)
+        attrs["contig"] = False
+    else:  # expand_new: a new leading dim
+        nd = b.new_dim(SMALL_POOL)
+        shape = (nd,) + s
+        e = "%s.expand(%s)" % (a, ", ".join(["#{%s}" % dim_expr(nd)] + ["-1"] * rank))
+        attrs["contig"] = False
+    if b.numel(shape) > ELEMENT_LIMIT:
+        raise Reject("view too large")
+    b.add(e, [shape], attrs)
+
+
+def g_cast(b):
+    a = b.pick_float()
+    var = b.v(a)
+    dt = var.dtype
+    targets = [t for t in (torch.float32, torch.bfloat16, torch.float16) if t != dt]
+    to = b.rng.choice(targets)
+    if to == torch.float16 and var.attrs.get("maxabs", 0) > 3e4:
+        raise Reject("f16 overflow")
+    # Only .to(NAME) / type_as: the float64 reference rebinds F32/BF16/F16 (a .float() would round it).
+    forms = ["%s.to(%s)" % (a, DTYPE_NAME[to]), "%s.to(dtype=%s)" % (a, DTYPE_NAME[to])]
+    c = b.add(b.rng.choice(forms), [var.shape], dict(exact=var.attrs.get("exact"), intval=var.attrs.get("intval")))
+    if b.rng.random() < 0.6:   # and back, through another op
+        c2 = b.add("%s * 2.0" % c, [var.shape])
+        b.add("%s.to(%s)" % (c2, DTYPE_NAME[dt]), [var.shape])
+
+
+def g_const_op(b):
+    """A constant (arange/full/ones/zeros/scalar_tensor) combined with a value."""
+    a = b.pick_float()
+    s = b.v(a).shape
+    c = b.const_value(b.derive_broadcast(s))
+    form = b.rng.choice(["%s + %s", "%s * %s", "%s - %s"])
+    shape = broadcast(s, b.v(c).shape)
+    b.add(form % (a, c), [shape])
+
+
+def g_tril_data(b):
+    """tril/triu of a computed value (the importer folds only constants: probes that refusal)."""
+    a = b.pick_float(lambda v: len(v.shape) >= 2)
+    if a is None:
+        raise Reject("no value of rank >= 2")
+    k = b.rng.choice([0, 1, -1])
+    e = "torch.%s(%s, %d)" % (b.rng.choice(["tril", "triu"]), a, k)
+    b.add(e, [b.v(a).shape])
+
+
+GENERATORS = [
+    (10, g_unary, ()), (12, g_binary, ()), (7, g_scalar, ()), (8, g_compare, ()),
+    (9, g_reduce, ()), (5, g_softmax, ()), (4, g_layer_norm, ("aten::native_layer_norm",)),
+    (3, g_rms_norm, ("aten::rms_norm",)), (9, g_matmul, ("aten::mm",)), (4, g_bmm, ("aten::bmm",)),
+    (3, g_embedding, ("aten::embedding",)), (4, g_cat, ("aten::cat",)), (3, g_split, ("aten::split.Tensor",)),
+    (3, g_select, ("aten::select.int",)), (4, g_slice, ("aten::slice.Tensor",)), (11, g_view, ()),
+    (3, g_cast, ("aten::_to_copy",)), (3, g_const_op, ()), (0.4, g_tril_data, ("aten::tril",)),
+]
+
+
+def generate(seed, dtype, supported, stats=None):
+    """The program of one case (deterministic in seed)."""
+    for attempt in range(20):
+        b = Builder(seed * 31 + attempt, dtype, supported)
+        b.prog.seed = seed
+        try:
+            prog = _generate(b, stats)
+        except Reject:
+            continue
+        if prog is not None:
+            return prog
+    raise RuntimeError("generator could not make a case for seed %d" % seed)
+
+
+def _generate(b, stats):
+    rng = b.rng
+    gens = [(w, g) for w, g, needs in GENERATORS if all(n in b.supported for n in needs)]
+    kind = rng.random()
+    if kind < 0.05:       # long rows, beyond the SBUF row budget
+        long = b.sym(rng.choice([30000, 20000, 9000]))
+        lead = [b.new_dim([(1, 2), (2, 1)]) for _ in range(rng.choice([0, 1, 1, 2]))]
+        shape = tuple(d for d in lead if d) + ((long,),)
+        if b.numel(shape) > ELEMENT_LIMIT:
+            shape = ((long,),)
+        b.new_input(shape, kind=rng.choice(["normal", "unit"]))
+    elif kind < 0.3:      # a matmul operand
+        m = b.sym(rng.choice(MATMUL_DIMS))
+        kv = [k for k in MATMUL_DIMS if k * b.dim_val((m,)) <= ELEMENT_LIMIT]
+        k = b.sym(rng.choice(kv))
+        b.new_input(((m,), (k,)), kind=rng.choice(["normal", "unit"]))
+    else:
+        rank = rng.choices([0, 1, 2, 3, 4, 5], [1, 4, 8, 6, 4, 2])[0]
+        b.new_input(b.random_shape(rank))
+    if rng.random() < 0.4:
+        a = b.tensors()[0]
+        b.new_input(b.derive_broadcast(b.v(a).shape) if rng.random() < 0.5 else b.v(a).shape)
+    nops = rng.choices(range(1, 13), [3, 5, 7, 8, 8, 7, 6, 5, 4, 3, 2, 2])[0]
+    done = 0
+    tries = 0
+    while done < nops and tries < nops * 15:
+        tries += 1
+        g = rng.choices([g for _, g in gens], [w for w, _ in gens])[0]
+        cp = b.checkpoint()
+        try:
+            g(b)
+            done += 1
+            if stats is not None:
+                stats["gen:" + g.__name__] += 1
+        except Reject as e:
+            b.rollback(cp)
+            if stats is not None:
+                stats["reject:" + str(e).split("(")[0][:40]] += 1
+        except GenBug as e:
+            b.rollback(cp)
+            b.genbugs.append("%s: %s" % (g.__name__, e))
+            if stats is not None:
+                stats["GENBUG %s: %s" % (g.__name__, str(e)[:100])] += 1
+    choose_outputs(b)
+    prog = b.prog
+    prog.dce()
+    if not prog.outputs:
+        raise Reject("no outputs")
+    return prog
+
+
+def choose_outputs(b):
+    rng = b.rng
+    prog = b.prog
+    produced = [s["outs"][0] for s in prog.stmts if prog.vars[s["outs"][0]].kind == "tensor"]
+    floats = [n for n in produced if prog.vars[n].dtype.is_floating_point]
+    outs = []
+    if floats:
+        outs.append(floats[-1])
+    extra = [n for n in floats[:-1]]
+    for _ in range(rng.choice([0, 0, 1, 1, 2])):
+        if extra:
+            outs.append(rng.choice(extra))
+    if floats and rng.random() < 0.15:   # a view of an intermediate as an output
+        a = rng.choice(floats)
+        var = prog.vars[a]
+        cp = b.checkpoint()
+        try:
+            s = var.shape
+            if len(s) >= 2:
+                v = b.add("%s.transpose(0, 1)" % a, [(s[1], s[0]) + s[2:]])
+            elif len(s) == 1 and b.dim_val(s[0]) >= 2:
+                n = b.derived("(%s) - 1" % dim_expr(s[0]))
+                v = b.add("%s[1:]" % a, [((n,),)])
+            else:
+                v = b.add("%s.unsqueeze(0)" % a, [((),) + s])
+            outs.append(v)
+        except (Reject, GenBug):
+            b.rollback(cp)
+    if outs and rng.random() < 0.05:
+        outs.append(outs[0])          # the same value twice
+    if rng.random() < 0.03:
+        ins = [i["name"] for i in prog.inputs if i["dtype"].is_floating_point]
+        if ins:
+            outs.append(rng.choice(ins))   # an input returned as is
+    if not outs:
+        ins = [i["name"] for i in prog.inputs if i["dtype"].is_floating_point]
+        if ins:   # nothing computed: at least one op
+            a = ins[0]
+            outs.append(b.add("%s * 2.0" % a, [prog.vars[a].shape]))
+    seen = []
+    for o in outs:
+        if o not in seen or rng.random() < 0.5:
+            seen.append(o)
+    prog.outputs = seen
+
+
+# ---------------------------------------------------------------------------
+# Running a case
+
+class ToolRun:
+    def __init__(self, cmd, rc, out, err, seconds, timed_out):
+        self.cmd, self.rc, self.out, self.err, self.seconds, self.timed_out = cmd, rc, out, err, seconds, timed_out
+
+    @property
+    def text(self):
+        return (self.out or "") + (self.err or "")
+
+
+def run_tool(cmd, timeout):
+    t0 = time.time()
+    try:
+        proc = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, timeout=timeout,
+                              errors="replace")
+        return ToolRun(cmd, proc.returncode, proc.stdout, proc.stderr, time.time() - t0, False)
+    except subprocess.TimeoutExpired as e:
+        out = e.stdout.decode(errors="replace") if isinstance(e.stdout, bytes) else (e.stdout or "")
+        err = e.stderr.decode(errors="replace") if isinstance(e.stderr, bytes) else (e.stderr or "")
+        return ToolRun(cmd, None, out, err, time.time() - t0, True)
+    except OSError as e:
+        return ToolRun(cmd, 127, "", "could not start %s: %s" % (cmd[0], e), time.time() - t0, False)
+
+
+CRASH_RE = re.compile(r"internal compiler error|invalid NEFF|Assertion [`'].*failed|LLVM ERROR|Stack dump|"
+                      r"Traceback \(most recent call last\)|Segmentation fault|terminate called|UNREACHABLE|"
+                      r"AddressSanitizer|Aborted|core dumped", re.I)
+# Lines that say what went wrong (the stack dump's preamble does not).
+CRASH_LINE_RE = re.compile(r"internal compiler error|invalid NEFF|Assertion [`'].*failed|LLVM ERROR|"
+                           r"terminate called|UNREACHABLE|AddressSanitizer|^\w*(Error|Exception)\b", re.I)
+FRAME_RE = re.compile(r"^\s*#\d+\s+0x[0-9a-fA-F]+\s+(?:in\s+)?(\S.*)$")
+SIGNALS = {4: "SIGILL", 6: "SIGABRT", 7: "SIGBUS", 8: "SIGFPE", 9: "SIGKILL", 11: "SIGSEGV"}
+
+
+def strip_paths(text):
+    return re.sub(r"(?:/[^\s:'\"/]+)+/", "", text)
+
+
+def crash_function(text):
+    """The first stack frame in our own code: not in a system library, not the signal handler, not main."""
+    for line in text.splitlines():
+        m = FRAME_RE.match(line)
+        if not m:
+            continue
+        body = m.group(1)
+        if re.search(r"\(/(usr/)?lib/|libc\.so|ld-linux|linux-vdso|\bcsu/|__libc_start|_start\b", body):
+            continue
+        name = body.replace("(anonymous namespace)", "")
+        name = re.sub(r"\(.*", "", name).replace("::::", "::").strip()
+        if not name or name.startswith("0x") or name in ("main",) or "llvm::sys::" in name:
+            continue
+        return name[:160]
+    return None
+
+
+def first_error_line(text):
+    text = strip_paths(text)
+    lines = [ln.strip() for ln in text.splitlines() if ln.strip()]
+    for ln in lines:
+        if CRASH_LINE_RE.search(ln):
+            return ln[:240]
+    # A located diagnostic ("graph.pb: node 'x': error: ...") before a summary ("error NCC-E003:
+    # compilation of 'graph.pb' failed"), whichever stream it came on.
+    ranked = []
+    for n, ln in enumerate(lines):
+        if not re.search(r"\berror\b", ln, re.I):
+            continue
+        rank = 0 if re.search(r": error: ", ln) else 2 if re.search(r"compilation of .* failed", ln) else 1
+        ranked.append((rank, n, ln))
+    if ranked:
+        return min(ranked)[2][:240]
+    for ln in lines:
+        if not ln.startswith(("PLEASE submit", "Stack dump", "Compiler status", "0.", "#")):
+            return ln[:240]
+    return "(no output)"
+
+
+def normalize(line):
+    line = strip_paths(line)
+    line = re.sub(r"\S+\.(?:pb|neff|npy)\b:?", "FILE", line)
+    line = re.sub(r"(node|value|input|constant|output) '[^']*'", r"\1 '_'", line)
+    line = re.sub(r"0x[0-9a-fA-F]+", "0xN", line)
+    line = re.sub(r"(?<![A-Za-z_])\d+(\.\d+)?(e[-+]?\d+)?", "N", line)
+    return line.strip()
+
+
+def classify_tool(run, stage, allowed):
+    """None when the tool succeeded, else (class, stage, first line, signature)."""
+    if run.timed_out:
+        return ("timeout", stage, "timed out after %.0f s" % run.seconds, "timeout %s" % stage)
+    text = run.text
+    crashed = (run.rc is not None and run.rc < 0) or CRASH_RE.search(text)
+    if run.rc == 0 and not crashed:
+        if stage == "compile" and "Compiler status PASS" not in run.out:
+            line = first_error_line(text)
+            return ("crash", stage, "exit 0 without 'Compiler status PASS': " + line,
+                    "crash %s: no PASS: %s" % (stage, normalize(line)))
+        return None
+    if crashed:
+        fn = crash_function(text)
+        lines = [ln.strip() for ln in strip_paths(text).splitlines() if CRASH_LINE_RE.search(ln.strip())]
+        if lines:
+            line = lines[0][:240]
+        elif run.rc is not None and run.rc < 0:
+            line = "killed by signal %d (%s)" % (-run.rc, SIGNALS.get(-run.rc, "?"))
+        else:
+            line = first_error_line(text)
+        where = (" in " + fn) if fn else ""
+        return ("crash", stage, line + where, "crash %s: %s%s" % (stage, normalize(line), where))
+    if re.search(r"\berror\b", text, re.I):
+        line = first_error_line(text)
+        cls = "allowed refusal" if allowed.matches(line) else "refusal"
+        return (cls, stage, line, "%s %s: %s" % ("refusal", stage, normalize(line)))
+    line = first_error_line(text)
+    return ("crash", stage, "exit %s without an error message: %s" % (run.rc, line),
+            "crash %s: exit %s without error" % (stage, run.rc))
+
+
+class Allowed:
+    """allowed_refusals.txt: one Python regular expression per line, searched in the refusal's
+    first error line (directories stripped); blank lines and lines starting with # are ignored."""
+
+    def __init__(self, path):
+        self.path = path
+        self.patterns = []
+        if path and os.path.exists(path):
+            with open(path) as f:
+                for line in f:
+                    line = line.rstrip("\n")
+                    if line.strip() and not line.lstrip().startswith("#"):
+                        self.patterns.append(re.compile(line.strip()))
+
+    def matches(self, line):
+        return any(p.search(line) for p in self.patterns)
+
+
+def build_model(prog, env):
+    src = prog.source(env)
+    g = dict(P)
+    exec(compile(src, "<graph_fuzz case %d>" % prog.seed, "exec"), g)
+    model = g["Model"]().eval()
+    inputs = tuple(prog.make_values(i, env) for i in prog.inputs)
+    return g, model, inputs, src
+
+
+def reference_outputs(g, model, inputs):
+    """The float64 reference: the same module with F32/BF16/F16 bound to float64, on the rounded values."""
+    saved = {k: g[k] for k in REF_DTYPES}
+    g.update(REF_DTYPES)
+    try:
+        ref = g["Model"]().eval()
+        ref.load_state_dict({k: v.double() if v.is_floating_point() else v for k, v in model.state_dict().items()})
+        with torch.no_grad():
+            return ref(*[x.double() if x.is_floating_point() else x for x in inputs])
+    finally:
+        g.update(saved)
+
+
+class Outcome:
+    def __init__(self, cls, stage="", msg="", sig="", opt=None):
+        self.cls, self.stage, self.msg, self.sig, self.opt = cls, stage, msg, sig, opt
+        self.times = {}
+        self.rel = None
+
+    def as_dict(self):
+        return dict(cls=self.cls, stage=self.stage, msg=self.msg, sig=self.sig, opt=self.opt, times=self.times,
+                    rel=self.rel)
+
+
+def output_prec(prog, name):
+    var = prog.vars.get(name)
+    p = var.attrs.get("prec", prog.dtype) if var else prog.dtype
+    if var is not None and var.dtype is not None and var.dtype.is_floating_point:
+        p = worse_prec(p, PREC_KEY[var.dtype])
+    return p
+
+
+def export_case(prog, env, workdir, supported):
+    """Exports the program; returns (exp, eager outputs, reference outputs, seconds) or raises ExportSkip."""
+    t0 = time.time()
+    try:
+        g, model, inputs, _ = build_model(prog, env)
+        with torch.no_grad(), P["LowPrecisionEager"]():
+            eager = model(*inputs)
+        ref = reference_outputs(g, model, inputs)
+        with torch.no_grad(), P["LowPrecisionEager"]():
+            exp = ex.export_aten(model, inputs, None, params="constants")
+    except Exception as e:  # noqa: BLE001
+        raise ExportSkip("export: %s: %s" % (type(e).__name__, str(e).strip().splitlines()[0][:200] if str(e).strip() else ""))
+    P["rename_custom_ops"](exp.graph)
+    bad = sorted({n.target for n in exp.graph.nodes if n.target != "getitem" and n.target not in supported})
+    if bad:
+        raise ExportSkip("export: operator outside the list: %s" % " ".join(bad))
+    ex.write_graph(exp.graph, os.path.join(workdir, "graph.pb"))
+    names = list(exp.input_values)
+    for n, v in exp.input_values.items():
+        np.save(os.path.join(workdir, "%s.npy" % n), np.asarray(P["to_device_numpy"](v), order="C"))
+    return exp, names, list(eager), list(ref), time.time() - t0
+
+
+class ExportSkip(Exception):
+    pass
+
+
+def compile_cmd(workdir, opt):
+    return [toolchain.tool("neuron-cc"), "compile", os.path.join(workdir, "graph.pb"), "--framework", "ATEN",
+            "--target", "trn1", "-O%d" % opt, "--output", os.path.join(workdir, "graph.O%d.neff" % opt)]
+
+
+def run_cmd(workdir, opt, names):
+    cmd = [toolchain.tool("neuron-run"), os.path.join(workdir, "graph.O%d.neff" % opt),
+           "--output-dir", os.path.join(workdir, "out.O%d" % opt), "-q"]
+    for n in names:
+        cmd += ["--input", "%s=@%s" % (n, os.path.join(workdir, "%s.npy" % n))]
+    return cmd
+
+
+def compile_and_check(prog, workdir, opt, names, eager, ref, cfg, allowed):
+    o = Outcome("pass", opt=opt)
+    c = run_tool(compile_cmd(workdir, opt), cfg.compile_timeout)
+    o.times["compile"] = c.seconds
+    bad = classify_tool(c, "compile", allowed)
+    if bad:
+        o.cls, o.stage, o.msg, o.sig = bad
+        return o
+    outdir = os.path.join(workdir, "out.O%d" % opt)
+    shutil.rmtree(outdir, ignore_errors=True)
+    os.makedirs(outdir)
+    r = run_tool(run_cmd(workdir, opt, names), cfg.run_timeout)
+    o.times["run"] = r.seconds
+    bad = classify_tool(r, "run", allowed)
+    if bad:
+        o.cls, o.stage, o.msg, o.sig = bad
+        return o
+    outs = []
+    i = 0
+    while os.path.exists(os.path.join(outdir, "output_%d.npy" % i)):
+        outs.append(np.load(os.path.join(outdir, "output_%d.npy" % i)))
+        i += 1
+    if len(outs) != len(eager):
+        o.cls, o.stage, o.msg, o.sig = "wrong", "compare", "%d outputs, eager has %d" % (len(outs), len(eager)), \
+            "wrong: output count"
+        return o
+    worst = 0.0
+    for i, (y, e, f) in enumerate(zip(outs, eager, ref)):
+        tol = P["TOL"][output_prec(prog, prog.outputs[i])]
+        e_np = e.detach().double().numpy() if e.is_floating_point() else e.numpy()
+        f_np = f.detach().double().numpy() if f.is_floating_point() else f.numpy()
+        bad = P["check_output"](y, e_np, f_np, tol)
+        if bad:
+            kind, msg = bad
+            o.cls, o.stage, o.msg, o.sig = "wrong", "compare", "output %d (%s, %s): %s" % (
+                i, tuple(e.shape), str(e.dtype).replace("torch.", ""), msg), "wrong: %s" % kind
+            return o
+        k, v = P["rel_error"](y, e_np)
+        if k is None:
+            worst = max(worst, v)
+    o.rel = worst
+    return o
+
+
+def run_program(prog, cfg, allowed, supported, opts, workdir, env=None):
+    """Exports, compiles and runs prog at each opt level; returns (outcomes, export info)."""
+    env = env or prog.env()
+    info = {}
+    try:
+        exp, names, eager, ref, t_export = export_case(prog, env, workdir, supported)
+    except ExportSkip as e:
+        o = Outcome("export-skip", "export", str(e), "export-skip: " + normalize(str(e)))
+        return [o], info
+    info["export"] = t_export
+    info["targets"] = sorted({n.target for n in exp.graph.nodes})
+    info["input_names"] = names
+    outcomes = [compile_and_check(prog, workdir, opt, names, eager, ref, cfg, allowed) for opt in opts]
+    for o in outcomes:
+        o.times["export"] = t_export
+    return outcomes, info
+
+
+def case_seed(seed, i):
+    return seed * 1000003 + i
+
+
+def case_dtype(seed, i, dtypes):
+    return random.Random(case_seed(seed, i) ^ 0x5bd1e995).choice(dtypes)
+
+
+_SUPPORTED = None
+
+
+def supported_ops():
+    global _SUPPORTED
+    if _SUPPORTED is None:
+        r = run_tool([toolchain.tool("neuron-cc"), "list-operators", "--framework", "ATEN"], 60)
+        if r.rc != 0:
+            raise SystemExit("graph_fuzz: neuron-cc list-operators failed: %s" % r.text.strip()[:300])
+        _SUPPORTED = frozenset(line.strip() for line in r.out.splitlines() if line.strip())
+    return _SUPPORTED
+
+
+def run_one_case(args):
+    i, cfg = args
+    torch.set_num_threads(1)
+    allowed = Allowed(cfg.allowed)
+    supported = supported_ops()
+    seed = case_seed(cfg.seed, i)
+    dtype = case_dtype(cfg.seed, i, cfg.dtypes)
+    t0 = time.time()
+    rec = dict(case=i, seed=seed, dtype=dtype)
+    try:
+        prog = generate(seed, dtype, supported)
+    except Exception as e:  # noqa: BLE001
+        rec.update(cls="export-skip", outcomes=[dict(cls="export-skip", stage="generate",
+                                                      msg="generator: %s: %s" % (type(e).__name__, e),
+                                                      sig="export-skip: generator failed", opt=None, times={})])
+        return rec
+    rec["gen_s"] = time.time() - t0
+    rec["n_stmts"] = len(prog.stmts)
+    workdir = tempfile.mkdtemp(prefix="case%d-" % i, dir=cfg.work)
+    try:
+        outcomes, info = run_program(prog, cfg, allowed, supported, cfg.opts, workdir)
+    finally:
+        if not cfg.keep:
+            shutil.rmtree(workdir, ignore_errors=True)
+    rec["targets"] = info.get("targets", [])
+    rec["outcomes"] = [o.as_dict() for o in outcomes]
+    rec["cls"] = max((o.cls for o in outcomes), key=lambda c: SEVERITY[c])
+    rec["wall_s"] = time.time() - t0
+    if cfg.verbose and rec["cls"] != "pass":
+        bad = [o for o in outcomes if o.cls != "pass"]
+        print("  case %d (%s): %s -O%s %s: %s" % (i, dtype, bad[0].cls, bad[0].opt, bad[0].stage, bad[0].msg),
+              flush=True)
+    return rec
+
+
+# ---------------------------------------------------------------------------
+# Minimization
+
+def failure_key(o):
+    return o.sig
+
+
+class Minimizer:
+    def __init__(self, prog, opt, sig, cfg, allowed, supported, workdir, deadline):
+        self.prog = prog
+        self.opt = opt
+        self.sig = sig
+        self.cfg = cfg
+        self.allowed = allowed
+        self.supported = supported
+        self.workdir = workdir
+        self.deadline = deadline
+        self.tries = 0
+        self.last = None
+
+    def still_fails(self, cand):
+        if time.time() > self.deadline:
+            return False
+        self.tries += 1
+        try:
+            cand.dce()
+            if not cand.outputs:
+                return False
+            env = cand.env()
+            if any(v <= 0 for v in env.values()):
+                return False
+            level = "full" if self.sig.startswith("wrong") else "run"
+            evaluate_program(cand, env, level)
+        except (Reject, GenBug, Exception):  # noqa: BLE001
+            return False
+        d = tempfile.mkdtemp(prefix="min-", dir=self.workdir)
+        try:
+            outcomes, _ = run_program(cand, self.cfg, self.allowed, self.supported, [self.opt], d)
+        finally:
+            shutil.rmtree(d, ignore_errors=True)
+        o = outcomes[0]
+        if o.sig == self.sig:
+            self.last = o
+            return True
+        return False
+
+    def try_apply(self, mutate):
+        cand = copy.deepcopy(self.prog)
+        try:
+            if mutate(cand) is False:
+                return False
+        except (Reject, GenBug, KeyError, IndexError, ValueError):
+            return False
+        if self.still_fails(cand):
+            self.prog = cand
+            return True
+        return False
+
+    def run(self):
+        changed = True
+        while changed and time.time() < self.deadline:
+            changed = False
+            # 1. drop outputs
+            i = 0
+            while i < len(self.prog.outputs) and len(self.prog.outputs) > 1:
+                def drop(c, i=i):
+                    del c.outputs[i]
+                if self.try_apply(drop):
+                    changed = True
+                else:
+                    i += 1
+            # 2. bypass statements (latest first)
+            for idx in range(len(self.prog.stmts) - 1, -1, -1):
+                if idx >= len(self.prog.stmts):
+                    continue
+                st = self.prog.stmts[idx]
+                out = st["outs"][0]
+                var = self.prog.vars.get(out)
+                if var is None or var.kind != "tensor" or len(st["outs"]) != 1:
+                    continue
+                cands = [d for d in dict.fromkeys(self.prog.deps(st["expr"]))
+                         if self.prog.vars.get(d) is not None and self.prog.vars[d].kind == "tensor"
+                         and self.prog.vars[d].shape == var.shape and self.prog.vars[d].dtype == var.dtype]
+                done = False
+                for d in cands:
+                    if self.try_apply(lambda c, out=out, d=d: replace_var(c, out, d)):
+                        changed = done = True
+                        break
+                if not done and var.dtype is not None and var.dtype.is_floating_point and \
+                        not var.attrs.get("input") and self.prog.deps(st["expr"]):
+                    if self.try_apply(lambda c, out=out: replace_with_input(c, out)):
+                        changed = True
+            # 3. shrink symbols
+            for name in list(self.prog.syms):
+                s = self.prog.syms.get(name)
+                if s is None or "value" not in s:
+                    continue
+                cur = s["value"]
+                for v in sorted({1, 2, 3, 4, 7, cur // 2, cur - 1}):
+                    if v < 1 or v >= cur:
+                        continue
+                    def setv(c, name=name, v=v):
+                        c.syms[name]["value"] = v
+                    if self.try_apply(setv):
+                        changed = True
+                        break
+        self.prog.dce()
+        return self.prog
+
+
+def replace_var(c, old, new):
+    pat = re.compile(r"(?<![\w.])%s\b" % re.escape(old))
+    for s in c.stmts:
+        if old in s["outs"]:
+            continue
+        s["expr"] = pat.sub(new, s["expr"])
+    c.outputs = [new if o == old else o for o in c.outputs]
+    c.dce()
+
+
+def replace_with_input(c, old):
+    var = c.vars[old]
+    name = c.fresh("x")
+    while name in c.vars:
+        name = c.fresh("x")
+    spec = dict(name=name, shape=var.shape, dtype=var.dtype, kind="normal", arg=None,
+                seed=(c.seed * 13 + c.counter * 7) % (2 ** 31 - 1))
+    c.inputs.append(spec)
+    c.vars[name] = Var(name, "tensor", var.shape, var.dtype, dict(exact=True, contig=True, input=True,
+                                                                  prec=var.attrs.get("prec", c.dtype)))
+    replace_var(c, old, name)
+
+
+def slug(text, n=60):
+    s = re.sub(r"[^A-Za-z0-9]+", "_", text).strip("_")
+    return s[:n] or "failure"
+
+
+REPRO_MAIN = r'''
+
+def reference(model, inputs):
+    """float64 evaluation of the same rounded parameters and inputs."""
+    saved = {k: globals()[k] for k in ("F32", "BF16", "F16")}
+    globals().update(F32=torch.float64, BF16=torch.float64, F16=torch.float64)
+    try:
+        ref = Model().eval()
+        ref.load_state_dict({k: v.double() if v.is_floating_point() else v for k, v in model.state_dict().items()})
+        with torch.no_grad():
+            return ref(*[x.double() if x.is_floating_point() else x for x in inputs])
+    finally:
+        globals().update(saved)
+
+
+def main():
+    here = os.path.dirname(os.path.abspath(__file__))
+    build = os.environ.get("NEURONCC_BUILD_DIR", os.path.join(REPO, "build"))
+    model = Model().eval()
+    inputs = make_inputs()
+    with torch.no_grad(), LowPrecisionEager():   # f16/bf16 ops torch 1.13's CPU lacks: f32 + one rounding
+        eager = model(*inputs)
+        exp = export_aten(model, inputs, None, params="constants")
+    ref = reference(model, inputs)
+    rename_custom_ops(exp.graph)
+    write_graph(exp.graph, os.path.join(here, "graph.pb"))
+    cmd_in = []
+    for name, value in exp.input_values.items():
+        np.save(os.path.join(here, name + ".npy"), np.asarray(to_device_numpy(value), order="C"))
+        cmd_in += ["--input", "%s=@%s" % (name, os.path.join(here, name + ".npy"))]
+    neff = os.path.join(here, "graph.O%d.neff" % OPT)
+    out = os.path.join(here, "out")
+    os.makedirs(out, exist_ok=True)
+    for cmd in ([os.path.join(build, "bin", "neuron-cc"), "compile", os.path.join(here, "graph.pb"), "--framework",
+                 "ATEN", "--target", "trn1", "-O%d" % OPT, "--output", neff],
+                [os.path.join(build, "bin", "neuron-run"), neff, "--output-dir", out] + cmd_in):
+        print("$ " + " ".join(cmd), flush=True)
+        proc = subprocess.run(cmd)
+        if proc.returncode != 0:
+            print("FAILED: exit status %d" % proc.returncode)
+            return 1
+    ok = True
+    for i, (e, f) in enumerate(zip(eager, ref)):
+        y = np.load(os.path.join(out, "output_%d.npy" % i))
+        bad = check_output(y, e.double().numpy(), f.double().numpy(), TOL[OUT_PREC[i]])
+        k, v = rel_error(y, e.double().numpy())
+        print("output %d %s: %s" % (i, tuple(e.shape), "ok (rel %.3g)" % v if bad is None else "MISMATCH: %s" % (bad[1],)))
+        ok = ok and bad is None
+    return 0 if ok else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
+'''
+
+
+def write_repro(prog, outcome, directory, original_case, cfg, supported):
+    os.makedirs(directory, exist_ok=True)
+    env = prog.env()
+    allowed = Allowed(cfg.allowed)
+    # Re-export into the directory (graph.pb and input .npy files), and record the exact commands.
+    outcomes, info = run_program(prog, cfg, allowed, supported, [outcome.opt], directory, env)
+    final = outcomes[0]
+    names = info.get("input_names", [])
+    rel_cmds = ["neuron-cc compile graph.pb --framework ATEN --target trn1 -O%d --output graph.O%d.neff"
+                % (outcome.opt, outcome.opt),
+                "neuron-run graph.O%d.neff --output-dir out %s" % (
+                    outcome.opt, " ".join("--input %s=@%s.npy" % (n, n) for n in names))]
+    shapes = ", ".join("%s: %s %s" % (i["name"], prog.eval_shape(i["shape"], env),
+                                      str(i["dtype"]).replace("torch.", "")) for i in prog.inputs)
+    out_prec = [output_prec(prog, o) for o in prog.outputs]
+    doc = ['"""graph_fuzz reproducer (minimized).',
+           "",
+           "class:     %s (%s, -O%d)" % (final.cls, final.stage, outcome.opt),
+           "error:     %s" % final.msg,
+           "signature: %s" % final.sig,
+           "case dtype %s; inputs %s" % (prog.dtype, shapes),
+           "from:      graph_fuzz.py --seed %d --only %d (case seed %d), then minimized" % (
+               cfg.seed, original_case, prog.seed),
+           "",
+           "Commands, in this directory, with NEURONCC_BUILD_DIR's bin/ on PATH:",
+           ] + ["  " + c for c in rel_cmds] + [
+           "`/usr/bin/python3 repro.py` re-exports graph.pb from the model below, runs both",
+           "commands and compares every output with eager and float64 (tolerances: graph_fuzz.py).",
+           '"""']
+    text = "\n".join(doc) + "\n"
+    text += "import os\nimport subprocess\nimport sys\n\n"
+    text += "REPO = %r\nsys.path.insert(0, os.path.join(REPO, \"tools\", \"python\"))\n" % REPO
+    text += "from neuroncc.export import export_aten, write_graph  # noqa: E402\n"
+    text += PRELUDE
+    text += "\n\nOPT = %d\nOUT_PREC = %r\n\n\n" % (outcome.opt, out_prec)
+    text += prog.source(env) + "\n\n" + prog.inputs_source(env)
+    text += REPRO_MAIN
+    with open(os.path.join(directory, "repro.py"), "w") as f:
+        f.write(text)
+    with open(os.path.join(directory, "commands.sh"), "w") as f:
+        f.write("#!/bin/sh\n# %s\nset -x\ncd \"$(dirname \"$0\")\"\nB=${NEURONCC_BUILD_DIR:-%s}/bin\n" % (
+            final.msg.replace("\n", " "), os.path.join(REPO, "build")))
+        for c in rel_cmds:
+            f.write("$B/" + c + "\n")
+    return final, prog.source(env), shapes
+
+
+def minimize_one(args):
+    rec, cfg = args
+    torch.set_num_threads(1)
+    supported = supported_ops()
+    allowed = Allowed(cfg.allowed)
+    bad = [o for o in rec["outcomes"] if o["sig"] == rec["min_sig"]][0]
+    prog = generate(rec["seed"], rec["dtype"], supported)
+    opt = bad["opt"]
+    workdir = tempfile.mkdtemp(prefix="min%d-" % rec["case"], dir=cfg.work)
+    t0 = time.time()
+    try:
+        m = Minimizer(prog, opt, rec["min_sig"], cfg, allowed, supported, workdir, time.time() + cfg.minimize_budget)
+        if cfg.minimize:
+            prog = m.run()
+        d = os.path.join(cfg.out, "%s-case%d" % (slug(rec["min_sig"]), rec["case"]))
+        shutil.rmtree(d, ignore_errors=True)
+        o = Outcome(bad["cls"], bad["stage"], bad["msg"], bad["sig"], opt)
+        final, src, shapes = write_repro(prog, o, d, rec["case"], cfg, supported)
+    finally:
+        shutil.rmtree(workdir, ignore_errors=True)
+    return dict(case=rec["case"], sig=rec["min_sig"], dir=d, cls=final.cls, msg=final.msg, opt=opt,
+                dtype=rec["dtype"], source=src, shapes=shapes, tries=m.tries, seconds=time.time() - t0,
+                stmts=len(prog.stmts), still=final.sig == rec["min_sig"])
+
+
+# ---------------------------------------------------------------------------
+# Driver
+
+def parse_args(argv):
+    p = argparse.ArgumentParser(description="Differential graph fuzzer: neuron-cc vs PyTorch eager.",
+                                epilog="See the module docstring for what is generated and how results are judged.")
+    p.add_argument("--seed", type=int, default=1)
+    p.add_argument("--cases", type=int, default=200)
+    p.add_argument("--only", help="comma-separated case indices to run")
+    p.add_argument("--jobs", type=int, default=1)
+    p.add_argument("--opt", default="0,2")
+    p.add_argument("--dtypes", default="f32,bf16,f16")
+    p.add_argument("--out", help="output directory (reproducers, results.jsonl); default: a new temp dir")
+    p.add_argument("--minimize", dest="minimize", action="store_true", default=None)
+    p.add_argument("--no-minimize", dest="minimize", action="store_false")
+    p.add_argument("--minimize-budget", type=float, default=240.0, help="seconds per failure signature")
+    p.add_argument("--repros-per-signature", type=int, default=1)
+    p.add_argument("--timeout", type=float, help="compile and run timeout (s)")
+    p.add_argument("--compile-timeout", type=float, default=20.0)
+    p.add_argument("--run-timeout", type=float, default=20.0)
+    p.add_argument("--allowed", default=ALLOWED_PATH, help="allowed-refusals file")
+    p.add_argument("--ctest", action="store_true", help="fixed seed, %d cases, no minimization" % CTEST_CASES)
+    p.add_argument("--gen-only", action="store_true", help="generate and export only (generator self-check)")
+    p.add_argument("--keep", action="store_true", help="keep every case's work directory")
+    p.add_argument("-v", "--verbose", action="store_true")
+    args = p.parse_args(argv)
+    if args.ctest:
+        args.seed = CTEST_SEED
+        args.cases = CTEST_CASES
+        args.minimize = False
+        args.only = None
+    if args.minimize is None:
+        args.minimize = True
+    if args.timeout:
+        args.compile_timeout = args.run_timeout = args.timeout
+    args.opts = [int(x) for x in args.opt.split(",") if x.strip()]
+    args.dtypes = [d.strip() for d in args.dtypes.split(",") if d.strip()]
+    for d in args.dtypes:
+        if d not in CASE_DTYPES:
+            p.error("--dtypes: %s is not one of %s" % (d, ", ".join(CASE_DTYPES)))
+    return args
+
+
+def gen_only(args):
+    supported = supported_ops()
+    stats = collections.Counter()
+    skips = collections.Counter()
+    coverage = collections.Counter()
+    work = tempfile.mkdtemp(prefix="graph_fuzz_gen-")
+    idx = [int(x) for x in args.only.split(",")] if args.only else range(args.cases)
+    t0 = time.time()
+    for i in idx:
+        seed = case_seed(args.seed, i)
+        dtype = case_dtype(args.seed, i, args.dtypes)
+        prog = generate(seed, dtype, supported, stats)
+        try:
+            exp, _, _, _, _ = export_case(prog, prog.env(), work, supported)
+            coverage.update(n.target for n in exp.graph.nodes)
+        except ExportSkip as e:
+            skips[str(e)[:160]] += 1
+            if args.verbose:
+                print("case %d: %s\n%s" % (i, e, prog.source(prog.env())))
+    shutil.rmtree(work, ignore_errors=True)
+    print("generated %d cases in %.1f s" % (len(idx), time.time() - t0))
+    for k, v in sorted(stats.items()):
+        print("  %6d %s" % (v, k))
+    print("export-skip %d:" % sum(skips.values()))
+    for k, v in skips.most_common():
+        print("  %6d %s" % (v, k))
+    missing = sorted(supported - set(coverage))
+    print("coverage: %d of %d supported overloads; never generated: %s" % (
+        len(supported & set(coverage)), len(supported), " ".join(missing) or "none"))
+    bugs = [k for k in stats if k.startswith("GENBUG")]
+    return 1 if bugs else 0
+
+
+def main(argv=None):
+    args = parse_args(sys.argv[1:] if argv is None else argv)
+    if args.gen_only:
+        return gen_only(args)
+    supported = supported_ops()
+    out = args.out or tempfile.mkdtemp(prefix="graph_fuzz-")
+    os.makedirs(out, exist_ok=True)
+    args.out = os.path.abspath(out)
+    args.work = tempfile.mkdtemp(prefix="work-", dir=args.out)
+    allowed = Allowed(args.allowed)
+    cases = [int(x) for x in args.only.split(",")] if args.only else list(range(args.cases))
+    print("graph_fuzz: seed %d, %d cases, -O%s, dtypes %s, %d jobs, tools %s, out %s" % (
+        args.seed, len(cases), ",".join(map(str, args.opts)), ",".join(args.dtypes), args.jobs, toolchain.BIN,
+        args.out), flush=True)
+    print("graph_fuzz: %d supported operators; %d allowed-refusal patterns from %s" % (
+        len(supported), len(allowed.patterns), args.allowed), flush=True)
+    t0 = time.time()
+    records = []
+    work_items = [(i, args) for i in cases]
+    progress_every = max(1, len(cases) // 20)
+    if args.jobs > 1:
+        ctx = multiprocessing.get_context("fork")
+        with ctx.Pool(args.jobs) as pool:
+            for n, rec in enumerate(pool.imap_unordered(run_one_case, work_items), 1):
+                records.append(rec)
+                if n % progress_every == 0:
+                    print("  ... %d/%d cases, %.0f s" % (n, len(cases), time.time() - t0), flush=True)
+    else:
+        for n, item in enumerate(work_items, 1):
+            records.append(run_one_case(item))
+            if n % progress_every == 0:
+                print("  ... %d/%d cases, %.0f s" % (n, len(cases), time.time() - t0), flush=True)
+    records.sort(key=lambda r: r["case"])
+    with open(os.path.join(args.out, "results.jsonl"), "w") as f:
+        for r in records:
+            f.write(json.dumps(r) + "\n")
+
+    counts = collections.Counter(r["cls"] for r in records)
+    ncompiles = sum(1 for r in records for o in r["outcomes"] if o["stage"] not in ("export", "generate"))
+    # failure signatures
+    sigs = collections.OrderedDict()
+    for r in records:
+        for o in r["outcomes"]:
+            if o["cls"] in ("pass",):
+                continue
+            key = (o["cls"], o["sig"])
+            entry = sigs.setdefault(key, dict(cases=[], opts=set(), dtypes=set(), msg=o["msg"]))
+            if r["case"] not in entry["cases"]:
+                entry["cases"].append(r["case"])
+            entry["opts"].add(o["opt"])
+            entry["dtypes"].add(r["dtype"])
+    coverage = collections.Counter(t for r in records for t in r.get("targets", []))
+    stage_times = collections.defaultdict(list)
+    for r in records:
+        for o in r["outcomes"]:
+            for k, v in o["times"].items():
+                stage_times[k if k == "export" else "%s -O%s" % (k, o["opt"])].append(v)
+
+    repros = []
+    if sigs and (args.minimize or True):
+        todo = []
+        for (cls, sig), entry in sigs.items():
+            if cls not in FAILING and cls != "export-skip":
+                continue
+            if cls == "export-skip":
+                continue
+            for c in entry["cases"][:args.repros_per_signature]:
+                rec = dict(next(r for r in records if r["case"] == c))
+                rec["min_sig"] = sig
+                todo.append((rec, args))
+        if todo:
+            print("graph_fuzz: %s %d failure signature(s)..." % ("minimizing" if args.minimize else "writing",
+                                                                 len(todo)), flush=True)
+        if args.jobs > 1 and len(todo) > 1:
+            ctx = multiprocessing.get_context("fork")
+            with ctx.Pool(min(args.jobs, len(todo))) as pool:
+                repros = list(pool.imap_unordered(minimize_one, todo))
+        else:
+            repros = [minimize_one(t) for t in todo]
+        with open(os.path.join(args.out, "repros.json"), "w") as f:
+            json.dump(repros, f, indent=1)
+    shutil.rmtree(args.work, ignore_errors=True)
+
+    print()
+    print("stage wall time (s): " + "; ".join("%s mean %.2f max %.2f" % (k, np.mean(v), np.max(v))
+                                             for k, v in sorted(stage_times.items())))
+    missing = sorted(supported - set(coverage))
+    print("coverage: %d of %d supported overloads appeared in exported graphs%s" % (
+        len(supported & set(coverage)), len(supported), "; never: " + " ".join(missing) if missing else ""))
+    if sigs:
+        print("failure signatures:")
+        for (cls, sig), entry in sorted(sigs.items(), key=lambda kv: (-SEVERITY[kv[0][0]], -len(kv[1]["cases"]))):
+            print("  [%s] %d case(s) (e.g. case %d, -O%s, %s): %s" % (
+                cls, len(entry["cases"]), entry["cases"][0], "/".join(str(o) for o in sorted(entry["opts"], key=str)),
+                "/".join(sorted(entry["dtypes"])), entry["msg"][:200]))
+        for rp in sorted(repros, key=lambda r: r["case"]):
+            print("  reproducer %s: case %d, %d stmts after %d tries (%.0f s)%s" % (
+                rp["dir"], rp["case"], rp["stmts"], rp["tries"], rp["seconds"],
+                "" if rp["still"] else " [final re-run gave: %s]" % rp["msg"][:100]))
+    print()
+    for c in CLASSES:
+        print("  %-16s %6d" % (c, counts.get(c, 0)))
+    print("graph_fuzz: %d cases (%d compiles): %d pass, %d wrong, %d crash, %d allowed refusal, %d refusal, "
+          "%d timeout, %d export-skip (%.0f s; results in %s)" % (
+              len(records), ncompiles, counts["pass"], counts["wrong"], counts["crash"], counts["allowed refusal"],
+              counts["refusal"], counts["timeout"], counts["export-skip"], time.time() - t0, args.out), flush=True)
+    return 1 if any(counts[c] for c in FAILING) else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
