@@ -395,6 +395,7 @@ const std::map<std::string, Builder>& registry() {
       {"aten::sigmoid", unary<aten::SigmoidOp>},
       {"aten::relu", unary<aten::ReluOp>},
       {"aten::silu", unary<aten::SiluOp>},
+      {"aten::abs", unary<aten::AbsOp>},
       {"aten::gelu",
        [](NodeImporter& n) -> LogicalResult {
          NCC_TRY(self, n.tensor(0, "self"));

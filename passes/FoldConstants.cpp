@@ -163,6 +163,7 @@ std::optional<std::function<double(ArrayRef<double>)>> elementwise(Operation* op
       .Case([&](aten::TanhOp) { return unary(std::tanh); })
       .Case([&](aten::RsqrtOp) -> Fn { return [](ArrayRef<double> a) { return 1.0 / std::sqrt(a[0]); }; })
       .Case([&](aten::SigmoidOp) -> Fn { return [](ArrayRef<double> a) { return sigmoid(a[0]); }; })
+      .Case([&](aten::AbsOp) -> Fn { return [](ArrayRef<double> a) { return std::fabs(a[0]); }; })
       .Case([&](aten::SiluOp) -> Fn { return [](ArrayRef<double> a) { return a[0] * sigmoid(a[0]); }; })
       .Case([&](aten::ReluOp) -> Fn {
         return [](ArrayRef<double> a) { return std::isnan(a[0]) ? a[0] : std::max(a[0], 0.0); };

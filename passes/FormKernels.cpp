@@ -80,6 +80,7 @@ struct Group {
   // Values that are views of this group's inputs (folded into DMA access
   // patterns), with their view of the root input.
   bool hasMatmul = false;
+  bool merged = false;  // emptied into a sibling kernel
   llvm::SmallPtrSet<Operation*, 16> members;
 };
 
@@ -127,6 +128,7 @@ struct FormKernelsPass : impl::FormKernelsBase<FormKernelsPass> {
 
   std::vector<Group> groups;
   llvm::DenseMap<Operation*, int> groupOf;  // computing ops only; views may sit in several groups
+  llvm::DenseMap<Operation*, int> position;  // program order of every op
   SmallVector<Operation*> allOps;  // program order
   // View values that a copy kernel writes to HBM (a view of a view that is
   // not itself a view, or a view the graph returns): chains stop there.
@@ -238,6 +240,83 @@ struct FormKernelsPass : impl::FormKernelsBase<FormKernelsPass> {
   }
 
   int64_t rowBytes(const RowSpace& s) { return s.cols * 4 /*f32 in SBUF*/ * 4 /*live rows*/; }
+
+  // True if `to` depends on `from` through at least one other kernel (a
+  // direct edge from `from` does not count: merging the two makes it
+  // internal).
+  bool reachesIndirectly(int from, int to) {
+    SmallVector<int> stack;
+    for (int p : groups[size_t(to)].producers)
+      if (p != from) stack.push_back(p);
+    llvm::DenseSet<int> seen;
+    while (!stack.empty()) {
+      int g = stack.pop_back_val();
+      if (g == from) return true;
+      if (!seen.insert(g).second) continue;
+      for (int p : groups[size_t(g)].producers) stack.push_back(p);
+    }
+    return false;
+  }
+
+  // Why kernel `other` cannot merge into kernel `into` (siblings whose
+  // results meet in one elementwise op); empty if it can.
+  std::string mergeRefusal(int other, int into) {
+    Group &a = groups[size_t(other)], &b = groups[size_t(into)];
+    if (!a.fusible || !b.fusible) return "the sibling kernel cannot be fused";
+    if (a.hasMatmul && b.hasMatmul) return "both kernels hold a matmul";
+    if ((a.hasMatmul && b.space.reduces) || (b.hasMatmul && a.space.reduces))
+      return "reductions do not join a matmul's kernel yet";
+    if (a.space.rows != b.space.rows) return "row spaces differ";
+    if (a.space.cols != b.space.cols && a.space.cols != 1 && b.space.cols != 1)
+      return "innermost lengths differ (" + std::to_string(a.space.cols) + " vs " + std::to_string(b.space.cols) + ")";
+    RowSpace merged{b.space.rows, std::max(a.space.cols, b.space.cols), a.space.reduces || b.space.reduces};
+    if (merged.reduces && rowBytes(merged) > sbufBudgetBytes)
+      return "a reduced row of " + std::to_string(merged.cols) + " elements exceeds the SBUF budget";
+    if (reachesIndirectly(other, into) || reachesIndirectly(into, other))
+      return "merging would create a cycle between kernels";
+    // Ops that read their operands from HBM (matmul, embedding), and views
+    // that fold only over HBM values, must not read what the other computes.
+    for (Group* g : {&a, &b})
+      for (Operation* op : g->ops) {
+        bool readsMemory = isMatmul(op) || llvm::isa<aten::EmbeddingOp>(op);
+        for (Value v : op->getOperands()) {
+          Chain c = chainOf(v);
+          int pg = producerGroup(c.root);
+          if (pg != other && pg != into) continue;
+          if (readsMemory) return "a matmul or embedding would read a value computed in the kernel";
+          if (!llvm::all_of(c.ops, [](Operation* o) { return aten::isRowPreservingReshape(o); }))
+            return "a view of a value computed in the kernel needs a copy through HBM";
+        }
+      }
+    return "";
+  }
+
+  void mergeInto(int other, int into) {
+    Group &a = groups[size_t(other)], &b = groups[size_t(into)];
+    for (Operation* op : a.ops) {
+      if (b.members.insert(op).second) b.ops.push_back(op);
+      if (auto it = groupOf.find(op); it != groupOf.end()) it->second = into;
+    }
+    llvm::sort(b.ops, [&](Operation* x, Operation* y) { return position.lookup(x) < position.lookup(y); });
+    b.space.cols = std::max(a.space.cols, b.space.cols);
+    b.space.reduces |= a.space.reduces;
+    b.hasMatmul |= a.hasMatmul;
+    b.derived.insert(a.derived.begin(), a.derived.end());
+    for (int p : a.producers)
+      if (p != into) b.producers.insert(p);
+    b.producers.remove(other);
+    for (auto [g, grp] : llvm::enumerate(groups)) {
+      if (int(g) == into || !grp.producers.contains(other)) continue;
+      grp.producers.remove(other);
+      grp.producers.insert(into);
+    }
+    for (auto& [v, g] : materializedBy)
+      if (g == other) g = into;
+    a.ops.clear();
+    a.members.clear();
+    a.producers.clear();
+    a.merged = true;
+  }
 
   // Why `op` (with row space `s`) cannot join group `g`; empty if it can.
   std::string refusal(Operation* op, const RowSpace& s, int g, ArrayRef<int> producer_groups) {
@@ -380,6 +459,8 @@ struct FormKernelsPass : impl::FormKernelsBase<FormKernelsPass> {
 
     allOps = work;
     materializedBy.clear();
+    position.clear();
+    for (Operation& op : func.getBody().front()) position[&op] = int(position.size());
     for (Operation* op : work) {
       // Views are placed with the ops that consume them.
       if (aten::isViewOp(op)) continue;
@@ -419,6 +500,7 @@ struct FormKernelsPass : impl::FormKernelsBase<FormKernelsPass> {
                              << groups[size_t(g)].ops.front()->getName() << "': " << why;
         }
       }
+      bool started = target < 0;
       if (target < 0) {
         target = int(groups.size());
         groups.push_back(Group{});
@@ -447,6 +529,21 @@ struct FormKernelsPass : impl::FormKernelsBase<FormKernelsPass> {
       groupOf[op] = target;
       for (int p : producer_groups)
         if (p != target) grp.producers.insert(p);
+      // Sibling kernels whose results meet here (exp(x) * tanh(x)) become one.
+      if (fuse && space && groups[size_t(target)].fusible)
+        for (int p : producer_groups) {
+          if (p == target || groups[size_t(p)].merged) continue;
+          std::string why = mergeRefusal(p, target);
+          if (why.empty()) {
+            mergeInto(p, target);
+            continue;
+          }
+          if (report)
+            op->emitRemark() << "sibling kernel of '" << groups[size_t(p)].ops.front()->getName()
+                             << "' not merged: " << why;
+        }
+      if (report && fuse && started && space && producer_groups.empty())
+        op->emitRemark("starts a kernel: it reads no value computed in another kernel");
     }
     // A view the graph returns is written out by a copy kernel.
     for (Value v : func.getBody().front().getTerminator()->getOperands()) {
@@ -458,11 +555,15 @@ struct FormKernelsPass : impl::FormKernelsBase<FormKernelsPass> {
 
   // Kahn's algorithm; among ready kernels the one whose first op came first.
   SmallVector<int> topologicalOrder() {
-    size_t n = groups.size();
+    size_t n = groups.size(), live = 0;
     SmallVector<int> indegree(n, 0), order;
-    for (size_t g = 0; g < n; ++g) indegree[g] = int(groups[g].producers.size());
     std::vector<bool> done(n, false);
-    while (order.size() < n) {
+    for (size_t g = 0; g < n; ++g) {
+      indegree[g] = int(groups[g].producers.size());
+      done[g] = groups[g].merged;
+      live += !groups[g].merged;
+    }
+    while (order.size() < live) {
       int pick = -1;
       for (size_t g = 0; g < n; ++g)
         if (!done[g] && indegree[g] == 0) { pick = int(g); break; }

@@ -698,6 +698,7 @@ LogicalResult KernelLowering::lowerOp(Operation* op, int64_t p, int64_t f) {
       .Case([&](aten::SigmoidOp o) { return activationOf(o.getSelf(), "sigmoid"); })
       .Case([&](aten::ReluOp o) { return activationOf(o.getSelf(), "relu"); })
       .Case([&](aten::SiluOp o) { return activationOf(o.getSelf(), "silu"); })
+      .Case([&](aten::AbsOp o) { return activationOf(o.getSelf(), "abs"); })
       .Case([&](aten::GeluOp o) {
         return activationOf(o.getSelf(), o.getApproximate() == "tanh" ? "gelu_tanh" : "gelu");
       })

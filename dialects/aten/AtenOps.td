@@ -228,6 +228,7 @@ def Aten_TanhOp : Aten_UnaryOp<"tanh", "hyperbolic tangent">;
 def Aten_SigmoidOp : Aten_UnaryOp<"sigmoid", "1 / (1 + e ** -self)">;
 def Aten_ReluOp : Aten_UnaryOp<"relu", "max(self, 0)">;
 def Aten_SiluOp : Aten_UnaryOp<"silu", "self * sigmoid(self)">;
+def Aten_AbsOp : Aten_UnaryOp<"abs", "|self|">;
 def Aten_GeluOp : Aten_Op<"gelu"> {
   let summary = "Gaussian error linear unit";
   let description = [{
