@@ -258,6 +258,15 @@ LogicalResult reduction(NodeImporter& n) {
   return n.createOnFloat<OpTy>(self, n.b.getDenseI64ArrayAttr(dims), n.b.getBoolAttr(keepdim));
 }
 
+// sum.default / mean.default: over every dim (no dim list), no keepdim.
+template <typename OpTy>
+LogicalResult fullReduction(NodeImporter& n) {
+  NCC_TRY(self, n.tensor(0, "self"));
+  if (const Argument* d = n.arg(1, "dtype"); d && d->value_case() != Argument::kNone)
+    return (n.error("a dtype argument on a reduction is not supported yet"));
+  return n.createOnFloat<OpTy>(self, n.b.getDenseI64ArrayAttr({}), n.b.getBoolAttr(false));
+}
+
 template <typename OpTy>
 LogicalResult softmax(NodeImporter& n) {
   NCC_TRY(self, n.tensor(0, "self"));
@@ -403,6 +412,8 @@ const std::map<std::string, Builder>& registry() {
          return n.createOnFloat<aten::GeluOp>(self, n.b.getStringAttr(approximate));
        }},
       {"aten::mean.dim", reduction<aten::MeanDimOp>},
+      {"aten::mean", fullReduction<aten::MeanDimOp>},
+      {"aten::sum", fullReduction<aten::SumDimIntListOp>},
       {"aten::sum.dim_IntList", reduction<aten::SumDimIntListOp>},
       {"aten::amax", reduction<aten::AmaxOp>},
       {"aten::_softmax", softmax<aten::SoftmaxOp>},

@@ -530,7 +530,7 @@ struct FormKernelsPass : impl::FormKernelsBase<FormKernelsPass> {
       for (int p : producer_groups)
         if (p != target) grp.producers.insert(p);
       // Sibling kernels whose results meet here (exp(x) * tanh(x)) become one.
-      if (fuse && space && groups[size_t(target)].fusible)
+      if (fuse && space && !started && groups[size_t(target)].fusible)
         for (int p : producer_groups) {
           if (p == target || groups[size_t(p)].merged) continue;
           std::string why = mergeRefusal(p, target);
@@ -545,9 +545,27 @@ struct FormKernelsPass : impl::FormKernelsBase<FormKernelsPass> {
       if (report && fuse && started && space && producer_groups.empty())
         op->emitRemark("starts a kernel: it reads no value computed in another kernel");
     }
-    // A view the graph returns is written out by a copy kernel.
+    // A view the graph returns of a value a kernel computes is stored by
+    // that kernel through the view's inverse access pattern when the view is
+    // one-to-one; any other returned view is written out by a copy kernel.
     for (Value v : func.getBody().front().getTerminator()->getOperands()) {
-      Chain c = foldableChain(v);
+      Chain c = chainOf(v);
+      if (c.ops.empty() || materializedBy.count(v)) continue;
+      int g = producerGroup(c.root);
+      aten::StridedView inverse;
+      if (g >= 0 && groups[size_t(g)].fusible && !groups[size_t(g)].merged &&
+          !llvm::isa<BlockArgument>(c.root) && aten::invertViewChain(c.ops, inverse)) {
+        Group& grp = groups[size_t(g)];
+        for (Operation* o : c.ops)
+          if (grp.members.insert(o).second) grp.ops.push_back(o);
+        llvm::sort(grp.ops, [&](Operation* x, Operation* y) { return position.lookup(x) < position.lookup(y); });
+        materializedBy[v] = g;
+        continue;
+      }
+      if (report && g >= 0)
+        v.getDefiningOp()->emitRemark("returned view is written by a copy kernel: it is not one-to-one "
+                                      "or its producer kernel cannot be fused");
+      c = foldableChain(v);
       if (!c.ops.empty()) makeCopyGroup(c.ops);
     }
     materialize(func);

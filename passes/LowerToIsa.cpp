@@ -100,6 +100,7 @@ class KernelLowering {
   LogicalResult storeOutput(Value v, Value hbm, int64_t p, int64_t f);
   Type hbmElementType(BlockArgument arg);
   LogicalResult foldViews(Block& old, bool allowTileAliases);
+  bool storedViewChain(Operation* view);
   Block* createIsaBody(Block& old, SmallVectorImpl<Value>& outHbm);
   void finishBody(Block& old, int64_t& instructions, int64_t& dmas);
   Value broadcastRow(Value rowTile, double imm, int64_t p, int64_t f, Type elem, Operation* source);
@@ -120,6 +121,9 @@ class KernelLowering {
   Value permutedInput;
   SmallVector<int64_t> inputPermutation;
   llvm::DenseMap<Value, Value> sameTileAs;  // row-preserving reshapes of computed values
+  // Returned one-to-one views of computed values: the root's tile is stored
+  // through this view of the output buffer in the root's shape.
+  llvm::DenseMap<Value, aten::StridedView> storedThrough;
   // Output columns per matmul tile: one PSUM bank (512 f32), or 128 when the
   // moving operand is transposed on the TensorEngine (one transpose a tile).
   int64_t matmulColumns = nc::kPsumBankBytes / 4;
@@ -805,6 +809,28 @@ LogicalResult KernelLowering::storeOutput(Value v, Value hbm, int64_t p, int64_t
   auto t = llvm::cast<RankedTensorType>(v.getType());
   Layout store;
   store.kind = l.kind;
+  if (auto it = storedThrough.find(v); it != storedThrough.end()) {
+    const aten::StridedView& w = it->second;
+    if (l.kind == Kind::Row) {
+      // One element per row: the root's non-unit dims are the rows' non-unit
+      // dims, in order (a reduction's result, with or without keepdim).
+      SmallVector<int64_t> strides;
+      for (auto [size, stride] : llvm::zip(w.shape, w.strides))
+        if (size != 1) strides.push_back(stride);
+      store.rowStrides.clear();
+      size_t next = 0;
+      for (int64_t d : space.lead) store.rowStrides.push_back(d == 1 || next >= strides.size() ? 0 : strides[next++]);
+      if (next != strides.size() || product(w.shape) != space.rows)
+        return kernel.emitError("internal: a returned view of a per-row value does not match the rows");
+      store.colStrides.assign(space.trail.size(), 0);
+      store.offset = w.offset;
+    } else if (failed(layoutOfView(w, store))) {
+      return failure();
+    }
+    store.kind = l.kind;
+    emitDma(/*load=*/false, hbm, tiles[v], store, r0, p, c0, f);
+    return success();
+  }
   if (l.kind == Kind::Row && t.getNumElements() == space.rows * space.cols && space.cols > 1) {
     // A per-row value returned at full width (an expanded column): write the
     // row value across the tile first.
@@ -847,6 +873,34 @@ Value KernelLowering::broadcastRow(Value rowTile, double imm, int64_t p, int64_t
   return t;
 }
 
+// A view of a computed value that only the kernel's results (or further
+// such views) use: returned values at the end of the chain are stored
+// through the chain's inverse access pattern. True if that is the case.
+bool KernelLowering::storedViewChain(Operation* view) {
+  std::function<bool(Value)> onlyReturned = [&](Value v) {
+    return llvm::all_of(v.getUsers(), [&](Operation* u) {
+      return llvm::isa<nc::YieldOp>(u) || (aten::isViewOp(u) && onlyReturned(u->getResult(0)));
+    });
+  };
+  Value result = view->getResult(0);
+  if (!onlyReturned(result)) return false;
+  if (!yielded.contains(result)) return true;  // an inner link; the returned view is checked on its own
+  SmallVector<Operation*> chain;
+  Value v = result;
+  while (Operation* def = v.getDefiningOp()) {
+    if (!aten::isViewOp(def) || viewOf.count(def->getOperand(0))) break;
+    chain.push_back(def);
+    v = def->getOperand(0);
+  }
+  std::reverse(chain.begin(), chain.end());
+  aten::StridedView inverse;
+  if (chain.empty() || !aten::invertViewChain(chain, inverse)) return false;
+  storedThrough[result] = inverse;
+  sameTileAs[result] = v;
+  yielded.insert(v);  // computed in the result's dtype, as a returned value is
+  return true;
+}
+
 // Views of inputs are folded into access patterns: they emit nothing. With
 // `allowTileAliases`, a reshape that keeps the rows of a value computed in
 // the kernel is that value's tile.
@@ -861,7 +915,9 @@ LogicalResult KernelLowering::foldViews(Block& old, bool allowTileAliases) {
         sameTileAs[op.getResult(0)] = op.getOperand(0);
         continue;
       }
-      return op.emitError("a view of a value computed in the same kernel is not supported yet");
+      if (allowTileAliases && storedViewChain(&op)) continue;
+      return op.emitError("internal: a view of a value computed in the same kernel that is neither a "
+                          "row-preserving reshape nor a returned one-to-one view");
     }
     std::string error;
     aten::StridedView out;
@@ -980,6 +1036,11 @@ LogicalResult KernelLowering::run(int64_t& instructions, int64_t& dmas) {
   for (Value v : yield.getValues()) yielded.insert(v);
 
   if (failed(foldViews(oldBody, /*allowTileAliases=*/true))) return failure();
+  // A value returned through a reshape that reuses its tile is computed in
+  // the returned dtype.
+  for (Value v : yield.getValues())
+    for (auto it = sameTileAs.find(v); it != sameTileAs.end(); it = sameTileAs.find(it->second))
+      yielded.insert(it->second);
   for (BlockArgument arg : oldBody.getArguments()) {
     Type elem = hbmElementType(arg);
     if (!llvm::isa<IntegerType>(elem)) continue;

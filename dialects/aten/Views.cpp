@@ -209,6 +209,49 @@ bool viewReshape(llvm::ArrayRef<int64_t> size, const StridedView& in, StridedVie
   return true;
 }
 
+bool invertViewChain(llvm::ArrayRef<mlir::Operation*> chain, StridedView& out) {
+  if (chain.empty()) return false;
+  auto shapeOf = [](mlir::Value v) { return llvm::cast<mlir::RankedTensorType>(v.getType()).getShape(); };
+  StridedView cur = contiguousView(shapeOf(chain.back()->getResult(0)));
+  std::string error;
+  for (mlir::Operation* op : llvm::reverse(chain)) {
+    llvm::ArrayRef<int64_t> inShape = shapeOf(op->getOperand(0));
+    StridedView next;
+    bool ok = llvm::TypeSwitch<mlir::Operation*, bool>(op)
+                  .Case([&](TransposeIntOp o) { return viewTranspose(o.getDim0(), o.getDim1(), cur, next, &error); })
+                  .Case([&](TOp) { return viewT(cur, next, &error); })
+                  .Case([&](PermuteOp o) {
+                    llvm::SmallVector<int64_t> inverse(o.getDims().size(), 0);
+                    int64_t rank = int64_t(inverse.size());
+                    for (auto [i, d] : llvm::enumerate(o.getDims())) inverse[size_t(d < 0 ? d + rank : d)] = int64_t(i);
+                    return viewPermute(inverse, cur, next, &error);
+                  })
+                  .Case([&](UnsqueezeOp o) {
+                    int64_t rank = int64_t(cur.shape.size()), d = o.getDim();
+                    return viewSqueeze(d < 0 ? d + rank : d, cur, next, &error);
+                  })
+                  .Case([&](SqueezeDimOp o) {
+                    int64_t rank = int64_t(inShape.size()), d = o.getDim();
+                    if (rank == 0) return (next = cur, true);
+                    d = d < 0 ? d + rank : d;
+                    if (inShape[size_t(d)] != 1) return (next = cur, true);
+                    return viewUnsqueeze(d, cur, next, &error);
+                  })
+                  .Case([&](ExpandOp) {
+                    if (numel(inShape) != numel(cur.shape)) return false;  // repeats elements
+                    return viewReshape(inShape, cur, next, &error);
+                  })
+                  .Case<ViewShapeOp, UnsafeViewOp, ReshapeOp, ReshapeAliasOp, CloneOp>(
+                      [&](mlir::Operation*) { return viewReshape(inShape, cur, next, &error); })
+                  .Default([](mlir::Operation*) { return false; });
+    if (!ok) return false;
+    cur = next;
+  }
+  if (llvm::ArrayRef<int64_t>(cur.shape) != shapeOf(chain.front()->getOperand(0))) return false;
+  out = cur;
+  return true;
+}
+
 bool applyView(mlir::Operation* op, const StridedView& in, StridedView& out, std::string* error,
                bool* notAView) {
   return llvm::TypeSwitch<mlir::Operation*, bool>(op)

@@ -31,6 +31,14 @@ bool isRowPreservingReshape(mlir::Operation* op);
 bool applyView(mlir::Operation* op, const StridedView& in, StridedView& out, std::string* error,
                bool* notAView = nullptr);
 
+// The buffer of the chain's final value (contiguous) seen in the shape of
+// the chain's root: the access pattern through which a value computed as the
+// root is stored straight into its view. Only chains of one-to-one views
+// (reshapes, permutations, squeezes and unsqueezes of size-1 dims, expands
+// that repeat nothing) have one; slices, selects, broadcasts and reshapes
+// after a permutation return false.
+bool invertViewChain(llvm::ArrayRef<mlir::Operation*> chain, StridedView& out);
+
 // One function per kind of view, on attribute values (shape inference calls
 // these through the op adaptors).
 bool viewTranspose(int64_t dim0, int64_t dim1, const StridedView& in, StridedView& out, std::string* error);
