@@ -39,6 +39,9 @@ LogicalResult compileModule(ModuleOp module, const PipelineOptions& options) {
   applyDefaultTimingManagerCLOptions(tm);
   TimingScope timing = tm.getRootScope();
   pm.enableTiming(timing);
+  // The pipeline checks the IR after each pass itself (ncc-verify-ir), so
+  // that an inconsistency is reported as an internal error naming the pass.
+  pm.enableVerifier(false);
   buildPipeline(pm, options);
   return pm.run(module);
 }

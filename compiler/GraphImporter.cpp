@@ -144,6 +144,19 @@ class NodeImporter {
     SmallVector<int64_t> shape(m.shape().begin(), m.shape().end());
     for (int64_t d : shape)
       if (d < 0) return error("result has a negative dimension");
+    bool fromConstants = llvm::all_of(node.args(), [&](const Argument& a) {
+      if (a.value_case() != Argument::kTensor) return true;
+      auto it = values.find(a.tensor());
+      return it == values.end() || llvm::all_of(it->second, [](Value v) { return v.getDefiningOp<arith::ConstantOp>(); });
+    });
+    if (llvm::any_of(shape, [](int64_t d) { return d == 0; }) && !fromConstants)
+      return error("result of shape " + aten::shapeToString(shape) +
+                   " is an empty tensor (0 elements); empty tensors are not supported");
+    // f64 is computed at compile time only (constants fold); the device
+    // computes in f32, bf16 and f16.
+    if (elem.isF64() && !fromConstants)
+      return error("float64 results are not supported (the device computes in f32, bf16 and f16); "
+                   "cast to float32 before exporting");
     return RankedTensorType::get(shape, elem);
   }
 
@@ -680,6 +693,11 @@ FailureOr<Value> GraphImporter::constant(const graph::Constant& c) {
 }
 
 OwningOpRef<ModuleOp> GraphImporter::run() {
+  if (g.outputs().empty()) {
+    emitError(FileLineColLoc::get(&ctx, filename, 0, 0)) << "the graph is empty: it returns no values (" << g.nodes_size() << " nodes, "
+                    << g.inputs_size() << " inputs)";
+    return nullptr;
+  }
   if (failed(checkSupported())) return nullptr;
   OwningOpRef<ModuleOp> module = ModuleOp::create(FileLineColLoc::get(&ctx, filename, 0, 0));
   b.setInsertionPointToEnd(module->getBody());
@@ -687,6 +705,14 @@ OwningOpRef<ModuleOp> GraphImporter::run() {
   for (const graph::Placeholder& p : g.inputs()) {
     FailureOr<RankedTensorType> t = typeOf(p.meta(), p.name());
     if (failed(t)) return nullptr;
+    if (t->getNumElements() == 0)
+      return (error(p.name()) << "graph input of shape " << aten::shapeToString(t->getShape())
+                              << " is an empty tensor (0 elements); empty tensors are not supported",
+              nullptr);
+    if (t->getElementType().isF64())
+      return (error(p.name()) << "float64 graph inputs are not supported (the device computes in f32, "
+                                 "bf16 and f16); cast to float32 before exporting",
+              nullptr);
     inputTypes.push_back(*t);
   }
   SmallVector<Type> outputTypes;  // filled after the body is built

@@ -443,12 +443,14 @@ struct FormKernelsPass : impl::FormKernelsBase<FormKernelsPass> {
     groups.clear();
     groupOf.clear();
     stageReductions(func);
-    // A returned compile-time constant or graph input is written out by a
-    // copy kernel, like a returned view.
+    // A returned compile-time constant or graph input, or a value returned
+    // a second time, is written out through a clone, like a returned view.
     Operation* ret = func.getBody().front().getTerminator();
+    llvm::DenseSet<Value> returned;
     for (OpOperand& operand : ret->getOpOperands()) {
       Value v = operand.get();
-      if (!v.getDefiningOp<arith::ConstantOp>() && !llvm::isa<BlockArgument>(v)) continue;
+      if (returned.insert(v).second && !v.getDefiningOp<arith::ConstantOp>() && !llvm::isa<BlockArgument>(v))
+        continue;
       OpBuilder b(ret);
       operand.set(b.create<aten::CloneOp>(v.getLoc(), v.getType(), v));
     }
@@ -568,7 +570,10 @@ struct FormKernelsPass : impl::FormKernelsBase<FormKernelsPass> {
       c = foldableChain(v);
       if (!c.ops.empty()) makeCopyGroup(c.ops);
     }
-    materialize(func);
+    if (failed(materialize(func))) {
+      func->setAttr(kInternalErrorAttr, UnitAttr::get(func.getContext()));
+      signalPassFailure();
+    }
   }
 
   // Kahn's algorithm; among ready kernels the one whose first op came first.
@@ -594,7 +599,7 @@ struct FormKernelsPass : impl::FormKernelsBase<FormKernelsPass> {
     return order;
   }
 
-  void materialize(func::FuncOp func) {
+  LogicalResult materialize(func::FuncOp func) {
     Operation* terminator = func.getBody().front().getTerminator();
     OpBuilder b(terminator);
     IRMapping outer;  // original value -> kernel result
@@ -646,7 +651,15 @@ struct FormKernelsPass : impl::FormKernelsBase<FormKernelsPass> {
         sources.push_back(b.getStringAttr(sourceName(op)));
       }
       SmallVector<Value> kernel_inputs;
-      for (Value v : inputs) kernel_inputs.push_back(outer.lookupOrDefault(v));
+      for (Value v : inputs) {
+        // Every input is a graph input, a constant or an earlier kernel's result.
+        Value mapped = outer.lookupOrDefault(v);
+        Operation* def = mapped.getDefiningOp();
+        if (def && !llvm::isa<arith::ConstantOp, nc::KernelOp>(def))
+          return grp.ops.front()->emitError("internal compiler error in ncc-form-kernels: kernel ")
+                 << index << " reads a value no earlier kernel produces";
+        kernel_inputs.push_back(mapped);
+      }
       SmallVector<Type> result_types;
       SmallVector<Attribute> result_sources;
       for (Value v : outputs) {
@@ -698,6 +711,7 @@ struct FormKernelsPass : impl::FormKernelsBase<FormKernelsPass> {
     for (Operation& op : func.getBody().front())
       if (llvm::isa<arith::ConstantOp>(op) && op.use_empty()) dead.push_back(&op);
     for (Operation* op : dead) op->erase();
+    return success();
   }
 };
 

@@ -20,6 +20,8 @@ namespace neuroncc {
 #define GEN_PASS_REGISTRATION
 #include "passes/Passes.h.inc"
 
+inline constexpr const char kInternalErrorAttr[] = "nc.internal_error";
+
 struct PipelineOptions {
   int optLevel = 2;           // 0: one kernel per source op; 1, 2: fuse
   std::string target = "trn1";

@@ -23,6 +23,22 @@ def DecomposeComposites : Pass<"ncc-decompose-composites", "mlir::func::FuncOp">
   ];
 }
 
+def VerifyIr : Pass<"ncc-verify-ir", "mlir::func::FuncOp"> {
+  let summary = "Check the IR between passes and report an inconsistency as an internal compiler error";
+  let description = [{
+    Runs every op's verifier (value shapes and dtypes, reductions against
+    their operand's shape, tile shapes, and the HBM extents of every DMA
+    access pattern). A failure is a compiler bug, not a property of the
+    user's graph: the op's error names the node, and this pass adds which pass
+    produced the IR, tags the function `nc.internal_error` and stops the
+    pipeline before a later pass can crash on the bad IR. The pipeline runs it
+    after every pass (the pass manager's own verifier is off there).
+  }];
+  let options = [
+    Option<"after", "after", "std::string", /*default=*/"\"\"", "The pass whose output is checked">
+  ];
+}
+
 def FoldConstants : Pass<"ncc-fold-constants", "mlir::func::FuncOp"> {
   let summary = "Evaluate ops whose operands are all compile-time constants";
   let description = [{

@@ -9,17 +9,24 @@ namespace neuroncc {
 
 void buildPipeline(mlir::OpPassManager& pm, const PipelineOptions& options) {
   mlir::OpPassManager& fpm = pm.nest<mlir::func::FuncOp>();
-  fpm.addPass(createDecomposeComposites());
-  fpm.addPass(createFoldConstants());
+  // Every pass is followed by the IR check, which names the pass on failure.
+  auto add = [&](std::unique_ptr<mlir::Pass> pass) {
+    VerifyIrOptions verify;
+    verify.after = pass->getArgument().str();
+    fpm.addPass(std::move(pass));
+    fpm.addPass(createVerifyIr(verify));
+  };
+  add(createDecomposeComposites());
+  add(createFoldConstants());
   FormKernelsOptions form;
   form.fuse = options.optLevel > 0;
   form.report = options.fusionReport;
-  fpm.addPass(createFormKernels(form));
-  fpm.addPass(createLowerToIsa());
-  fpm.addPass(createPlanMemory());
+  add(createFormKernels(form));
+  add(createLowerToIsa());
+  add(createPlanMemory());
   ScheduleOptions schedule;
   schedule.target = options.target;
-  fpm.addPass(createSchedule(schedule));
+  add(createSchedule(schedule));
 }
 
 void registerDialects(mlir::DialectRegistry& registry) {

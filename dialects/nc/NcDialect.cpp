@@ -99,8 +99,20 @@ LogicalResult verifyAlu(Operation* op, StringRef alu, ArrayRef<StringRef> allowe
 
 // A DMA access pattern is (stride, count) pairs: first the partition walk,
 // then the free dims whose counts multiply to the tile's row length.
+// The lowest and highest HBM element an access pattern reaches from `offset`.
+std::pair<int64_t, int64_t> apExtent(int64_t offset, ArrayRef<int64_t> ap) {
+  int64_t lo = offset, hi = offset;
+  for (size_t i = 0; i + 1 < ap.size(); i += 2) {
+    int64_t reach = ap[i] * (ap[i + 1] - 1);
+    (reach < 0 ? lo : hi) += reach;
+  }
+  return {lo, hi};
+}
+
+// `offset`: the HBM element the pattern starts from (std::nullopt for a
+// gather, whose rows come from an index tensor at run time).
 LogicalResult verifyDma(Operation* op, Value hbm, Value tile, int64_t part_start,
-                        ArrayRef<int64_t> ap) {
+                        ArrayRef<int64_t> ap, std::optional<int64_t> offset) {
   if (!isHbm(hbm.getType())) return op->emitOpError() << "HBM operand must be a plain memref";
   if (failed(verifyTile(op, tile, "tile", /*allowPsum=*/false))) return failure();
   auto h = llvm::cast<MemRefType>(hbm.getType());
@@ -119,6 +131,14 @@ LogicalResult verifyDma(Operation* op, Value hbm, Value tile, int64_t part_start
   if (free_elems != t.getDimSize(1))
     return op->emitOpError() << "access pattern moves " << free_elems
                              << " elements per partition, the tile holds " << t.getDimSize(1);
+  for (size_t i = 1; i < ap.size(); i += 2)
+    if (ap[i] < 1) return op->emitOpError() << "access pattern count " << ap[i] << " is not positive";
+  if (offset) {
+    auto [lo, hi] = apExtent(*offset, ap);
+    if (lo < 0 || hi >= h.getNumElements())
+      return op->emitOpError() << "access pattern reaches elements [" << lo << ", " << hi
+                               << "] of an HBM tensor with " << h.getNumElements() << " elements";
+  }
   return success();
 }
 
@@ -169,10 +189,10 @@ LogicalResult AllocTileOp::verify() {
 }
 
 LogicalResult DmaLoadOp::verify() {
-  return verifyDma(*this, getHbm(), getTile(), getPartStart(), getAp());
+  return verifyDma(*this, getHbm(), getTile(), getPartStart(), getAp(), getOffset());
 }
 LogicalResult DmaGatherOp::verify() {
-  if (failed(verifyDma(*this, getTable(), getTile(), getPartStart(), getAp()))) return failure();
+  if (failed(verifyDma(*this, getTable(), getTile(), getPartStart(), getAp(), std::nullopt))) return failure();
   auto idx = llvm::cast<MemRefType>(getIndex().getType());
   if (idx.getMemorySpace()) return emitOpError("the index tensor must be in HBM");
   int64_t n = idx.getNumElements(), off = getIndexOffsetAttr().getInt();
@@ -184,7 +204,7 @@ LogicalResult DmaGatherOp::verify() {
 }
 
 LogicalResult DmaStoreOp::verify() {
-  return verifyDma(*this, getHbm(), getTile(), getPartStart(), getAp());
+  return verifyDma(*this, getHbm(), getTile(), getPartStart(), getAp(), getOffset());
 }
 
 LogicalResult TensorTensorOp::verify() {

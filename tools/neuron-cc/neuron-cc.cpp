@@ -34,6 +34,7 @@ constexpr const char* kErrCompile = "NCC-E003";
 constexpr const char* kErrEmit = "NCC-E004";
 constexpr const char* kErrWrite = "NCC-E005";
 constexpr const char* kErrUnsupported = "NCC-E006";
+constexpr const char* kErrInternal = "NCC-E007";
 
 cl::OptionCategory category("neuron-cc options");
 cl::opt<std::string> inputPath(cl::Positional, cl::desc("<model.mlir|model.pb|model.pbtxt>"), cl::cat(category));
@@ -133,8 +134,14 @@ int compile() {
   options.optLevel = optLevel - '0';
   options.target = target;
   options.fusionReport = fusionReport;
-  if (mlir::failed(neuroncc::compileModule(*module, options)))
+  if (mlir::failed(neuroncc::compileModule(*module, options))) {
+    bool internal = false;
+    module->walk([&](mlir::Operation* op) { internal |= op->hasAttr(neuroncc::kInternalErrorAttr); });
+    if (internal)
+      return fail(kErrInternal, "internal compiler error while compiling '" + inputPath +
+                                    "': the compiler produced inconsistent IR; please report it with the graph");
     return fail(kErrCompile, "compilation of '" + inputPath + "' failed");
+  }
 
   neuroncc::EmitOptions emit;
   emit.target = target;

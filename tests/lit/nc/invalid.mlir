@@ -274,3 +274,21 @@ func.func @select_shape() {
   nc.tensor_select %a, %a, %a, %m : memref<4x4xf32, 1>, memref<4x4xf32, 1>, memref<4x4xf32, 1>, memref<4x1xf32, 1>
   return
 }
+
+// -----
+
+func.func @dma_extent(%m: memref<4x4xf32>) {
+  %a = nc.alloc_tile : memref<4x4xf32, 1>
+  // expected-error @+1 {{access pattern reaches elements [2, 17] of an HBM tensor with 16 elements}}
+  nc.dma_load %m -> %a {part_start = 0, offset = 2, ap = array<i64: 4, 4, 1, 4>} : memref<4x4xf32>, memref<4x4xf32, 1>
+  return
+}
+
+// -----
+
+func.func @dma_negative_extent(%m: memref<4x4xf32>) {
+  %a = nc.alloc_tile : memref<4x4xf32, 1>
+  // expected-error @+1 {{access pattern reaches elements [-3, 3] of an HBM tensor with 16 elements}}
+  nc.dma_store %a -> %m {part_start = 0, offset = 0, ap = array<i64: -1, 4, 1, 4>} : memref<4x4xf32, 1>, memref<4x4xf32>
+  return
+}
