@@ -6,7 +6,9 @@
 Models (tools/python/neuroncc/models.py): llama (LLaMA-style decoder layer),
 gpt2 (GPT-2 block), tel / tel_bf (nn.TransformerEncoderLayer, batch_first
 False / True), mlp, rmsnorm (six-op RMSNorm). Each at f32 and bf16, at -O0
-and -O2: 24 cases.
+and -O2, with random parameters and with the parameters PyTorch's
+constructors give (unit norm weights, zero biases: splat constants): 48
+cases.
 
 Tolerances, as max |y - eager| / max |eager| over the output:
   f32:  1e-4. Eager f32 is within 5e-7 of a float64 evaluation of these
@@ -29,7 +31,7 @@ Tolerances, as max |y - eager| / max |eager| over the output:
         times below the error of a wrong element or a dropped term.
 
 Cases the compiler cannot handle yet are listed in xfail_models.txt
-(`model dtype opt reason`); a listed case is an expected failure, and a
+(`model dtype opt init reason`); a listed case is an expected failure, and a
 listed case that passes is an error ("unexpectedly passing, remove it from
 the list"), as is an entry that names no case. Refresh the list after
 compiler work with:
@@ -53,16 +55,16 @@ from neuroncc import models  # noqa: E402
 TOLERANCE = {"f32": common.F32_TOLERANCE, "bf16": 2.0 ** -5}
 OPTS = (0, 2)
 XFAIL_PATH = os.path.join(HERE, "xfail_models.txt")
-XFAIL = common.XfailList(XFAIL_PATH, 3)
-XFAIL_HEADER = """# Expected failures of tests/e2e/test_models.py: `model dtype opt reason`.
+XFAIL = common.XfailList(XFAIL_PATH, 4)
+XFAIL_HEADER = """# Expected failures of tests/e2e/test_models.py: `model dtype opt init reason`.
 # A listed case that passes fails the test ("unexpectedly passing"): remove it.
 # Regenerate: /usr/bin/python3 tests/e2e/test_models.py --update-xfail"""
 
-CASES = [(m, d, o) for m in models.MODELS for d in models.DTYPES for o in OPTS]
+CASES = [(m, d, o, i) for m in models.MODELS for d in models.DTYPES for o in OPTS for i in models.INITS]
 
 
-def case_key(model, dtype, opt):
-    return (model, dtype, "O%d" % opt)
+def case_key(model, dtype, opt, init):
+    return (model, dtype, "O%d" % opt, init)
 
 
 class ModelCase:
@@ -71,23 +73,23 @@ class ModelCase:
     _cache = {}
 
     @classmethod
-    def eager(cls, model, dtype):
-        key = (model, dtype)
+    def eager(cls, model, dtype, init):
+        key = (model, dtype, init)
         if key not in cls._cache:
             spec = models.MODELS[model]
-            module, inputs = spec.build(models.DTYPES[dtype])
+            module, inputs = spec.build(models.DTYPES[dtype], init)
             ref = models.reference(module, inputs)
             exact = None
             if dtype == "bf16":  # float64 evaluation of the same bf16 weights and inputs
-                m64, i64 = spec.build(models.DTYPES[dtype])
+                m64, i64 = spec.build(models.DTYPES[dtype], init)
                 exact = models.reference(m64.double(), tuple(x.double() for x in i64))
             cls._cache[key] = (module, inputs, ref, exact)
         return cls._cache[key]
 
     @classmethod
-    def run(cls, model, dtype, opt, workdir):
-        module, inputs, ref, exact = cls.eager(model, dtype)
-        name = "%s_%s_O%d" % (model, dtype, opt)
+    def run(cls, model, dtype, opt, init, workdir):
+        module, inputs, ref, exact = cls.eager(model, dtype, init)
+        name = "%s_%s_O%d_%s" % (model, dtype, opt, init)
         outs, _ = common.export_compile_run(module, inputs, workdir, name, opt,
                                             input_names=models.MODELS[model].input_names)
         errors = []
@@ -125,14 +127,14 @@ class ModelsEndToEnd(unittest.TestCase):
                 if line.startswith(("rmsnorm ", "llama "))}
         self.assertEqual(sorted(rows), ["llama", "rmsnorm"])
         self.assertEqual(rows["rmsnorm"][2:4], ["6", "1"])  # kernels at -O0 and -O2
-        if ("llama", "f32", "O2") in XFAIL:
+        if ("llama", "f32", "O2", "random") in XFAIL:
             self.assertIn("llama f32: compile -O2", proc.stdout)
 
     def test_listed_case_that_passes_is_an_error(self):
         """The enforcement itself: an expected failure that passes is reported as an error."""
         def passing(self):
             pass
-        passing.xfail_entry = "mlp f32 O0"
+        passing.xfail_entry = "mlp f32 O0 random"
 
         class Probe(unittest.TestCase):
             xfail_file = XFAIL_PATH
@@ -142,45 +144,45 @@ class ModelsEndToEnd(unittest.TestCase):
         Probe("test_probe").run(result)
         self.assertFalse(result.wasSuccessful())
         self.assertEqual(len(result.errors), 1)
-        self.assertIn("mlp f32 O0: " + common.UNEXPECTED_PASS, result.errors[0][1])
+        self.assertIn("mlp f32 O0 random: " + common.UNEXPECTED_PASS, result.errors[0][1])
 
 
-def _make_test(model, dtype, opt):
-    key = case_key(model, dtype, opt)
+def _make_test(model, dtype, opt, init):
+    key = case_key(model, dtype, opt, init)
 
     def test(self):
         try:
-            errors = ModelCase.run(model, dtype, opt, self.tmp)
+            errors = ModelCase.run(model, dtype, opt, init, self.tmp)
         except common.CaseFailure as e:
             listed = XFAIL.entries.get(key)
             if listed is not None and common.first_line(e, 300) != listed:
                 print("  note: %s now fails with: %s" % (" ".join(key), common.first_line(e, 300)))
             self.fail(str(e))
-        print("  %s %s -O%d: max rel error %s" % (model, dtype, opt, ", ".join("%.2e" % e for e in errors)))
+        print("  %s %s -O%d %s: max rel error %s" % (model, dtype, opt, init, ", ".join("%.2e" % e for e in errors)))
 
     test.xfail_entry = " ".join(key)
-    test.__doc__ = "%s %s -O%d" % (model, dtype, opt)
+    test.__doc__ = "%s %s -O%d %s" % (model, dtype, opt, init)
     if key in XFAIL:
         test = unittest.expectedFailure(test)
     return test
 
 
-for _m, _d, _o in CASES:
-    setattr(ModelsEndToEnd, "test_%s_%s_O%d" % (_m, _d, _o), _make_test(_m, _d, _o))
+for _m, _d, _o, _i in CASES:
+    setattr(ModelsEndToEnd, "test_%s_%s_O%d_%s" % (_m, _d, _o, _i), _make_test(_m, _d, _o, _i))
 
 
 def update_xfail():
     tmp = tempfile.mkdtemp(prefix="neuroncc-models-")
     failures = {}
     try:
-        for model, dtype, opt in CASES:
+        for model, dtype, opt, init in CASES:
             try:
-                ModelCase.run(model, dtype, opt, tmp)
+                ModelCase.run(model, dtype, opt, init, tmp)
                 status = "pass"
             except common.CaseFailure as e:
-                failures[case_key(model, dtype, opt)] = common.first_line(e, 300)
+                failures[case_key(model, dtype, opt, init)] = common.first_line(e, 300)
                 status = "FAIL " + common.first_line(e, 120)
-            print("%-8s %-5s -O%d  %s" % (model, dtype, opt, status))
+            print("%-8s %-5s -O%d %-7s %s" % (model, dtype, opt, init, status))
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
     XFAIL.write(failures, XFAIL_HEADER)

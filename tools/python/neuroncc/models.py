@@ -1,7 +1,7 @@
 """Small random-weight models for the end-to-end tests, the op-coverage list
 and the benchmarks.
 
-Each entry of MODELS is a ModelSpec: `spec.build(dtype)` returns
+Each entry of MODELS is a ModelSpec: `spec.build(dtype, init)` returns
 (module, example_inputs) with weights and inputs drawn from fixed seeds, so
 every call gives the same numbers. Modules are in eval mode. Sizes are small
 (hidden 64-128, sequence 16, batch 1-2) so the CPU-simulated device runs them
@@ -206,10 +206,20 @@ class ModelSpec:
         self.seed = seed
         self.description = description
 
-    def build(self, dtype=torch.float32):
-        """(module in eval mode, example inputs), both in `dtype`, from fixed seeds."""
+    def build(self, dtype=torch.float32, init="random"):
+        """(module in eval mode, example inputs), both in `dtype`, from fixed seeds.
+
+        init="random": every parameter drawn at random (see _randomize);
+        init="default": the parameters PyTorch's constructors give (norm
+        weights of ones, zero biases, ...), as users have them.
+        """
+        if init not in INITS:
+            raise ValueError("init must be one of %s" % ", ".join(INITS))
         torch.manual_seed(self.seed)
-        module = _randomize(self.make(), self.seed).eval().to(dtype)
+        module = self.make()
+        if init == "random":
+            module = _randomize(module, self.seed)
+        module = module.eval().to(dtype)
         gen = torch.Generator().manual_seed(self.seed + 1)
         inputs = tuple(torch.randn(shape, generator=gen).to(dtype) for shape in self.input_shapes)
         return module, inputs
@@ -229,6 +239,7 @@ MODELS = {
 }
 
 DTYPES = {"f32": torch.float32, "bf16": torch.bfloat16}
+INITS = ("random", "default")
 
 
 def reference(module, inputs):
