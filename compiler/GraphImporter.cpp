@@ -537,6 +537,13 @@ const std::map<std::string, Builder>& registry() {
            tensors.push_back(it->second.front());
          }
          NCC_TRY(dim, n.integer(1, "dim", 0));
+         // cat promotes its operands to one dtype (the recorded result's).
+         NCC_TRY(type, n.resultType());
+         for (Value& t : tensors) {
+           auto tt = llvm::cast<RankedTensorType>(t.getType());
+           if (tt.getElementType() != type.getElementType())
+             t = n.b.create<aten::ToCopyOp>(n.loc, tt.clone(type.getElementType()), t);
+         }
          return n.create<aten::CatOp>(tensors, n.b.getI64IntegerAttr(dim));
        }},
       {"aten::split.Tensor",

@@ -16,7 +16,7 @@ Usage
       [--opt 0,2] [--dtypes f32,bf16,f16] [--out DIR] [--minimize|--no-minimize]
       [--timeout T | --compile-timeout T --run-timeout T] [--only I[,J...]]
       [--allowed FILE] [--keep] [-v]
-  /usr/bin/python3 tests/fuzz/graph_fuzz.py --ctest      # fixed seed, 240 cases, no minimization
+  /usr/bin/python3 tests/fuzz/graph_fuzz.py --ctest      # fixed seed, 300 cases, no minimization
   /usr/bin/python3 tests/fuzz/graph_fuzz.py --gen-only --cases 2000   # generator self-check: export only
 
 Case i of seed S is generated from the seed S*1000003+i, so `--seed S --only i`
@@ -50,7 +50,8 @@ aten::rms_norm does not exist in torch 1.13: the generator calls a custom op
 `ncfuzz::rms_norm` with the schema and CPU semantics of torch >= 2.5's
 aten::rms_norm (input upcast to f32, default eps = f32 machine epsilon, weight
 applied before the cast back) and renames the node to aten::rms_norm in the
-exported graph.
+exported graph. Likewise aten::reshape, which make_fx always decomposes into
+_reshape_alias/_unsafe_view, comes from a custom `ncfuzz::reshape`.
 
 Generator limitations (on purpose): graph inputs are float tensors and
 int32/int64 embedding indices only, and graph outputs are float only (the
@@ -61,7 +62,10 @@ intermediates flips on ties and would be noise; tril/triu of a non-constant is
 generated rarely (the importer folds only constant masks); reductions with a
 `dtype=` argument and softmax with `dtype=` are not generated (the importer
 refuses reduction dtypes); ops the exporter maps outside the list (sum() with
-no dims, var, max.dim, softplus...) are not generated. Every exported graph is
+no dims, var, max.dim, softplus...) are not generated; no in-place ops or
+mutated inputs; 90% of operands depend on a graph input (computations on
+parameters or constants alone are rare in models); f16 eager uses the
+emulation below for ops without a CPU kernel in torch 1.13. Every exported graph is
 checked against the list: a node outside it counts as export-skip (a generator
 bug), as does an exporter exception.
 
@@ -82,6 +86,10 @@ by the lowest-precision float dtype in the output's computation:
                    boundaries, so each can be several u from float64 and the
                    two differ by at most the sum.)
   f16  TOL 2^-7   (the bf16 bound scaled to f16's u = 2^-11: 16 u.)
+Eager for f16/bf16 ops that torch 1.13's CPU lacks ("not implemented for
+'Half'": exp, softmax, layer_norm, addmm...) is emulated by a dispatch mode
+(LowPrecisionEager below): the op runs in f32 on the same values and its
+result is rounded once to the input dtype, as PyTorch's GPU kernels do.
 The generator keeps graphs well conditioned so that these bounds hold: every
 intermediate value is computed both in eager (case dtype) and in float64 while
 the graph is built, and an op is not added when
@@ -110,13 +118,18 @@ timeout > refusal > allowed refusal > export-skip > pass). The exit status is
 1 when any case is wrong, crash, refusal or timeout.
 
 Minimization (--minimize, the default outside --ctest): for each distinct
-failure signature (class + stage + first error line with node names, paths
-and numbers masked; for wrong: the kind of mismatch), the first failing case
-is reduced greedily (drop outputs, bypass or replace ops, shrink each dim
+failure signature (class + stage + first error line with node names, kernel
+names, paths and numbers masked, plus the crashing function from the stack
+dump; for wrong: the kind of mismatch), the first failing case (for wrong:
+the first --wrong-repros cases, then grouped by the operators left in the
+minimized graph, since one 'numerics' signature covers different bugs) is
+reduced greedily (drop outputs, bypass or replace ops, shrink each dim
 symbol) while the signature stays the same (for wrong: the mismatch persists
 on a graph that still passes the conditioning checks). The result is written
-under --out as <signature>/repro.py (standalone: model, inputs, exact commands,
-comparison), graph.pb and the input .npy files.
+under --out as <signature>-case<i>/repro.py (standalone: model, inputs, exact
+commands, comparison), commands.sh, graph.pb and the input .npy files, with
+results.jsonl (every case: class, messages, wall time per stage) and
+repros.json. --ctest without --out keeps no files.
 """
 import argparse
 import collections
@@ -149,7 +162,7 @@ from neuroncc import toolchain  # noqa: E402
 
 ALLOWED_PATH = os.path.join(HERE, "allowed_refusals.txt")
 CTEST_SEED = 20240
-CTEST_CASES = 240
+CTEST_CASES = 300
 ELEMENT_LIMIT = 70000          # elements per tensor (a 513 x 129 operand is 66177)
 DTYPE_CHOICES = ("f32", "bf16", "f16")
 CLASSES = ("pass", "wrong", "crash", "allowed refusal", "refusal", "timeout", "export-skip")
@@ -211,8 +224,9 @@ class LowPrecisionEager(torch.utils._python_dispatch.TorchDispatchMode):
         try:
             return func(*args, **kwargs)
         except (RuntimeError, NotImplementedError) as e:
-            low = [d for d in (torch.float16, torch.bfloat16) if str(d).replace("torch.", "") in str(e).lower()
-                   or {torch.float16: "Half", torch.bfloat16: "BFloat16"}[d] in str(e)]
+            # Only a missing kernel ("... not implemented for 'Half'"), never a dtype mismatch.
+            low = [d for d, n in ((torch.float16, "Half"), (torch.bfloat16, "BFloat16"))
+                   if "not implemented for '%s'" % n in str(e)]
             if not low:
                 raise
         low = low[0]
@@ -440,9 +454,6 @@ class Program:
         self.stmts = list(reversed(keep))
         self.inputs = [i for i in self.inputs if i["name"] in live]
         self.params = [p for p in self.params if p["name"] in live]
-        used = set()
-        for s in self.stmts:
-            used.update(SYM_RE.findall(s["expr"]))
         # symbols stay (harmless); drop vars that are gone
         names = {i["name"] for i in self.inputs} | {p["name"] for p in self.params}
         for s in self.stmts:
@@ -698,7 +709,7 @@ class Builder:
         self.prog.inputs.append(spec)
         exact = True
         self.prog.vars[name] = Var(name, "tensor", shape, dtype, dict(
-            exact=exact, intval=kind in ("int",), contig=True, const=False, input=True,
+            exact=exact, intval=kind in ("int",), contig=True, const=False, input=True, live=True,
             prec=PREC_KEY.get(dtype, self.prog.dtype)))
         self._value_attrs(name)
         return name
@@ -725,7 +736,7 @@ class Builder:
         intval = kind in ("int", "zeros", "ones") or (kind == "full" and float(arg).is_integer()) or \
             (kind == "arange" and arg == 1.0)
         self.prog.vars[name] = Var(name, "tensor", shape, dtype, dict(
-            exact=True, intval=intval, contig=True, const=True, param=True, prec=PREC_KEY.get(dtype, self.prog.dtype)))
+            exact=True, intval=intval, contig=True, const=True, param=True, live=False, prec=PREC_KEY.get(dtype, self.prog.dtype)))
         self._value_attrs(name)
         return name
 
@@ -756,6 +767,7 @@ class Builder:
         prec = self.prog.dtype
         for d in deps:
             prec = worse_prec(prec, self.prog.vars[d].attrs.get("prec", prec))
+        attrs["live"] = any(self.prog.vars[d].attrs.get("live") for d in deps)
         if tuple_n is not None:
             name = self.prog.fresh("t")
             metas = [Var(name, "tuple", attrs=dict(n=tuple_n, prec=prec))]
@@ -797,9 +809,14 @@ class Builder:
         return out
 
     def pick(self, pred=None, recent=True):
+        """An existing value; 90% of the time one that depends on a graph input (computing on
+        parameters or constants alone is rare in models, and the compiler refuses much of it)."""
         cands = self.tensors(pred)
         if not cands:
             return None
+        live = [c for c in cands if self.prog.vars[c].attrs.get("live")]
+        if live and self.rng.random() < 0.9:
+            cands = live
         if recent:
             weights = [1 + 2 * i for i in range(len(cands))]
             return self.rng.choices(cands, weights)[0]
@@ -1635,6 +1652,9 @@ def choose_outputs(b):
     prog = b.prog
     produced = [s["outs"][0] for s in prog.stmts if prog.vars[s["outs"][0]].kind == "tensor"]
     floats = [n for n in produced if prog.vars[n].dtype.is_floating_point]
+    live = [n for n in floats if prog.vars[n].attrs.get("live")]
+    if live and rng.random() < 0.95:
+        floats = live
     outs = []
     if floats:
         outs.append(floats[-1])
@@ -1658,9 +1678,7 @@ def choose_outputs(b):
             outs.append(v)
         except (Reject, GenBug):
             b.rollback(cp)
-    if outs and rng.random() < 0.05:
-        outs.append(outs[0])          # the same value twice
-    if rng.random() < 0.03:
+    if rng.random() < 0.02:
         ins = [i["name"] for i in prog.inputs if i["dtype"].is_floating_point]
         if ins:
             outs.append(rng.choice(ins))   # an input returned as is
@@ -1669,10 +1687,13 @@ def choose_outputs(b):
         if ins:   # nothing computed: at least one op
             a = ins[0]
             outs.append(b.add("%s * 2.0" % a, [prog.vars[a].shape]))
+    dup = outs and rng.random() < 0.02          # the same value twice
     seen = []
     for o in outs:
-        if o not in seen or rng.random() < 0.5:
+        if o not in seen:
             seen.append(o)
+    if dup:
+        seen.append(seen[0])
     prog.outputs = seen
 
 
@@ -1706,8 +1727,8 @@ CRASH_RE = re.compile(r"internal compiler error|invalid NEFF|Assertion [`'].*fai
                       r"Traceback \(most recent call last\)|Segmentation fault|terminate called|UNREACHABLE|"
                       r"AddressSanitizer|Aborted|core dumped", re.I)
 # Lines that say what went wrong (the stack dump's preamble does not).
-CRASH_LINE_RE = re.compile(r"internal compiler error|invalid NEFF|Assertion [`'].*failed|LLVM ERROR|"
-                           r"terminate called|UNREACHABLE|AddressSanitizer|^\w*(Error|Exception)\b", re.I)
+CRASH_LINE_RE = re.compile(r"[Ii]nternal compiler error|invalid NEFF|Assertion [`'].*failed|LLVM ERROR|"
+                           r"terminate called|UNREACHABLE|AddressSanitizer|^[A-Z]\w*(Error|Exception)\b")
 FRAME_RE = re.compile(r"^\s*#\d+\s+0x[0-9a-fA-F]+\s+(?:in\s+)?(\S.*)$")
 SIGNALS = {4: "SIGILL", 6: "SIGABRT", 7: "SIGBUS", 8: "SIGFPE", 9: "SIGKILL", 11: "SIGSEGV"}
 
@@ -1759,6 +1780,7 @@ def normalize(line):
     line = strip_paths(line)
     line = re.sub(r"\S+\.(?:pb|neff|npy)\b:?", "FILE", line)
     line = re.sub(r"(node|value|input|constant|output) '[^']*'", r"\1 '_'", line)
+    line = re.sub(r"'k\d+_[\w.]*'", "'k_'", line)          # kernel names differ between -O0 and -O2
     line = re.sub(r"0x[0-9a-fA-F]+", "0xN", line)
     line = re.sub(r"(?<![A-Za-z_])\d+(\.\d+)?(e[-+]?\d+)?", "N", line)
     return line.strip()
@@ -2016,10 +2038,6 @@ def run_one_case(args):
 # ---------------------------------------------------------------------------
 # Minimization
 
-def failure_key(o):
-    return o.sig
-
-
 class Minimizer:
     def __init__(self, prog, opt, sig, cfg, allowed, supported, workdir, deadline):
         self.prog = prog
@@ -2031,10 +2049,11 @@ class Minimizer:
         self.workdir = workdir
         self.deadline = deadline
         self.tries = 0
+        self.max_tries = 1500
         self.last = None
 
     def still_fails(self, cand):
-        if time.time() > self.deadline:
+        if time.time() > self.deadline or self.tries >= self.max_tries:
             return False
         self.tries += 1
         try:
@@ -2073,7 +2092,7 @@ class Minimizer:
 
     def run(self):
         changed = True
-        while changed and time.time() < self.deadline:
+        while changed and time.time() < self.deadline and self.tries < self.max_tries:
             changed = False
             # 1. drop outputs
             i = 0
@@ -2111,7 +2130,10 @@ class Minimizer:
                 if s is None or "value" not in s:
                     continue
                 cur = s["value"]
-                for v in sorted({1, 2, 3, 4, 7, cur // 2, cur - 1}):
+                steps = {1, 2, 3, 4, 7, cur // 4, cur // 2, (3 * cur) // 4}
+                if cur <= 16:
+                    steps.add(cur - 1)
+                for v in sorted(steps):
                     if v < 1 or v >= cur:
                         continue
                     def setv(c, name=name, v=v):
@@ -2198,6 +2220,9 @@ def main():
         bad = check_output(y, e.double().numpy(), f.double().numpy(), TOL[OUT_PREC[i]])
         k, v = rel_error(y, e.double().numpy())
         print("output %d %s: %s" % (i, tuple(e.shape), "ok (rel %.3g)" % v if bad is None else "MISMATCH: %s" % (bad[1],)))
+        if bad is not None and e.numel() <= 16:
+            print("  device  %s\n  eager   %s\n  float64 %s" % (np.asarray(y).ravel().tolist(),
+                                                          e.double().flatten().tolist(), f.double().flatten().tolist()))
         ok = ok and bad is None
     return 0 if ok else 1
 
@@ -2251,7 +2276,7 @@ def write_repro(prog, outcome, directory, original_case, cfg, supported):
             final.msg.replace("\n", " "), os.path.join(REPO, "build")))
         for c in rel_cmds:
             f.write("$B/" + c + "\n")
-    return final, prog.source(env), shapes
+    return final, prog.source(env), shapes, info.get("targets", [])
 
 
 def minimize_one(args):
@@ -2271,12 +2296,13 @@ def minimize_one(args):
         d = os.path.join(cfg.out, "%s-case%d" % (slug(rec["min_sig"]), rec["case"]))
         shutil.rmtree(d, ignore_errors=True)
         o = Outcome(bad["cls"], bad["stage"], bad["msg"], bad["sig"], opt)
-        final, src, shapes = write_repro(prog, o, d, rec["case"], cfg, supported)
+        final, src, shapes, targets = write_repro(prog, o, d, rec["case"], cfg, supported)
     finally:
         shutil.rmtree(workdir, ignore_errors=True)
     return dict(case=rec["case"], sig=rec["min_sig"], dir=d, cls=final.cls, msg=final.msg, opt=opt,
                 dtype=rec["dtype"], source=src, shapes=shapes, tries=m.tries, seconds=time.time() - t0,
-                stmts=len(prog.stmts), still=final.sig == rec["min_sig"])
+                stmts=len(prog.stmts), still=final.sig == rec["min_sig"], targets=targets,
+                error=final.msg)
 
 
 # ---------------------------------------------------------------------------
@@ -2295,7 +2321,11 @@ def parse_args(argv):
     p.add_argument("--minimize", dest="minimize", action="store_true", default=None)
     p.add_argument("--no-minimize", dest="minimize", action="store_false")
     p.add_argument("--minimize-budget", type=float, default=240.0, help="seconds per failure signature")
-    p.add_argument("--repros-per-signature", type=int, default=1)
+    p.add_argument("--repros-per-signature", type=int, default=1,
+                   help="failing cases minimized per signature (default 1; wrong: --wrong-repros)")
+    p.add_argument("--wrong-repros", type=int, default=8,
+                   help="wrong cases minimized per signature, grouped afterwards by the minimized graph's "
+                        "operators (one 'numerics' signature hides different bugs); default 8")
     p.add_argument("--timeout", type=float, help="compile and run timeout (s)")
     p.add_argument("--compile-timeout", type=float, default=20.0)
     p.add_argument("--run-timeout", type=float, default=20.0)
@@ -2360,6 +2390,8 @@ def main(argv=None):
     if args.gen_only:
         return gen_only(args)
     supported = supported_ops()
+    # --ctest without --out: nothing is left behind (re-run with --out DIR for reproducers).
+    scratch = args.ctest and not args.out
     out = args.out or tempfile.mkdtemp(prefix="graph_fuzz-")
     os.makedirs(out, exist_ok=True)
     args.out = os.path.abspath(out)
@@ -2414,14 +2446,14 @@ def main(argv=None):
                 stage_times[k if k == "export" else "%s -O%s" % (k, o["opt"])].append(v)
 
     repros = []
-    if sigs and (args.minimize or True):
+    if sigs and not scratch:
         todo = []
         for (cls, sig), entry in sigs.items():
             if cls not in FAILING and cls != "export-skip":
                 continue
             if cls == "export-skip":
                 continue
-            for c in entry["cases"][:args.repros_per_signature]:
+            for c in entry["cases"][:args.wrong_repros if cls == "wrong" else args.repros_per_signature]:
                 rec = dict(next(r for r in records if r["case"] == c))
                 rec["min_sig"] = sig
                 todo.append((rec, args))
@@ -2437,6 +2469,9 @@ def main(argv=None):
         with open(os.path.join(args.out, "repros.json"), "w") as f:
             json.dump(repros, f, indent=1)
     shutil.rmtree(args.work, ignore_errors=True)
+    if scratch:
+        shutil.rmtree(args.out, ignore_errors=True)
+        args.out = "(not kept: --ctest without --out)"
 
     print()
     print("stage wall time (s): " + "; ".join("%s mean %.2f max %.2f" % (k, np.mean(v), np.max(v))
@@ -2450,10 +2485,19 @@ def main(argv=None):
             print("  [%s] %d case(s) (e.g. case %d, -O%s, %s): %s" % (
                 cls, len(entry["cases"]), entry["cases"][0], "/".join(str(o) for o in sorted(entry["opts"], key=str)),
                 "/".join(sorted(entry["dtypes"])), entry["msg"][:200]))
-        for rp in sorted(repros, key=lambda r: r["case"]):
-            print("  reproducer %s: case %d, %d stmts after %d tries (%.0f s)%s" % (
-                rp["dir"], rp["case"], rp["stmts"], rp["tries"], rp["seconds"],
-                "" if rp["still"] else " [final re-run gave: %s]" % rp["msg"][:100]))
+        if repros:
+            print("reproducers (minimized: %s), grouped by signature and the minimized graph's operators:" % (
+                "yes" if args.minimize else "no"))
+            groups = collections.OrderedDict()
+            for rp in sorted(repros, key=lambda r: (r["sig"], r["case"])):
+                key = (rp["sig"], tuple(t for t in rp["targets"] if t != "getitem"))
+                groups.setdefault(key, []).append(rp)
+            for (sig, targets), rps in groups.items():
+                rp = rps[0]
+                print("  %s -O%d %s: %s\n      ops: %s\n      cases %s; %s (%d stmts, %d tries, %.0f s)%s" % (
+                    rp["cls"], rp["opt"], rp["dtype"], rp["error"][:200], " ".join(targets),
+                    ",".join(str(r["case"]) for r in rps), rp["dir"], rp["stmts"], rp["tries"], rp["seconds"],
+                    "" if rp["still"] else " [the written reproducer gives another result]"))
     print()
     for c in CLASSES:
         print("  %-16s %6d" % (c, counts.get(c, 0)))
