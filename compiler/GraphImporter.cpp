@@ -342,9 +342,27 @@ LogicalResult triangle(NodeImporter& n, bool lower) {
   NCC_TRY(diagonal, n.integer(1, "diagonal", 0));
   auto cst = self.getDefiningOp<arith::ConstantOp>();
   auto dense = cst ? llvm::dyn_cast<DenseElementsAttr>(cst.getValue()) : DenseElementsAttr();
-  if (!dense) return n.error("only the tril/triu of a constant (a mask) is supported yet");
+  auto selfType = llvm::cast<RankedTensorType>(self.getType());
+  if (selfType.getRank() < 2) return n.error("tril/triu needs a tensor of rank 2 or more");
+  if (!dense) {
+    // A computed tensor: where(mask, self, 0) with the [rows x cols] mask a
+    // compile-time constant that broadcasts over the leading dims.
+    int64_t rank = selfType.getRank();
+    int64_t rows = selfType.getDimSize(rank - 2), cols = selfType.getDimSize(rank - 1);
+    SmallVector<bool> keep;
+    for (int64_t r = 0; r < rows; ++r)
+      for (int64_t c = 0; c < cols; ++c) keep.push_back(lower ? c - r <= diagonal : c - r >= diagonal);
+    auto maskType = RankedTensorType::get({rows, cols}, n.b.getI1Type());
+    Value mask = n.b.create<arith::ConstantOp>(n.loc, DenseElementsAttr::get(maskType, ArrayRef<bool>(keep)));
+    Type elem = selfType.getElementType();
+    auto zeroType = RankedTensorType::get({}, elem);
+    Attribute zero = llvm::isa<FloatType>(elem) ? Attribute(n.b.getFloatAttr(elem, 0.0))
+                     : elem.isInteger(1)        ? Attribute(n.b.getBoolAttr(false))
+                                                : Attribute(n.b.getIntegerAttr(elem, 0));
+    Value zeroValue = n.b.create<arith::ConstantOp>(n.loc, DenseElementsAttr::get(zeroType, zero));
+    return n.create<aten::WhereSelfOp>(mask, self, zeroValue);
+  }
   auto type = llvm::cast<RankedTensorType>(dense.getType());
-  if (type.getRank() < 2) return n.error("tril/triu needs a tensor of rank 2 or more");
   int64_t rows = type.getDimSize(type.getRank() - 2), cols = type.getDimSize(type.getRank() - 1);
   SmallVector<Attribute> values(dense.getValues<Attribute>());
   Attribute zero = llvm::isa<FloatType>(type.getElementType())
