@@ -11,12 +11,11 @@ using namespace mlir;
 namespace neuroncc {
 namespace {
 
-// PyTorch's default rms_norm eps is the input dtype's machine epsilon.
-double defaultEps(Type elem) {
-  if (elem.isBF16()) return 0.0078125;         // 2^-7
-  if (elem.isF16()) return 0.0009765625;       // 2^-10
-  return 1.1920928955078125e-07;               // 2^-23
-}
+// PyTorch's rms_norm computes bf16 and f16 inputs in f32 and, without an
+// eps, uses the machine epsilon of that f32 computation (2^-23), not the
+// input dtype's (aten/src/ATen/native/layer_norm.cpp, rms_norm_composite:
+// eps.value_or(std::numeric_limits<float>::epsilon())).
+constexpr double kDefaultRmsNormEps = 1.1920928955078125e-07;  // 2^-23
 
 struct DecomposeCompositesPass
     : impl::DecomposeCompositesBase<DecomposeCompositesPass> {
@@ -83,17 +82,23 @@ struct DecomposeCompositesPass
     return dims;
   }
 
+  // In f32 for bf16/f16 inputs (the weight multiplies the f32 value), then
+  // cast back to the input's dtype, as PyTorch does.
   SmallVector<Value> decomposeRmsNorm(Expansion& x, aten::RmsNormOp op) {
     Value input = op.getInput();
     auto inType = llvm::cast<RankedTensorType>(input.getType());
     SmallVector<int64_t> dims = trailingDims(input, op.getNormalizedShape().size());
-    double eps = op.getEps() ? op.getEps()->convertToDouble() : defaultEps(inType.getElementType());
-    Value sq = x.make<aten::MulTensorOp>(input, input);
+    double eps = op.getEps() ? op.getEps()->convertToDouble() : kDefaultRmsNormEps;
+    Type f32 = x.b.getF32Type();
+    Value wide = input;
+    if (inType.getElementType() != f32) wide = x.make<aten::ToCopyOp>(inType.clone(f32), input);
+    Value sq = x.make<aten::MulTensorOp>(wide, wide);
     Value mean = x.reduce("mean", sq, dims, true);
     Value shifted = x.make<aten::AddScalarOp>(mean, x.f64(eps), x.f64(1.0));
     Value inv = x.make<aten::RsqrtOp>(shifted);
-    Value normed = x.make<aten::MulTensorOp>(input, inv);
+    Value normed = x.make<aten::MulTensorOp>(wide, inv);
     if (Value weight = op.getWeight()) normed = x.make<aten::MulTensorOp>(normed, weight);
+    if (normed.getType() != op.getType()) normed = x.make<aten::ToCopyOp>(op.getType(), normed);
     return {normed};
   }
 

@@ -239,6 +239,9 @@ struct FormKernelsPass : impl::FormKernelsBase<FormKernelsPass> {
     return true;
   }
 
+  // Computed from a reduction in `grp`, directly or through views.
+  bool isDerived(Group& grp, Value v) { return grp.derived.contains(v) || grp.derived.contains(chainOf(v).root); }
+
   int64_t rowBytes(const RowSpace& s) { return s.cols * 4 /*f32 in SBUF*/ * 4 /*live rows*/; }
 
   // True if `to` depends on `from` through at least one other kernel (a
@@ -341,7 +344,7 @@ struct FormKernelsPass : impl::FormKernelsBase<FormKernelsPass> {
     // Only an op that needs a reduced value at every element of the row
     // forces whole rows into SBUF; everything else is reduced chunk by chunk.
     bool needsWholeRow = !s.reduces && s.cols > 1 &&
-                         llvm::any_of(op->getOperands(), [&](Value v) { return grp.derived.contains(v); });
+                         llvm::any_of(op->getOperands(), [&](Value v) { return isDerived(grp, v); });
     if (reduces && needsWholeRow && rowBytes(merged) > sbufBudgetBytes)
       return "a reduced row of " + std::to_string(cols) + " elements exceeds the SBUF budget of " +
              std::to_string(sbufBudgetBytes) + " bytes per partition";
@@ -379,6 +382,7 @@ struct FormKernelsPass : impl::FormKernelsBase<FormKernelsPass> {
       auto in = llvm::cast<RankedTensorType>(x.getType());
       auto resultType = llvm::cast<RankedTensorType>(op->getResult(0).getType());
       SmallVector<int64_t> dims = aten::reducedDims(op), wide;
+      if (in.getRank() == 0) continue;  // a reduction of a 0-d tensor is the identity
       int64_t count = 1;
       for (int64_t d : dims) {
         count *= in.getDimSize(d);
@@ -524,7 +528,7 @@ struct FormKernelsPass : impl::FormKernelsBase<FormKernelsPass> {
         for (Operation* view : c.ops)
           if (grp.members.insert(view).second) grp.ops.push_back(view);
       if (isReduction(op) ||
-          llvm::any_of(op->getOperands(), [&](Value v) { return grp.derived.contains(v); }))
+          llvm::any_of(op->getOperands(), [&](Value v) { return isDerived(grp, v); }))
         grp.derived.insert(op->getResult(0));
       grp.ops.push_back(op);
       grp.members.insert(op);

@@ -72,9 +72,12 @@ std::optional<double> splatValue(Value v) {
   auto c = v.getDefiningOp<arith::ConstantOp>();
   if (!c) return std::nullopt;
   auto dense = llvm::dyn_cast<DenseElementsAttr>(c.getValue());
-  if (!dense || !dense.isSplat() || !llvm::isa<FloatType>(dense.getElementType()))
-    return std::nullopt;
-  return dense.getSplatValue<APFloat>().convertToDouble();
+  if (!dense || !dense.isSplat()) return std::nullopt;
+  Type elem = dense.getElementType();
+  if (llvm::isa<FloatType>(elem)) return dense.getSplatValue<APFloat>().convertToDouble();
+  if (elem.isInteger(1)) return dense.getSplatValue<bool>() ? 1.0 : 0.0;
+  if (llvm::isa<IntegerType>(elem)) return double(dense.getSplatValue<APInt>().getSExtValue());
+  return std::nullopt;
 }
 
 class KernelLowering {
@@ -124,6 +127,7 @@ class KernelLowering {
   // Returned one-to-one views of computed values: the root's tile is stored
   // through this view of the output buffer in the root's shape.
   llvm::DenseMap<Value, aten::StridedView> storedThrough;
+  llvm::DenseSet<Value> tilelessViews;  // inner links of such chains: no tile of their own
   // Output columns per matmul tile: one PSUM bank (512 f32), or 128 when the
   // moving operand is transposed on the TensorEngine (one transpose a tile).
   int64_t matmulColumns = nc::kPsumBankBytes / 4;
@@ -242,18 +246,20 @@ LogicalResult KernelLowering::layoutOfInput(Value v, Layout& out) {
 }
 
 LogicalResult KernelLowering::layoutOfView(const aten::StridedView& given, Layout& out) {
-  // A contiguous full-size value under another leading shape covers the rows
-  // in row-major order: read it as the space's own shape.
+  // A full-size value under another leading shape covers the same rows in
+  // row-major order: read it in the space's own shape when its strides allow
+  // (always for a contiguous value; also for a permuted one whose merged or
+  // split dims stay contiguous among themselves).
   aten::StridedView view = given;
-  if (aten::isContiguous(given) && product(given.shape) == space.rows * space.cols && !given.shape.empty() &&
+  if (product(given.shape) == space.rows * space.cols && !given.shape.empty() &&
       given.shape.back() == (space.trail.empty() ? 1 : space.trail.back()) && space.trail.size() == 1) {
     SmallVector<int64_t> full(space.lead);
     full.append(space.trail);
-    if (ArrayRef<int64_t>(full) != ArrayRef<int64_t>(given.shape)) {
-      int64_t offset = given.offset;
-      view = aten::contiguousView(full);
-      view.offset = offset;
-    }
+    if (ArrayRef<int64_t>(full) != ArrayRef<int64_t>(given.shape))
+      if (auto strides = aten::reshapeStrides(given.shape, given.strides, full)) {
+        view.shape = full;
+        view.strides = *strides;
+      }
   }
   ArrayRef<int64_t> shape = view.shape;
   ArrayRef<int64_t> strides = view.strides;
@@ -393,6 +399,13 @@ LogicalResult KernelLowering::lowerOp(Operation* op, int64_t p, int64_t f) {
   Value result = op->getResult(0);
   auto resultElem = nc::deviceElementType(llvm::cast<RankedTensorType>(result.getType()).getElementType());
   Type elem = yielded.contains(result) ? resultElem : b->getF32Type();
+  // A value whose only use is a returned cast is computed straight into the
+  // cast's dtype (one rounding, and the cast becomes free).
+  if (result.hasOneUse())
+    if (auto cast = llvm::dyn_cast<aten::ToCopyOp>(*result.getUsers().begin());
+        cast && yielded.contains(cast.getResult()) && aten::isFloatType(cast.getType().getElementType()) &&
+        aten::isFloatType(llvm::cast<RankedTensorType>(result.getType()).getElementType()))
+      elem = nc::deviceElementType(cast.getType().getElementType());
   auto layoutOf = [&](Value v) -> Layout& { return layouts[v]; };
 
   auto tensorScalar = [&](Value out, Value in, Value scalar, StringRef alu, double imm, bool reverse) {
@@ -694,8 +707,29 @@ LogicalResult KernelLowering::lowerOp(Operation* op, int64_t p, int64_t f) {
       })
       .Case([&](aten::LogOp o) { return activationOf(o.getSelf(), "log"); })
       .Case([&](aten::ToCopyOp o) -> LogicalResult {
-        // Rounds to the target dtype even inside a kernel, as eager does.
+        // Rounds to the target dtype even inside a kernel, as eager does. A
+        // tile that already holds the target dtype, or a widening to an f32
+        // intermediate (exact), is reused as it is.
         elem = resultElem;
+        Layout& il = layoutOf(o.getSelf());
+        Type to = o.getType().getElementType();
+        Type from = llvm::cast<RankedTensorType>(o.getSelf().getType()).getElementType();
+        if (to.isInteger(1) && !from.isInteger(1))  // != 0, as PyTorch's bool cast
+          return scalarOp(o.getSelf(), "not_equal", 0.0, false);
+        if (llvm::isa<IntegerType>(to) && aten::isFloatType(from))
+          return op->emitError("casting a computed float to an integer dtype on the device is not supported "
+                               "(it needs rounding toward zero)");
+        if (il.kind != Kind::Imm) {
+          Value in = tileOf(o.getSelf());
+          Type inElem = llvm::cast<MemRefType>(in.getType()).getElementType();
+          bool widening = !yielded.contains(result) && resultElem.isF32() && (inElem.isBF16() || inElem.isF16()) &&
+                          aten::isFloatType(llvm::cast<RankedTensorType>(o.getSelf().getType()).getElementType());
+          if (inElem == resultElem || widening) {
+            layouts[result] = il;
+            tiles[result] = in;
+            return success();
+          }
+        }
         return activationOf(o.getSelf(), "identity");
       })
       .Case([&](aten::TanhOp o) { return activationOf(o.getSelf(), "tanh"); })
@@ -911,11 +945,18 @@ LogicalResult KernelLowering::foldViews(Block& old, bool allowTileAliases) {
     if (!aten::isViewOp(&op)) continue;
     auto in = viewOf.find(op.getOperand(0));
     if (in == viewOf.end()) {
-      if (allowTileAliases && aten::isRowPreservingReshape(&op)) {
+      // A returned view is stored through its chain's inverse pattern; a
+      // reshape that keeps the rows of a value with a tile reuses the tile.
+      bool returnedOnly = allowTileAliases && yielded.contains(op.getResult(0)) && storedViewChain(&op);
+      if (returnedOnly) continue;
+      if (allowTileAliases && aten::isRowPreservingReshape(&op) && !tilelessViews.contains(op.getOperand(0))) {
         sameTileAs[op.getResult(0)] = op.getOperand(0);
         continue;
       }
-      if (allowTileAliases && storedViewChain(&op)) continue;
+      if (allowTileAliases && storedViewChain(&op)) {
+        tilelessViews.insert(op.getResult(0));
+        continue;
+      }
       return op.emitError("internal: a view of a value computed in the same kernel that is neither a "
                           "row-preserving reshape nor a returned one-to-one view");
     }

@@ -182,7 +182,9 @@ LogicalResult GeluOp::verify() {
     return inferReduction(loc, adaptor.getSelf(), adaptor.getDim(), adaptor.getKeepdim(), \
                           results);                                                 \
   }                                                                                 \
+  /* A 0-d operand has no dim to reduce (dim 0 or -1 name the scalar itself). */    \
   SmallVector<int64_t> OP::getReducedDims() {                                       \
+    if (getSelf().getType().getRank() == 0) return {};                              \
     auto dims = normalizeDims(std::nullopt, getDim(), getSelf().getType().getRank()); \
     SmallVector<int64_t> all;                                                       \
     if (succeeded(dims) && !dims->empty()) return *dims;                            \
@@ -381,10 +383,9 @@ NEURON_INFER_SIGNATURE(RmsNormOp) {
   }
   if (auto eps = adaptor.getEps(); eps && !(eps->convertToDouble() >= 0))
     return emitOptionalError(loc, "eps must be non-negative, got ", eps->convertToDouble());
-  Type elem = input.getElementType();
-  if (Value weight = adaptor.getWeight())
-    elem = promoteElementTypes(elem, asRanked(weight.getType()).getElementType());
-  results.push_back(RankedTensorType::get(input.getShape(), elem));
+  // PyTorch computes in f32 (for bf16/f16 inputs) and casts the result back
+  // to the input's dtype, whatever the weight's dtype.
+  results.push_back(input);
   return success();
 }
 

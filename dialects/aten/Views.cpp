@@ -51,6 +51,42 @@ int64_t numel(llvm::ArrayRef<int64_t> shape) {
 
 }  // namespace
 
+// Strides for seeing the elements of a strided (shape, strides) in another
+// shape without moving them, as PyTorch's view() decides it: the old dims
+// split into runs that are contiguous among themselves (each stride equals
+// the next one times its size); each run must map onto a run of new dims
+// with the same number of elements, which then take strides inside it.
+std::optional<llvm::SmallVector<int64_t>> reshapeStrides(llvm::ArrayRef<int64_t> shape,
+                                                         llvm::ArrayRef<int64_t> strides,
+                                                         llvm::ArrayRef<int64_t> newShape) {
+  llvm::SmallVector<int64_t> out(newShape.size(), 0);
+  if (numel(shape) != numel(newShape)) return std::nullopt;
+  if (numel(shape) == 0 || shape.empty()) {
+    StridedView c = contiguousView(newShape);
+    return c.strides;
+  }
+  int64_t newDim = int64_t(newShape.size()) - 1;
+  int64_t runStride = strides.back();  // stride of the innermost dim of the current run
+  int64_t runElems = 1, newElems = 1;
+  for (int64_t d = int64_t(shape.size()) - 1; d >= 0; --d) {
+    runElems *= shape[size_t(d)];
+    bool runEnds = d == 0 || (shape[size_t(d - 1)] != 1 && strides[size_t(d - 1)] != runElems * runStride);
+    if (!runEnds) continue;
+    while (newDim >= 0 && (newElems < runElems || newShape[size_t(newDim)] == 1)) {
+      out[size_t(newDim)] = newElems * runStride;
+      newElems *= newShape[size_t(newDim)];
+      --newDim;
+    }
+    if (newElems != runElems) return std::nullopt;
+    if (d > 0) {
+      runStride = strides[size_t(d - 1)];
+      runElems = newElems = 1;
+    }
+  }
+  if (newDim != -1) return std::nullopt;
+  return out;
+}
+
 StridedView contiguousView(llvm::ArrayRef<int64_t> shape) {
   StridedView v;
   v.shape.assign(shape.begin(), shape.end());
@@ -199,12 +235,15 @@ bool viewReshape(llvm::ArrayRef<int64_t> size, const StridedView& in, StridedVie
   llvm::SmallVector<int64_t> shape;
   out = in;
   if (!resolveShape(size, numel(in.shape), shape, error)) return false;
-  if (!isContiguous(in)) {
+  if (llvm::ArrayRef<int64_t>(shape) == llvm::ArrayRef<int64_t>(in.shape)) return true;  // the same view
+  std::optional<llvm::SmallVector<int64_t>> strides = reshapeStrides(in.shape, in.strides, shape);
+  if (!strides) {
     if (notAView) *notAView = true;
     *error = "a reshape of a non-contiguous view needs a copy";
     return false;
   }
-  out = contiguousView(shape);
+  out.shape = shape;
+  out.strides = *strides;
   out.offset = in.offset;
   return true;
 }

@@ -4,6 +4,7 @@
 // patterns.
 #pragma once
 
+#include <optional>
 #include <string>
 
 #include "mlir/IR/Operation.h"
@@ -30,6 +31,13 @@ bool isRowPreservingReshape(mlir::Operation* op);
 // view of `in` (a reshape of a non-contiguous view: it needs a copy).
 bool applyView(mlir::Operation* op, const StridedView& in, StridedView& out, std::string* error,
                bool* notAView = nullptr);
+
+// Strides that show the elements of (shape, strides) in `newShape` without
+// moving them, or std::nullopt when no such view exists (PyTorch's rule for
+// view(): dims merge only where they are contiguous among themselves).
+std::optional<llvm::SmallVector<int64_t>> reshapeStrides(llvm::ArrayRef<int64_t> shape,
+                                                         llvm::ArrayRef<int64_t> strides,
+                                                         llvm::ArrayRef<int64_t> newShape);
 
 // The buffer of the chain's final value (contiguous) seen in the shape of
 // the chain's root: the access pattern through which a value computed as the

@@ -2332,7 +2332,7 @@ def parse_args(argv):
     p.add_argument("--allowed", default=ALLOWED_PATH, help="allowed-refusals file")
     p.add_argument("--ctest", action="store_true", help="fixed seed, %d cases, no minimization" % CTEST_CASES)
     p.add_argument("--gen-only", action="store_true", help="generate and export only (generator self-check)")
-    p.add_argument("--keep", action="store_true", help="keep every case's work directory")
+    p.add_argument("--keep", action="store_true", help="keep every case's work directory (under --out)")
     p.add_argument("-v", "--verbose", action="store_true")
     args = p.parse_args(argv)
     if args.ctest:
@@ -2468,7 +2468,10 @@ def main(argv=None):
             repros = [minimize_one(t) for t in todo]
         with open(os.path.join(args.out, "repros.json"), "w") as f:
             json.dump(repros, f, indent=1)
-    shutil.rmtree(args.work, ignore_errors=True)
+    if args.keep:
+        print("graph_fuzz: case work directories kept under %s" % args.work)
+    else:
+        shutil.rmtree(args.work, ignore_errors=True)
     if scratch:
         shutil.rmtree(args.out, ignore_errors=True)
         args.out = "(not kept: --ctest without --out)"

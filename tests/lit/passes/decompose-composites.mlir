@@ -1,14 +1,17 @@
 // RUN: neuron-opt %s --ncc-decompose-composites --split-input-file | FileCheck %s
 // RUN: neuron-opt %s --ncc-decompose-composites=legal-ops=aten.rms_norm --split-input-file | FileCheck %s --check-prefix=LEGAL
 
+// A bf16 input is computed in f32 and the result cast back, as PyTorch does.
 // CHECK-LABEL: func.func @rms_norm
 // CHECK-SAME: (%[[X:.*]]: tensor<4x512xbf16>, %[[W:.*]]: tensor<512xbf16>)
-// CHECK: %[[SQ:.*]] = aten.mul.Tensor %[[X]], %[[X]] {nc.source = "aten.rms_norm", nc.source_id = 0 : i64}
-// CHECK: %[[MS:.*]] = aten.mean.dim %[[SQ]] {dim = array<i64: 1>, keepdim = true, nc.source = "aten.rms_norm", nc.source_id = 0 : i64} : tensor<4x512xbf16> -> tensor<4x1xbf16>
+// CHECK: %[[X32:.*]] = aten._to_copy %[[X]] {nc.source = "aten.rms_norm", nc.source_id = 0 : i64} : tensor<4x512xbf16> -> tensor<4x512xf32>
+// CHECK: %[[SQ:.*]] = aten.mul.Tensor %[[X32]], %[[X32]] {nc.source = "aten.rms_norm", nc.source_id = 0 : i64}
+// CHECK: %[[MS:.*]] = aten.mean.dim %[[SQ]] {dim = array<i64: 1>, keepdim = true, nc.source = "aten.rms_norm", nc.source_id = 0 : i64} : tensor<4x512xf32> -> tensor<4x1xf32>
 // CHECK: %[[SH:.*]] = aten.add.Scalar %[[MS]], 9.9999999999999995E-7 {{.*}}nc.source_id = 0
 // CHECK: %[[R:.*]] = aten.rsqrt %[[SH]]
-// CHECK: %[[N:.*]] = aten.mul.Tensor %[[X]], %[[R]] {{.*}}: tensor<4x512xbf16>, tensor<4x1xbf16> -> tensor<4x512xbf16>
-// CHECK: %[[Y:.*]] = aten.mul.Tensor %[[N]], %[[W]]
+// CHECK: %[[N:.*]] = aten.mul.Tensor %[[X32]], %[[R]] {{.*}}: tensor<4x512xf32>, tensor<4x1xf32> -> tensor<4x512xf32>
+// CHECK: %[[N2:.*]] = aten.mul.Tensor %[[N]], %[[W]] {{.*}}: tensor<4x512xf32>, tensor<512xbf16> -> tensor<4x512xf32>
+// CHECK: %[[Y:.*]] = aten._to_copy %[[N2]] {{.*}}: tensor<4x512xf32> -> tensor<4x512xbf16>
 // CHECK: return %[[Y]]
 // LEGAL-LABEL: func.func @rms_norm
 // LEGAL: aten.rms_norm
@@ -19,7 +22,8 @@ func.func @rms_norm(%x: tensor<4x512xbf16>, %w: tensor<512xbf16>) -> tensor<4x51
 
 // -----
 
-// Without weight or eps: the dtype's machine epsilon, and two normalized dims.
+// Without weight or eps: f32's machine epsilon (PyTorch computes in f32),
+// and two normalized dims.
 // Each composite gets its own source id.
 // CHECK-LABEL: func.func @no_weight
 // CHECK: aten.mean.dim %{{.*}} {dim = array<i64: 1, 2>, keepdim = true, nc.source = "aten.rms_norm", nc.source_id = 0 : i64} : tensor<2x4x8xf32> -> tensor<2x1x1xf32>
