@@ -110,8 +110,8 @@ crash (negative exit status/signal, 'internal compiler error', 'invalid NEFF',
 an assertion, 'LLVM ERROR', 'Stack dump', a Python traceback from the tools,
 a non-zero exit without an error message, or neuron-cc exiting 0 without
 'Compiler status PASS'); refusal (non-zero exit with an `error` message);
-allowed refusal (a refusal whose first error line matches an entry of
-tests/fuzz/allowed_refusals.txt); timeout; export-skip (the exporter failed or
+allowed refusal (a refusal whose first error line matches one of the
+`match:` patterns of docs/unsupported.md, the documented limitations); timeout; export-skip (the exporter failed or
 the graph uses an operator outside the list: a generator bug, reported with
 its count). A case's class is the worst over its opt levels (crash > wrong >
 timeout > refusal > allowed refusal > export-skip > pass). The exit status is
@@ -160,7 +160,7 @@ import torch  # noqa: E402
 from neuroncc import export as ex  # noqa: E402
 from neuroncc import toolchain  # noqa: E402
 
-ALLOWED_PATH = os.path.join(HERE, "allowed_refusals.txt")
+ALLOWED_PATH = os.path.join(HERE, "..", "..", "docs", "unsupported.md")
 CTEST_SEED = 20240
 CTEST_CASES = 300
 ELEMENT_LIMIT = 70000          # elements per tensor (a 513 x 129 operand is 66177)
@@ -1819,8 +1819,9 @@ def classify_tool(run, stage, allowed):
 
 
 class Allowed:
-    """allowed_refusals.txt: one Python regular expression per line, searched in the refusal's
-    first error line (directories stripped); blank lines and lines starting with # are ignored."""
+    """The documented limitations: every `match: `REGEX`` line of docs/unsupported.md (the
+    regular expression between backquotes), searched in the refusal's first error line
+    (directories stripped)."""
 
     def __init__(self, path):
         self.path = path
@@ -1828,9 +1829,9 @@ class Allowed:
         if path and os.path.exists(path):
             with open(path) as f:
                 for line in f:
-                    line = line.rstrip("\n")
-                    if line.strip() and not line.lstrip().startswith("#"):
-                        self.patterns.append(re.compile(line.strip()))
+                    m = re.search(r"match: `([^`]+)`", line)
+                    if m:
+                        self.patterns.append(re.compile(m.group(1)))
 
     def matches(self, line):
         return any(p.search(line) for p in self.patterns)
