@@ -65,8 +65,21 @@ struct DecomposeCompositesPass
       return make<aten::AmaxOp>(v, d, k);
     }
     FloatAttr f64(double v) { return b.getF64FloatAttr(v); }
+    // bf16 and f16 composites compute in f32, as PyTorch's CPU kernels do
+    // (their opmath type): a variance over many elements or an rstd of
+    // 1/sqrt(1e-12) would overflow f16 and lose bits in bf16.
+    Value widen(Value v) {
+      auto t = llvm::cast<RankedTensorType>(v.getType());
+      if (!t.getElementType().isBF16() && !t.getElementType().isF16()) return v;
+      return make<aten::ToCopyOp>(t.clone(b.getF32Type()), v);
+    }
+    // Results go back to the composite's own result types.
     void finish(ArrayRef<Value> results) {
-      for (auto [from, to] : llvm::zip(op->getResults(), results)) from.replaceAllUsesWith(to);
+      for (auto [from, to] : llvm::zip(op->getResults(), results)) {
+        Value v = to;
+        if (v.getType() != from.getType()) v = make<aten::ToCopyOp>(from.getType(), v);
+        from.replaceAllUsesWith(v);
+      }
       op->erase();
     }
     Operation* op;
@@ -89,21 +102,19 @@ struct DecomposeCompositesPass
     auto inType = llvm::cast<RankedTensorType>(input.getType());
     SmallVector<int64_t> dims = trailingDims(input, op.getNormalizedShape().size());
     double eps = op.getEps() ? op.getEps()->convertToDouble() : kDefaultRmsNormEps;
-    Type f32 = x.b.getF32Type();
-    Value wide = input;
-    if (inType.getElementType() != f32) wide = x.make<aten::ToCopyOp>(inType.clone(f32), input);
+    Value wide = x.widen(input);
     Value sq = x.make<aten::MulTensorOp>(wide, wide);
     Value mean = x.reduce("mean", sq, dims, true);
     Value shifted = x.make<aten::AddScalarOp>(mean, x.f64(eps), x.f64(1.0));
     Value inv = x.make<aten::RsqrtOp>(shifted);
     Value normed = x.make<aten::MulTensorOp>(wide, inv);
     if (Value weight = op.getWeight()) normed = x.make<aten::MulTensorOp>(normed, weight);
-    if (normed.getType() != op.getType()) normed = x.make<aten::ToCopyOp>(op.getType(), normed);
     return {normed};
   }
 
   // softmax: exp(x - max) / sum(exp(x - max)); log_softmax: (x - max) - log(sum(...)).
   SmallVector<Value> decomposeSoftmax(Expansion& x, Value input, int64_t dim, bool log) {
+    input = x.widen(input);
     Value m = x.reduce("max", input, {dim}, true);
     Value shifted = x.make<aten::SubTensorOp>(input, m, x.f64(1.0));
     Value e = x.make<aten::ExpOp>(shifted);
@@ -113,7 +124,7 @@ struct DecomposeCompositesPass
   }
 
   SmallVector<Value> decomposeLayerNorm(Expansion& x, aten::NativeLayerNormOp op) {
-    Value input = op.getInput();
+    Value input = x.widen(op.getInput());
     SmallVector<int64_t> dims = trailingDims(input, op.getNormalizedShape().size());
     Value mean = x.reduce("mean", input, dims, true);
     Value centered = x.make<aten::SubTensorOp>(input, mean, x.f64(1.0));
@@ -126,7 +137,7 @@ struct DecomposeCompositesPass
   }
 
   SmallVector<Value> decomposeVarMean(Expansion& x, aten::VarMeanCorrectionOp op) {
-    Value input = op.getSelf();
+    Value input = x.widen(op.getSelf());
     SmallVector<int64_t> dims = op.getReducedDims();
     auto inType = llvm::cast<RankedTensorType>(input.getType());
     int64_t n = 1;

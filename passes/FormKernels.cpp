@@ -40,6 +40,10 @@ bool isMatmul(Operation* op) { return llvm::isa<aten::MmOp, aten::BmmOp, aten::A
 
 bool isReduction(Operation* op) { return !aten::reducedDims(op).empty(); }
 
+// Marks the reshapes sinkSqueezes makes (a per-row value in its rows' shape
+// dropping the unit dims), so that only those move.
+constexpr const char kSqueezeAttr[] = "nc.squeeze";
+
 bool keepdimOf(Operation* op) {
   if (auto o = llvm::dyn_cast<aten::SumDimIntListOp>(op)) return o.getKeepdim();
   if (auto o = llvm::dyn_cast<aten::MeanDimOp>(op)) return o.getKeepdim();
@@ -442,11 +446,117 @@ struct FormKernelsPass : impl::FormKernelsBase<FormKernelsPass> {
     }
   }
 
+  // Per-row values in the rows' own shape: a reduction without keepdim
+  // becomes one with keepdim and a reshape, and elementwise ops on such
+  // reshapes run before them instead (the reshape sinks towards the uses).
+  // So `log(sum(exp(x), -1))` of shape [n] is computed as [n, 1], in the rows
+  // of the kernel that reduced, instead of as a 1-d tensor whose row space
+  // matches nothing. Only a final reshape remains, which a returned value is
+  // stored through and a reader in another kernel folds into its access.
+  void sinkSqueezes(func::FuncOp func) {
+    OpBuilder b(func.getContext());
+    // A view that only drops unit dims of a value computed on the device.
+    auto isSqueeze = [](Value v) -> Operation* {
+      Operation* r = v.getDefiningOp();
+      if (!r || !llvm::isa<aten::SqueezeDimOp, aten::ReshapeOp, aten::ViewShapeOp, aten::UnsafeViewOp,
+                           aten::ReshapeAliasOp>(r))
+        return nullptr;
+      Value in = r->getOperand(0);
+      if (llvm::isa<BlockArgument>(in) || in.getDefiningOp<arith::ConstantOp>()) return nullptr;
+      auto without1 = [](Type t) {
+        SmallVector<int64_t> s;
+        for (int64_t d : llvm::cast<RankedTensorType>(t).getShape())
+          if (d != 1) s.push_back(d);
+        return s;
+      };
+      auto inType = llvm::cast<RankedTensorType>(in.getType()), outType = llvm::cast<RankedTensorType>(v.getType());
+      if (outType.getRank() >= inType.getRank() || without1(inType) != without1(outType)) return nullptr;
+      return r;
+    };
+    auto copyTags = [](Operation* from, Operation* to) {
+      for (StringRef name : {kSourceAttr, kSourceIdAttr})
+        if (Attribute a = from->getAttr(name)) to->setAttr(name, a);
+    };
+    auto squeeze = [&](Operation* like, Value v, RankedTensorType type) {
+      Operation* r = b.create<aten::ReshapeOp>(like->getLoc(), type, v, b.getDenseI64ArrayAttr(type.getShape()));
+      r->setAttr(kSqueezeAttr, b.getUnitAttr());
+      copyTags(like, r);
+      return r;
+    };
+    // One pass in program order: the users of a new reshape come later, and
+    // the ops made here go before the op being visited.
+    for (Operation& current : llvm::make_early_inc_range(func.getBody().front())) {
+      Operation* op = &current;
+      auto resultType = op->getNumResults() == 1 ? llvm::dyn_cast<RankedTensorType>(op->getResult(0).getType())
+                                                  : RankedTensorType();
+      if (!resultType) continue;
+      if (llvm::isa<aten::SumDimIntListOp, aten::MeanDimOp, aten::AmaxOp>(op) && !keepdimOf(op)) {
+        auto in = llvm::cast<RankedTensorType>(op->getOperand(0).getType());
+        SmallVector<int64_t> dims = aten::reducedDims(op);
+        if (dims.empty()) continue;
+        SmallVector<int64_t> kept(in.getShape());
+        for (int64_t d : dims) kept[size_t(d)] = 1;
+        b.setInsertionPoint(op);
+        Operation* r = b.clone(*op);
+        r->setAttr("keepdim", b.getBoolAttr(true));
+        r->getResult(0).setType(RankedTensorType::get(kept, resultType.getElementType()));
+        Operation* s = squeeze(op, r->getResult(0), resultType);
+        op->getResult(0).replaceAllUsesWith(s->getResult(0));
+        op->erase();
+        continue;
+      }
+      if (!aten::isElementwise(op)) continue;
+      // The shape U the squeezed operands came from, and the one they have.
+      RankedTensorType wide;
+      for (Value v : op->getOperands())
+        if (Operation* s = isSqueeze(v); s && v.getType() == RankedTensorType::get(resultType.getShape(),
+                                                    llvm::cast<RankedTensorType>(v.getType()).getElementType())) {
+          wide = llvm::cast<RankedTensorType>(s->getOperand(0).getType());
+          break;
+        }
+      if (!wide) continue;
+      SmallVector<Value> operands;
+      bool ok = true;
+      b.setInsertionPoint(op);
+      for (Value v : op->getOperands()) {
+        auto t = llvm::cast<RankedTensorType>(v.getType());
+        Operation* s = isSqueeze(v);
+        if (s && llvm::cast<RankedTensorType>(s->getOperand(0).getType()).getShape() == wide.getShape()) {
+          operands.push_back(s->getOperand(0));
+        } else if (t.getNumElements() == 1 && t.getRank() <= wide.getRank()) {
+          operands.push_back(v);  // broadcasts the same way in either shape
+        } else if (t.getShape() == resultType.getShape()) {
+          Operation* r = b.create<aten::ReshapeOp>(op->getLoc(), t.clone(wide.getShape()), v,
+                                                   b.getDenseI64ArrayAttr(wide.getShape()));
+          copyTags(op, r);
+          operands.push_back(r->getResult(0));
+        } else {
+          ok = false;  // broadcast inside the op: leave it
+          break;
+        }
+      }
+      if (!ok) continue;
+      Operation* wideOp = b.clone(*op);
+      wideOp->setOperands(operands);
+      wideOp->getResult(0).setType(resultType.clone(wide.getShape()));
+      Operation* s = squeeze(op, wideOp->getResult(0), resultType);
+      op->getResult(0).replaceAllUsesWith(s->getResult(0));
+      op->erase();
+    }
+    // Views left without uses (a squeeze that every user sank past) go.
+    SmallVector<Operation*> dead;
+    for (Operation& op : func.getBody().front())
+      if (aten::isViewOp(&op) && op.use_empty()) dead.push_back(&op);
+    for (Operation* op : llvm::reverse(dead))
+      if (op->use_empty()) op->erase();
+  }
+
   void runOnOperation() override {
     func::FuncOp func = getOperation();
     groups.clear();
     groupOf.clear();
     stageReductions(func);
+    if (fuse) sinkSqueezes(func);
     // A returned compile-time constant or graph input, or a value returned
     // a second time, is written out through a clone, like a returned view.
     Operation* ret = func.getBody().front().getTerminator();

@@ -192,11 +192,14 @@ LogicalResult KernelLowering::computeSpace() {
         if (product(permuted) >= product(full)) full = permuted;
         continue;
       }
-      if (space.reduces && k != trailing)
-        return op.emitError("kernel mixes reductions over different numbers of trailing dims");
-      space.reduces = true;
-      trailing = k;
+      // Reductions over different numbers of trailing dims may share a
+      // kernel when each reduces a whole row (or a per-row value): the
+      // widest input sets the columns, and each reduction checks its count.
       shape.assign(in.getShape().begin(), in.getShape().end());
+      if (!space.reduces || product(shape) > product(full) ||
+          (product(shape) == product(full) && shape.size() > full.size()))
+        trailing = k;
+      space.reduces = true;
     } else {
       auto t = llvm::cast<RankedTensorType>(op.getResult(0).getType());
       shape.assign(t.getShape().begin(), t.getShape().end());
@@ -251,8 +254,7 @@ LogicalResult KernelLowering::layoutOfView(const aten::StridedView& given, Layou
   // (always for a contiguous value; also for a permuted one whose merged or
   // split dims stay contiguous among themselves).
   aten::StridedView view = given;
-  if (product(given.shape) == space.rows * space.cols && !given.shape.empty() &&
-      given.shape.back() == (space.trail.empty() ? 1 : space.trail.back()) && space.trail.size() == 1) {
+  if (product(given.shape) == space.rows * space.cols && !given.shape.empty()) {
     SmallVector<int64_t> full(space.lead);
     full.append(space.trail);
     if (ArrayRef<int64_t>(full) != ArrayRef<int64_t>(given.shape))
@@ -299,6 +301,37 @@ SmallVector<int64_t> KernelLowering::rowOffsets(const Layout& l, int64_t first, 
   return offs;
 }
 
+// The free dims of an access pattern ((stride, count) pairs, outermost
+// first) with unit counts dropped and neighbours merged where the outer one
+// steps over exactly the inner one's extent, so that a reduction over many
+// trailing dims of a contiguous tensor is one free dim.
+SmallVector<int64_t> simplifyFreePattern(ArrayRef<int64_t> freeAp) {
+  SmallVector<int64_t> out;
+  for (size_t i = 0; i + 1 < freeAp.size(); i += 2) {
+    int64_t stride = freeAp[i], count = freeAp[i + 1];
+    if (count == 1) continue;
+    out.push_back(stride);
+    out.push_back(count);
+  }
+  SmallVector<int64_t> merged;
+  for (size_t i = 0; i + 1 < out.size(); i += 2) {
+    merged.push_back(out[i]);
+    merged.push_back(out[i + 1]);
+    // Merge the last two pairs while the outer one spans the inner one.
+    while (merged.size() >= 4) {
+      size_t n = merged.size();
+      int64_t outerStride = merged[n - 4], outerCount = merged[n - 3];
+      int64_t innerStride = merged[n - 2], innerCount = merged[n - 1];
+      if (outerStride != innerStride * innerCount) break;
+      merged.resize(n - 4);
+      merged.push_back(innerStride);
+      merged.push_back(outerCount * innerCount);
+    }
+  }
+  if (merged.empty()) merged = {1, 1};
+  return merged;
+}
+
 // Splits the rows into runs whose HBM offsets advance by a constant stride,
 // one DMA per run; large runs are split further so that several DMA queues
 // can share the transfer.
@@ -335,7 +368,7 @@ void KernelLowering::emitDma(bool load, Value hbm, Value tile, const Layout& l, 
     for (int64_t s = start; s < end; s += per) {
       int64_t c = std::min(per, end - s);
       SmallVector<int64_t> ap{stride, c};
-      ap.append(freeAp);
+      ap.append(simplifyFreePattern(freeAp));
       auto partStart = b->getI64IntegerAttr(s);
       auto offset = b->getI64IntegerAttr(l.offset + offs[size_t(s)] + colBase);
       auto apAttr = b->getDenseI64ArrayAttr(ap);
@@ -629,6 +662,9 @@ LogicalResult KernelLowering::lowerOp(Operation* op, int64_t p, int64_t f) {
       tiles[result] = out;
       return success();
     }
+    if (count != space.cols)
+      return op->emitError("internal: a reduction over ") << count << " elements in a kernel whose rows have "
+                                                           << space.cols;
     if (chunked && accumulating) {
       Value part = alloc(p, 1, b->getF32Type());
       setSource(b->create<nc::TensorReduceOp>(loc, part, tileOf(in), b->getStringAttr(alu)), op);
@@ -845,6 +881,15 @@ LogicalResult KernelLowering::storeOutput(Value v, Value hbm, int64_t p, int64_t
   store.kind = l.kind;
   if (auto it = storedThrough.find(v); it != storedThrough.end()) {
     const aten::StridedView& w = it->second;
+    if (l.kind == Kind::Row && product(w.shape) == space.rows * space.cols && space.cols > 1) {
+      // A row-constant value of full size: written across the row first.
+      Value full = broadcastRow(tiles[v], 0.0, p, f, llvm::cast<MemRefType>(hbm.getType()).getElementType(),
+                                v.getDefiningOp());
+      if (failed(layoutOfView(w, store))) return failure();
+      store.kind = Kind::Full;
+      emitDma(/*load=*/false, hbm, full, store, r0, p, c0, f);
+      return success();
+    }
     if (l.kind == Kind::Row) {
       // One element per row: the root's non-unit dims are the rows' non-unit
       // dims, in order (a reduction's result, with or without keepdim).

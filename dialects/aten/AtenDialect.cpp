@@ -195,6 +195,14 @@ NEURON_REDUCTION(MeanDimOp)
 NEURON_REDUCTION(SumDimIntListOp)
 NEURON_REDUCTION(AmaxOp)
 
+bool isElementwise(Operation* op) {
+  return llvm::isa<MulTensorOp, DivTensorOp, AddTensorOp, SubTensorOp, MulScalarOp, DivScalarOp, AddScalarOp,
+                   SubScalarOp, RsubScalarOp, PowTensorScalarOp, NegOp, ExpOp, LogOp, SqrtOp, RsqrtOp, TanhOp,
+                   SigmoidOp, ReluOp, SiluOp, GeluOp, AbsOp, ToCopyOp, EqTensorOp, NeTensorOp, LtTensorOp,
+                   LeTensorOp, GtTensorOp, GeTensorOp, EqScalarOp, NeScalarOp, LtScalarOp, LeScalarOp, GtScalarOp,
+                   GeScalarOp, WhereSelfOp, MaskedFillScalarOp>(op);
+}
+
 SmallVector<int64_t> reducedDims(Operation* op) {
   if (auto r = llvm::dyn_cast<MeanDimOp>(op)) return r.getReducedDims();
   if (auto r = llvm::dyn_cast<SumDimIntListOp>(op)) return r.getReducedDims();

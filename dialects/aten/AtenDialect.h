@@ -18,4 +18,9 @@ namespace neuroncc::aten {
 // reduces; empty for any other op.
 llvm::SmallVector<int64_t> reducedDims(mlir::Operation* op);
 
+// One result element from the operands' elements at the same (broadcast)
+// index: unary math, binary and Scalar arithmetic, comparisons, where,
+// masked_fill and casts.
+bool isElementwise(mlir::Operation* op);
+
 }  // namespace neuroncc::aten

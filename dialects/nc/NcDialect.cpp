@@ -99,6 +99,9 @@ LogicalResult verifyAlu(Operation* op, StringRef alu, ArrayRef<StringRef> allowe
 
 // A DMA access pattern is (stride, count) pairs: first the partition walk,
 // then the free dims whose counts multiply to the tile's row length.
+// The partition dim and up to four free dims (the NEFF format's limit).
+constexpr size_t kMaxAccessPatternDims = 5;
+
 // The lowest and highest HBM element an access pattern reaches from `offset`.
 std::pair<int64_t, int64_t> apExtent(int64_t offset, ArrayRef<int64_t> ap) {
   int64_t lo = offset, hi = offset;
@@ -120,6 +123,9 @@ LogicalResult verifyDma(Operation* op, Value hbm, Value tile, int64_t part_start
   if (h.getElementType() != t.getElementType())
     return op->emitOpError() << "DMA does not convert: HBM " << h.getElementType() << " vs tile "
                              << t.getElementType();
+  if (ap.size() > 2 * kMaxAccessPatternDims)
+    return op->emitOpError() << "access pattern has " << ap.size() / 2 << " dims; the DMA engines take at most "
+                             << kMaxAccessPatternDims;
   if (ap.size() < 4 || ap.size() % 2 != 0)
     return op->emitOpError() << "access pattern needs (stride, count) pairs for the partition "
                                 "dim and at least one free dim";

@@ -1,0 +1,261 @@
+#!/usr/bin/env python3
+"""Regression tests for what the differential graph fuzzer (tests/fuzz/graph_fuzz.py)
+and the reports behind issue 8 found: one test per class of failure, each compiled at
+-O0 and -O2, run, and compared with PyTorch eager (tolerances as in test_models.py:
+f32 1e-4, bf16 2^-5, relative to max |eager|).
+
+Classes: crashes (a splat matmul bias; a 3-D matmul result used twice), wrong results
+(a reduction over a dim an earlier reduction in the same kernel collapsed), an internal
+error (an invalid NEFF from a one-column matmul in a wider kernel), refusals of valid
+graphs (constants, views of computed values, cats, reductions over every dim, tril of a
+computed tensor, returned inputs and duplicates), fusion (sibling branches, returned
+views), and clear errors for an empty graph, an empty tensor and float64.
+"""
+import os
+import re
+import subprocess
+import sys
+import tempfile
+import unittest
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, HERE)
+import e2e_common as common  # noqa: E402
+
+import torch  # noqa: E402
+import torch.nn.functional as F  # noqa: E402
+
+from neuroncc import export as ex  # noqa: E402
+from neuroncc import toolchain  # noqa: E402
+
+TOL = {torch.float32: common.F32_TOLERANCE, torch.bfloat16: 2.0 ** -5}
+
+
+def g(seed=0):
+    return torch.Generator().manual_seed(seed)
+
+
+def randn(*shape, dtype=torch.float32, seed=0):
+    return torch.randn(shape, generator=g(seed)).to(dtype)
+
+
+class FuzzRegressions(unittest.TestCase):
+    @classmethod
+    def setUpClass(cls):
+        cls.tmp = tempfile.mkdtemp(prefix="neuroncc-fuzzreg-")
+
+    def check(self, fn, inputs, opts=(0, 2)):
+        """Compiles fn at each opt level, runs it, compares every output with eager;
+        returns {opt: kernel count}."""
+        ref = fn(*inputs)
+        refs = ref if isinstance(ref, (tuple, list)) else (ref,)
+        kernels = {}
+        for opt in opts:
+            name = "%s_O%d" % (self.id().split(".")[-1], opt)
+            outs, _ = common.export_compile_run(fn, inputs, self.tmp, name, opt)
+            self.assertEqual(len(outs), len(refs))
+            for out, r in zip(outs, refs):
+                common.compare(out, r, TOL.get(r.dtype, 1e-4))
+            info = subprocess.run([toolchain.tool("neuron-packager"), "info", os.path.join(self.tmp, name + ".neff")],
+                                  stdout=subprocess.PIPE, text=True, check=True).stdout
+            kernels[opt] = int(re.search(r"(\d+) kernels", info).group(1))
+        return kernels
+
+    def compile_error(self, fn, inputs, opt=2):
+        path = os.path.join(self.tmp, self.id().split(".")[-1] + ".pb")
+        ex.export_aten(fn, inputs, path)
+        proc = subprocess.run([toolchain.tool("neuron-cc"), "compile", path, "-O%d" % opt, "--output", path + ".neff"],
+                              stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        self.assertEqual(proc.returncode, 1, proc.stdout + proc.stderr)
+        return proc.stderr
+
+    # -- crashes -------------------------------------------------------------------
+
+    def test_linear_with_splat_bias(self):
+        """SIGSEGV in emitDma: nn.Linear with a zero (or any splat) bias."""
+        for fill in (0.0, 0.5):
+            lin = torch.nn.Linear(16, 8)
+            with torch.no_grad():
+                lin.bias.fill_(fill)
+            self.check(lambda x: lin(x), [randn(5, 16)])
+
+    def test_default_initialised_layers(self):
+        """Default parameters: LayerNorm weight of ones and bias of zeros, splat matmul operands."""
+        ln = torch.nn.LayerNorm(16)
+        self.check(lambda x: torch.relu(ln(x)) @ torch.ones(16, 4), [randn(5, 16)])
+        self.check(lambda x: torch.full((3, 4), 2.0) @ x, [randn(4, 8)])
+
+    def test_3d_matmul_result_used_twice(self):
+        """SIGSEGV in the nc.kernel verifier: a reshaped matmul result read by two kernels."""
+        w = randn(8, 16, seed=1)
+
+        def f(x):
+            v = x @ w
+            return -v, v
+        self.check(f, [randn(3, 4, 8)])
+
+    # -- wrong results -------------------------------------------------------------
+
+    def test_reduction_of_a_reduced_dim(self):
+        """A second reduction over a dim the first one collapsed counts it once (was 512x)."""
+        x = randn(4, 512)
+        self.check(lambda x: x.sum(-1, keepdim=True).sum(-1), [x])
+        self.check(lambda x: x.amax(-1, keepdim=True).sum(-1, keepdim=True), [x])
+        self.check(lambda x: torch.softmax(x.mean(1, keepdim=True), dim=1), [randn(1000, 5)])
+        self.check(lambda x: F.log_softmax(x.sum(1, keepdim=True), dim=1), [randn(3, 9000)])
+
+    def test_rms_norm_default_eps_bf16(self):
+        """rms_norm computes bf16 in f32 with f32's epsilon (PyTorch), not the input dtype's."""
+        x = randn(4, 5, dtype=torch.bfloat16) * 0.01
+        path = os.path.join(self.tmp, "rms.mlir")
+        with open(path, "w") as f:
+            f.write('func.func @main(%x: tensor<4x5xbf16> {nc.name = "x"}) -> tensor<4x5xbf16> {\n'
+                    '  %y = aten.rms_norm %x {normalized_shape = array<i64: 5>} : tensor<4x5xbf16> -> tensor<4x5xbf16>\n'
+                    '  return %y : tensor<4x5xbf16>\n}\n')
+        x32 = x.float()
+        ref = (x32 * torch.rsqrt((x32 * x32).mean(-1, keepdim=True) + torch.finfo(torch.float32).eps)).bfloat16()
+        for opt in (0, 2):
+            neff = toolchain.compile_graph(path, path + ".O%d.neff" % opt, opt=opt)
+            out, = toolchain.run_neff(neff, {"x": common.device_array(x)}, os.path.join(self.tmp, "rms-out"))
+            common.compare(out, ref, 2.0 ** -5)
+
+    # -- internal errors -------------------------------------------------------------
+
+    def test_one_column_matmul_in_a_wider_kernel(self):
+        """Was 'invalid NEFF: access pattern reaches elements [0, 638] of tensor w'."""
+        w = randn(512, 1, seed=2)
+
+        def f(x):
+            v0 = x.sum(0, keepdim=True)
+            return (v0 @ w) * v0
+        self.check(f, [randn(3, 512)])
+
+    # -- refusals of valid graphs ----------------------------------------------------
+
+    def test_constants_of_every_kind(self):
+        self.check(lambda x: x + torch.arange(64) * 0.01, [randn(64)])
+        self.check(lambda x: x * (torch.arange(8).view(2, 4) * 2), [randn(3, 2, 4)])
+        self.check(lambda x: x + torch.exp(torch.full((4, 8), 0.5)).sum(-1, keepdim=True), [randn(4, 8)])
+        self.check(lambda x: (x + 1, torch.ones(3, 4) * 2, torch.arange(5) * 0.5), [randn(4)])
+        p1, p2 = randn(4, seed=3), randn(4, seed=4)
+        self.check(lambda x: x.masked_fill(p2 < p1, -1e4), [randn(2, 4)])
+        self.check(lambda x: torch.where(torch.ones(8, 1, dtype=torch.bool).tril(0), x.amax(), x), [randn(3, 8, 1)])
+
+    def test_reductions_over_every_dim(self):
+        """Rows too long for SBUF over several dims are staged through HBM."""
+        self.check(lambda x: x.mean(dim=(0, 1)), [randn(1000, 512)], opts=(2,))
+        self.check(lambda x: x.sum(dim=(1, 2), keepdim=True), [randn(3, 200, 100)], opts=(2,))
+        self.check(lambda x: x.sum(), [randn(30, 50)])
+        self.check(lambda x: (x.sum(0), x.amax(0), torch.softmax(x, 0)), [torch.tensor(3.0)])
+
+    def test_views_of_computed_values(self):
+        self.check(lambda x: (x * 2).permute(1, 0), [randn(4, 64)])
+        self.check(lambda x: (x.exp() + 1).transpose(0, 2), [randn(3, 4, 5)])
+
+        def f(x):
+            v = (x / (x * x + 1.0)).reshape(127, 3)
+            return v, v.transpose(0, 1)
+        self.check(f, [randn(127, 3)])
+        self.check(lambda x: (x.to(torch.bfloat16).unsqueeze(2).reshape(124, 1) * 0,), [randn(31, 4)])
+
+    def test_cat_of_any_operands(self):
+        self.check(lambda x, y: torch.cat([x, y], 1) * 2, [randn(3, 4), randn(3, 2, dtype=torch.bfloat16)])
+        self.check(lambda x: torch.cat([x.exp(), x.sum(-1, keepdim=True), torch.ones(3, 1)], 1), [randn(3, 4)])
+        self.check(lambda x: torch.cat([torch.zeros(1), x, x], 0), [randn(5)])
+
+    def test_tril_of_a_computed_tensor(self):
+        self.check(lambda x: torch.tril(x * 2), [randn(2, 5, 5)])
+        self.check(lambda x: torch.triu(x.exp(), 1) + 1, [randn(4, 6)])
+
+    def test_returned_inputs_and_duplicates(self):
+        self.check(lambda x, y: (y, x, x * 2), [randn(4, 3), randn(2)])
+        self.check(lambda x: ((x * 2,) * 2 + (x, x)), [randn(3, 4)])
+
+    def test_long_rows_after_a_reduction_through_a_view(self):
+        """Needs the reduced value at every element of a 9000-long row: a kernel boundary."""
+        def f(x):
+            v = torch.tanh(torch.amax(x, 0).view(-1))
+            return F.gelu(torch.add(x, v, alpha=2.0)[2250:6750])
+        self.check(f, [randn(9000)])
+
+    def test_full_size_values_under_another_shape(self):
+        """Read through strides in the kernel's own shape (a transposed, reshaped value)."""
+        def f(x1, x9):
+            v6 = (x1 + x1).reshape(2032, 7)
+            v10 = torch.where(torch.ones(2032, 7, dtype=torch.bool).tril(-1), 3 - v6, x9)
+            return torch.softmax(v6, dim=1), v10.transpose(0, 1)
+        self.check(f, [randn(16, 127, 7), randn(2032, 7, seed=5)])
+
+    def test_large_inner_dim(self):
+        """A matmul with K = 70000 compiles (SBUF planning no longer searches hopeless lifetimes)."""
+        self.check(lambda x, w: x @ w, [randn(4, 70000), randn(70000, 8, seed=6)], opts=(2,))
+
+    def test_reduction_over_many_small_dims(self):
+        """Was 'invalid NEFF: access pattern has 6 dims': merged into one free dim."""
+        self.check(lambda x: x.mean(dim=(-5, 1, 2, -2, 4), keepdim=True), [randn(2, 2, 2, 2, 2, dtype=torch.bfloat16)])
+
+    def test_half_composites_compute_in_f32(self):
+        """var over 66k f16 elements overflowed f16 (inf); an rstd of 1/sqrt(1e-12) too (NaN)."""
+        x = randn(129, 513).half()
+        path = os.path.join(self.tmp, "ln16.mlir")
+        with open(path, "w") as f:
+            f.write('func.func @main(%x: tensor<2x1xf16> {nc.name = "x"}) -> tensor<2x1xf16> {\n'
+                    '  %y, %m, %r = aten.native_layer_norm %x {normalized_shape = array<i64: 1>, eps = 1.0e-12}'
+                    ' : tensor<2x1xf16> -> tensor<2x1xf16>, tensor<2x1xf16>, tensor<2x1xf16>\n'
+                    '  return %y : tensor<2x1xf16>\n}\n')
+        for opt in (0, 2):
+            neff = toolchain.compile_graph(path, path + ".O%d.neff" % opt, opt=opt)
+            out, = toolchain.run_neff(neff, {"x": x[:2, :1].numpy()}, os.path.join(self.tmp, "ln16-out"),
+                                      keep_dtypes=True)
+            self.assertFalse(bool(torch.isnan(torch.from_numpy(out)).any()), out)
+        path = os.path.join(self.tmp, "var16.mlir")
+        with open(path, "w") as f:
+            f.write('func.func @main(%x: tensor<129x513xf16> {nc.name = "x"}) -> tensor<f16> {\n'
+                    '  %v, %m = aten.var_mean.correction %x {dim = array<i64: 0, 1>, correction = 1 : i64}'
+                    ' : tensor<129x513xf16> -> tensor<f16>, tensor<f16>\n'
+                    '  return %v : tensor<f16>\n}\n')
+        for opt in (0, 2):
+            neff = toolchain.compile_graph(path, path + ".O%d.neff" % opt, opt=opt)
+            out, = toolchain.run_neff(neff, {"x": x.numpy()}, os.path.join(self.tmp, "var16-out"), keep_dtypes=True)
+            common.compare(out, torch.var(x.float()).half(), 2.0 ** -7)
+
+    def test_returned_view_of_a_row_constant_value(self):
+        self.check(lambda x: (1e-06 - x.expand(2)).reshape(1, 2).transpose(0, 1), [randn(dtype=torch.bfloat16)])
+
+    def test_reductions_over_different_numbers_of_dims_in_one_kernel(self):
+        self.check(lambda x: x.sum(dim=(0, 1)).view(1).softmax(0), [randn(2, 2)])
+
+    # -- fusion ----------------------------------------------------------------------
+
+    def test_sibling_branches_fuse(self):
+        self.assertEqual(self.check(lambda x: torch.exp(x) * torch.tanh(x), [randn(4, 64)])[2], 1)
+
+        def gelu_tanh(x):
+            return 0.5 * x * (1.0 + torch.tanh(0.7978845608 * (x + 0.044715 * x * x * x)))
+        self.assertEqual(self.check(gelu_tanh, [randn(4, 64)])[2], 1)
+
+    def test_returned_view_needs_no_copy_kernel(self):
+        self.assertEqual(self.check(lambda x: torch.logsumexp(x, -1), [randn(4, 64)])[2], 1)
+        w = randn(64, 16, seed=7)
+        self.assertEqual(self.check(lambda x: (x @ w).view(2, 4, 16), [randn(8, 64)])[2], 1)
+
+    # -- clear errors ----------------------------------------------------------------
+
+    def test_empty_graph(self):
+        path = os.path.join(self.tmp, "empty.pb")
+        open(path, "wb").close()
+        proc = subprocess.run([toolchain.tool("neuron-cc"), "compile", path, "--output", path + ".neff"],
+                              stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        self.assertEqual(proc.returncode, 1)
+        self.assertIn("the graph is empty: it returns no values", proc.stderr)
+
+    def test_empty_tensor_and_float64(self):
+        self.assertIn("is an empty tensor (0 elements)", self.compile_error(lambda x: x * 2, [randn(0, 4)]))
+        self.assertIn("float64 graph inputs are not supported",
+                      self.compile_error(lambda x: x * 2, [randn(3, 4).double()]))
+        self.assertIn("float64 results are not supported",
+                      self.compile_error(lambda x: x.double() * 2, [randn(3, 4)]))
+
+
+if __name__ == "__main__":
+    unittest.main(verbosity=2)
