@@ -146,7 +146,7 @@ struct DecomposeCompositesPass
     Value centered = x.make<aten::SubTensorOp>(input, meanKeep, x.f64(1.0));
     Value ss = x.reduce("sum", x.make<aten::MulTensorOp>(centered, centered), dims, op.getKeepdim());
     // PyTorch divides by max(0, N - correction): 0/0 gives NaN, as here.
-    double divisor = std::max<double>(0.0, double(n - op.getCorrection()));
+    double divisor = std::max<double>(0.0, double(n - int64_t(op.getCorrection())));
     Value var = x.make<aten::DivScalarOp>(ss, x.f64(divisor));
     Value mean = op.getKeepdim() ? meanKeep : x.reduce("mean", input, dims, false);
     return {var, mean};

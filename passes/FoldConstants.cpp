@@ -308,7 +308,8 @@ struct FoldConstantsPass : impl::FoldConstantsBase<FoldConstantsPass> {
     }
     if (auto cat = llvm::dyn_cast<aten::CatOp>(op)) {
       if (total > maxElements) return std::nullopt;
-      int64_t dim = cat.getDim() < 0 ? cat.getDim() + int64_t(outShape.size()) : cat.getDim();
+      int64_t dim = int64_t(cat.getDim());  // an I64Attr reads back unsigned
+      if (dim < 0) dim += int64_t(outShape.size());
       // Row-major: the output is a sequence of blocks, one per input, for
       // every index of the dims before `dim`.
       int64_t outer = numElements(outShape.take_front(size_t(dim)));

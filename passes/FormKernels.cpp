@@ -44,6 +44,10 @@ bool isReduction(Operation* op) { return !aten::reducedDims(op).empty(); }
 // dropping the unit dims), so that only those move.
 constexpr const char kSqueezeAttr[] = "nc.squeeze";
 
+// Reduced lengths from which a reduction over few rows is spread across
+// partitions (64 chunks of the lowering's 4096-element free size).
+constexpr int64_t kLongReduction = int64_t(1) << 18;
+
 bool keepdimOf(Operation* op) {
   if (auto o = llvm::dyn_cast<aten::SumDimIntListOp>(op)) return o.getKeepdim();
   if (auto o = llvm::dyn_cast<aten::MeanDimOp>(op)) return o.getKeepdim();
@@ -393,7 +397,14 @@ struct FormKernelsPass : impl::FormKernelsBase<FormKernelsPass> {
         if (in.getDimSize(d) > 1) wide.push_back(d);
       }
       bool tooLong = wide.size() > 1 && rowBytes(RowSpace{{}, count, true}) > sbufBudgetBytes;
-      if (!tooLong && wide.size() == dims.size()) continue;
+      // One very long reduced dim over few rows is split across partitions:
+      // [.., C, ..] viewed as [.., m, C / m, ..], reduced over C / m on
+      // rows * m partitions, then over the m partials.
+      int64_t rowsOut = in.getNumElements() / std::max<int64_t>(count, 1), split = 1;
+      if (wide.size() == 1 && count >= kLongReduction && rowsOut < nc::kNumPartitions / 2)
+        for (int64_t m = 2; m * rowsOut <= nc::kNumPartitions && m <= count / 2; ++m)
+          if (count % m == 0) split = m;
+      if (!tooLong && split == 1 && wide.size() == dims.size()) continue;
       if (wide.empty()) continue;  // every reduced dim has size 1: nothing to stage
       OpBuilder b(op);
       Location loc = op->getLoc();
@@ -423,7 +434,27 @@ struct FormKernelsPass : impl::FormKernelsBase<FormKernelsPass> {
         return tag(r);
       };
       Value result;
-      if (tooLong) {
+      if (split > 1) {
+        int64_t d = wide.front();
+        SmallVector<int64_t> shape(in.getShape());
+        shape[size_t(d)] = count / split;
+        shape.insert(shape.begin() + d, split);
+        Value parts = tag(b.create<aten::ReshapeOp>(loc, in.clone(shape), x, b.getDenseI64ArrayAttr(shape)))
+                          ->getResult(0);
+        Type f32 = b.getF32Type();
+        if (in.getElementType() != f32)
+          parts = tag(b.create<aten::ToCopyOp>(loc, RankedTensorType::get(shape, f32), parts))->getResult(0);
+        Operation* partial = reduceOver(parts, {d + 1}, /*keepdim=*/true, f32);
+        bool keep = keepdimOf(op);
+        Operation* rest = reduceOver(partial->getResult(0), {d, d + 1}, /*keepdim=*/false, f32);
+        result = rest->getResult(0);
+        if (keep)
+          result = tag(b.create<aten::ReshapeOp>(loc, resultType.clone(f32), result,
+                                                 b.getDenseI64ArrayAttr(resultType.getShape())))
+                       ->getResult(0);
+        if (resultType.getElementType() != f32)
+          result = tag(b.create<aten::ToCopyOp>(loc, resultType, result))->getResult(0);
+      } else if (tooLong) {
         Type f32 = b.getF32Type();
         Value wideX = x;
         if (in.getElementType() != f32)
@@ -523,7 +554,9 @@ struct FormKernelsPass : impl::FormKernelsBase<FormKernelsPass> {
         Operation* s = isSqueeze(v);
         if (s && llvm::cast<RankedTensorType>(s->getOperand(0).getType()).getShape() == wide.getShape()) {
           operands.push_back(s->getOperand(0));
-        } else if (t.getNumElements() == 1 && t.getRank() <= wide.getRank()) {
+        } else if (t.getNumElements() == 1 && t.getRank() <= wide.getRank() &&
+                   !(llvm::isa<aten::MaskedFillScalarOp>(op) && v == op->getOperand(0))) {
+          // (masked_fill's result takes self's shape, so self must widen)
           operands.push_back(v);  // broadcasts the same way in either shape
         } else if (t.getShape() == resultType.getShape()) {
           Operation* r = b.create<aten::ReshapeOp>(op->getLoc(), t.clone(wide.getShape()), v,
@@ -668,9 +701,20 @@ struct FormKernelsPass : impl::FormKernelsBase<FormKernelsPass> {
       Chain c = chainOf(v);
       if (c.ops.empty() || materializedBy.count(v)) continue;
       int g = producerGroup(c.root);
+      // The lowering stores through the whole chain back to the computed
+      // value (through returned views too), so that chain must invert.
+      SmallVector<Operation*> whole;
+      Value root = v;
+      while (Operation* def = root.getDefiningOp()) {
+        if (!aten::isViewOp(def)) break;
+        whole.push_back(def);
+        root = def->getOperand(0);
+      }
+      std::reverse(whole.begin(), whole.end());
       aten::StridedView inverse;
       if (g >= 0 && groups[size_t(g)].fusible && !groups[size_t(g)].merged &&
-          !llvm::isa<BlockArgument>(c.root) && aten::invertViewChain(c.ops, inverse)) {
+          !llvm::isa<BlockArgument>(c.root) && aten::invertViewChain(c.ops, inverse) &&
+          aten::invertViewChain(whole, inverse)) {
         Group& grp = groups[size_t(g)];
         for (Operation* o : c.ops)
           if (grp.members.insert(o).second) grp.ops.push_back(o);

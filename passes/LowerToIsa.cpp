@@ -53,6 +53,10 @@ struct Space {
   bool reduces = false;
   int64_t rowBlock = 0;  // row tiles never cross a multiple of this (a bmm's batch); 0: no limit
   bool matmul = false;
+  // > 1: the innermost dim of the kernel's shape was split into [split,
+  // cols] and the first part moved onto the rows (few long rows spread over
+  // the partitions); layouts are computed against the unsplit shape.
+  int64_t split = 1;
 };
 
 SmallVector<int64_t> contiguousStrides(ArrayRef<int64_t> shape) {
@@ -89,6 +93,7 @@ class KernelLowering {
 
  private:
   LogicalResult computeSpace();
+  void splitLongRows();
   LogicalResult layoutOfInput(Value v, Layout& out);
   LogicalResult layoutOfView(const aten::StridedView& view, Layout& out);
   LogicalResult lowerCat(aten::CatOp cat, Block* body, ArrayRef<Value> outHbm);
@@ -231,12 +236,44 @@ LogicalResult KernelLowering::computeSpace() {
   space.cols = product(space.trail);
   if (space.rows == 0 || space.cols == 0)
     return kernel.emitError("kernels over empty tensors are not supported");
+  splitLongRows();
   int64_t iterations = (space.rows + nc::kNumPartitions - 1) / nc::kNumPartitions *
                        ((space.cols + maxFree - 1) / maxFree);
   if (iterations > (int64_t(1) << 20))
     return kernel.emitError("kernel needs ") << iterations
            << " row-tile iterations; programs are unrolled and at most 2^20 are supported";
   return success();
+}
+
+// An elementwise kernel over fewer rows than partitions whose rows are
+// longer than one chunk (a 1 x 2^31 tensor) spreads each row over several
+// partitions: the innermost dim C becomes [m, C / m] with m the largest
+// divisor of C that keeps rows * m within 128. Every value is read and
+// written through strides of the unsplit shape, so any broadcast still
+// works; only full-size results are allowed, since a per-row result would
+// no longer have one element per row.
+void KernelLowering::splitLongRows() {
+  Block& body = kernel.getBody().front();
+  if (space.reduces || space.matmul || space.trail.size() != 1 || space.rows >= nc::kNumPartitions ||
+      space.cols <= maxFree)
+    return;
+  bool computes = false;
+  for (Operation& op : body.without_terminator()) {
+    if (llvm::isa<aten::EmbeddingOp, aten::CatOp>(op)) return;
+    computes |= !aten::isViewOp(&op) && !llvm::isa<arith::ConstantOp>(op);
+  }
+  if (!computes) return;
+  for (Value v : body.getTerminator()->getOperands())
+    if (llvm::cast<RankedTensorType>(v.getType()).getNumElements() != space.rows * space.cols) return;
+  int64_t best = 1;
+  for (int64_t m = 2; m * space.rows <= nc::kNumPartitions; ++m)
+    if (space.cols % m == 0) best = m;
+  if (best == 1) return;
+  space.split = best;
+  space.lead.push_back(best);
+  space.trail.back() /= best;
+  space.rows *= best;
+  space.cols /= best;
 }
 
 // Broadcast strides of an HBM input against the iteration space.
@@ -268,7 +305,17 @@ LogicalResult KernelLowering::layoutOfView(const aten::StridedView& given, Layou
   out.offset = view.offset;
   SmallVector<int64_t> dims(space.lead);
   dims.append(space.trail);
+  if (space.split > 1 && view.shape != dims) {  // broadcast against the unsplit shape
+    dims.erase(dims.end() - 2);
+    dims.back() *= space.split;
+  }
   int64_t n = int64_t(dims.size()), m = int64_t(shape.size());
+  // Leading unit dims beyond the space's rank broadcast to nothing.
+  while (m > n && shape.front() == 1) {
+    shape = shape.drop_front();
+    strides = strides.drop_front();
+    --m;
+  }
   if (m > n)
     return kernel.emitError("input of shape ") << aten::shapeToString(shape)
            << " has more dims than the kernel's iteration space " << aten::shapeToString(dims);
@@ -280,6 +327,12 @@ LogicalResult KernelLowering::layoutOfView(const aten::StridedView& given, Layou
       return kernel.emitError("input of shape ") << aten::shapeToString(shape)
              << " does not broadcast to the iteration space " << aten::shapeToString(dims);
     all[size_t(d)] = strides[size_t(i)];
+  }
+  if (int64_t(dims.size()) != int64_t(space.lead.size() + space.trail.size())) {
+    // Split the innermost stride s over [split, cols]: (s * cols, s).
+    int64_t s = all.back();
+    all.back() = s * space.cols;
+    all.push_back(s);
   }
   out.rowStrides.assign(all.begin(), all.begin() + int64_t(space.lead.size()));
   out.colStrides.assign(all.begin() + int64_t(space.lead.size()), all.end());

@@ -21,7 +21,9 @@
 #include "passes/IsaProto.h"
 #include "passes/Passes.h"
 #include "mlir/IR/Builders.h"
+#include "llvm/ADT/bit.h"
 
+#include <array>
 #include <map>
 
 namespace neuroncc {
@@ -102,34 +104,53 @@ Access accessOf(Operation* op) {
 // covered by a later write is retired: anything that conflicts with it also
 // conflicts with that write, which is ordered after it. Tiles reuse the same
 // bytes, so the SBUF lists stay short and finding dependencies is close to
-// linear in the program length rather than quadratic.
+// linear in the program length rather than quadratic. HBM regions are
+// bounding intervals, so strided patterns (a row spread over partitions)
+// overlap each other without covering: there a write absorbs every access it
+// waits for instead, and is recorded over the union of their intervals. A
+// later access that conflicts with an absorbed one then conflicts with the
+// write, which is ordered after it, so the lists stay short at the price of
+// a few dependencies the exact patterns would not need.
 class AccessTracker {
  public:
   // Instructions `access` must wait for.
   void dependencies(const Access& access, SmallVectorImpl<size_t>& deps) {
-    for (const Region& r : access.reads) scan(memory(r).writes, r, deps, false);
-    for (const Region& w : access.writes) {
-      scan(memory(w).writes, w, deps, true);
-      scan(memory(w).reads, w, deps, true);
+    for (const Region& r : access.reads) scanAll(memory(r).writes, r, deps, false, nullptr);
+    grown.assign(access.writes.begin(), access.writes.end());
+    for (auto [w, g] : llvm::zip(access.writes, grown)) {
+      Region* absorb = w.hbm ? &g : nullptr;
+      scanAll(memory(w).writes, w, deps, true, absorb);
+      scanAll(memory(w).reads, w, deps, true, absorb);
     }
   }
 
+  // After dependencies() for the same access.
   void record(const Access& access, size_t inst) {
     for (const Region& r : access.reads) insert(memory(r).reads, r, inst);
-    for (const Region& w : access.writes) insert(memory(w).writes, w, inst);
+    for (const Region& w : grown) insert(memory(w).writes, w, inst);
   }
 
  private:
-  using List = std::multimap<int64_t, std::pair<Region, size_t>>;
-  struct Memory {
-    List reads, writes;
+  // Entries are kept apart by length class (the bit length of hi - lo), each
+  // class with the longest length it holds: a scan looks back from a region
+  // only as far as each class reaches, so thousands of small tiles are not
+  // walked because one large tile shares their memory.
+  struct List {
+    std::multimap<int64_t, std::pair<Region, size_t>> entries;
     int64_t maxLength = 0;
   };
+  struct Memory {
+    std::array<List, 64> reads, writes;
+  };
+  using Classes = std::array<List, 64>;
 
-  Memory& memory(const Region& r) {
-    Memory& m = memories[r.hbm.getAsOpaquePointer()];
-    m.maxLength = std::max(m.maxLength, r.hi - r.lo);
-    return m;
+  static size_t lengthClass(const Region& r) { return size_t(llvm::bit_width(uint64_t(std::max<int64_t>(r.hi - r.lo, 0)))); }
+
+  Memory& memory(const Region& r) { return memories[r.hbm.getAsOpaquePointer()]; }
+
+  void scanAll(Classes& classes, const Region& r, SmallVectorImpl<size_t>& deps, bool retire, Region* absorb) {
+    for (List& list : classes)
+      if (!list.entries.empty()) scan(list, r, deps, retire, absorb);
   }
 
   static bool covers(const Region& outer, const Region& inner) {
@@ -138,22 +159,42 @@ class AccessTracker {
   }
 
   // Appends the instructions in `list` overlapping `r`; with `retire`, drops
-  // the entries `r` (a write) fully covers.
-  void scan(List& list, const Region& r, SmallVectorImpl<size_t>& deps, bool retire) {
-    int64_t reach = memories[r.hbm.getAsOpaquePointer()].maxLength;
+  // the entries `r` (a write) fully covers, and with `absorb` every entry it
+  // overlaps, growing *absorb over them.
+  void scan(List& classList, const Region& r, SmallVectorImpl<size_t>& deps, bool retire, Region* absorb) {
+    auto& list = classList.entries;
+    int64_t reach = classList.maxLength;
     auto it = list.lower_bound(r.hi);
     while (it != list.begin()) {
       --it;
       if (it->first + reach <= r.lo) break;
       if (!it->second.first.overlaps(r)) continue;
       deps.push_back(it->second.second);
-      if (retire && covers(r, it->second.first)) it = list.erase(it);
+      if (absorb) {
+        absorb->lo = std::min(absorb->lo, it->second.first.lo);
+        absorb->hi = std::max(absorb->hi, it->second.first.hi);
+        it = list.erase(it);
+      } else if (retire && covers(r, it->second.first)) {
+        it = list.erase(it);
+      } else if (retire) {
+        // A write over the same bytes and some partitions at one end (DMA
+        // pieces of a tile, in partition order) trims the entry to the rest.
+        Region& e = it->second.first;
+        bool sameBytes = !r.hbm && r.lo <= e.lo && e.hi <= r.hi;
+        if (sameBytes && r.p0 <= e.p0 && r.p1 > e.p0 && r.p1 < e.p1) e.p0 = r.p1;
+        else if (sameBytes && r.p1 >= e.p1 && r.p0 < e.p1 && r.p0 > e.p0) e.p1 = r.p0;
+      }
     }
   }
 
-  static void insert(List& list, const Region& r, size_t inst) { list.insert({r.lo, {r, inst}}); }
+  static void insert(Classes& classes, const Region& r, size_t inst) {
+    List& list = classes[lengthClass(r)];
+    list.maxLength = std::max(list.maxLength, r.hi - r.lo);
+    list.entries.insert({r.lo, {r, inst}});
+  }
 
   llvm::DenseMap<void*, Memory> memories;
+  SmallVector<Region, 2> grown;  // the current access's writes, grown by what they absorb
 };
 
 // A tensor_scalar the scalar engine can run as identity(in * scale + bias).

@@ -246,6 +246,7 @@ NEURON_INFER_SIGNATURE(NativeLayerNormOp) {
 }
 
 SmallVector<int64_t> VarMeanCorrectionOp::getReducedDims() {
+  if (getSelf().getType().getRank() == 0) return {};  // a 0-d operand: nothing to reduce
   auto dims = normalizeDims(std::nullopt, getDim(), getSelf().getType().getRank());
   SmallVector<int64_t> all;
   if (succeeded(dims) && !dims->empty()) return *dims;

@@ -225,6 +225,47 @@ class FuzzRegressions(unittest.TestCase):
     def test_reductions_over_different_numbers_of_dims_in_one_kernel(self):
         self.check(lambda x: x.sum(dim=(0, 1)).view(1).softmax(0), [randn(2, 2)])
 
+    def test_logsumexp_of_all_minus_inf(self):
+        """-inf, not NaN (the exporter's decomposition masks the maxima it subtracts)."""
+        x = torch.full((4, 8), float("-inf"))
+        x[0, 0] = 1.0
+        self.check(lambda x: (torch.logsumexp(x, -1), torch.logsumexp(x, 0)), [x])
+
+    def test_zero_d_operands(self):
+        self.check(lambda x: torch.var_mean(x, -1, correction=0, keepdim=True)[1], [torch.tensor(0.5)])
+        self.check(lambda x1, x2, x4: x2.masked_fill(x4 < x1.amax(), -10000.0),
+                   [randn(1), torch.tensor(0.25), torch.tensor(-3.0)])
+        w = randn(1, 2, seed=8)
+        self.check(lambda x1, x3, x4: x1 + (x1 @ w.t()).masked_fill(x3 >= x4, 1.0),
+                   [randn(2), torch.tensor([0.5]), torch.tensor([1.0])])
+
+    def test_cat_of_constants_along_a_negative_dim(self):
+        """The constant folder read cat's dim as unsigned (SIGSEGV)."""
+        self.check(lambda x: torch.cat([(torch.arange(1)[:, None] >= torch.arange(2)[None, :]).type_as(x)] * 2, -1)
+                   + x.sum(), [randn(1, 2)])
+
+    def test_returned_transpose_of_a_returned_reshape(self):
+        def f(x1, x5):
+            v = x1 @ x5
+            return v, v.transpose(0, 1)
+        self.check(f, [randn(2, 2, 1), randn(1, 1, seed=9)])
+
+    def test_softmax_over_two_billion_elements_compiles(self):
+        """1 x 2^31 (an 8 GiB row): the row is spread over the partitions and the
+        reductions split, so the program stays small (compiled here, not run)."""
+        n = 1 << 31
+        path = os.path.join(self.tmp, "softmax_2g.mlir")
+        with open(path, "w") as f:
+            f.write('func.func @main(%%x: tensor<1x%dxf32> {nc.name = "x"}) -> tensor<1x%dxf32> {\n'
+                    '  %%y = aten._softmax %%x {dim = -1 : i64, half_to_float = false} : tensor<1x%dxf32> -> tensor<1x%dxf32>\n'
+                    '  return %%y : tensor<1x%dxf32>\n}\n' % ((n,) * 5))
+        toolchain.compile_graph(path, path + ".neff", opt=2)
+        info = subprocess.run([toolchain.tool("neuron-packager"), "info", path + ".neff"], stdout=subprocess.PIPE,
+                              text=True, check=True).stdout
+        instructions = sum(int(m) for m in re.findall(r"^\d+\s+k\d+_\S+\s+(\d+)", info, re.M))
+        # Unsplit, each of the four long kernels alone would unroll 2^31 / 4096 = 524288 chunks.
+        self.assertLess(instructions, 1000000, info)
+
     # -- fusion ----------------------------------------------------------------------
 
     def test_sibling_branches_fuse(self):

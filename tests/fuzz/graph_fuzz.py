@@ -29,45 +29,60 @@ Inputs of rank 0 to 5 whose dims are drawn from {1, 2, 3, 4, 5, 7, 8, 16, 31,
 64, 127, 128, 129, 200, 256, 513} (rows not a multiple of 128; 1-sized dims),
 at most ~64k elements per tensor; 5% of the cases start from rows of 30000
 elements (beyond the SBUF row budget); a quarter start from a matmul operand
-with M and K drawn from {1, 7, 127, 128, 129, 513}. Operators: unary
-(neg exp log rsqrt sqrt tanh sigmoid relu silu gelu pow), binary Tensor ops with
-broadcasting and alpha, Scalar overloads (add/sub/mul/div.Scalar, rsub.Scalar,
-Python-scalar operands), comparisons (.Tensor and .Scalar) feeding where,
-masked_fill or a cast, causal masks from tril/triu of constants or from
-arange comparisons, sum/mean/amax/var_mean over any set of dims with keepdim
-both ways, softmax/log_softmax over any dim, layer_norm (also native_layer_norm
-with its mean/rstd results), rms_norm, mm/addmm/linear/bmm, matmul of 3-D/4-D
-by 2-D and 4-D by 4-D, embedding (int64 or int32 indices), cat, split/chunk,
-select, slice/narrow, permute/transpose/t/view/reshape/flatten/unsqueeze/
-squeeze/expand/clone between ops, arange/full/ones/zeros/scalar_tensor
-constants, parameters and buffers that are random, splat (zeros, ones,
-full(c)), arange-valued or small integers (a Linear with zero bias, a
-LayerNorm weight of ones), and dtype casts between f32, bf16 and f16. Values
-are used more than once; graphs return several outputs, sometimes an
-intermediate, a view of an intermediate, the same value twice or an input.
+with M and K drawn from {1, 7, 127, 128, 129, 513}. Operators:
+unary (neg exp log rsqrt sqrt tanh sigmoid relu silu gelu pow abs), binary
+Tensor ops with broadcasting and alpha, Scalar overloads (add/sub/mul/div.Scalar,
+rsub.Scalar, Python-scalar operands), comparisons (.Tensor and .Scalar)
+feeding where, masked_fill or a cast, causal masks from tril/triu of constants
+or from arange comparisons, bool casts of computed floats (x.bool(),
+relu(x).bool(), masked x .bool(), (x > c).to(dtype)), sum/mean/amax/var_mean
+over any set of dims (int, tuple or list; keepdim both ways; var_mean with
+correction 0/1 or unbiased=) and over every dim with no dim argument
+(x.sum(), x.mean(), x.amax(), torch.var_mean(x), aten::sum/aten::mean), also
+of 0-d values (dim 0/-1), torch.logsumexp (decomposed by the exporter into
+amax, abs, eq, masked_fill, sub, exp, sum, log, add), reductions with
+keepdim=False brought back by unsqueeze/[..., None]/view or plain broadcasting
+and combined with their operand (x - x.amax(-1).unsqueeze(-1),
+exp(x - amax), (x - mean) * rsqrt(var + eps)), softmax/log_softmax over any
+dim, layer_norm (also native_layer_norm with its mean/rstd results), rms_norm
+(also with a weight of another float dtype), mm/addmm/linear/bmm, matmul of
+3-D/4-D by 2-D and 4-D by 4-D, embedding (int64 or int32 indices), cat (also
+of operands of different float dtypes, and of constants made in forward),
+split/chunk, select, slice/narrow, tril/triu of computed values,
+permute/transpose/t/view/reshape/flatten/unsqueeze/squeeze/expand/clone
+between ops, arange/full/ones/zeros/scalar_tensor constants, parameters and
+buffers that are random, splat (zeros, ones, full(c)), arange-valued or small
+integers (a Linear with zero bias, a LayerNorm weight of ones), and dtype
+casts between f32, bf16 and f16. Values are used more than once; graphs
+return several outputs, sometimes a view chain (permute/transpose/reshape...)
+of a computed value (with or without its base), a graph input as is, a
+constant (made in forward, or a parameter), the same value twice.
 
 aten::rms_norm does not exist in torch 1.13: the generator calls a custom op
 `ncfuzz::rms_norm` with the schema and CPU semantics of torch >= 2.5's
 aten::rms_norm (input upcast to f32, default eps = f32 machine epsilon, weight
 applied before the cast back) and renames the node to aten::rms_norm in the
 exported graph. Likewise aten::reshape, which make_fx always decomposes into
-_reshape_alias/_unsafe_view, comes from a custom `ncfuzz::reshape`.
+_reshape_alias/_unsafe_view, comes from a custom `ncfuzz::reshape`. Every
+other overload of the list comes from plain PyTorch calls.
 
 Generator limitations (on purpose): graph inputs are float tensors and
 int32/int64 embedding indices only, and graph outputs are float only (the
-compiler documents bool/integer graph I/O as unsupported for now); comparisons
-only read values that are exact on every side (inputs, constants, arange,
-small-integer arithmetic, views of those), because a comparison of rounded
-intermediates flips on ties and would be noise; tril/triu of a non-constant is
-generated rarely (the importer folds only constant masks); reductions with a
-`dtype=` argument and softmax with `dtype=` are not generated (the importer
-refuses reduction dtypes); ops the exporter maps outside the list (sum() with
-no dims, var, max.dim, softplus...) are not generated; no in-place ops or
-mutated inputs; 90% of operands depend on a graph input (computations on
-parameters or constants alone are rare in models); f16 eager uses the
-emulation below for ops without a CPU kernel in torch 1.13. Every exported graph is
-checked against the list: a node outside it counts as export-skip (a generator
-bug), as does an exporter exception.
+compiler documents bool/integer graph I/O as unsupported); no float64 values,
+no empty tensors, no float->int casts of computed values (documented as
+unsupported too); comparisons (and bool casts) read either values that are
+exact on every side (inputs, constants, arange, small-integer arithmetic,
+views of those) or computed values none of whose elements is near the
+threshold (Builder.robust_vs: farther than 4x eager's deviation from float64
+plus 16 units of roundoff), because a comparison of rounded intermediates
+flips on ties and would be noise; reductions with a `dtype=` argument and
+softmax with `dtype=` are not generated (the importer refuses reduction
+dtypes); ops the exporter maps outside the list (var, max.dim, softplus...)
+are not generated; no in-place ops or mutated inputs; 90% of operands depend
+on a graph input (computations on parameters or constants alone are rare in
+models); f16 eager uses the emulation below for ops without a CPU kernel in
+torch 1.13. Every exported graph is checked against the list: a node outside
+it counts as export-skip (a generator bug), as does an exporter exception.
 
 Tolerances
 ----------
@@ -764,13 +779,17 @@ class Builder:
         for d in deps:
             if d not in self.prog.vars:
                 raise GenBug("unknown var %s in %s" % (d, expr))
-        prec = self.prog.dtype
-        for d in deps:
-            prec = worse_prec(prec, self.prog.vars[d].attrs.get("prec", prec))
+        prec = attrs.pop("prec", None)      # given: the precision the caller knows (exact operands)
+        if prec is None:
+            prec = self.prog.dtype
+            for d in deps:
+                prec = worse_prec(prec, self.prog.vars[d].attrs.get("prec", prec))
         attrs["live"] = any(self.prog.vars[d].attrs.get("live") for d in deps)
         if tuple_n is not None:
             name = self.prog.fresh("t")
-            metas = [Var(name, "tuple", attrs=dict(n=tuple_n, prec=prec))]
+            # live like its operands: the tuple's items (var_mean, native_layer_norm, split) are
+            # picked and returned as often as any other value.
+            metas = [Var(name, "tuple", attrs=dict(n=tuple_n, prec=prec, live=attrs["live"]))]
         else:
             metas = [Var(self.prog.fresh(prefix), "tensor", s, None, dict(attrs)) for s in shapes]
         stmt = dict(outs=[m.name for m in metas], expr=expr)
@@ -839,6 +858,24 @@ class Builder:
         if self.v(a).attrs.get("nz"):
             return a
         return self.ensure_pos(a)
+
+    def robust_vs(self, a, c=0.0):
+        """True when comparing value a with the scalar c cannot flip under rounding: a is exact,
+        or every element is farther from c than the rounding the compiled program may do
+        differently from eager (4x eager's largest deviation from float64 plus 16 units of
+        roundoff of the element)."""
+        var = self.v(a)
+        if var.attrs.get("exact"):
+            return True
+        r, f = self.ev.real[a].double(), self.ev.ref[a].double()
+        if not bool(torch.isfinite(f).all()):
+            return False
+        u = {"f32": 2.0 ** -24, "bf16": 2.0 ** -8, "f16": 2.0 ** -11}[var.attrs.get("prec", self.prog.dtype)]
+        err = float((r - f).abs().max()) if f.numel() else 0.0
+        scale = float(f.abs().max()) if f.numel() else 0.0
+        dist = (f - c).abs()
+        margin = 4 * err + 16 * u * f.abs() + 1e-6 * scale + 1e-30
+        return bool((dist > margin).all())
 
     def partner(self, a, allow_bigger=True):
         """A value broadcast-compatible with a (new or existing)."""
@@ -933,7 +970,8 @@ class Builder:
 def g_unary(b):
     a = b.pick_float()
     var = b.v(a)
-    op = b.rng.choice(["neg", "exp", "log", "rsqrt", "sqrt", "tanh", "sigmoid", "relu", "silu", "gelu", "pow"])
+    op = b.rng.choice(["neg", "exp", "log", "rsqrt", "sqrt", "tanh", "sigmoid", "relu", "silu", "gelu", "pow",
+                       "abs", "abs"])
     attrs = {}
     if op in ("log", "rsqrt", "sqrt"):
         a = b.ensure_pos(a)
@@ -945,6 +983,9 @@ def g_unary(b):
         attrs = dict(exact=b.v(a).attrs.get("exact"), intval=b.v(a).attrs.get("intval"))
     elif op == "relu":
         e = b.rng.choice(["torch.relu(%s)", "F.relu(%s)"]) % a
+        attrs = dict(exact=b.v(a).attrs.get("exact"), intval=b.v(a).attrs.get("intval"))
+    elif op == "abs":
+        e = b.rng.choice(["torch.abs(%s)", "%s.abs()", "abs(%s)"]) % a
         attrs = dict(exact=b.v(a).attrs.get("exact"), intval=b.v(a).attrs.get("intval"))
     elif op == "gelu":
         e = b.rng.choice(["F.gelu(%s)", "F.gelu(%s, approximate='tanh')"]) % a
@@ -1004,9 +1045,46 @@ def g_scalar(b):
     b.add(e, [b.v(a).shape], dict(exact=bool(ints), intval=bool(ints)))
 
 
-def make_mask(b, target_shape):
-    """A bool value broadcastable to target_shape, from exact values only."""
+def computed_mask(b, target_shape):
+    """A bool value broadcastable to target_shape from a computed (rounded) float: x > c, x.bool(),
+    relu(x).bool(), masked x .bool(); only when no element is near the threshold (Builder.robust_vs).
+    None when there is no such value."""
+    x = b.pick_float(lambda v: not v.attrs.get("exact") and broadcast(target_shape, v.shape) == target_shape)
+    if x is None:
+        return None
+    sx = b.v(x).shape
+    mode = b.rng.choice(["cmp", "cmp", "bool", "relu_bool", "masked_bool"])
+    if mode == "cmp":
+        cands = [c for c in EXACT_THRESHOLDS if b.robust_vs(x, c)]
+        if not cands:
+            return None
+        c = b.rng.choice(cands)
+        cmp = b.rng.choice(["gt", "ge", "lt", "le", "ne", "eq"])
+        sym = {"gt": ">", "ge": ">=", "lt": "<", "le": "<=", "eq": "==", "ne": "!="}[cmp]
+        e = b.rng.choice(["(%s %s %r)" % (x, sym, c), "torch.%s(%s, %r)" % (cmp, x, c), "%s.%s(%r)" % (x, cmp, c)])
+        return b.add(e, [sx], dict(exact=True))
+    if not b.robust_vs(x, 0.0):
+        return None
+    if mode == "relu_bool":
+        x = b.add("torch.relu(%s)" % x, [sx])
+    elif mode == "masked_bool":   # zeros from an exact mask, the rest robustly nonzero
+        m = make_mask(b, sx, computed=False)
+        if b.rng.random() < 0.5:
+            x = b.add("%s.masked_fill(%s, 0.0)" % (x, m), [sx])
+        else:
+            x = b.add("torch.where(%s, %s, 0.0)" % (m, x), [broadcast(b.v(m).shape, sx)])
+    e = b.rng.choice(["%s.bool()", "%s.to(torch.bool)"]) % x
+    return b.add(e, [b.v(x).shape], dict(exact=True))
+
+
+def make_mask(b, target_shape, computed=True):
+    """A bool value broadcastable to target_shape: from exact values (inputs, constants, arange,
+    small-integer arithmetic) or, when computed, also from a computed float far from the threshold."""
     r = b.rng.random()
+    if computed and 0.25 <= r < 0.65:
+        m = computed_mask(b, target_shape)
+        if m is not None:
+            return m
     exact_pred = lambda v: v.attrs.get("exact") and v.kind == "tensor" and v.dtype != torch.bool and \
         broadcast(target_shape, v.shape) == target_shape
     if r < 0.2 and len(target_shape) >= 2 and target_shape[-1] and target_shape[-2]:
@@ -1093,10 +1171,24 @@ def reduce_dims(b, rank):
 
 
 def dims_src(b, dims, rank):
+    """dims as an int, a tuple or a list (some negative); a 0-d tensor takes dim 0 or -1."""
+    if rank == 0:
+        return b.rng.choice(["0", "-1", "(0,)", "[-1]"])
     out = [d - rank if b.rng.random() < 0.3 else d for d in dims]
     if len(out) == 1 and b.rng.random() < 0.5:
         return str(out[0])
+    if b.rng.random() < 0.3:
+        return "[" + ", ".join(str(d) for d in out) + "]"
     return "(" + ", ".join(str(d) for d in out) + ("," if len(out) == 1 else "") + ")"
+
+
+def pick_reduce_operand(b):
+    """A float value to reduce; 15% of the time a 0-d one when there is one."""
+    if b.rng.random() < 0.15:
+        a = b.pick_float(lambda v: v.shape == ())
+        if a is not None:
+            return a
+    return b.pick_float()
 
 
 def reduced_shape(shape, dims, keepdim):
@@ -1113,20 +1205,44 @@ def reduced_shape(shape, dims, keepdim):
 
 
 def g_reduce(b):
-    a = b.pick_float()
+    a = pick_reduce_operand(b)
     s = b.v(a).shape
-    dims = reduce_dims(b, len(s))
+    rank = len(s)
+    kind = b.rng.choice(["sum", "mean", "amax", "var_mean", "var_mean", "sum", "mean"])
     keep = b.rng.random() < 0.5
-    kind = b.rng.choice(["sum", "mean", "amax", "var_mean", "sum", "mean"])
-    dsrc = dims_src(b, dims, len(s)) if dims else "[]"
+    ex_attrs = dict(exact=kind == "amax" and b.v(a).attrs.get("exact"),
+                    intval=kind == "amax" and b.v(a).attrs.get("intval"))
+    if b.rng.random() < 0.3:
+        # Over every dim, no dim argument: aten::sum / aten::mean, amax(dim=[]), var_mean(dim=None).
+        if kind == "var_mean":
+            corr = b.rng.choice([0, 1])
+            keep = keep and b.rng.random() < 0.5
+            if keep:
+                e = "torch.var_mean(%s, None, correction=%d, keepdim=True)" % (a, corr)
+            else:
+                e = b.rng.choice(["torch.var_mean(%s, unbiased=%s)" % (a, bool(corr)),
+                                  "torch.var_mean(%s, None, correction=%d)" % (a, corr)] +
+                                 (["torch.var_mean(%s)" % a] if corr else []))
+            out = tuple(() for _ in s) if keep else ()
+            t = b.add(e, None, tuple_n=2)
+            for i in b.rng.choice([[0], [1], [0, 1], [0, 1]]):
+                b.add("%s[%d]" % (t, i), [out])
+            return
+        forms = {"sum": ["%s.sum()", "torch.sum(%s)"], "mean": ["%s.mean()", "torch.mean(%s)"],
+                 "amax": ["%s.amax()", "torch.amax(%s)"]}
+        b.add(b.rng.choice(forms[kind]) % a, [()], ex_attrs)
+        return
+    dims = reduce_dims(b, rank) if rank else [0]
+    dsrc = dims_src(b, dims, rank) if dims else "[]"
     if not dims and kind == "var_mean":
         kind = "mean"
     if not dims:
         keep = False   # dim=[] with keepdim: torch keeps nothing either way; avoid ambiguity
-    out = reduced_shape(s, dims, keep)
+    out = reduced_shape(s, dims, keep) if rank else ()
     if kind == "var_mean":
         corr = b.rng.choice([0, 1])
         form = b.rng.choice(["torch.var_mean(%s, dim=%s, correction=%d, keepdim=%s)",
+                             "torch.var_mean(%s, %s, correction=%d, keepdim=%s)",
                              "torch.var_mean(%s, %s, unbiased=%s, keepdim=%s)"])
         if "unbiased" in form:
             e = form % (a, dsrc, bool(corr), keep)
@@ -1141,8 +1257,94 @@ def g_reduce(b):
              "mean": ["%s.mean(dim=%s, keepdim=%s)", "torch.mean(%s, %s, %s)"],
              "amax": ["%s.amax(dim=%s, keepdim=%s)", "torch.amax(%s, %s, %s)"]}
     e = b.rng.choice(forms[kind]) % (a, dsrc, keep)
-    b.add(e, [out], dict(exact=kind == "amax" and b.v(a).attrs.get("exact"),
-                         intval=kind == "amax" and b.v(a).attrs.get("intval")))
+    b.add(e, [out], ex_attrs)
+
+
+def g_logsumexp(b):
+    """torch.logsumexp over some dims (the exporter decomposes it: amax, abs, eq, masked_fill, sub,
+    exp, sum, log, add)."""
+    a = pick_reduce_operand(b)
+    s = b.v(a).shape
+    rank = len(s)
+    dims = (reduce_dims(b, rank) or [rank - 1]) if rank else [0]
+    keep = b.rng.random() < 0.5
+    dsrc = dims_src(b, dims, rank)
+    if b.rng.random() < 0.5:
+        e = "torch.logsumexp(%s, %s, keepdim=%s)" % (a, dsrc, keep)
+    else:
+        e = "%s.logsumexp(dim=%s, keepdim=%s)" % (a, dsrc, keep)
+    b.add(e, [reduced_shape(s, dims, keep) if rank else ()])
+
+
+def g_reduce_bcast(b):
+    """A reduction with keepdim=False brought back to the operand's rank (unsqueeze, [..., None],
+    view/reshape with 1s, or plain broadcasting when leading dims were reduced) and combined with
+    the operand: x - x.amax(-1).unsqueeze(-1), x / x.sum(0), (x - mean[:, None]) * rsqrt(var + eps)."""
+    a = b.pick_float(lambda v: len(v.shape) >= 1)
+    if a is None:
+        raise Reject("no value of rank >= 1")
+    s = b.v(a).shape
+    rank = len(s)
+    mode = b.rng.choice(["last", "last", "single", "lead", "multi"])
+    if mode == "last":
+        dims = [rank - 1]
+    elif mode == "single":
+        dims = [b.rng.randrange(rank)]
+    elif mode == "lead":
+        dims = list(range(b.rng.randint(1, rank)))
+    else:
+        dims = sorted(b.rng.sample(range(rank), b.rng.randint(1, rank)))
+    kind = b.rng.choice(["amax", "amax", "sum", "mean", "mean", "var_mean", "logsumexp"])
+    dsrc = dims_src(b, dims, rank)
+    red = reduced_shape(s, dims, False)
+    keep_shape = reduced_shape(s, dims, True)
+    if kind == "var_mean":
+        t = b.add("torch.var_mean(%s, %s, correction=%d)" % (a, dsrc, b.rng.choice([0, 1])), None, tuple_n=2)
+        var = b.add("%s[0]" % t, [red])
+        r = b.add("%s[1]" % t, [red])
+    elif kind == "logsumexp":
+        r = b.add("torch.logsumexp(%s, %s)" % (a, dsrc), [red])
+    else:
+        r = b.add(b.rng.choice(["%s.{k}(%s)", "torch.{k}(%s, %s)"]).format(k=kind) % (a, dsrc), [red],
+                  dict(exact=kind == "amax" and b.v(a).attrs.get("exact")))
+
+    def back(v):
+        if mode == "lead" and b.rng.random() < 0.6:
+            return v                       # (s[k:]) broadcasts against s as is
+        if len(dims) == 1:
+            d = dims[0]
+            forms = ["%s.unsqueeze(%d)" % (v, d), "%s.unsqueeze(%d)" % (v, d - rank)]
+            if d == rank - 1:
+                forms.append("%s[..., None]" % v)
+            else:
+                forms.append("%s[%sNone]" % (v, ":, " * d))
+            e = b.rng.choice(forms)
+        else:
+            sizes = ", ".join("#{%s}" % dim_expr(x) for x in keep_shape)
+            e = "%s.%s(%s)" % (v, b.rng.choice(["view", "reshape"]), sizes)
+        return b.add(e, [keep_shape], dict(exact=b.v(v).attrs.get("exact")))
+    rb = back(r)
+    if kind == "var_mean":
+        vb = back(var)
+        eps = b.rng.choice([1e-5, 1e-3, 0.1])
+        y = b.add("%s - %s" % (a, rb), [s])
+        b.add(b.rng.choice(["%s * torch.rsqrt(%s + %r)", "%s / torch.sqrt(%s + %r)"]) % (y, vb, eps), [s])
+        return
+    op = b.rng.choice(["sub", "sub", "exp_sub", "add", "mul", "div"])
+    if op == "sub":
+        e = b.rng.choice(["%s - %s" % (a, rb), "torch.sub(%s, %s)" % (a, rb), "%s - %s" % (rb, a)])
+    elif op == "exp_sub":
+        if kind != "amax" and b.v(a).attrs.get("maxabs", 99) > 6:
+            raise Reject("exp of a large difference")
+        e = "torch.exp(%s - %s)" % (a, rb)
+    elif op == "add":
+        e = "%s + %s" % (rb, a)
+    elif op == "mul":
+        e = "%s * %s" % (a, rb)
+    else:
+        rb = b.ensure_nonzero(rb)
+        e = "%s / %s" % (a, rb)
+    b.add(e, [broadcast(s, b.v(rb).shape)])
 
 
 def g_softmax(b):
@@ -1196,9 +1398,17 @@ def g_rms_norm(b):
     s = b.v(a).shape
     k = b.rng.choice([1, 1, 1, 2]) if len(s) >= 2 else 1
     nshape = s[-k:]
-    w = norm_params(b, nshape, ["ones", "normal", "pos"])
+    attrs = {}
+    if b.rng.random() < 0.35:
+        # A weight of another float dtype (a bf16 model's f32 norm weight, ...): the result keeps
+        # the input's dtype. The weight's values are exact in f32, so the precision is the input's.
+        wdt = b.rng.choice([t for t in (torch.float32, torch.bfloat16, torch.float16) if t != b.v(a).dtype])
+        w = b.new_param(nshape, dtype=wdt, kind=b.rng.choice(["ones", "normal", "pos"]))
+        attrs["prec"] = b.v(a).attrs.get("prec", b.prog.dtype)
+    else:
+        w = norm_params(b, nshape, ["ones", "normal", "pos"])
     eps = b.rng.choice(["1e-06", "1e-05", "None", "0.001"])
-    b.add("rms_norm(%s, %s, %s, %s)" % (a, shape_src(nshape), w, eps), [s])
+    b.add("rms_norm(%s, %s, %s, %s)" % (a, shape_src(nshape), w, eps), [s], attrs)
 
 
 def weight(b, shape, fan_in_dim):
@@ -1338,20 +1548,38 @@ def g_cat(b):
     d = b.rng.randrange(len(s))
     pieces = [a]
     sizes = [s[d]]
+    other_dt = lambda: b.rng.choice([t for t in (torch.float32, torch.bfloat16, torch.float16) if t != b.v(a).dtype])
     for _ in range(b.rng.choice([1, 1, 2])):
         r = b.rng.random()
-        if r < 0.3:
+        if r < 0.2:
             p = a
             ps = s[d]
-        elif r < 0.55:
+        elif r < 0.35:
             p = b.add("%s * %r" % (a, b.rng.choice([2.0, -1.0, 0.5])), [s])
+            ps = s[d]
+        elif r < 0.5:   # a computed operand of another float dtype: cat promotes
+            dt = other_dt()
+            if dt == torch.float16 and b.v(a).attrs.get("maxabs", 0) > 3e4:
+                raise Reject("f16 overflow")
+            p = b.add("%s.to(%s)" % (a, DTYPE_NAME[dt]), [s], dict(exact=b.v(a).attrs.get("exact"),
+                                                                 intval=b.v(a).attrs.get("intval")))
             ps = s[d]
         else:
             nd = b.new_dim(SMALL_POOL + [(64, 1), (129, 1)])
             shp = tuple(nd if i == d else x for i, x in enumerate(s))
             if b.numel(shp) > ELEMENT_LIMIT:
                 raise Reject("cat piece too large")
-            p = b.new_input(shp) if b.rng.random() < 0.6 else b.new_param(shp)
+            dt = other_dt() if b.rng.random() < 0.2 else None
+            r2 = b.rng.random()
+            if r2 < 0.3:    # a constant made in forward
+                dtn = DTYPE_NAME[dt or b.v(a).dtype]
+                c = b.rng.choice(["torch.zeros(%s, dtype=%s)", "torch.ones(%s, dtype=%s)",
+                                  "torch.full(%s, -2.0, dtype=%s)", "torch.full(%s, 0.5, dtype=%s)"])
+                p = b.add(c % (shape_src(shp), dtn), [shp], dict(exact=True, intval="0.5" not in c, const=True))
+            elif r2 < 0.7:
+                p = b.new_input(shp, dtype=dt)
+            else:
+                p = b.new_param(shp, dtype=dt)
             ps = nd
         pieces.append(p)
         sizes.append(ps)
@@ -1431,8 +1659,13 @@ def g_slice(b):
     b.add(e, [tuple((n,) if i == d else x for i, x in enumerate(s))], attrs)
 
 
-def g_view(b):
-    a = b.pick(lambda v: v.kind == "tensor" and v.dtype is not None and v.dtype.is_floating_point)
+CHAIN_VIEWS = ("unsqueeze", "squeeze", "permute", "transpose", "t", "merge", "flatten", "reshape", "split_dim")
+
+
+def g_view(b, a=None, only=None):
+    """A view (or clone) of a, by default a picked float value; only: the view kinds allowed."""
+    if a is None:
+        a = b.pick(lambda v: v.kind == "tensor" and v.dtype is not None and v.dtype.is_floating_point)
     var = b.v(a)
     s = var.shape
     rank = len(s)
@@ -1448,6 +1681,8 @@ def g_view(b):
         ops += ["split_dim", "split_dim"]
     if rank <= 4:
         ops += ["expand_new"]
+    if only is not None:
+        ops = [o for o in ops if o in only]
     op = b.rng.choice(ops)
     contig = var.attrs.get("contig", True)
     if op == "unsqueeze":
@@ -1533,7 +1768,7 @@ def g_view(b):
         attrs["contig"] = False
     if b.numel(shape) > ELEMENT_LIMIT:
         raise Reject("view too large")
-    b.add(e, [shape], attrs)
+    return b.add(e, [shape], attrs)
 
 
 def g_cast(b):
@@ -1563,7 +1798,7 @@ def g_const_op(b):
 
 
 def g_tril_data(b):
-    """tril/triu of a computed value (the importer folds only constants: probes that refusal)."""
+    """tril/triu of a computed value (not only of constant masks)."""
     a = b.pick_float(lambda v: len(v.shape) >= 2)
     if a is None:
         raise Reject("no value of rank >= 2")
@@ -1578,7 +1813,8 @@ GENERATORS = [
     (3, g_rms_norm, ("aten::rms_norm",)), (9, g_matmul, ("aten::mm",)), (4, g_bmm, ("aten::bmm",)),
     (3, g_embedding, ("aten::embedding",)), (4, g_cat, ("aten::cat",)), (3, g_split, ("aten::split.Tensor",)),
     (3, g_select, ("aten::select.int",)), (4, g_slice, ("aten::slice.Tensor",)), (11, g_view, ()),
-    (3, g_cast, ("aten::_to_copy",)), (3, g_const_op, ()), (0.4, g_tril_data, ("aten::tril",)),
+    (3, g_cast, ("aten::_to_copy",)), (3, g_const_op, ()), (2.5, g_tril_data, ("aten::tril",)),
+    (2.5, g_logsumexp, ("aten::amax", "aten::abs", "aten::log")), (4, g_reduce_bcast, ()),
 ]
 
 
@@ -1648,6 +1884,9 @@ def _generate(b, stats):
 
 
 def choose_outputs(b):
+    """The graph's outputs: the last value, some intermediates, and now and then a view chain of a
+    computed value, a graph input as is, a constant (made in forward or a parameter), the same
+    value twice. Float values only (bool/integer outputs are documented as unsupported)."""
     rng = b.rng
     prog = b.prog
     produced = [s["outs"][0] for s in prog.stmts if prog.vars[s["outs"][0]].kind == "tensor"]
@@ -1659,41 +1898,50 @@ def choose_outputs(b):
     if floats:
         outs.append(floats[-1])
     extra = [n for n in floats[:-1]]
-    for _ in range(rng.choice([0, 0, 1, 1, 2])):
+    for _ in range(rng.choice([0, 1, 1, 2, 3])):
         if extra:
             outs.append(rng.choice(extra))
-    if floats and rng.random() < 0.15:   # a view of an intermediate as an output
-        a = rng.choice(floats)
-        var = prog.vars[a]
+    computed = [n for n in floats if not prog.vars[n].attrs.get("input")]
+    if computed and rng.random() < 0.3:
+        # A view chain of a computed value as an output (permute/transpose/reshape...); sometimes
+        # its base is returned too.
+        a = rng.choice(computed)
         cp = b.checkpoint()
         try:
-            s = var.shape
-            if len(s) >= 2:
-                v = b.add("%s.transpose(0, 1)" % a, [(s[1], s[0]) + s[2:]])
-            elif len(s) == 1 and b.dim_val(s[0]) >= 2:
-                n = b.derived("(%s) - 1" % dim_expr(s[0]))
-                v = b.add("%s[1:]" % a, [((n,),)])
-            else:
-                v = b.add("%s.unsqueeze(0)" % a, [((),) + s])
+            v = a
+            for _ in range(rng.choice([1, 1, 2, 3])):
+                v = g_view(b, v, CHAIN_VIEWS)
             outs.append(v)
+            if rng.random() < 0.3 and a not in outs:
+                outs.append(a)
         except (Reject, GenBug):
             b.rollback(cp)
-    if rng.random() < 0.02:
+    if rng.random() < 0.08:
         ins = [i["name"] for i in prog.inputs if i["dtype"].is_floating_point]
         if ins:
             outs.append(rng.choice(ins))   # an input returned as is
+    if rng.random() < 0.06:                # a constant: made in forward, or a parameter as is
+        cp = b.checkpoint()
+        try:
+            base = prog.vars[rng.choice(floats)].shape if floats else ((),)
+            shape = b.derive_broadcast(base)
+            if rng.random() < 0.5:
+                outs.append(b.const_value(shape))
+            else:
+                outs.append(b.new_param(shape, kind=rng.choice(["normal", "ones", "arange", "full"])))
+        except (Reject, GenBug):
+            b.rollback(cp)
     if not outs:
         ins = [i["name"] for i in prog.inputs if i["dtype"].is_floating_point]
         if ins:   # nothing computed: at least one op
             a = ins[0]
             outs.append(b.add("%s * 2.0" % a, [prog.vars[a].shape]))
-    dup = outs and rng.random() < 0.02          # the same value twice
     seen = []
     for o in outs:
         if o not in seen:
             seen.append(o)
-    if dup:
-        seen.append(seen[0])
+    if seen and rng.random() < 0.08:       # the same value twice
+        seen.insert(rng.randrange(len(seen) + 1), rng.choice(seen))
     prog.outputs = seen
 
 

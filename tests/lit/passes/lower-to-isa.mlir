@@ -29,15 +29,34 @@ func.func @rows_300(%x: tensor<300x1000xf32>, %w: tensor<1000xf32>) -> tensor<30
 
 // -----
 
-// Without a reduction, long rows are cut into chunks of at most 4096 elements.
+// Without a reduction, long rows are cut into chunks of at most 4096 elements
+// (each 2 MiB load in pieces of 16 partitions, for several DMA queues).
 // CHECK-LABEL: func.func @chunks
-// CHECK: nc.dma_load {{.*}} {ap = array<i64: 10000, 4, 1, 4096>, {{.*}}offset = 0 : i64
+// CHECK: nc.dma_load {{.*}} {ap = array<i64: 10000, 16, 1, 4096>, {{.*}}offset = 0 : i64
 // CHECK: nc.activation {{.*}}func = "exp"
-// CHECK: nc.dma_load {{.*}} {ap = array<i64: 10000, 4, 1, 4096>, {{.*}}offset = 4096 : i64
-// CHECK: nc.dma_load {{.*}} {ap = array<i64: 10000, 4, 1, 1808>, {{.*}}offset = 8192 : i64
-// CHECK: nc.dma_store {{.*}} {ap = array<i64: 10000, 4, 1, 1808>, {{.*}}offset = 8192 : i64
-func.func @chunks(%x: tensor<4x10000xf32>) -> tensor<4x10000xf32> {
-  %y = aten.exp %x : tensor<4x10000xf32> -> tensor<4x10000xf32>
+// CHECK: nc.dma_load {{.*}} {ap = array<i64: 10000, 16, 1, 4096>, {{.*}}offset = 4096 : i64
+// CHECK: nc.dma_load {{.*}} {ap = array<i64: 10000, {{[0-9]+}}, 1, 1808>, {{.*}}offset = 8192 : i64
+// CHECK: nc.dma_store {{.*}} {ap = array<i64: 10000, {{[0-9]+}}, 1, 1808>, {{.*}}offset = 8192 : i64
+func.func @chunks(%x: tensor<130x10000xf32>) -> tensor<130x10000xf32> {
+  %y = aten.exp %x : tensor<130x10000xf32> -> tensor<130x10000xf32>
+  return %y : tensor<130x10000xf32>
+}
+
+// -----
+
+// Few long rows are spread over the partitions instead: 4 rows of 10000 are
+// 100 rows of 400 (the largest divisor of 10000 with 4 x 25 <= 128), one
+// tile; a per-row operand keeps its row stride (0 along the split).
+// CHECK-LABEL: func.func @few_long_rows
+// CHECK: nc.dma_load %{{.*}} -> {{.*}} {ap = array<i64: 400, 100, 1, 400>, {{.*}}offset = 0 : i64{{.*}} memref<100x400xf32, 1>
+// CHECK: nc.dma_load %{{.*}} -> {{.*}} {ap = array<i64: 0, 25, 1, 1>, {{.*}}offset = 0 : i64, part_start = 0
+// CHECK: nc.dma_load %{{.*}} -> {{.*}} {ap = array<i64: 0, 25, 1, 1>, {{.*}}offset = 1 : i64, part_start = 25
+// CHECK: nc.activation {{.*}}func = "exp"
+// CHECK: nc.dma_store {{.*}} {ap = array<i64: 400, 100, 1, 400>, {{.*}}offset = 0 : i64
+// CHECK-NOT: nc.dma_load
+func.func @few_long_rows(%x: tensor<4x10000xf32>, %b: tensor<4x1xf32>) -> tensor<4x10000xf32> {
+  %s = aten.add.Tensor %x, %b : tensor<4x10000xf32>, tensor<4x1xf32> -> tensor<4x10000xf32>
+  %y = aten.exp %s : tensor<4x10000xf32> -> tensor<4x10000xf32>
   return %y : tensor<4x10000xf32>
 }
 

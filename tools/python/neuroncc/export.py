@@ -154,8 +154,26 @@ def _masked_fill_tensor(self, mask, value):
     return aten.where.self(mask, aten._to_copy.default(value, dtype=self.dtype), self)
 
 
+def _logsumexp(self, dim, keepdim=False):
+    # torch 1.13's decomposition masks the infinite maxima only in the copy it
+    # adds back, not in the one it subtracts, so a slice of all -inf gives
+    # NaN where eager (which masks in place, through the view) gives -inf.
+    # Here the masked maxima are used on both sides.
+    maxes = aten.amax.default(self, dim, True)
+    maxes = aten.masked_fill.Scalar(maxes, aten.eq.Scalar(aten.abs.default(maxes), float("inf")), 0.0)
+    result = aten.log.default(aten.sum.dim_IntList(aten.exp.default(aten.sub.Tensor(self, maxes)), dim, keepdim))
+    return aten.add.Tensor(result, maxes if keepdim else _squeeze_dims(maxes, dim))
+
+
+def _squeeze_dims(t, dims):
+    rank = max(t.dim(), 1)
+    for d in sorted({d % rank for d in (dims or range(t.dim()))}, reverse=True):
+        t = aten.squeeze.dim(t, d)
+    return t
+
+
 # Our own ATen-level decompositions, used instead of torch._decomp's.
-CUSTOM_DECOMPOSITIONS = {aten.masked_fill.Tensor: _masked_fill_tensor}
+CUSTOM_DECOMPOSITIONS = {aten.masked_fill.Tensor: _masked_fill_tensor, aten.logsumexp.default: _logsumexp}
 
 
 def default_decompositions():
