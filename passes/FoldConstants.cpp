@@ -44,11 +44,7 @@ struct Values {
   double at(int64_t i) const { return splat ? data[0] : data[size_t(i)]; }
 };
 
-int64_t numElements(ArrayRef<int64_t> shape) {
-  int64_t n = 1;
-  for (int64_t d : shape) n *= d;
-  return n;
-}
+int64_t numElements(ArrayRef<int64_t> shape) { return ShapedType::getNumElements(shape); }
 
 std::optional<Values> valuesOf(Value v) {
   auto cst = v.getDefiningOp<arith::ConstantOp>();

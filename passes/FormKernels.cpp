@@ -204,8 +204,10 @@ struct FormKernelsPass : impl::FormKernelsBase<FormKernelsPass> {
   }
 
   // True if `to` depends (transitively) on `from`.
-  bool reaches(int from, int to) {
-    SmallVector<int> stack{to};
+  bool reaches(int from, int to) { return reachedFrom(from, {to}); }
+
+  // True if `from` is among `stack` or what they depend on.
+  bool reachedFrom(int from, SmallVector<int> stack) {
     llvm::DenseSet<int> seen;
     while (!stack.empty()) {
       int g = stack.pop_back_val();
@@ -259,14 +261,7 @@ struct FormKernelsPass : impl::FormKernelsBase<FormKernelsPass> {
     SmallVector<int> stack;
     for (int p : groups[size_t(to)].producers)
       if (p != from) stack.push_back(p);
-    llvm::DenseSet<int> seen;
-    while (!stack.empty()) {
-      int g = stack.pop_back_val();
-      if (g == from) return true;
-      if (!seen.insert(g).second) continue;
-      for (int p : groups[size_t(g)].producers) stack.push_back(p);
-    }
-    return false;
+    return reachedFrom(from, stack);
   }
 
   // Why kernel `other` cannot merge into kernel `into` (siblings whose
@@ -638,7 +633,9 @@ struct FormKernelsPass : impl::FormKernelsBase<FormKernelsPass> {
         }
       } else if (!space) {
         if (report)
-          op->emitRemark("cannot share a kernel: reductions over non-trailing dims are not fused");
+          op->emitRemark(llvm::isa<aten::CatOp>(op)
+                             ? "cannot share a kernel: a cat is a copy kernel of its own"
+                             : "cannot share a kernel: reductions over non-trailing dims are not fused");
       } else {
         // Latest producer first: it is the one most likely to hold live rows.
         for (int g : llvm::reverse(producer_groups)) {

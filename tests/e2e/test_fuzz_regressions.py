@@ -61,6 +61,18 @@ class FuzzRegressions(unittest.TestCase):
             kernels[opt] = int(re.search(r"(\d+) kernels", info).group(1))
         return kernels
 
+    def run_mlir(self, name, text, inputs):
+        """Compiles MLIR `text` at -O0 and -O2 and runs it on `inputs` (arrays, their own dtypes);
+        returns the first output of each run."""
+        path = os.path.join(self.tmp, name + ".mlir")
+        with open(path, "w") as f:
+            f.write(text)
+        outs = []
+        for opt in (0, 2):
+            neff = toolchain.compile_graph(path, "%s.O%d.neff" % (path, opt), opt=opt)
+            outs.append(toolchain.run_neff(neff, inputs, os.path.join(self.tmp, name + "-out"), keep_dtypes=True)[0])
+        return outs
+
     def compile_error(self, fn, inputs, opt=2):
         path = os.path.join(self.tmp, self.id().split(".")[-1] + ".pb")
         ex.export_aten(fn, inputs, path)
@@ -107,16 +119,12 @@ class FuzzRegressions(unittest.TestCase):
     def test_rms_norm_default_eps_bf16(self):
         """rms_norm computes bf16 in f32 with f32's epsilon (PyTorch), not the input dtype's."""
         x = randn(4, 5, dtype=torch.bfloat16) * 0.01
-        path = os.path.join(self.tmp, "rms.mlir")
-        with open(path, "w") as f:
-            f.write('func.func @main(%x: tensor<4x5xbf16> {nc.name = "x"}) -> tensor<4x5xbf16> {\n'
-                    '  %y = aten.rms_norm %x {normalized_shape = array<i64: 5>} : tensor<4x5xbf16> -> tensor<4x5xbf16>\n'
-                    '  return %y : tensor<4x5xbf16>\n}\n')
+        outs = self.run_mlir("rms", 'func.func @main(%x: tensor<4x5xbf16> {nc.name = "x"}) -> tensor<4x5xbf16> {\n'
+                             '  %y = aten.rms_norm %x {normalized_shape = array<i64: 5>} : tensor<4x5xbf16> -> tensor<4x5xbf16>\n'
+                             '  return %y : tensor<4x5xbf16>\n}\n', {"x": common.device_array(x)})
         x32 = x.float()
         ref = (x32 * torch.rsqrt((x32 * x32).mean(-1, keepdim=True) + torch.finfo(torch.float32).eps)).bfloat16()
-        for opt in (0, 2):
-            neff = toolchain.compile_graph(path, path + ".O%d.neff" % opt, opt=opt)
-            out, = toolchain.run_neff(neff, {"x": common.device_array(x)}, os.path.join(self.tmp, "rms-out"))
+        for out in outs:
             common.compare(out, ref, 2.0 ** -5)
 
     # -- internal errors -------------------------------------------------------------
@@ -197,26 +205,15 @@ class FuzzRegressions(unittest.TestCase):
     def test_half_composites_compute_in_f32(self):
         """var over 66k f16 elements overflowed f16 (inf); an rstd of 1/sqrt(1e-12) too (NaN)."""
         x = randn(129, 513).half()
-        path = os.path.join(self.tmp, "ln16.mlir")
-        with open(path, "w") as f:
-            f.write('func.func @main(%x: tensor<2x1xf16> {nc.name = "x"}) -> tensor<2x1xf16> {\n'
-                    '  %y, %m, %r = aten.native_layer_norm %x {normalized_shape = array<i64: 1>, eps = 1.0e-12}'
-                    ' : tensor<2x1xf16> -> tensor<2x1xf16>, tensor<2x1xf16>, tensor<2x1xf16>\n'
-                    '  return %y : tensor<2x1xf16>\n}\n')
-        for opt in (0, 2):
-            neff = toolchain.compile_graph(path, path + ".O%d.neff" % opt, opt=opt)
-            out, = toolchain.run_neff(neff, {"x": x[:2, :1].numpy()}, os.path.join(self.tmp, "ln16-out"),
-                                      keep_dtypes=True)
+        for out in self.run_mlir("ln16", 'func.func @main(%x: tensor<2x1xf16> {nc.name = "x"}) -> tensor<2x1xf16> {\n'
+                                 '  %y, %m, %r = aten.native_layer_norm %x {normalized_shape = array<i64: 1>, eps = 1.0e-12}'
+                                 ' : tensor<2x1xf16> -> tensor<2x1xf16>, tensor<2x1xf16>, tensor<2x1xf16>\n'
+                                 '  return %y : tensor<2x1xf16>\n}\n', {"x": x[:2, :1].numpy()}):
             self.assertFalse(bool(torch.isnan(torch.from_numpy(out)).any()), out)
-        path = os.path.join(self.tmp, "var16.mlir")
-        with open(path, "w") as f:
-            f.write('func.func @main(%x: tensor<129x513xf16> {nc.name = "x"}) -> tensor<f16> {\n'
-                    '  %v, %m = aten.var_mean.correction %x {dim = array<i64: 0, 1>, correction = 1 : i64}'
-                    ' : tensor<129x513xf16> -> tensor<f16>, tensor<f16>\n'
-                    '  return %v : tensor<f16>\n}\n')
-        for opt in (0, 2):
-            neff = toolchain.compile_graph(path, path + ".O%d.neff" % opt, opt=opt)
-            out, = toolchain.run_neff(neff, {"x": x.numpy()}, os.path.join(self.tmp, "var16-out"), keep_dtypes=True)
+        for out in self.run_mlir("var16", 'func.func @main(%x: tensor<129x513xf16> {nc.name = "x"}) -> tensor<f16> {\n'
+                                 '  %v, %m = aten.var_mean.correction %x {dim = array<i64: 0, 1>, correction = 1 : i64}'
+                                 ' : tensor<129x513xf16> -> tensor<f16>, tensor<f16>\n'
+                                 '  return %v : tensor<f16>\n}\n', {"x": x.numpy()}):
             common.compare(out, torch.var(x.float()).half(), 2.0 ** -7)
 
     def test_returned_view_of_a_row_constant_value(self):

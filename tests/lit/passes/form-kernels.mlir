@@ -89,3 +89,39 @@ func.func @named(%x: tensor<4x8xf32>) -> (tensor<4x8xf32>, tensor<4x1xf32>) {
   %b = aten.sum.dim_IntList %a {dim = array<i64: -1>, keepdim = true} : tensor<4x8xf32> -> tensor<4x1xf32> loc("sum_2")
   return %a, %b : tensor<4x8xf32>, tensor<4x1xf32>
 }
+
+// -----
+
+// Sibling kernels whose results meet in one elementwise op become one
+// kernel; every kernel start has a reason in the report.
+// RUN: neuron-opt %s --split-input-file --ncc-form-kernels="fuse=true report=true" 2>&1 | FileCheck %s --check-prefix=SIBLING
+// SIBLING: remark: starts a kernel: it reads no value computed in another kernel
+// SIBLING: remark: starts a kernel: it reads no value computed in another kernel
+// SIBLING-LABEL: func.func @siblings
+// SIBLING: nc.kernel "k0_fused_exp_tanh_mul"
+// SIBLING-NOT: nc.kernel
+// SIBLING: return
+func.func @siblings(%x: tensor<4x64xf32>) -> tensor<4x64xf32> {
+  %a = aten.exp %x : tensor<4x64xf32> -> tensor<4x64xf32>
+  %b = aten.tanh %x : tensor<4x64xf32> -> tensor<4x64xf32>
+  %c = aten.mul.Tensor %a, %b : tensor<4x64xf32>, tensor<4x64xf32> -> tensor<4x64xf32>
+  return %c : tensor<4x64xf32>
+}
+
+// -----
+
+// A reduction without keepdim and the ops on its result run in the rows of
+// the reducing kernel; the returned value is stored through the reshape.
+// RUN: neuron-opt %s --split-input-file --ncc-form-kernels 2>&1 | FileCheck %s --check-prefix=SINK
+// SINK-LABEL: func.func @sink
+// SINK: nc.kernel "k0_fused_sum_log_reshape"
+// SINK: aten.sum.dim_IntList {{.*}}keepdim = true{{.*}} -> tensor<4x1xf32>
+// SINK: aten.log {{.*}} : tensor<4x1xf32> -> tensor<4x1xf32>
+// SINK: aten.reshape {{.*}} : tensor<4x1xf32> -> tensor<4xf32>
+// SINK-NOT: nc.kernel
+// SINK: return
+func.func @sink(%x: tensor<4x64xf32>) -> tensor<4xf32> {
+  %s = aten.sum.dim_IntList %x {dim = array<i64: -1>, keepdim = false} : tensor<4x64xf32> -> tensor<4xf32>
+  %l = aten.log %s : tensor<4xf32> -> tensor<4xf32>
+  return %l : tensor<4xf32>
+}
