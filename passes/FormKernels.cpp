@@ -14,6 +14,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "passes/Passes.h"
+#include "dialects/aten/TypeRules.h"
 #include "dialects/aten/Views.h"
 #include "mlir/IR/Builders.h"
 #include "mlir/IR/IRMapping.h"
@@ -532,6 +533,19 @@ struct FormKernelsPass : impl::FormKernelsBase<FormKernelsPass> {
         continue;
       }
       if (!aten::isElementwise(op)) continue;
+      // Mixed float dtypes: whether an operand is 0-d decides PyTorch's
+      // promotion, and widening would change that. Left as it is.
+      {
+        Type floatElem;
+        bool mixed = false;
+        for (Value v : op->getOperands()) {
+          Type e = llvm::cast<RankedTensorType>(v.getType()).getElementType();
+          if (!aten::isFloatType(e)) continue;
+          mixed |= floatElem && floatElem != e;
+          floatElem = e;
+        }
+        if (mixed) continue;
+      }
       // The shape U the squeezed operands came from, and the one they have.
       RankedTensorType wide;
       for (Value v : op->getOperands())

@@ -19,6 +19,7 @@
 #include <map>
 
 #include "passes/Passes.h"
+#include "passes/ScalarEval.h"
 #include "dialects/aten/TypeRules.h"
 #include "dialects/aten/Views.h"
 #include "mlir/IR/Builders.h"
@@ -482,6 +483,19 @@ void KernelLowering::setSource(Operation* inst, Operation* src) {
 
 LogicalResult KernelLowering::lowerOp(Operation* op, int64_t p, int64_t f) {
   const int64_t fullWidth = f;
+  // An elementwise op on immediates only is an immediate (constant folding
+  // normally got there first).
+  if (aten::isElementwise(op) && llvm::all_of(op->getOperands(), [&](Value v) {
+        auto it = layouts.find(v);
+        return it != layouts.end() && it->second.kind == Kind::Imm;
+      }))
+    if (auto fn = scalarFunction(op)) {
+      SmallVector<double> args;
+      for (Value v : op->getOperands()) args.push_back(layouts[v].imm);
+      layouts[op->getResult(0)].kind = Kind::Imm;
+      layouts[op->getResult(0)].imm = (*fn)(args);
+      return success();
+    }
   Value result = op->getResult(0);
   auto resultElem = nc::deviceElementType(llvm::cast<RankedTensorType>(result.getType()).getElementType());
   Type elem = yielded.contains(result) ? resultElem : b->getF32Type();
@@ -927,8 +941,16 @@ void KernelLowering::finalizeReduction(Operation* op, int64_t p) {
 
 LogicalResult KernelLowering::storeOutput(Value v, Value hbm, int64_t p, int64_t f) {
   Layout& l = layouts[v];
-  if (l.kind == Kind::Imm)
-    return kernel.emitError("a kernel result that is a compile-time constant is not supported yet");
+  if (l.kind == Kind::Imm) {  // written across the tile (or one per row)
+    Layout fill;
+    if (failed(layoutOfView(aten::contiguousView(llvm::cast<RankedTensorType>(v.getType()).getShape()), fill)))
+      return failure();
+    int64_t width = fill.kind == Kind::Full ? f : 1;
+    Value tile = broadcastRow(Value(), l.imm, p, width, llvm::cast<MemRefType>(hbm.getType()).getElementType(),
+                              v.getDefiningOp());
+    emitDma(/*load=*/false, hbm, tile, fill, r0, p, c0, width);
+    return success();
+  }
   auto t = llvm::cast<RankedTensorType>(v.getType());
   Layout store;
   store.kind = l.kind;

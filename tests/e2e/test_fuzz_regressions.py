@@ -236,6 +236,17 @@ class FuzzRegressions(unittest.TestCase):
         self.check(lambda x1, x3, x4: x1 + (x1 @ w.t()).masked_fill(x3 >= x4, 1.0),
                    [randn(2), torch.tensor([0.5]), torch.tensor([1.0])])
 
+    def test_mixed_dtypes_after_a_squeezed_reduction(self):
+        """Widening a 0-d mean next to a 0-d f32 operand would change PyTorch's promotion."""
+        self.check(lambda x1, x17: torch.mul(torch.var_mean(x1, [0, -1], unbiased=False)[1], x17),
+                   [randn(1, 1).half(), torch.tensor(0.75)])
+
+    def test_reductions_of_zero_d_constants(self):
+        """Folded as the identity (were refused as operations on constants)."""
+        self.check(lambda x: torch.logsumexp(
+            (torch.arange(1)[:, None] > torch.arange(1)[None, :]).type_as(x).mean(), -1) + x, [randn(1, 1)])
+        self.check(lambda x: torch.var_mean(torch.scalar_tensor(3.0), (0,), correction=1)[1] * x, [randn(1, 1, 1)])
+
     def test_cat_of_constants_along_a_negative_dim(self):
         """The constant folder read cat's dim as unsigned (SIGSEGV)."""
         self.check(lambda x: torch.cat([(torch.arange(1)[:, None] >= torch.arange(2)[None, :]).type_as(x)] * 2, -1)

@@ -1411,14 +1411,15 @@ def g_rms_norm(b):
     b.add("rms_norm(%s, %s, %s, %s)" % (a, shape_src(nshape), w, eps), [s], attrs)
 
 
-def weight(b, shape, fan_in_dim):
+def weight(b, shape, fan_in_dim, dtype=None):
+    """A matmul's second operand; `dtype`: the first operand's (PyTorch's matmuls take one dtype)."""
     kind = b.rng.choice(["normal", "normal", "normal", "unit", "int", "ones"])
     arg = None
     if kind == "normal":
         arg = "#{1.0 / max(1, %s) ** 0.5}" % dim_expr(fan_in_dim)
     if b.rng.random() < 0.15:
-        return b.new_input(shape, kind="unit" if kind != "int" else "int")
-    return b.new_param(shape, kind=kind, arg=arg)
+        return b.new_input(shape, dtype=dtype, kind="unit" if kind != "int" else "int")
+    return b.new_param(shape, dtype=dtype, kind=kind, arg=arg)
 
 
 def g_matmul(b):
@@ -1450,28 +1451,28 @@ def g_matmul(b):
     if len(sa) == 2 and form == "matmul_nd":
         form = "mm"
     if form == "linear":
-        W = weight(b, (ndim, kdim), kdim)
+        W = weight(b, (ndim, kdim), kdim, b.v(a).dtype)
         bias_kind = b.rng.choice(["none", "zeros", "normal", "full"])
         if bias_kind == "none":
             e = "F.linear(%s, %s)" % (a, W)
         else:
-            bias = b.new_param((ndim,), kind=bias_kind)
+            bias = b.new_param((ndim,), dtype=b.v(a).dtype, kind=bias_kind)
             e = "F.linear(%s, %s, %s)" % (a, W, bias)
         b.add(e, [tuple(sa[:-1]) + (ndim,)])
         return
     if b.rng.random() < 0.3:
-        W = weight(b, (ndim, kdim), kdim)
+        W = weight(b, (ndim, kdim), kdim, b.v(a).dtype)
         wsrc = b.rng.choice(["%s.t()", "%s.transpose(0, 1)"]) % W
     else:
-        W = weight(b, (kdim, ndim), kdim)
+        W = weight(b, (kdim, ndim), kdim, b.v(a).dtype)
         wsrc = W
     out = tuple(sa[:-1]) + (ndim,)
     if form == "mm":
         e = b.rng.choice(["%s @ %s", "torch.mm(%s, %s)", "torch.matmul(%s, %s)"]) % (a, wsrc)
     elif form == "addmm":
         bshape = b.rng.choice([(ndim,), (sa[0], ndim), ((), ndim)])
-        bias = b.new_param(bshape, kind=b.rng.choice(["normal", "zeros", "ones"])) if b.rng.random() < 0.7 else \
-            b.new_input(bshape)
+        bias = b.new_param(bshape, dtype=b.v(a).dtype, kind=b.rng.choice(["normal", "zeros", "ones"])) \
+            if b.rng.random() < 0.7 else b.new_input(bshape, dtype=b.v(a).dtype)
         if b.rng.random() < 0.5:
             e = "torch.addmm(%s, %s, %s)" % (bias, a, wsrc)
         else:
@@ -1511,9 +1512,9 @@ def g_bmm(b):
             wb = ((),) + tuple(batch[1:])   # a broadcast batch dim
             same_batch = batch[0] == ()
         if b.rng.random() < 0.6:
-            other = b.new_param(wb + (k, n), kind=b.rng.choice(["normal", "unit"]))
+            other = b.new_param(wb + (k, n), dtype=b.v(a).dtype, kind=b.rng.choice(["normal", "unit"]))
         else:
-            other = b.new_input(wb + (k, n), kind="unit")
+            other = b.new_input(wb + (k, n), dtype=b.v(a).dtype, kind="unit")
         out = tuple(batch) + (m, n)
     if b.numel(out) > ELEMENT_LIMIT:
         raise Reject("bmm result too large")

@@ -14,15 +14,6 @@ func.func @reduction_not_alone(%x: tensor<4x512xf32>) -> tensor<512xf32> {
 
 // -----
 
-func.func @const_only() -> tensor<4xf32> {
-  %a = arith.constant dense<2.0> : tensor<4xf32>
-  // expected-error @+1 {{operations on compile-time constants are not supported yet}}
-  %r = aten.exp %a : tensor<4xf32> -> tensor<4xf32>
-  return %r : tensor<4xf32>
-}
-
-// -----
-
 func.func @too_large(%x: tensor<1099511627776x4xf32>) -> tensor<1099511627776x4xf32> {
   // expected-error @+1 {{kernel iteration space [1099511627776, 4] is too large (more than 2^40 elements)}}
   %r = aten.exp %x : tensor<1099511627776x4xf32> -> tensor<1099511627776x4xf32>

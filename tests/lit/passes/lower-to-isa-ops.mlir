@@ -108,3 +108,16 @@ func.func @embed(%ids: tensor<2x16xi64>, %w: tensor<100x64xf32>) -> tensor<2x16x
   %e = aten.embedding %w, %ids : tensor<100x64xf32>, tensor<2x16xi64> -> tensor<2x16x64xf32>
   return %e : tensor<2x16x64xf32>
 }
+
+// -----
+
+// An op on immediates only (what constant folding leaves to no one here) is
+// an immediate, and a returned immediate is written from a filled tile.
+// CHECK-LABEL: func.func @const_only
+// CHECK: nc.iota {{.*}}base = 7.3890{{[0-9]*}}
+// CHECK: nc.dma_store
+func.func @const_only() -> tensor<4xf32> {
+  %a = arith.constant dense<2.0> : tensor<4xf32>
+  %r = aten.exp %a : tensor<4xf32> -> tensor<4xf32>
+  return %r : tensor<4xf32>
+}
