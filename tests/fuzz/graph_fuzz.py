@@ -114,7 +114,11 @@ the graph is built, and an op is not added when
   - a value has a NaN, non-finite positions that differ between eager and
     float64, or finite magnitude above 3e4 (f16) / 1e6 (others);
   - a bool or integer value differs between eager and float64 (a comparison
-    that would flip under rounding).
+    that would flip under rounding);
+  - a sum or mean (and a returned layer-norm mean) cancels so far that the
+    device's sequential float32 accumulation (docs/runtime.md) may miss the
+    result by more than COND: sqrt(n) * 2^-24 * sum|x| > COND * max|sum x|.
+    Eager sums pairwise and would not show it.
 The reference therefore measures the rounding sensitivity of the case, and
 an output outside TOL of both eager and float64 is a real mismatch.
 
@@ -841,6 +845,29 @@ class Builder:
             return self.rng.choices(cands, weights)[0]
         return self.rng.choice(cands)
 
+    def check_sum(self, a, dims=None):
+        """Rejects a sum (or mean) of `a` over `dims` (None: all) that the device's float32
+        accumulation, in sequence as docs/runtime.md specifies, may not get within COND of the
+        result: a typical error of sqrt(n) * 2^-24 * sum|x| against max |sum x| (a mean of
+        normalized values plus a small constant cancels down to the constant)."""
+        if self.ev.level != "full":
+            return
+        x = self.ev.ref.get(a)
+        if x is None or not x.is_floating_point() or x.dim() == 0:
+            return
+        rank = x.dim()
+        ds = sorted({d % rank for d in dims}) if dims else list(range(rank))
+        n = 1
+        for d in ds:
+            n *= x.shape[d]
+        if n <= 1:
+            return
+        total, spread = x.sum(ds), x.abs().sum(ds)
+        bound = float(spread.max()) * math.sqrt(n) * 2.0 ** -24
+        scale = float(total.abs().max())
+        if bound > COND[self.v(a).attrs.get("prec", self.prog.dtype)] * max(scale, 1e-30):
+            raise Reject("ill-conditioned sum")
+
     def pick_float(self, pred=None):
         return self.pick(lambda v: v.dtype is not None and v.dtype.is_floating_point and (pred is None or pred(v)))
 
@@ -1210,10 +1237,13 @@ def g_reduce(b):
     rank = len(s)
     kind = b.rng.choice(["sum", "mean", "amax", "var_mean", "var_mean", "sum", "mean"])
     keep = b.rng.random() < 0.5
+    whole = b.rng.random() < 0.3
     ex_attrs = dict(exact=kind == "amax" and b.v(a).attrs.get("exact"),
                     intval=kind == "amax" and b.v(a).attrs.get("intval"))
-    if b.rng.random() < 0.3:
+    if whole:
         # Over every dim, no dim argument: aten::sum / aten::mean, amax(dim=[]), var_mean(dim=None).
+        if kind != "amax":
+            b.check_sum(a)
         if kind == "var_mean":
             corr = b.rng.choice([0, 1])
             keep = keep and b.rng.random() < 0.5
@@ -1239,6 +1269,8 @@ def g_reduce(b):
     if not dims:
         keep = False   # dim=[] with keepdim: torch keeps nothing either way; avoid ambiguity
     out = reduced_shape(s, dims, keep) if rank else ()
+    if kind != "amax":
+        b.check_sum(a, dims)
     if kind == "var_mean":
         corr = b.rng.choice([0, 1])
         form = b.rng.choice(["torch.var_mean(%s, dim=%s, correction=%d, keepdim=%s)",
@@ -1385,6 +1417,8 @@ def g_layer_norm(b):
                   None, tuple_n=3)
         stat = tuple(s[:-k]) + tuple(() for _ in nshape)
         which = b.rng.choice([[0], [0, 1], [0, 2], [1, 2], [0, 1, 2]])
+        if 1 in which:  # the mean itself is returned
+            b.check_sum(a, list(range(-k, 0)))
         for i in which:
             b.add("%s[%d]" % (t, i), [s if i == 0 else stat])
         return
