@@ -1402,13 +1402,18 @@ def norm_params(b, nshape, kinds):
     return b.new_param(nshape, kind=b.rng.choice(kinds))
 
 
-def g_layer_norm(b):
+def norm_operand(b):
+    """(operand, its shape, k, normalized shape): a norm over the last k (1 or 2) dims."""
     a = b.pick_float(lambda v: len(v.shape) >= 1)
     if a is None:
         raise Reject("no value of rank >= 1")
     s = b.v(a).shape
     k = b.rng.choice([1, 1, 1, 2]) if len(s) >= 2 else 1
-    nshape = s[-k:]
+    return a, s, k, s[-k:]
+
+
+def g_layer_norm(b):
+    a, s, k, nshape = norm_operand(b)
     eps = b.rng.choice([1e-5, 1e-6, 1e-12, 0.1])
     w = norm_params(b, nshape, ["ones", "normal", "pos", "full"])
     bias = norm_params(b, nshape, ["zeros", "normal", "zeros"])
@@ -1426,12 +1431,7 @@ def g_layer_norm(b):
 
 
 def g_rms_norm(b):
-    a = b.pick_float(lambda v: len(v.shape) >= 1)
-    if a is None:
-        raise Reject("no value of rank >= 1")
-    s = b.v(a).shape
-    k = b.rng.choice([1, 1, 1, 2]) if len(s) >= 2 else 1
-    nshape = s[-k:]
+    a, s, k, nshape = norm_operand(b)
     attrs = {}
     if b.rng.random() < 0.35:
         # A weight of another float dtype (a bf16 model's f32 norm weight, ...): the result keeps
