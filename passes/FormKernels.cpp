@@ -724,8 +724,7 @@ struct FormKernelsPass : impl::FormKernelsBase<FormKernelsPass> {
       std::reverse(whole.begin(), whole.end());
       aten::StridedView inverse;
       if (g >= 0 && groups[size_t(g)].fusible && !groups[size_t(g)].merged &&
-          !llvm::isa<BlockArgument>(c.root) && aten::invertViewChain(c.ops, inverse) &&
-          aten::invertViewChain(whole, inverse)) {
+          !llvm::isa<BlockArgument>(c.root) && aten::invertViewChain(whole, inverse)) {
         Group& grp = groups[size_t(g)];
         for (Operation* o : c.ops)
           if (grp.members.insert(o).second) grp.ops.push_back(o);

@@ -73,6 +73,17 @@ int64_t product(ArrayRef<int64_t> v) {
   return p;
 }
 
+// The number of input elements one result element of a reduction covers:
+// the product of its operand's reduced extents, which is 1 for a dim an
+// earlier reduction in the kernel already collapsed, even though the
+// kernel's rows are longer.
+int64_t reducedCount(Operation* reduction) {
+  auto in = llvm::cast<RankedTensorType>(reduction->getOperand(0).getType());
+  int64_t count = 1;
+  for (int64_t d : aten::reducedDims(reduction)) count *= in.getDimSize(d);
+  return count;
+}
+
 std::optional<double> splatValue(Value v) {
   auto c = v.getDefiningOp<arith::ConstantOp>();
   if (!c) return std::nullopt;
@@ -702,18 +713,9 @@ LogicalResult KernelLowering::lowerOp(Operation* op, int64_t p, int64_t f) {
     return unary(in, [&](Value out, Value t) { tensorScalar(out, t, Value(), alu, imm, reverse); });
   };
 
-  // The number of input elements one result element covers: the product of
-  // the input's reduced extents, which is 1 for a dim an earlier reduction in
-  // the kernel already collapsed, even though the kernel's rows are longer.
-  auto reducedCount = [&](Value in) {
-    auto t = llvm::cast<RankedTensorType>(in.getType());
-    int64_t count = 1;
-    for (int64_t d : aten::reducedDims(op)) count *= t.getDimSize(d);
-    return count;
-  };
   auto reduce = [&](Value in, StringRef alu, bool mean) -> LogicalResult {
     Layout& il = layoutOf(in);
-    int64_t count = reducedCount(in);
+    int64_t count = reducedCount(op);
     if (il.kind == Kind::Imm) {  // a splat reduces to a splat
       layouts[result].kind = Kind::Imm;
       layouts[result].imm = alu == "add" && !mean ? il.imm * double(count) : il.imm;
@@ -920,9 +922,7 @@ void KernelLowering::finalizeReduction(Operation* op, int64_t p) {
   Value result = op->getResult(0);
   Value acc = accumulators.lookup(result);
   if (!acc) return;  // reduced without accumulation (a per-row or constant input)
-  auto in = llvm::cast<RankedTensorType>(op->getOperand(0).getType());
-  int64_t count = 1;
-  for (int64_t d : aten::reducedDims(op)) count *= in.getDimSize(d);
+  int64_t count = reducedCount(op);
   bool isMean = llvm::isa<aten::MeanDimOp>(op);
   Type elem = yielded.contains(result)
                   ? nc::deviceElementType(llvm::cast<RankedTensorType>(result.getType()).getElementType())

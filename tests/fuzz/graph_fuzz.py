@@ -1312,10 +1312,7 @@ def g_reduce_bcast(b):
     """A reduction with keepdim=False brought back to the operand's rank (unsqueeze, [..., None],
     view/reshape with 1s, or plain broadcasting when leading dims were reduced) and combined with
     the operand: x - x.amax(-1).unsqueeze(-1), x / x.sum(0), (x - mean[:, None]) * rsqrt(var + eps)."""
-    a = b.pick_float(lambda v: len(v.shape) >= 1)
-    if a is None:
-        raise Reject("no value of rank >= 1")
-    s = b.v(a).shape
+    a, s = pick_ranked(b)
     rank = len(s)
     mode = b.rng.choice(["last", "last", "single", "lead", "multi"])
     if mode == "last":
@@ -1380,10 +1377,7 @@ def g_reduce_bcast(b):
 
 
 def g_softmax(b):
-    a = b.pick_float(lambda v: len(v.shape) >= 1)
-    if a is None:
-        raise Reject("no value of rank >= 1")
-    s = b.v(a).shape
+    a, s = pick_ranked(b)
     d = b.rng.randrange(len(s))
     if b.rng.random() < 0.4:
         d -= len(s)
@@ -1402,12 +1396,17 @@ def norm_params(b, nshape, kinds):
     return b.new_param(nshape, kind=b.rng.choice(kinds))
 
 
-def norm_operand(b):
-    """(operand, its shape, k, normalized shape): a norm over the last k (1 or 2) dims."""
+def pick_ranked(b):
+    """(a float value of rank >= 1, its shape)."""
     a = b.pick_float(lambda v: len(v.shape) >= 1)
     if a is None:
         raise Reject("no value of rank >= 1")
-    s = b.v(a).shape
+    return a, b.v(a).shape
+
+
+def norm_operand(b):
+    """(operand, its shape, k, normalized shape): a norm over the last k (1 or 2) dims."""
+    a, s = pick_ranked(b)
     k = b.rng.choice([1, 1, 1, 2]) if len(s) >= 2 else 1
     return a, s, k, s[-k:]
 
@@ -1576,10 +1575,7 @@ def g_embedding(b):
 
 
 def g_cat(b):
-    a = b.pick_float(lambda v: len(v.shape) >= 1)
-    if a is None:
-        raise Reject("no value of rank >= 1")
-    s = b.v(a).shape
+    a, s = pick_ranked(b)
     d = b.rng.randrange(len(s))
     pieces = [a]
     sizes = [s[d]]
@@ -1628,10 +1624,7 @@ def g_cat(b):
 
 
 def g_split(b):
-    a = b.pick_float(lambda v: len(v.shape) >= 1)
-    if a is None:
-        raise Reject("no value of rank >= 1")
-    s = b.v(a).shape
+    a, s = pick_ranked(b)
     d = b.rng.randrange(len(s))
     E = dim_expr(s[d])
     k = b.rng.choice([2, 3, 4])
@@ -1650,10 +1643,7 @@ def g_split(b):
 
 
 def g_select(b):
-    a = b.pick_float(lambda v: len(v.shape) >= 1)
-    if a is None:
-        raise Reject("no value of rank >= 1")
-    s = b.v(a).shape
+    a, s = pick_ranked(b)
     d = b.rng.randrange(len(s))
     idx = b.rng.choice(["0", "-1", "#{(%s) // 2}" % dim_expr(s[d])])
     if b.rng.random() < 0.5:
@@ -1665,10 +1655,7 @@ def g_select(b):
 
 
 def g_slice(b):
-    a = b.pick_float(lambda v: len(v.shape) >= 1)
-    if a is None:
-        raise Reject("no value of rank >= 1")
-    s = b.v(a).shape
+    a, s = pick_ranked(b)
     d = b.rng.randrange(len(s))
     E = dim_expr(s[d])
     if b.dim_val(s[d]) < 2 and b.rng.random() < 0.8:
