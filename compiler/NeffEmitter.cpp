@@ -95,6 +95,12 @@ absl::StatusOr<std::string> emitNeff(ModuleOp module, const EmitOptions& options
     addTensor(exe, name, neff::OUTPUT, v.getType());
   }
 
+  // -O0 keeps the eager picture, one dispatch per source ATen op (the
+  // kernels of one expanded composite share its source id); fused code runs
+  // as one dispatch.
+  const bool eager = options.optLevel == "O0";
+  exe.set_dispatch_model(eager ? neff::DISPATCH_PER_SOURCE_OP : neff::DISPATCH_WHOLE_GRAPH);
+  IntegerAttr previousSourceId;
   std::vector<std::string> segments;
   for (Operation& op : func.getBody().front()) {
     auto kernel = llvm::dyn_cast<nc::KernelOp>(op);
@@ -103,6 +109,12 @@ absl::StatusOr<std::string> emitNeff(ModuleOp module, const EmitOptions& options
       return fail(absl::StrCat("kernel '", kernel.getSymName().str(), "' was not lowered"));
     neff::Kernel* k = exe.add_kernels();
     k->set_name(kernel.getSymName().str());
+    if (eager) {
+      auto id = kernel->getAttrOfType<IntegerAttr>(kSourceIdAttr);
+      const bool sameOp = id && id == previousSourceId;
+      if (exe.kernels_size() > 1) k->set_dispatch(exe.kernels(exe.kernels_size() - 2).dispatch() + (sameOp ? 0 : 1));
+      previousSourceId = id;
+    }
     for (Attribute a : kernel.getSourceOps()) k->add_source_ops(llvm::cast<StringAttr>(a).getValue().str());
     if (auto s = kernel->getAttrOfType<IntegerAttr>(kSbufBytesAttr))
       k->set_sbuf_bytes_per_partition(uint64_t(s.getInt()));

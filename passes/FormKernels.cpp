@@ -866,6 +866,13 @@ struct FormKernelsPass : impl::FormKernelsBase<FormKernelsPass> {
       for (Value v : outputs) yielded.push_back(inner.lookup(v));
       kb.create<nc::YieldOp>(kernel.getLoc(), yielded);
       for (auto [v, r] : llvm::zip(outputs, kernel.getResults())) outer.map(v, r);
+      // The pieces of one expanded composite share its source id: at -O0 the
+      // emitter launches consecutive kernels of one source op as one dispatch.
+      auto firstId = grp.ops.front()->getAttrOfType<IntegerAttr>(kSourceIdAttr);
+      if (firstId && llvm::all_of(grp.ops, [&](Operation* op) {
+            return op->getAttrOfType<IntegerAttr>(kSourceIdAttr) == firstId;
+          }))
+        kernel->setAttr(kSourceIdAttr, firstId);
       ++numKernels;
     }
     for (OpOperand& operand : terminator->getOpOperands())

@@ -201,6 +201,27 @@ absl::StatusOr<std::string> SerializeNeff(Executable exe,
   return SerializeHeader(h) + payload;
 }
 
+std::vector<KernelRange> Dispatches(const Executable& exe) {
+  std::vector<KernelRange> out;
+  for (int k = 0; k < exe.kernels_size(); ++k) {
+    bool starts = out.empty() || exe.dispatch_model() == DISPATCH_PER_KERNEL ||
+                  (exe.dispatch_model() == DISPATCH_PER_SOURCE_OP &&
+                   exe.kernels(k).dispatch() != exe.kernels(k - 1).dispatch());
+    if (starts) out.push_back({k, 0});
+    ++out.back().count;
+  }
+  return out;
+}
+
+const char* DispatchModelName(DispatchModel model) {
+  switch (model) {
+    case DISPATCH_PER_KERNEL: return "one dispatch per kernel";
+    case DISPATCH_PER_SOURCE_OP: return "one dispatch per source ATen op (eager)";
+    case DISPATCH_WHOLE_GRAPH: return "the whole graph is one dispatch";
+    default: return "unknown";
+  }
+}
+
 uint64_t ProfileHash(const Header& header) {
   uint64_t v = 0;
   for (int i = 0; i < 8; ++i) v |= uint64_t(header.hash[size_t(i)]) << (8 * i);
@@ -624,8 +645,17 @@ absl::Status VerifyExecutable(const Executable& exe, size_t payload_size) {
   };
   if (absl::Status st = check_io(exe.graph_inputs(), INPUT, "graph input"); !st.ok()) return st;
   if (absl::Status st = check_io(exe.graph_outputs(), OUTPUT, "graph output"); !st.ok()) return st;
+  if (!DispatchModel_IsValid(exe.dispatch_model()))
+    return Bad(absl::StrCat("unknown dispatch model ", int(exe.dispatch_model())));
   for (int ki = 0; ki < exe.kernels_size(); ++ki) {
     const Kernel& k = exe.kernels(ki);
+    const uint32_t previous = ki == 0 ? 0 : exe.kernels(ki - 1).dispatch();
+    const bool grouped = exe.dispatch_model() == DISPATCH_PER_SOURCE_OP;
+    if (grouped ? (k.dispatch() != previous && (ki == 0 || k.dispatch() != previous + 1))
+                : k.dispatch() != 0)
+      return Bad(absl::StrCat("kernel ", ki, " has dispatch ", k.dispatch(), " after ", previous,
+                              grouped ? " (dispatches number consecutive kernels from 0)"
+                                      : " (only per-source-op NEFFs group kernels)"));
     for (uint32_t id : k.inputs())
       if (id >= uint32_t(exe.tensors_size())) return Bad(absl::StrCat("kernel ", ki, " input index"));
     for (uint32_t id : k.outputs())

@@ -72,6 +72,15 @@ absl::Status VerifyExecutable(const Executable& executable, size_t payload_size)
 // first 8 bytes of the header hash read as a little-endian u64.
 uint64_t ProfileHash(const Header& header);
 
+// The dispatches of a verified executable, in launch order: each is a run of
+// consecutive kernels (Executable.dispatch_model, Kernel.dispatch).
+struct KernelRange {
+  int first = 0;
+  int count = 0;
+};
+std::vector<KernelRange> Dispatches(const Executable& executable);
+const char* DispatchModelName(DispatchModel model);
+
 size_t DTypeSize(DType dtype);
 const char* DTypeName(DType dtype);
 

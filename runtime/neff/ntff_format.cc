@@ -59,22 +59,42 @@ absl::StatusOr<Profile> ParseNtff(std::string_view bytes) {
   if (uint64_t(p.kernel_spans_size()) != uint64_t(p.execution_count()) * uint64_t(p.kernel_info_size()))
     return Bad(absl::StrCat(p.kernel_spans_size(), " kernel spans for ", p.execution_count(),
                             " executions of ", p.kernel_info_size(), " kernels"));
+  // Dispatches follow one another and partition the kernel spans in order;
+  // a kernel span lies inside its dispatch, after the launch overhead.
   uint64_t prev_end = 0;
-  for (int i = 0; i < p.kernel_spans_size(); ++i) {
-    const KernelSpan& s = p.kernel_spans(i);
-    if (s.start() < prev_end) return Bad(absl::StrCat("kernel span ", i, " overlaps the previous one"));
-    prev_end = s.end();
-    if (s.kernel() >= uint32_t(p.kernel_info_size()))
-      return Bad(absl::StrCat("kernel span ", i, " names kernel ", s.kernel(), " of ",
-                              p.kernel_info_size()));
-    if (s.execution() >= p.execution_count())
-      return Bad(absl::StrCat("kernel span ", i, " names execution ", s.execution(), " of ",
+  uint32_t next_span = 0;
+  for (int d = 0; d < p.dispatch_spans_size(); ++d) {
+    const DispatchSpan& ds = p.dispatch_spans(d);
+    if (ds.start() < prev_end) return Bad(absl::StrCat("dispatch span ", d, " overlaps the previous one"));
+    if (ds.launch_end() < ds.start() || ds.end() < ds.launch_end())
+      return Bad(absl::StrCat("dispatch span ", d, " has a reversed interval"));
+    if (ds.execution() >= p.execution_count())
+      return Bad(absl::StrCat("dispatch span ", d, " names execution ", ds.execution(), " of ",
                               p.execution_count()));
-    if (s.launch_end() < s.start() || s.end() < s.launch_end())
-      return Bad(absl::StrCat("kernel span ", i, " has a reversed interval"));
+    if (ds.first_kernel_span() != next_span || ds.kernel_span_count() == 0 ||
+        uint64_t(ds.first_kernel_span()) + ds.kernel_span_count() > uint64_t(p.kernel_spans_size()))
+      return Bad(absl::StrCat("dispatch span ", d, " does not list the kernel spans that follow the "
+                              "previous dispatch's"));
+    prev_end = ds.end();
+    for (uint32_t i = ds.first_kernel_span(); i < ds.first_kernel_span() + ds.kernel_span_count(); ++i) {
+      const KernelSpan& s = p.kernel_spans(int(i));
+      if (s.dispatch() != uint32_t(d))
+        return Bad(absl::StrCat("kernel span ", i, " names dispatch ", s.dispatch(), ", listed by ", d));
+      if (s.kernel() >= uint32_t(p.kernel_info_size()))
+        return Bad(absl::StrCat("kernel span ", i, " names kernel ", s.kernel(), " of ",
+                                p.kernel_info_size()));
+      if (s.execution() != ds.execution())
+        return Bad(absl::StrCat("kernel span ", i, " names execution ", s.execution(),
+                                ", its dispatch ", ds.execution()));
+      if (s.start() < ds.launch_end() || s.end() < s.start() || s.end() > ds.end())
+        return Bad(absl::StrCat("kernel span ", i, " lies outside its dispatch"));
+    }
+    next_span += ds.kernel_span_count();
   }
+  if (next_span != uint32_t(p.kernel_spans_size()))
+    return Bad(absl::StrCat(p.kernel_spans_size() - int(next_span), " kernel spans belong to no dispatch"));
   if (p.total_ticks() != prev_end)
-    return Bad(absl::StrCat("total_ticks ", p.total_ticks(), " differs from the last span's end ",
+    return Bad(absl::StrCat("total_ticks ", p.total_ticks(), " differs from the last dispatch's end ",
                             prev_end));
   std::vector<uint64_t> per_span(size_t(p.kernel_spans_size()), 0);
   uint64_t dma_instructions = 0;
@@ -86,7 +106,7 @@ absl::StatusOr<Profile> ParseNtff(std::string_view bytes) {
     const KernelInfo& k = p.kernel_info(int(span.kernel()));
     ++per_span[e.span()];
     dma_instructions += neff::IsDma(e.opcode());
-    if (e.start() < span.launch_end() || e.end() > span.end())
+    if (e.start() < span.start() || e.end() > span.end())
       return Bad(absl::StrCat("instruction event ", i, " lies outside its kernel span"));
     if (e.source_op() < -1 || e.source_op() >= k.source_ops_size())
       return Bad(absl::StrCat("instruction event ", i, " has source_op ", e.source_op()));

@@ -15,7 +15,7 @@ namespace neuroncc::ntff {
 inline constexpr char kNtffMagic[4] = {'N', 'T', 'F', 'F'};
 inline constexpr size_t kNtffPrefixSize = 8;      // magic + u32 file version
 inline constexpr uint32_t kNtffFileVersion = 1;   // the 8-byte prefix's version
-inline constexpr uint32_t kNtffFormatVersion = 1; // Profile.format_version
+inline constexpr uint32_t kNtffFormatVersion = 2; // Profile.format_version (2: dispatch spans)
 
 // Prefix + protobuf. Deterministic: the schema has no map fields.
 std::string SerializeNtff(const Profile& profile);

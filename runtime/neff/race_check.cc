@@ -10,12 +10,7 @@
 namespace neuroncc::neff {
 namespace {
 
-struct Region {
-  bool write;
-  MemorySpace space;  // SBUF and PSUM are separate memories
-  uint32_t p0, p1;    // partitions [p0, p1)
-  uint64_t b0, b1;    // bytes [b0, b1)
-};
+using Region = OnChipRegion;
 
 Region Whole(const TileRef& t, bool write) {
   return {write, t.space(), t.start_partition(), t.start_partition() + t.partitions(),
@@ -28,7 +23,9 @@ Region First(const TileRef& t, bool write) {
           t.byte_offset(), t.byte_offset() + DTypeSize(t.dtype())};
 }
 
-std::vector<Region> Footprint(const Instruction& i) {
+}  // namespace
+
+std::vector<Region> OnChipFootprint(const Instruction& i) {
   switch (i.opcode()) {
     case DMA_LOAD:
     case DMA_GATHER: return {Whole(i.out(), true)};  // reads only HBM
@@ -55,6 +52,8 @@ std::vector<Region> Footprint(const Instruction& i) {
     default: return {};
   }
 }
+
+namespace {
 
 bool Conflict(const std::vector<Region>& a, const std::vector<Region>& b, const Region** ra,
               const Region** rb) {
@@ -122,7 +121,7 @@ std::vector<SbufRace> FindSbufRaces(const Kernel& k, size_t limit, size_t max_in
     return seen[b][qof[a]] > pos[a];
   };
   std::vector<std::vector<Region>> fp(n);
-  for (uint32_t i = 0; i < n; ++i) fp[i] = Footprint(k.instructions(int(i)));
+  for (uint32_t i = 0; i < n; ++i) fp[i] = OnChipFootprint(k.instructions(int(i)));
   for (uint32_t a = 0; a < n && races.size() < limit; ++a) {
     for (uint32_t b = a + 1; b < n && races.size() < limit; ++b) {
       if (qof[a] == qof[b]) continue;

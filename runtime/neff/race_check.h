@@ -29,6 +29,16 @@ struct SbufRace {
 // no false positives. Cost: O(n^2) pairs in the worst case; kernels of more
 // than `max_instructions` are skipped (returns no races). Stops after `limit`
 // races.
+// The SBUF and PSUM bytes an instruction touches: exact partition x byte
+// rectangles (HBM is not included).
+struct OnChipRegion {
+  bool write;
+  MemorySpace space;  // SBUF and PSUM are separate memories
+  uint32_t p0, p1;    // partitions [p0, p1)
+  uint64_t b0, b1;    // bytes [b0, b1)
+};
+std::vector<OnChipRegion> OnChipFootprint(const Instruction& instruction);
+
 std::vector<SbufRace> FindSbufRaces(const Kernel& kernel, size_t limit = 8,
                                     size_t max_instructions = 20000);
 

@@ -15,57 +15,6 @@ using neff::DType;
 using neff::Instruction;
 using neff::TileRef;
 
-absl::StatusOr<KernelSchedule> ScheduleKernel(const neff::Kernel& kernel,
-                                              const neff::DeviceParams& device,
-                                              const neff::Executable* exe) {
-  const uint32_t nq = neff::kMaxQueues;
-  std::vector<std::vector<uint32_t>> queue(nq);
-  for (int i = 0; i < kernel.instructions_size(); ++i) {
-    const Instruction& inst = kernel.instructions(i);
-    queue[neff::QueueIndex(inst.engine(), inst.queue())].push_back(uint32_t(i));
-  }
-  // ends[q][c-1]: when queue q's semaphore reached c.
-  std::vector<std::vector<uint64_t>> ends(nq);
-  std::vector<size_t> next(nq, 0);
-  std::vector<uint64_t> free_at(nq, 0);
-  KernelSchedule sched;
-  sched.launch_overhead_ps =
-      uint64_t(std::llround(device.dispatch_overhead_ns * double(neff::kTicksPerNanosecond)));
-  sched.order.reserve(size_t(kernel.instructions_size()));
-  for (size_t remaining = size_t(kernel.instructions_size()); remaining > 0; --remaining) {
-    uint32_t best_q = nq;
-    uint64_t best_start = 0;
-    for (uint32_t q = 0; q < nq; ++q) {
-      if (next[q] == queue[q].size()) continue;
-      const Instruction& inst = kernel.instructions(int(queue[q][next[q]]));
-      uint64_t start = free_at[q];
-      bool ready = true;
-      for (const neff::Wait& w : inst.waits()) {
-        if (w.count() == 0) continue;
-        if (ends[w.queue()].size() < w.count()) {
-          ready = false;
-          break;
-        }
-        start = std::max(start, ends[w.queue()][w.count() - 1]);
-      }
-      if (ready && (best_q == nq || start < best_start)) {
-        best_q = q;
-        best_start = start;
-      }
-    }
-    if (best_q == nq)
-      return absl::InternalError(
-          absl::StrCat("kernel '", kernel.name(), "': semaphore waits deadlock"));
-    uint32_t idx = queue[best_q][next[best_q]++];
-    uint64_t end = best_start + neff::InstructionCostPs(kernel.instructions(int(idx)), device, exe);
-    ends[best_q].push_back(end);
-    free_at[best_q] = end;
-    sched.makespan_ps = std::max(sched.makespan_ps, end);
-    sched.order.push_back({idx, best_q, best_start, end});
-  }
-  return sched;
-}
-
 namespace {
 
 void Widen(DType dt, const uint8_t* src, uint32_t n, float* dst) {
@@ -350,43 +299,55 @@ absl::StatusOr<std::unique_ptr<Executor>> Executor::Create(const neff::Neff& nef
                                                            const neff::DeviceParams& device) {
   std::unique_ptr<Executor> ex(new Executor(neff, device));
   const neff::Executable& exe = neff.executable;
+  absl::StatusOr<std::vector<DispatchSchedule>> schedules = ScheduleExecutable(exe, device);
+  if (!schedules.ok()) return schedules.status();
+  ex->schedules_ = std::move(*schedules);
+  ExecutionStats& st = ex->stats_;
+  for (const DispatchSchedule& s : ex->schedules_) {
+    st.device_time_ps += s.device_time_ps();
+    st.launch_overhead_ps += s.launch_overhead_ps;
+    st.dispatch_count += 1;
+  }
   for (const neff::Kernel& k : exe.kernels()) {
-    absl::StatusOr<KernelSchedule> s = ScheduleKernel(k, device, &exe);
-    if (!s.ok()) return s.status();
-    ExecutionStats& st = ex->stats_;
-    st.device_time_ps += s->device_time_ps();
-    st.launch_overhead_ps += s->launch_overhead_ps;
     st.kernel_count += 1;
     st.instruction_count += uint64_t(k.instructions_size());
     for (const Instruction& inst : k.instructions()) {
       if (neff::IsDmaRead(inst.opcode())) st.hbm_read_bytes += neff::DmaHbmBytes(inst, &exe);
       if (inst.opcode() == neff::DMA_STORE) st.hbm_write_bytes += neff::DmaHbmBytes(inst, &exe);
     }
-    ex->schedules_.push_back(std::move(*s));
   }
-  uint64_t sbuf_bytes = uint64_t(device.partitions) * device.sbuf_bytes_per_partition;
-  uint64_t psum_bytes = uint64_t(device.partitions) * device.psum_bytes_per_partition;
-  ex->sbuf_.reset(static_cast<uint8_t*>(std::calloc(sbuf_bytes, 1)));
-  ex->psum_.reset(static_cast<uint8_t*>(std::calloc(psum_bytes, 1)));
+  return ex;
+}
+
+absl::Status Executor::AllocateMemories() {
+  const neff::Executable& exe = neff_.executable;
+  uint64_t sbuf_bytes = uint64_t(device_.partitions) * device_.sbuf_bytes_per_partition;
+  uint64_t psum_bytes = uint64_t(device_.partitions) * device_.psum_bytes_per_partition;
+  sbuf_.reset(static_cast<uint8_t*>(std::calloc(sbuf_bytes, 1)));
+  psum_.reset(static_cast<uint8_t*>(std::calloc(psum_bytes, 1)));
   // At least one byte, so that every arena address is a real pointer.
   uint64_t arena_bytes = std::max<uint64_t>(exe.arena_bytes(), 1);
-  ex->arena_.reset(static_cast<uint8_t*>(std::calloc(arena_bytes, 1)));
-  if (!ex->sbuf_ || !ex->psum_ || !ex->arena_)
+  arena_.reset(static_cast<uint8_t*>(std::calloc(arena_bytes, 1)));
+  if (!sbuf_ || !psum_ || !arena_) {
+    sbuf_.reset();
+    psum_.reset();
+    arena_.reset();
     return absl::ResourceExhaustedError(
         absl::StrCat("cannot allocate the simulated SBUF (", sbuf_bytes, " bytes), PSUM (",
                      psum_bytes, " bytes) and HBM arena (", exe.arena_bytes(), " bytes)"));
+  }
   // Widest row: a partition full of 2-byte elements.
-  size_t row = size_t(device.sbuf_bytes_per_partition / 2) + 1;
-  ex->a_.resize(row);
-  ex->b_.resize(row);
-  ex->c_.resize(row);
-  ex->d_.resize(row);
-  ex->mm_a_.resize(size_t(neff::kMatmulMaxK) * neff::kMatmulMaxM);
-  ex->mm_b_.resize(size_t(neff::kMatmulMaxK) * neff::kMatmulMaxN);
-  ex->mm_s_.resize(size_t(neff::kMatmulMaxM) * neff::kMatmulMaxN);
-  ex->hbm_.assign(size_t(exe.tensors_size()), nullptr);
-  ex->gather_rows_.resize(device.partitions);
-  return ex;
+  size_t row = size_t(device_.sbuf_bytes_per_partition / 2) + 1;
+  a_.resize(row);
+  b_.resize(row);
+  c_.resize(row);
+  d_.resize(row);
+  mm_a_.resize(size_t(neff::kMatmulMaxK) * neff::kMatmulMaxM);
+  mm_b_.resize(size_t(neff::kMatmulMaxK) * neff::kMatmulMaxN);
+  mm_s_.resize(size_t(neff::kMatmulMaxM) * neff::kMatmulMaxN);
+  hbm_.assign(size_t(exe.tensors_size()), nullptr);
+  gather_rows_.resize(device_.partitions);
+  return absl::OkStatus();
 }
 
 uint64_t Executor::PartitionBytes(const TileRef& tile) const {
@@ -688,6 +649,8 @@ void Executor::Execute(const Instruction& inst) {
 }
 
 absl::Status Executor::Run(const std::vector<const void*>& inputs, const std::vector<void*>& outputs) {
+  if (!sbuf_)
+    if (absl::Status st = AllocateMemories(); !st.ok()) return st;
   const neff::Executable& exe = neff_.executable;
   for (int i = 0; i < exe.tensors_size(); ++i) {
     const neff::Tensor& t = exe.tensors(i);
@@ -700,12 +663,11 @@ absl::Status Executor::Run(const std::vector<const void*>& inputs, const std::ve
     hbm_[exe.graph_inputs(i)] = static_cast<uint8_t*>(const_cast<void*>(inputs[size_t(i)]));
   for (int i = 0; i < exe.graph_outputs_size(); ++i)
     hbm_[exe.graph_outputs(i)] = static_cast<uint8_t*>(outputs[size_t(i)]);
-  for (int k = 0; k < exe.kernels_size(); ++k) {
-    const neff::Kernel& kernel = exe.kernels(k);
-    for (const ScheduledInstruction& s : schedules_[size_t(k)].order) {
-      const Instruction& inst = kernel.instructions(int(s.instruction));
+  for (const DispatchSchedule& d : schedules_) {
+    for (const ScheduledInstruction& s : d.order) {
+      const Instruction& inst = exe.kernels(int(s.kernel)).instructions(int(s.instruction));
       if (inst.opcode() == neff::DMA_GATHER) {
-        if (absl::Status st = ExecGather(inst, k, s.instruction); !st.ok()) return st;
+        if (absl::Status st = ExecGather(inst, int(s.kernel), s.instruction); !st.ok()) return st;
       } else {
         Execute(inst);
       }

@@ -12,48 +12,15 @@
 #include "absl/status/statusor.h"
 #include "device_model.h"
 #include "neff_format.h"
+#include "schedule.h"
 
 namespace neuroncc::rt {
-
-// One instruction's place on its kernel's timeline. Times are picoseconds
-// (neff::kTicksPerNanosecond ticks per ns) from the moment the kernel's first
-// instruction may issue, i.e. after the launch overhead.
-struct ScheduledInstruction {
-  uint32_t instruction;  // index into Kernel.instructions
-  uint32_t queue;        // neff::QueueIndex()
-  uint64_t start;
-  uint64_t end;
-};
-
-// The modeled timeline of one kernel. It depends only on the program, never
-// on tensor values, so it is computed once per loaded model.
-struct KernelSchedule {
-  std::vector<ScheduledInstruction> order;  // simulated start order
-  uint64_t launch_overhead_ps = 0;
-  uint64_t makespan_ps = 0;  // last instruction end (0 for an empty kernel)
-  uint64_t device_time_ps() const { return launch_overhead_ps + makespan_ps; }
-};
-
-// Event-driven simulation of one kernel. Every queue (four compute engines,
-// then the DMA queues) issues its instructions in program order; an
-// instruction starts at the later of its queue becoming free and every waited
-// semaphore reaching its count, where the semaphore of queue q reaches count c
-// when q's c-th instruction ends. Durations come from InstructionCostPs. Among
-// the queue heads whose start time is known, the earliest start runs next,
-// ties going to the lower queue index; that order is also the order in which
-// the executor applies the instructions' effects. Start times never decrease
-// along it: anything a scheduled instruction unblocks starts after it ends.
-// Fails only on a deadlock, which a verified NEFF cannot contain. `exe`, the
-// kernel's executable, prices dma_gather index reads by their dtype (see
-// neff::GatherIndexBytes).
-absl::StatusOr<KernelSchedule> ScheduleKernel(const neff::Kernel& kernel,
-                                              const neff::DeviceParams& device,
-                                              const neff::Executable* exe = nullptr);
 
 // Per-execution totals, for summaries.
 struct ExecutionStats {
   uint64_t device_time_ps = 0;
   uint64_t launch_overhead_ps = 0;
+  uint64_t dispatch_count = 0;
   uint64_t kernel_count = 0;
   uint64_t instruction_count = 0;
   uint64_t hbm_read_bytes = 0;
@@ -62,8 +29,9 @@ struct ExecutionStats {
 
 class Executor {
  public:
-  // `neff` must outlive the executor. Allocates the SBUF, the PSUM and the HBM arena
-  // (ResourceExhausted if that fails) and schedules every kernel.
+  // `neff` must outlive the executor. Schedules every dispatch. The simulated
+  // SBUF, PSUM and HBM arena are allocated by the first Run, so a model that
+  // is only timed (timing-only executions) never holds them.
   static absl::StatusOr<std::unique_ptr<Executor>> Create(const neff::Neff& neff,
                                                           const neff::DeviceParams& device);
 
@@ -71,19 +39,22 @@ class Executor {
   // graph input / output i (Executable.graph_inputs / graph_outputs order),
   // each exactly Tensor.size_bytes long; the caller checked the sizes.
   // Outputs may alias inputs: that behaves as it would on the device.
-  // The only execution error is a dma_gather index that is not an integer in
+  // Errors: ResourceExhausted if the simulated memories cannot be allocated
+  // (first Run only); a dma_gather index that is not an integer in
   // [0, index_bound): OutOfRange naming the kernel, instruction, partition
   // and value. The execution stops before that instruction writes anything;
-  // outputs then hold whatever the earlier instructions stored.
+  // outputs then hold whatever the instructions before it (in simulated
+  // start order) stored.
   absl::Status Run(const std::vector<const void*>& inputs, const std::vector<void*>& outputs);
 
-  const std::vector<KernelSchedule>& schedules() const { return schedules_; }
+  const std::vector<DispatchSchedule>& schedules() const { return schedules_; }
   // Identical for every Run, since timing is data independent.
   const ExecutionStats& stats() const { return stats_; }
   const neff::DeviceParams& device() const { return device_; }
 
  private:
   Executor(const neff::Neff& neff, const neff::DeviceParams& device);
+  absl::Status AllocateMemories();
 
   struct RowSource;
   void Execute(const neff::Instruction& inst);
@@ -104,7 +75,7 @@ class Executor {
 
   const neff::Neff& neff_;
   const neff::DeviceParams& device_;
-  std::vector<KernelSchedule> schedules_;
+  std::vector<DispatchSchedule> schedules_;
   ExecutionStats stats_;
   struct FreeDeleter {
     void operator()(uint8_t* p) const { std::free(p); }

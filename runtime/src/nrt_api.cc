@@ -54,6 +54,7 @@ struct nrt_model {
   uint64_t hash = 0;
   int32_t vnc = 0;
   bool executed = false;
+  uint64_t last_timing_only = 0;  // 1 if the last execution computed no values
   std::map<std::string, size_t> input_index;   // name -> graph input position
   std::map<std::string, size_t> output_index;  // name -> graph output position
 };
@@ -264,21 +265,31 @@ NRT_STATUS BindSet(const nrt_model* m, const TensorSet* set, bool inputs,
   return NRT_SUCCESS;
 }
 
-NRT_STATUS ExecuteLocked(nrt_model* m, const TensorSet* in_set, TensorSet* out_set) {
+// Runs one execution, or with `timing_only` only records its modeled timeline
+// (which never depends on values): sets, when given, are checked as for a
+// full run, but nothing is read or written.
+NRT_STATUS ExecuteLocked(nrt_model* m, const TensorSet* in_set, TensorSet* out_set, bool timing_only) {
   std::vector<nrt_tensor*> ins, outs;
-  if (NRT_STATUS s = BindSet(m, in_set, true, &ins); s != NRT_SUCCESS) return s;
-  if (NRT_STATUS s = BindSet(m, out_set, false, &outs); s != NRT_SUCCESS) return s;
-  std::vector<const void*> in_ptrs;
-  std::vector<void*> out_ptrs;
-  for (nrt_tensor* t : ins) in_ptrs.push_back(t->storage.get());
-  for (nrt_tensor* t : outs) out_ptrs.push_back(t->storage.get());
-  if (absl::Status st = m->executor->Run(in_ptrs, out_ptrs); !st.ok()) {
-    // A dma_gather index outside its table (or not an integer): the device
-    // reports an out-of-bounds access. Nothing is recorded in profiles.
-    NRT_STATUS code = absl::IsOutOfRange(st) ? NRT_EXEC_OOB : NRT_FAILURE;
-    return Fail(code, absl::StrCat("nrt_execute: ", st.message()));
+  if (!timing_only || in_set)
+    if (NRT_STATUS s = BindSet(m, in_set, true, &ins); s != NRT_SUCCESS) return s;
+  if (!timing_only || out_set)
+    if (NRT_STATUS s = BindSet(m, out_set, false, &outs); s != NRT_SUCCESS) return s;
+  if (!timing_only) {
+    std::vector<const void*> in_ptrs;
+    std::vector<void*> out_ptrs;
+    for (nrt_tensor* t : ins) in_ptrs.push_back(t->storage.get());
+    for (nrt_tensor* t : outs) out_ptrs.push_back(t->storage.get());
+    if (absl::Status st = m->executor->Run(in_ptrs, out_ptrs); !st.ok()) {
+      // A dma_gather index outside its table (or not an integer): the device
+      // reports an out-of-bounds access. Nothing is recorded in profiles.
+      NRT_STATUS code = absl::IsOutOfRange(st)          ? NRT_EXEC_OOB
+                        : absl::IsResourceExhausted(st) ? NRT_RESOURCE
+                                                        : NRT_FAILURE;
+      return Fail(code, absl::StrCat("nrt_execute: ", st.message()));
+    }
   }
   m->executed = true;
+  m->last_timing_only = timing_only ? 1 : 0;
   for (Capture& c : R().captures)
     if (c.model == m) rt::AppendExecution(m->neff, m->executor->schedules(), &c.profile);
   if (Inspect* in = R().inspect.get()) {
@@ -288,7 +299,8 @@ NRT_STATUS ExecuteLocked(nrt_model* m, const TensorSet* in_set, TensorSet* out_s
     in->trace.Add(rt::SystemTrace::kFramework, "nrt_execute", in->clock_ps, dt,
                   absl::StrCat("{\"neff\":", neuroncc::json::Quote(m->neff.header.name),
                                ",\"neff_hash\":\"", m->hash, "\",\"execution\":",
-                               e.profile.execution_count() - 1, "}"));
+                               e.profile.execution_count() - 1, timing_only ? ",\"timing_only\":true" : "",
+                               "}"));
     in->trace.AddExecution(m->neff, m->executor->schedules(), m->hash, in->clock_ps);
     in->clock_ps += dt;
   }
@@ -671,27 +683,41 @@ NRT_API NRT_STATUS nrt_get_tensor_from_tensor_set(nrt_tensor_set_t* tensor_set, 
 // ---------------------------------------------------------------------------
 // Execution
 
-NRT_API NRT_STATUS nrt_execute_repeat(nrt_model_t* model, const nrt_tensor_set_t* input_set,
-                                      nrt_tensor_set_t* output_set, int repeat_count) {
+namespace {
+
+NRT_STATUS ExecuteRepeat(nrt_model_t* model, const nrt_tensor_set_t* input_set, nrt_tensor_set_t* output_set,
+                         int repeat_count, bool timing_only, const char* fn) {
   std::lock_guard<std::mutex> lock(R().mu);
-  const char* fn = "nrt_execute";
   if (NRT_STATUS s = CheckInitialized(fn); s != NRT_SUCCESS) return s;
   if (NRT_STATUS s = CheckModel(model, fn); s != NRT_SUCCESS) return s;
-  if (NRT_STATUS s = CheckSet(input_set, fn); s != NRT_SUCCESS) return s;
-  if (NRT_STATUS s = CheckSet(output_set, fn); s != NRT_SUCCESS) return s;
-  if (repeat_count < 1)
-    return Fail(NRT_INVALID, absl::StrCat("nrt_execute_repeat: repeat_count ", repeat_count));
+  if (!timing_only || input_set)
+    if (NRT_STATUS s = CheckSet(input_set, fn); s != NRT_SUCCESS) return s;
+  if (!timing_only || output_set)
+    if (NRT_STATUS s = CheckSet(output_set, fn); s != NRT_SUCCESS) return s;
+  if (repeat_count < 1) return Fail(NRT_INVALID, absl::StrCat(fn, ": repeat_count ", repeat_count));
   for (int i = 0; i < repeat_count; ++i) {
     NRT_STATUS s = ExecuteLocked(model, static_cast<const TensorSet*>(input_set),
-                                 static_cast<TensorSet*>(output_set));
+                                 static_cast<TensorSet*>(output_set), timing_only);
     if (s != NRT_SUCCESS) return s;
   }
   return NRT_SUCCESS;
 }
 
+}  // namespace
+
+NRT_API NRT_STATUS nrt_execute_repeat(nrt_model_t* model, const nrt_tensor_set_t* input_set,
+                                      nrt_tensor_set_t* output_set, int repeat_count) {
+  return ExecuteRepeat(model, input_set, output_set, repeat_count, false, "nrt_execute");
+}
+
 NRT_API NRT_STATUS nrt_execute(nrt_model_t* model, const nrt_tensor_set_t* input_set,
                                nrt_tensor_set_t* output_set) {
-  return nrt_execute_repeat(model, input_set, output_set, 1);
+  return ExecuteRepeat(model, input_set, output_set, 1, false, "nrt_execute");
+}
+
+NRT_API NRT_STATUS nrt_execute_timing_only(nrt_model_t* model, const nrt_tensor_set_t* input_set,
+                                           nrt_tensor_set_t* output_set, int repeat_count) {
+  return ExecuteRepeat(model, input_set, output_set, repeat_count, true, "nrt_execute_timing_only");
 }
 
 NRT_API NRT_STATUS nrt_get_last_execution_stats(const nrt_model_t* model, nrt_execution_stats_t* stats,
@@ -703,8 +729,9 @@ NRT_API NRT_STATUS nrt_get_last_execution_stats(const nrt_model_t* model, nrt_ex
   if (!stats) return Fail(NRT_INVALID, absl::StrCat(fn, ": stats is NULL"));
   if (!model->executed) return Fail(NRT_INVALID, absl::StrCat(fn, ": the model has not executed yet"));
   const rt::ExecutionStats& e = model->executor->stats();
-  nrt_execution_stats_t full{e.device_time_ps, e.launch_overhead_ps, e.kernel_count,
-                             e.instruction_count, e.hbm_read_bytes, e.hbm_write_bytes, model->hash};
+  nrt_execution_stats_t full{e.device_time_ps,    e.launch_overhead_ps, e.kernel_count,
+                             e.instruction_count, e.hbm_read_bytes,     e.hbm_write_bytes,
+                             model->hash,         e.dispatch_count,     model->last_timing_only};
   size_t n = std::min(stats_size_in, sizeof(full));
   std::memcpy(stats, &full, n);
   if (stats_size_out) *stats_size_out = n;

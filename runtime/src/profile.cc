@@ -1,5 +1,7 @@
 #include "profile.h"
 
+#include <algorithm>
+
 #include "absl/strings/str_cat.h"
 #include "json.h"
 
@@ -21,56 +23,72 @@ ntff::Profile NewProfile(const neff::Neff& neff, const neff::DeviceParams& devic
   return p;
 }
 
-void AppendExecution(const neff::Neff& neff, const std::vector<KernelSchedule>& schedules,
+void AppendExecution(const neff::Neff& neff, const std::vector<DispatchSchedule>& schedules,
                      ntff::Profile* profile) {
   const neff::Executable& exe = neff.executable;
   uint32_t execution = profile->execution_count();
   uint64_t t = profile->total_ticks();
-  for (int k = 0; k < exe.kernels_size(); ++k) {
-    const neff::Kernel& kernel = exe.kernels(k);
-    const KernelSchedule& s = schedules[size_t(k)];
-    uint32_t span_index = uint32_t(profile->kernel_spans_size());
-    ntff::KernelSpan* span = profile->add_kernel_spans();
-    span->set_kernel(uint32_t(k));
-    span->set_execution(execution);
-    span->set_start(t);
-    uint64_t base = t + s.launch_overhead_ps;
-    span->set_launch_end(base);
-    span->set_end(base + s.makespan_ps);
-    span->set_instruction_count(s.order.size());
-    for (const ScheduledInstruction& si : s.order) {
-      const neff::Instruction& inst = kernel.instructions(int(si.instruction));
-      ntff::InstructionEvent* e = profile->add_instructions();
-      e->set_span(span_index);
-      e->set_instruction(si.instruction);
-      e->set_queue(si.queue);
-      e->set_opcode(inst.opcode());
-      e->set_start(base + si.start);
-      e->set_end(base + si.end);
-      e->set_source_op(inst.source_op());
-      if (neff::IsDma(inst.opcode())) {
-        // HBM traffic: a gather's bytes include the indices it reads.
-        uint64_t bytes = neff::DmaHbmBytes(inst, &exe);
-        e->set_bytes(bytes);
-        ntff::DmaEvent* d = profile->add_dma();
-        d->set_span(span_index);
-        d->set_instruction(si.instruction);
-        d->set_dma_queue(inst.queue());
-        d->set_direction(neff::IsDmaRead(inst.opcode()) ? ntff::HBM_TO_SBUF : ntff::SBUF_TO_HBM);
-        d->set_tensor(inst.hbm().tensor());
-        d->set_bytes(bytes);
-        d->set_start(base + si.start);
-        d->set_end(base + si.end);
-      } else if (inst.opcode() == neff::MATMUL) {
-        e->set_flops(neff::MatmulFlops(inst));  // 2 * K * M * N
-      } else {
-        // Elements processed: one operation per input element (per output
-        // element for iota, which has no input).
-        const neff::TileRef& t = inst.opcode() == neff::IOTA ? inst.out() : inst.in0();
-        e->set_flops(uint64_t(t.partitions()) * t.num_elements());
+  for (const DispatchSchedule& s : schedules) {
+    const uint32_t dispatch_index = uint32_t(profile->dispatch_spans_size());
+    const uint32_t first_span = uint32_t(profile->kernel_spans_size());
+    ntff::DispatchSpan* dispatch = profile->add_dispatch_spans();
+    dispatch->set_execution(execution);
+    dispatch->set_start(t);
+    const uint64_t base = t + s.launch_overhead_ps;
+    dispatch->set_launch_end(base);
+    dispatch->set_end(base + s.makespan_ps);
+    dispatch->set_first_kernel_span(first_span);
+    dispatch->set_kernel_span_count(uint32_t(s.kernels.size()));
+    for (size_t j = 0; j < s.kernels.size(); ++j) {
+      const KernelExtent& x = s.kernels[j];
+      ntff::KernelSpan* span = profile->add_kernel_spans();
+      span->set_kernel(uint32_t(s.first_kernel + int(j)));
+      span->set_execution(execution);
+      span->set_dispatch(dispatch_index);
+      span->set_start(base + x.start);
+      span->set_end(base + x.end);
+      span->set_instruction_count(x.instruction_count);
+    }
+    // Events grouped by kernel span, each group in start order.
+    std::vector<std::vector<const ScheduledInstruction*>> by_kernel(s.kernels.size());
+    for (const ScheduledInstruction& si : s.order) by_kernel[si.kernel - uint32_t(s.first_kernel)].push_back(&si);
+    for (size_t j = 0; j < s.kernels.size(); ++j) {
+      const uint32_t span_index = first_span + uint32_t(j);
+      const neff::Kernel& kernel = exe.kernels(s.first_kernel + int(j));
+      for (const ScheduledInstruction* si : by_kernel[j]) {
+        const neff::Instruction& inst = kernel.instructions(int(si->instruction));
+        ntff::InstructionEvent* e = profile->add_instructions();
+        e->set_span(span_index);
+        e->set_instruction(si->instruction);
+        e->set_queue(si->queue);
+        e->set_opcode(inst.opcode());
+        e->set_start(base + si->start);
+        e->set_end(base + si->end);
+        e->set_source_op(inst.source_op());
+        if (neff::IsDma(inst.opcode())) {
+          // HBM traffic: a gather's bytes include the indices it reads.
+          uint64_t bytes = neff::DmaHbmBytes(inst, &exe);
+          e->set_bytes(bytes);
+          ntff::DmaEvent* d = profile->add_dma();
+          d->set_span(span_index);
+          d->set_instruction(si->instruction);
+          d->set_dma_queue(inst.queue());
+          d->set_direction(neff::IsDmaRead(inst.opcode()) ? ntff::HBM_TO_SBUF : ntff::SBUF_TO_HBM);
+          d->set_tensor(inst.hbm().tensor());
+          d->set_bytes(bytes);
+          d->set_start(base + si->start);
+          d->set_end(base + si->end);
+        } else if (inst.opcode() == neff::MATMUL) {
+          e->set_flops(neff::MatmulFlops(inst));  // 2 * K * M * N
+        } else {
+          // Elements processed: one operation per input element (per output
+          // element for iota, which has no input).
+          const neff::TileRef& tile = inst.opcode() == neff::IOTA ? inst.out() : inst.in0();
+          e->set_flops(uint64_t(tile.partitions()) * tile.num_elements());
+        }
       }
     }
-    t = span->end();
+    t = dispatch->end();
   }
   profile->set_total_ticks(t);
   profile->set_execution_count(execution + 1);
@@ -81,16 +99,35 @@ void SystemTrace::Add(Lane lane, std::string name, uint64_t start_ps, uint64_t d
   events_.push_back({lane, std::move(name), start_ps, duration_ps, std::move(args_json)});
 }
 
-void SystemTrace::AddExecution(const neff::Neff& neff, const std::vector<KernelSchedule>& schedules,
+void SystemTrace::AddExecution(const neff::Neff& neff, const std::vector<DispatchSchedule>& schedules,
                                uint64_t profile_hash, uint64_t start_ps) {
   uint64_t t = start_ps;
-  for (int k = 0; k < neff.executable.kernels_size(); ++k) {
-    const KernelSchedule& s = schedules[size_t(k)];
-    std::string args = absl::StrCat("{\"kernel\":", json::Quote(neff.executable.kernels(k).name()),
-                                    ",\"kernel_index\":", k, ",\"neff_hash\":\"", profile_hash,
-                                    "\"}");
-    Add(kRuntime, "nrta_execute_schedule", t, s.device_time_ps(), args);
-    Add(kHardware, "nc_exec_running", t + s.launch_overhead_ps, s.makespan_ps, args);
+  for (size_t d = 0; d < schedules.size(); ++d) {
+    const DispatchSchedule& s = schedules[d];
+    const uint64_t base = t + s.launch_overhead_ps;
+    const std::string& first_name = neff.executable.kernels(s.first_kernel).name();
+    Add(kRuntime, "nrta_execute_schedule", t, s.device_time_ps(),
+        absl::StrCat("{\"dispatch\":", d, ",\"kernels\":", s.kernels.size(), ",\"first_kernel\":",
+                     json::Quote(first_name), ",\"neff_hash\":\"", profile_hash, "\"}"));
+    Add(kHardware, "nc_exec_running", base, s.makespan_ps,
+        absl::StrCat("{\"dispatch\":", d, ",\"kernels\":", s.kernels.size(), ",\"neff_hash\":\"",
+                     profile_hash, "\"}"));
+    // Slices on one track must nest, but the kernels of a dispatch may
+    // overlap, so each slice starts where the previous one ends if that is
+    // later than its first instruction; the args keep the exact extent.
+    uint64_t previous_end = base;
+    for (size_t j = 0; j < s.kernels.size(); ++j) {
+      const int k = s.first_kernel + int(j);
+      const KernelExtent& x = s.kernels[j];
+      const uint64_t start = std::max(base + x.start, previous_end);
+      const uint64_t end = std::max(start, base + x.end);
+      previous_end = end;
+      Add(kHardware, neff.executable.kernels(k).name(), start, end - start,
+          absl::StrCat("{\"kernel_index\":", k, ",\"dispatch\":", d, ",\"instructions\":",
+                       x.instruction_count, ",\"first_instruction_start_us\":",
+                       json::Number(double(base + x.start) / 1e6), ",\"last_instruction_end_us\":",
+                       json::Number(double(base + x.end) / 1e6), "}"));
+    }
     t += s.device_time_ps();
   }
 }

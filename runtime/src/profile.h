@@ -16,9 +16,9 @@ namespace neuroncc::rt {
 // kernel table, no executions yet.
 ntff::Profile NewProfile(const neff::Neff& neff, const neff::DeviceParams& device);
 
-// Appends one execution (every kernel in order, back to back) after the
-// trace's current end (Profile.total_ticks), which it then advances.
-void AppendExecution(const neff::Neff& neff, const std::vector<KernelSchedule>& schedules,
+// Appends one execution (its dispatches back to back, each with its kernels)
+// after the trace's current end (Profile.total_ticks), which it then advances.
+void AppendExecution(const neff::Neff& neff, const std::vector<DispatchSchedule>& schedules,
                      ntff::Profile* profile);
 
 // The system trace: Chrome trace-event JSON with three lanes, as the public
@@ -30,10 +30,12 @@ class SystemTrace {
   // `args_json` is a JSON object ("{...}") or empty.
   void Add(Lane lane, std::string name, uint64_t start_ps, uint64_t duration_ps,
            std::string args_json = "");
-  // Adds an execution's dispatches: per kernel, `nrta_execute_schedule` on
-  // the runtime lane (launch overhead + instructions) and `nc_exec_running`
-  // on the hardware lane (instructions only), from `start_ps` on.
-  void AddExecution(const neff::Neff& neff, const std::vector<KernelSchedule>& schedules,
+  // Adds an execution's dispatches from `start_ps` on: per dispatch,
+  // `nrta_execute_schedule` on the runtime lane (launch overhead +
+  // instructions) and `nc_exec_running` on the hardware lane (instructions
+  // only), with one nested slice per kernel (its first instruction's start
+  // to its last one's end; kernels of one dispatch may overlap).
+  void AddExecution(const neff::Neff& neff, const std::vector<DispatchSchedule>& schedules,
                     uint64_t profile_hash, uint64_t start_ps);
   std::string Render() const;
   size_t size() const { return events_.size(); }

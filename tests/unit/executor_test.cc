@@ -19,7 +19,7 @@ namespace {
 
 using namespace neff;
 using namespace testing;
-using rt::KernelSchedule;
+using rt::DispatchSchedule;
 
 constexpr uint32_t kVectorQ = 1, kScalarQ = 2, kGpsimdQ = 3, kDma0 = 4;
 
@@ -55,7 +55,7 @@ std::vector<float> FromBf16(const std::string& s) {
 struct Result {
   std::vector<std::string> outputs;
   rt::ExecutionStats stats;
-  std::vector<KernelSchedule> schedules;
+  std::vector<DispatchSchedule> schedules;
 };
 
 // Serializes, parses (so the verifier sees every test program), executes.
@@ -967,7 +967,7 @@ TEST(ExecutorTensorEngine, MatmulModelComputesXTimesW) {
 
 uint64_t Ps(double ns) { return uint64_t(std::llround(ns * 1000)); }
 
-const rt::ScheduledInstruction& Find(const KernelSchedule& s, uint32_t idx) {
+const rt::ScheduledInstruction& Find(const DispatchSchedule& s, uint32_t idx) {
   for (const auto& e : s.order)
     if (e.instruction == idx) return e;
   ADD_FAILURE() << "instruction " << idx << " not scheduled";
@@ -985,7 +985,7 @@ TEST(ExecutorTiming, DmaCostFollowsTheDocumentedFormula) {
   *k->add_instructions() = DmaLoad(Tile(0, P, 0, N, F32), Ap(x, 0, {{N, P}, {1, N}}), 0);
   *k->add_instructions() = DmaStore(Tile(0, P, 0, N, F32), Ap(z, 0, {{N, P}, {1, N}}), 1, {W(kDma0, 1)});
   Result r = RunExe(exe, {std::string(P * N * 4, '\0')});
-  const KernelSchedule& s = r.schedules[0];
+  const DispatchSchedule& s = r.schedules[0];
   double bytes = double(P) * N * 4;
   double per_queue = std::min(27.0, 820.0 / 2 / 16);
   uint64_t dma = Ps(2000.0 + bytes / per_queue);
@@ -1198,7 +1198,7 @@ TEST(ExecutorTiming, LaunchOverheadIsCountedOncePerKernel) {
   ASSERT_EQ(r.schedules.size(), 2u);
   uint64_t overhead = Ps(Trn1().dispatch_overhead_ns);
   EXPECT_GT(overhead, 0u);
-  for (const KernelSchedule& s : r.schedules) {
+  for (const DispatchSchedule& s : r.schedules) {
     EXPECT_EQ(s.launch_overhead_ps, overhead);
     EXPECT_EQ(s.device_time_ps(), overhead + s.makespan_ps);
   }

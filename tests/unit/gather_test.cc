@@ -32,7 +32,7 @@ struct GatherRun {
   absl::Status status;
   std::vector<std::string> outputs;
   rt::ExecutionStats stats;
-  std::vector<rt::KernelSchedule> schedules;
+  std::vector<rt::DispatchSchedule> schedules;
 };
 
 // Serializes and parses `exe` (so the verifier sees it), executes it once per

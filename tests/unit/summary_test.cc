@@ -40,12 +40,18 @@ ntff::Profile Trace(const std::vector<std::vector<std::string>>& ops_per_kernel,
   for (uint32_t e = 0; e < executions; ++e) {
     for (size_t k = 0; k < ops_per_kernel.size(); ++k) {
       uint32_t span = uint32_t(p.kernel_spans_size());
+      ntff::DispatchSpan* d = p.add_dispatch_spans();
+      d->set_execution(e);
+      d->set_start(t);
+      d->set_first_kernel_span(span);
+      d->set_kernel_span_count(1);
       ntff::KernelSpan* s = p.add_kernel_spans();
       s->set_kernel(uint32_t(k));
       s->set_execution(e);
-      s->set_start(t);
+      s->set_dispatch(uint32_t(p.dispatch_spans_size() - 1));
       t += 100;
-      s->set_launch_end(t);
+      d->set_launch_end(t);
+      s->set_start(t);
       for (const Inst& i : insts[k]) {
         ntff::InstructionEvent* ev = p.add_instructions();
         ev->set_span(span);
@@ -66,6 +72,7 @@ ntff::Profile Trace(const std::vector<std::vector<std::string>>& ops_per_kernel,
       }
       s->set_instruction_count(insts[k].size());
       s->set_end(t);
+      d->set_end(t);
     }
   }
   p.set_total_ticks(t);

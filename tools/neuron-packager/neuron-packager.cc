@@ -99,7 +99,9 @@ int Info(const std::string& path) {
                   ", compiler ", exe.compiler_version(), ", format version ", exe.format_version(), "\n  ",
                   exe.kernels_size(), " kernels, ", instructions, " instructions, ", exe.tensors_size(),
                   " tensors, HBM arena ", exe.arena_bytes(), " bytes, ", exe.segments_size(),
-                  " constant segments\n");
+                  " constant segments\n  dispatch model: ", nn::DispatchModelName(exe.dispatch_model()), ", ",
+                  nn::Dispatches(exe).size(), nn::Dispatches(exe).size() == 1 ? " dispatch" : " dispatches",
+                  " per execution\n");
 
   absl::StrAppend(&out, "\nNodes\n");
   std::vector<std::vector<std::string>> rows;
@@ -113,6 +115,12 @@ int Info(const std::string& path) {
 
   absl::StrAppend(&out, "\nKernels\n");
   rows.clear();
+  std::vector<size_t> dispatch_of(size_t(exe.kernels_size()));
+  {
+    std::vector<nn::KernelRange> dispatches = nn::Dispatches(exe);
+    for (size_t d = 0; d < dispatches.size(); ++d)
+      for (int k = dispatches[d].first; k < dispatches[d].first + dispatches[d].count; ++k) dispatch_of[size_t(k)] = d;
+  }
   for (int i = 0; i < exe.kernels_size(); ++i) {
     const nn::Kernel& k = exe.kernels(i);
     std::map<std::string, int> per_engine;
@@ -121,10 +129,10 @@ int Info(const std::string& path) {
     for (const auto& [e, n] : per_engine) absl::StrAppend(&engines, engines.empty() ? "" : " ", e, ":", n);
     std::string ops;
     for (int j = 0; j < k.source_ops_size(); ++j) absl::StrAppend(&ops, j ? ", " : "", k.source_ops(j));
-    rows.push_back({absl::StrCat(i), k.name(), absl::StrCat(k.instructions_size()), engines,
+    rows.push_back({absl::StrCat(i), absl::StrCat(dispatch_of[size_t(i)]), k.name(), absl::StrCat(k.instructions_size()), engines,
                     absl::StrCat(k.sbuf_bytes_per_partition()), ops});
   }
-  Table(&out, {"#", "Name", "Instructions", "Engines", "SBUF/partition", "Source ops"}, rows);
+  Table(&out, {"#", "Dispatch", "Name", "Instructions", "Engines", "SBUF/partition", "Source ops"}, rows);
 
   size_t races = 0;
   std::string race_lines;

@@ -37,8 +37,10 @@ constexpr const char* kUsage =
     "      --output-format summary-text (default) | summary-json | json | perfetto\n"
     "      --output-file FILE   write there (atomically) instead of stdout\n"
     "  neuron-profile capture -n FILE.neff -s OUT.ntff [--input NAME=@FILE.npy | NAME FILE.npy]...\n"
+    "                         [--timing-only]\n"
     "      runs the NEFF once on the simulated NeuronCore (inputs not given are zeros)\n"
-    "      and writes its device trace\n";
+    "      and writes its device trace; --timing-only models the same trace without\n"
+    "      computing any value (inputs are then optional and not read)\n";
 
 int Fail(const std::string& msg) {
   std::fprintf(stderr, "neuron-profile: error: %s\n", msg.c_str());
@@ -219,8 +221,13 @@ int Capture(int argc, char** argv) {
   std::string neff_path, ntff_path;
   std::vector<neuroncc::tools::InputSpec> specs;
   std::string error;
+  bool timing_only = false;
   for (int i = 2; i < argc; ++i) {
     std::string a = argv[i];
+    if (a == "--timing-only") {
+      timing_only = true;
+      continue;
+    }
     if ((a == "-n" || a == "-s" || a == "--input") && i + 1 >= argc) return Fail(a + " needs a value"), 2;
     if (a == "-n") {
       neff_path = argv[++i];
@@ -261,12 +268,15 @@ int Capture(int argc, char** argv) {
     return Fail(absl::StrCat("cannot load '", neff_path, "': ", nrt_get_last_error_message()));
   neuroncc::tools::ModelIo io;
   std::vector<std::string> data, notes;
+  // A timing-only capture reads no values: nothing is bound unless given.
+  const bool bind = !timing_only || !specs.empty();
   if (!neuroncc::tools::DescribeModel(c.model, &io, &error) ||
-      !neuroncc::tools::LoadInputs(io, specs, /*zero_fill_missing=*/true, &data, &notes, &error))
+      (bind && !neuroncc::tools::LoadInputs(io, specs, /*zero_fill_missing=*/true, &data, &notes, &error)))
     return Fail(error);
   if (nrt_allocate_tensor_set(&c.in) != NRT_SUCCESS || nrt_allocate_tensor_set(&c.out) != NRT_SUCCESS)
     return Fail(nrt_get_last_error_message());
-  for (int pass = 0; pass < 2; ++pass) {
+  for (int pass = 0; pass < (bind ? 2 : 0); ++pass) {
+    if (timing_only && pass == 1) break;
     const auto& list = pass == 0 ? io.inputs : io.outputs;
     for (size_t i = 0; i < list.size(); ++i) {
       nrt_tensor_t* t = nullptr;
@@ -279,8 +289,11 @@ int Capture(int argc, char** argv) {
         return Fail(nrt_get_last_error_message());
     }
   }
-  if (nrt_profile_start(c.model, ntff_path.c_str()) != NRT_SUCCESS ||
-      nrt_execute(c.model, c.in, c.out) != NRT_SUCCESS || nrt_profile_stop(ntff_path.c_str()) != NRT_SUCCESS)
+  if (nrt_profile_start(c.model, ntff_path.c_str()) != NRT_SUCCESS)
+    return Fail(nrt_get_last_error_message());
+  NRT_STATUS st = timing_only ? nrt_execute_timing_only(c.model, bind ? c.in : nullptr, nullptr, 1)
+                              : nrt_execute(c.model, c.in, c.out);
+  if (st != NRT_SUCCESS || nrt_profile_stop(ntff_path.c_str()) != NRT_SUCCESS)
     return Fail(nrt_get_last_error_message());
   for (const std::string& n : notes) std::printf("note: %s\n", n.c_str());
   std::printf("wrote %s\n", ntff_path.c_str());

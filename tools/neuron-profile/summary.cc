@@ -75,6 +75,59 @@ void Table(std::string* out, const std::string& title, const std::vector<NamedRo
   absl::StrAppend(out, rule, "Self Device Time total: ", Fixed(Us(double(total_ps)), 3), " us\n");
 }
 
+// Splits a dispatch's device time among its kernel spans, so that the
+// kernel rows add up to the total although kernels of one dispatch overlap:
+// every instant of the dispatch's instruction phase is shared equally by the
+// kernels that have an instruction running then; the launch overhead, and any
+// instant with nothing running, are spread in proportion to those shares
+// (equally if every share is zero). With one kernel per dispatch this is the
+// kernel's whole dispatch.
+template <typename ToPs>
+void KernelTimes(const ntff::Profile& p, const ntff::DispatchSpan& d, const std::vector<int>& instructions,
+                 const ToPs& ps, std::vector<uint64_t>* time, std::vector<uint64_t>* launch) {
+  const uint32_t first = d.first_kernel_span(), n = d.kernel_span_count();
+  std::vector<double> share(n, 0.0);
+  std::vector<std::pair<uint64_t, int64_t>> events;  // (time, +/-(kernel + 1))
+  for (int i : instructions) {
+    const ntff::InstructionEvent& e = p.instructions(i);
+    const int64_t k = int64_t(e.span() - first) + 1;
+    events.push_back({ps(e.start()), k});
+    events.push_back({ps(e.end()), -k});
+  }
+  std::sort(events.begin(), events.end());
+  std::vector<uint32_t> running(n, 0);
+  uint32_t active = 0;
+  uint64_t at = ps(d.launch_end());
+  for (const auto& [t, ev] : events) {
+    if (t > at && active > 0)
+      for (uint32_t k = 0; k < n; ++k)
+        if (running[k]) share[k] += double(t - at) / active;
+    at = std::max(at, t);
+    uint32_t k = uint32_t((ev > 0 ? ev : -ev) - 1);
+    if (ev > 0) {
+      if (running[k]++ == 0) ++active;
+    } else if (--running[k] == 0) {
+      --active;
+    }
+  }
+  double covered = 0;
+  for (double x : share) covered += x;
+  const uint64_t total = ps(d.end()) - ps(d.start());
+  const uint64_t overhead = ps(d.launch_end()) - ps(d.start());
+  // Integer shares that add up exactly: the last kernel takes the remainder.
+  uint64_t given = 0, given_launch = 0;
+  for (uint32_t k = 0; k < n; ++k) {
+    double f = covered > 0 ? share[k] / covered : 1.0 / n;
+    uint64_t t = k + 1 == n ? total - given : std::min<uint64_t>(total - given, uint64_t(double(total) * f + 0.5));
+    uint64_t l = k + 1 == n ? overhead - given_launch
+                            : std::min<uint64_t>(overhead - given_launch, uint64_t(double(overhead) * f + 0.5));
+    (*time)[first + k] = t;
+    (*launch)[first + k] = l;
+    given += t;
+    given_launch += l;
+  }
+}
+
 }  // namespace
 
 Summary Summarize(const ntff::Profile& p) {
@@ -84,7 +137,8 @@ Summary Summarize(const ntff::Profile& p) {
   s.target = p.target();
   s.execution_count = p.execution_count();
   s.kernels_per_execution = uint64_t(p.kernel_info_size());
-  s.dispatch_count = uint64_t(p.kernel_spans_size());
+  s.dispatch_count = uint64_t(p.dispatch_spans_size());
+  s.kernel_span_count = uint64_t(p.kernel_spans_size());
   s.hbm_gbps_per_core = p.device().hbm_gbps_per_core();
   s.dispatch_overhead_ns = p.device().dispatch_overhead_ns();
   // The 128 x 128 PE array does one multiply-accumulate per PE per cycle on
@@ -145,18 +199,28 @@ Summary Summarize(const ntff::Profile& p) {
   }
   if (open) s.dma_busy_ps += cur_end - cur_start;
 
+  // Each kernel span's share of its dispatch (KernelTimes), its launch
+  // overhead included.
+  std::vector<uint64_t> span_time(size_t(p.kernel_spans_size()), 0), span_launch(span_time);
+  std::vector<std::vector<int>> instructions_of(size_t(p.dispatch_spans_size()));
+  for (int i = 0; i < p.instructions_size(); ++i)
+    instructions_of[p.kernel_spans(int(p.instructions(i).span())).dispatch()].push_back(i);
+  for (int d = 0; d < p.dispatch_spans_size(); ++d) {
+    const ntff::DispatchSpan& ds = p.dispatch_spans(d);
+    s.launch_overhead_ps += ps(ds.launch_end()) - ps(ds.start());
+    KernelTimes(p, ds, instructions_of[size_t(d)], ps, &span_time, &span_launch);
+  }
   std::map<std::string, NamedRow> by_kernel_name, by_op;
   for (int i = 0; i < p.kernel_spans_size(); ++i) {
     const ntff::KernelSpan& span = p.kernel_spans(i);
     const ntff::KernelInfo& info = p.kernel_info(int(span.kernel()));
     KernelRow& kr = s.kernels[span.kernel()];
-    uint64_t t = ps(span.end()) - ps(span.start());
-    uint64_t launch = ps(span.launch_end()) - ps(span.start());
+    uint64_t t = span_time[size_t(i)];
+    uint64_t launch = span_launch[size_t(i)];
     kr.calls += 1;
     kr.device_time_ps += t;
     kr.launch_overhead_ps += launch;
     kr.instruction_count += span.instruction_count();
-    s.launch_overhead_ps += launch;
     s.instruction_count += span.instruction_count();
     NamedRow& kn = by_kernel_name[info.name()];
     kn.name = info.name();
@@ -194,7 +258,8 @@ std::string RenderText(const Summary& s) {
                   s.kernels_per_execution, s.kernels_per_execution == 1 ? " kernel" : " kernels",
                   " each\n");
   absl::StrAppend(&out, "Device time: ", Fixed(Us(double(s.total_ps)), 3), " us (", s.dispatch_count,
-                  s.dispatch_count == 1 ? " dispatch" : " dispatches", ", of which modeled launch overhead ",
+                  s.dispatch_count == 1 ? " dispatch" : " dispatches", " running ", s.kernel_span_count,
+                  s.kernel_span_count == 1 ? " kernel" : " kernels", "; modeled launch overhead ",
                   Fixed(Us(double(s.launch_overhead_ps)), 3), " us at ",
                   Fixed(s.dispatch_overhead_ns / 1000, 3), " us per dispatch)\n");
   absl::StrAppend(&out, "Engines active:");
@@ -233,6 +298,7 @@ std::string RenderSummaryJson(const Summary& s) {
   absl::StrAppend(&out, "  \"total_time_us\": ", Number(Us(double(s.total_ps)), 6), ",\n");
   absl::StrAppend(&out, "  \"kernel_count\": ", s.kernels_per_execution, ",\n");
   absl::StrAppend(&out, "  \"dispatch_count\": ", s.dispatch_count, ",\n");
+  absl::StrAppend(&out, "  \"kernel_executions\": ", s.kernel_span_count, ",\n");
   absl::StrAppend(&out, "  \"launch_overhead_time\": ", Number(double(s.launch_overhead_ps) * 1e-12, 12), ",\n");
   absl::StrAppend(&out, "  \"instruction_count\": ", s.instruction_count, ",\n");
   absl::StrAppend(&out, "  \"hbm_read_bytes\": ", s.hbm_read_bytes, ",\n");
@@ -300,13 +366,21 @@ std::string RenderEventsJson(const ntff::Profile& p) {
                   ", \"psum_bytes_per_partition\": ", d.psum_bytes_per_partition(), ", \"sbuf_access_cycles\": ",
                   d.sbuf_access_cycles(), ", \"dispatch_overhead_ns\": ", Number(d.dispatch_overhead_ns()),
                   "},\n");
-  absl::StrAppend(&out, "  \"kernel_spans\": [");
+  absl::StrAppend(&out, "  \"dispatch_spans\": [");
+  for (int i = 0; i < p.dispatch_spans_size(); ++i) {
+    const ntff::DispatchSpan& d = p.dispatch_spans(i);
+    absl::StrAppend(&out, i ? "," : "", "\n    {\"execution\": ", d.execution(), ", \"start_us\": ",
+                    Number(double(d.start()) * us), ", \"launch_end_us\": ", Number(double(d.launch_end()) * us),
+                    ", \"end_us\": ", Number(double(d.end()) * us), ", \"first_kernel_span\": ",
+                    d.first_kernel_span(), ", \"kernel_span_count\": ", d.kernel_span_count(), "}");
+  }
+  absl::StrAppend(&out, "\n  ],\n  \"kernel_spans\": [");
   for (int i = 0; i < p.kernel_spans_size(); ++i) {
     const ntff::KernelSpan& s = p.kernel_spans(i);
     absl::StrAppend(&out, i ? "," : "", "\n    {\"kernel\": ", s.kernel(), ", \"name\": ",
                     Quote(p.kernel_info(int(s.kernel())).name()), ", \"execution\": ", s.execution(),
-                    ", \"start_us\": ", Number(double(s.start()) * us), ", \"launch_end_us\": ",
-                    Number(double(s.launch_end()) * us), ", \"end_us\": ", Number(double(s.end()) * us), "}");
+                    ", \"dispatch\": ", s.dispatch(), ", \"start_us\": ", Number(double(s.start()) * us),
+                    ", \"end_us\": ", Number(double(s.end()) * us), "}");
   }
   absl::StrAppend(&out, "\n  ],\n  \"instructions\": [");
   for (int i = 0; i < p.instructions_size(); ++i) {
@@ -339,20 +413,38 @@ std::string RenderPerfetto(const ntff::Profile& p) {
   std::string out = "{\"displayTimeUnit\":\"ns\",\"traceEvents\":[\n";
   absl::StrAppend(&out, "{\"name\":\"process_name\",\"ph\":\"M\",\"pid\":1,\"args\":{\"name\":",
                   Quote(absl::StrCat("NeuronCore (", p.target(), "): ", p.neff_name())), "}}");
-  // tid 0: kernels; tid 1 + queue: each engine / DMA queue.
-  absl::StrAppend(&out, ",\n{\"name\":\"thread_name\",\"ph\":\"M\",\"pid\":1,\"tid\":0,\"args\":{\"name\":\"kernels\"}}");
+  // tid 0: dispatches; tid 1 + queue: each engine / DMA queue; tid 100 + n:
+  // kernels, on as many tracks as it takes to keep overlapping kernels of one
+  // dispatch apart.
+  absl::StrAppend(&out, ",\n{\"name\":\"thread_name\",\"ph\":\"M\",\"pid\":1,\"tid\":0,\"args\":{\"name\":\"dispatches\"}}");
   std::vector<bool> used(neff::kMaxQueues, false);
   for (const ntff::InstructionEvent& e : p.instructions()) used[e.queue()] = true;
   for (uint32_t q = 0; q < neff::kMaxQueues; ++q)
     if (used[q])
       absl::StrAppend(&out, ",\n{\"name\":\"thread_name\",\"ph\":\"M\",\"pid\":1,\"tid\":", q + 1,
                       ",\"args\":{\"name\":\"", neff::QueueName(q), "\"}}");
+  for (int i = 0; i < p.dispatch_spans_size(); ++i) {
+    const ntff::DispatchSpan& d = p.dispatch_spans(i);
+    absl::StrAppend(&out, ",\n{\"name\":\"dispatch\",\"ph\":\"X\",\"pid\":1,\"tid\":0,\"ts\":",
+                    Number(double(d.start()) * us), ",\"dur\":", Number(double(d.end() - d.start()) * us),
+                    ",\"args\":{\"execution\":", d.execution(), ",\"kernels\":", d.kernel_span_count(),
+                    ",\"launch_overhead_us\":", Number(double(d.launch_end() - d.start()) * us), "}}");
+  }
+  std::vector<uint64_t> track_end;  // per kernel track, the end of its last span
   for (const ntff::KernelSpan& s : p.kernel_spans()) {
     const ntff::KernelInfo& k = p.kernel_info(int(s.kernel()));
-    absl::StrAppend(&out, ",\n{\"name\":", Quote(k.name()), ",\"ph\":\"X\",\"pid\":1,\"tid\":0,\"ts\":",
-                    Number(double(s.start()) * us), ",\"dur\":", Number(double(s.end() - s.start()) * us),
-                    ",\"args\":{\"execution\":", s.execution(), ",\"launch_overhead_us\":",
-                    Number(double(s.launch_end() - s.start()) * us), "}}");
+    size_t track = 0;
+    while (track < track_end.size() && track_end[track] > s.start()) ++track;
+    if (track == track_end.size()) {
+      track_end.push_back(0);
+      absl::StrAppend(&out, ",\n{\"name\":\"thread_name\",\"ph\":\"M\",\"pid\":1,\"tid\":", 100 + track,
+                      ",\"args\":{\"name\":\"kernels", track ? absl::StrCat(" ", track + 1) : "", "\"}}");
+    }
+    track_end[track] = s.end();
+    absl::StrAppend(&out, ",\n{\"name\":", Quote(k.name()), ",\"ph\":\"X\",\"pid\":1,\"tid\":", 100 + track,
+                    ",\"ts\":", Number(double(s.start()) * us), ",\"dur\":",
+                    Number(double(s.end() - s.start()) * us), ",\"args\":{\"execution\":", s.execution(),
+                    ",\"dispatch\":", s.dispatch(), "}}");
   }
   for (const ntff::InstructionEvent& e : p.instructions()) {
     const ntff::KernelInfo& k = p.kernel_info(int(p.kernel_spans(int(e.span())).kernel()));

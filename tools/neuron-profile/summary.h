@@ -15,8 +15,8 @@ struct KernelRow {
   uint32_t index = 0;  // NEFF kernel index
   std::string name;
   std::vector<std::string> source_ops;
-  uint64_t calls = 0;             // dispatches captured
-  uint64_t device_time_ps = 0;    // launch overhead + instructions, all calls
+  uint64_t calls = 0;             // executions of the kernel captured
+  uint64_t device_time_ps = 0;    // its share of its dispatches (see Summarize), all calls
   uint64_t launch_overhead_ps = 0;
   uint64_t instruction_count = 0;  // all calls
   uint64_t hbm_read_bytes = 0;
@@ -35,7 +35,8 @@ struct Summary {
   std::string target;
   uint32_t execution_count = 0;
   uint64_t kernels_per_execution = 0;
-  uint64_t dispatch_count = 0;
+  uint64_t dispatch_count = 0;     // dispatches captured, all executions
+  uint64_t kernel_span_count = 0;  // kernel executions captured, all executions
   uint64_t total_ps = 0;
   uint64_t launch_overhead_ps = 0;
   uint64_t instruction_count = 0;
@@ -55,7 +56,12 @@ struct Summary {
   std::vector<NamedRow> aten_ops;       // grouped by source op name, by time descending
 };
 
-// ATen-op attribution, per dispatch of a kernel: with one source op, the op
+// Kernel attribution: a dispatch's device time (launch overhead included) is
+// split among its kernels so that the rows add up to the total: each instant
+// of the instruction phase is shared equally by the kernels with an
+// instruction running then; the launch overhead and idle instants are spread
+// in proportion. With one kernel per dispatch, the kernel gets the dispatch.
+// ATen-op attribution, per execution of a kernel: with one source op, the op
 // gets the kernel's whole device time. With several, the kernel's device time
 // is split in proportion to the busy time (end - start, on any engine or DMA
 // queue) of the instructions tagged with each op's index; untagged

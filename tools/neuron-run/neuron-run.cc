@@ -1,7 +1,7 @@
 // neuron-run: runs a NEFF on the simulated NeuronCore.
 //
 //   neuron-run model.neff [--input NAME=@file.npy | --input @file.npy]...
-//              [--output-dir DIR] [--profile DIR] [--target trn1|trn2]
+//              [--output-dir DIR] [--profile DIR] [--target trn1|trn2] [--timing-only]
 //
 // A client of the public-style C API only (nrt/nrt.h and friends), like any
 // application would be.
@@ -33,6 +33,10 @@ constexpr const char* kUsage =
     "  --profile DIR            write a profile: DIR/neff_<H>.neff, DIR/<H>_instid_0_vnc_0.ntff,\n"
     "                           DIR/trace.json (view with: neuron-profile view -d DIR)\n"
     "  --target trn1|trn2       the instance to simulate (default: the NEFF's own target)\n"
+    "  --timing-only            model the device time and write the profile without computing\n"
+    "                           any value (nrt_execute_timing_only): the same modeled time and\n"
+    "                           profile as a full run; inputs are optional and outputs are not\n"
+    "                           produced\n"
     "  -q, --quiet              print nothing on success\n"
     "bfloat16 inputs are read from float32 .npy files (rounded to nearest even);\n"
     "bfloat16 outputs are written as float32 (exact). int32 and int64 inputs (token ids)\n"
@@ -69,6 +73,7 @@ struct Options {
   std::string profile_dir;
   std::string target;
   bool quiet = false;
+  bool timing_only = false;
 };
 
 // Returns 0 to continue, or an exit code.
@@ -94,6 +99,8 @@ int ParseArgs(int argc, char** argv, Options* o) {
       return -1;
     } else if (a == "-q" || a == "--quiet") {
       o->quiet = true;
+    } else if (a == "--timing-only") {
+      o->timing_only = true;
     } else if (a == "--input" || a.rfind("--input=", 0) == 0) {
       if (!value("--input", &v)) return Fail("--input needs a value"), 2;
       InputSpec spec;
@@ -121,6 +128,8 @@ int ParseArgs(int argc, char** argv, Options* o) {
     std::fputs(kUsage, stderr);
     return Fail("no model given"), 2;
   }
+  if (o->timing_only && !o->output_dir.empty())
+    return Fail("--timing-only computes no outputs, so --output-dir has nothing to write"), 2;
   return 0;
 }
 
@@ -162,7 +171,10 @@ int Run(const Options& o) {
   ModelIo io;
   if (!neuroncc::tools::DescribeModel(rt.model_, &io, &error)) return Fail(error);
   std::vector<std::string> input_bytes, notes;
-  if (!neuroncc::tools::LoadInputs(io, o.inputs, /*zero_fill_missing=*/false, &input_bytes, &notes, &error))
+  // A timing-only run reads no values: inputs are bound only when given.
+  const bool bind_inputs = !o.timing_only || !o.inputs.empty();
+  if (bind_inputs &&
+      !neuroncc::tools::LoadInputs(io, o.inputs, /*zero_fill_missing=*/false, &input_bytes, &notes, &error))
     return Fail(error);
 
   if (nrt_allocate_tensor_set(&rt.in_) != NRT_SUCCESS || nrt_allocate_tensor_set(&rt.out_) != NRT_SUCCESS)
@@ -180,19 +192,25 @@ int Run(const Options& o) {
     if (out) *out = t;
     return true;
   };
-  for (size_t i = 0; i < io.inputs.size(); ++i)
-    if (!add(rt.in_, io.inputs[i].name, io.inputs[i].size, &input_bytes[i], nullptr)) return 1;
-  std::vector<nrt_tensor_t*> outputs(io.outputs.size(), nullptr);
-  for (size_t i = 0; i < io.outputs.size(); ++i)
+  if (bind_inputs)
+    for (size_t i = 0; i < io.inputs.size(); ++i)
+      if (!add(rt.in_, io.inputs[i].name, io.inputs[i].size, &input_bytes[i], nullptr)) return 1;
+  std::vector<nrt_tensor_t*> outputs(o.timing_only ? 0 : io.outputs.size(), nullptr);
+  for (size_t i = 0; i < outputs.size(); ++i)
     if (!add(rt.out_, io.outputs[i].name, io.outputs[i].size, nullptr, &outputs[i])) return 1;
 
-  if (NRT_STATUS st = nrt_execute(rt.model_, rt.in_, rt.out_); st != NRT_SUCCESS)
+  if (o.timing_only) {
+    if (NRT_STATUS st = nrt_execute_timing_only(rt.model_, bind_inputs ? rt.in_ : nullptr, nullptr, 1);
+        st != NRT_SUCCESS)
+      return Fail(NrtError("nrt_execute_timing_only", st));
+  } else if (NRT_STATUS st = nrt_execute(rt.model_, rt.in_, rt.out_); st != NRT_SUCCESS) {
     return Fail(NrtError("nrt_execute", st));
+  }
 
   if (!o.output_dir.empty())
     if (absl::Status st = neuroncc::files::MakeDirs(o.output_dir); !st.ok()) return Fail(std::string(st.message()));
   std::vector<std::string> lines;
-  for (size_t i = 0; i < io.outputs.size(); ++i) {
+  for (size_t i = 0; i < outputs.size(); ++i) {
     const neuroncc::tools::ModelTensor& t = io.outputs[i];
     std::string bytes(t.size, '\0');
     if (NRT_STATUS st = nrt_tensor_read(outputs[i], bytes.data(), 0, bytes.size()); st != NRT_SUCCESS)
@@ -221,7 +239,9 @@ int Run(const Options& o) {
     if (NRT_STATUS st = nrt_inspect_stop(); st != NRT_SUCCESS) return Fail(NrtError("cannot write the profile", st));
   }
   if (!o.quiet) {
-    std::printf("neuron-run: '%s' on simulated %s: %llu kernel%s, %llu instructions\n", name, target,
+    std::printf("neuron-run: '%s' on simulated %s%s: %llu dispatch%s, %llu kernel%s, %llu instructions\n", name,
+                target, o.timing_only ? " (timing only)" : "",
+                static_cast<unsigned long long>(stats.dispatch_count), stats.dispatch_count == 1 ? "" : "es",
                 static_cast<unsigned long long>(stats.kernel_count), stats.kernel_count == 1 ? "" : "s",
                 static_cast<unsigned long long>(stats.instruction_count));
     std::printf("  modeled device time: %.3f us (launch overhead %.3f us, HBM read %llu B, written %llu B)\n",
@@ -229,6 +249,7 @@ int Run(const Options& o) {
                 static_cast<unsigned long long>(stats.hbm_read_bytes),
                 static_cast<unsigned long long>(stats.hbm_write_bytes));
     for (const std::string& n : notes) std::printf("  note: %s\n", n.c_str());
+    if (o.timing_only) std::printf("  outputs: not computed (--timing-only)\n");
     std::printf("%s", lines.empty() ? "" : (o.output_dir.empty() ? "  outputs (not saved; use --output-dir):\n"
                                                                  : absl::StrCat("  outputs in ", o.output_dir, ":\n").c_str()));
     for (const std::string& l : lines) std::printf("%s\n", l.c_str());

@@ -34,15 +34,18 @@ NRT_STATUS nrt_set_simulated_target(const char *target);
  * small). Either buffer may be NULL. */
 NRT_STATUS nrt_get_model_target(const nrt_model_t *model, char *target, char *name, size_t len);
 
-/* Modeled device time of the model's most recent nrt_execute(). */
+/* Modeled device time of the model's most recent execution (nrt_execute or
+ * nrt_execute_timing_only). */
 typedef struct nrt_execution_stats {
-  uint64_t device_time_ps;     /* all kernels, launch overhead included */
-  uint64_t launch_overhead_ps; /* the part that is modeled dispatch overhead */
-  uint64_t kernel_count;       /* dispatches */
+  uint64_t device_time_ps;     /* all dispatches, launch overhead included */
+  uint64_t launch_overhead_ps; /* the part that is the fixed per-dispatch cost */
+  uint64_t kernel_count;       /* kernels (a dispatch runs one or more) */
   uint64_t instruction_count;
   uint64_t hbm_read_bytes;     /* bytes read by DMA loads and gathers (rows and indices) */
   uint64_t hbm_write_bytes;    /* bytes moved by DMA stores */
   uint64_t profile_hash;       /* the <H> of the model's profile files */
+  uint64_t dispatch_count;     /* dispatches: 1 for a NEFF compiled at -O1/-O2 */
+  uint64_t timing_only;        /* 1 if that execution was nrt_execute_timing_only */
   /* New fields are only ever appended. */
 } nrt_execution_stats_t;
 
@@ -50,6 +53,19 @@ typedef struct nrt_execution_stats {
  * (may be NULL): bytes written. NRT_INVALID if the model has not executed. */
 NRT_STATUS nrt_get_last_execution_stats(const nrt_model_t *model, nrt_execution_stats_t *stats,
                                         size_t stats_size_in, size_t *stats_size_out);
+
+/* Runs the model's timing `repeat_count` times without computing any value:
+ * the modeled timeline, profiles (nrt_profile_start, inspect sessions),
+ * execution stats and trace.json are exactly those of nrt_execute, to the
+ * tick, because the timing model never depends on tensor values (a
+ * dma_gather's cost does not depend on the rows it looks up). Nothing is read
+ * from the inputs or written to the outputs, and the simulated SBUF, PSUM and
+ * HBM arena are not allocated, so a model far larger than host memory can be
+ * timed. Either set may be NULL; a set that is given is checked as
+ * nrt_execute checks it (every tensor present, sizes right). A gather index
+ * outside its table is therefore not detected. */
+NRT_STATUS nrt_execute_timing_only(nrt_model_t *model, const nrt_tensor_set_t *input_set,
+                                   nrt_tensor_set_t *output_set, int repeat_count);
 
 #ifdef __cplusplus
 }

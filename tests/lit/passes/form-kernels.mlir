@@ -25,7 +25,7 @@
 
 // A decomposed composite is one kernel even at -O0; its result comes from
 // the last op of the decomposition.
-// COMPOSITE: nc.kernel "k0_rms_norm"(%arg0, %arg1) {result_sources = ["aten._to_copy of aten.rms_norm"], source_ops = ["aten.rms_norm"]}
+// COMPOSITE: nc.kernel "k0_rms_norm"(%arg0, %arg1) {nc.source_id = 0 : i64, result_sources = ["aten._to_copy of aten.rms_norm"], source_ops = ["aten.rms_norm"]}
 // COMPOSITE-NOT: nc.kernel
 
 // A column reduction cannot share a kernel, and joining its consumer to the
