@@ -50,7 +50,7 @@ import e2e_common as common  # noqa: E402
 
 import torch  # noqa: E402
 
-from neuroncc import models  # noqa: E402
+from neuroncc import models, toolchain  # noqa: E402
 
 TOLERANCE = {"f32": common.F32_TOLERANCE, "bf16": 2.0 ** -5}
 OPTS = (0, 2)
@@ -92,6 +92,15 @@ class ModelCase:
         name = "%s_%s_O%d_%s" % (model, dtype, opt, init)
         outs, _ = common.export_compile_run(module, inputs, workdir, name, opt,
                                             input_names=models.MODELS[model].input_names)
+        # The timing model never depends on values: a timing-only capture
+        # writes the same trace, to the tick, as a full execution.
+        neff = os.path.join(workdir, name + ".neff")
+        try:
+            same = toolchain.timing_only_matches(neff, workdir)
+        except toolchain.ToolError as e:
+            raise common.CaseFailure("timing-only: " + common.compiler_reason(e)) from e
+        if not same:
+            raise common.CaseFailure("timing-only: its NTFF differs from a full execution's")
         errors = []
         for i, (y, r) in enumerate(zip(outs, ref)):
             errors.append(common.compare(y, r, TOLERANCE[dtype]))

@@ -93,6 +93,10 @@ class RmsNormEndToEnd(unittest.TestCase):
                     self.assertIn(op, table)
         naive0 = results[("naive", 0)]
         self.assertEqual(naive0["kernel_count"], 6)
+        # The walkthrough's picture: six eager dispatches against one.
+        self.assertEqual(naive0["dispatch_count"], 6)
+        self.assertEqual(results[("fused", 0)]["dispatch_count"], 1)
+        self.assertEqual(results[("naive", 2)]["dispatch_count"], 1)
         mul_kernels = [k for k in naive0["kernels"] if k["source_ops"] == ["aten.mul.Tensor"]]
         self.assertEqual(len(mul_kernels), 3)
         self.assertEqual(results[("fused", 0)]["kernel_count"], 1)
@@ -119,6 +123,8 @@ class RmsNormEndToEnd(unittest.TestCase):
                         self.assertLessEqual(rel_error(y, ref), TOLERANCE[dtype])
                         if eager is not None:
                             self.assertLessEqual(rel_error(y, eager.astype(np.float64)), TOLERANCE[dtype])
+                        # Timing-only models the same trace, to the tick.
+                        self.assertTrue(toolchain.timing_only_matches(neff, self.tmp))
 
     def test_profile_pair_and_mismatch(self):
         x, w = toolchain.fixed_inputs(4, 512, "bf16")

@@ -214,5 +214,54 @@ TEST(ProfileSummary, GathersAreDmaReadsOfTheirRowsAndIndices) {
   EXPECT_NE(RenderPerfetto(p).find("{\"name\":\"dma_gather\""), std::string::npos);
 }
 
+TEST(ProfileSummary, OverlappingKernelsOfOneDispatchShareItsTime) {
+  // One dispatch: launch [0, 100); kernel A runs [100, 300) on the vector
+  // engine, kernel B [200, 400) on the scalar engine. A alone 100, both 100
+  // (50 each), B alone 100: equal shares of the 400 ticks, launch included.
+  ntff::Profile p;
+  p.set_format_version(ntff::kNtffFormatVersion);
+  p.set_ticks_per_nanosec(1000);
+  p.set_execution_count(1);
+  for (const char* name : {"a", "b"}) {
+    ntff::KernelInfo* info = p.add_kernel_info();
+    info->set_name(name);
+    info->add_source_ops(std::string("aten.") + name);
+  }
+  ntff::DispatchSpan* d = p.add_dispatch_spans();
+  d->set_start(0);
+  d->set_launch_end(100);
+  d->set_end(400);
+  d->set_kernel_span_count(2);
+  const uint64_t spans[2][2] = {{100, 300}, {200, 400}};
+  for (uint32_t k = 0; k < 2; ++k) {
+    ntff::KernelSpan* s = p.add_kernel_spans();
+    s->set_kernel(k);
+    s->set_start(spans[k][0]);
+    s->set_end(spans[k][1]);
+    s->set_instruction_count(1);
+    ntff::InstructionEvent* e = p.add_instructions();
+    e->set_span(k);
+    e->set_queue(1 + k);
+    e->set_opcode(neff::TENSOR_TENSOR);
+    e->set_start(spans[k][0]);
+    e->set_end(spans[k][1]);
+    e->set_source_op(0);
+  }
+  p.set_total_ticks(400);
+  ASSERT_TRUE(ntff::ParseNtff(ntff::SerializeNtff(p)).ok());
+  Summary s = Summarize(p);
+  EXPECT_EQ(s.dispatch_count, 1u);
+  EXPECT_EQ(s.kernel_span_count, 2u);
+  EXPECT_EQ(s.launch_overhead_ps, 100u);
+  EXPECT_EQ(s.kernels[0].device_time_ps, 200u);
+  EXPECT_EQ(s.kernels[1].device_time_ps, 200u);
+  EXPECT_EQ(s.kernels[0].launch_overhead_ps + s.kernels[1].launch_overhead_ps, 100u);
+  EXPECT_DOUBLE_EQ(Op(s, "aten.a")->device_time_ps + Op(s, "aten.b")->device_time_ps, 400.0);
+  EXPECT_NE(RenderText(s).find("1 dispatch running 2 kernels"), std::string::npos) << RenderText(s);
+  std::string perfetto = RenderPerfetto(p);
+  EXPECT_NE(perfetto.find("\"kernels 2\""), std::string::npos);  // B overlaps A: a second track
+  EXPECT_NE(RenderSummaryJson(s).find("\"kernel_executions\": 2"), std::string::npos);
+}
+
 }  // namespace
 }  // namespace neuroncc::profile

@@ -67,6 +67,23 @@ def run_neff(neff, inputs, output_dir, profile_dir=None, keep_dtypes=False):
     return outputs
 
 
+def capture_ntff(neff, ntff, timing_only=False):
+    """neuron-profile capture of one execution (inputs zero); returns the NTFF bytes."""
+    cmd = [tool("neuron-profile"), "capture", "-n", neff, "-s", ntff]
+    if timing_only:
+        cmd.append("--timing-only")
+    _run(cmd)
+    with open(ntff, "rb") as f:
+        return f.read()
+
+
+def timing_only_matches(neff, scratch):
+    """True when a timing-only capture of `neff` is byte-identical to a full one."""
+    full = capture_ntff(neff, os.path.join(scratch, "full.ntff"))
+    timed = capture_ntff(neff, os.path.join(scratch, "timing.ntff"), timing_only=True)
+    return full == timed
+
+
 def profile_summary(profile_dir):
     return json.loads(_run([tool("neuron-profile"), "view", "-d", profile_dir,
                             "--output-format", "summary-json"]))

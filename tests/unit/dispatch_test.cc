@@ -1,0 +1,327 @@
+// The dispatch model: kernels launched together pay the fixed cost once, wait
+// at kernel boundaries only for the memory they touch, and compute exactly
+// what one-dispatch-per-kernel computes; timing-only executions model the
+// same timeline and write the same profiles.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstring>
+#include <string>
+#include <vector>
+
+#include "device_model.h"
+#include "executor.h"
+#include "neff_format.h"
+#include "nrt/nrt.h"
+#include "nrt/nrt_ext.h"
+#include "nrt/nrt_profile.h"
+#include "ntff_format.h"
+#include "profile.h"
+#include "test_neffs.h"
+
+namespace neuroncc {
+namespace {
+
+using namespace neff;
+using namespace testing;
+
+constexpr uint32_t kVectorQ = 1, kDma0 = 4;
+
+struct Outcome {
+  std::vector<std::string> outputs;
+  rt::ExecutionStats stats;
+  std::vector<rt::DispatchSchedule> schedules;
+};
+
+Outcome Execute(const Executable& exe, const std::vector<std::string>& inputs) {
+  Outcome r;
+  absl::StatusOr<Neff> neff = ParseNeff(Serialize(exe));
+  EXPECT_TRUE(neff.ok()) << neff.status();
+  if (!neff.ok()) return r;
+  auto ex = rt::Executor::Create(*neff, *DeviceForTarget(exe.target()));
+  EXPECT_TRUE(ex.ok()) << ex.status();
+  if (!ex.ok()) return r;
+  std::vector<const void*> in;
+  for (const std::string& s : inputs) in.push_back(s.data());
+  std::vector<void*> out;
+  for (int i = 0; i < exe.graph_outputs_size(); ++i)
+    r.outputs.push_back(std::string(exe.tensors(int(exe.graph_outputs(i))).size_bytes(), '\0'));
+  for (std::string& s : r.outputs) out.push_back(s.data());
+  absl::Status st = (*ex)->Run(in, out);
+  EXPECT_TRUE(st.ok()) << st;
+  r.stats = (*ex)->stats();
+  r.schedules = (*ex)->schedules();
+  return r;
+}
+
+std::string Floats(size_t n, float scale) {
+  std::vector<float> v(n);
+  for (size_t i = 0; i < n; ++i) v[i] = scale * float(i % 97) - 3.0f;
+  return std::string(reinterpret_cast<const char*>(v.data()), n * 4);
+}
+
+const rt::ScheduledInstruction& Find(const rt::DispatchSchedule& s, uint32_t kernel, uint32_t idx) {
+  for (const auto& e : s.order)
+    if (e.kernel == kernel && e.instruction == idx) return e;
+  ADD_FAILURE() << "kernel " << kernel << " instruction " << idx << " not scheduled";
+  return s.order.front();
+}
+
+uint64_t LaunchPs() { return uint64_t(std::llround(Trn1().dispatch_overhead_ns * 1000)); }
+
+TEST(DispatchModel, WholeGraphPaysTheLaunchOnceAndComputesTheSame) {
+  Executable per_kernel = TwoKernelModel(64, 256);
+  Executable whole = per_kernel;
+  whole.set_dispatch_model(DISPATCH_WHOLE_GRAPH);
+  std::vector<std::string> in = {Floats(64 * 256, 0.25f), Floats(64 * 256, -0.5f)};
+  Outcome a = Execute(per_kernel, in), b = Execute(whole, in);
+  EXPECT_EQ(a.outputs, b.outputs);
+  ASSERT_EQ(a.schedules.size(), 2u);
+  ASSERT_EQ(b.schedules.size(), 1u);
+  EXPECT_EQ(a.stats.dispatch_count, 2u);
+  EXPECT_EQ(b.stats.dispatch_count, 1u);
+  EXPECT_EQ(b.stats.kernel_count, 2u);
+  EXPECT_EQ(b.stats.launch_overhead_ps, LaunchPs());
+  EXPECT_EQ(b.stats.device_time_ps, LaunchPs() + b.schedules[0].makespan_ps);
+  // Kernel 1 reads what kernel 0 stored: the boundary costs at least the
+  // round trip, so one dispatch is never faster than the instructions allow.
+  EXPECT_GE(b.schedules[0].makespan_ps, a.schedules[0].makespan_ps);
+  EXPECT_LE(b.schedules[0].makespan_ps, a.schedules[0].makespan_ps + a.schedules[1].makespan_ps);
+  EXPECT_EQ(b.stats.hbm_read_bytes, a.stats.hbm_read_bytes);
+  const rt::DispatchSchedule& s = b.schedules[0];
+  ASSERT_EQ(s.kernels.size(), 2u);
+  // Kernel 0: load x, square, store t. Kernel 1: load t, load w (into the
+  // SBUF bytes kernel 0's square wrote and its store read), mul, add, store.
+  EXPECT_GE(Find(s, 1, 0).start, Find(s, 0, 2).end);  // read after write (HBM t)
+  EXPECT_GE(Find(s, 1, 1).start, Find(s, 0, 2).end);  // write after read (SBUF)
+  EXPECT_EQ(s.kernels[0].start, 0u);
+  EXPECT_EQ(s.kernels[0].end, Find(s, 0, 2).end);
+  EXPECT_EQ(s.kernels[1].end, s.makespan_ps);
+  EXPECT_EQ(s.kernels[1].instruction_count, 5u);
+}
+
+// Kernel 0 squares x into z0; kernel 1 loads y into SBUF bytes kernel 0 never
+// touches, negates it and stores z1. Nothing in kernel 1 depends on kernel 0.
+Executable IndependentKernels(DispatchModel model) {
+  Executable exe = EmptyExecutable("independent");
+  const uint32_t P = 128, N = 512, B = N * 4;
+  uint32_t x = AddTensor(&exe, "x", INPUT, F32, {P, N});
+  uint32_t y = AddTensor(&exe, "y", INPUT, F32, {P, N});
+  uint32_t z0 = AddTensor(&exe, "z0", OUTPUT, F32, {P, N});
+  uint32_t z1 = AddTensor(&exe, "z1", OUTPUT, F32, {P, N});
+  auto ap = [&](uint32_t t) { return Ap(t, 0, {{N, P}, {1, N}}); };
+  Kernel* k0 = exe.add_kernels();
+  k0->set_name("square");
+  *k0->add_instructions() = DmaLoad(Tile(0, P, 0, N, F32), ap(x), 0);
+  *k0->add_instructions() =
+      TensorTensor(MUL, Tile(0, P, B, N, F32), Tile(0, P, 0, N, F32), Tile(0, P, 0, N, F32), {W(kDma0, 1)});
+  *k0->add_instructions() = DmaStore(Tile(0, P, B, N, F32), ap(z0), 0, {W(kVectorQ, 1)});
+  Kernel* k1 = exe.add_kernels();
+  k1->set_name("negate");
+  *k1->add_instructions() = DmaLoad(Tile(0, P, 2 * B, N, F32), ap(y), 1);
+  *k1->add_instructions() = TensorScalar(MUL, Tile(0, P, 3 * B, N, F32), Tile(0, P, 2 * B, N, F32), -1.0f,
+                                         {W(kDma0 + 1, 1)});
+  *k1->add_instructions() = DmaStore(Tile(0, P, 3 * B, N, F32), ap(z1), 1, {W(kVectorQ, 1)});
+  exe.set_dispatch_model(model);
+  return exe;
+}
+
+TEST(DispatchModel, LoadsOfTheNextKernelOverlapThePreviousKernel) {
+  std::vector<std::string> in = {Floats(128 * 512, 0.5f), Floats(128 * 512, 2.0f)};
+  Outcome one = Execute(IndependentKernels(DISPATCH_WHOLE_GRAPH), in);
+  Outcome two = Execute(IndependentKernels(DISPATCH_PER_KERNEL), in);
+  EXPECT_EQ(one.outputs, two.outputs);
+  ASSERT_EQ(one.schedules.size(), 1u);
+  const rt::DispatchSchedule& s = one.schedules[0];
+  EXPECT_EQ(Find(s, 1, 0).start, 0u);  // kernel 1's load runs beside kernel 0's
+  // The vector engine runs kernel 0's square, then kernel 1's negate.
+  EXPECT_GE(Find(s, 1, 1).start, Find(s, 0, 1).end);
+  EXPECT_LT(s.makespan_ps, two.schedules[0].makespan_ps + two.schedules[1].makespan_ps);
+}
+
+TEST(DispatchModel, ArenaBytesReusedByALaterKernelWaitForEarlierReaders) {
+  // Kernel 0 stores t1 and loads it back; kernel 1 stores t2 on the same
+  // arena bytes, from a tile it computed without waiting for anything of
+  // kernel 0. Its store must still wait for kernel 0's load of t1.
+  Executable exe = EmptyExecutable("arena");
+  const uint32_t P = 4, N = 64, B = N * 4;
+  uint32_t x = AddTensor(&exe, "x", INPUT, F32, {P, N});
+  uint32_t z = AddTensor(&exe, "z", OUTPUT, F32, {P, N});
+  uint32_t t1 = AddTensor(&exe, "t1", INTERMEDIATE, F32, {P, N});
+  uint32_t t2 = AddTensor(&exe, "t2", INTERMEDIATE, F32, {P, N});
+  exe.set_arena_bytes(P * B);
+  auto ap = [&](uint32_t t) { return Ap(t, 0, {{N, P}, {1, N}}); };
+  Kernel* k0 = exe.add_kernels();
+  k0->set_name("roundtrip");
+  *k0->add_instructions() = DmaLoad(Tile(0, P, 0, N, F32), ap(x), 0);
+  *k0->add_instructions() = DmaStore(Tile(0, P, 0, N, F32), ap(t1), 0, {W(kDma0, 1)});
+  *k0->add_instructions() = DmaLoad(Tile(0, P, B, N, F32), ap(t1), 0, {W(kDma0, 2)});
+  *k0->add_instructions() = DmaStore(Tile(0, P, B, N, F32), ap(z), 0, {W(kDma0, 3)});
+  Kernel* k1 = exe.add_kernels();
+  k1->set_name("fill");
+  *k1->add_instructions() = Iota(Tile(0, P, 2 * B, N, F32), 1.0f, 0.0f, 0.0f);
+  *k1->add_instructions() = DmaStore(Tile(0, P, 2 * B, N, F32), ap(t2), 1, {W(3, 1)});
+  exe.set_dispatch_model(DISPATCH_WHOLE_GRAPH);
+  Outcome r = Execute(exe, {Floats(P * N, 1.0f)});
+  ASSERT_EQ(r.schedules.size(), 1u);
+  const rt::DispatchSchedule& s = r.schedules[0];
+  EXPECT_EQ(Find(s, 1, 0).start, 0u);                  // iota: no conflict with kernel 0
+  EXPECT_GE(Find(s, 1, 1).start, Find(s, 0, 2).end);   // store t2 after kernel 0 read t1
+  EXPECT_EQ(r.outputs[0], Floats(P * N, 1.0f));        // z got x, not the iota
+}
+
+TEST(DispatchModel, PerSourceOpGroupsConsecutiveKernels) {
+  Executable exe = TwoKernelModel(4, 16);
+  *exe.add_kernels() = exe.kernels(1);
+  exe.mutable_kernels(2)->set_name("again");
+  exe.set_dispatch_model(DISPATCH_PER_SOURCE_OP);
+  exe.mutable_kernels(1)->set_dispatch(0);
+  exe.mutable_kernels(2)->set_dispatch(1);
+  std::vector<KernelRange> d = Dispatches(exe);
+  ASSERT_EQ(d.size(), 2u);
+  EXPECT_EQ(d[0].first, 0);
+  EXPECT_EQ(d[0].count, 2);
+  EXPECT_EQ(d[1].first, 2);
+  EXPECT_EQ(d[1].count, 1);
+  Outcome r = Execute(exe, {Floats(64, 1.0f), Floats(64, 0.5f)});
+  ASSERT_EQ(r.schedules.size(), 2u);
+  EXPECT_EQ(r.stats.dispatch_count, 2u);
+  EXPECT_EQ(r.stats.kernel_count, 3u);
+  EXPECT_EQ(r.stats.launch_overhead_ps, 2 * LaunchPs());
+}
+
+TEST(DispatchModel, VerifierRefusesBadDispatchNumbers) {
+  auto refused = [](const Executable& exe, const char* why) {
+    absl::Status st = VerifyExecutable(exe, 0);
+    EXPECT_FALSE(st.ok()) << why;
+  };
+  Executable exe = TwoKernelModel(4, 16);
+  exe.set_dispatch_model(DISPATCH_PER_SOURCE_OP);
+  exe.mutable_kernels(1)->set_dispatch(1);
+  EXPECT_TRUE(VerifyExecutable(exe, 0).ok());
+  exe.mutable_kernels(1)->set_dispatch(2);
+  refused(exe, "a gap in the dispatch numbers");
+  exe.mutable_kernels(0)->set_dispatch(1);
+  exe.mutable_kernels(1)->set_dispatch(1);
+  refused(exe, "the first dispatch is not 0");
+  exe = TwoKernelModel(4, 16);
+  exe.set_dispatch_model(DISPATCH_WHOLE_GRAPH);
+  exe.mutable_kernels(1)->set_dispatch(1);
+  refused(exe, "a whole-graph NEFF numbers dispatches");
+  exe = TwoKernelModel(4, 16);
+  exe.set_dispatch_model(DispatchModel(7));
+  refused(exe, "unknown dispatch model");
+}
+
+TEST(DispatchModel, ProfilesNestKernelsInTheirDispatch) {
+  Executable exe = TwoKernelModel(8, 32);
+  exe.set_dispatch_model(DISPATCH_WHOLE_GRAPH);
+  absl::StatusOr<Neff> neff = ParseNeff(Serialize(exe));
+  ASSERT_TRUE(neff.ok());
+  auto ex = rt::Executor::Create(*neff, Trn1());
+  ASSERT_TRUE(ex.ok());
+  ntff::Profile p = rt::NewProfile(*neff, Trn1());
+  rt::AppendExecution(*neff, (*ex)->schedules(), &p);
+  rt::AppendExecution(*neff, (*ex)->schedules(), &p);
+  absl::StatusOr<ntff::Profile> back = ntff::ParseNtff(ntff::SerializeNtff(p));
+  ASSERT_TRUE(back.ok()) << back.status();
+  ASSERT_EQ(p.dispatch_spans_size(), 2);
+  ASSERT_EQ(p.kernel_spans_size(), 4);
+  EXPECT_EQ(p.dispatch_spans(0).launch_end() - p.dispatch_spans(0).start(), LaunchPs());
+  EXPECT_EQ(p.dispatch_spans(1).start(), p.dispatch_spans(0).end());
+  EXPECT_EQ(p.total_ticks(), 2 * (*ex)->stats().device_time_ps);
+  for (const ntff::KernelSpan& k : p.kernel_spans()) {
+    const ntff::DispatchSpan& d = p.dispatch_spans(int(k.dispatch()));
+    EXPECT_GE(k.start(), d.launch_end());
+    EXPECT_LE(k.end(), d.end());
+  }
+
+  rt::SystemTrace trace;
+  trace.AddExecution(*neff, (*ex)->schedules(), 1, 0);
+  std::string json = trace.Render();
+  auto count = [&](const std::string& what) {
+    size_t n = 0;
+    for (size_t at = json.find(what); at != std::string::npos; at = json.find(what, at + 1)) ++n;
+    return n;
+  };
+  EXPECT_EQ(count("\"nrta_execute_schedule\""), 1u);
+  EXPECT_EQ(count("\"nc_exec_running\""), 1u);
+  EXPECT_EQ(count("\"name\":\"square\""), 1u);  // one slice per kernel
+  EXPECT_EQ(count("\"name\":\"fused\""), 1u);
+}
+
+// ---------------------------------------------------------------------------
+// Timing-only executions through the C API.
+
+std::string LastError() { return nrt_get_last_error_message(); }
+
+std::string ProfileOf(nrt_model_t* m, bool timing_only, const nrt_tensor_set_t* in, nrt_tensor_set_t* out,
+                      const std::string& path) {
+  EXPECT_EQ(nrt_profile_start(m, path.c_str()), NRT_SUCCESS) << LastError();
+  NRT_STATUS st = timing_only ? nrt_execute_timing_only(m, in, out, 2) : nrt_execute_repeat(m, in, out, 2);
+  EXPECT_EQ(st, NRT_SUCCESS) << LastError();
+  EXPECT_EQ(nrt_profile_stop(path.c_str()), NRT_SUCCESS) << LastError();
+  absl::StatusOr<std::string> bytes = ReadFile(path);
+  EXPECT_TRUE(bytes.ok());
+  std::remove(path.c_str());
+  return bytes.ok() ? *bytes : "";
+}
+
+TEST(TimingOnly, SameTimelineStatsAndProfileAsAFullRun) {
+  ASSERT_EQ(nrt_init(NRT_FRAMEWORK_TYPE_NO_FW, "", ""), NRT_SUCCESS);
+  for (DispatchModel model : {DISPATCH_PER_KERNEL, DISPATCH_WHOLE_GRAPH}) {
+    Executable exe = TwoKernelModel(16, 64);
+    exe.set_dispatch_model(model);
+    std::string bytes = Serialize(exe);
+    nrt_model_t* m = nullptr;
+    ASSERT_EQ(nrt_load(bytes.data(), bytes.size(), -1, -1, &m), NRT_SUCCESS) << LastError();
+    nrt_tensor_set_t *in = nullptr, *out = nullptr;
+    ASSERT_EQ(nrt_allocate_tensor_set(&in), NRT_SUCCESS);
+    ASSERT_EQ(nrt_allocate_tensor_set(&out), NRT_SUCCESS);
+    std::vector<nrt_tensor_t*> tensors;
+    for (const char* name : {"x", "w", "z"}) {
+      nrt_tensor_t* t = nullptr;
+      ASSERT_EQ(nrt_tensor_allocate(NRT_TENSOR_PLACEMENT_DEVICE, 0, 16 * 64 * 4, name, &t), NRT_SUCCESS);
+      std::string init = Floats(16 * 64, 1.5f);
+      ASSERT_EQ(nrt_tensor_write(t, init.data(), 0, init.size()), NRT_SUCCESS);
+      ASSERT_EQ(nrt_add_tensor_to_tensor_set(std::string(name) == "z" ? out : in, name, t), NRT_SUCCESS);
+      tensors.push_back(t);
+    }
+    std::string path = ::testing::TempDir() + "/timing_only.ntff";
+    std::string full = ProfileOf(m, false, in, out, path);
+    nrt_execution_stats_t a{}, b{};
+    ASSERT_EQ(nrt_get_last_execution_stats(m, &a, sizeof(a), nullptr), NRT_SUCCESS);
+    EXPECT_EQ(a.timing_only, 0u);
+    // Outputs are not touched: z keeps a marker.
+    std::string marker(16 * 64 * 4, '\x5a');
+    ASSERT_EQ(nrt_tensor_write(tensors[2], marker.data(), 0, marker.size()), NRT_SUCCESS);
+    std::string timed = ProfileOf(m, true, nullptr, nullptr, path);
+    ASSERT_EQ(nrt_get_last_execution_stats(m, &b, sizeof(b), nullptr), NRT_SUCCESS);
+    EXPECT_EQ(b.timing_only, 1u);
+    EXPECT_FALSE(full.empty());
+    EXPECT_EQ(full, timed);  // byte-identical NTFF
+    EXPECT_EQ(std::memcmp(&a, &b, offsetof(nrt_execution_stats_t, timing_only)), 0);
+    EXPECT_EQ(a.dispatch_count, model == DISPATCH_WHOLE_GRAPH ? 1u : 2u);
+    EXPECT_EQ(a.kernel_count, 2u);
+    std::string z(marker.size(), '\0');
+    ASSERT_EQ(nrt_tensor_read(tensors[2], z.data(), 0, z.size()), NRT_SUCCESS);
+    EXPECT_EQ(z, marker);
+    // Sets that are given are checked as nrt_execute checks them.
+    nrt_tensor_set_t* partial = nullptr;
+    ASSERT_EQ(nrt_allocate_tensor_set(&partial), NRT_SUCCESS);
+    ASSERT_EQ(nrt_add_tensor_to_tensor_set(partial, "x", tensors[0]), NRT_SUCCESS);
+    EXPECT_EQ(nrt_execute_timing_only(m, partial, nullptr, 1), NRT_INVALID);
+    EXPECT_NE(LastError().find("missing input 'w'"), std::string::npos) << LastError();
+    EXPECT_EQ(nrt_execute_timing_only(m, in, out, 0), NRT_INVALID);
+    EXPECT_EQ(nrt_execute_timing_only(nullptr, nullptr, nullptr, 1), NRT_INVALID);
+    nrt_destroy_tensor_set(&partial);
+    nrt_destroy_tensor_set(&in);
+    nrt_destroy_tensor_set(&out);
+    for (nrt_tensor_t* t : tensors) nrt_tensor_free(&t);
+    nrt_unload(m);
+  }
+  nrt_close();
+}
+
+}  // namespace
+}  // namespace neuroncc
