@@ -300,6 +300,9 @@ std::string RenderSummaryJson(const Summary& s) {
   absl::StrAppend(&out, "  \"dispatch_count\": ", s.dispatch_count, ",\n");
   absl::StrAppend(&out, "  \"kernel_executions\": ", s.kernel_span_count, ",\n");
   absl::StrAppend(&out, "  \"launch_overhead_time\": ", Number(double(s.launch_overhead_ps) * 1e-12, 12), ",\n");
+  absl::StrAppend(&out, "  \"dispatch_overhead_ns\": ", Number(s.dispatch_overhead_ns, 6), ",\n");
+  absl::StrAppend(&out, "  \"tensor_peak_flops_per_s\": ", Number(s.tensor_peak_flops_per_s, 6), ",\n");
+  absl::StrAppend(&out, "  \"hbm_gbps_per_core\": ", Number(s.hbm_gbps_per_core, 6), ",\n");
   absl::StrAppend(&out, "  \"instruction_count\": ", s.instruction_count, ",\n");
   absl::StrAppend(&out, "  \"hbm_read_bytes\": ", s.hbm_read_bytes, ",\n");
   absl::StrAppend(&out, "  \"hbm_write_bytes\": ", s.hbm_write_bytes, ",\n");
