@@ -322,5 +322,144 @@ class Exporter(unittest.TestCase):
         self.assertIn("unknown dtype", proc.stderr)
 
 
+
+class FakeTracing(unittest.TestCase):
+    """tracing_mode="fake": the same graphs as real tracing, with nothing computed on real data."""
+
+    def assertSameExport(self, fn, inputs, **kw):
+        real = ex.export_aten(fn, inputs, None, **kw)
+        fake = ex.export_aten(fn, inputs, None, tracing_mode="fake", **kw)
+        self.assertEqual([n.target for n in fake.graph_module.graph.nodes],
+                         [n.target for n in real.graph_module.graph.nodes])
+        for a, b in zip(real.graph.nodes, fake.graph.nodes):
+            self.assertEqual((a.target, list(a.outputs)), (b.target, list(b.outputs)), a.name)
+        self.assertEqual(fake.graph, real.graph)  # names, arguments, constants' bytes, inputs, outputs
+        return real, fake
+
+    def test_models_give_the_real_trace_graph(self):
+        """Every model, f32 and bf16, every params mode: node for node the same
+        targets, arguments and TensorMeta (native_layer_norm's mean and rstd in
+        bf16 included, where torch 1.13's meta kernel says float32)."""
+        for name, spec in models.MODELS.items():
+            for dname, dtype in models.DTYPES.items():
+                module, inputs = spec.build(dtype)
+                for params in ("constants", "inputs", "weights"):
+                    with self.subTest(model=name, dtype=dname, params=params):
+                        _, fake = self.assertSameExport(module, inputs, params=params, input_names=spec.input_names)
+                        if name == "gpt2" and dname == "bf16":
+                            ln = node(fake.graph, "aten::native_layer_norm")
+                            self.assertEqual([m.dtype for m in ln.outputs], [pb.BFLOAT16] * 3)
+        # The inference fast path is chosen alike (without grad).
+        module, inputs = models.MODELS["tel_bf"].build(torch.float32)
+        for p in module.parameters():
+            p.requires_grad_(False)
+        _, fake = self.assertSameExport(module, inputs)
+        self.assertIn("aten::_transformer_encoder_layer_fwd", fake.targets())
+
+    def test_functions_constants_and_functionalization(self):
+        def f(x):
+            y = x.clone()
+            y.mul_(2.0)
+            y[:, 0] = 1.0
+            a, b = y.add_(x).split(2, dim=-1)
+            return a * torch.tensor(0.5), torch.var_mean(b, 1, correction=0)
+
+        real, fake = self.assertSameExport(f, (torch.randn(3, 4),))
+        # torch.tensor(0.5) is a real constant even in a fake trace (make_fx lifts its value).
+        self.assertIn(0.5, [ex.constant_value(c).item() for c in fake.graph.constants if not c.meta.shape])
+        outs = graph_eval.evaluate(fake.graph, fake.input_values)
+        for a, b in zip(outs, torch.utils._pytree.tree_flatten(f(torch.clone(fake.input_values["x"])))[0]):
+            self.assertTrue(torch.equal(a, b))
+        with self.assertRaisesRegex(ex.ExportError, "mutates"):
+            ex.export_aten(lambda x: x.add_(1.0), (torch.randn(3),), None, tracing_mode="fake")
+
+    def test_module_never_runs_on_real_tensors(self):
+        from torch._subclasses.fake_tensor import FakeTensor
+
+        seen = []
+
+        class Spy(torch.nn.Module):
+            def __init__(self):
+                super().__init__()
+                self.lin = torch.nn.Linear(8, 4)
+                self.register_buffer("scale", torch.full((4,), 2.0))
+
+            def forward(self, x):
+                seen.append([type(t) for t in (x, self.lin.weight, self.lin.bias, self.scale)])
+                return self.lin(x) * self.scale
+
+        def no_graph_run(*args):
+            raise AssertionError("the graph was run for metadata")
+
+        saved = ex._run_for_metas
+        ex._run_for_metas = no_graph_run
+        try:
+            exp = ex.export_aten(Spy(), (torch.randn(2, 8),), None, tracing_mode="fake")
+        finally:
+            ex._run_for_metas = saved
+        self.assertEqual(len(seen), 1)
+        self.assertTrue(all(issubclass(t, FakeTensor) for t in seen[0]), seen)
+        self.assertEqual(node_targets(exp.graph), ["aten::t", "aten::addmm", "aten::mul.Tensor"])
+        # The real mode, for contrast, runs forward on the real tensors.
+        seen.clear()
+        ex.export_aten(Spy(), (torch.randn(2, 8),), None)
+        self.assertFalse(any(issubclass(t, FakeTensor) for t in seen[0]), seen)
+
+    def test_meta_device_weights_become_inputs(self):
+        """A module built with device="meta" has no weight storage at all; with
+        params="weights" its parameters are inputs and its (real) buffers stay
+        constants: the graph is the one a real module of the same sizes gives."""
+        sizes = dict(hidden=64, heads=4, intermediate=128, max_seq=16)
+        meta = models.LlamaDecoderLayer(device="meta", **sizes).eval().to(torch.bfloat16)
+        self.assertTrue(meta.q_proj.weight.is_meta)
+        self.assertFalse(meta.causal_mask.is_meta)
+        x = torch.empty(1, 8, 64, dtype=torch.bfloat16, device="meta")
+        exp = ex.export_aten(meta, (x,), None, params="weights", tracing_mode="fake")
+        self.assertEqual([c.name for c in exp.graph.constants], ["cos_cached", "sin_cached", "causal_mask"])
+        self.assertTrue(torch.equal(ex.constant_value(exp.graph.constants[2]), meta.causal_mask))
+        self.assertEqual([i.name for i in exp.graph.inputs][:3], ["x", "input_layernorm_weight",
+                                                                  "post_attention_layernorm_weight"])
+        self.assertEqual(list(exp.graph.inputs[3].meta.shape), [64, 64])
+        self.assertTrue(all(v.is_meta for k, v in exp.input_values.items()))
+        real = models.LlamaDecoderLayer(**sizes).eval().to(torch.bfloat16)
+        ref = ex.export_aten(real, (torch.randn(1, 8, 64).to(torch.bfloat16),), None, params="weights")
+        self.assertEqual(exp.graph, ref.graph)
+
+        with self.assertRaisesRegex(ex.ExportError, "meta device and has no value"):
+            ex.export_aten(meta, (x,), None, params="constants", tracing_mode="fake")
+        with self.assertRaisesRegex(ex.ExportError, "tracing_mode='fake'"):
+            ex.export_aten(meta, (x,), None, params="weights")
+
+    def test_plain_tensor_attribute_is_explained(self):
+        class M(torch.nn.Module):
+            def __init__(self):
+                super().__init__()
+                self.table = torch.randn(3)  # neither a parameter nor a registered buffer
+
+            def forward(self, x):
+                return x + self.table
+
+        with self.assertRaisesRegex(ex.ExportError, "register_buffer"):
+            ex.export_aten(M(), (torch.randn(3),), None, tracing_mode="fake")
+        self.assertEqual(len(ex.export_aten(M(), (torch.randn(3),), None).graph.constants), 1)
+
+    def test_cli(self):
+        tmp = tempfile.mkdtemp(prefix="neuroncc-fake-cli-")
+        try:
+            env = dict(os.environ, PYTHONPATH=PYTHON_DIR)
+            paths = {}
+            for mode in ("real", "fake"):
+                paths[mode] = os.path.join(tmp, mode + ".pb")
+                proc = subprocess.run([sys.executable, "-m", "neuroncc.export", "--model", "llama", "--dtype",
+                                       "bf16", "--params", "weights", "--tracing-mode", mode, "-o", paths[mode]],
+                                      env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+                self.assertEqual(proc.returncode, 0, proc.stderr)
+            fake = ex.read_graph(paths["fake"])
+            self.assertEqual(fake, ex.read_graph(paths["real"]))
+            self.assertEqual(sorted(c.name for c in fake.constants), ["causal_mask", "cos_cached", "sin_cached"])
+        finally:
+            shutil.rmtree(tmp, ignore_errors=True)
+
+
 if __name__ == "__main__":
     unittest.main(verbosity=2)

@@ -4,5 +4,6 @@
 - aten_graph_pb2: protoc's module for compiler/graph/aten_graph.proto (checked in)
 - graph_eval: evaluates an exported graph with eager ops (a reference reader)
 - models: small random-weight models (LLaMA layer, GPT-2 block, TransformerEncoderLayer, MLP)
+- workloads: production-size bf16 workloads (7B LLaMA layer...), fake-traced, weights as inputs
 - toolchain: drives neuron-cc / neuron-run / neuron-profile
 """

@@ -18,7 +18,8 @@ Python API
 entries (raw little-endian bytes; bf16 as 2-byte bf16) named after them, dots
 replaced by underscores ("layers.0.weight" -> "layers_0_weight").
 `params="inputs"` makes them extra placeholders after the user inputs, under
-the same names. Tensors created inside the traced code (torch.tensor(...)) are
+the same names; `params="weights"` does so for the parameters only, buffers
+stay constants. Tensors created inside the traced code (torch.tensor(...)) are
 always constants (`is_parameter: false`). User inputs are named after the
 parameters of `forward` / the function (override with `input_names=`).
 
@@ -47,11 +48,48 @@ How a graph is made (torch 1.13, Debian's python3-torch):
   5. Every node's outputs are measured by running the graph on the example
      inputs (shape and dtype of each result; one TensorMeta per element of a
      tuple or list result).
+
+Fake tracing (`tracing_mode="fake"`, `--tracing-mode fake`): production sizes
+without running anything. Step 1 traces with FakeTensors (make_fx's fake
+mode: a FakeTensorMode under the proxy mode), so neither the module nor the
+graph computes on real data; step 5 is replaced by the fake values the trace
+recorded (node.meta["val"]; a tuple-returning node gets the tuple of its
+getitems' values before dead code is dropped). Every example input, parameter
+and buffer is turned into a FakeTensor of the same shape, dtype, strides and
+requires_grad without reading its data, so:
+  - inputs and parameters may be meta-device tensors (torch.empty(...,
+    device="meta"), nn.Linear(..., device="meta"); the models in
+    neuroncc.models take device=): a 7B-size layer exports in well under a
+    second without allocating its weights. Meta tensors become fake *CPU*
+    tensors, so they mix with real CPU buffers, and `device=x.device` in the
+    traced code records "cpu" as a real trace does;
+  - values are needed only for what is written as a constant: with
+    params="constants" every parameter and buffer must be real (a meta one
+    is an ExportError naming it); with params="weights" only the buffers
+    (rotary tables, causal masks: small, and computed for real when the
+    module is built, even if its parameters are on the meta device); with
+    params="inputs" nothing. Tensors the traced code creates from Python data
+    (torch.tensor(...)) are real even in a fake trace (make_fx keeps their
+    value), so they are constants as in a real trace; tensors made by factory
+    ops (ones, full, arange...) are graph nodes either way.
+  - AtenExport.input_values holds the example values given, meta tensors
+    included (they have no data: nothing to save with --save-inputs).
+A module attribute that is a plain tensor (neither parameter nor registered
+buffer) cannot be faked and is an ExportError (register it as a buffer). The
+graph is the one a real trace gives, node for node, TensorMeta included (the
+exporter tests compare both ways on every model and ops' OpInfo samples were
+checked): where torch 1.13's meta kernel gives other result dtypes than the
+CPU kernel (native_layer_norm's mean/rstd for bf16/f16 input) the dtypes are
+taken from the CPU kernel run once on a 1x2 zero tensor (CPU_DTYPE_PROBES).
+Code that branches on tensor values (`if x.sum() > 0`, `.item()`) cannot be
+fake-traced. Ops without a meta kernel fall back, as in make_fx's fake mode,
+to their CPU kernel on zero-filled tensors of the fake shapes.
 Where torch >= 2.1 provides torch.export, `tracer="auto"` uses it instead
 (torch.export.export + run_decompositions(table); parameters, buffers and
 lifted constants come from the graph signature, metadata from node.meta["val"]).
 That path is written against the torch 2.1+ API and is not exercised by this
-repository's tests, which run on torch 1.13.
+repository's tests, which run on torch 1.13. torch.export always traces with
+fake tensors; tracing_mode applies to make_fx only.
 
 Arguments follow the FX node: positional arguments in order (ATen defaults
 that the tracer left out stay out), then keyword arguments with their ATen
@@ -69,7 +107,7 @@ Command line
 ------------
     python3 -m neuroncc.export (--model NAME | --module PKG.MOD:NAME | --factory PKG.MOD:NAME)
         [--init JSON] [--input [NAME=]SHAPE[:DTYPE] ...] [--dtype f32|bf16]
-        [--params constants|inputs] [--train] [--seed N]
+        [--params constants|inputs|weights] [--tracing-mode real|fake] [--train] [--seed N]
         [--save-inputs DIR] [--list-ops] [-o|--output model.pb|model.pbtxt]
 
   --model NAME        one of neuroncc.models.MODELS (llama, gpt2, tel, tel_bf, mlp);
@@ -87,6 +125,10 @@ Command line
                       f16, f64, i64, i32, bool. Floats are standard normal,
                       integers uniform in [0, 10), bools fair coins, from --seed.
   --dtype             cast the module's floating-point state and float inputs.
+  --params            constants (default), inputs (parameters and buffers become
+                      placeholders) or weights (parameters only).
+  --tracing-mode      real (default: trace and measure on the example values)
+                      or fake (FakeTensors only; see "Fake tracing" above).
   --train             trace in training mode (default: eval()).
   --save-inputs DIR   write every placeholder's example value as DIR/NAME.npy
                       (bf16 as float32 values, as neuron-run reads them) and the
@@ -325,7 +367,43 @@ def _state_slots(module):
     return slots
 
 
-def _trace_make_fx(fn, inputs, state, decompositions):
+def _fake_mode():
+    from torch._subclasses.fake_tensor import FakeTensorMode
+    # As make_fx(tracing_mode="fake") makes it (ops without a meta kernel fall back).
+    return FakeTensorMode(allow_fallback_kernels=True)
+
+
+def _to_fake(mode, value):
+    """A FakeTensor standing for `value` on the CPU: shape, dtype, strides,
+    requires_grad and the Parameter type are kept; no data is read or copied.
+    A meta-device tensor (a module built with device="meta") becomes a fake CPU
+    tensor, so it mixes with the module's real CPU buffers and with tensors the
+    traced code creates, and factory calls that take `device=x.device` record
+    device "cpu" as a real trace would."""
+    if value.is_meta:
+        fake = mode.fake_tensor_converter(mode, value.detach(), torch.device("cpu"))
+    else:
+        fake = mode.from_tensor(value.detach())
+    if isinstance(value, torch.nn.Parameter):
+        return torch.nn.Parameter(fake, requires_grad=value.requires_grad)
+    return fake.requires_grad_(value.requires_grad)
+
+
+def _tuple_vals(gm):
+    """make_fx gives a tuple-returning node no meta["val"] of its own; each of
+    its elements is read by a getitem that has one. Before dead code goes (and
+    with it the getitems of unused elements), the node gets the tuple of them."""
+    for node in gm.graph.nodes:
+        if node.op != "call_function" or "val" in node.meta or not node.users:
+            continue
+        items = {u.args[1]: u.meta.get("val") for u in node.users
+                 if u.target is operator.getitem and isinstance(u.args[1], int)}
+        if items and len(items) == len(node.users) and sorted(items) == list(range(len(items))):
+            node.meta["val"] = tuple(items[i] for i in range(len(items)))
+
+
+def _trace_make_fx(fn, inputs, state, decompositions, tracing_mode="real"):
+    import contextlib
     from torch.fx.experimental.proxy_tensor import make_fx
 
     n_state = len(state)
@@ -341,14 +419,35 @@ def _trace_make_fx(fn, inputs, state, decompositions):
 
     # Parameters keep their requires_grad flag (see the module docstring).
     values = [s.value.detach().requires_grad_(s.value.requires_grad) for s in state] + list(inputs)
-    gm = make_fx(flat, decomposition_table=decompositions)(*values)
-    if any(_is_mutating(n) for n in gm.graph.nodes):
-        plain = [v.detach() for v in values]
-        gm = make_fx(_functionalize()(gm, remove="mutations"), decomposition_table=decompositions)(*plain)
-        left = sorted({target_name(n.target) for n in gm.graph.nodes if _is_mutating(n)})
-        if left:
-            raise ExportError("the graph still mutates after functionalization (%s); a function that "
-                              "writes to its inputs cannot be exported" % ", ".join(left))
+    if tracing_mode == "fake":
+        # make_fx(tracing_mode="fake") with the fake values made here, so that
+        # meta-device tensors become CPU fakes too: the same mode stack
+        # (FakeTensorMode under the proxy mode), entered outside make_fx.
+        mode = _fake_mode()
+        values = [_to_fake(mode, v) for v in values]
+        context = mode
+    else:
+        context = contextlib.nullcontext()
+    with context:
+        try:
+            gm = make_fx(flat, decomposition_table=decompositions)(*values)
+        except Exception as e:
+            if tracing_mode == "fake" and "non-Fake Tensor inputs" in str(e):
+                raise ExportError("fake tracing met a real tensor that is neither an input, a parameter nor a "
+                                  "registered buffer (a plain tensor attribute of the module?); register it "
+                                  "with register_buffer or trace with tracing_mode='real': %s" % e) from e
+            raise
+        if tracing_mode == "fake":
+            _tuple_vals(gm)
+        if any(_is_mutating(n) for n in gm.graph.nodes):
+            plain = [v.detach() for v in values]
+            gm = make_fx(_functionalize()(gm, remove="mutations"), decomposition_table=decompositions)(*plain)
+            left = sorted({target_name(n.target) for n in gm.graph.nodes if _is_mutating(n)})
+            if left:
+                raise ExportError("the graph still mutates after functionalization (%s); a function that "
+                                  "writes to its inputs cannot be exported" % ", ".join(left))
+            if tracing_mode == "fake":
+                _tuple_vals(gm)
     _cleanup(gm)
     placeholders = [n for n in gm.graph.nodes if n.op == "placeholder"]
     if len(placeholders) != len(values):
@@ -518,8 +617,45 @@ def _run_for_metas(gm, values):
 
 
 def _meta_values(gm):
-    """torch.export: node.meta['val'] (FakeTensors) as the per-node result."""
+    """torch.export and fake tracing: node.meta['val'] (FakeTensors) as the per-node result."""
     return {n: n.meta.get("val") for n in gm.graph.nodes}
+
+
+# Ops whose meta kernel gives result dtypes other than the CPU kernel's (found
+# by exporting every OpInfo sample of every supported op both ways, f32 and
+# bf16): on torch 1.13, native_layer_norm's meta kernel makes mean and rstd
+# float32 for a bf16/f16 input, where the CPU kernel keeps the input dtype.
+# For these, the dtypes come from the CPU kernel run once on a 1x2 zero tensor
+# of the same dtypes (never on model data); shapes stay the fake ones.
+def _probe_layer_norm(node):
+    def zeros(arg, *shape):
+        return torch.zeros(*shape, dtype=arg.meta["val"].dtype) if isinstance(arg, torch.fx.Node) else None
+    return aten.native_layer_norm.default(zeros(node.args[0], 1, 2), [2], zeros(node.args[2], 2),
+                                          zeros(node.args[3], 2), 1e-5)
+
+
+CPU_DTYPE_PROBES = {aten.native_layer_norm.default: _probe_layer_norm}
+
+
+def _cpu_dtypes(gm, results):
+    """Corrects `results` (fake values) where the meta kernel's dtypes are not the CPU kernel's."""
+    for node in gm.graph.nodes:
+        probe = CPU_DTYPE_PROBES.get(node.target) if node.op == "call_function" else None
+        value = results.get(node)
+        if probe is None or not isinstance(value, (tuple, list)):
+            continue
+        try:
+            cpu = probe(node)
+        except Exception:  # noqa: BLE001 - the CPU kernel refuses these dtypes; keep the meta kernel's
+            continue
+        if all(v.dtype == c.dtype for v, c in zip(value, cpu)):
+            continue
+        fixed = tuple(torch.empty(v.shape, dtype=c.dtype, device="meta") for v, c in zip(value, cpu))
+        results[node] = fixed
+        for user in node.users:
+            if user.target is operator.getitem and isinstance(user.args[1], int):
+                results[user] = fixed[user.args[1]]
+    return results
 
 
 def _build(gm, placeholders, slots, values, params, results, user_outputs=None):
@@ -543,10 +679,15 @@ def _build(gm, placeholders, slots, values, params, results, user_outputs=None):
         node, slot, value = placeholders[i], slots[i], values[i]
         name = unique(slot.name)
         names[node] = name
-        if slot.kind == "input" or (params == "inputs" and slot.kind in ("parameter", "buffer")):
+        if slot.kind == "input" or (params == "inputs" and slot.kind in ("parameter", "buffer")) or (
+                params == "weights" and slot.kind == "parameter"):
             graph.inputs.add(name=name, meta=tensor_meta(value))
             input_values[name] = value
         else:
+            if value.is_meta:
+                raise ExportError("%s %s is on the meta device and has no value to write as a constant; "
+                                  "export with params='inputs' (or 'weights' when only parameters are on "
+                                  "the meta device)" % (slot.kind, slot.source or slot.name))
             graph.constants.add(name=name, meta=tensor_meta(value), data=tensor_bytes(value),
                                 is_parameter=slot.kind == "parameter")
 
@@ -621,16 +762,24 @@ class AtenExport:
 
 
 def export_aten(fn_or_module, example_inputs, path=None, params="constants", input_names=None,
-                decompositions=None, tracer="auto"):
+                decompositions=None, tracer="auto", tracing_mode="real"):
     """Traces `fn_or_module(*example_inputs)` into an ATen graph; writes it to `path` if given.
 
-    params: "constants" (module state becomes named Constants) or "inputs"
-    (extra placeholders after the user inputs). decompositions: a torch._decomp
-    table (default: default_decompositions()). tracer: "auto" (torch.export
-    where available, else make_fx), "make_fx" or "export". Returns AtenExport.
+    params: "constants" (module state becomes named Constants), "inputs"
+    (parameters and buffers become extra placeholders after the user inputs)
+    or "weights" (parameters become placeholders, buffers stay Constants).
+    decompositions: a torch._decomp table (default: default_decompositions()).
+    tracer: "auto" (torch.export where available, else make_fx), "make_fx" or
+    "export". tracing_mode (make_fx only): "real" runs the traced code and the
+    graph on the example values; "fake" traces with FakeTensors and takes every
+    node's metadata from them, so nothing is computed on real data and inputs
+    and parameters may be meta-device tensors (see the module docstring).
+    Returns AtenExport.
     """
-    if params not in ("constants", "inputs"):
-        raise ValueError("params must be 'constants' or 'inputs', not %r" % (params,))
+    if params not in ("constants", "inputs", "weights"):
+        raise ValueError("params must be 'constants', 'inputs' or 'weights', not %r" % (params,))
+    if tracing_mode not in ("real", "fake"):
+        raise ValueError("tracing_mode must be 'real' or 'fake', not %r" % (tracing_mode,))
     if isinstance(example_inputs, torch.Tensor):
         example_inputs = (example_inputs,)
     example_inputs = tuple(example_inputs)
@@ -647,9 +796,16 @@ def export_aten(fn_or_module, example_inputs, path=None, params="constants", inp
     user_outputs = None
     if tracer == "make_fx":
         state = _state_slots(fn_or_module)
-        gm, placeholders, values = _trace_make_fx(fn_or_module, example_inputs, state, decompositions)
+        if tracing_mode == "real":
+            meta = [s.source for s in state if s.value.is_meta]
+            meta += [n for n, x in zip(user_names, example_inputs) if x.is_meta]
+            if meta:
+                raise ExportError("%s: meta-device tensors have no values to trace with; use "
+                                  "tracing_mode='fake'" % ", ".join(meta))
+        gm, placeholders, values = _trace_make_fx(fn_or_module, example_inputs, state, decompositions,
+                                                  tracing_mode)
         slots = state + [_Slot(n, x, "input") for n, x in zip(user_names, example_inputs)]
-        results = _run_for_metas(gm, values)
+        results = _run_for_metas(gm, values) if tracing_mode == "real" else _cpu_dtypes(gm, _meta_values(gm))
     elif tracer == "export":
         if not _have_torch_export():
             raise ExportError("torch %s has no torch.export" % torch.__version__)
@@ -765,8 +921,10 @@ def main(argv=None):
     parser.add_argument("--init", default="{}", help="JSON keyword arguments for the class or factory")
     parser.add_argument("--input", action="append", default=[], help="[NAME=]SHAPE[:DTYPE], in call order")
     parser.add_argument("--dtype", choices=["f32", "bf16", "f16", "f64"], help="cast module state and float inputs")
-    parser.add_argument("--params", choices=["constants", "inputs"], default="constants")
+    parser.add_argument("--params", choices=["constants", "inputs", "weights"], default="constants")
     parser.add_argument("--tracer", choices=["auto", "make_fx", "export"], default="auto")
+    parser.add_argument("--tracing-mode", choices=["real", "fake"], default="real",
+                        help="make_fx tracing: real (run on the example values) or fake (FakeTensors only)")
     parser.add_argument("--train", action="store_true", help="trace in training mode (default eval)")
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--save-inputs", metavar="DIR")
@@ -814,7 +972,8 @@ def main(argv=None):
         inputs = tuple(x.to(dtype) if x.is_floating_point() else x for x in inputs)
 
     try:
-        exp = export_aten(target, inputs, args.output, params=args.params, input_names=names, tracer=args.tracer)
+        exp = export_aten(target, inputs, args.output, params=args.params, input_names=names, tracer=args.tracer,
+                          tracing_mode=args.tracing_mode)
     except ExportError as e:
         print("error: %s" % e, file=sys.stderr)
         return 1
@@ -824,6 +983,11 @@ def main(argv=None):
             len(exp.graph.outputs)))
     if args.save_inputs:
         import numpy as np
+        meta = [name for name, value in exp.input_values.items() if value.is_meta]
+        if meta:
+            print("error: --save-inputs: %s are meta-device tensors without values" % ", ".join(meta),
+                  file=sys.stderr)
+            return 1
         os.makedirs(args.save_inputs, exist_ok=True)
         for name, value in exp.input_values.items():
             np.save(os.path.join(args.save_inputs, name + ".npy"), to_numpy(value))

@@ -25,6 +25,11 @@ in seconds.
   rmsnorm the project's headline: RMSNorm as six ATen ops (x*x, mean, + eps,
           rsqrt, x*rms, *weight) on 4x512; the one model the compiler already
           handles end to end, so it keeps the harness's passing path tested.
+
+LlamaDecoderLayer, GPT2Block, RMSNorm, NaiveRMSNorm and Conv1D take
+`device=`: with device="meta" their parameters have no storage (buffers are
+still computed on the CPU), for fake-mode export with the weights as graph
+inputs (neuroncc.workloads builds them at production sizes that way).
 """
 import math
 
@@ -37,9 +42,9 @@ import torch.nn.functional as F
 # LLaMA-style decoder layer
 
 class RMSNorm(nn.Module):
-    def __init__(self, dim, eps=1e-6):
+    def __init__(self, dim, eps=1e-6, device=None):
         super().__init__()
-        self.weight = nn.Parameter(torch.ones(dim))
+        self.weight = nn.Parameter(torch.ones(dim, device=device))
         self.eps = eps
 
     def forward(self, x):
@@ -55,19 +60,22 @@ def rotate_half(x):
 
 
 class LlamaDecoderLayer(nn.Module):
-    def __init__(self, hidden=128, heads=4, intermediate=256, max_seq=32, rope_base=10000.0):
+    def __init__(self, hidden=128, heads=4, intermediate=256, max_seq=32, rope_base=10000.0, device=None):
+        # device="meta": parameters without storage (for fake-mode export with
+        # the weights as graph inputs); the rotary tables and the causal mask
+        # are buffers computed on the CPU either way.
         super().__init__()
         self.heads = heads
         self.head_dim = hidden // heads
-        self.input_layernorm = RMSNorm(hidden)
-        self.post_attention_layernorm = RMSNorm(hidden)
-        self.q_proj = nn.Linear(hidden, hidden, bias=False)
-        self.k_proj = nn.Linear(hidden, hidden, bias=False)
-        self.v_proj = nn.Linear(hidden, hidden, bias=False)
-        self.o_proj = nn.Linear(hidden, hidden, bias=False)
-        self.gate_proj = nn.Linear(hidden, intermediate, bias=False)
-        self.up_proj = nn.Linear(hidden, intermediate, bias=False)
-        self.down_proj = nn.Linear(intermediate, hidden, bias=False)
+        self.input_layernorm = RMSNorm(hidden, device=device)
+        self.post_attention_layernorm = RMSNorm(hidden, device=device)
+        self.q_proj = nn.Linear(hidden, hidden, bias=False, device=device)
+        self.k_proj = nn.Linear(hidden, hidden, bias=False, device=device)
+        self.v_proj = nn.Linear(hidden, hidden, bias=False, device=device)
+        self.o_proj = nn.Linear(hidden, hidden, bias=False, device=device)
+        self.gate_proj = nn.Linear(hidden, intermediate, bias=False, device=device)
+        self.up_proj = nn.Linear(hidden, intermediate, bias=False, device=device)
+        self.down_proj = nn.Linear(intermediate, hidden, bias=False, device=device)
         inv_freq = 1.0 / (rope_base ** (torch.arange(0, self.head_dim, 2, dtype=torch.float32) / self.head_dim))
         freqs = torch.outer(torch.arange(max_seq, dtype=torch.float32), inv_freq)
         emb = torch.cat((freqs, freqs), dim=-1)
@@ -102,10 +110,10 @@ class LlamaDecoderLayer(nn.Module):
 class Conv1D(nn.Module):
     """HF GPT-2's Conv1D: y = x @ W + b with W stored (in, out)."""
 
-    def __init__(self, nx, nf):
+    def __init__(self, nx, nf, device=None):
         super().__init__()
-        self.weight = nn.Parameter(torch.randn(nx, nf) * 0.02)
-        self.bias = nn.Parameter(torch.randn(nf) * 0.02)
+        self.weight = nn.Parameter(torch.randn(nx, nf, device=device) * 0.02)
+        self.bias = nn.Parameter(torch.randn(nf, device=device) * 0.02)
 
     def forward(self, x):
         shape = x.shape[:-1] + (self.weight.shape[1],)
@@ -113,17 +121,17 @@ class Conv1D(nn.Module):
 
 
 class GPT2Block(nn.Module):
-    def __init__(self, hidden=128, heads=4, eps=1e-5):
+    def __init__(self, hidden=128, heads=4, eps=1e-5, device=None):
         super().__init__()
         self.heads = heads
         self.head_dim = hidden // heads
         self.hidden = hidden
-        self.ln_1 = nn.LayerNorm(hidden, eps=eps)
-        self.c_attn = Conv1D(hidden, 3 * hidden)
-        self.attn_proj = Conv1D(hidden, hidden)
-        self.ln_2 = nn.LayerNorm(hidden, eps=eps)
-        self.c_fc = Conv1D(hidden, 4 * hidden)
-        self.mlp_proj = Conv1D(4 * hidden, hidden)
+        self.ln_1 = nn.LayerNorm(hidden, eps=eps, device=device)
+        self.c_attn = Conv1D(hidden, 3 * hidden, device=device)
+        self.attn_proj = Conv1D(hidden, hidden, device=device)
+        self.ln_2 = nn.LayerNorm(hidden, eps=eps, device=device)
+        self.c_fc = Conv1D(hidden, 4 * hidden, device=device)
+        self.mlp_proj = Conv1D(4 * hidden, hidden, device=device)
 
     def split_heads(self, t):
         b, s, _ = t.shape
@@ -164,9 +172,9 @@ class MLP(nn.Module):
 
 
 class NaiveRMSNorm(nn.Module):
-    def __init__(self, dim=512, eps=1e-6):
+    def __init__(self, dim=512, eps=1e-6, device=None):
         super().__init__()
-        self.weight = nn.Parameter(torch.ones(dim))
+        self.weight = nn.Parameter(torch.ones(dim, device=device))
         self.eps = eps
 
     def forward(self, x):
