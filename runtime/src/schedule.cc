@@ -4,6 +4,7 @@
 #include <array>
 #include <cmath>
 #include <map>
+#include <queue>
 
 #include "absl/strings/str_cat.h"
 #include "race_check.h"
@@ -196,31 +197,34 @@ absl::StatusOr<DispatchSchedule> Simulate(const std::vector<const neff::Kernel*>
   std::vector<std::vector<uint64_t>> ends(Q);
   std::vector<size_t> next(Q, 0);
   std::vector<uint64_t> free_at(Q, 0);
-  for (size_t remaining = entries.size(); remaining > 0; --remaining) {
-    uint32_t best_q = Q;
-    uint64_t best_start = 0;
-    for (uint32_t q = 0; q < Q; ++q) {
-      if (next[q] == queue[q].size()) continue;
-      const Entry& e = entries[queue[q][next[q]]];
-      uint64_t start = free_at[q];
-      bool ready = true;
-      for (uint32_t w = e.first_wait; w < e.first_wait + e.wait_count; ++w) {
-        const auto [wq, count] = waits[w];
-        if (ends[wq].size() < count) {
-          ready = false;
-          break;
-        }
-        start = std::max(start, ends[wq][count - 1]);
+  // Queue heads whose waits are all met, by (start, queue): the earliest
+  // start runs next, ties going to the lower queue index. A head that waits
+  // for a count not reached yet is parked on that queue until it is.
+  using Ready = std::pair<uint64_t, uint32_t>;
+  std::priority_queue<Ready, std::vector<Ready>, std::greater<Ready>> ready;
+  std::vector<std::vector<std::pair<uint32_t, uint32_t>>> parked(Q);  // (queue, count it needs)
+  auto try_head = [&](uint32_t q) {
+    if (next[q] == queue[q].size()) return;
+    const Entry& e = entries[queue[q][next[q]]];
+    uint64_t start = free_at[q];
+    for (uint32_t w = e.first_wait; w < e.first_wait + e.wait_count; ++w) {
+      const auto [wq, count] = waits[w];
+      if (ends[wq].size() < count) {
+        parked[wq].push_back({q, count});
+        return;
       }
-      if (ready && (best_q == Q || start < best_start)) {
-        best_q = q;
-        best_start = start;
-      }
+      start = std::max(start, ends[wq][count - 1]);
     }
-    if (best_q == Q)
+    ready.push({start, q});
+  };
+  for (uint32_t q = 0; q < Q; ++q) try_head(q);
+  for (size_t remaining = entries.size(); remaining > 0; --remaining) {
+    if (ready.empty())
       return absl::InternalError(absl::StrCat("kernel '", kernels.front()->name(), "'",
                                               kernels.size() > 1 ? " and the kernels after it" : "",
                                               ": semaphore waits deadlock"));
+    const auto [best_start, best_q] = ready.top();
+    ready.pop();
     const Entry& e = entries[queue[best_q][next[best_q]++]];
     const size_t local = size_t(e.kernel) - size_t(first_kernel);
     const Instruction& inst = kernels[local]->instructions(int(e.instruction));
@@ -232,6 +236,19 @@ absl::StatusOr<DispatchSchedule> Simulate(const std::vector<const neff::Kernel*>
     if (x.instruction_count++ == 0) x.start = best_start;
     x.end = std::max(x.end, end);
     sched.order.push_back({e.kernel, e.instruction, best_q, best_start, end});
+    try_head(best_q);
+    // Heads parked on this queue whose count is now reached try again.
+    std::vector<std::pair<uint32_t, uint32_t>>& waiting = parked[best_q];
+    for (size_t i = 0; i < waiting.size();) {
+      if (waiting[i].second <= ends[best_q].size()) {
+        const uint32_t q = waiting[i].first;
+        waiting[i] = waiting.back();
+        waiting.pop_back();
+        try_head(q);
+      } else {
+        ++i;
+      }
+    }
   }
   return sched;
 }

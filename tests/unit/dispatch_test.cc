@@ -12,9 +12,6 @@
 #include "device_model.h"
 #include "executor.h"
 #include "neff_format.h"
-#include "nrt/nrt.h"
-#include "nrt/nrt_ext.h"
-#include "nrt/nrt_profile.h"
 #include "ntff_format.h"
 #include "profile.h"
 #include "test_neffs.h"
@@ -248,79 +245,6 @@ TEST(DispatchModel, ProfilesNestKernelsInTheirDispatch) {
   EXPECT_EQ(count("\"nc_exec_running\""), 1u);
   EXPECT_EQ(count("\"name\":\"square\""), 1u);  // one slice per kernel
   EXPECT_EQ(count("\"name\":\"fused\""), 1u);
-}
-
-// ---------------------------------------------------------------------------
-// Timing-only executions through the C API.
-
-std::string LastError() { return nrt_get_last_error_message(); }
-
-std::string ProfileOf(nrt_model_t* m, bool timing_only, const nrt_tensor_set_t* in, nrt_tensor_set_t* out,
-                      const std::string& path) {
-  EXPECT_EQ(nrt_profile_start(m, path.c_str()), NRT_SUCCESS) << LastError();
-  NRT_STATUS st = timing_only ? nrt_execute_timing_only(m, in, out, 2) : nrt_execute_repeat(m, in, out, 2);
-  EXPECT_EQ(st, NRT_SUCCESS) << LastError();
-  EXPECT_EQ(nrt_profile_stop(path.c_str()), NRT_SUCCESS) << LastError();
-  absl::StatusOr<std::string> bytes = ReadFile(path);
-  EXPECT_TRUE(bytes.ok());
-  std::remove(path.c_str());
-  return bytes.ok() ? *bytes : "";
-}
-
-TEST(TimingOnly, SameTimelineStatsAndProfileAsAFullRun) {
-  ASSERT_EQ(nrt_init(NRT_FRAMEWORK_TYPE_NO_FW, "", ""), NRT_SUCCESS);
-  for (DispatchModel model : {DISPATCH_PER_KERNEL, DISPATCH_WHOLE_GRAPH}) {
-    Executable exe = TwoKernelModel(16, 64);
-    exe.set_dispatch_model(model);
-    std::string bytes = Serialize(exe);
-    nrt_model_t* m = nullptr;
-    ASSERT_EQ(nrt_load(bytes.data(), bytes.size(), -1, -1, &m), NRT_SUCCESS) << LastError();
-    nrt_tensor_set_t *in = nullptr, *out = nullptr;
-    ASSERT_EQ(nrt_allocate_tensor_set(&in), NRT_SUCCESS);
-    ASSERT_EQ(nrt_allocate_tensor_set(&out), NRT_SUCCESS);
-    std::vector<nrt_tensor_t*> tensors;
-    for (const char* name : {"x", "w", "z"}) {
-      nrt_tensor_t* t = nullptr;
-      ASSERT_EQ(nrt_tensor_allocate(NRT_TENSOR_PLACEMENT_DEVICE, 0, 16 * 64 * 4, name, &t), NRT_SUCCESS);
-      std::string init = Floats(16 * 64, 1.5f);
-      ASSERT_EQ(nrt_tensor_write(t, init.data(), 0, init.size()), NRT_SUCCESS);
-      ASSERT_EQ(nrt_add_tensor_to_tensor_set(std::string(name) == "z" ? out : in, name, t), NRT_SUCCESS);
-      tensors.push_back(t);
-    }
-    std::string path = ::testing::TempDir() + "/timing_only.ntff";
-    std::string full = ProfileOf(m, false, in, out, path);
-    nrt_execution_stats_t a{}, b{};
-    ASSERT_EQ(nrt_get_last_execution_stats(m, &a, sizeof(a), nullptr), NRT_SUCCESS);
-    EXPECT_EQ(a.timing_only, 0u);
-    // Outputs are not touched: z keeps a marker.
-    std::string marker(16 * 64 * 4, '\x5a');
-    ASSERT_EQ(nrt_tensor_write(tensors[2], marker.data(), 0, marker.size()), NRT_SUCCESS);
-    std::string timed = ProfileOf(m, true, nullptr, nullptr, path);
-    ASSERT_EQ(nrt_get_last_execution_stats(m, &b, sizeof(b), nullptr), NRT_SUCCESS);
-    EXPECT_EQ(b.timing_only, 1u);
-    EXPECT_FALSE(full.empty());
-    EXPECT_EQ(full, timed);  // byte-identical NTFF
-    EXPECT_EQ(std::memcmp(&a, &b, offsetof(nrt_execution_stats_t, timing_only)), 0);
-    EXPECT_EQ(a.dispatch_count, model == DISPATCH_WHOLE_GRAPH ? 1u : 2u);
-    EXPECT_EQ(a.kernel_count, 2u);
-    std::string z(marker.size(), '\0');
-    ASSERT_EQ(nrt_tensor_read(tensors[2], z.data(), 0, z.size()), NRT_SUCCESS);
-    EXPECT_EQ(z, marker);
-    // Sets that are given are checked as nrt_execute checks them.
-    nrt_tensor_set_t* partial = nullptr;
-    ASSERT_EQ(nrt_allocate_tensor_set(&partial), NRT_SUCCESS);
-    ASSERT_EQ(nrt_add_tensor_to_tensor_set(partial, "x", tensors[0]), NRT_SUCCESS);
-    EXPECT_EQ(nrt_execute_timing_only(m, partial, nullptr, 1), NRT_INVALID);
-    EXPECT_NE(LastError().find("missing input 'w'"), std::string::npos) << LastError();
-    EXPECT_EQ(nrt_execute_timing_only(m, in, out, 0), NRT_INVALID);
-    EXPECT_EQ(nrt_execute_timing_only(nullptr, nullptr, nullptr, 1), NRT_INVALID);
-    nrt_destroy_tensor_set(&partial);
-    nrt_destroy_tensor_set(&in);
-    nrt_destroy_tensor_set(&out);
-    for (nrt_tensor_t* t : tensors) nrt_tensor_free(&t);
-    nrt_unload(m);
-  }
-  nrt_close();
 }
 
 }  // namespace
