@@ -243,7 +243,8 @@ struct SchedulePass : impl::ScheduleBase<SchedulePass> {
     std::vector<uint32_t> queueCount(neff::kMaxQueues, 0);
     std::vector<uint64_t> finish(insts.size(), 0);
     std::vector<uint32_t> queueOf(insts.size(), 0), positionOf(insts.size(), 0);
-    std::vector<std::vector<uint32_t>> clock(insts.size());
+    using QueueCounts = std::array<uint32_t, neff::kMaxQueues>;
+    std::vector<QueueCounts> clock(insts.size());
     std::vector<size_t> lastOnQueue(neff::kMaxQueues, 0);
     std::vector<std::vector<size_t>> instAt(neff::kMaxQueues);
     OpBuilder b(kernel);
@@ -296,18 +297,20 @@ struct SchedulePass : impl::ScheduleBase<SchedulePass> {
       finish[i] = bestEnd;
       queueOf[i] = bestQueue;
       positionOf[i] = queueCount[bestQueue]++;
-      op->setAttr("engine", b.getStringAttr(neff::EngineName(bestEngine)));
-      if (isDma) op->setAttr("queue", b.getI64IntegerAttr(bestQueue - neff::kComputeQueues));
+      // One attribute dictionary per op (each setAttr would rebuild it).
+      NamedAttrList attrs(op->getAttrDictionary());
+      attrs.set("engine", b.getStringAttr(neff::EngineName(bestEngine)));
+      if (isDma) attrs.set("queue", b.getI64IntegerAttr(bestQueue - neff::kComputeQueues));
 
       // Waits: per producer queue, the latest conflicting instruction. A
       // wait is dropped when another wait (or the previous instruction on
       // this queue) already guarantees it, tracked with vector clocks:
       // clock[i][q] = instructions of queue q known complete when i completes.
-      std::vector<uint32_t> need(neff::kMaxQueues, 0);
+      QueueCounts need{};
       for (size_t j : deps)
         if (queueOf[j] != bestQueue)
           need[queueOf[j]] = std::max(need[queueOf[j]], positionOf[j] + 1);
-      std::vector<uint32_t> implied(neff::kMaxQueues, 0);
+      QueueCounts implied{};
       auto absorb = [&](size_t j) {
         for (uint32_t q = 0; q < neff::kMaxQueues; ++q) implied[q] = std::max(implied[q], clock[j][q]);
       };
@@ -315,13 +318,14 @@ struct SchedulePass : impl::ScheduleBase<SchedulePass> {
       for (uint32_t q = 0; q < neff::kMaxQueues; ++q)
         if (need[q] > 0) absorb(instAt[q][need[q] - 1]);
       SmallVector<int64_t> waits;
-      std::vector<uint32_t> ownClock(neff::kMaxQueues, 0);
+      QueueCounts ownClock{};
       if (positionOf[i] > 0) ownClock = clock[lastOnQueue[bestQueue]];
       for (uint32_t q = 0; q < neff::kMaxQueues; ++q) {
+        if (need[q] == 0 || ownClock[q] >= need[q]) continue;
         bool impliedByOthers = false;
         for (uint32_t r = 0; r < neff::kMaxQueues && !impliedByOthers; ++r)
           if (r != q && need[r] > 0 && clock[instAt[r][need[r] - 1]][q] >= need[q]) impliedByOthers = true;
-        if (need[q] > 0 && !impliedByOthers && ownClock[q] < need[q]) {
+        if (!impliedByOthers) {
           waits.push_back(q);
           waits.push_back(need[q]);
           ++numWaits;
@@ -332,7 +336,8 @@ struct SchedulePass : impl::ScheduleBase<SchedulePass> {
       clock[i] = implied;
       lastOnQueue[bestQueue] = i;
       instAt[bestQueue].push_back(i);
-      if (!waits.empty()) op->setAttr("waits", b.getDenseI64ArrayAttr(waits));
+      if (!waits.empty()) attrs.set("waits", b.getDenseI64ArrayAttr(waits));
+      op->setAttrs(attrs.getDictionary(op->getContext()));
     }
   }
 };

@@ -152,7 +152,11 @@ int compile() {
   if (absl::Status st = neuroncc::neff::WriteFileAtomic(outputPath, *neff); !st.ok())
     return fail(kErrWrite, std::string(st.message()));
   std::string summary = "wrote " + outputPath + " (" + std::to_string(neff->size()) + " bytes)\n";
-  if (absl::StatusOr<neuroncc::neff::Neff> parsed = neuroncc::neff::ParseNeff(*neff); parsed.ok()) {
+  // Only the verbose summary needs the NEFF back (parsing re-verifies it all).
+  const bool verboseSummary = verbose == "info" || verbose == "debug";
+  absl::StatusOr<neuroncc::neff::Neff> parsed = absl::CancelledError("not needed");
+  if (verboseSummary) parsed = neuroncc::neff::ParseNeff(*neff);
+  if (parsed.ok()) {
     // Pass statistics are compiled out of Debian's LLVM, so summarize here.
     const auto& exe = parsed->executable;
     size_t instructions = 0;
@@ -170,7 +174,7 @@ int compile() {
       summary += "\n";
     }
   }
-  if (verbose == "info" || verbose == "debug") llvm::outs() << summary;
+  if (verboseSummary) llvm::outs() << summary;
   if (memoryReport || !memoryPlanCsv.empty()) {
     absl::StatusOr<neuroncc::HbmPlanReport> plan = neuroncc::readHbmPlan(*module);
     if (!plan.ok()) return fail(kErrCompile, "memory report: " + std::string(plan.status().message()));
