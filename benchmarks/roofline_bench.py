@@ -39,7 +39,6 @@ import json
 import os
 import re
 import shutil
-import subprocess
 import sys
 import tempfile
 import time
@@ -141,9 +140,7 @@ def measure(name, export_fn, target, workdir):
         stage = "profile"
         t0 = time.perf_counter()
         toolchain.capture_ntff(neff, ntff, timing_only=True)
-        s = json.loads(subprocess.run([toolchain.tool("neuron-profile"), "view", "-n", neff, "-s", ntff,
-                                       "--output-format", "summary-json"], check=True, stdout=subprocess.PIPE,
-                                      text=True).stdout)
+        s = toolchain.ntff_summary(neff, ntff)
         row["profile_s"] = time.perf_counter() - t0
     except Exception as e:  # noqa: BLE001 - any failure is reported in the table
         row["error"] = "%s: %s" % (stage, reason(e))

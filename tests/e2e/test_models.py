@@ -101,6 +101,14 @@ class ModelCase:
             raise common.CaseFailure("timing-only: " + common.compiler_reason(e)) from e
         if not same:
             raise common.CaseFailure("timing-only: its NTFF differs from a full execution's")
+        # Fused code is one dispatch: the fixed launch cost is paid once,
+        # however many kernels the graph has.
+        summary = toolchain.ntff_summary(neff, os.path.join(workdir, "full.ntff"))
+        if opt > 0 and (summary["dispatch_count"] != 1 or
+                        abs(summary["launch_overhead_time"] - summary["dispatch_overhead_ns"] * 1e-9) > 1e-12):
+            raise common.CaseFailure("dispatch model: -O%d ran %d dispatches (%d kernels), launch overhead %g s"
+                                     % (opt, summary["dispatch_count"], summary["kernel_count"],
+                                        summary["launch_overhead_time"]))
         errors = []
         for i, (y, r) in enumerate(zip(outs, ref)):
             errors.append(common.compare(y, r, TOLERANCE[dtype]))

@@ -84,6 +84,12 @@ def timing_only_matches(neff, scratch):
     return full == timed
 
 
+def ntff_summary(neff, ntff):
+    """summary-json of one NEFF and its NTFF, as a dict."""
+    return json.loads(_run([tool("neuron-profile"), "view", "-n", neff, "-s", ntff,
+                            "--output-format", "summary-json"]))
+
+
 def profile_summary(profile_dir):
     return json.loads(_run([tool("neuron-profile"), "view", "-d", profile_dir,
                             "--output-format", "summary-json"]))
