@@ -279,12 +279,23 @@ struct SchedulePass : impl::ScheduleBase<SchedulePass> {
       uint32_t bestQueue = 0;
       neff::Engine bestEngine = neff::ENGINE_INVALID;
       uint64_t bestEnd = UINT64_MAX;
+      // The cost depends on the engine, not on the queue (every DMA queue
+      // prices a transfer alike): priced once per engine.
+      neff::Engine pricedEngine = neff::ENGINE_INVALID;
+      uint64_t cost = 0;
       for (auto [queue, engine] : candidates) {
-        neff::Instruction priced = proto;
-        if (engine == neff::SCALAR && proto.opcode() == neff::TENSOR_SCALAR)
-          priced.set_opcode(neff::ACTIVATION);
+        if (engine != pricedEngine) {
+          pricedEngine = engine;
+          if (engine == neff::SCALAR && proto.opcode() == neff::TENSOR_SCALAR) {
+            proto.set_opcode(neff::ACTIVATION);
+            cost = neff::CostOnEnginePs(proto, engine, device);
+            proto.set_opcode(neff::TENSOR_SCALAR);
+          } else {
+            cost = neff::CostOnEnginePs(proto, engine, device);
+          }
+        }
         uint64_t start = std::max(ready, queueFree[queue]);
-        uint64_t end = start + neff::CostOnEnginePs(priced, engine, device);
+        uint64_t end = start + cost;
         if (end < bestEnd) {
           bestEnd = end;
           bestQueue = queue;

@@ -41,8 +41,9 @@ def main():
         times[name] = summary["total_time"]
         err = np.max(np.abs(y - ref)) / np.max(np.abs(ref))
         print("=" * 100)
-        print("%s -O%d: %d kernel(s), modeled device time %.1f us, max error vs float64 %.2e (of max |ref|)"
-              % (graph, opt, summary["kernel_count"], summary["total_time"] * 1e6, err))
+        print("%s -O%d: %d dispatch(es) of %d kernel(s), modeled device time %.1f us, max error vs float64 "
+              "%.2e (of max |ref|)" % (graph, opt, summary["dispatch_count"], summary["kernel_count"],
+                                      summary["total_time"] * 1e6, err))
         print("=" * 100)
         print(toolchain.profile_table(profile))
     base = times["naive_O0"]
