@@ -14,6 +14,7 @@
 #include "neff_format.h"
 #include "ntff_format.h"
 #include "profile.h"
+#include "run_executable.h"
 #include "test_neffs.h"
 
 namespace neuroncc {
@@ -24,31 +25,10 @@ using namespace testing;
 
 constexpr uint32_t kVectorQ = 1, kDma0 = 4;
 
-struct Outcome {
-  std::vector<std::string> outputs;
-  rt::ExecutionStats stats;
-  std::vector<rt::DispatchSchedule> schedules;
-};
+using Outcome = ExecutableRun;
 
 Outcome Execute(const Executable& exe, const std::vector<std::string>& inputs) {
-  Outcome r;
-  absl::StatusOr<Neff> neff = ParseNeff(Serialize(exe));
-  EXPECT_TRUE(neff.ok()) << neff.status();
-  if (!neff.ok()) return r;
-  auto ex = rt::Executor::Create(*neff, *DeviceForTarget(exe.target()));
-  EXPECT_TRUE(ex.ok()) << ex.status();
-  if (!ex.ok()) return r;
-  std::vector<const void*> in;
-  for (const std::string& s : inputs) in.push_back(s.data());
-  std::vector<void*> out;
-  for (int i = 0; i < exe.graph_outputs_size(); ++i)
-    r.outputs.push_back(std::string(exe.tensors(int(exe.graph_outputs(i))).size_bytes(), '\0'));
-  for (std::string& s : r.outputs) out.push_back(s.data());
-  absl::Status st = (*ex)->Run(in, out);
-  EXPECT_TRUE(st.ok()) << st;
-  r.stats = (*ex)->stats();
-  r.schedules = (*ex)->schedules();
-  return r;
+  return RunExecutable(exe, inputs);
 }
 
 std::string Floats(size_t n, float scale) {

@@ -12,6 +12,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "float_convert.h"
+#include "run_executable.h"
 #include "test_neffs.h"
 
 namespace neuroncc {
@@ -52,38 +53,12 @@ std::vector<float> FromBf16(const std::string& s) {
   return v;
 }
 
-struct Result {
-  std::vector<std::string> outputs;
-  rt::ExecutionStats stats;
-  std::vector<DispatchSchedule> schedules;
-};
+using Result = ExecutableRun;
 
-// Serializes, parses (so the verifier sees every test program), executes.
-// `outputs_init` optionally pre-fills the output buffers.
 Result RunExe(const Executable& exe, const std::vector<std::string>& inputs,
               const std::vector<std::string>& segments = {},
               const std::vector<std::string>& outputs_init = {}) {
-  Result r;
-  absl::StatusOr<Neff> neff = ParseNeff(Serialize(exe, segments));
-  EXPECT_TRUE(neff.ok()) << neff.status();
-  if (!neff.ok()) return r;
-  auto ex = rt::Executor::Create(*neff, *DeviceForTarget(exe.target()));
-  EXPECT_TRUE(ex.ok()) << ex.status();
-  if (!ex.ok()) return r;
-  std::vector<const void*> in;
-  for (const std::string& s : inputs) in.push_back(s.data());
-  for (int i = 0; i < exe.graph_outputs_size(); ++i) {
-    const Tensor& t = exe.tensors(int(exe.graph_outputs(i)));
-    r.outputs.push_back(size_t(i) < outputs_init.size() ? outputs_init[size_t(i)]
-                                                       : std::string(t.size_bytes(), '\0'));
-  }
-  std::vector<void*> out;
-  for (std::string& s : r.outputs) out.push_back(s.data());
-  absl::Status st = (*ex)->Run(in, out);
-  EXPECT_TRUE(st.ok()) << st;
-  r.stats = (*ex)->stats();
-  r.schedules = (*ex)->schedules();
-  return r;
+  return RunExecutable(exe, inputs, segments, outputs_init);
 }
 
 // One-kernel harness: every input [P, N] of `in_dtypes` is DMA-loaded into
