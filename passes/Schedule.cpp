@@ -308,8 +308,10 @@ struct SchedulePass : impl::ScheduleBase<SchedulePass> {
       finish[i] = bestEnd;
       queueOf[i] = bestQueue;
       positionOf[i] = queueCount[bestQueue]++;
-      // One attribute dictionary per op (each setAttr would rebuild it).
-      NamedAttrList attrs(op->getAttrDictionary());
+      // One discardable-attribute dictionary per op (each setAttr would
+      // rebuild it; the full dictionary would also materialize the op's
+      // properties).
+      NamedAttrList attrs(op->getDiscardableAttrDictionary());
       attrs.set("engine", b.getStringAttr(neff::EngineName(bestEngine)));
       if (isDma) attrs.set("queue", b.getI64IntegerAttr(bestQueue - neff::kComputeQueues));
 
@@ -348,7 +350,7 @@ struct SchedulePass : impl::ScheduleBase<SchedulePass> {
       lastOnQueue[bestQueue] = i;
       instAt[bestQueue].push_back(i);
       if (!waits.empty()) attrs.set("waits", b.getDenseI64ArrayAttr(waits));
-      op->setAttrs(attrs.getDictionary(op->getContext()));
+      op->setDiscardableAttrs(attrs.getDictionary(op->getContext()));
     }
   }
 };
