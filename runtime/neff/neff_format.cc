@@ -12,6 +12,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "device_model.h"
+#include "race_check.h"
 
 namespace neuroncc::neff {
 namespace {
@@ -552,35 +553,21 @@ absl::Status VerifyInstruction(const Instruction& inst, const Kernel& k, const E
 
 // Replays only the semaphore protocol: every queue runs in order, an
 // instruction issues once each of its waits is met. If no queue can make
-// progress before all are done, the kernel would hang on the device.
+// progress before all are done, the kernel would hang on the device. The
+// replay (SemaphoreReplayOrder, shared with the race check) is event-driven:
+// O(n + waits * log queues).
 absl::Status VerifyNoDeadlock(const Kernel& k, const std::string& where) {
-  std::vector<std::vector<const Instruction*>> queues(kMaxQueues);
-  for (const Instruction& inst : k.instructions())
-    queues[QueueIndex(inst.engine(), inst.queue())].push_back(&inst);
+  std::vector<uint32_t> queue_size(kMaxQueues, 0);
+  for (const Instruction& inst : k.instructions()) ++queue_size[QueueIndex(inst.engine(), inst.queue())];
   for (const Instruction& inst : k.instructions())
     for (const Wait& w : inst.waits()) {
       if (w.queue() >= kMaxQueues) return Bad(absl::StrCat(where, ": wait on queue ", w.queue()));
-      if (w.count() > queues[w.queue()].size())
+      if (w.count() > queue_size[w.queue()])
         return Bad(absl::StrCat(where, ": waits for ", w.count(), " instructions of queue ",
-                                QueueName(w.queue()), " which has ", queues[w.queue()].size()));
+                                QueueName(w.queue()), " which has ", queue_size[w.queue()]));
     }
-  std::vector<size_t> done(kMaxQueues, 0);
-  size_t remaining = size_t(k.instructions_size());
-  while (remaining > 0) {
-    bool progressed = false;
-    for (uint32_t q = 0; q < kMaxQueues; ++q) {
-      while (done[q] < queues[q].size()) {
-        const Instruction* inst = queues[q][done[q]];
-        bool ready = std::all_of(inst->waits().begin(), inst->waits().end(),
-                                 [&](const Wait& w) { return done[w.queue()] >= w.count(); });
-        if (!ready) break;
-        ++done[q];
-        --remaining;
-        progressed = true;
-      }
-    }
-    if (!progressed) return Bad(absl::StrCat(where, ": semaphore waits deadlock"));
-  }
+  std::vector<uint32_t> order;
+  if (!SemaphoreReplayOrder(k, &order)) return Bad(absl::StrCat(where, ": semaphore waits deadlock"));
   return absl::OkStatus();
 }
 

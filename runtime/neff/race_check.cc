@@ -2,6 +2,11 @@
 
 #include <algorithm>
 #include <array>
+#include <functional>
+#include <iterator>
+#include <map>
+#include <queue>
+#include <utility>
 
 #include "absl/strings/str_cat.h"
 #include "device_model.h"
@@ -11,6 +16,8 @@ namespace neuroncc::neff {
 namespace {
 
 using Region = OnChipRegion;
+constexpr uint32_t Q = kMaxQueues;
+constexpr int kMaxRegions = 4;  // the most OnChipFootprint returns (select, matmul, ...)
 
 Region Whole(const TileRef& t, bool write) {
   return {write, t.space(), t.start_partition(), t.start_partition() + t.partitions(),
@@ -23,43 +30,67 @@ Region First(const TileRef& t, bool write) {
           t.byte_offset(), t.byte_offset() + DTypeSize(t.dtype())};
 }
 
-}  // namespace
+// An instruction's footprint without allocating: at most kMaxRegions regions.
+struct Footprint {
+  std::array<Region, kMaxRegions> r;
+  int n = 0;
+  void Add(const Region& x) { r[size_t(n++)] = x; }
+  const Region* begin() const { return r.data(); }
+  const Region* end() const { return r.data() + n; }
+};
 
-std::vector<Region> OnChipFootprint(const Instruction& i) {
+Footprint FootprintOf(const Instruction& i) {
+  Footprint f;
   switch (i.opcode()) {
     case DMA_LOAD:
-    case DMA_GATHER: return {Whole(i.out(), true)};  // reads only HBM
-    case DMA_STORE: return {Whole(i.in0(), false)};
-    case TENSOR_TENSOR: return {Whole(i.in0(), false), Whole(i.in1(), false), Whole(i.out(), true)};
+    case DMA_GATHER: f.Add(Whole(i.out(), true)); break;  // reads only HBM
+    case DMA_STORE: f.Add(Whole(i.in0(), false)); break;
+    case TENSOR_TENSOR:
+      f.Add(Whole(i.in0(), false));
+      f.Add(Whole(i.in1(), false));
+      f.Add(Whole(i.out(), true));
+      break;
     case TENSOR_SCALAR:
-    case ACTIVATION: {
-      std::vector<Region> r = {Whole(i.in0(), false), Whole(i.out(), true)};
-      if (i.has_in1()) r.push_back(First(i.in1(), false));
-      if (i.has_accum()) r.push_back(First(i.accum(), true));
-      return r;
-    }
-    case TENSOR_REDUCE: return {Whole(i.in0(), false), First(i.out(), true)};
-    case MATMUL: {
-      std::vector<Region> r = {Whole(i.in0(), false), Whole(i.in1(), false), Whole(i.out(), true)};
-      if (i.accumulate()) r.push_back(Whole(i.out(), false));  // read-modify-write
-      return r;
-    }
-    case TRANSPOSE: return {Whole(i.in0(), false), Whole(i.out(), true)};
+    case ACTIVATION:
+      f.Add(Whole(i.in0(), false));
+      f.Add(Whole(i.out(), true));
+      if (i.has_in1()) f.Add(First(i.in1(), false));
+      if (i.has_accum()) f.Add(First(i.accum(), true));
+      break;
+    case TENSOR_REDUCE:
+      f.Add(Whole(i.in0(), false));
+      f.Add(First(i.out(), true));
+      break;
+    case MATMUL:
+      f.Add(Whole(i.in0(), false));
+      f.Add(Whole(i.in1(), false));
+      f.Add(Whole(i.out(), true));
+      if (i.accumulate()) f.Add(Whole(i.out(), false));  // read-modify-write
+      break;
+    case TRANSPOSE:
+      f.Add(Whole(i.in0(), false));
+      f.Add(Whole(i.out(), true));
+      break;
     case TENSOR_SELECT:
-      return {Whole(i.in0(), false), Whole(i.in1(), false), Whole(i.in2(), false),
-              Whole(i.out(), true)};
-    case IOTA: return {Whole(i.out(), true)};
-    default: return {};
+      f.Add(Whole(i.in0(), false));
+      f.Add(Whole(i.in1(), false));
+      f.Add(Whole(i.in2(), false));
+      f.Add(Whole(i.out(), true));
+      break;
+    case IOTA: f.Add(Whole(i.out(), true)); break;
+    default: break;
   }
+  return f;
 }
 
-namespace {
+bool Empty(const Region& r) { return r.p0 >= r.p1 || r.b0 >= r.b1; }  // touches nothing
 
-bool Conflict(const std::vector<Region>& a, const std::vector<Region>& b, const Region** ra,
-              const Region** rb) {
+// The first conflicting pair of regions (a's regions in order, then b's).
+bool Conflict(const Footprint& a, const Footprint& b, const Region** ra, const Region** rb) {
   for (const Region& x : a)
     for (const Region& y : b)
-      if ((x.write || y.write) && x.space == y.space && x.p0 < y.p1 && y.p0 < x.p1 && x.b0 < y.b1 && y.b0 < x.b1) {
+      if ((x.write || y.write) && x.space == y.space && x.p0 < y.p1 && y.p0 < x.p1 && x.b0 < y.b1 &&
+          y.b0 < x.b1 && !Empty(x) && !Empty(y)) {
         *ra = &x;
         *rb = &y;
         return true;
@@ -67,79 +98,279 @@ bool Conflict(const std::vector<Region>& a, const std::vector<Region>& b, const 
   return false;
 }
 
+// The access history of one memory space over one elementary partition
+// interval: disjoint byte segments, each with, per queue, the position + 1
+// of the latest instruction of that queue (in the replay order, which is
+// program order within a queue) that wrote / read every byte of it (0: none).
+struct Segment {
+  uint64_t end;
+  std::array<uint32_t, Q> write{}, read{};
+};
+using SegmentMap = std::map<uint64_t, Segment>;  // keyed by the first byte
+
+// Makes x a segment boundary (if a segment straddles it).
+void SplitAt(SegmentMap& m, uint64_t x) {
+  auto it = m.upper_bound(x);
+  if (it == m.begin()) return;
+  --it;
+  if (it->first < x && x < it->second.end) {
+    Segment right = it->second;
+    it->second.end = x;
+    m.emplace_hint(std::next(it), x, right);
+  }
+}
+
+bool SameHistory(const Segment& a, const Segment& b) { return a.write == b.write && a.read == b.read; }
+
+// Records that the instruction at position `pos` of queue `q`, whose vector
+// clock is `seen`, reads or writes bytes [b0, b1) of this map's partitions,
+// and ORs into *racy the queues whose latest conflicting access there it
+// has not seen (each one a race with it, perhaps with earlier ones of that
+// queue too).
+void Access(SegmentMap& m, uint64_t b0, uint64_t b1, bool write, uint32_t q, uint32_t pos,
+            const std::array<uint32_t, Q>& seen, uint32_t* racy) {
+  SplitAt(m, b0);
+  SplitAt(m, b1);
+  auto it = m.lower_bound(b0);
+  for (uint64_t at = b0; at < b1;) {
+    if (it == m.end() || it->first > at) {  // never touched: nothing to check
+      Segment fresh;
+      fresh.end = it == m.end() ? b1 : std::min(b1, it->first);
+      (write ? fresh.write : fresh.read)[q] = pos + 1;
+      m.emplace_hint(it, at, fresh);  // before `it`, which stays valid
+      at = fresh.end;
+      continue;
+    }
+    Segment& s = it->second;  // starts at `at` and ends at or before b1 (split above)
+    // Unordered: position >= seen[r], i.e. stored position + 1 > seen[r].
+    for (uint32_t r = 0; r < Q; ++r)
+      if (r != q && (s.write[r] > seen[r] || (write && s.read[r] > seen[r]))) *racy |= 1u << r;
+    (write ? s.write : s.read)[q] = pos + 1;
+    at = s.end;
+    ++it;
+  }
+  // Merge equal neighbours in and around the range so that the map does not
+  // fragment more than the histories require.
+  auto cur = m.lower_bound(b0);
+  if (cur != m.begin() && std::prev(cur)->second.end == cur->first) --cur;
+  while (cur != m.end() && cur->first <= b1) {
+    auto nxt = std::next(cur);
+    if (nxt != m.end() && nxt->first == cur->second.end && SameHistory(cur->second, nxt->second)) {
+      cur->second.end = nxt->second.end;
+      m.erase(nxt);
+    } else {
+      cur = nxt;
+    }
+  }
+}
+
 }  // namespace
 
-std::vector<SbufRace> FindSbufRaces(const Kernel& k, size_t limit, size_t max_instructions) {
+std::vector<Region> OnChipFootprint(const Instruction& i) {
+  Footprint f = FootprintOf(i);
+  return std::vector<Region>(f.begin(), f.end());
+}
+
+bool SemaphoreReplayOrder(const Kernel& k, std::vector<uint32_t>* order) {
+  const size_t n = size_t(k.instructions_size());
+  order->reserve(order->size() + n);
+  const size_t start = order->size();
+  std::vector<std::vector<uint32_t>> queue(Q);
+  for (uint32_t i = 0; i < n; ++i) {
+    const Instruction& inst = k.instructions(int(i));
+    uint32_t q = QueueIndex(inst.engine(), inst.queue());
+    if (q >= Q) return false;
+    queue[q].push_back(i);
+  }
+  // next[q]: q's instructions issued so far (its semaphore). A queue whose
+  // head cannot issue is parked on the one queue and count it waits for
+  // (waits already met stay met: cursor[q] skips them), and woken once that
+  // count is reached. Each wait is passed once and parks at most once.
+  std::vector<uint32_t> next(Q, 0);
+  std::vector<int> cursor(Q, 0);
+  using Parked = std::pair<uint32_t, uint32_t>;  // (count, waiting queue)
+  std::vector<std::priority_queue<Parked, std::vector<Parked>, std::greater<Parked>>> parked(Q);
+  std::vector<uint32_t> runnable;
+  for (uint32_t q = Q; q-- > 0;)
+    if (!queue[q].empty()) runnable.push_back(q);
+  while (!runnable.empty()) {
+    const uint32_t q = runnable.back();
+    runnable.pop_back();
+    while (next[q] < queue[q].size()) {
+      const Instruction& inst = k.instructions(int(queue[q][next[q]]));
+      int& c = cursor[q];
+      auto met = [&](const Wait& w) { return w.queue() < Q && next[w.queue()] >= w.count(); };
+      while (c < inst.waits_size() && met(inst.waits(c))) ++c;
+      if (c < inst.waits_size()) {
+        const Wait& w = inst.waits(c);
+        // A wait on a queue or count that does not exist is never met.
+        if (w.queue() < Q && w.count() <= queue[w.queue()].size()) parked[w.queue()].push({w.count(), q});
+        break;
+      }
+      order->push_back(queue[q][next[q]]);
+      ++next[q];
+      c = 0;
+      auto& p = parked[q];
+      while (!p.empty() && p.top().first <= next[q]) {
+        runnable.push_back(p.top().second);
+        p.pop();
+      }
+    }
+  }
+  return order->size() - start == n;
+}
+
+// The search, FastTrack-style. Instructions are visited in the semaphore
+// replay order, a topological order of happens-before: when instruction b is
+// visited, everything ordered before it has been visited, so each racing
+// pair is found when its later-visited instruction is.
+//
+// The partition axis is cut into the elementary intervals between all
+// regions' partition boundaries in the kernel (usually 1-3; at most 128 for
+// verified kernels), so that every region covers whole intervals; per
+// (memory space, interval), a SegmentMap keeps for every byte the latest
+// writer and reader of each queue. When b touches bytes written by queue r
+// (or read by r, if b writes), only the latest such access on r needs a
+// check: if b has seen it (seen[b][r] > its position) it has seen every
+// earlier one of r too (a queue runs in order); if not, that is a race. The
+// check is exact: the maps only decide which queues to look at, and then
+// the instructions of r that b has not seen and that were visited before b
+// (positions [seen[b][r], issued so far)) are tested against b's footprint
+// directly, which yields every race of b with r (at least one).
+//
+// Cost, n instructions: replay O(n + waits * log queues); vector clocks
+// O(queues) per instruction and per wait; each footprint region costs, per
+// elementary interval it covers, O(log S + k * queues) for a map of S
+// segments of which it overlaps k. Usual kernels (tiles reused at the same
+// offsets, few partition boundaries) have k ~ 1 and a few intervals:
+// O(n log n) in all. Worst case: a region covers at most 128 intervals (one
+// per partition), and k is at most the number of distinct tile byte
+// boundaries inside the region's bytes, so never more than the bytes of a
+// partition (neighbours with equal histories are merged): O(n * 128 *
+// (log n + K * queues)) with K that fragmentation, a constant set by the
+// device geometry and the tile layout, not by n. Reporting: a queue is
+// scanned (at most n instructions, each tested against b) only when it
+// holds at least one race with b, and the search stops after `limit` races,
+// so O(limit * n) more at worst and nothing for a race-free kernel. Memory:
+// O(n) plus one vector clock per instruction that a wait names.
+std::vector<SbufRace> FindSbufRaces(const Kernel& k, size_t limit) {
   const size_t n = size_t(k.instructions_size());
   std::vector<SbufRace> races;
-  if (n > max_instructions) return races;
-  constexpr uint32_t Q = kMaxQueues;
+  if (limit == 0 || n == 0) return races;
+  std::vector<uint32_t> order;
+  if (!SemaphoreReplayOrder(k, &order)) return races;  // the verifier refuses it
+
   // Per queue, its instructions in program order; per instruction, its queue
   // and position.
   std::vector<std::vector<uint32_t>> queue(Q);
-  std::vector<uint32_t> qof(n), pos(n);
+  std::vector<uint8_t> qof(n);
+  std::vector<uint32_t> pos(n);
   for (uint32_t i = 0; i < n; ++i) {
     const Instruction& inst = k.instructions(int(i));
-    qof[i] = QueueIndex(inst.engine(), inst.queue());
+    qof[i] = uint8_t(QueueIndex(inst.engine(), inst.queue()));
     pos[i] = uint32_t(queue[qof[i]].size());
     queue[qof[i]].push_back(i);
   }
-  // seen[i][q]: how many of q's instructions have completed before i starts.
-  // Computed in an order where waits are resolved first (the semaphore
-  // replay of the verifier); a wait that can never be met leaves the kernel
-  // to the verifier, which refuses it.
-  std::vector<std::array<uint32_t, Q>> seen(n);
-  std::vector<size_t> next(Q, 0);
-  for (size_t remaining = n; remaining > 0;) {
-    bool progressed = false;
-    for (uint32_t q = 0; q < Q; ++q) {
-      while (next[q] < queue[q].size()) {
-        uint32_t i = queue[q][next[q]];
-        const Instruction& inst = k.instructions(int(i));
-        bool ready = std::all_of(inst.waits().begin(), inst.waits().end(), [&](const Wait& w) {
-          return w.queue() < Q && next[w.queue()] >= w.count();
-        });
-        if (!ready) break;
-        std::array<uint32_t, Q> s{};
-        if (pos[i] > 0) s = seen[queue[q][pos[i] - 1]];
-        s[q] = std::max(s[q], pos[i]);  // the queue runs one instruction at a time
-        for (const Wait& w : inst.waits()) {
-          if (w.count() == 0) continue;
-          const std::array<uint32_t, Q>& before = seen[queue[w.queue()][w.count() - 1]];
-          for (uint32_t r = 0; r < Q; ++r) s[r] = std::max(s[r], before[r]);
-          s[w.queue()] = std::max(s[w.queue()], w.count());
+  // Vector clocks (seen[q]: how many of q's instructions have completed
+  // before the instruction starts) are kept for the instruction being
+  // visited, the latest visited of each queue and the instructions that waits
+  // name; no other is ever looked up.
+  constexpr uint32_t kNone = ~0u;
+  std::vector<uint32_t> slot(n, kNone);
+  std::vector<std::array<uint32_t, Q>> clocks;
+  for (const Instruction& inst : k.instructions())
+    for (const Wait& w : inst.waits())
+      if (w.count() > 0) {
+        uint32_t& s = slot[queue[w.queue()][w.count() - 1]];  // exists: the replay completed
+        if (s == kNone) {
+          s = uint32_t(clocks.size());
+          clocks.emplace_back();
         }
-        seen[i] = s;
-        ++next[q];
-        --remaining;
-        progressed = true;
       }
-    }
-    if (!progressed) return races;
+  // Elementary partition intervals and memory spaces.
+  std::vector<uint32_t> bounds;
+  std::vector<MemorySpace> spaces;
+  {
+    std::vector<bool> small(257, false);  // verified kernels: partitions <= 128
+    for (const Instruction& inst : k.instructions())
+      for (const Region& r : FootprintOf(inst)) {
+        if (Empty(r)) continue;
+        for (uint32_t p : {r.p0, r.p1})
+          if (p < small.size())
+            small[p] = true;
+          else
+            bounds.push_back(p);
+        if (std::find(spaces.begin(), spaces.end(), r.space) == spaces.end()) spaces.push_back(r.space);
+      }
+    for (uint32_t p = 0; p < small.size(); ++p)
+      if (small[p]) bounds.push_back(p);
+    std::sort(bounds.begin(), bounds.end());
+    bounds.erase(std::unique(bounds.begin(), bounds.end()), bounds.end());
   }
-  auto ordered = [&](uint32_t a, uint32_t b) {  // a completes before b starts
-    return seen[b][qof[a]] > pos[a];
+  const size_t intervals = bounds.empty() ? 0 : bounds.size() - 1;
+  auto interval = [&](uint32_t p) {  // p is a boundary
+    return size_t(std::lower_bound(bounds.begin(), bounds.end(), p) - bounds.begin());
   };
-  std::vector<std::vector<Region>> fp(n);
-  for (uint32_t i = 0; i < n; ++i) fp[i] = OnChipFootprint(k.instructions(int(i)));
-  for (uint32_t a = 0; a < n && races.size() < limit; ++a) {
-    for (uint32_t b = a + 1; b < n && races.size() < limit; ++b) {
-      if (qof[a] == qof[b]) continue;
-      const Region *ra, *rb;
-      if (!Conflict(fp[a], fp[b], &ra, &rb) || ordered(a, b) || ordered(b, a)) continue;
-      const Instruction& ia = k.instructions(int(a));
-      const Instruction& ib = k.instructions(int(b));
-      races.push_back(
-          {a, b,
-           absl::StrCat("kernel '", k.name(), "': instruction ", a, " (", OpcodeName(ia.opcode()), " on ",
-                        QueueName(qof[a]), ", ", ra->write ? "writes" : "reads", ") and instruction ", b,
-                        " (", OpcodeName(ib.opcode()), " on ", QueueName(qof[b]), ", ",
-                        rb->write ? "writes" : "reads", ") both touch ",
-                        ra->space == PSUM ? "PSUM" : "SBUF", " partitions [",
-                        std::max(ra->p0, rb->p0), ", ", std::min(ra->p1, rb->p1), ") bytes [",
-                        std::max(ra->b0, rb->b0), ", ", std::min(ra->b1, rb->b1),
-                        ") and no semaphore wait orders them")});
+  std::vector<SegmentMap> maps(spaces.size() * intervals);
+
+  std::array<std::array<uint32_t, Q>, Q> latest{};  // the clock of each queue's latest visited
+  std::vector<uint32_t> issued(Q, 0);
+  std::vector<std::pair<uint32_t, uint32_t>> found;
+  for (uint32_t b : order) {
+    const Instruction& inst = k.instructions(int(b));
+    const uint32_t q = qof[b];
+    std::array<uint32_t, Q> seen = latest[q];
+    seen[q] = std::max(seen[q], pos[b]);  // the queue runs one instruction at a time
+    for (const Wait& w : inst.waits()) {
+      if (w.count() == 0) continue;
+      const std::array<uint32_t, Q>& before = clocks[slot[queue[w.queue()][w.count() - 1]]];
+      for (uint32_t r = 0; r < Q; ++r) seen[r] = std::max(seen[r], before[r]);
+      seen[w.queue()] = std::max(seen[w.queue()], w.count());
     }
+    latest[q] = seen;
+    if (slot[b] != kNone) clocks[slot[b]] = seen;
+
+    const Footprint fb = FootprintOf(inst);
+    uint32_t racy = 0;
+    for (const Region& r : fb) {
+      if (Empty(r)) continue;
+      const size_t base = size_t(std::find(spaces.begin(), spaces.end(), r.space) - spaces.begin()) * intervals;
+      for (size_t e = interval(r.p0), e1 = interval(r.p1); e < e1; ++e)
+        Access(maps[base + e], r.b0, r.b1, r.write, q, pos[b], seen, &racy);
+    }
+    ++issued[q];
+    for (uint32_t r = 0; racy != 0 && r < Q; ++r) {
+      if (!(racy & (1u << r))) continue;
+      racy &= ~(1u << r);
+      for (uint32_t p = seen[r]; p < issued[r]; ++p) {
+        const uint32_t a = queue[r][p];
+        const Region *ra, *rb;
+        if (!Conflict(FootprintOf(k.instructions(int(a))), fb, &ra, &rb)) continue;
+        found.emplace_back(std::min(a, b), std::max(a, b));
+        if (found.size() == limit) break;
+      }
+      if (found.size() == limit) break;
+    }
+    if (found.size() == limit) break;
+  }
+
+  std::sort(found.begin(), found.end());
+  for (auto [a, b] : found) {
+    const Footprint fa = FootprintOf(k.instructions(int(a))), fb = FootprintOf(k.instructions(int(b)));
+    const Region *ra, *rb;
+    Conflict(fa, fb, &ra, &rb);
+    const Instruction& ia = k.instructions(int(a));
+    const Instruction& ib = k.instructions(int(b));
+    races.push_back(
+        {a, b,
+         absl::StrCat("kernel '", k.name(), "': instruction ", a, " (", OpcodeName(ia.opcode()), " on ",
+                      QueueName(qof[a]), ", ", ra->write ? "writes" : "reads", ") and instruction ", b,
+                      " (", OpcodeName(ib.opcode()), " on ", QueueName(qof[b]), ", ",
+                      rb->write ? "writes" : "reads", ") both touch ",
+                      ra->space == PSUM ? "PSUM" : "SBUF", " partitions [",
+                      std::max(ra->p0, rb->p0), ", ", std::min(ra->p1, rb->p1), ") bytes [",
+                      std::max(ra->b0, rb->b0), ", ", std::min(ra->b1, rb->b1),
+                      ") and no semaphore wait orders them")});
   }
   return races;
 }

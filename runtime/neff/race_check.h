@@ -4,7 +4,7 @@
 // semaphore waits orders them. On the device their order depends on timing,
 // so such a program has no well-defined result; the runtime's simulator
 // would silently pick one (its modeled start order). nrt_load refuses them;
-// the compiler may call this on what it emits.
+// the compiler calls this on every kernel it emits.
 #pragma once
 
 #include <cstddef>
@@ -22,13 +22,6 @@ struct SbufRace {
   std::string description;
 };
 
-// Happens-before is computed with vector clocks over the semaphore protocol
-// (an instruction has seen every completion its queue predecessor had seen,
-// plus, for each wait (q, c), q's first c instructions and everything they
-// had seen). Footprints are exact partition x byte rectangles, so there are
-// no false positives. Cost: O(n^2) pairs in the worst case; kernels of more
-// than `max_instructions` are skipped (returns no races). Stops after `limit`
-// races.
 // The SBUF and PSUM bytes an instruction touches: exact partition x byte
 // rectangles (HBM is not included).
 struct OnChipRegion {
@@ -39,7 +32,26 @@ struct OnChipRegion {
 };
 std::vector<OnChipRegion> OnChipFootprint(const Instruction& instruction);
 
-std::vector<SbufRace> FindSbufRaces(const Kernel& kernel, size_t limit = 8,
-                                    size_t max_instructions = 20000);
+// Replays only the semaphore protocol (every queue runs in order; an
+// instruction issues once each of its waits is met) and appends the kernel's
+// instruction indices to `order` in the order they issue: each after its queue
+// predecessor and after the instructions its waits name. Returns false, with
+// `order` incomplete, if the waits deadlock (or name a queue or count that
+// does not exist). Event-driven: O(n + w log q) for n instructions, w waits
+// and q queues. VerifyNoDeadlock and FindSbufRaces share it.
+bool SemaphoreReplayOrder(const Kernel& kernel, std::vector<uint32_t>* order);
+
+// Happens-before is computed with vector clocks over the semaphore protocol
+// (an instruction has seen every completion its queue predecessor had seen,
+// plus, for each wait (q, c), q's first c instructions and everything they
+// had seen). Footprints are exact partition x byte rectangles, so there are
+// no false positives, and every racing pair is found (no false negatives).
+// Every kernel is checked, whatever its size: the search is near-linear
+// (O(n log n) for usual kernels; see race_check.cc for the worst case).
+// Returns races sorted by (first, second); stops after `limit` races (which
+// ones are found first follows the semaphore replay order, deterministically).
+// A kernel whose waits deadlock has no replay order: it returns no races (the
+// verifier refuses such kernels).
+std::vector<SbufRace> FindSbufRaces(const Kernel& kernel, size_t limit = 8);
 
 }  // namespace neuroncc::neff
