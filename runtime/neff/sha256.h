@@ -1,5 +1,5 @@
-// SHA-256 (FIPS 180-4). The runtime must not depend on OpenSSL or LLVM, and
-// the NEFF header needs a payload digest, so a small self-contained one lives here.
+// SHA-256 of the NEFF payload (the header's digest), through OpenSSL's
+// libcrypto EVP interface: a maintained, vectorized implementation.
 #pragma once
 #include <array>
 #include <cstddef>

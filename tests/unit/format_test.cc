@@ -19,6 +19,20 @@ uint64_t ReadLE64(const std::string& s, size_t off) {
   return v;
 }
 
+TEST(NeffFormat, Sha256KnownAnswers) {
+  // FIPS 180-4 examples.
+  auto hex = [](const Sha256Digest& d) {
+    std::string s;
+    for (uint8_t b : d) s += "0123456789abcdef"[b >> 4], s += "0123456789abcdef"[b & 15];
+    return s;
+  };
+  EXPECT_EQ(hex(Sha256("abc", 3)), "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad");
+  EXPECT_EQ(hex(Sha256("", 0)), "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855");
+  std::string million(1000000, 'a');
+  EXPECT_EQ(hex(Sha256(million.data(), million.size())),
+            "cdc76e5c9914fb9281a1c7e284d73e67f1809a48a497200e046d39ccc7112cd0");
+}
+
 TEST(NeffFormat, RoundTripPreservesTheExecutable) {
   Executable exe = TwoKernelModel(4, 16);
   std::string bytes = Serialize(exe);
