@@ -155,6 +155,13 @@ class KernelLowering {
   llvm::DenseMap<Value, aten::StridedView> viewOf;  // its elements within that memref
   llvm::DenseMap<Value, Value> tiles;      // value -> tile for the current iteration
   std::map<std::tuple<void*, int64_t, int64_t>, Value> hoisted;  // row-invariant loads
+  // Stationary matmul operand tiles of the current row tile ([k slice x
+  // rows], transposed on the TensorEngine when needed), reused by every
+  // column tile of that row tile: keyed by (HBM memref, element offset, k
+  // slice, rows). They replace the per-column-tile copies they save, so the
+  // SBUF they hold stays about what one column tile's copies held.
+  std::map<std::tuple<void*, int64_t, int64_t, int64_t>, Value> stationaryTiles;
+  int64_t stationaryRow = -1;
   llvm::DenseSet<Value> yielded;
   int64_t r0 = 0, c0 = 0, iteration = 0;
   int64_t numInst = 0, numDma = 0;
@@ -669,9 +676,27 @@ LogicalResult KernelLowering::lowerOp(Operation* op, int64_t p, int64_t f) {
       tensorScalar(tile, psum, Value(), "bypass", 0.0, false);
       return tile;
     };
+    // Reuse within a row tile only while the row tile's stationary slices
+    // stay small next to a partition (one slice: p elements per partition).
+    constexpr int64_t kStationaryCacheBytes = 32 * 1024;
+    if (stationaryRow != r0) {
+      stationaryTiles.clear();
+      stationaryRow = r0;
+    }
+    const bool reuseStationary =
+        (K + nc::kNumPartitions - 1) / nc::kNumPartitions * p * int64_t(ae.getIntOrFloatBitWidth() / 8) <=
+        kStationaryCacheBytes;
     for (int64_t k0 = 0; k0 < K; k0 += nc::kNumPartitions) {
       int64_t kt = std::min<int64_t>(nc::kNumPartitions, K - k0);
-      Value st = operandTile(hbmOf[a], A.offset + batch * sAb + m0 * sAm + k0 * sAk, sAk, sAm, kt, p, ae);
+      const int64_t aOffset = A.offset + batch * sAb + m0 * sAm + k0 * sAk;
+      auto key = std::make_tuple(hbmOf[a].getAsOpaquePointer(), aOffset, kt, p);
+      Value st;
+      if (auto hit = stationaryTiles.find(key); reuseStationary && hit != stationaryTiles.end()) {
+        st = hit->second;
+      } else {
+        st = operandTile(hbmOf[a], aOffset, sAk, sAm, kt, p, ae);
+        if (reuseStationary) stationaryTiles[key] = st;
+      }
       Value mv = operandTile(hbmOf[bm], B.offset + batch * sBb + k0 * sBk + c0 * sBn, sBk, sBn, kt, f, be);
       auto mm = b->create<nc::MatmulOp>(loc, psum, st, mv, b->getBoolAttr(k0 > 0));
       setSource(mm, op);
