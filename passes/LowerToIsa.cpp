@@ -35,6 +35,15 @@ using namespace mlir;
 namespace neuroncc {
 namespace {
 
+// An instruction's engine and source op, set as one discardable-attribute
+// dictionary (each setAttr rebuilds it; instructions number in the millions).
+void setEngineAndSource(Operation* inst, Builder& b, StringRef engine, int64_t sourceIndex) {
+  NamedAttrList attrs(inst->getDiscardableAttrDictionary());
+  attrs.set("source_op", b.getI64IntegerAttr(sourceIndex));
+  attrs.set("engine", b.getStringAttr(engine));
+  inst->setDiscardableAttrs(attrs.getDictionary(inst->getContext()));
+}
+
 enum class Kind { Full, Row, Imm };
 
 // How one kernel value maps onto the [rows x cols] iteration space.
@@ -447,8 +456,7 @@ void KernelLowering::emitDma(bool load, Value hbm, Value tile, const Layout& l, 
       Operation* dma;
       if (load) dma = b->create<nc::DmaLoadOp>(loc, hbm, tile, partStart, offset, apAttr);
       else dma = b->create<nc::DmaStoreOp>(loc, tile, hbm, partStart, offset, apAttr);
-      dma->setAttr("engine", b->getStringAttr("dma"));
-      dma->setAttr("source_op", b->getI64IntegerAttr(-1));
+      setEngineAndSource(dma, *b, "dma", -1);
       ++numInst;
       ++numDma;
     }
@@ -490,12 +498,11 @@ void KernelLowering::setSource(Operation* inst, Operation* src) {
   int64_t idx = -1;
   if (src)
     if (auto a = src->getAttrOfType<IntegerAttr>("nc.source_index")) idx = a.getInt();
-  inst->setAttr("source_op", b->getI64IntegerAttr(idx));
   StringRef engine = llvm::isa<nc::ActivationOp>(inst)                  ? "scalar"
                      : llvm::isa<nc::MatmulOp, nc::TransposeOp>(inst) ? "tensor"
                      : llvm::isa<nc::IotaOp>(inst)                    ? "gpsimd"
                                                                       : "vector";
-  inst->setAttr("engine", b->getStringAttr(engine));
+  setEngineAndSource(inst, *b, engine, idx);
   ++numInst;
 }
 
@@ -654,8 +661,7 @@ LogicalResult KernelLowering::lowerOp(Operation* op, int64_t p, int64_t f) {
         SmallVector<int64_t> ap{pStride, pCount, fs, fc};
         Operation* d = b->create<nc::DmaLoadOp>(loc, hbm, tile, b->getI64IntegerAttr(0),
                                                 b->getI64IntegerAttr(offset), b->getDenseI64ArrayAttr(ap));
-        d->setAttr("engine", b->getStringAttr("dma"));
-        d->setAttr("source_op", b->getI64IntegerAttr(-1));
+        setEngineAndSource(d, *b, "dma", -1);
         ++numInst;
         ++numDma;
       };
@@ -909,8 +915,7 @@ LogicalResult KernelLowering::lowerOp(Operation* op, int64_t p, int64_t f) {
             loc, hbmOf[o.getWeight()], hbmOf[o.getIndices()], raw, b->getI64IntegerAttr(0),
             b->getI64IntegerAttr(T.offset + c0 * T.strides[1]), b->getDenseI64ArrayAttr(ap),
             b->getI64IntegerAttr(iv->second.offset + r0), b->getI64IntegerAttr(T.shape[0]));
-        g->setAttr("engine", b->getStringAttr("dma"));
-        g->setAttr("source_op", b->getI64IntegerAttr(-1));
+        setEngineAndSource(g, *b, "dma", -1);
         ++numInst;
         ++numDma;
         if (raw != out) activation(out, raw, "identity", 1.0, 0.0);
