@@ -121,3 +121,24 @@ func.func @const_only() -> tensor<4xf32> {
   %r = aten.exp %a : tensor<4xf32> -> tensor<4xf32>
   return %r : tensor<4xf32>
 }
+
+// -----
+
+// A row tile's stationary slices are loaded and transposed once and reused by
+// every column tile: x [128 x 256] @ W.t() with W [384 x 256] has 3 column
+// tiles of 128 and 2 k slices: x is loaded twice, not 6 times; W's slices are
+// loaded for every column tile.
+// CHECK-LABEL: func.func @stationary_reuse
+// CHECK: memref<128x256xf32>, memref<128x128xf32, 1>
+// CHECK: memref<384x256xf32>, memref<128x128xf32, 1>
+// CHECK: memref<128x256xf32>, memref<128x128xf32, 1>
+// CHECK: memref<384x256xf32>, memref<128x128xf32, 1>
+// CHECK-NOT: memref<128x256xf32>, memref<128x128xf32, 1>
+// CHECK-COUNT-4: memref<384x256xf32>, memref<128x128xf32, 1>
+// CHECK-NOT: memref<128x256xf32>, memref<128x128xf32, 1>
+// CHECK: return
+func.func @stationary_reuse(%x: tensor<128x256xf32>, %w: tensor<384x256xf32>) -> tensor<128x384xf32> {
+  %t = aten.t %w : tensor<384x256xf32> -> tensor<256x384xf32>
+  %y = aten.mm %x, %t : tensor<128x256xf32>, tensor<256x384xf32> -> tensor<128x384xf32>
+  return %y : tensor<128x384xf32>
+}
