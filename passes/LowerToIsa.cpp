@@ -44,6 +44,32 @@ void setEngineAndSource(Operation* inst, Builder& b, StringRef engine, int64_t s
   inst->setDiscardableAttrs(attrs.getDictionary(inst->getContext()));
 }
 
+// The most SBUF bytes per partition that a block's tiles hold at once, each
+// tile live from its allocation to its last use.
+int64_t sbufPeakBytes(Block& body) {
+  llvm::DenseMap<Operation*, int64_t> position;
+  int64_t step = 0;
+  for (Operation& op : body) position[&op] = step++;
+  std::vector<std::pair<int64_t, int64_t>> events;  // (step, +/- bytes)
+  for (Operation& op : body) {
+    auto alloc = llvm::dyn_cast<nc::AllocTileOp>(op);
+    if (!alloc) continue;
+    auto type = llvm::cast<MemRefType>(alloc.getResult().getType());
+    int64_t bytes = type.getDimSize(1) * int64_t(type.getElementTypeBitWidth() / 8);
+    int64_t last = position[&op];
+    for (Operation* user : alloc.getResult().getUsers()) last = std::max(last, position.lookup(user));
+    events.push_back({position[&op], bytes});
+    events.push_back({last + 1, -bytes});
+  }
+  llvm::sort(events);
+  int64_t live = 0, peak = 0;
+  for (auto [at, delta] : events) {
+    live += delta;
+    peak = std::max(peak, live);
+  }
+  return peak;
+}
+
 enum class Kind { Full, Row, Imm };
 
 // How one kernel value maps onto the [rows x cols] iteration space.
@@ -171,6 +197,13 @@ class KernelLowering {
   // SBUF they hold stays about what one column tile's copies held.
   std::map<std::tuple<void*, int64_t, int64_t, int64_t>, Value> stationaryTiles;
   int64_t stationaryRow = -1;
+  // Moving matmul operand tiles ([k slice x columns]) of the current block of
+  // column tiles, reused by every row tile: a kernel of plain (not batched)
+  // matmuls without reductions runs its column tiles in blocks, all row tiles
+  // of one block before the next, and keeps that block's moving slices (at
+  // most kMovingCacheBytes per partition). Keyed like stationaryTiles.
+  std::map<std::tuple<void*, int64_t, int64_t, int64_t>, Value> movingTiles;
+  bool reuseMoving = false;
   llvm::DenseSet<Value> yielded;
   int64_t r0 = 0, c0 = 0, iteration = 0;
   int64_t numInst = 0, numDma = 0;
@@ -703,7 +736,15 @@ LogicalResult KernelLowering::lowerOp(Operation* op, int64_t p, int64_t f) {
         st = operandTile(hbmOf[a], aOffset, sAk, sAm, kt, p, ae);
         if (reuseStationary) stationaryTiles[key] = st;
       }
-      Value mv = operandTile(hbmOf[bm], B.offset + batch * sBb + k0 * sBk + c0 * sBn, sBk, sBn, kt, f, be);
+      const int64_t bOffset = B.offset + batch * sBb + k0 * sBk + c0 * sBn;
+      auto bKey = std::make_tuple(hbmOf[bm].getAsOpaquePointer(), bOffset, kt, f);
+      Value mv;
+      if (auto hit = movingTiles.find(bKey); reuseMoving && hit != movingTiles.end()) {
+        mv = hit->second;
+      } else {
+        mv = operandTile(hbmOf[bm], bOffset, sBk, sBn, kt, f, be);
+        if (reuseMoving) movingTiles[bKey] = mv;
+      }
       auto mm = b->create<nc::MatmulOp>(loc, psum, st, mv, b->getBoolAttr(k0 > 0));
       setSource(mm, op);
     }
@@ -1325,11 +1366,41 @@ LogicalResult KernelLowering::run(int64_t& instructions, int64_t& dmas) {
     return def && !afterReduction.contains(def) && aten::reducedDims(def).empty() &&
            layouts[v].kind == Kind::Full;
   };
+  // Lowered again without moving-operand reuse when that made the kernel's
+  // tiles too large for SBUF (below).
+  bool allowMovingReuse = true;
+relower:
+  // Column blocks (see movingTiles): one block of all columns unless the
+  // kernel's moving operands are worth keeping across row tiles.
+  int64_t blockCols = space.cols;
+  if (allowMovingReuse && space.matmul && !space.reduces && !chunked && space.rows > nc::kNumPartitions &&
+      space.cols > chunk) {
+    constexpr int64_t kMovingCacheBytes = 48 * 1024;
+    int64_t bytesPerColumnTile = 0;
+    bool plain = true;
+    for (Operation& op : oldBody.without_terminator()) {
+      if (llvm::isa<aten::BmmOp>(op)) plain = false;
+      Value moving;
+      if (auto o = llvm::dyn_cast<aten::MmOp>(op)) moving = o.getMat2();
+      if (auto o = llvm::dyn_cast<aten::AddmmOp>(op)) moving = o.getMat2();
+      if (!moving) continue;
+      auto type = llvm::cast<RankedTensorType>(moving.getType());
+      int64_t k = type.getDimSize(0);
+      int64_t elemBytes = nc::deviceElementType(type.getElementType()).getIntOrFloatBitWidth() / 8;
+      bytesPerColumnTile += (k + nc::kNumPartitions - 1) / nc::kNumPartitions * chunk * elemBytes;
+    }
+    if (plain && bytesPerColumnTile > 0) {
+      reuseMoving = true;
+      blockCols = std::max<int64_t>(1, kMovingCacheBytes / bytesPerColumnTile) * chunk;
+    }
+  }
+  for (int64_t block = 0; block < space.cols; block += blockCols) {
+  movingTiles.clear();
   for (r0 = 0; r0 < space.rows;) {
     int64_t p = std::min<int64_t>(nc::kNumPartitions, space.rows - r0);
     if (space.rowBlock > 0) p = std::min(p, space.rowBlock - r0 % space.rowBlock);
     accumulators.clear();
-    for (c0 = 0; c0 < space.cols; c0 += chunk) {
+    for (c0 = block; c0 < std::min(space.cols, block + blockCols); c0 += chunk) {
       int64_t f = std::min(chunk, space.cols - c0);
       tiles.clear();
       ++iteration;
@@ -1366,6 +1437,26 @@ LogicalResult KernelLowering::run(int64_t& instructions, int64_t& dmas) {
     for (auto [v, hbm] : llvm::zip(yield.getValues(), outHbm))
       if (!storedPerChunk(v) && failed(storeOutput(v, hbm, p, 1))) return fail();
     r0 += p;
+  }
+  }
+  // Kept moving slices live across a block; if the tiles then need more than
+  // one and a half row budgets (three quarters of a trn1 partition with the
+  // default budget) at some point, the planner may lack room for
+  // fragmentation and double buffering: lower the kernel as before instead.
+  if (reuseMoving && sbufPeakBytes(*body) > rowBudget * 3 / 2) {
+    body->erase();
+    outHbm.clear();
+    body = createIsaBody(oldBody, outHbm);
+    builder.setInsertionPointToEnd(body);
+    tiles.clear();
+    hoisted.clear();
+    stationaryTiles.clear();
+    stationaryRow = -1;
+    movingTiles.clear();
+    accumulators.clear();
+    numInst = numDma = 0;
+    reuseMoving = allowMovingReuse = false;
+    goto relower;
   }
   finishBody(oldBody, instructions, dmas);
   return success();

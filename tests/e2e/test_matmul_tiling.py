@@ -1,0 +1,83 @@
+#!/usr/bin/env python3
+"""Matmul kernels whose operand slices are kept across output tiles
+(docs/compiler.md, "Views and matmuls"): a row tile's stationary slices are
+reused by its column tiles; kernels of plain matmuls run column tiles in
+blocks and keep a block's moving slices for every row tile; a kernel whose
+kept slices would not fit SBUF is lowered without them. Each case is compiled
+at -O2, run, and compared with PyTorch eager (tolerances as in
+test_models.py: f32 1e-4, bf16 2^-5, relative to max |eager|), and its
+timing-only NTFF must equal a full run's.
+"""
+import os
+import sys
+import tempfile
+import shutil
+import unittest
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, HERE)
+import e2e_common as common  # noqa: E402
+
+import torch  # noqa: E402
+import torch.nn.functional as F  # noqa: E402
+
+from neuroncc import toolchain  # noqa: E402
+
+TOL = {torch.float32: common.F32_TOLERANCE, torch.bfloat16: 2.0 ** -5}
+
+
+def randn(*shape, dtype=torch.float32, seed=0, scale=1.0):
+    return (torch.randn(shape, generator=torch.Generator().manual_seed(seed)) * scale).to(dtype)
+
+
+class MatmulTiling(unittest.TestCase):
+    @classmethod
+    def setUpClass(cls):
+        cls.tmp = tempfile.mkdtemp(prefix="neuroncc-mmtiling-")
+
+    @classmethod
+    def tearDownClass(cls):
+        shutil.rmtree(cls.tmp, ignore_errors=True)
+
+    def check(self, fn, inputs):
+        ref = fn(*inputs)
+        name = self.id().split(".")[-1]
+        outs, _ = common.export_compile_run(fn, inputs, self.tmp, name, 2)
+        self.assertEqual(len(outs), 1)
+        common.compare(outs[0], ref, TOL[ref.dtype])
+        self.assertTrue(toolchain.timing_only_matches(os.path.join(self.tmp, name + ".neff"), self.tmp))
+
+    def test_linear_transposed_weight_bias_relu(self):
+        # 3 row tiles (300), 5 column tiles (600 = 4 x 128 + 88), 2 k slices.
+        for dtype in (torch.float32, torch.bfloat16):
+            with self.subTest(dtype=dtype):
+                x, w, b = randn(300, 200, dtype=dtype), randn(600, 200, dtype=dtype, seed=1, scale=0.07), \
+                    randn(600, dtype=dtype, seed=2)
+                self.check(lambda x, w, b: F.relu(F.linear(x, w, b)), (x, w, b))
+
+    def test_row_major_weight(self):
+        # The moving operand read directly (512-column tiles), K = 129.
+        x, w = randn(513, 129), randn(129, 700, seed=1, scale=0.09)
+        self.check(lambda x, w: x @ w, (x, w))
+
+    def test_swiglu(self):
+        x = randn(260, 192, dtype=torch.bfloat16)
+        wg, wu = randn(320, 192, dtype=torch.bfloat16, seed=1, scale=0.07), \
+            randn(320, 192, dtype=torch.bfloat16, seed=2, scale=0.07)
+        wd = randn(192, 320, dtype=torch.bfloat16, seed=3, scale=0.05)
+        self.check(lambda x, wg, wu, wd: F.linear(F.silu(F.linear(x, wg)) * F.linear(x, wu), wd), (x, wg, wu, wd))
+
+    def test_batched(self):
+        # bmm keeps stationary slices within a batch; moving slices are not kept.
+        a, b = randn(3, 200, 64), randn(3, 64, 150, seed=1, scale=0.12)
+        self.check(lambda a, b: torch.bmm(a, b), (a, b))
+
+    def test_long_contraction_falls_back(self):
+        # K = 20000: the stationary slices (80 KiB a partition) are not kept,
+        # and one column tile's moving slices would not fit beside the rest.
+        x, w = randn(200, 20000, scale=0.05), randn(20000, 130, seed=1, scale=0.05)
+        self.check(lambda x, w: x @ w, (x, w))
+
+
+if __name__ == "__main__":
+    common.main()
