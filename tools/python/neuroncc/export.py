@@ -201,6 +201,12 @@ def _logsumexp(self, dim, keepdim=False):
     # adds back, not in the one it subtracts, so a slice of all -inf gives
     # NaN where eager (which masks in place, through the view) gives -inf.
     # Here the masked maxima are used on both sides.
+    if self.dtype in (torch.float16, torch.bfloat16):
+        # Computed in float32 and rounded once, as PyTorch's reduced-precision
+        # kernels accumulate: the sum of exps may exceed the dtype's range
+        # (65504 for float16) although the logarithm does not.
+        return aten._to_copy.default(_logsumexp(aten._to_copy.default(self, dtype=torch.float32), dim, keepdim),
+                                     dtype=self.dtype)
     maxes = aten.amax.default(self, dim, True)
     maxes = aten.masked_fill.Scalar(maxes, aten.eq.Scalar(aten.abs.default(maxes), float("inf")), 0.0)
     result = aten.log.default(aten.sum.dim_IntList(aten.exp.default(aten.sub.Tensor(self, maxes)), dim, keepdim))
