@@ -3,6 +3,7 @@
 #include "absl/strings/str_cat.h"
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/IR/Threading.h"
 #include "neff_format.h"
 #include "race_check.h"
 #include "passes/IsaProto.h"
@@ -177,14 +178,19 @@ absl::StatusOr<std::string> emitNeff(ModuleOp module, const EmitOptions& options
     for (Operation& inst : body)
       if (isIsaInstruction(&inst))
         *k->add_instructions() = toProtoInstruction(&inst, [&](Value v) { return argTensor.lookup(v); });
-    // Self-check: the schedule must order every pair of SBUF accesses that
-    // conflict; the runtime refuses a NEFF that does not.
-    std::vector<neff::SbufRace> races = neff::FindSbufRaces(*k, 1);
-    if (!races.empty())
-      return absl::InternalError(absl::StrCat("internal error: kernel '", k->name(),
-                                              "' has an unordered SBUF access: ",
-                                              races.front().description));
   }
+  // Self-check: the schedule must order every pair of SBUF accesses that
+  // conflict; the runtime refuses a NEFF that does not. Kernels are checked
+  // on the context's threads; the first kernel with a race is reported.
+  std::vector<std::string> raceOf(size_t(exe.kernels_size()));
+  mlir::parallelFor(module.getContext(), 0, exe.kernels_size(), [&](size_t i) {
+    std::vector<neff::SbufRace> races = neff::FindSbufRaces(exe.kernels(int(i)), 1);
+    if (!races.empty()) raceOf[i] = races.front().description;
+  });
+  for (int i = 0; i < exe.kernels_size(); ++i)
+    if (!raceOf[size_t(i)].empty())
+      return absl::InternalError(absl::StrCat("internal error: kernel '", exe.kernels(i).name(),
+                                              "' has an unordered SBUF access: ", raceOf[size_t(i)]));
   return neff::SerializeNeff(std::move(exe), segments, options.name, kCompilerVersion);
 }
 
