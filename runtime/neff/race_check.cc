@@ -359,20 +359,21 @@ std::vector<SbufRace> FindSbufRaces(const Kernel& k, size_t limit) {
     const Footprint fa = FootprintOf(k.instructions(int(a))), fb = FootprintOf(k.instructions(int(b)));
     const Region *ra, *rb;
     Conflict(fa, fb, &ra, &rb);
-    const Instruction& ia = k.instructions(int(a));
-    const Instruction& ib = k.instructions(int(b));
-    races.push_back(
-        {a, b,
-         absl::StrCat("kernel '", k.name(), "': instruction ", a, " (", OpcodeName(ia.opcode()), " on ",
-                      QueueName(qof[a]), ", ", ra->write ? "writes" : "reads", ") and instruction ", b,
-                      " (", OpcodeName(ib.opcode()), " on ", QueueName(qof[b]), ", ",
-                      rb->write ? "writes" : "reads", ") both touch ",
-                      ra->space == PSUM ? "PSUM" : "SBUF", " partitions [",
-                      std::max(ra->p0, rb->p0), ", ", std::min(ra->p1, rb->p1), ") bytes [",
-                      std::max(ra->b0, rb->b0), ", ", std::min(ra->b1, rb->b1),
-                      ") and no semaphore wait orders them")});
+    races.push_back({a, b, DescribeRace(k, a, qof[a], *ra, b, qof[b], *rb)});
   }
   return races;
+}
+
+std::string DescribeRace(const Kernel& k, uint32_t a, uint32_t qa, const OnChipRegion& ra, uint32_t b,
+                         uint32_t qb, const OnChipRegion& rb) {
+  const Instruction& ia = k.instructions(int(a));
+  const Instruction& ib = k.instructions(int(b));
+  return absl::StrCat("kernel '", k.name(), "': instruction ", a, " (", OpcodeName(ia.opcode()), " on ",
+                      QueueName(qa), ", ", ra.write ? "writes" : "reads", ") and instruction ", b, " (",
+                      OpcodeName(ib.opcode()), " on ", QueueName(qb), ", ", rb.write ? "writes" : "reads",
+                      ") both touch ", ra.space == PSUM ? "PSUM" : "SBUF", " partitions [",
+                      std::max(ra.p0, rb.p0), ", ", std::min(ra.p1, rb.p1), ") bytes [", std::max(ra.b0, rb.b0),
+                      ", ", std::min(ra.b1, rb.b1), ") and no semaphore wait orders them");
 }
 
 }  // namespace neuroncc::neff

@@ -32,6 +32,12 @@ struct OnChipRegion {
 };
 std::vector<OnChipRegion> OnChipFootprint(const Instruction& instruction);
 
+// The text of SbufRace::description for instructions `first` and `second` of
+// `kernel` (on queues `first_queue`, `second_queue`) whose regions `a` and `b`
+// conflict.
+std::string DescribeRace(const Kernel& kernel, uint32_t first, uint32_t first_queue, const OnChipRegion& a,
+                         uint32_t second, uint32_t second_queue, const OnChipRegion& b);
+
 // Replays only the semaphore protocol (every queue runs in order; an
 // instruction issues once each of its waits is met) and appends the kernel's
 // instruction indices to `order` in the order they issue: each after its queue

@@ -242,18 +242,7 @@ std::vector<SbufRace> ReferenceRaces(const Kernel& k) {
             rb = &y;
           }
       if (!ra) continue;
-      const Instruction& ia = k.instructions(int(a));
-      const Instruction& ib = k.instructions(int(b));
-      races.push_back(
-          {a, b,
-           absl::StrCat("kernel '", k.name(), "': instruction ", a, " (", OpcodeName(ia.opcode()), " on ",
-                        QueueName(qof[a]), ", ", ra->write ? "writes" : "reads", ") and instruction ", b,
-                        " (", OpcodeName(ib.opcode()), " on ", QueueName(qof[b]), ", ",
-                        rb->write ? "writes" : "reads", ") both touch ",
-                        ra->space == PSUM ? "PSUM" : "SBUF", " partitions [",
-                        std::max(ra->p0, rb->p0), ", ", std::min(ra->p1, rb->p1), ") bytes [",
-                        std::max(ra->b0, rb->b0), ", ", std::min(ra->b1, rb->b1),
-                        ") and no semaphore wait orders them")});
+      races.push_back({a, b, DescribeRace(k, a, qof[a], *ra, b, qof[b], *rb)});
     }
   return races;
 }
