@@ -201,7 +201,7 @@ class KernelLowering {
   // column tiles, reused by every row tile: a kernel of plain (not batched)
   // matmuls without reductions runs its column tiles in blocks, all row tiles
   // of one block before the next, and keeps that block's moving slices (at
-  // most kMovingCacheBytes per partition). Keyed like stationaryTiles.
+  // most movingBudget bytes per partition). Keyed like stationaryTiles.
   std::map<std::tuple<void*, int64_t, int64_t, int64_t>, Value> movingTiles;
   bool reuseMoving = false;
   llvm::DenseSet<Value> yielded;
@@ -1366,16 +1366,15 @@ LogicalResult KernelLowering::run(int64_t& instructions, int64_t& dmas) {
     return def && !afterReduction.contains(def) && aten::reducedDims(def).empty() &&
            layouts[v].kind == Kind::Full;
   };
-  // Lowered again without moving-operand reuse when that made the kernel's
-  // tiles too large for SBUF (below).
-  bool allowMovingReuse = true;
+  // Kept moving slices, bytes per partition: halved, and at last none, each
+  // time they make the kernel's tiles too large for SBUF (below).
+  int64_t movingBudget = 128 * 1024;
 relower:
   // Column blocks (see movingTiles): one block of all columns unless the
   // kernel's moving operands are worth keeping across row tiles.
   int64_t blockCols = space.cols;
-  if (allowMovingReuse && space.matmul && !space.reduces && !chunked && space.rows > nc::kNumPartitions &&
+  if (movingBudget > 0 && space.matmul && !space.reduces && !chunked && space.rows > nc::kNumPartitions &&
       space.cols > chunk) {
-    constexpr int64_t kMovingCacheBytes = 48 * 1024;
     int64_t bytesPerColumnTile = 0;
     bool plain = true;
     for (Operation& op : oldBody.without_terminator()) {
@@ -1391,7 +1390,7 @@ relower:
     }
     if (plain && bytesPerColumnTile > 0) {
       reuseMoving = true;
-      blockCols = std::max<int64_t>(1, kMovingCacheBytes / bytesPerColumnTile) * chunk;
+      blockCols = std::max<int64_t>(1, movingBudget / bytesPerColumnTile) * chunk;
     }
   }
   for (int64_t block = 0; block < space.cols; block += blockCols) {
@@ -1442,7 +1441,8 @@ relower:
   // Kept moving slices live across a block; if the tiles then need more than
   // one and a half row budgets (three quarters of a trn1 partition with the
   // default budget) at some point, the planner may lack room for
-  // fragmentation and double buffering: lower the kernel as before instead.
+  // fragmentation and double buffering: lower the kernel again with blocks
+  // half as wide, and with none once a block is a single column tile.
   if (reuseMoving && sbufPeakBytes(*body) > rowBudget * 3 / 2) {
     body->erase();
     outHbm.clear();
@@ -1455,7 +1455,8 @@ relower:
     movingTiles.clear();
     accumulators.clear();
     numInst = numDma = 0;
-    reuseMoving = allowMovingReuse = false;
+    movingBudget = blockCols > chunk ? movingBudget / 2 : 0;
+    reuseMoving = false;
     goto relower;
   }
   finishBody(oldBody, instructions, dmas);

@@ -25,3 +25,4 @@ func.func @moving_reuse(%x: tensor<256x256xf32>, %w: tensor<256x256xf32>) -> ten
   %y = aten.mm %x, %t : tensor<256x256xf32>, tensor<256x256xf32> -> tensor<256x256xf32>
   return %y : tensor<256x256xf32>
 }
+
