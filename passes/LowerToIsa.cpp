@@ -198,10 +198,11 @@ class KernelLowering {
   std::map<std::tuple<void*, int64_t, int64_t, int64_t>, Value> stationaryTiles;
   int64_t stationaryRow = -1;
   // Moving matmul operand tiles ([k slice x columns]) of the current block of
-  // column tiles, reused by every row tile: a kernel of plain (not batched)
-  // matmuls without reductions runs its column tiles in blocks, all row tiles
-  // of one block before the next, and keeps that block's moving slices (at
-  // most movingBudget bytes per partition). Keyed like stationaryTiles.
+  // column tiles, reused by every row tile (of the same batch, for a bmm): a
+  // kernel of matmuls without reductions runs its column tiles in blocks, all
+  // row tiles of one block before the next, and keeps that block's moving
+  // slices (at most movingBudget bytes per partition). Keyed like
+  // stationaryTiles.
   std::map<std::tuple<void*, int64_t, int64_t, int64_t>, Value> movingTiles;
   bool reuseMoving = false;
   llvm::DenseSet<Value> yielded;
@@ -1376,19 +1377,20 @@ relower:
   if (movingBudget > 0 && space.matmul && !space.reduces && !chunked && space.rows > nc::kNumPartitions &&
       space.cols > chunk) {
     int64_t bytesPerColumnTile = 0;
-    bool plain = true;
     for (Operation& op : oldBody.without_terminator()) {
-      if (llvm::isa<aten::BmmOp>(op)) plain = false;
       Value moving;
       if (auto o = llvm::dyn_cast<aten::MmOp>(op)) moving = o.getMat2();
       if (auto o = llvm::dyn_cast<aten::AddmmOp>(op)) moving = o.getMat2();
+      if (auto o = llvm::dyn_cast<aten::BmmOp>(op)) moving = o.getMat2();
       if (!moving) continue;
+      // A bmm's slices belong to one batch: a block keeps those of the batch
+      // its row tiles are in, and they die when the rows move on.
       auto type = llvm::cast<RankedTensorType>(moving.getType());
-      int64_t k = type.getDimSize(0);
+      int64_t k = type.getDimSize(type.getRank() - 2);
       int64_t elemBytes = nc::deviceElementType(type.getElementType()).getIntOrFloatBitWidth() / 8;
       bytesPerColumnTile += (k + nc::kNumPartitions - 1) / nc::kNumPartitions * chunk * elemBytes;
     }
-    if (plain && bytesPerColumnTile > 0) {
+    if (bytesPerColumnTile > 0) {
       reuseMoving = true;
       blockCols = std::max<int64_t>(1, movingBudget / bytesPerColumnTile) * chunk;
     }

@@ -39,10 +39,19 @@ namespace {
 struct Region {
   Value hbm;  // null for SBUF
   int64_t p0 = 0, p1 = 0, lo = 0, hi = 0;
+  // HBM only, when rowStride > 0: the elements lie in columns [c0, c1) of
+  // rows lo / rowStride .. (hi - 1) / rowStride of a row-major view with
+  // rows of rowStride elements (a tile of a wider matrix); else anywhere in
+  // [lo, hi).
+  int64_t rowStride = 0, c0 = 0, c1 = 0;
   bool overlaps(const Region& o) const {
     if (hbm != o.hbm) return false;
     if (!hbm && (p1 <= o.p0 || o.p1 <= p0)) return false;
-    return lo < o.hi && o.lo < hi;
+    if (!(lo < o.hi && o.lo < hi)) return false;
+    // Column tiles of the same rows are disjoint although their bounding
+    // intervals interleave.
+    if (hbm && rowStride > 0 && rowStride == o.rowStride && (c1 <= o.c0 || o.c1 <= c0)) return false;
+    return true;
   }
 };
 
@@ -67,7 +76,18 @@ Region hbmRegion(Value hbm, int64_t offset, ArrayRef<int64_t> ap) {
     int64_t span = (ap[i + 1] - 1) * ap[i];
     (span < 0 ? lo : hi) += span;
   }
-  return {hbm, 0, 0, lo, hi + 1};
+  Region r{hbm, 0, 0, lo, hi + 1};
+  // [rows of stride S] x [C contiguous elements] that stay inside one row:
+  // a rectangle of the row-major [.. x S] view.
+  if (ap.size() == 4 && ap[0] > 0 && ap[2] == 1 && offset >= 0) {
+    int64_t stride = ap[0], col = offset % ap[0], count = ap[3];
+    if (col + count <= stride) {
+      r.rowStride = stride;
+      r.c0 = col;
+      r.c1 = col + count;
+    }
+  }
+  return r;
 }
 
 Access accessOf(Operation* op) {
@@ -171,8 +191,17 @@ class AccessTracker {
       if (!it->second.first.overlaps(r)) continue;
       deps.push_back(it->second.second);
       if (absorb) {
-        absorb->lo = std::min(absorb->lo, it->second.first.lo);
-        absorb->hi = std::max(absorb->hi, it->second.first.hi);
+        const Region& e = it->second.first;
+        absorb->lo = std::min(absorb->lo, e.lo);
+        absorb->hi = std::max(absorb->hi, e.hi);
+        // The union stays inside the bounding rectangle of both, or, for
+        // different shapes, inside the bounding interval.
+        if (absorb->rowStride > 0 && absorb->rowStride == e.rowStride) {
+          absorb->c0 = std::min(absorb->c0, e.c0);
+          absorb->c1 = std::max(absorb->c1, e.c1);
+        } else {
+          absorb->rowStride = 0;
+        }
         it = list.erase(it);
       } else if (retire && covers(r, it->second.first)) {
         it = list.erase(it);
