@@ -125,8 +125,9 @@ Access accessOf(Operation* op) {
 // conflicts with that write, which is ordered after it. Tiles reuse the same
 // bytes, so the SBUF lists stay short and finding dependencies is close to
 // linear in the program length rather than quadratic. HBM regions are
-// bounding intervals, so strided patterns (a row spread over partitions)
-// overlap each other without covering: there a write absorbs every access it
+// bounding intervals (refined to rectangles for tiles of a row-major matrix,
+// so column tiles of the same rows do not conflict), so other strided
+// patterns overlap each other without covering: there a write absorbs every access it
 // waits for instead, and is recorded over the union of their intervals. A
 // later access that conflicts with an absorbed one then conflicts with the
 // write, which is ordered after it, so the lists stay short at the price of

@@ -20,6 +20,18 @@ func.func @reuse(%x: tensor<512x512xf32>) -> tensor<512x512xf32> {
   return %y : tensor<512x512xf32>
 }
 
+// Two column tiles of the same rows: their stores write disjoint columns of
+// the output, so the second tile's stores wait only for the scalar engine
+// (2, 2), not for the first tile's stores, whose bounding intervals
+// interleave with theirs.
+// CHECK-LABEL: func.func @column_tiles
+// CHECK: nc.dma_store {{.*}}offset = 0 : i64, part_start = 0 : i64, queue = 0 : i64, source_op = -1 : i64, waits = array<i64: 2, 1>}
+// CHECK: nc.dma_store {{.*}}offset = 4096 : i64, part_start = 0 : i64, queue = 8 : i64, source_op = -1 : i64, waits = array<i64: 2, 2>}
+func.func @column_tiles(%x: tensor<128x8192xf32>) -> tensor<128x8192xf32> {
+  %y = aten.exp %x : tensor<128x8192xf32> -> tensor<128x8192xf32>
+  return %y : tensor<128x8192xf32>
+}
+
 // At -O2 the RMSNorm kernel uses both the vector and the scalar engine: the
 // per-row scale by 1/512, the + eps and x * rms move to the scalar engine as
 // identity activations with scale and bias; the weight multiply stays on the
