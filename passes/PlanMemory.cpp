@@ -9,10 +9,11 @@
 // verifier before offsets are written.
 //
 // SBUF: the steps are instructions of one kernel. A tile is live from its
-// first to its last use; to let DMA for the next row tile overlap compute on
-// this one, a tile of iteration k also stays reserved through iteration k + 1
-// (double buffering). If that does not fit, the plan falls back to exact
-// lifetimes (correct, less overlap) before giving up.
+// first to its last use; to let DMA for later row tiles overlap compute on
+// this one, a tile of iteration k also stays reserved through iteration
+// k + 16 (deep buffering, SBUF only), else k + 1 (double buffering). If
+// neither fits, the plan falls back to exact lifetimes (correct, less
+// overlap) before giving up.
 //
 //===----------------------------------------------------------------------===//
 
@@ -137,12 +138,28 @@ struct PlanMemoryPass : impl::PlanMemoryBase<PlanMemoryPass> {
     }
     for (PlannedBuffer& buf : exact)
       if (buf.end < 0) buf = {0, 1, buf.size};  // never used: give it a slot anyway
-    std::vector<PlannedBuffer> doubled = exact;
-    for (auto [i, a] : llvm::enumerate(allocs))
-      if (auto it = a->template getAttrOfType<IntegerAttr>("iteration")) {
-        auto next = iterationEnd.find(it.getInt() + 1);
-        if (next != iterationEnd.end()) doubled[i].end = std::max(doubled[i].end, next->second);
-      }
+    // A tile of iteration k stays reserved through iteration k + depth, so
+    // that the next iterations' instructions need not wait for its last
+    // readers (a store still draining it, typically).
+    int64_t lastIteration = -1;
+    for (auto [iter, end] : iterationEnd) lastIteration = std::max(lastIteration, iter);
+    auto buffered = [&](int64_t depth) {
+      std::vector<PlannedBuffer> buffers = exact;
+      for (auto [i, a] : llvm::enumerate(allocs))
+        if (auto it = a->template getAttrOfType<IntegerAttr>("iteration")) {
+          int64_t target = it.getInt() + depth;
+          if (depth > 1) target = std::min(target, lastIteration);
+          if (target <= it.getInt()) continue;  // the last iteration: exact lifetimes
+          auto next = iterationEnd.find(target);
+          if (next != iterationEnd.end()) buffers[i].end = std::max(buffers[i].end, next->second);
+        }
+      return buffers;
+    };
+    // SBUF is large next to one iteration's tiles: sixteen iterations in
+    // flight keep every DMA queue busy when the kernel is bound by its
+    // transfers. PSUM (8 banks) is double buffered.
+    std::vector<PlannedBuffer> deep = memory == StringRef("SBUF") ? buffered(16) : exact;
+    std::vector<PlannedBuffer> doubled = buffered(1);
     // Any plan within the capacity will do, so the search only runs when the
     // heuristics do not fit.
     PlanOptions options;
@@ -160,7 +177,8 @@ struct PlanMemoryPass : impl::PlanMemoryBase<PlanMemoryPass> {
     int64_t peak = 0;
     std::vector<PlannedBuffer>* chosen = nullptr;
     for (bool search : {false, true}) {
-      for (std::vector<PlannedBuffer>* buffers : {&doubled, &exact}) {
+      for (std::vector<PlannedBuffer>* buffers : {&deep, &doubled, &exact}) {
+        if (search && buffers == &deep) continue;  // deep buffering only if the heuristics place it
         peak = plan(*buffers, search);
         chosen = buffers;
         if (peak <= capacity) break;
