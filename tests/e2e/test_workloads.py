@@ -118,6 +118,25 @@ class Workloads(unittest.TestCase):
         ref = (torch.nn.functional.silu(xf @ wgf) * (xf @ wuf)) @ wdf
         torch.testing.assert_close(fn(x, wg, wu, wd).double(), ref, rtol=0.05, atol=0.05)
 
+    def test_roofline_bench_runs(self):
+        """benchmarks/roofline_bench.py compiles, profiles (timing-only) and rates a workload."""
+        script = os.path.join(HERE, "..", "..", "benchmarks", "roofline_bench.py")
+        proc = subprocess.run([sys.executable, script, "--workloads", "rmsnorm,softmax", "--skip-small"],
+                              stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        self.assertEqual(proc.returncode, 0, proc.stderr)
+        rows = {}
+        for line in proc.stdout.splitlines():  # the table's row, not the goal's
+            if line.startswith(("rmsnorm ", "softmax ")):
+                rows.setdefault(line.split()[0], line.split())
+        self.assertEqual(sorted(rows), ["rmsnorm", "softmax"])
+        self.assertEqual(rows["rmsnorm"][1:3], ["1", "1"])  # one dispatch, one kernel
+        self.assertIn("Goals", proc.stdout)
+        self.assertRegex(proc.stdout, r"softmax +MBU \(exec\) +>= 80%")
+        bad = subprocess.run([sys.executable, script, "--workloads", "nope"], stdout=subprocess.PIPE,
+                             stderr=subprocess.PIPE, text=True)
+        self.assertEqual(bad.returncode, 2)
+        self.assertIn("unknown workload", bad.stderr)
+
     def test_cli(self):
         tmp = tempfile.mkdtemp(prefix="neuroncc-workloads-")
         try:
