@@ -9,6 +9,7 @@
 #include <utility>
 
 #include "absl/strings/str_cat.h"
+#include "access_history.h"
 #include "device_model.h"
 #include "neff_format.h"
 
@@ -98,70 +99,19 @@ bool Conflict(const Footprint& a, const Footprint& b, const Region** ra, const R
   return false;
 }
 
-// The access history of one memory space over one elementary partition
-// interval: disjoint byte segments, each with, per queue, the position + 1
-// of the latest instruction of that queue (in the replay order, which is
-// program order within a queue) that wrote / read every byte of it (0: none).
-struct Segment {
-  uint64_t end;
-  std::array<uint32_t, Q> write{}, read{};
-};
-using SegmentMap = std::map<uint64_t, Segment>;  // keyed by the first byte
-
-// Makes x a segment boundary (if a segment straddles it).
-void SplitAt(SegmentMap& m, uint64_t x) {
-  auto it = m.upper_bound(x);
-  if (it == m.begin()) return;
-  --it;
-  if (it->first < x && x < it->second.end) {
-    Segment right = it->second;
-    it->second.end = x;
-    m.emplace_hint(std::next(it), x, right);
-  }
-}
-
-bool SameHistory(const Segment& a, const Segment& b) { return a.write == b.write && a.read == b.read; }
-
 // Records that the instruction at position `pos` of queue `q`, whose vector
-// clock is `seen`, reads or writes bytes [b0, b1) of this map's partitions,
-// and ORs into *racy the queues whose latest conflicting access there it
-// has not seen (each one a race with it, perhaps with earlier ones of that
-// queue too).
-void Access(SegmentMap& m, uint64_t b0, uint64_t b1, bool write, uint32_t q, uint32_t pos,
+// clock is `seen`, reads or writes bytes [b0, b1) of this history's
+// partitions (positions are stored + 1), and ORs into *racy the queues whose
+// latest conflicting access there it has not seen (each one a race with it,
+// perhaps with earlier ones of that queue too).
+void Access(AccessHistory& h, uint64_t b0, uint64_t b1, bool write, uint32_t q, uint32_t pos,
             const std::array<uint32_t, Q>& seen, uint32_t* racy) {
-  SplitAt(m, b0);
-  SplitAt(m, b1);
-  auto it = m.lower_bound(b0);
-  for (uint64_t at = b0; at < b1;) {
-    if (it == m.end() || it->first > at) {  // never touched: nothing to check
-      Segment fresh;
-      fresh.end = it == m.end() ? b1 : std::min(b1, it->first);
-      (write ? fresh.write : fresh.read)[q] = pos + 1;
-      m.emplace_hint(it, at, fresh);  // before `it`, which stays valid
-      at = fresh.end;
-      continue;
-    }
-    Segment& s = it->second;  // starts at `at` and ends at or before b1 (split above)
+  h.Update(b0, b1, [&](QueueAccesses& s) {
     // Unordered: position >= seen[r], i.e. stored position + 1 > seen[r].
     for (uint32_t r = 0; r < Q; ++r)
       if (r != q && (s.write[r] > seen[r] || (write && s.read[r] > seen[r]))) *racy |= 1u << r;
     (write ? s.write : s.read)[q] = pos + 1;
-    at = s.end;
-    ++it;
-  }
-  // Merge equal neighbours in and around the range so that the map does not
-  // fragment more than the histories require.
-  auto cur = m.lower_bound(b0);
-  if (cur != m.begin() && std::prev(cur)->second.end == cur->first) --cur;
-  while (cur != m.end() && cur->first <= b1) {
-    auto nxt = std::next(cur);
-    if (nxt != m.end() && nxt->first == cur->second.end && SameHistory(cur->second, nxt->second)) {
-      cur->second.end = nxt->second.end;
-      m.erase(nxt);
-    } else {
-      cur = nxt;
-    }
-  }
+  });
 }
 
 }  // namespace
@@ -228,7 +178,7 @@ bool SemaphoreReplayOrder(const Kernel& k, std::vector<uint32_t>* order) {
 // The partition axis is cut into the elementary intervals between all
 // regions' partition boundaries in the kernel (usually 1-3; at most 128 for
 // verified kernels), so that every region covers whole intervals; per
-// (memory space, interval), a SegmentMap keeps for every byte the latest
+// (memory space, interval), an AccessHistory keeps for every byte the latest
 // writer and reader of each queue. When b touches bytes written by queue r
 // (or read by r, if b writes), only the latest such access on r needs a
 // check: if b has seen it (seen[b][r] > its position) it has seen every
@@ -311,7 +261,7 @@ std::vector<SbufRace> FindSbufRaces(const Kernel& k, size_t limit) {
   auto interval = [&](uint32_t p) {  // p is a boundary
     return size_t(std::lower_bound(bounds.begin(), bounds.end(), p) - bounds.begin());
   };
-  std::vector<SegmentMap> maps(spaces.size() * intervals);
+  std::vector<AccessHistory> maps(spaces.size() * intervals);
 
   std::array<std::array<uint32_t, Q>, Q> latest{};  // the clock of each queue's latest visited
   std::vector<uint32_t> issued(Q, 0);

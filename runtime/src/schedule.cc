@@ -3,10 +3,10 @@
 #include <algorithm>
 #include <array>
 #include <cmath>
-#include <map>
 #include <queue>
 
 #include "absl/strings/str_cat.h"
+#include "access_history.h"
 #include "race_check.h"
 
 namespace neuroncc::rt {
@@ -69,67 +69,17 @@ void Footprint(const Instruction& inst, const neff::Executable& exe, std::vector
         inst.index_offset() + int64_t(inst.out().partitions()) - 1, false);
 }
 
-// For every byte range touched so far, the last instruction on each queue
-// that wrote it and the last that read it (as semaphore counts: the n-th
-// instruction of a queue is count n; 0 is none). Disjoint segments keyed by
-// their first address.
-class AccessMap {
- public:
-  // Raises need[q] to the count of q's last instruction that conflicts with
-  // `a`: one that wrote any of its bytes, or, when `a` writes, read them.
-  void Conflicts(const Access& a, QueueCounts* need) const {
-    for (auto it = First(a.lo); it != segments_.end() && it->first < a.hi; ++it) {
-      const Segment& s = it->second;
-      for (uint32_t q = 0; q < Q; ++q) {
-        (*need)[q] = std::max((*need)[q], s.wrote[q]);
-        if (a.write) (*need)[q] = std::max((*need)[q], s.read[q]);
-      }
+// Raises need[q] to the semaphore count of q's last instruction in `h` that
+// conflicts with `a`: one that wrote any of its bytes, or, when `a` writes,
+// read them.
+void Conflicts(const neff::AccessHistory& h, const Access& a, QueueCounts* need) {
+  h.ForEach(a.lo, a.hi, [&](const neff::QueueAccesses& s) {
+    for (uint32_t q = 0; q < Q; ++q) {
+      (*need)[q] = std::max((*need)[q], s.write[q]);
+      if (a.write) (*need)[q] = std::max((*need)[q], s.read[q]);
     }
-  }
-
-  void Record(const Access& a, uint32_t queue, uint32_t count) {
-    Split(a.lo);
-    Split(a.hi);
-    uint64_t at = a.lo;
-    auto it = segments_.lower_bound(a.lo);
-    while (at < a.hi) {
-      if (it == segments_.end() || it->first > at) {  // a gap: nothing touched it yet
-        uint64_t end = it == segments_.end() ? a.hi : std::min(a.hi, it->first);
-        it = segments_.emplace_hint(it, at, Segment{end, {}, {}});
-      }
-      Segment& s = it->second;
-      uint32_t& last = a.write ? s.wrote[queue] : s.read[queue];
-      last = std::max(last, count);
-      at = s.end;
-      ++it;
-    }
-  }
-
- private:
-  struct Segment {
-    uint64_t end;
-    QueueCounts wrote, read;
-  };
-  using Map = std::map<uint64_t, Segment>;
-
-  // The first segment that ends after `address`.
-  Map::const_iterator First(uint64_t address) const {
-    auto it = segments_.upper_bound(address);
-    if (it != segments_.begin() && std::prev(it)->second.end > address) --it;
-    return it;
-  }
-  // Makes `address` a segment boundary.
-  void Split(uint64_t address) {
-    auto it = segments_.upper_bound(address);
-    if (it == segments_.begin()) return;
-    --it;
-    if (it->first == address || it->second.end <= address) return;
-    Segment tail = it->second;
-    it->second.end = address;
-    segments_.emplace_hint(std::next(it), address, tail);
-  }
-  Map segments_;
-};
+  });
+}
 
 struct Entry {
   uint32_t kernel;
@@ -143,7 +93,9 @@ absl::StatusOr<DispatchSchedule> Simulate(const std::vector<const neff::Kernel*>
   std::vector<std::vector<uint32_t>> queue(Q);  // entry ids in issue order
   std::vector<Entry> entries;
   std::vector<std::pair<uint32_t, uint32_t>> waits;  // (queue, count) over the whole dispatch
-  AccessMap map;
+  // Per memory byte, every queue's last writer and reader among the
+  // dispatch's earlier kernels, as semaphore counts.
+  neff::AccessHistory map;
   std::vector<std::vector<Access>> footprints;
   std::vector<uint32_t> base(Q);
   size_t total = 0;
@@ -165,7 +117,7 @@ absl::StatusOr<DispatchSchedule> Simulate(const std::vector<const neff::Kernel*>
         Footprint(inst, *exe, &footprints[size_t(i)]);
         if (j > 0) {
           QueueCounts need{};
-          for (const Access& a : footprints[size_t(i)]) map.Conflicts(a, &need);
+          for (const Access& a : footprints[size_t(i)]) Conflicts(map, a, &need);
           for (uint32_t r = 0; r < Q; ++r)
             if (r != q && need[r] > 0) waits.push_back({r, need[r]});
         }
@@ -182,7 +134,11 @@ absl::StatusOr<DispatchSchedule> Simulate(const std::vector<const neff::Kernel*>
         const Instruction& inst = k.instructions(i);
         const uint32_t q = neff::QueueIndex(inst.engine(), inst.queue());
         const uint32_t count = ++position[q];
-        for (const Access& a : footprints[size_t(i)]) map.Record(a, q, count);
+        for (const Access& a : footprints[size_t(i)])
+          map.Update(a.lo, a.hi, [&](neff::QueueAccesses& s) {
+            uint32_t& last = a.write ? s.write[q] : s.read[q];
+            last = std::max(last, count);
+          });
       }
     }
   }
