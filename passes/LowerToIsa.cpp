@@ -195,7 +195,8 @@ class KernelLowering {
   // column tile of that row tile: keyed by (HBM memref, element offset, k
   // slice, rows). They replace the per-column-tile copies they save, so the
   // SBUF they hold stays about what one column tile's copies held.
-  std::map<std::tuple<void*, int64_t, int64_t, int64_t>, Value> stationaryTiles;
+  using OperandTiles = std::map<std::tuple<void*, int64_t, int64_t, int64_t>, Value>;
+  OperandTiles stationaryTiles;
   int64_t stationaryRow = -1;
   // Moving matmul operand tiles ([k slice x columns]) of the current block of
   // column tiles, reused by every row tile (of the same batch, for a bmm): a
@@ -203,7 +204,7 @@ class KernelLowering {
   // row tiles of one block before the next, and keeps that block's moving
   // slices (at most movingBudget bytes per partition). Keyed like
   // stationaryTiles.
-  std::map<std::tuple<void*, int64_t, int64_t, int64_t>, Value> movingTiles;
+  OperandTiles movingTiles;
   bool reuseMoving = false;
   llvm::DenseSet<Value> yielded;
   int64_t r0 = 0, c0 = 0, iteration = 0;
@@ -726,26 +727,22 @@ LogicalResult KernelLowering::lowerOp(Operation* op, int64_t p, int64_t f) {
     const bool reuseStationary =
         (K + nc::kNumPartitions - 1) / nc::kNumPartitions * p * int64_t(ae.getIntOrFloatBitWidth() / 8) <=
         kStationaryCacheBytes;
+    // An operand slice, from `cache` when kept there, else prepared (and kept
+    // when `keep`).
+    auto slice = [&](OperandTiles& cache, bool keep, Value hbm, int64_t offset, int64_t kStride,
+                     int64_t fStride, int64_t kt, int64_t n, Type et) {
+      auto key = std::make_tuple(hbm.getAsOpaquePointer(), offset, kt, n);
+      if (auto hit = cache.find(key); keep && hit != cache.end()) return hit->second;
+      Value tile = operandTile(hbm, offset, kStride, fStride, kt, n, et);
+      if (keep) cache[key] = tile;
+      return tile;
+    };
     for (int64_t k0 = 0; k0 < K; k0 += nc::kNumPartitions) {
       int64_t kt = std::min<int64_t>(nc::kNumPartitions, K - k0);
-      const int64_t aOffset = A.offset + batch * sAb + m0 * sAm + k0 * sAk;
-      auto key = std::make_tuple(hbmOf[a].getAsOpaquePointer(), aOffset, kt, p);
-      Value st;
-      if (auto hit = stationaryTiles.find(key); reuseStationary && hit != stationaryTiles.end()) {
-        st = hit->second;
-      } else {
-        st = operandTile(hbmOf[a], aOffset, sAk, sAm, kt, p, ae);
-        if (reuseStationary) stationaryTiles[key] = st;
-      }
-      const int64_t bOffset = B.offset + batch * sBb + k0 * sBk + c0 * sBn;
-      auto bKey = std::make_tuple(hbmOf[bm].getAsOpaquePointer(), bOffset, kt, f);
-      Value mv;
-      if (auto hit = movingTiles.find(bKey); reuseMoving && hit != movingTiles.end()) {
-        mv = hit->second;
-      } else {
-        mv = operandTile(hbmOf[bm], bOffset, sBk, sBn, kt, f, be);
-        if (reuseMoving) movingTiles[bKey] = mv;
-      }
+      Value st = slice(stationaryTiles, reuseStationary, hbmOf[a], A.offset + batch * sAb + m0 * sAm + k0 * sAk,
+                       sAk, sAm, kt, p, ae);
+      Value mv = slice(movingTiles, reuseMoving, hbmOf[bm], B.offset + batch * sBb + k0 * sBk + c0 * sBn, sBk,
+                       sBn, kt, f, be);
       auto mm = b->create<nc::MatmulOp>(loc, psum, st, mv, b->getBoolAttr(k0 > 0));
       setSource(mm, op);
     }
@@ -1396,49 +1393,49 @@ relower:
     }
   }
   for (int64_t block = 0; block < space.cols; block += blockCols) {
-  movingTiles.clear();
-  for (r0 = 0; r0 < space.rows;) {
-    int64_t p = std::min<int64_t>(nc::kNumPartitions, space.rows - r0);
-    if (space.rowBlock > 0) p = std::min(p, space.rowBlock - r0 % space.rowBlock);
-    accumulators.clear();
-    for (c0 = block; c0 < std::min(space.cols, block + blockCols); c0 += chunk) {
-      int64_t f = std::min(chunk, space.cols - c0);
-      tiles.clear();
-      ++iteration;
-      accumulating = chunked;
-      // Issue every input load up front so the DMA queues start while the
-      // engines are still busy with the previous row tile.
-      for (Value v : hbmValues) tileOf(v);
+    movingTiles.clear();
+    for (r0 = 0; r0 < space.rows;) {
+      int64_t p = std::min<int64_t>(nc::kNumPartitions, space.rows - r0);
+      if (space.rowBlock > 0) p = std::min(p, space.rowBlock - r0 % space.rowBlock);
+      accumulators.clear();
+      for (c0 = block; c0 < std::min(space.cols, block + blockCols); c0 += chunk) {
+        int64_t f = std::min(chunk, space.cols - c0);
+        tiles.clear();
+        ++iteration;
+        accumulating = chunked;
+        // Issue every input load up front so the DMA queues start while the
+        // engines are still busy with the previous row tile.
+        for (Value v : hbmValues) tileOf(v);
+        for (Operation& op : oldBody.without_terminator()) {
+          if (chunked && afterReduction.contains(&op)) continue;
+          if (aliasTile(op) || llvm::isa<arith::ConstantOp>(op) || aten::isViewOp(&op)) continue;
+          if (failed(lowerOp(&op, p, f))) return fail();
+        }
+        for (auto [v, hbm] : llvm::zip(yield.getValues(), outHbm))
+          if ((!chunked || storedPerChunk(v)) && failed(storeOutput(v, hbm, p, f))) return fail();
+      }
+      if (!chunked) {
+        r0 += p;
+        continue;
+      }
+      c0 = 0;
+      accumulating = false;
+      for (Operation* op : reductions) finalizeReduction(op, p);
       for (Operation& op : oldBody.without_terminator()) {
-        if (chunked && afterReduction.contains(&op)) continue;
-        if (aliasTile(op) || llvm::isa<arith::ConstantOp>(op) || aten::isViewOp(&op)) continue;
-        if (failed(lowerOp(&op, p, f))) return fail();
+        if (!afterReduction.contains(&op) || aliasTile(op) || llvm::isa<arith::ConstantOp>(op) ||
+            aten::isViewOp(&op))
+          continue;
+        if (failed(lowerOp(&op, p, 1))) return fail();
+        if (layouts[op.getResult(0)].kind == Kind::Full) {
+          op.emitError("a row of ") << space.cols << " elements is too long for SBUF, and this op needs "
+                                    << "the reduced value at every element; it cannot be chunked";
+          return fail();
+        }
       }
       for (auto [v, hbm] : llvm::zip(yield.getValues(), outHbm))
-        if ((!chunked || storedPerChunk(v)) && failed(storeOutput(v, hbm, p, f))) return fail();
-    }
-    if (!chunked) {
+        if (!storedPerChunk(v) && failed(storeOutput(v, hbm, p, 1))) return fail();
       r0 += p;
-      continue;
     }
-    c0 = 0;
-    accumulating = false;
-    for (Operation* op : reductions) finalizeReduction(op, p);
-    for (Operation& op : oldBody.without_terminator()) {
-      if (!afterReduction.contains(&op) || aliasTile(op) || llvm::isa<arith::ConstantOp>(op) ||
-          aten::isViewOp(&op))
-        continue;
-      if (failed(lowerOp(&op, p, 1))) return fail();
-      if (layouts[op.getResult(0)].kind == Kind::Full) {
-        op.emitError("a row of ") << space.cols << " elements is too long for SBUF, and this op needs "
-                                  << "the reduced value at every element; it cannot be chunked";
-        return fail();
-      }
-    }
-    for (auto [v, hbm] : llvm::zip(yield.getValues(), outHbm))
-      if (!storedPerChunk(v) && failed(storeOutput(v, hbm, p, 1))) return fail();
-    r0 += p;
-  }
   }
   // Kept moving slices live across a block; if the tiles then need more than
   // one and a half row budgets (three quarters of a trn1 partition with the
@@ -1493,8 +1490,8 @@ int64_t fuseSquareSum(Block& body) {
     auto act = b.create<nc::ActivationOp>(square.getLoc(), square.getOut(), square.getIn0(), Value(),
                                           reduce.getOut(), b.getStringAttr("square"),
                                           b.getF64FloatAttr(1.0), b.getF64FloatAttr(0.0));
-    act->setAttr("source_op", square->getAttr("source_op"));
-    act->setAttr("engine", b.getStringAttr("scalar"));
+    auto source = square->getAttrOfType<IntegerAttr>("source_op");
+    setEngineAndSource(act, b, "scalar", source ? source.getInt() : -1);
     square.erase();
     reduce.erase();
   }
