@@ -707,7 +707,7 @@ NRT_STATUS ExecuteRepeat(nrt_model_t* model, const nrt_tensor_set_t* input_set, 
 
 NRT_API NRT_STATUS nrt_execute_repeat(nrt_model_t* model, const nrt_tensor_set_t* input_set,
                                       nrt_tensor_set_t* output_set, int repeat_count) {
-  return ExecuteRepeat(model, input_set, output_set, repeat_count, false, "nrt_execute");
+  return ExecuteRepeat(model, input_set, output_set, repeat_count, false, "nrt_execute_repeat");
 }
 
 NRT_API NRT_STATUS nrt_execute(nrt_model_t* model, const nrt_tensor_set_t* input_set,

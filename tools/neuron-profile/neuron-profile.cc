@@ -275,8 +275,9 @@ int Capture(int argc, char** argv) {
     return Fail(error);
   if (nrt_allocate_tensor_set(&c.in) != NRT_SUCCESS || nrt_allocate_tensor_set(&c.out) != NRT_SUCCESS)
     return Fail(nrt_get_last_error_message());
-  for (int pass = 0; pass < (bind ? 2 : 0); ++pass) {
-    if (timing_only && pass == 1) break;
+  // Inputs, then outputs; a timing-only capture binds given inputs only.
+  const int passes = !bind ? 0 : timing_only ? 1 : 2;
+  for (int pass = 0; pass < passes; ++pass) {
     const auto& list = pass == 0 ? io.inputs : io.outputs;
     for (size_t i = 0; i < list.size(); ++i) {
       nrt_tensor_t* t = nullptr;
