@@ -78,7 +78,9 @@ def capture_ntff(neff, ntff, timing_only=False):
 
 
 def timing_only_matches(neff, scratch):
-    """True when a timing-only capture of `neff` is byte-identical to a full one."""
+    """True when a timing-only capture of `neff` is byte-identical to a full one.
+
+    The captures stay in `scratch` as full.ntff and timing.ntff."""
     full = capture_ntff(neff, os.path.join(scratch, "full.ntff"))
     timed = capture_ntff(neff, os.path.join(scratch, "timing.ntff"), timing_only=True)
     return full == timed
