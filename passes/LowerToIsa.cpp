@@ -382,15 +382,25 @@ LogicalResult KernelLowering::layoutOfView(const aten::StridedView& given, Layou
   if (m > n)
     return kernel.emitError("input of shape ") << aten::shapeToString(shape)
            << " has more dims than the kernel's iteration space " << aten::shapeToString(dims);
+  // Broadcast right-aligned against `target`, the first dims of `all`.
   SmallVector<int64_t> all(size_t(n), 0);
-  for (int64_t i = 0; i < m; ++i) {
-    int64_t d = n - m + i;
-    if (shape[size_t(i)] == 1) continue;
-    if (shape[size_t(i)] != dims[size_t(d)])
-      return kernel.emitError("input of shape ") << aten::shapeToString(shape)
-             << " does not broadcast to the iteration space " << aten::shapeToString(dims);
-    all[size_t(d)] = strides[size_t(i)];
-  }
+  auto align = [&](ArrayRef<int64_t> target) {
+    if (m > int64_t(target.size())) return false;
+    std::fill(all.begin(), all.end(), 0);
+    for (int64_t i = 0; i < m; ++i) {
+      int64_t d = int64_t(target.size()) - m + i;
+      if (shape[size_t(i)] == 1) continue;
+      if (shape[size_t(i)] != target[size_t(d)]) return false;
+      all[size_t(d)] = strides[size_t(i)];
+    }
+    return true;
+  };
+  // A value that broadcasts only against the rows is an operand of an op
+  // on per-row values (the result of a reduction without keepdim): it is
+  // constant along the row.
+  if (!align(dims) && (space.split > 1 || !align(space.lead)))
+    return kernel.emitError("input of shape ") << aten::shapeToString(shape)
+           << " does not broadcast to the iteration space " << aten::shapeToString(dims);
   if (int64_t(dims.size()) != int64_t(space.lead.size() + space.trail.size())) {
     // Split the innermost stride s over [split, cols]: (s * cols, s).
     int64_t s = all.back();

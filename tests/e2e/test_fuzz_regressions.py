@@ -116,6 +116,14 @@ class FuzzRegressions(unittest.TestCase):
         self.check(lambda x: torch.softmax(x.mean(1, keepdim=True), dim=1), [randn(1000, 5)])
         self.check(lambda x: F.log_softmax(x.sum(1, keepdim=True), dim=1), [randn(3, 9000)])
 
+    def test_input_broadcast_against_per_row_values(self):
+        """Refused as 'does not broadcast to the iteration space': an input that broadcasts
+        against a reduction's keepdim=False result (the kernel's rows), not its operand."""
+        def fn(x, y):
+            r = torch.logsumexp(x, -1)  # [1, 2, 2, 1]: one value per row of x
+            return r * torch.rsqrt(r.pow(2).mean(-1, keepdim=True) + 1e-5) * y  # y: [1, 1, 2, 1]
+        self.check(fn, [randn(1, 2, 2, 1, 3), randn(1, 1, 2, 1, seed=1).abs() + 0.5])
+
     def test_logsumexp_of_reduced_precision_sums_in_float32(self):
         """Inf where eager is finite: logsumexp of 90,000 float16 zeros summed exp(0) in float16
         (65504 at most); it is computed in float32 and rounded once, as PyTorch does."""
