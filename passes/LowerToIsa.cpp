@@ -18,6 +18,7 @@
 
 #include <map>
 
+#include "passes/KernelLowering.h"
 #include "passes/Passes.h"
 #include "passes/ScalarEval.h"
 #include "dialects/aten/TypeRules.h"
@@ -33,10 +34,8 @@ namespace neuroncc {
 using namespace mlir;
 
 namespace neuroncc {
-namespace {
+namespace lowering {
 
-// An instruction's engine and source op, set as one discardable-attribute
-// dictionary (each setAttr rebuilds it; instructions number in the millions).
 void setEngineAndSource(Operation* inst, Builder& b, StringRef engine, int64_t sourceIndex) {
   NamedAttrList attrs(inst->getDiscardableAttrDictionary());
   attrs.set("source_op", b.getI64IntegerAttr(sourceIndex));
@@ -57,7 +56,12 @@ int64_t sbufPeakBytes(Block& body) {
     auto type = llvm::cast<MemRefType>(alloc.getResult().getType());
     int64_t bytes = type.getDimSize(1) * int64_t(type.getElementTypeBitWidth() / 8);
     int64_t last = position[&op];
-    for (Operation* user : alloc.getResult().getUsers()) last = std::max(last, position.lookup(user));
+    SmallVector<Value> views{alloc.getResult()};
+    while (!views.empty())
+      for (Operation* user : views.pop_back_val().getUsers()) {
+        last = std::max(last, position.lookup(user));
+        if (auto view = llvm::dyn_cast<nc::TileColumnsOp>(user)) views.push_back(view.getView());
+      }
     events.push_back({position[&op], bytes});
     events.push_back({last + 1, -bytes});
   }
@@ -69,31 +73,6 @@ int64_t sbufPeakBytes(Block& body) {
   }
   return peak;
 }
-
-enum class Kind { Full, Row, Imm };
-
-// How one kernel value maps onto the [rows x cols] iteration space.
-struct Layout {
-  Kind kind = Kind::Full;
-  double imm = 0;
-  // HBM values only: element strides per iteration-space dim (0 = broadcast).
-  SmallVector<int64_t> rowStrides;  // one per leading dim
-  SmallVector<int64_t> colStrides;  // one per trailing dim
-  int64_t offset = 0;               // element offset of the (view's) first element
-};
-
-struct Space {
-  SmallVector<int64_t> lead;   // leading dims
-  SmallVector<int64_t> trail;  // trailing dims flattened into cols
-  int64_t rows = 1, cols = 1;
-  bool reduces = false;
-  int64_t rowBlock = 0;  // row tiles never cross a multiple of this (a bmm's batch); 0: no limit
-  bool matmul = false;
-  // > 1: the innermost dim of the kernel's shape was split into [split,
-  // cols] and the first part moved onto the rows (few long rows spread over
-  // the partitions); layouts are computed against the unsplit shape.
-  int64_t split = 1;
-};
 
 SmallVector<int64_t> contiguousStrides(ArrayRef<int64_t> shape) {
   SmallVector<int64_t> strides(shape.size(), 1);
@@ -131,85 +110,6 @@ std::optional<double> splatValue(Value v) {
   return std::nullopt;
 }
 
-class KernelLowering {
- public:
-  KernelLowering(nc::KernelOp kernel, int64_t maxFree, int64_t rowBudget)
-      : kernel(kernel), maxFree(maxFree), rowBudget(rowBudget) {}
-
-  LogicalResult run(int64_t& instructions, int64_t& dmas);
-
- private:
-  LogicalResult computeSpace();
-  void splitLongRows();
-  LogicalResult layoutOfInput(Value v, Layout& out);
-  LogicalResult layoutOfView(const aten::StridedView& view, Layout& out);
-  LogicalResult lowerCat(aten::CatOp cat, Block* body, ArrayRef<Value> outHbm);
-  SmallVector<int64_t> rowOffsets(const Layout& l, int64_t r0, int64_t p);
-  void emitDma(bool load, Value hbm, Value tile, const Layout& l, int64_t r0, int64_t p,
-               int64_t c0, int64_t f);
-  Value alloc(int64_t p, int64_t f, Type elem);
-  Value tileOf(Value v);
-  LogicalResult lowerOp(Operation* op, int64_t p, int64_t f);
-  void setSource(Operation* inst, Operation* src);
-
-  LogicalResult storeOutput(Value v, Value hbm, int64_t p, int64_t f);
-  Type hbmElementType(BlockArgument arg);
-  LogicalResult foldViews(Block& old, bool allowTileAliases);
-  bool storedViewChain(Operation* view);
-  Block* createIsaBody(Block& old, SmallVectorImpl<Value>& outHbm);
-  void finishBody(Block& old, int64_t& instructions, int64_t& dmas);
-  Value broadcastRow(Value rowTile, double imm, int64_t p, int64_t f, Type elem, Operation* source);
-  void finalizeReduction(Operation* op, int64_t p);
-
-  nc::KernelOp kernel;
-  int64_t maxFree;
-  int64_t rowBudget;
-  Space space;
-  // Chunked reduction: a row too long for SBUF is reduced chunk by chunk into
-  // per-row accumulators; ops that need the reduced value run after the last
-  // chunk and must themselves be per-row.
-  bool chunked = false;
-  bool accumulating = false;  // lowering a chunk (not the ops after the last one)
-  llvm::DenseMap<Value, Value> accumulators;  // reduction result -> f32 [p x 1]
-  // A lone reduction over non-trailing dims: its input, read with this
-  // permutation of dims (kept dims, then reduced dims).
-  Value permutedInput;
-  SmallVector<int64_t> inputPermutation;
-  llvm::DenseMap<Value, Value> sameTileAs;  // row-preserving reshapes of computed values
-  // Returned one-to-one views of computed values: the root's tile is stored
-  // through this view of the output buffer in the root's shape.
-  llvm::DenseMap<Value, aten::StridedView> storedThrough;
-  llvm::DenseSet<Value> tilelessViews;  // inner links of such chains: no tile of their own
-  // Output columns per matmul tile: one PSUM bank (512 f32), or 128 when the
-  // moving operand is transposed on the TensorEngine (one transpose a tile).
-  int64_t matmulColumns = nc::kPsumBankBytes / 4;
-  OpBuilder* b = nullptr;
-  Location loc = kernel.getLoc();
-  llvm::DenseMap<Value, Layout> layouts;
-  llvm::DenseMap<Value, Value> hbmOf;      // kernel input (or view of one) -> HBM memref
-  llvm::DenseMap<Value, aten::StridedView> viewOf;  // its elements within that memref
-  llvm::DenseMap<Value, Value> tiles;      // value -> tile for the current iteration
-  std::map<std::tuple<void*, int64_t, int64_t>, Value> hoisted;  // row-invariant loads
-  // Stationary matmul operand tiles of the current row tile ([k slice x
-  // rows], transposed on the TensorEngine when needed), reused by every
-  // column tile of that row tile: keyed by (HBM memref, element offset, k
-  // slice, rows). They replace the per-column-tile copies they save, so the
-  // SBUF they hold stays about what one column tile's copies held.
-  using OperandTiles = std::map<std::tuple<void*, int64_t, int64_t, int64_t>, Value>;
-  OperandTiles stationaryTiles;
-  int64_t stationaryRow = -1;
-  // Moving matmul operand tiles ([k slice x columns]) of the current block of
-  // column tiles, reused by every row tile (of the same batch, for a bmm): a
-  // kernel of matmuls without reductions runs its column tiles in blocks, all
-  // row tiles of one block before the next, and keeps that block's moving
-  // slices (at most movingBudget bytes per partition). Keyed like
-  // stationaryTiles.
-  OperandTiles movingTiles;
-  bool reuseMoving = false;
-  llvm::DenseSet<Value> yielded;
-  int64_t r0 = 0, c0 = 0, iteration = 0;
-  int64_t numInst = 0, numDma = 0;
-};
 
 LogicalResult KernelLowering::computeSpace() {
   Block& body = kernel.getBody().front();
@@ -551,440 +451,6 @@ void KernelLowering::setSource(Operation* inst, Operation* src) {
   ++numInst;
 }
 
-LogicalResult KernelLowering::lowerOp(Operation* op, int64_t p, int64_t f) {
-  const int64_t fullWidth = f;
-  // An elementwise op on immediates only is an immediate (constant folding
-  // normally got there first).
-  if (aten::isElementwise(op) && llvm::all_of(op->getOperands(), [&](Value v) {
-        auto it = layouts.find(v);
-        return it != layouts.end() && it->second.kind == Kind::Imm;
-      }))
-    if (auto fn = scalarFunction(op)) {
-      SmallVector<double> args;
-      for (Value v : op->getOperands()) args.push_back(layouts[v].imm);
-      layouts[op->getResult(0)].kind = Kind::Imm;
-      layouts[op->getResult(0)].imm = (*fn)(args);
-      return success();
-    }
-  Value result = op->getResult(0);
-  auto resultElem = nc::deviceElementType(llvm::cast<RankedTensorType>(result.getType()).getElementType());
-  Type elem = yielded.contains(result) ? resultElem : b->getF32Type();
-  // A value whose only use is a returned cast is computed straight into the
-  // cast's dtype (one rounding, and the cast becomes free).
-  if (result.hasOneUse())
-    if (auto cast = llvm::dyn_cast<aten::ToCopyOp>(*result.getUsers().begin());
-        cast && yielded.contains(cast.getResult()) && aten::isFloatType(cast.getType().getElementType()) &&
-        aten::isFloatType(llvm::cast<RankedTensorType>(result.getType()).getElementType()))
-      elem = nc::deviceElementType(cast.getType().getElementType());
-  auto layoutOf = [&](Value v) -> Layout& { return layouts[v]; };
-
-  auto tensorScalar = [&](Value out, Value in, Value scalar, StringRef alu, double imm, bool reverse) {
-    auto inst = b->create<nc::TensorScalarOp>(loc, out, in, scalar, b->getStringAttr(alu),
-                                              b->getF64FloatAttr(imm), b->getBoolAttr(reverse));
-    setSource(inst, op);
-  };
-  auto activation = [&](Value out, Value in, StringRef func, double scale, double bias) {
-    auto inst = b->create<nc::ActivationOp>(loc, out, in, Value(), Value(), b->getStringAttr(func),
-                                            b->getF64FloatAttr(scale), b->getF64FloatAttr(bias));
-    setSource(inst, op);
-  };
-
-  // Binary: combine two operands of any kind with `alu`.
-  auto binary = [&](Value lhs, Value rhs, StringRef alu, double alpha) -> LogicalResult {
-    Layout &ll = layoutOf(lhs), &rl = layoutOf(rhs);
-    if (ll.kind == Kind::Imm && rl.kind == Kind::Imm)
-      return op->emitError("operations on two compile-time constants are not supported yet");
-    Kind outKind = (ll.kind == Kind::Full || rl.kind == Kind::Full) ? Kind::Full : Kind::Row;
-    layouts[result].kind = outKind;
-    int64_t width = outKind == Kind::Full ? f : 1;
-    Value out = alloc(p, width, elem);
-    Value rhsTile;
-    double rhsImm = rl.imm * alpha;
-    if (rl.kind != Kind::Imm) {
-      rhsTile = tileOf(rhs);
-      if (alpha != 1.0) {  // alpha * other, kept in f32
-        Value scaled = alloc(p, rl.kind == Kind::Full ? f : 1, b->getF32Type());
-        tensorScalar(scaled, rhsTile, Value(), "mul", alpha, false);
-        rhsTile = scaled;
-      }
-    }
-    if (ll.kind == Kind::Imm) {
-      tensorScalar(out, rhsTile, Value(), alu, ll.imm, /*reverse=*/true);
-    } else if (rl.kind == Kind::Imm) {
-      tensorScalar(out, tileOf(lhs), Value(), alu, rhsImm, false);
-    } else if (ll.kind == rl.kind) {
-      auto inst = b->create<nc::TensorTensorOp>(loc, out, tileOf(lhs), rhsTile, b->getStringAttr(alu));
-      setSource(inst, op);
-    } else if (ll.kind == Kind::Full) {
-      tensorScalar(out, tileOf(lhs), rhsTile, alu, 0.0, false);
-    } else {
-      tensorScalar(out, rhsTile, tileOf(lhs), alu, 0.0, /*reverse=*/true);
-    }
-    tiles[result] = out;
-    return success();
-  };
-
-  auto unary = [&](Value in, auto emit) -> LogicalResult {
-    Layout& il = layoutOf(in);
-    if (il.kind == Kind::Imm)
-      return op->emitError("operations on compile-time constants are not supported yet");
-    layouts[result].kind = il.kind;
-    Value out = alloc(p, il.kind == Kind::Full ? f : 1, elem);
-    emit(out, tileOf(in));
-    tiles[result] = out;
-    return success();
-  };
-
-  // A Full [p x f] tile holding `v` (laid out as `l`): broadcasts a per-row
-  // value or an immediate across the row (iota writes the constant, an add
-  // the row value).
-  auto fullTile = [&](Value v, const Layout& l) -> Value {
-    if (l.kind == Kind::Full) return tileOf(v);
-    return broadcastRow(l.kind == Kind::Row ? tileOf(v) : Value(), l.kind == Kind::Imm ? l.imm : 0.0, p, f,
-                        b->getF32Type(), op);
-  };
-
-  // cond ? a : b with the kinds lined up. Layouts are passed in because an
-  // operand may be an immediate that has no value of its own.
-  auto select = [&](Value cond, Layout lc, Value onTrue, Layout lt, Value onFalse,
-                    Layout lf) -> LogicalResult {
-    bool anyFull = lc.kind == Kind::Full || lt.kind == Kind::Full || lf.kind == Kind::Full;
-    if (lc.kind == Kind::Imm && lt.kind == Kind::Imm && lf.kind == Kind::Imm)
-      return op->emitError("operations on compile-time constants are not supported yet");
-    int64_t width = anyFull ? f : 1;
-    auto operand = [&](Value v, const Layout& l) -> Value {
-      if (anyFull) return fullTile(v, l);
-      if (l.kind == Kind::Row) return tileOf(v);
-      Value t = alloc(p, 1, b->getF32Type());  // an immediate as a per-row value
-      setSource(b->create<nc::IotaOp>(loc, t, b->getF64FloatAttr(l.imm), b->getF64FloatAttr(0.0),
-                                      b->getF64FloatAttr(0.0)), op);
-      return t;
-    };
-    Value c = operand(cond, lc), t = operand(onTrue, lt), e = operand(onFalse, lf);
-    layouts[result].kind = anyFull ? Kind::Full : Kind::Row;
-    Value out = alloc(p, width, elem);
-    setSource(b->create<nc::TensorSelectOp>(loc, out, t, e, c), op);
-    tiles[result] = out;
-    return success();
-  };
-
-  // One [p x f] output tile of A @ B (batched: the tile's rows lie in one
-  // batch): the K dim in slices of 128 partitions, accumulated in a PSUM
-  // bank, then alpha * product + beta * bias into an SBUF tile. The operands
-  // are read straight from HBM through their (view) access patterns: A as
-  // [k partitions x m], B as [k partitions x n].
-  auto matmul = [&](Value a, Value bm, Value bias, double beta, double alpha) -> LogicalResult {
-    auto av = viewOf.find(a), bv = viewOf.find(bm);
-    if (av == viewOf.end() || bv == viewOf.end())
-      return op->emitError("matmul operands must come from HBM (kernel inputs or views of them)");
-    const aten::StridedView &A = av->second, &B = bv->second;
-    Type ae = nc::deviceElementType(llvm::cast<RankedTensorType>(a.getType()).getElementType());
-    Type be = nc::deviceElementType(llvm::cast<RankedTensorType>(bm.getType()).getElementType());
-    if (ae != be) return op->emitError("matmul operands of different dtypes are not supported yet");
-    bool batched = A.shape.size() == 3;
-    int64_t M = A.shape[batched ? 1 : 0], K = A.shape.back();
-    int64_t batch = batched ? r0 / M : 0, m0 = batched ? r0 % M : r0;
-    int64_t sAb = batched ? A.strides[0] : 0, sAm = A.strides[batched ? 1 : 0], sAk = A.strides.back();
-    int64_t sBb = batched ? B.strides[0] : 0, sBk = B.strides[batched ? 1 : 0], sBn = B.strides.back();
-    // A product with one column in a kernel with longer rows (its epilogue
-    // broadcasts it) is a per-row value: computed once, one column wide.
-    bool perRow = B.shape.back() == 1 && space.cols > 1;
-    int64_t f = perRow ? 1 : fullWidth, c0 = perRow ? 0 : this->c0;
-    Value psum = b->create<nc::AllocPsumOp>(
-        loc, MemRefType::get({p, f}, b->getF32Type(), MemRefLayoutAttrInterface{},
-                             b->getI64IntegerAttr(nc::kPsumMemorySpace)),
-        IntegerAttr());
-    psum.getDefiningOp()->setAttr("iteration", b->getI64IntegerAttr(iteration));
-    // An operand tile [kt partitions (k) x n (m or n)]: read directly when
-    // its free dim is contiguous in HBM; when only k is contiguous, read the
-    // other orientation [n partitions x kt] (contiguous rows) and transpose it
-    // on the TensorEngine, since an element-strided DMA costs a descriptor
-    // per element.
-    auto operandTile = [&](Value hbm, int64_t offset, int64_t kStride, int64_t fStride, int64_t kt,
-                           int64_t n, Type et) -> Value {
-      auto dma = [&](Value tile, int64_t pStride, int64_t pCount, int64_t fs, int64_t fc) {
-        SmallVector<int64_t> ap{pStride, pCount, fs, fc};
-        Operation* d = b->create<nc::DmaLoadOp>(loc, hbm, tile, b->getI64IntegerAttr(0),
-                                                b->getI64IntegerAttr(offset), b->getDenseI64ArrayAttr(ap));
-        setEngineAndSource(d, *b, "dma", -1);
-        ++numInst;
-        ++numDma;
-      };
-      Value tile = alloc(kt, n, et);
-      if (fStride == 1 || kStride != 1 || n > nc::kNumPartitions) {
-        dma(tile, kStride, kt, fStride, n);
-        return tile;
-      }
-      Value rows = alloc(n, kt, et);
-      dma(rows, fStride, n, kStride, kt);
-      Value psum = b->create<nc::AllocPsumOp>(
-          loc, MemRefType::get({kt, n}, b->getF32Type(), MemRefLayoutAttrInterface{},
-                               b->getI64IntegerAttr(nc::kPsumMemorySpace)),
-          IntegerAttr());
-      psum.getDefiningOp()->setAttr("iteration", b->getI64IntegerAttr(iteration));
-      setSource(b->create<nc::TransposeOp>(loc, psum, rows), op);
-      // Exact: the values came from `et` and return to it.
-      tensorScalar(tile, psum, Value(), "bypass", 0.0, false);
-      return tile;
-    };
-    // Reuse within a row tile only while the row tile's stationary slices
-    // stay small next to a partition (one slice: p elements per partition).
-    constexpr int64_t kStationaryCacheBytes = 32 * 1024;
-    if (stationaryRow != r0) {
-      stationaryTiles.clear();
-      stationaryRow = r0;
-    }
-    const bool reuseStationary =
-        (K + nc::kNumPartitions - 1) / nc::kNumPartitions * p * int64_t(ae.getIntOrFloatBitWidth() / 8) <=
-        kStationaryCacheBytes;
-    // An operand slice, from `cache` when kept there, else prepared (and kept
-    // when `keep`).
-    auto slice = [&](OperandTiles& cache, bool keep, Value hbm, int64_t offset, int64_t kStride,
-                     int64_t fStride, int64_t kt, int64_t n, Type et) {
-      auto key = std::make_tuple(hbm.getAsOpaquePointer(), offset, kt, n);
-      if (auto hit = cache.find(key); keep && hit != cache.end()) return hit->second;
-      Value tile = operandTile(hbm, offset, kStride, fStride, kt, n, et);
-      if (keep) cache[key] = tile;
-      return tile;
-    };
-    for (int64_t k0 = 0; k0 < K; k0 += nc::kNumPartitions) {
-      int64_t kt = std::min<int64_t>(nc::kNumPartitions, K - k0);
-      Value st = slice(stationaryTiles, reuseStationary, hbmOf[a], A.offset + batch * sAb + m0 * sAm + k0 * sAk,
-                       sAk, sAm, kt, p, ae);
-      Value mv = slice(movingTiles, reuseMoving, hbmOf[bm], B.offset + batch * sBb + k0 * sBk + c0 * sBn, sBk,
-                       sBn, kt, f, be);
-      auto mm = b->create<nc::MatmulOp>(loc, psum, st, mv, b->getBoolAttr(k0 > 0));
-      setSource(mm, op);
-    }
-    layouts[result].kind = perRow ? Kind::Row : Kind::Full;
-    Value out = alloc(p, f, elem);
-    if (!bias) {
-      auto act = b->create<nc::ActivationOp>(loc, out, psum, Value(), Value(), b->getStringAttr("identity"),
-                                             b->getF64FloatAttr(alpha), b->getF64FloatAttr(0.0));
-      setSource(act, op);
-    } else if (Layout& bl = layoutOf(bias); bl.kind == Kind::Imm) {  // a splat bias
-      tensorScalar(out, psum, Value(), "mul", alpha, false);
-      if (bl.imm * beta != 0.0) tensorScalar(out, out, Value(), "add", bl.imm * beta, false);
-    } else {
-      Value scaled = psum;
-      if (alpha != 1.0) {
-        scaled = alloc(p, f, b->getF32Type());
-        tensorScalar(scaled, psum, Value(), "mul", alpha, false);
-      }
-      Value biasTile = tileOf(bias);
-      if (beta != 1.0) {
-        Value t = alloc(p, bl.kind == Kind::Full ? f : 1, b->getF32Type());
-        tensorScalar(t, biasTile, Value(), "mul", beta, false);
-        biasTile = t;
-      }
-      if (bl.kind == Kind::Full)
-        setSource(b->create<nc::TensorTensorOp>(loc, out, scaled, biasTile, b->getStringAttr("add")), op);
-      else
-        tensorScalar(out, scaled, biasTile, "add", 0.0, false);
-    }
-    tiles[result] = out;
-    return success();
-  };
-
-  auto activationOf = [&](Value in, StringRef func) {
-    return unary(in, [&](Value out, Value t) { activation(out, t, func, 1.0, 0.0); });
-  };
-  auto scalarOp = [&](Value in, StringRef alu, double imm, bool reverse) {
-    return unary(in, [&](Value out, Value t) { tensorScalar(out, t, Value(), alu, imm, reverse); });
-  };
-
-  auto reduce = [&](Value in, StringRef alu, bool mean) -> LogicalResult {
-    Layout& il = layoutOf(in);
-    int64_t count = reducedCount(op);
-    if (il.kind == Kind::Imm) {  // a splat reduces to a splat
-      layouts[result].kind = Kind::Imm;
-      layouts[result].imm = alu == "add" && !mean ? il.imm * double(count) : il.imm;
-      return success();
-    }
-    layouts[result].kind = Kind::Row;
-    if (il.kind == Kind::Row) {
-      // Constant along the row: one value stands for `count` equal ones, so
-      // no chunk-by-chunk accumulation is needed even in a chunked kernel.
-      Value out = alloc(p, 1, elem);
-      double factor = alu == "add" && !mean ? double(count) : 1.0;
-      tensorScalar(out, tileOf(in), Value(), factor == 1.0 ? "bypass" : "mul", factor, false);
-      tiles[result] = out;
-      return success();
-    }
-    if (count != space.cols)
-      return op->emitError("internal: a reduction over ") << count << " elements in a kernel whose rows have "
-                                                           << space.cols;
-    if (chunked && accumulating) {
-      Value part = alloc(p, 1, b->getF32Type());
-      setSource(b->create<nc::TensorReduceOp>(loc, part, tileOf(in), b->getStringAttr(alu)), op);
-      auto it = accumulators.find(result);
-      if (it == accumulators.end())
-        accumulators[result] = part;
-      else
-        setSource(b->create<nc::TensorTensorOp>(loc, it->second, it->second, part, b->getStringAttr(alu)), op);
-      return success();
-    }
-    Value out = alloc(p, 1, elem);
-    double scale = mean ? 1.0 / double(count) : 1.0;
-    if (scale != 1.0) {
-      Value acc = alloc(p, 1, b->getF32Type());
-      auto inst = b->create<nc::TensorReduceOp>(loc, acc, tileOf(in), b->getStringAttr(alu));
-      setSource(inst, op);
-      tensorScalar(out, acc, Value(), "mul", scale, false);
-    } else {
-      auto inst = b->create<nc::TensorReduceOp>(loc, out, tileOf(in), b->getStringAttr(alu));
-      setSource(inst, op);
-    }
-    tiles[result] = out;
-    return success();
-  };
-
-  return llvm::TypeSwitch<Operation*, LogicalResult>(op)
-      .Case([&](aten::MulTensorOp o) { return binary(o.getSelf(), o.getOther(), "mul", 1.0); })
-      .Case([&](aten::DivTensorOp o) { return binary(o.getSelf(), o.getOther(), "div", 1.0); })
-      .Case([&](aten::AddTensorOp o) {
-        return binary(o.getSelf(), o.getOther(), "add", o.getAlpha().convertToDouble());
-      })
-      .Case([&](aten::SubTensorOp o) {
-        return binary(o.getSelf(), o.getOther(), "sub", o.getAlpha().convertToDouble());
-      })
-      .Case([&](aten::MulScalarOp o) {
-        double v = o.getOther().convertToDouble();
-        return unary(o.getSelf(), [&](Value out, Value in) { tensorScalar(out, in, Value(), "mul", v, false); });
-      })
-      .Case([&](aten::AddScalarOp o) {
-        double v = o.getOther().convertToDouble() * o.getAlpha().convertToDouble();
-        return unary(o.getSelf(), [&](Value out, Value in) { tensorScalar(out, in, Value(), "add", v, false); });
-      })
-      .Case([&](aten::NegOp o) {
-        return unary(o.getSelf(), [&](Value out, Value in) { activation(out, in, "negate", 1.0, 0.0); });
-      })
-      .Case([&](aten::ExpOp o) {
-        return unary(o.getSelf(), [&](Value out, Value in) { activation(out, in, "exp", 1.0, 0.0); });
-      })
-      .Case([&](aten::RsqrtOp o) {
-        return unary(o.getSelf(), [&](Value out, Value in) { activation(out, in, "rsqrt", 1.0, 0.0); });
-      })
-      .Case([&](aten::SqrtOp o) {
-        return unary(o.getSelf(), [&](Value out, Value in) { activation(out, in, "sqrt", 1.0, 0.0); });
-      })
-      .Case([&](aten::SubScalarOp o) {
-        return scalarOp(o.getSelf(), "sub", o.getOther().convertToDouble() * o.getAlpha().convertToDouble(), false);
-      })
-      .Case([&](aten::DivScalarOp o) { return scalarOp(o.getSelf(), "div", o.getOther().convertToDouble(), false); })
-      .Case([&](aten::RsubScalarOp o) -> LogicalResult {
-        double other = o.getOther().convertToDouble(), alpha = o.getAlpha().convertToDouble();
-        if (alpha == 1.0) return scalarOp(o.getSelf(), "sub", other, /*reverse=*/true);
-        // other - alpha * self == (self * -alpha) + other
-        return unary(o.getSelf(), [&](Value out, Value t) {
-          Value scaled = alloc(p, llvm::cast<MemRefType>(t.getType()).getDimSize(1), b->getF32Type());
-          tensorScalar(scaled, t, Value(), "mul", -alpha, false);
-          tensorScalar(out, scaled, Value(), "add", other, false);
-        });
-      })
-      .Case([&](aten::PowTensorScalarOp o) -> LogicalResult {
-        double e = o.getOther().convertToDouble();
-        if (e == 2.0) return activationOf(o.getSelf(), "square");
-        if (e == 0.5) return activationOf(o.getSelf(), "sqrt");
-        if (e == -0.5) return activationOf(o.getSelf(), "rsqrt");
-        if (e == 1.0) return activationOf(o.getSelf(), "identity");
-        return scalarOp(o.getSelf(), "pow", e, false);
-      })
-      .Case([&](aten::LogOp o) { return activationOf(o.getSelf(), "log"); })
-      .Case([&](aten::ToCopyOp o) -> LogicalResult {
-        // Rounds to the target dtype even inside a kernel, as eager does. A
-        // tile that already holds the target dtype, or a widening to an f32
-        // intermediate (exact), is reused as it is.
-        elem = resultElem;
-        Layout& il = layoutOf(o.getSelf());
-        Type to = o.getType().getElementType();
-        Type from = llvm::cast<RankedTensorType>(o.getSelf().getType()).getElementType();
-        if (to.isInteger(1) && !from.isInteger(1))  // != 0, as PyTorch's bool cast
-          return scalarOp(o.getSelf(), "not_equal", 0.0, false);
-        if (llvm::isa<IntegerType>(to) && aten::isFloatType(from))
-          return op->emitError("casting a computed float to an integer dtype on the device is not supported "
-                               "(it needs rounding toward zero)");
-        if (il.kind != Kind::Imm) {
-          Value in = tileOf(o.getSelf());
-          Type inElem = llvm::cast<MemRefType>(in.getType()).getElementType();
-          bool widening = !yielded.contains(result) && resultElem.isF32() && (inElem.isBF16() || inElem.isF16()) &&
-                          aten::isFloatType(llvm::cast<RankedTensorType>(o.getSelf().getType()).getElementType());
-          if (inElem == resultElem || widening) {
-            layouts[result] = il;
-            tiles[result] = in;
-            return success();
-          }
-        }
-        return activationOf(o.getSelf(), "identity");
-      })
-      .Case([&](aten::TanhOp o) { return activationOf(o.getSelf(), "tanh"); })
-      .Case([&](aten::SigmoidOp o) { return activationOf(o.getSelf(), "sigmoid"); })
-      .Case([&](aten::ReluOp o) { return activationOf(o.getSelf(), "relu"); })
-      .Case([&](aten::SiluOp o) { return activationOf(o.getSelf(), "silu"); })
-      .Case([&](aten::AbsOp o) { return activationOf(o.getSelf(), "abs"); })
-      .Case([&](aten::GeluOp o) {
-        return activationOf(o.getSelf(), o.getApproximate() == "tanh" ? "gelu_tanh" : "gelu");
-      })
-      .Case([&](aten::EqTensorOp o) { return binary(o.getSelf(), o.getOther(), "is_equal", 1.0); })
-      .Case([&](aten::NeTensorOp o) { return binary(o.getSelf(), o.getOther(), "not_equal", 1.0); })
-      .Case([&](aten::LtTensorOp o) { return binary(o.getSelf(), o.getOther(), "is_lt", 1.0); })
-      .Case([&](aten::LeTensorOp o) { return binary(o.getSelf(), o.getOther(), "is_le", 1.0); })
-      .Case([&](aten::GtTensorOp o) { return binary(o.getSelf(), o.getOther(), "is_gt", 1.0); })
-      .Case([&](aten::GeTensorOp o) { return binary(o.getSelf(), o.getOther(), "is_ge", 1.0); })
-      .Case([&](aten::EqScalarOp o) { return scalarOp(o.getSelf(), "is_equal", o.getOther().convertToDouble(), false); })
-      .Case([&](aten::NeScalarOp o) { return scalarOp(o.getSelf(), "not_equal", o.getOther().convertToDouble(), false); })
-      .Case([&](aten::LtScalarOp o) { return scalarOp(o.getSelf(), "is_lt", o.getOther().convertToDouble(), false); })
-      .Case([&](aten::LeScalarOp o) { return scalarOp(o.getSelf(), "is_le", o.getOther().convertToDouble(), false); })
-      .Case([&](aten::GtScalarOp o) { return scalarOp(o.getSelf(), "is_gt", o.getOther().convertToDouble(), false); })
-      .Case([&](aten::GeScalarOp o) { return scalarOp(o.getSelf(), "is_ge", o.getOther().convertToDouble(), false); })
-      .Case([&](aten::WhereSelfOp o) {
-        Layout lc = layoutOf(o.getCondition()), lt = layoutOf(o.getSelf()), lf = layoutOf(o.getOther());
-        return select(o.getCondition(), lc, o.getSelf(), lt, o.getOther(), lf);
-      })
-      .Case([&](aten::MaskedFillScalarOp o) {
-        Layout fill;
-        fill.kind = Kind::Imm;
-        fill.imm = o.getValue().convertToDouble();
-        Layout lm = layoutOf(o.getMask()), ls = layoutOf(o.getSelf());
-        return select(o.getMask(), lm, Value(), fill, o.getSelf(), ls);
-      })
-      .Case([&](aten::EmbeddingOp o) -> LogicalResult {
-        // One gather per row tile: partition p gets row ids[r0 + p].
-        auto tv = viewOf.find(o.getWeight()), iv = viewOf.find(o.getIndices());
-        if (tv == viewOf.end() || iv == viewOf.end() || !aten::isContiguous(iv->second))
-          return op->emitError("embedding table and indices must be HBM tensors (contiguous indices)");
-        const aten::StridedView& T = tv->second;
-        layouts[result].kind = Kind::Full;
-        Value out = alloc(p, f, elem);
-        Value raw = out;
-        Type tableElem = llvm::cast<MemRefType>(hbmOf[o.getWeight()].getType()).getElementType();
-        if (tableElem != elem) raw = alloc(p, f, tableElem);
-        SmallVector<int64_t> ap{T.strides[0], p, T.strides[1], f};
-        Operation* g = b->create<nc::DmaGatherOp>(
-            loc, hbmOf[o.getWeight()], hbmOf[o.getIndices()], raw, b->getI64IntegerAttr(0),
-            b->getI64IntegerAttr(T.offset + c0 * T.strides[1]), b->getDenseI64ArrayAttr(ap),
-            b->getI64IntegerAttr(iv->second.offset + r0), b->getI64IntegerAttr(T.shape[0]));
-        setEngineAndSource(g, *b, "dma", -1);
-        ++numInst;
-        ++numDma;
-        if (raw != out) activation(out, raw, "identity", 1.0, 0.0);
-        tiles[result] = out;
-        return success();
-      })
-      .Case([&](aten::MmOp o) { return matmul(o.getSelf(), o.getMat2(), Value(), 1.0, 1.0); })
-      .Case([&](aten::BmmOp o) { return matmul(o.getSelf(), o.getMat2(), Value(), 1.0, 1.0); })
-      .Case([&](aten::AddmmOp o) {
-        return matmul(o.getMat1(), o.getMat2(), o.getSelf(), o.getBeta().convertToDouble(),
-                      o.getAlpha().convertToDouble());
-      })
-      .Case([&](aten::MeanDimOp o) { return reduce(o.getSelf(), "add", true); })
-      .Case([&](aten::SumDimIntListOp o) { return reduce(o.getSelf(), "add", false); })
-      .Case([&](aten::AmaxOp o) { return reduce(o.getSelf(), "max", false); })
-      .Default([&](Operation* o) {
-        return o->emitError("op has no NeuronCore lowering yet: ") << o->getName();
-      });
-}
-
 // Integer graph inputs (token ids) stay integers in HBM; the gather of an
 // embedding reads them directly. Every other value lives on the device in
 // its device type (bools and integers computed on the device as f32).
@@ -994,28 +460,6 @@ Type KernelLowering::hbmElementType(BlockArgument arg) {
   bool graphInput = llvm::isa<BlockArgument>(outer);
   if (graphInput && llvm::isa<IntegerType>(elem) && !elem.isInteger(1)) return elem;
   return nc::deviceElementType(elem);
-}
-
-// After the last chunk: scale a mean and round into the result's tile.
-void KernelLowering::finalizeReduction(Operation* op, int64_t p) {
-  Value result = op->getResult(0);
-  Value acc = accumulators.lookup(result);
-  if (!acc) return;  // reduced without accumulation (a per-row or constant input)
-  int64_t count = reducedCount(op);
-  bool isMean = llvm::isa<aten::MeanDimOp>(op);
-  Type elem = yielded.contains(result)
-                  ? nc::deviceElementType(llvm::cast<RankedTensorType>(result.getType()).getElementType())
-                  : b->getF32Type();
-  if (!isMean && elem.isF32()) {
-    tiles[result] = acc;
-    return;
-  }
-  Value out = alloc(p, 1, elem);
-  auto inst = b->create<nc::TensorScalarOp>(loc, out, acc, Value(), b->getStringAttr("mul"),
-                                            b->getF64FloatAttr(isMean ? 1.0 / double(count) : 1.0),
-                                            b->getBoolAttr(false));
-  setSource(inst, op);
-  tiles[result] = out;
 }
 
 LogicalResult KernelLowering::storeOutput(Value v, Value hbm, int64_t p, int64_t f) {
@@ -1089,21 +533,6 @@ LogicalResult KernelLowering::storeOutput(Value v, Value hbm, int64_t p, int64_t
   }
   emitDma(/*load=*/false, hbm, tiles[v], store, r0, p, c0, f);
   return success();
-}
-
-// A Full [p x f] tile holding `imm` plus, when given, the per-row value of
-// `rowTile` (iota writes the constant, an add the row value).
-Value KernelLowering::broadcastRow(Value rowTile, double imm, int64_t p, int64_t f, Type elem,
-                                   Operation* source) {
-  Value t = alloc(p, f, elem);
-  setSource(b->create<nc::IotaOp>(loc, t, b->getF64FloatAttr(imm), b->getF64FloatAttr(0.0),
-                                  b->getF64FloatAttr(0.0)),
-            source);
-  if (rowTile)
-    setSource(b->create<nc::TensorScalarOp>(loc, t, t, rowTile, b->getStringAttr("add"),
-                                            b->getF64FloatAttr(0.0), b->getBoolAttr(false)),
-              source);
-  return t;
 }
 
 // A view of a computed value that only the kernel's results (or further
@@ -1288,15 +717,6 @@ LogicalResult KernelLowering::run(int64_t& instructions, int64_t& dmas) {
       if (!llvm::isa<aten::EmbeddingOp>(use.getOwner()) || use.getOperandNumber() != 1)
         return use.getOwner()->emitError("an integer graph input can only be used as embedding indices for now");
   }
-  for (Operation& op : oldBody.without_terminator()) {
-    Value moving;
-    if (auto o = llvm::dyn_cast<aten::MmOp>(op)) moving = o.getMat2();
-    if (auto o = llvm::dyn_cast<aten::BmmOp>(op)) moving = o.getMat2();
-    if (auto o = llvm::dyn_cast<aten::AddmmOp>(op)) moving = o.getMat2();
-    if (!moving || !viewOf.count(moving)) continue;
-    const aten::StridedView& v = viewOf[moving];
-    if (v.strides.back() != 1 && v.strides[v.strides.size() - 2] == 1) matmulColumns = nc::kNumPartitions;
-  }
   if (permutedInput) {
     auto it = viewOf.find(permutedInput);
     if (it == viewOf.end()) return kernel.emitError("the permuted reduction input is not in HBM");
@@ -1378,7 +798,7 @@ LogicalResult KernelLowering::run(int64_t& instructions, int64_t& dmas) {
   // time they make the kernel's tiles too large for SBUF (below).
   int64_t movingBudget = 128 * 1024;
 relower:
-  // Column blocks (see movingTiles): one block of all columns unless the
+  // Column blocks (see movingCache): one block of all columns unless the
   // kernel's moving operands are worth keeping across row tiles.
   int64_t blockCols = space.cols;
   if (movingBudget > 0 && space.matmul && !space.reduces && !chunked && space.rows > nc::kNumPartitions &&
@@ -1403,7 +823,7 @@ relower:
     }
   }
   for (int64_t block = 0; block < space.cols; block += blockCols) {
-    movingTiles.clear();
+    movingCache.clear();
     for (r0 = 0; r0 < space.rows;) {
       int64_t p = std::min<int64_t>(nc::kNumPartitions, space.rows - r0);
       if (space.rowBlock > 0) p = std::min(p, space.rowBlock - r0 % space.rowBlock);
@@ -1459,9 +879,9 @@ relower:
     builder.setInsertionPointToEnd(body);
     tiles.clear();
     hoisted.clear();
-    stationaryTiles.clear();
+    stationaryCache.clear();
     stationaryRow = -1;
-    movingTiles.clear();
+    movingCache.clear();
     accumulators.clear();
     numInst = numDma = 0;
     movingBudget = blockCols > chunk ? movingBudget / 2 : 0;
@@ -1507,6 +927,13 @@ int64_t fuseSquareSum(Block& body) {
   }
   return int64_t(matches.size());
 }
+
+}  // namespace lowering
+
+namespace {
+
+using lowering::KernelLowering;
+using lowering::fuseSquareSum;
 
 struct LowerToIsaPass : impl::LowerToIsaBase<LowerToIsaPass> {
   using LowerToIsaBase::LowerToIsaBase;

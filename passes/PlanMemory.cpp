@@ -11,9 +11,10 @@
 // SBUF: the steps are instructions of one kernel. A tile is live from its
 // first to its last use; to let DMA for later row tiles overlap compute on
 // this one, a tile of iteration k also stays reserved through iteration
-// k + 16 (deep buffering, SBUF only), else k + 1 (double buffering). If
-// neither fits, the plan falls back to exact lifetimes (correct, less
-// overlap) before giving up.
+// k + 16 (deep buffering), else k + 1 (double buffering). PSUM tiles rotate
+// over the 8 banks instead (each reserved until the 7th, else the 2nd, PSUM
+// tile after it is first used). If neither fits, the plan falls back to
+// exact lifetimes (correct, less overlap) before giving up.
 //
 //===----------------------------------------------------------------------===//
 
@@ -125,7 +126,7 @@ struct PlanMemoryPass : impl::PlanMemoryBase<PlanMemoryPass> {
       if (!isIsaInstruction(&op)) continue;
       int64_t iter = -1;
       for (Value v : op.getOperands()) {
-        auto it = indexOf.find(v);
+        auto it = indexOf.find(nc::tileBuffer(v));
         if (it == indexOf.end()) continue;
         PlannedBuffer& buf = exact[it->second];
         buf.start = std::min(buf.start, step);
@@ -143,10 +144,11 @@ struct PlanMemoryPass : impl::PlanMemoryBase<PlanMemoryPass> {
     // readers (a store still draining it, typically).
     int64_t lastIteration = -1;
     for (auto [iter, end] : iterationEnd) lastIteration = std::max(lastIteration, iter);
-    auto buffered = [&](int64_t depth) {
+    auto buffered = [&](int64_t depth, bool skipMarked) {
       std::vector<PlannedBuffer> buffers = exact;
       for (auto [i, a] : llvm::enumerate(allocs))
-        if (auto it = a->template getAttrOfType<IntegerAttr>("iteration")) {
+        if (auto it = a->template getAttrOfType<IntegerAttr>("iteration");
+            it && !(skipMarked && a->hasAttr("rotation"))) {
           int64_t target = it.getInt() + depth;
           if (depth > 1) target = std::min(target, lastIteration);
           if (target <= it.getInt()) continue;  // the last iteration: exact lifetimes
@@ -155,11 +157,38 @@ struct PlanMemoryPass : impl::PlanMemoryBase<PlanMemoryPass> {
         }
       return buffers;
     };
+    // Rotation: a tile stays reserved until the `depth`-th tile after it
+    // (in first use) of the same rotation is first used. PSUM tiles all
+    // rotate over the banks, so a TensorEngine instruction filling a bank
+    // never waits for the evacuation of the tile that used it before
+    // (transposed operand slices, row tiles' accumulators). SBUF tiles
+    // marked `rotation` (matmul operand panels, which die a few matmuls
+    // after their load) rotate among themselves instead of being held
+    // through whole iterations.
+    auto rotated = [&](std::vector<PlannedBuffer> buffers, int64_t depth, bool onlyMarked) {
+      std::vector<size_t> order;
+      for (auto [i, a] : llvm::enumerate(allocs))
+        if (!onlyMarked || a->hasAttr("rotation")) order.push_back(i);
+      llvm::stable_sort(order, [&](size_t a, size_t b) { return exact[a].start < exact[b].start; });
+      for (size_t i = 0; i + size_t(depth) < order.size(); ++i)
+        buffers[order[i]].end = std::max(buffers[order[i]].end, exact[order[i + size_t(depth)]].start + 1);
+      return buffers;
+    };
     // SBUF is large next to one iteration's tiles: sixteen iterations in
     // flight keep every DMA queue busy when the kernel is bound by its
-    // transfers. PSUM (8 banks) is double buffered.
-    std::vector<PlannedBuffer> deep = memory == StringRef("SBUF") ? buffered(16) : exact;
-    std::vector<PlannedBuffer> doubled = buffered(1);
+    // transfers. PSUM (8 banks) rotates over all of them when it can.
+    bool sbuf = memory == StringRef("SBUF");
+    SmallVector<std::vector<PlannedBuffer>> candidates;
+    if (sbuf) {
+      candidates.push_back(buffered(16, false));
+      candidates.push_back(buffered(1, false));
+      candidates.push_back(rotated(buffered(16, true), 8, true));
+      candidates.push_back(rotated(buffered(1, true), 2, true));
+    } else {
+      for (int64_t depth = kPsumBytes / nc::kPsumBankBytes - 1; depth >= 2; --depth)
+        candidates.push_back(rotated(exact, depth, false));
+    }
+    candidates.push_back(exact);
     // Any plan within the capacity will do, so the search only runs when the
     // heuristics do not fit.
     PlanOptions options;
@@ -176,11 +205,13 @@ struct PlanMemoryPass : impl::PlanMemoryBase<PlanMemoryPass> {
     };
     int64_t peak = 0;
     std::vector<PlannedBuffer>* chosen = nullptr;
+    // The search only for the last two candidates (double buffering or
+    // shallow rotation, then exact lifetimes): deeper buffering only if the
+    // heuristics place it.
     for (bool search : {false, true}) {
-      for (std::vector<PlannedBuffer>* buffers : {&deep, &doubled, &exact}) {
-        if (search && buffers == &deep) continue;  // deep buffering only if the heuristics place it
-        peak = plan(*buffers, search);
-        chosen = buffers;
+      for (size_t i = search ? candidates.size() - 2 : 0; i < candidates.size(); ++i) {
+        peak = plan(candidates[i], search);
+        chosen = &candidates[i];
         if (peak <= capacity) break;
       }
       if (peak <= capacity) break;

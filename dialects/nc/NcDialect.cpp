@@ -26,10 +26,20 @@ bool isTileIn(Type type, unsigned memorySpace) {
 bool isSbufTile(Type type) { return isTileIn(type, kSbufMemorySpace); }
 
 int64_t tileByteOffset(Value tile) {
+  int64_t skipped = 0;
+  while (auto view = tile.getDefiningOp<TileColumnsOp>()) {
+    skipped += view.getColumn() * int64_t(llvm::cast<MemRefType>(tile.getType()).getElementTypeBitWidth() / 8);
+    tile = view.getSource();
+  }
   IntegerAttr offset;
   if (auto a = tile.getDefiningOp<AllocTileOp>()) offset = a.getOffsetAttr();
   if (auto a = tile.getDefiningOp<AllocPsumOp>()) offset = a.getOffsetAttr();
-  return offset ? offset.getInt() : 0;
+  return (offset ? offset.getInt() : 0) + skipped;
+}
+
+Value tileBuffer(Value tile) {
+  while (auto view = tile.getDefiningOp<TileColumnsOp>()) tile = view.getSource();
+  return tile;
 }
 bool isPsumTile(Type type) { return isTileIn(type, kPsumMemorySpace); }
 
@@ -298,6 +308,23 @@ LogicalResult TransposeOp::verify() {
   if (o[0] != i[1] || o[1] != i[0])
     return emitOpError("out must be [") << i[1] << " x " << i[0] << "]";
   if (i[1] > kNumPartitions) return emitOpError("in0 has more than 128 columns");
+  return success();
+}
+
+LogicalResult TileColumnsOp::verify() {
+  Value buffer = tileBuffer(getSource());
+  if (!buffer.getDefiningOp<AllocTileOp>() && !buffer.getDefiningOp<AllocPsumOp>())
+    return emitOpError("source must be an alloc_tile or alloc_psum result, or a column range of one");
+  auto src = llvm::cast<MemRefType>(getSource().getType());
+  auto view = llvm::dyn_cast<MemRefType>(getView().getType());
+  if (!view || view.getRank() != 2 || view.getElementType() != src.getElementType() ||
+      view.getMemorySpace() != src.getMemorySpace() || view.getDimSize(0) != src.getDimSize(0))
+    return emitOpError("result must be a tile of the source's partitions, element type and memory, got ")
+           << getView().getType();
+  int64_t column = getColumn(), n = view.getDimSize(1);
+  if (column < 0 || n < 1 || column + n > src.getDimSize(1))
+    return emitOpError("columns [") << column << ", " << column + n << ") are outside the source's "
+                                    << src.getDimSize(1);
   return success();
 }
 

@@ -24,7 +24,11 @@ bool isSbufTile(mlir::Type type);
 
 // The per-partition byte offset ncc-plan-memory gave the tile's allocation
 // (SBUF or PSUM); 0 before planning.
+// The byte offset inside each partition of a tile (its buffer's planned
+// offset plus, for a tile_columns view, the columns it skips).
 int64_t tileByteOffset(mlir::Value tile);
+// The alloc_tile or alloc_psum result a tile (or a column view of one) lives in.
+mlir::Value tileBuffer(mlir::Value tile);
 bool isPsumTile(mlir::Type type);
 
 // The element type a tensor value has on the device: floats as they are;

@@ -222,4 +222,23 @@ def Nc_AllocPsumOp : Nc_Op<"alloc_psum"> {
   let hasVerifier = 1;
 }
 
+def Nc_TileColumnsOp : Nc_Op<"tile_columns", [Pure]> {
+  let summary = "a column range of a tile, itself a tile (no instruction)";
+  let description = [{
+    Columns `[column, column + n)` of every partition of `source` (an
+    `alloc_tile` or `alloc_psum`, or a column range of one), where `n` is the
+    result's column count. Instructions that take the result read or write
+    those bytes of the source's buffer: several TensorEngine transposes can
+    fill one PSUM bank side by side, and one DMA can load a panel whose
+    column ranges feed several instructions.
+    ```mlir
+    %v = nc.tile_columns %t [128] : memref<128x512xf32, 2> -> memref<128x128xf32, 2>
+    ```
+  }];
+  let arguments = (ins AnyMemRef:$source, I64Attr:$column);
+  let results = (outs AnyMemRef:$view);
+  let assemblyFormat = "$source `[` $column `]` attr-dict `:` type($source) `->` type($view)";
+  let hasVerifier = 1;
+}
+
 #endif // NEURON_NC_OPS

@@ -292,3 +292,29 @@ func.func @dma_negative_extent(%m: memref<4x4xf32>) {
   nc.dma_store %a -> %m {part_start = 0, offset = 0, ap = array<i64: -1, 4, 1, 4>} : memref<4x4xf32, 1>, memref<4x4xf32>
   return
 }
+
+// -----
+
+func.func @tile_columns_range() {
+  %a = nc.alloc_psum : memref<128x512xf32, 2>
+  // expected-error @+1 {{columns [448, 576) are outside the source's 512}}
+  %v = nc.tile_columns %a [448] : memref<128x512xf32, 2> -> memref<128x128xf32, 2>
+  return
+}
+
+// -----
+
+func.func @tile_columns_type() {
+  %a = nc.alloc_tile : memref<128x512xbf16, 1>
+  // expected-error @+1 {{result must be a tile of the source's partitions, element type and memory}}
+  %v = nc.tile_columns %a [0] : memref<128x512xbf16, 1> -> memref<64x128xbf16, 1>
+  return
+}
+
+// -----
+
+func.func @tile_columns_source(%m: memref<128x512xf32, 1>) {
+  // expected-error @+1 {{source must be an alloc_tile or alloc_psum result, or a column range of one}}
+  %v = nc.tile_columns %m [0] : memref<128x512xf32, 1> -> memref<128x128xf32, 1>
+  return
+}

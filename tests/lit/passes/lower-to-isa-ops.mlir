@@ -1,27 +1,38 @@
 // RUN: neuron-opt %s --split-input-file --ncc-decompose-composites --ncc-form-kernels --ncc-lower-to-isa | FileCheck %s
 
 // x @ W.t() + b, relu: both operands are row-major with k contiguous, so
-// their tiles are read as contiguous rows and transposed on the TensorEngine
-// (no element-strided DMA, no copy kernel for the view). K = 300 runs as
-// 128 + 128 + 44 partitions accumulated in one PSUM tile; with a transposed
-// moving operand the output tiles are 128 columns wide (600 = 4 x 128 + 88);
-// the bias and relu are the epilogue of the same kernel.
+// they are read in rows (one DMA per panel of up to 128 rows, here the whole
+// K = 300) and transposed on the TensorEngine, 128 rows at a time (no
+// element-strided DMA, no copy kernel for the view). W's four 128-row
+// transposes of a k slice fill one PSUM bank side by side, so the moving
+// slice and the output tile stay 512 columns wide (600 = 512 + 88). K runs as
+// 128 + 128 + 44 partitions accumulated in one PSUM tile; the bias and relu
+// are the epilogue of the same kernel.
 // CHECK-LABEL: func.func @linear
 // CHECK: nc.kernel "k0_fused_t_addmm_relu"
 // CHECK-NOT: nc.kernel
-// CHECK: %[[P:.*]] = nc.alloc_psum {iteration = 1 : i64} : memref<128x128xf32, 2>
-// CHECK: nc.dma_load %{{.*}} -> %[[XR:.*]] {ap = array<i64: 300, 128, 1, 128>, {{.*}}offset = 0 : i64{{.*}} : memref<200x300xf32>, memref<128x128xf32, 1>
-// CHECK: nc.transpose %[[XT:.*]], %[[XR]]
-// CHECK: nc.tensor_scalar %[[A:.*]], %[[XT]] {alu = "bypass"
-// CHECK: nc.dma_load %{{.*}} -> %[[WR:.*]] {ap = array<i64: 300, 128, 1, 128>, {{.*}}offset = 0 : i64{{.*}} : memref<600x300xf32>, memref<128x128xf32, 1>
-// CHECK: nc.transpose %[[WT:.*]], %[[WR]]
-// CHECK: nc.tensor_scalar %[[B:.*]], %[[WT]] {alu = "bypass"
-// CHECK: nc.matmul %[[P]], %[[A]], %[[B]] {engine = "tensor", source_op = 1 : i64} : memref<128x128xf32, 2>, memref<128x128xf32, 1>, memref<128x128xf32, 1>
+// CHECK: %[[P:.*]] = nc.alloc_psum {iteration = 1 : i64} : memref<128x512xf32, 2>
+// CHECK: %[[XP:.*]] = nc.alloc_tile {iteration = 1 : i64, rotation} : memref<128x300xf32, 1>
+// CHECK: nc.dma_load %{{.*}} -> %[[XP]] {ap = array<i64: 300, 128, 1, 300>, {{.*}}offset = 0 : i64{{.*}} : memref<200x300xf32>, memref<128x300xf32, 1>
+// CHECK: %[[XS:.*]] = nc.tile_columns %[[XP]][0] : memref<128x300xf32, 1> -> memref<128x128xf32, 1>
+// CHECK: nc.transpose %[[XT:.*]], %[[XS]]
+// CHECK: nc.tensor_scalar %[[A:.*]], %[[XT]] {alu = "mul", {{.*}}imm = 1.0
+// CHECK: %[[WT:.*]] = nc.alloc_psum {{.*}} : memref<128x512xf32, 2>
+// CHECK: nc.dma_load %{{.*}} -> %[[WP:.*]] {ap = array<i64: 300, 128, 1, 300>, {{.*}}offset = 0 : i64{{.*}} : memref<600x300xf32>, memref<128x300xf32, 1>
+// CHECK: %[[WS:.*]] = nc.tile_columns %[[WP]][0]
+// CHECK: %[[WT0:.*]] = nc.tile_columns %[[WT]][0] : memref<128x512xf32, 2> -> memref<128x128xf32, 2>
+// CHECK: nc.transpose %[[WT0]], %[[WS]]
+// CHECK: nc.dma_load {{.*}}offset = 38400 : i64
+// CHECK: nc.tile_columns %[[WT]][128]
+// CHECK: nc.tile_columns %[[WT]][256]
+// CHECK: nc.tile_columns %[[WT]][384]
+// CHECK: nc.tensor_scalar %[[B:.*]], %[[WT]] {alu = "mul"
+// CHECK: nc.matmul %[[P]], %[[A]], %[[B]] {engine = "tensor", source_op = 1 : i64} : memref<128x512xf32, 2>, memref<128x128xf32, 1>, memref<128x512xf32, 1>
 // CHECK: nc.matmul %[[P]], {{.*}} {accumulate = true
-// CHECK: nc.matmul %[[P]], {{.*}} {accumulate = true, {{.*}}} : memref<128x128xf32, 2>, memref<44x128xf32, 1>, memref<44x128xf32, 1>
+// CHECK: nc.matmul %[[P]], {{.*}} {accumulate = true, {{.*}}} : memref<128x512xf32, 2>, memref<44x128xf32, 1>, memref<44x512xf32, 1>
 // CHECK: nc.tensor_tensor %{{.*}}, %[[P]], %{{.*}} {alu = "add"
 // CHECK: nc.activation {{.*}}func = "relu"
-// CHECK: nc.alloc_psum {iteration = 5 : i64} : memref<128x88xf32, 2>
+// CHECK: nc.alloc_psum {iteration = 2 : i64} : memref<128x88xf32, 2>
 func.func @linear(%x: tensor<200x300xf32>, %w: tensor<600x300xf32>, %b: tensor<600xf32>) -> tensor<200x600xf32> {
   %t = aten.t %w : tensor<600x300xf32> -> tensor<300x600xf32>
   %y = aten.addmm %b, %x, %t : tensor<600xf32>, tensor<200x300xf32>, tensor<300x600xf32> -> tensor<200x600xf32>
@@ -125,20 +136,16 @@ func.func @const_only() -> tensor<4xf32> {
 // -----
 
 // A row tile's stationary slices are loaded and transposed once and reused by
-// every column tile: x [128 x 256] @ W.t() with W [384 x 256] has 3 column
-// tiles of 128 and 2 k slices: x is loaded twice, not 6 times; W's slices are
-// loaded for every column tile.
+// every column tile: x [128 x 256] @ W.t() with W [1536 x 256] has 3 column
+// tiles of 512 and 2 k slices: x's panel is loaded once and its 2 slices
+// transposed once, not for each column tile; W's 12 panels of 128 rows are
+// loaded once each (every column tile has its own) and give 24 transposes.
 // CHECK-LABEL: func.func @stationary_reuse
-// CHECK: memref<128x256xf32>, memref<128x128xf32, 1>
-// CHECK: memref<384x256xf32>, memref<128x128xf32, 1>
-// CHECK: memref<128x256xf32>, memref<128x128xf32, 1>
-// CHECK: memref<384x256xf32>, memref<128x128xf32, 1>
-// CHECK-NOT: memref<128x256xf32>, memref<128x128xf32, 1>
-// CHECK-COUNT-4: memref<384x256xf32>, memref<128x128xf32, 1>
-// CHECK-NOT: memref<128x256xf32>, memref<128x128xf32, 1>
+// CHECK-COUNT-1: nc.dma_load {{.*}} : memref<128x256xf32>, memref<128x256xf32, 1>
+// CHECK-NOT: nc.dma_load {{.*}} : memref<128x256xf32>,
 // CHECK: return
-func.func @stationary_reuse(%x: tensor<128x256xf32>, %w: tensor<384x256xf32>) -> tensor<128x384xf32> {
-  %t = aten.t %w : tensor<384x256xf32> -> tensor<256x384xf32>
-  %y = aten.mm %x, %t : tensor<128x256xf32>, tensor<256x384xf32> -> tensor<128x384xf32>
-  return %y : tensor<128x384xf32>
+func.func @stationary_reuse(%x: tensor<128x256xf32>, %w: tensor<1536x256xf32>) -> tensor<128x1536xf32> {
+  %t = aten.t %w : tensor<1536x256xf32> -> tensor<256x1536xf32>
+  %y = aten.mm %x, %t : tensor<128x256xf32>, tensor<256x1536xf32> -> tensor<128x1536xf32>
+  return %y : tensor<128x1536xf32>
 }

@@ -1,5 +1,6 @@
 // RUN: neuron-opt %examples/rmsnorm/naive.mlir --ncc-form-kernels=fuse=false --ncc-lower-to-isa --ncc-plan-memory | FileCheck %s
 // RUN: neuron-opt %s --ncc-form-kernels --ncc-lower-to-isa=row-budget-bytes=1000000000 --ncc-plan-memory --split-input-file --verify-diagnostics -o /dev/null
+// RUN: neuron-opt %s --split-input-file --ncc-form-kernels --ncc-lower-to-isa --ncc-plan-memory | FileCheck %s --check-prefix=ROTATE
 
 // Intermediates between the six -O0 kernels share a 4104-byte arena: the
 // 4 KiB product of k0 is dead once k1 has read it, so k4 reuses its bytes;
@@ -22,4 +23,25 @@ func.func @too_wide(%x: tensor<4x60000xf32>) -> tensor<4x1xf32> {
   // expected-note @+1 {{peak live bytes (a lower bound): 240004}}
   %r = aten.sum.dim_IntList %x {dim = array<i64: -1>, keepdim = true} : tensor<4x60000xf32> -> tensor<4x1xf32>
   return %r : tensor<4x1xf32>
+}
+
+// -----
+
+// PSUM tiles rotate over the banks (here every tile of the first row tile
+// gets a bank of its own), so a transpose never waits for the copy out of
+// the bank a previous one filled. A PSUM tile's column range (four W
+// transposes side by side) lives in its tile's bank.
+// ROTATE-LABEL: func.func @rotation
+// ROTATE: nc.alloc_psum {iteration = 1 : i64, offset = [[ACC:[0-9]+]] : i64} : memref<128x512xf32, 2>
+// ROTATE: nc.alloc_psum {iteration = 1 : i64, offset = [[X0:[0-9]+]] : i64} : memref<128x128xf32, 2>
+// ROTATE-NOT: offset = [[X0]] : i64} : memref
+// ROTATE: nc.alloc_psum {iteration = 1 : i64, offset = [[W0:[0-9]+]] : i64} : memref<128x512xf32, 2>
+// ROTATE-NOT: offset = [[X0]] : i64} : memref
+// ROTATE-NOT: offset = [[W0]] : i64} : memref
+// ROTATE-NOT: offset = [[ACC]] : i64} : memref
+// ROTATE: nc.alloc_psum {iteration = 1 : i64, offset = {{[0-9]+}} : i64} : memref<128x128xf32, 2>
+func.func @rotation(%x: tensor<200x300xf32>, %w: tensor<600x300xf32>) -> tensor<200x600xf32> {
+  %t = aten.t %w : tensor<600x300xf32> -> tensor<300x600xf32>
+  %y = aten.mm %x, %t : tensor<200x300xf32>, tensor<300x600xf32> -> tensor<200x600xf32>
+  return %y : tensor<200x600xf32>
 }

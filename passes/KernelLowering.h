@@ -1,0 +1,155 @@
+//===- KernelLowering.h - one kernel onto the NeuronCore (private) ---------===//
+//
+// Shared by the lowering's files: LowerToIsa.cpp (iteration space, layouts,
+// DMA, the row/column tile loop), LowerElementwise.cpp (elementwise ops and
+// reductions) and LowerMatmul.cpp (matmuls).
+//
+//===----------------------------------------------------------------------===//
+#pragma once
+
+#include <map>
+
+#include "dialects/aten/AtenDialect.h"
+#include "dialects/aten/Views.h"
+#include "dialects/nc/NcDialect.h"
+#include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/IR/Builders.h"
+#include "llvm/ADT/DenseMap.h"
+#include "llvm/ADT/DenseSet.h"
+
+namespace neuroncc::lowering {
+
+using namespace mlir;
+
+// An instruction's engine and source op, set as one discardable-attribute
+// dictionary (each setAttr rebuilds it; instructions number in the millions).
+void setEngineAndSource(Operation* inst, Builder& b, StringRef engine, int64_t sourceIndex);
+SmallVector<int64_t> contiguousStrides(ArrayRef<int64_t> shape);
+int64_t product(ArrayRef<int64_t> v);
+int64_t reducedCount(Operation* reduction);
+std::optional<double> splatValue(Value v);
+// The free dims of an access pattern ((stride, count) pairs, outermost
+// first) with unit counts dropped and contiguous neighbours merged.
+SmallVector<int64_t> simplifyFreePattern(ArrayRef<int64_t> freeAp);
+
+enum class Kind { Full, Row, Imm };
+
+// How one kernel value maps onto the [rows x cols] iteration space.
+struct Layout {
+  Kind kind = Kind::Full;
+  double imm = 0;
+  // HBM values only: element strides per iteration-space dim (0 = broadcast).
+  SmallVector<int64_t> rowStrides;  // one per leading dim
+  SmallVector<int64_t> colStrides;  // one per trailing dim
+  int64_t offset = 0;               // element offset of the (view's) first element
+};
+
+struct Space {
+  SmallVector<int64_t> lead;   // leading dims
+  SmallVector<int64_t> trail;  // trailing dims flattened into cols
+  int64_t rows = 1, cols = 1;
+  bool reduces = false;
+  int64_t rowBlock = 0;  // row tiles never cross a multiple of this (a bmm's batch); 0: no limit
+  bool matmul = false;
+  // > 1: the innermost dim of the kernel's shape was split into [split,
+  // cols] and the first part moved onto the rows (few long rows spread over
+  // the partitions); layouts are computed against the unsplit shape.
+  int64_t split = 1;
+};
+
+// Prepared matmul operand slices ([k slice x columns] SBUF tiles, see
+// LowerMatmul.cpp) and the panels they were loaded in, by operand and k.
+struct OperandKey {
+  void* hbm;
+  int64_t offset, kStride, fStride, k0, n;
+  bool operator<(const OperandKey& o) const {
+    return std::tie(hbm, offset, kStride, fStride, k0, n) < std::tie(o.hbm, o.offset, o.kStride, o.fStride, o.k0, o.n);
+  }
+};
+struct OperandCache {
+  std::map<OperandKey, Value> slices, panels;
+  void clear() {
+    slices.clear();
+    panels.clear();
+  }
+};
+class KernelLowering {
+ public:
+  KernelLowering(nc::KernelOp kernel, int64_t maxFree, int64_t rowBudget)
+      : kernel(kernel), maxFree(maxFree), rowBudget(rowBudget) {}
+
+  LogicalResult run(int64_t& instructions, int64_t& dmas);
+
+ private:
+  LogicalResult computeSpace();
+  void splitLongRows();
+  LogicalResult layoutOfInput(Value v, Layout& out);
+  LogicalResult layoutOfView(const aten::StridedView& view, Layout& out);
+  LogicalResult lowerCat(aten::CatOp cat, Block* body, ArrayRef<Value> outHbm);
+  SmallVector<int64_t> rowOffsets(const Layout& l, int64_t r0, int64_t p);
+  void emitDma(bool load, Value hbm, Value tile, const Layout& l, int64_t r0, int64_t p,
+               int64_t c0, int64_t f);
+  Value alloc(int64_t p, int64_t f, Type elem);
+  Value tileOf(Value v);
+  LogicalResult lowerOp(Operation* op, int64_t p, int64_t f);
+  struct MatmulOperand;
+  LogicalResult lowerMatmul(Operation* op, Value a, Value bm, Value bias, double beta, double alpha,
+                            int64_t p, int64_t f, Type elem);
+  Value operandSlice(OperandCache& cache, const MatmulOperand& o, int64_t k0, Operation* op);
+  Value operandPanel(OperandCache& cache, const MatmulOperand& o, int64_t k0, int64_t chunk, int64_t& column);
+  void setSource(Operation* inst, Operation* src);
+
+  LogicalResult storeOutput(Value v, Value hbm, int64_t p, int64_t f);
+  Type hbmElementType(BlockArgument arg);
+  LogicalResult foldViews(Block& old, bool allowTileAliases);
+  bool storedViewChain(Operation* view);
+  Block* createIsaBody(Block& old, SmallVectorImpl<Value>& outHbm);
+  void finishBody(Block& old, int64_t& instructions, int64_t& dmas);
+  Value broadcastRow(Value rowTile, double imm, int64_t p, int64_t f, Type elem, Operation* source);
+  void finalizeReduction(Operation* op, int64_t p);
+
+  nc::KernelOp kernel;
+  int64_t maxFree;
+  int64_t rowBudget;
+  Space space;
+  // Chunked reduction: a row too long for SBUF is reduced chunk by chunk into
+  // per-row accumulators; ops that need the reduced value run after the last
+  // chunk and must themselves be per-row.
+  bool chunked = false;
+  bool accumulating = false;  // lowering a chunk (not the ops after the last one)
+  llvm::DenseMap<Value, Value> accumulators;  // reduction result -> f32 [p x 1]
+  // A lone reduction over non-trailing dims: its input, read with this
+  // permutation of dims (kept dims, then reduced dims).
+  Value permutedInput;
+  SmallVector<int64_t> inputPermutation;
+  llvm::DenseMap<Value, Value> sameTileAs;  // row-preserving reshapes of computed values
+  // Returned one-to-one views of computed values: the root's tile is stored
+  // through this view of the output buffer in the root's shape.
+  llvm::DenseMap<Value, aten::StridedView> storedThrough;
+  llvm::DenseSet<Value> tilelessViews;  // inner links of such chains: no tile of their own
+  // Output columns per matmul tile: one PSUM bank (512 f32).
+  static constexpr int64_t matmulColumns = nc::kPsumBankBytes / 4;
+  OpBuilder* b = nullptr;
+  Location loc = kernel.getLoc();
+  llvm::DenseMap<Value, Layout> layouts;
+  llvm::DenseMap<Value, Value> hbmOf;      // kernel input (or view of one) -> HBM memref
+  llvm::DenseMap<Value, aten::StridedView> viewOf;  // its elements within that memref
+  llvm::DenseMap<Value, Value> tiles;      // value -> tile for the current iteration
+  std::map<std::tuple<void*, int64_t, int64_t>, Value> hoisted;  // row-invariant loads
+  // The stationary slices of the current row tile, reused by each of its
+  // column tiles while they stay small next to a partition.
+  OperandCache stationaryCache;
+  int64_t stationaryRow = -1;
+  // The moving slices of the current block of column tiles, reused by every
+  // row tile (of the same batch, for a bmm): a kernel of matmuls without
+  // reductions runs its column tiles in blocks, all row tiles of one block
+  // before the next, and keeps that block's moving slices (at most
+  // movingBudget bytes per partition).
+  OperandCache movingCache;
+  bool reuseMoving = false;
+  llvm::DenseSet<Value> yielded;
+  int64_t r0 = 0, c0 = 0, iteration = 0;
+  int64_t numInst = 0, numDma = 0;
+};
+
+}  // namespace neuroncc::lowering

@@ -1,0 +1,374 @@
+//===- LowerElementwise.cpp - elementwise ops and reductions onto engines ---===//
+//
+// One op of a kernel for one [p x f] tile of the iteration space (see
+// LowerToIsa.cpp): elementwise ops on the vector and scalar engines, row
+// reductions (chunked when a row is too long for SBUF), and the dispatch of
+// matmuls to LowerMatmul.cpp.
+//
+//===----------------------------------------------------------------------===//
+
+#include "passes/KernelLowering.h"
+#include "passes/ScalarEval.h"
+#include "dialects/aten/TypeRules.h"
+#include "llvm/ADT/TypeSwitch.h"
+
+namespace neuroncc::lowering {
+
+LogicalResult KernelLowering::lowerOp(Operation* op, int64_t p, int64_t f) {
+  const int64_t fullWidth = f;
+  // An elementwise op on immediates only is an immediate (constant folding
+  // normally got there first).
+  if (aten::isElementwise(op) && llvm::all_of(op->getOperands(), [&](Value v) {
+        auto it = layouts.find(v);
+        return it != layouts.end() && it->second.kind == Kind::Imm;
+      }))
+    if (auto fn = scalarFunction(op)) {
+      SmallVector<double> args;
+      for (Value v : op->getOperands()) args.push_back(layouts[v].imm);
+      layouts[op->getResult(0)].kind = Kind::Imm;
+      layouts[op->getResult(0)].imm = (*fn)(args);
+      return success();
+    }
+  Value result = op->getResult(0);
+  auto resultElem = nc::deviceElementType(llvm::cast<RankedTensorType>(result.getType()).getElementType());
+  Type elem = yielded.contains(result) ? resultElem : b->getF32Type();
+  // A value whose only use is a returned cast is computed straight into the
+  // cast's dtype (one rounding, and the cast becomes free).
+  if (result.hasOneUse())
+    if (auto cast = llvm::dyn_cast<aten::ToCopyOp>(*result.getUsers().begin());
+        cast && yielded.contains(cast.getResult()) && aten::isFloatType(cast.getType().getElementType()) &&
+        aten::isFloatType(llvm::cast<RankedTensorType>(result.getType()).getElementType()))
+      elem = nc::deviceElementType(cast.getType().getElementType());
+  auto layoutOf = [&](Value v) -> Layout& { return layouts[v]; };
+
+  auto tensorScalar = [&](Value out, Value in, Value scalar, StringRef alu, double imm, bool reverse) {
+    auto inst = b->create<nc::TensorScalarOp>(loc, out, in, scalar, b->getStringAttr(alu),
+                                              b->getF64FloatAttr(imm), b->getBoolAttr(reverse));
+    setSource(inst, op);
+  };
+  auto activation = [&](Value out, Value in, StringRef func, double scale, double bias) {
+    auto inst = b->create<nc::ActivationOp>(loc, out, in, Value(), Value(), b->getStringAttr(func),
+                                            b->getF64FloatAttr(scale), b->getF64FloatAttr(bias));
+    setSource(inst, op);
+  };
+
+  // Binary: combine two operands of any kind with `alu`.
+  auto binary = [&](Value lhs, Value rhs, StringRef alu, double alpha) -> LogicalResult {
+    Layout &ll = layoutOf(lhs), &rl = layoutOf(rhs);
+    if (ll.kind == Kind::Imm && rl.kind == Kind::Imm)
+      return op->emitError("operations on two compile-time constants are not supported yet");
+    Kind outKind = (ll.kind == Kind::Full || rl.kind == Kind::Full) ? Kind::Full : Kind::Row;
+    layouts[result].kind = outKind;
+    int64_t width = outKind == Kind::Full ? f : 1;
+    Value out = alloc(p, width, elem);
+    Value rhsTile;
+    double rhsImm = rl.imm * alpha;
+    if (rl.kind != Kind::Imm) {
+      rhsTile = tileOf(rhs);
+      if (alpha != 1.0) {  // alpha * other, kept in f32
+        Value scaled = alloc(p, rl.kind == Kind::Full ? f : 1, b->getF32Type());
+        tensorScalar(scaled, rhsTile, Value(), "mul", alpha, false);
+        rhsTile = scaled;
+      }
+    }
+    if (ll.kind == Kind::Imm) {
+      tensorScalar(out, rhsTile, Value(), alu, ll.imm, /*reverse=*/true);
+    } else if (rl.kind == Kind::Imm) {
+      tensorScalar(out, tileOf(lhs), Value(), alu, rhsImm, false);
+    } else if (ll.kind == rl.kind) {
+      auto inst = b->create<nc::TensorTensorOp>(loc, out, tileOf(lhs), rhsTile, b->getStringAttr(alu));
+      setSource(inst, op);
+    } else if (ll.kind == Kind::Full) {
+      tensorScalar(out, tileOf(lhs), rhsTile, alu, 0.0, false);
+    } else {
+      tensorScalar(out, rhsTile, tileOf(lhs), alu, 0.0, /*reverse=*/true);
+    }
+    tiles[result] = out;
+    return success();
+  };
+
+  auto unary = [&](Value in, auto emit) -> LogicalResult {
+    Layout& il = layoutOf(in);
+    if (il.kind == Kind::Imm)
+      return op->emitError("operations on compile-time constants are not supported yet");
+    layouts[result].kind = il.kind;
+    Value out = alloc(p, il.kind == Kind::Full ? f : 1, elem);
+    emit(out, tileOf(in));
+    tiles[result] = out;
+    return success();
+  };
+
+  // A Full [p x f] tile holding `v` (laid out as `l`): broadcasts a per-row
+  // value or an immediate across the row (iota writes the constant, an add
+  // the row value).
+  auto fullTile = [&](Value v, const Layout& l) -> Value {
+    if (l.kind == Kind::Full) return tileOf(v);
+    return broadcastRow(l.kind == Kind::Row ? tileOf(v) : Value(), l.kind == Kind::Imm ? l.imm : 0.0, p, f,
+                        b->getF32Type(), op);
+  };
+
+  // cond ? a : b with the kinds lined up. Layouts are passed in because an
+  // operand may be an immediate that has no value of its own.
+  auto select = [&](Value cond, Layout lc, Value onTrue, Layout lt, Value onFalse,
+                    Layout lf) -> LogicalResult {
+    bool anyFull = lc.kind == Kind::Full || lt.kind == Kind::Full || lf.kind == Kind::Full;
+    if (lc.kind == Kind::Imm && lt.kind == Kind::Imm && lf.kind == Kind::Imm)
+      return op->emitError("operations on compile-time constants are not supported yet");
+    int64_t width = anyFull ? f : 1;
+    auto operand = [&](Value v, const Layout& l) -> Value {
+      if (anyFull) return fullTile(v, l);
+      if (l.kind == Kind::Row) return tileOf(v);
+      Value t = alloc(p, 1, b->getF32Type());  // an immediate as a per-row value
+      setSource(b->create<nc::IotaOp>(loc, t, b->getF64FloatAttr(l.imm), b->getF64FloatAttr(0.0),
+                                      b->getF64FloatAttr(0.0)), op);
+      return t;
+    };
+    Value c = operand(cond, lc), t = operand(onTrue, lt), e = operand(onFalse, lf);
+    layouts[result].kind = anyFull ? Kind::Full : Kind::Row;
+    Value out = alloc(p, width, elem);
+    setSource(b->create<nc::TensorSelectOp>(loc, out, t, e, c), op);
+    tiles[result] = out;
+    return success();
+  };
+
+  auto matmul = [&](Value lhs, Value rhs, Value bias, double beta, double alpha) {
+    return lowerMatmul(op, lhs, rhs, bias, beta, alpha, p, fullWidth, elem);
+  };
+
+  auto activationOf = [&](Value in, StringRef func) {
+    return unary(in, [&](Value out, Value t) { activation(out, t, func, 1.0, 0.0); });
+  };
+  auto scalarOp = [&](Value in, StringRef alu, double imm, bool reverse) {
+    return unary(in, [&](Value out, Value t) { tensorScalar(out, t, Value(), alu, imm, reverse); });
+  };
+
+  auto reduce = [&](Value in, StringRef alu, bool mean) -> LogicalResult {
+    Layout& il = layoutOf(in);
+    int64_t count = reducedCount(op);
+    if (il.kind == Kind::Imm) {  // a splat reduces to a splat
+      layouts[result].kind = Kind::Imm;
+      layouts[result].imm = alu == "add" && !mean ? il.imm * double(count) : il.imm;
+      return success();
+    }
+    layouts[result].kind = Kind::Row;
+    if (il.kind == Kind::Row) {
+      // Constant along the row: one value stands for `count` equal ones, so
+      // no chunk-by-chunk accumulation is needed even in a chunked kernel.
+      Value out = alloc(p, 1, elem);
+      double factor = alu == "add" && !mean ? double(count) : 1.0;
+      tensorScalar(out, tileOf(in), Value(), factor == 1.0 ? "bypass" : "mul", factor, false);
+      tiles[result] = out;
+      return success();
+    }
+    if (count != space.cols)
+      return op->emitError("internal: a reduction over ") << count << " elements in a kernel whose rows have "
+                                                           << space.cols;
+    if (chunked && accumulating) {
+      Value part = alloc(p, 1, b->getF32Type());
+      setSource(b->create<nc::TensorReduceOp>(loc, part, tileOf(in), b->getStringAttr(alu)), op);
+      auto it = accumulators.find(result);
+      if (it == accumulators.end())
+        accumulators[result] = part;
+      else
+        setSource(b->create<nc::TensorTensorOp>(loc, it->second, it->second, part, b->getStringAttr(alu)), op);
+      return success();
+    }
+    Value out = alloc(p, 1, elem);
+    double scale = mean ? 1.0 / double(count) : 1.0;
+    if (scale != 1.0) {
+      Value acc = alloc(p, 1, b->getF32Type());
+      auto inst = b->create<nc::TensorReduceOp>(loc, acc, tileOf(in), b->getStringAttr(alu));
+      setSource(inst, op);
+      tensorScalar(out, acc, Value(), "mul", scale, false);
+    } else {
+      auto inst = b->create<nc::TensorReduceOp>(loc, out, tileOf(in), b->getStringAttr(alu));
+      setSource(inst, op);
+    }
+    tiles[result] = out;
+    return success();
+  };
+
+  return llvm::TypeSwitch<Operation*, LogicalResult>(op)
+      .Case([&](aten::MulTensorOp o) { return binary(o.getSelf(), o.getOther(), "mul", 1.0); })
+      .Case([&](aten::DivTensorOp o) { return binary(o.getSelf(), o.getOther(), "div", 1.0); })
+      .Case([&](aten::AddTensorOp o) {
+        return binary(o.getSelf(), o.getOther(), "add", o.getAlpha().convertToDouble());
+      })
+      .Case([&](aten::SubTensorOp o) {
+        return binary(o.getSelf(), o.getOther(), "sub", o.getAlpha().convertToDouble());
+      })
+      .Case([&](aten::MulScalarOp o) {
+        double v = o.getOther().convertToDouble();
+        return unary(o.getSelf(), [&](Value out, Value in) { tensorScalar(out, in, Value(), "mul", v, false); });
+      })
+      .Case([&](aten::AddScalarOp o) {
+        double v = o.getOther().convertToDouble() * o.getAlpha().convertToDouble();
+        return unary(o.getSelf(), [&](Value out, Value in) { tensorScalar(out, in, Value(), "add", v, false); });
+      })
+      .Case([&](aten::NegOp o) {
+        return unary(o.getSelf(), [&](Value out, Value in) { activation(out, in, "negate", 1.0, 0.0); });
+      })
+      .Case([&](aten::ExpOp o) {
+        return unary(o.getSelf(), [&](Value out, Value in) { activation(out, in, "exp", 1.0, 0.0); });
+      })
+      .Case([&](aten::RsqrtOp o) {
+        return unary(o.getSelf(), [&](Value out, Value in) { activation(out, in, "rsqrt", 1.0, 0.0); });
+      })
+      .Case([&](aten::SqrtOp o) {
+        return unary(o.getSelf(), [&](Value out, Value in) { activation(out, in, "sqrt", 1.0, 0.0); });
+      })
+      .Case([&](aten::SubScalarOp o) {
+        return scalarOp(o.getSelf(), "sub", o.getOther().convertToDouble() * o.getAlpha().convertToDouble(), false);
+      })
+      .Case([&](aten::DivScalarOp o) { return scalarOp(o.getSelf(), "div", o.getOther().convertToDouble(), false); })
+      .Case([&](aten::RsubScalarOp o) -> LogicalResult {
+        double other = o.getOther().convertToDouble(), alpha = o.getAlpha().convertToDouble();
+        if (alpha == 1.0) return scalarOp(o.getSelf(), "sub", other, /*reverse=*/true);
+        // other - alpha * self == (self * -alpha) + other
+        return unary(o.getSelf(), [&](Value out, Value t) {
+          Value scaled = alloc(p, llvm::cast<MemRefType>(t.getType()).getDimSize(1), b->getF32Type());
+          tensorScalar(scaled, t, Value(), "mul", -alpha, false);
+          tensorScalar(out, scaled, Value(), "add", other, false);
+        });
+      })
+      .Case([&](aten::PowTensorScalarOp o) -> LogicalResult {
+        double e = o.getOther().convertToDouble();
+        if (e == 2.0) return activationOf(o.getSelf(), "square");
+        if (e == 0.5) return activationOf(o.getSelf(), "sqrt");
+        if (e == -0.5) return activationOf(o.getSelf(), "rsqrt");
+        if (e == 1.0) return activationOf(o.getSelf(), "identity");
+        return scalarOp(o.getSelf(), "pow", e, false);
+      })
+      .Case([&](aten::LogOp o) { return activationOf(o.getSelf(), "log"); })
+      .Case([&](aten::ToCopyOp o) -> LogicalResult {
+        // Rounds to the target dtype even inside a kernel, as eager does. A
+        // tile that already holds the target dtype, or a widening to an f32
+        // intermediate (exact), is reused as it is.
+        elem = resultElem;
+        Layout& il = layoutOf(o.getSelf());
+        Type to = o.getType().getElementType();
+        Type from = llvm::cast<RankedTensorType>(o.getSelf().getType()).getElementType();
+        if (to.isInteger(1) && !from.isInteger(1))  // != 0, as PyTorch's bool cast
+          return scalarOp(o.getSelf(), "not_equal", 0.0, false);
+        if (llvm::isa<IntegerType>(to) && aten::isFloatType(from))
+          return op->emitError("casting a computed float to an integer dtype on the device is not supported "
+                               "(it needs rounding toward zero)");
+        if (il.kind != Kind::Imm) {
+          Value in = tileOf(o.getSelf());
+          Type inElem = llvm::cast<MemRefType>(in.getType()).getElementType();
+          bool widening = !yielded.contains(result) && resultElem.isF32() && (inElem.isBF16() || inElem.isF16()) &&
+                          aten::isFloatType(llvm::cast<RankedTensorType>(o.getSelf().getType()).getElementType());
+          if (inElem == resultElem || widening) {
+            layouts[result] = il;
+            tiles[result] = in;
+            return success();
+          }
+        }
+        return activationOf(o.getSelf(), "identity");
+      })
+      .Case([&](aten::TanhOp o) { return activationOf(o.getSelf(), "tanh"); })
+      .Case([&](aten::SigmoidOp o) { return activationOf(o.getSelf(), "sigmoid"); })
+      .Case([&](aten::ReluOp o) { return activationOf(o.getSelf(), "relu"); })
+      .Case([&](aten::SiluOp o) { return activationOf(o.getSelf(), "silu"); })
+      .Case([&](aten::AbsOp o) { return activationOf(o.getSelf(), "abs"); })
+      .Case([&](aten::GeluOp o) {
+        return activationOf(o.getSelf(), o.getApproximate() == "tanh" ? "gelu_tanh" : "gelu");
+      })
+      .Case([&](aten::EqTensorOp o) { return binary(o.getSelf(), o.getOther(), "is_equal", 1.0); })
+      .Case([&](aten::NeTensorOp o) { return binary(o.getSelf(), o.getOther(), "not_equal", 1.0); })
+      .Case([&](aten::LtTensorOp o) { return binary(o.getSelf(), o.getOther(), "is_lt", 1.0); })
+      .Case([&](aten::LeTensorOp o) { return binary(o.getSelf(), o.getOther(), "is_le", 1.0); })
+      .Case([&](aten::GtTensorOp o) { return binary(o.getSelf(), o.getOther(), "is_gt", 1.0); })
+      .Case([&](aten::GeTensorOp o) { return binary(o.getSelf(), o.getOther(), "is_ge", 1.0); })
+      .Case([&](aten::EqScalarOp o) { return scalarOp(o.getSelf(), "is_equal", o.getOther().convertToDouble(), false); })
+      .Case([&](aten::NeScalarOp o) { return scalarOp(o.getSelf(), "not_equal", o.getOther().convertToDouble(), false); })
+      .Case([&](aten::LtScalarOp o) { return scalarOp(o.getSelf(), "is_lt", o.getOther().convertToDouble(), false); })
+      .Case([&](aten::LeScalarOp o) { return scalarOp(o.getSelf(), "is_le", o.getOther().convertToDouble(), false); })
+      .Case([&](aten::GtScalarOp o) { return scalarOp(o.getSelf(), "is_gt", o.getOther().convertToDouble(), false); })
+      .Case([&](aten::GeScalarOp o) { return scalarOp(o.getSelf(), "is_ge", o.getOther().convertToDouble(), false); })
+      .Case([&](aten::WhereSelfOp o) {
+        Layout lc = layoutOf(o.getCondition()), lt = layoutOf(o.getSelf()), lf = layoutOf(o.getOther());
+        return select(o.getCondition(), lc, o.getSelf(), lt, o.getOther(), lf);
+      })
+      .Case([&](aten::MaskedFillScalarOp o) {
+        Layout fill;
+        fill.kind = Kind::Imm;
+        fill.imm = o.getValue().convertToDouble();
+        Layout lm = layoutOf(o.getMask()), ls = layoutOf(o.getSelf());
+        return select(o.getMask(), lm, Value(), fill, o.getSelf(), ls);
+      })
+      .Case([&](aten::EmbeddingOp o) -> LogicalResult {
+        // One gather per row tile: partition p gets row ids[r0 + p].
+        auto tv = viewOf.find(o.getWeight()), iv = viewOf.find(o.getIndices());
+        if (tv == viewOf.end() || iv == viewOf.end() || !aten::isContiguous(iv->second))
+          return op->emitError("embedding table and indices must be HBM tensors (contiguous indices)");
+        const aten::StridedView& T = tv->second;
+        layouts[result].kind = Kind::Full;
+        Value out = alloc(p, f, elem);
+        Value raw = out;
+        Type tableElem = llvm::cast<MemRefType>(hbmOf[o.getWeight()].getType()).getElementType();
+        if (tableElem != elem) raw = alloc(p, f, tableElem);
+        SmallVector<int64_t> ap{T.strides[0], p, T.strides[1], f};
+        Operation* g = b->create<nc::DmaGatherOp>(
+            loc, hbmOf[o.getWeight()], hbmOf[o.getIndices()], raw, b->getI64IntegerAttr(0),
+            b->getI64IntegerAttr(T.offset + c0 * T.strides[1]), b->getDenseI64ArrayAttr(ap),
+            b->getI64IntegerAttr(iv->second.offset + r0), b->getI64IntegerAttr(T.shape[0]));
+        setEngineAndSource(g, *b, "dma", -1);
+        ++numInst;
+        ++numDma;
+        if (raw != out) activation(out, raw, "identity", 1.0, 0.0);
+        tiles[result] = out;
+        return success();
+      })
+      .Case([&](aten::MmOp o) { return matmul(o.getSelf(), o.getMat2(), Value(), 1.0, 1.0); })
+      .Case([&](aten::BmmOp o) { return matmul(o.getSelf(), o.getMat2(), Value(), 1.0, 1.0); })
+      .Case([&](aten::AddmmOp o) {
+        return matmul(o.getMat1(), o.getMat2(), o.getSelf(), o.getBeta().convertToDouble(),
+                      o.getAlpha().convertToDouble());
+      })
+      .Case([&](aten::MeanDimOp o) { return reduce(o.getSelf(), "add", true); })
+      .Case([&](aten::SumDimIntListOp o) { return reduce(o.getSelf(), "add", false); })
+      .Case([&](aten::AmaxOp o) { return reduce(o.getSelf(), "max", false); })
+      .Default([&](Operation* o) {
+        return o->emitError("op has no NeuronCore lowering yet: ") << o->getName();
+      });
+}
+
+// After the last chunk: scale a mean and round into the result's tile.
+void KernelLowering::finalizeReduction(Operation* op, int64_t p) {
+  Value result = op->getResult(0);
+  Value acc = accumulators.lookup(result);
+  if (!acc) return;  // reduced without accumulation (a per-row or constant input)
+  int64_t count = reducedCount(op);
+  bool isMean = llvm::isa<aten::MeanDimOp>(op);
+  Type elem = yielded.contains(result)
+                  ? nc::deviceElementType(llvm::cast<RankedTensorType>(result.getType()).getElementType())
+                  : b->getF32Type();
+  if (!isMean && elem.isF32()) {
+    tiles[result] = acc;
+    return;
+  }
+  Value out = alloc(p, 1, elem);
+  auto inst = b->create<nc::TensorScalarOp>(loc, out, acc, Value(), b->getStringAttr("mul"),
+                                            b->getF64FloatAttr(isMean ? 1.0 / double(count) : 1.0),
+                                            b->getBoolAttr(false));
+  setSource(inst, op);
+  tiles[result] = out;
+}
+
+// A Full [p x f] tile holding `imm` plus, when given, the per-row value of
+// `rowTile` (iota writes the constant, an add the row value).
+Value KernelLowering::broadcastRow(Value rowTile, double imm, int64_t p, int64_t f, Type elem,
+                                   Operation* source) {
+  Value t = alloc(p, f, elem);
+  setSource(b->create<nc::IotaOp>(loc, t, b->getF64FloatAttr(imm), b->getF64FloatAttr(0.0),
+                                  b->getF64FloatAttr(0.0)),
+            source);
+  if (rowTile)
+    setSource(b->create<nc::TensorScalarOp>(loc, t, t, rowTile, b->getStringAttr("add"),
+                                            b->getF64FloatAttr(0.0), b->getBoolAttr(false)),
+              source);
+  return t;
+}
+
+}  // namespace neuroncc::lowering

@@ -1,0 +1,247 @@
+//===- LowerMatmul.cpp - matmuls onto the TensorEngine ---------------------===//
+//
+// One [p x f] output tile of A @ B (f <= 512, one PSUM bank of f32): the
+// contraction dim K in slices of 128 partitions accumulated in PSUM, then
+// alpha * product + beta * bias into an SBUF tile.
+//
+// Orientation. The TensorEngine takes both operands with k on the
+// partitions: the stationary slice [kt x p] (rows of A) and the moving slice
+// [kt x f] (columns of B). An operand whose free dim (m or n) is contiguous
+// in HBM, or whose k is not, is loaded that way. One whose k alone is
+// contiguous (a row-major activation as A, an nn.Linear weight stored
+// (out, in) as B = W.t()) is loaded in rows, [up to 128 rows x k] with each
+// row contiguous, transposed on the TensorEngine into PSUM (up to four
+// 128-row transposes side by side in one bank, so a moving slice stays 512
+// columns wide) and copied to SBUF by whichever of the vector and scalar
+// engines the schedule finds free. An element-strided DMA would instead
+// cost a descriptor per element.
+//
+// Panels. One DMA loads a panel of several slices, at most kPanelBytes per
+// partition: [128 x S*n] (S consecutive k slices side by side) for a direct
+// operand, [rows x KB] (KB consecutive k) for one loaded in rows. Slices are
+// column ranges of it (nc.tile_columns), so the per-transfer DMA cost is
+// paid once per panel instead of once per slice.
+//
+// Reuse. A row tile's stationary slices serve all its column tiles while
+// they take at most 32 KiB per partition; a column block's moving slices
+// serve every row tile (the column blocks of LowerToIsa.cpp).
+//
+// Pipelining. The slices for k + 1 .. k + kLookahead are prepared before the
+// matmul of slice k: the TensorEngine transposes ahead while other engines
+// copy earlier slices out of PSUM, and PSUM tiles rotate over the banks
+// (PlanMemory.cpp), so no TensorEngine instruction waits for an evacuation.
+//
+//===----------------------------------------------------------------------===//
+
+#include "passes/KernelLowering.h"
+
+namespace neuroncc::lowering {
+
+namespace {
+constexpr int64_t kPanelBytes = 4096;  // per partition, one DMA
+constexpr int64_t kStationaryCacheBytes = 32 * 1024;  // per partition, one row tile's slices
+constexpr int64_t kLookahead = 4;
+// A DMA run shorter than this costs its descriptor time rather than its
+// bytes (device model: 20 ns per run, 512 B at one queue's bandwidth).
+constexpr int64_t kMinRunBytes = 512;
+constexpr int64_t kSplitBytes = 256 * 1024;  // larger panels load on several DMA queues
+}  // namespace
+
+// An operand of one output tile: element (k, j) of the [K x n] matrix the
+// TensorEngine needs is at offset + k * kStride + j * fStride of hbm.
+struct KernelLowering::MatmulOperand {
+  Value hbm;
+  int64_t offset, kStride, fStride, K, n;
+  Type elem;
+  int64_t elemBytes() const { return elem.getIntOrFloatBitWidth() / 8; }
+  bool inRows() const { return kStride == 1 && fStride != 1; }
+};
+
+namespace {
+Value tileColumns(OpBuilder& b, Location loc, Value tile, int64_t column, int64_t n) {
+  auto t = llvm::cast<MemRefType>(tile.getType());
+  if (column == 0 && n == t.getDimSize(1)) return tile;
+  auto type = MemRefType::get({t.getDimSize(0), n}, t.getElementType(), MemRefLayoutAttrInterface{},
+                              t.getMemorySpace());
+  return b.create<nc::TileColumnsOp>(loc, type, tile, b.getI64IntegerAttr(column));
+}
+}  // namespace
+
+// The panel holding slice k0 of `o` (of rows chunk `chunk` for an operand
+// loaded in rows), loading it on first use; `column` is where the slice
+// starts in it.
+Value KernelLowering::operandPanel(OperandCache& cache, const MatmulOperand& o, int64_t k0, int64_t chunk,
+                                   int64_t& column) {
+  const int64_t P = nc::kNumPartitions;
+  int64_t offset = o.offset, first = k0, partitions = 0, cols = 0;
+  SmallVector<int64_t> ap;
+  if (o.inRows()) {
+    offset += chunk * P * o.fStride;
+    partitions = std::min(P, o.n - chunk * P);
+    int64_t width = std::max(P, kPanelBytes / o.elemBytes() / P * P);
+    first = k0 / width * width;
+    cols = std::min(width, o.K - first);
+    column = k0 - first;
+    ap = {o.fStride, partitions, o.kStride, cols};
+  } else if (int64_t full = o.K / P; k0 / P < full) {
+    // Slices with rows shorter than a DMA descriptor's worth (kMinRunBytes)
+    // are bound by their runs, not by the fixed cost: one DMA each, so
+    // that several queues share them.
+    int64_t rowBytes = o.n * o.elemBytes();
+    int64_t perPanel = rowBytes < kMinRunBytes ? 1 : std::clamp<int64_t>(kPanelBytes / rowBytes, 1, full);
+    int64_t firstSlice = k0 / P / perPanel * perPanel, count = std::min(perPanel, full - firstSlice);
+    first = firstSlice * P;
+    partitions = P;
+    cols = count * o.n;
+    column = (k0 / P - firstSlice) * o.n;
+    ap = {o.kStride, P};
+    if (count > 1) ap.append({P * o.kStride, count});
+    ap.append({o.fStride, o.n});
+  } else {  // the last, partial slice
+    partitions = o.K - k0;
+    cols = o.n;
+    column = 0;
+    ap = {o.kStride, partitions, o.fStride, o.n};
+  }
+  OperandKey key{o.hbm.getAsOpaquePointer(), offset, o.kStride, o.fStride, first, partitions};
+  if (auto hit = cache.panels.find(key); hit != cache.panels.end()) return hit->second;
+  Value panel = alloc(partitions, cols, o.elem);
+  // A panel of rows dies once its slices are transposed, a few matmuls
+  // later: when holding tiles through the next iterations does not fit, it
+  // rotates with the other such panels instead (PlanMemory.cpp). (A direct
+  // panel holds the slices themselves.)
+  if (o.inRows()) panel.getDefiningOp()->setAttr("rotation", b->getUnitAttr());
+  SmallVector<int64_t> freeAp = simplifyFreePattern(ArrayRef<int64_t>(ap).drop_front(2));
+  int64_t startOffset = offset + first * o.kStride;
+  int64_t pieces = std::clamp<int64_t>(partitions * cols * o.elemBytes() / kSplitBytes, 1, 8);
+  int64_t per = (partitions + pieces - 1) / pieces;
+  for (int64_t s = 0; s < partitions; s += per) {
+    SmallVector<int64_t> pieceAp{ap[0], std::min(per, partitions - s)};
+    pieceAp.append(freeAp);
+    Operation* dma = b->create<nc::DmaLoadOp>(loc, o.hbm, panel, b->getI64IntegerAttr(s),
+                                              b->getI64IntegerAttr(startOffset + s * ap[0]),
+                                              b->getDenseI64ArrayAttr(pieceAp));
+    setEngineAndSource(dma, *b, "dma", -1);
+    ++numInst;
+    ++numDma;
+  }
+  cache.panels[key] = panel;
+  return panel;
+}
+
+// The [kt x n] SBUF slice k0 of `o`, prepared on first use.
+Value KernelLowering::operandSlice(OperandCache& cache, const MatmulOperand& o, int64_t k0, Operation* op) {
+  OperandKey key{o.hbm.getAsOpaquePointer(), o.offset, o.kStride, o.fStride, k0, o.n};
+  if (auto hit = cache.slices.find(key); hit != cache.slices.end()) return hit->second;
+  const int64_t P = nc::kNumPartitions;
+  int64_t kt = std::min(P, o.K - k0), column = 0;
+  Value slice;
+  if (!o.inRows()) {
+    Value panel = operandPanel(cache, o, k0, 0, column);
+    slice = tileColumns(*b, loc, panel, column, o.n);
+  } else {
+    Value psum = b->create<nc::AllocPsumOp>(
+        loc, MemRefType::get({kt, o.n}, b->getF32Type(), MemRefLayoutAttrInterface{},
+                             b->getI64IntegerAttr(nc::kPsumMemorySpace)),
+        IntegerAttr());
+    psum.getDefiningOp()->setAttr("iteration", b->getI64IntegerAttr(iteration));
+    for (int64_t chunk = 0; chunk * P < o.n; ++chunk) {
+      int64_t rows = std::min(P, o.n - chunk * P);
+      Value panel = operandPanel(cache, o, k0, chunk, column);
+      Value in = tileColumns(*b, loc, panel, column, kt);
+      Value out = tileColumns(*b, loc, psum, chunk * P, rows);
+      setSource(b->create<nc::TransposeOp>(loc, out, in), op);
+    }
+    slice = alloc(kt, o.n, o.elem);
+    // Exact: the values came from o.elem and return to it. A multiply by one
+    // rather than a bypass, so that the scalar engine may take it too.
+    setSource(b->create<nc::TensorScalarOp>(loc, slice, psum, Value(), b->getStringAttr("mul"),
+                                            b->getF64FloatAttr(1.0), b->getBoolAttr(false)),
+              op);
+  }
+  cache.slices[key] = slice;
+  return slice;
+}
+
+LogicalResult KernelLowering::lowerMatmul(Operation* op, Value a, Value bm, Value bias, double beta,
+                                          double alpha, int64_t p, int64_t fullWidth, Type elem) {
+  Value result = op->getResult(0);
+  auto av = viewOf.find(a), bv = viewOf.find(bm);
+  if (av == viewOf.end() || bv == viewOf.end())
+    return op->emitError("matmul operands must come from HBM (kernel inputs or views of them)");
+  const aten::StridedView &A = av->second, &B = bv->second;
+  Type ae = nc::deviceElementType(llvm::cast<RankedTensorType>(a.getType()).getElementType());
+  Type be = nc::deviceElementType(llvm::cast<RankedTensorType>(bm.getType()).getElementType());
+  if (ae != be) return op->emitError("matmul operands of different dtypes are not supported yet");
+  bool batched = A.shape.size() == 3;
+  int64_t M = A.shape[batched ? 1 : 0], K = A.shape.back();
+  int64_t batch = batched ? r0 / M : 0, m0 = batched ? r0 % M : r0;
+  int64_t sAb = batched ? A.strides[0] : 0, sAm = A.strides[batched ? 1 : 0], sAk = A.strides.back();
+  int64_t sBb = batched ? B.strides[0] : 0, sBk = B.strides[batched ? 1 : 0], sBn = B.strides.back();
+  // A product with one column in a kernel with longer rows (its epilogue
+  // broadcasts it) is a per-row value: computed once, one column wide.
+  bool perRow = B.shape.back() == 1 && space.cols > 1;
+  int64_t f = perRow ? 1 : fullWidth, col0 = perRow ? 0 : c0;
+  MatmulOperand stationary{hbmOf[a], A.offset + batch * sAb + m0 * sAm, sAk, sAm, K, p, ae};
+  MatmulOperand moving{hbmOf[bm], B.offset + batch * sBb + col0 * sBn, sBk, sBn, K, f, be};
+
+  if (stationaryRow != r0) {
+    stationaryCache.clear();
+    stationaryRow = r0;
+  }
+  const int64_t P = nc::kNumPartitions, slices = (K + P - 1) / P;
+  OperandCache oneTileStationary, oneTileMoving;
+  OperandCache& sc =
+      slices * p * stationary.elemBytes() <= kStationaryCacheBytes ? stationaryCache : oneTileStationary;
+  OperandCache& mc = reuseMoving ? movingCache : oneTileMoving;
+
+  Value psum = b->create<nc::AllocPsumOp>(
+      loc, MemRefType::get({p, f}, b->getF32Type(), MemRefLayoutAttrInterface{},
+                           b->getI64IntegerAttr(nc::kPsumMemorySpace)),
+      IntegerAttr());
+  psum.getDefiningOp()->setAttr("iteration", b->getI64IntegerAttr(iteration));
+  SmallVector<std::pair<Value, Value>> prepared;
+  for (int64_t i = 0; i < slices; ++i) {
+    while (int64_t(prepared.size()) < std::min(slices, i + 1 + kLookahead)) {
+      int64_t k0 = int64_t(prepared.size()) * P;
+      prepared.push_back({operandSlice(sc, stationary, k0, op), operandSlice(mc, moving, k0, op)});
+    }
+    setSource(b->create<nc::MatmulOp>(loc, psum, prepared[size_t(i)].first, prepared[size_t(i)].second,
+                                      b->getBoolAttr(i > 0)),
+              op);
+  }
+
+  auto tensorScalar = [&](Value out, Value in, Value scalar, StringRef alu, double imm) {
+    setSource(b->create<nc::TensorScalarOp>(loc, out, in, scalar, b->getStringAttr(alu),
+                                            b->getF64FloatAttr(imm), b->getBoolAttr(false)),
+              op);
+  };
+  layouts[result].kind = perRow ? Kind::Row : Kind::Full;
+  Value out = alloc(p, f, elem);
+  Kind biasKind = bias ? layouts[bias].kind : Kind::Imm;
+  double biasImm = bias ? layouts[bias].imm : 0.0;
+  if (biasKind == Kind::Imm) {  // none, or a splat
+    tensorScalar(out, psum, Value(), "mul", alpha);
+    if (biasImm * beta != 0.0) tensorScalar(out, out, Value(), "add", biasImm * beta);
+  } else {
+    Value scaled = psum;
+    if (alpha != 1.0) {
+      scaled = alloc(p, f, b->getF32Type());
+      tensorScalar(scaled, psum, Value(), "mul", alpha);
+    }
+    Value biasTile = tileOf(bias);
+    if (beta != 1.0) {
+      Value t = alloc(p, biasKind == Kind::Full ? f : 1, b->getF32Type());
+      tensorScalar(t, biasTile, Value(), "mul", beta);
+      biasTile = t;
+    }
+    if (biasKind == Kind::Full)
+      setSource(b->create<nc::TensorTensorOp>(loc, out, scaled, biasTile, b->getStringAttr("add")), op);
+    else
+      tensorScalar(out, scaled, biasTile, "add", 0.0);
+  }
+  tiles[result] = out;
+  return success();
+}
+
+}  // namespace neuroncc::lowering

@@ -1,0 +1,40 @@
+// RUN: neuron-opt %s --split-input-file --ncc-decompose-composites --ncc-form-kernels --ncc-lower-to-isa | FileCheck %s
+
+// Direct operands in panels: a [128 x 1024] @ b [1024 x 512] (b row-major:
+// its columns are contiguous, so its slices need no transpose). A moving
+// slice is [128 x 512] bf16 (1 KiB per partition); one DMA loads a panel of
+// four consecutive k slices side by side ([128 x 2048], 4 KiB per
+// partition, in two DMAs of 64 partitions so that two queues share its
+// 512 KiB), and each matmul reads a column range of it. K = 1024 is 8
+// slices: 2 panels of b. The pipeline prepares slices ahead: the second
+// panel's loads are issued before the first matmul.
+// CHECK-LABEL: func.func @direct_panels
+// CHECK: nc.dma_load %{{.*}} -> %[[B0:.*]] {ap = array<i64: 512, 64, 65536, 4, 1, 512>, {{.*}}offset = 0 : i64, part_start = 0 : i64{{.*}} : memref<1024x512xbf16>, memref<128x2048xbf16, 1>
+// CHECK: nc.dma_load %{{.*}} -> %[[B0]] {ap = array<i64: 512, 64, 65536, 4, 1, 512>, {{.*}}offset = 32768 : i64, part_start = 64 : i64
+// CHECK: %[[S0:.*]] = nc.tile_columns %[[B0]][0] : memref<128x2048xbf16, 1> -> memref<128x512xbf16, 1>
+// CHECK: nc.tile_columns %[[B0]][512]
+// CHECK: nc.dma_load %{{.*}} -> %[[B1:.*]] {ap = array<i64: 512, 64, 65536, 4, 1, 512>, {{.*}}offset = 262144 : i64
+// CHECK: nc.matmul %{{.*}}, %{{.*}}, %[[S0]] {engine = "tensor"
+// CHECK-COUNT-7: nc.matmul
+// CHECK-NOT: nc.dma_load {{.*}}memref<1024x512xbf16>
+// CHECK: return
+func.func @direct_panels(%a: tensor<128x1024xbf16>, %b: tensor<1024x512xbf16>) -> tensor<128x512xbf16> {
+  %y = aten.mm %a, %b : tensor<128x1024xbf16>, tensor<1024x512xbf16> -> tensor<128x512xbf16>
+  return %y : tensor<128x512xbf16>
+}
+
+// -----
+
+// Slices whose rows are shorter than 512 bytes are bound by their DMA runs,
+// not by the per-transfer cost: one DMA each (here [128 x 64] f32 = 256 B
+// rows), so that several queues share them.
+// CHECK-LABEL: func.func @short_rows
+// CHECK-COUNT-2: nc.dma_load {{.*}} : memref<256x64xf32>, memref<128x64xf32, 1>
+// CHECK-NOT: nc.dma_load {{.*}} : memref<256x64xf32>
+// CHECK: return
+func.func @short_rows(%a: tensor<64x256xf32>, %b: tensor<256x64xf32>) -> tensor<64x64xf32> {
+  %at = aten.t %a : tensor<64x256xf32> -> tensor<256x64xf32>
+  %att = aten.t %at : tensor<256x64xf32> -> tensor<64x256xf32>
+  %y = aten.mm %att, %b : tensor<64x256xf32>, tensor<256x64xf32> -> tensor<64x64xf32>
+  return %y : tensor<64x64xf32>
+}
