@@ -58,12 +58,14 @@ struct Space {
 };
 
 // Prepared matmul operand slices ([k slice x columns] SBUF tiles, see
-// LowerMatmul.cpp) and the panels they were loaded in, by operand and k.
+// LowerMatmul.cpp) and the panels they were loaded in, by operand and k (for
+// a panel: its first k and its partitions).
 struct OperandKey {
   void* hbm;
   int64_t offset, kStride, fStride, k0, n;
   bool operator<(const OperandKey& o) const {
-    return std::tie(hbm, offset, kStride, fStride, k0, n) < std::tie(o.hbm, o.offset, o.kStride, o.fStride, o.k0, o.n);
+    return std::tie(hbm, offset, kStride, fStride, k0, n) <
+           std::tie(o.hbm, o.offset, o.kStride, o.fStride, o.k0, o.n);
   }
 };
 struct OperandCache {
@@ -90,6 +92,7 @@ class KernelLowering {
   void emitDma(bool load, Value hbm, Value tile, const Layout& l, int64_t r0, int64_t p,
                int64_t c0, int64_t f);
   Value alloc(int64_t p, int64_t f, Type elem);
+  Value allocPsum(int64_t p, int64_t f);
   Value tileOf(Value v);
   LogicalResult lowerOp(Operation* op, int64_t p, int64_t f);
   struct MatmulOperand;

@@ -67,6 +67,14 @@ Value tileColumns(OpBuilder& b, Location loc, Value tile, int64_t column, int64_
 }
 }  // namespace
 
+// An f32 PSUM tile. PSUM tiles rotate over the banks in the memory plan;
+// they carry no iteration.
+Value KernelLowering::allocPsum(int64_t p, int64_t f) {
+  auto type = MemRefType::get({p, f}, b->getF32Type(), MemRefLayoutAttrInterface{},
+                              b->getI64IntegerAttr(nc::kPsumMemorySpace));
+  return b->create<nc::AllocPsumOp>(loc, type, IntegerAttr());
+}
+
 // The panel holding slice k0 of `o` (of rows chunk `chunk` for an operand
 // loaded in rows), loading it on first use; `column` is where the slice
 // starts in it.
@@ -140,11 +148,7 @@ Value KernelLowering::operandSlice(OperandCache& cache, const MatmulOperand& o, 
     Value panel = operandPanel(cache, o, k0, 0, column);
     slice = tileColumns(*b, loc, panel, column, o.n);
   } else {
-    Value psum = b->create<nc::AllocPsumOp>(
-        loc, MemRefType::get({kt, o.n}, b->getF32Type(), MemRefLayoutAttrInterface{},
-                             b->getI64IntegerAttr(nc::kPsumMemorySpace)),
-        IntegerAttr());
-    psum.getDefiningOp()->setAttr("iteration", b->getI64IntegerAttr(iteration));
+    Value psum = allocPsum(kt, o.n);
     for (int64_t chunk = 0; chunk * P < o.n; ++chunk) {
       int64_t rows = std::min(P, o.n - chunk * P);
       Value panel = operandPanel(cache, o, k0, chunk, column);
@@ -195,11 +199,7 @@ LogicalResult KernelLowering::lowerMatmul(Operation* op, Value a, Value bm, Valu
       slices * p * stationary.elemBytes() <= kStationaryCacheBytes ? stationaryCache : oneTileStationary;
   OperandCache& mc = reuseMoving ? movingCache : oneTileMoving;
 
-  Value psum = b->create<nc::AllocPsumOp>(
-      loc, MemRefType::get({p, f}, b->getF32Type(), MemRefLayoutAttrInterface{},
-                           b->getI64IntegerAttr(nc::kPsumMemorySpace)),
-      IntegerAttr());
-  psum.getDefiningOp()->setAttr("iteration", b->getI64IntegerAttr(iteration));
+  Value psum = allocPsum(p, f);
   SmallVector<std::pair<Value, Value>> prepared;
   for (int64_t i = 0; i < slices; ++i) {
     while (int64_t(prepared.size()) < std::min(slices, i + 1 + kLookahead)) {

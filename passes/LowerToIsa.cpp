@@ -16,15 +16,9 @@
 //
 //===----------------------------------------------------------------------===//
 
-#include <map>
-
 #include "passes/KernelLowering.h"
 #include "passes/Passes.h"
-#include "passes/ScalarEval.h"
 #include "dialects/aten/TypeRules.h"
-#include "dialects/aten/Views.h"
-#include "mlir/IR/Builders.h"
-#include "llvm/ADT/TypeSwitch.h"
 
 namespace neuroncc {
 #define GEN_PASS_DEF_LOWERTOISA

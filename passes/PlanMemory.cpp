@@ -11,12 +11,16 @@
 // SBUF: the steps are instructions of one kernel. A tile is live from its
 // first to its last use; to let DMA for later row tiles overlap compute on
 // this one, a tile of iteration k also stays reserved through iteration
-// k + 16 (deep buffering), else k + 1 (double buffering). PSUM tiles rotate
-// over the 8 banks instead (each reserved until the 7th, else the 2nd, PSUM
-// tile after it is first used). If neither fits, the plan falls back to
-// exact lifetimes (correct, less overlap) before giving up.
+// k + 16 (deep buffering), else k + 1 (double buffering); matmul operand
+// panels marked `rotation` may instead rotate among themselves when that
+// does not fit. PSUM tiles rotate over the 8 banks (each reserved until the
+// 7th, else the 6th ... 2nd, PSUM tile after it is first used). If nothing
+// fits, the plan falls back to exact lifetimes (correct, less overlap)
+// before giving up.
 //
 //===----------------------------------------------------------------------===//
+
+#include <functional>
 
 #include "passes/OffsetPlanner.h"
 #include "passes/Passes.h"
@@ -165,30 +169,33 @@ struct PlanMemoryPass : impl::PlanMemoryBase<PlanMemoryPass> {
     // marked `rotation` (matmul operand panels, which die a few matmuls
     // after their load) rotate among themselves instead of being held
     // through whole iterations.
+    std::vector<size_t> byStart(allocs.size());
+    for (size_t i = 0; i < byStart.size(); ++i) byStart[i] = i;
+    llvm::stable_sort(byStart, [&](size_t a, size_t b) { return exact[a].start < exact[b].start; });
     auto rotated = [&](std::vector<PlannedBuffer> buffers, int64_t depth, bool onlyMarked) {
       std::vector<size_t> order;
-      for (auto [i, a] : llvm::enumerate(allocs))
-        if (!onlyMarked || a->hasAttr("rotation")) order.push_back(i);
-      llvm::stable_sort(order, [&](size_t a, size_t b) { return exact[a].start < exact[b].start; });
+      for (size_t i : byStart)
+        if (!onlyMarked || allocs[i]->hasAttr("rotation")) order.push_back(i);
       for (size_t i = 0; i + size_t(depth) < order.size(); ++i)
         buffers[order[i]].end = std::max(buffers[order[i]].end, exact[order[i + size_t(depth)]].start + 1);
       return buffers;
     };
     // SBUF is large next to one iteration's tiles: sixteen iterations in
     // flight keep every DMA queue busy when the kernel is bound by its
-    // transfers. PSUM (8 banks) rotates over all of them when it can.
-    bool sbuf = memory == StringRef("SBUF");
-    SmallVector<std::vector<PlannedBuffer>> candidates;
-    if (sbuf) {
-      candidates.push_back(buffered(16, false));
-      candidates.push_back(buffered(1, false));
-      candidates.push_back(rotated(buffered(16, true), 8, true));
-      candidates.push_back(rotated(buffered(1, true), 2, true));
+    // transfers. PSUM (8 banks) rotates over all of them when it can. The
+    // candidates go from most overlap to exact lifetimes and are built when
+    // tried.
+    SmallVector<std::function<std::vector<PlannedBuffer>()>> candidates;
+    if (memory == StringRef("SBUF")) {
+      candidates.push_back([&] { return buffered(16, false); });
+      candidates.push_back([&] { return buffered(1, false); });
+      candidates.push_back([&] { return rotated(buffered(16, true), 8, true); });
+      candidates.push_back([&] { return rotated(buffered(1, true), 2, true); });
     } else {
       for (int64_t depth = kPsumBytes / nc::kPsumBankBytes - 1; depth >= 2; --depth)
-        candidates.push_back(rotated(exact, depth, false));
+        candidates.push_back([&, depth] { return rotated(exact, depth, false); });
     }
-    candidates.push_back(exact);
+    candidates.push_back([&] { return exact; });
     // Any plan within the capacity will do, so the search only runs when the
     // heuristics do not fit.
     PlanOptions options;
@@ -199,19 +206,19 @@ struct PlanMemoryPass : impl::PlanMemoryBase<PlanMemoryPass> {
     // Lifetimes whose peak live bytes (a lower bound, found in O(n log n))
     // exceed the capacity cannot fit, whatever the placement.
     auto plan = [&](std::vector<PlannedBuffer>& buffers, bool search) {
-      if (peakLiveBytes(buffers) > capacity) return peakLiveBytes(buffers);
+      if (int64_t live = peakLiveBytes(buffers); live > capacity) return live;
       options.nodeLimit = search ? searchNodesFor(buffers.size()) : 0;
       return planOffsets(buffers, options).arena;
     };
     int64_t peak = 0;
-    std::vector<PlannedBuffer>* chosen = nullptr;
-    // The search only for the last two candidates (double buffering or
-    // shallow rotation, then exact lifetimes): deeper buffering only if the
+    std::vector<PlannedBuffer> chosen;
+    // The search only for the last two candidates (the shallowest
+    // buffering, then exact lifetimes): deeper buffering only if the
     // heuristics place it.
     for (bool search : {false, true}) {
       for (size_t i = search ? candidates.size() - 2 : 0; i < candidates.size(); ++i) {
-        peak = plan(candidates[i], search);
-        chosen = &candidates[i];
+        chosen = candidates[i]();
+        peak = plan(chosen, search);
         if (peak <= capacity) break;
       }
       if (peak <= capacity) break;
@@ -223,10 +230,10 @@ struct PlanMemoryPass : impl::PlanMemoryBase<PlanMemoryPass> {
       diag.attachNote() << "peak live bytes (a lower bound): " << peakLiveBytes(exact);
       return failure();
     }
-    if (auto err = verifyPlan(*chosen, alignment, capacity))
+    if (auto err = verifyPlan(chosen, alignment, capacity))
       return kernel.emitError(memory) << " plan is invalid: " << *err;
     OpBuilder b(kernel);
-    for (auto [a, buf] : llvm::zip(allocs, *chosen)) a.setOffsetAttr(b.getI64IntegerAttr(buf.offset));
+    for (auto [a, buf] : llvm::zip(allocs, chosen)) a.setOffsetAttr(b.getI64IntegerAttr(buf.offset));
     return peak;
   }
 };

@@ -22,10 +22,9 @@ inline constexpr int64_t kNumPartitions = 128;
 
 bool isSbufTile(mlir::Type type);
 
-// The per-partition byte offset ncc-plan-memory gave the tile's allocation
-// (SBUF or PSUM); 0 before planning.
-// The byte offset inside each partition of a tile (its buffer's planned
-// offset plus, for a tile_columns view, the columns it skips).
+// The byte offset inside each partition of a tile: the offset
+// ncc-plan-memory gave its allocation (SBUF or PSUM; 0 before planning) plus,
+// for a tile_columns range, the columns it skips.
 int64_t tileByteOffset(mlir::Value tile);
 // The alloc_tile or alloc_psum result a tile (or a column view of one) lives in.
 mlir::Value tileBuffer(mlir::Value tile);

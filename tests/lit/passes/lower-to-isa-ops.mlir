@@ -11,13 +11,13 @@
 // CHECK-LABEL: func.func @linear
 // CHECK: nc.kernel "k0_fused_t_addmm_relu"
 // CHECK-NOT: nc.kernel
-// CHECK: %[[P:.*]] = nc.alloc_psum {iteration = 1 : i64} : memref<128x512xf32, 2>
+// CHECK: %[[P:.*]] = nc.alloc_psum : memref<128x512xf32, 2>
 // CHECK: %[[XP:.*]] = nc.alloc_tile {iteration = 1 : i64, rotation} : memref<128x300xf32, 1>
 // CHECK: nc.dma_load %{{.*}} -> %[[XP]] {ap = array<i64: 300, 128, 1, 300>, {{.*}}offset = 0 : i64{{.*}} : memref<200x300xf32>, memref<128x300xf32, 1>
 // CHECK: %[[XS:.*]] = nc.tile_columns %[[XP]][0] : memref<128x300xf32, 1> -> memref<128x128xf32, 1>
 // CHECK: nc.transpose %[[XT:.*]], %[[XS]]
 // CHECK: nc.tensor_scalar %[[A:.*]], %[[XT]] {alu = "mul", {{.*}}imm = 1.0
-// CHECK: %[[WT:.*]] = nc.alloc_psum {{.*}} : memref<128x512xf32, 2>
+// CHECK: %[[WT:.*]] = nc.alloc_psum : memref<128x512xf32, 2>
 // CHECK: nc.dma_load %{{.*}} -> %[[WP:.*]] {ap = array<i64: 300, 128, 1, 300>, {{.*}}offset = 0 : i64{{.*}} : memref<600x300xf32>, memref<128x300xf32, 1>
 // CHECK: %[[WS:.*]] = nc.tile_columns %[[WP]][0]
 // CHECK: %[[WT0:.*]] = nc.tile_columns %[[WT]][0] : memref<128x512xf32, 2> -> memref<128x128xf32, 2>
@@ -32,7 +32,7 @@
 // CHECK: nc.matmul %[[P]], {{.*}} {accumulate = true, {{.*}}} : memref<128x512xf32, 2>, memref<44x128xf32, 1>, memref<44x512xf32, 1>
 // CHECK: nc.tensor_tensor %{{.*}}, %[[P]], %{{.*}} {alu = "add"
 // CHECK: nc.activation {{.*}}func = "relu"
-// CHECK: nc.alloc_psum {iteration = 2 : i64} : memref<128x88xf32, 2>
+// CHECK: nc.alloc_psum : memref<128x88xf32, 2>
 func.func @linear(%x: tensor<200x300xf32>, %w: tensor<600x300xf32>, %b: tensor<600xf32>) -> tensor<200x600xf32> {
   %t = aten.t %w : tensor<600x300xf32> -> tensor<300x600xf32>
   %y = aten.addmm %b, %x, %t : tensor<600xf32>, tensor<200x300xf32>, tensor<300x600xf32> -> tensor<200x600xf32>

@@ -32,14 +32,14 @@ func.func @too_wide(%x: tensor<4x60000xf32>) -> tensor<4x1xf32> {
 // the bank a previous one filled. A PSUM tile's column range (four W
 // transposes side by side) lives in its tile's bank.
 // ROTATE-LABEL: func.func @rotation
-// ROTATE: nc.alloc_psum {iteration = 1 : i64, offset = [[ACC:[0-9]+]] : i64} : memref<128x512xf32, 2>
-// ROTATE: nc.alloc_psum {iteration = 1 : i64, offset = [[X0:[0-9]+]] : i64} : memref<128x128xf32, 2>
+// ROTATE: nc.alloc_psum {offset = [[ACC:[0-9]+]] : i64} : memref<128x512xf32, 2>
+// ROTATE: nc.alloc_psum {offset = [[X0:[0-9]+]] : i64} : memref<128x128xf32, 2>
 // ROTATE-NOT: offset = [[X0]] : i64} : memref
-// ROTATE: nc.alloc_psum {iteration = 1 : i64, offset = [[W0:[0-9]+]] : i64} : memref<128x512xf32, 2>
+// ROTATE: nc.alloc_psum {offset = [[W0:[0-9]+]] : i64} : memref<128x512xf32, 2>
 // ROTATE-NOT: offset = [[X0]] : i64} : memref
 // ROTATE-NOT: offset = [[W0]] : i64} : memref
 // ROTATE-NOT: offset = [[ACC]] : i64} : memref
-// ROTATE: nc.alloc_psum {iteration = 1 : i64, offset = {{[0-9]+}} : i64} : memref<128x128xf32, 2>
+// ROTATE: nc.alloc_psum {offset = {{[0-9]+}} : i64} : memref<128x128xf32, 2>
 func.func @rotation(%x: tensor<200x300xf32>, %w: tensor<600x300xf32>) -> tensor<200x600xf32> {
   %t = aten.t %w : tensor<600x300xf32> -> tensor<300x600xf32>
   %y = aten.mm %x, %t : tensor<200x300xf32>, tensor<300x600xf32> -> tensor<200x600xf32>
