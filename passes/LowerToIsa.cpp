@@ -483,16 +483,23 @@ LogicalResult KernelLowering::storeOutput(Value v, Value hbm, int64_t p, int64_t
       return success();
     }
     if (l.kind == Kind::Row) {
-      // One element per row: the root's non-unit dims are the rows' non-unit
-      // dims, in order (a reduction's result, with or without keepdim).
-      SmallVector<int64_t> strides;
+      // One element per row: the root holds the rows in row-major order
+      // (a reduction's result, with or without keepdim), though its dims may
+      // split or merge them differently from the space's leading dims.
+      SmallVector<int64_t> shape, strides;
       for (auto [size, stride] : llvm::zip(w.shape, w.strides))
-        if (size != 1) strides.push_back(stride);
-      store.rowStrides.clear();
-      size_t next = 0;
-      for (int64_t d : space.lead) store.rowStrides.push_back(d == 1 || next >= strides.size() ? 0 : strides[next++]);
-      if (next != strides.size() || product(w.shape) != space.rows)
-        return kernel.emitError("internal: a returned view of a per-row value does not match the rows");
+        if (size != 1) {
+          shape.push_back(size);
+          strides.push_back(stride);
+        }
+      std::optional<SmallVector<int64_t>> rowStrides;
+      if (product(w.shape) == space.rows) rowStrides = aten::reshapeStrides(shape, strides, space.lead);
+      if (!rowStrides)
+        return kernel.emitError("a returned view of a per-row value cannot be stored in the kernel's rows ")
+               << aten::shapeToString(space.lead) << " with one access pattern";
+      store.rowStrides = *rowStrides;
+      for (auto [size, stride] : llvm::zip(space.lead, store.rowStrides))
+        if (size == 1) stride = 0;
       store.colStrides.assign(space.trail.size(), 0);
       store.offset = w.offset;
     } else if (failed(layoutOfView(w, store))) {

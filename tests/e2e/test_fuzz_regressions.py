@@ -279,6 +279,17 @@ class FuzzRegressions(unittest.TestCase):
             return v, v.transpose(0, 1)
         self.check(f, [randn(2, 2, 1), randn(1, 1, seed=9)])
 
+    def test_returned_view_of_one_column_values_under_other_rows(self):
+        """Seed 2027 case 713: a one-column value whose leading dims split the rows differently
+        from the kernel's ([4, 1] in a [2, 2, 1] space) was stored through its returned view with
+        a zero partition stride (two rows written to one address)."""
+        for dtype in (torch.float32, torch.bfloat16):
+            y = randn(1, dtype=dtype, seed=11)
+            self.check(lambda x: ((x / 0.001).reshape(4, -1) * y).t().reshape(-1), [randn(2, 2, 1, dtype=dtype)])
+            self.check(lambda x: (x.exp().reshape(6, 1) + y).t().reshape(2, 3), [randn(3, 2, 1, dtype=dtype)])
+            self.check(lambda x: x.sum(-1, keepdim=True).reshape(2, 6, 1).transpose(0, 1).reshape(-1),
+                       [randn(3, 4, 5, dtype=dtype)])
+
     def test_softmax_over_two_billion_elements_compiles(self):
         """1 x 2^31 (an 8 GiB row): the row is spread over the partitions and the
         reductions split, so the program stays small (compiled here, not run)."""
