@@ -14,6 +14,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "passes/Passes.h"
+#include "passes/AttentionPattern.h"
 #include "dialects/aten/TypeRules.h"
 #include "dialects/aten/Views.h"
 #include "mlir/IR/Builders.h"
@@ -90,6 +91,7 @@ struct Group {
   // patterns), with their view of the root input.
   bool hasMatmul = false;
   bool merged = false;  // emptied into a sibling kernel
+  bool attention = false;  // one attention (AttentionPattern.h), lowered by LowerAttention.cpp
   llvm::SmallPtrSet<Operation*, 16> members;
 };
 
@@ -593,6 +595,35 @@ struct FormKernelsPass : impl::FormKernelsBase<FormKernelsPass> {
       if (op->use_empty()) op->erase();
   }
 
+  // One kernel for the ops of `m`, with the views its inputs are read through.
+  void formAttention(const AttentionMatch& m) {
+    int index = int(groups.size());
+    groups.push_back(Group{});
+    Group& grp = groups.back();
+    grp.fusible = false;
+    grp.hasMatmul = true;
+    grp.attention = true;
+    SmallVector<Operation*> ops = m.ops();
+    llvm::SmallPtrSet<Operation*, 16> own(ops.begin(), ops.end());
+    for (Operation* op : ops) {
+      if (grp.members.insert(op).second) grp.ops.push_back(op);
+      groupOf[op] = index;
+    }
+    for (Operation* op : ops)
+      for (Value v : op->getOperands()) {
+        if (Operation* def = v.getDefiningOp(); def && own.contains(def)) continue;
+        Chain c = foldableChain(v);
+        Group& g = groups[size_t(index)];  // foldableChain may add copy kernels
+        for (Operation* view : c.ops)
+          if (g.members.insert(view).second) g.ops.push_back(view);
+        int producer = producerGroup(c.root);
+        if (producer >= 0 && producer != index) g.producers.insert(producer);
+      }
+    Group& g = groups[size_t(index)];
+    llvm::sort(g.ops, [&](Operation* x, Operation* y) { return position.lookup(x) < position.lookup(y); });
+    ++numFused;
+  }
+
   void runOnOperation() override {
     func::FuncOp func = getOperation();
     groups.clear();
@@ -619,9 +650,25 @@ struct FormKernelsPass : impl::FormKernelsBase<FormKernelsPass> {
     materializedBy.clear();
     position.clear();
     for (Operation& op : func.getBody().front()) position[&op] = int(position.size());
+    // -O2: each attention is one kernel, formed at its last op (the second
+    // bmm), when every value it reads is already computed.
+    llvm::DenseMap<Operation*, AttentionMatch> attentionAt;
+    llvm::DenseSet<Operation*> inAttention;
+    if (fuse)
+      for (Operation* op : work)
+        if (auto m = matchAttention(op)) {
+          SmallVector<Operation*> ops = m->ops();
+          if (llvm::any_of(ops, [&](Operation* o) { return inAttention.contains(o); })) continue;
+          inAttention.insert(ops.begin(), ops.end());
+          attentionAt[op] = *m;
+        }
     for (Operation* op : work) {
+      if (auto it = attentionAt.find(op); it != attentionAt.end()) {
+        formAttention(it->second);
+        continue;
+      }
       // Views are placed with the ops that consume them.
-      if (aten::isViewOp(op)) continue;
+      if (aten::isViewOp(op) || inAttention.contains(op)) continue;
       std::optional<RowSpace> space = rowSpaceOf(op);
       SmallVector<int> producer_groups;
       SmallVector<Chain> chains;
@@ -836,7 +883,9 @@ struct FormKernelsPass : impl::FormKernelsBase<FormKernelsPass> {
       }
       // A kernel is named after its op, or after the distinct ops it fuses.
       std::string name = "k" + std::to_string(index++) + "_";
-      if (sources.size() == 1) {
+      if (grp.attention) {
+        name += "attention";
+      } else if (sources.size() == 1) {
         name += shortName(llvm::cast<StringAttr>(sources.front()).getValue());
       } else {
         SmallVector<std::string> parts;
@@ -851,6 +900,7 @@ struct FormKernelsPass : impl::FormKernelsBase<FormKernelsPass> {
       auto kernel = b.create<nc::KernelOp>(grp.ops.front()->getLoc(), result_types,
                                            b.getStringAttr(name), kernel_inputs,
                                            b.getArrayAttr(sources), b.getArrayAttr(result_sources));
+      if (grp.attention) kernel->setAttr(nc::kAttentionAttr, b.getUnitAttr());
       Block* body = new Block();
       kernel.getBody().push_back(body);
       IRMapping inner;

@@ -12,6 +12,7 @@
 #include "dialects/aten/AtenDialect.h"
 #include "dialects/aten/Views.h"
 #include "dialects/nc/NcDialect.h"
+#include "passes/AttentionPattern.h"
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/IR/Builders.h"
 #include "llvm/ADT/DenseMap.h"
@@ -75,6 +76,16 @@ struct OperandCache {
     panels.clear();
   }
 };
+// A matmul operand: element (k, j) of the [K x n] matrix the TensorEngine
+// needs is at offset + k * kStride + j * fStride of hbm.
+struct MatmulOperand {
+  Value hbm;
+  int64_t offset, kStride, fStride, K, n;
+  Type elem;
+  int64_t elemBytes() const { return elem.getIntOrFloatBitWidth() / 8; }
+  bool inRows() const { return kStride == 1 && fStride != 1; }
+};
+
 class KernelLowering {
  public:
   KernelLowering(nc::KernelOp kernel, int64_t maxFree, int64_t rowBudget)
@@ -95,12 +106,17 @@ class KernelLowering {
   Value allocPsum(int64_t p, int64_t f);
   Value tileOf(Value v);
   LogicalResult lowerOp(Operation* op, int64_t p, int64_t f);
-  struct MatmulOperand;
   LogicalResult lowerMatmul(Operation* op, Value a, Value bm, Value bias, double beta, double alpha,
                             int64_t p, int64_t f, Type elem);
   Value operandSlice(OperandCache& cache, const MatmulOperand& o, int64_t k0, Operation* op);
   Value operandPanel(OperandCache& cache, const MatmulOperand& o, int64_t k0, int64_t chunk, int64_t& column);
   void setSource(Operation* inst, Operation* src);
+
+  // LowerAttention.cpp: a kernel holding one attention.
+  LogicalResult runAttention(int64_t& instructions, int64_t& dmas);
+  LogicalResult lowerAttention(const AttentionMatch& m, Value out);
+  struct AttentionMask;
+  std::optional<AttentionMask> attentionMask(const AttentionMatch& m);
 
   LogicalResult storeOutput(Value v, Value hbm, int64_t p, int64_t f);
   Type hbmElementType(BlockArgument arg);
@@ -138,7 +154,8 @@ class KernelLowering {
   llvm::DenseMap<Value, Value> hbmOf;      // kernel input (or view of one) -> HBM memref
   llvm::DenseMap<Value, aten::StridedView> viewOf;  // its elements within that memref
   llvm::DenseMap<Value, Value> tiles;      // value -> tile for the current iteration
-  std::map<std::tuple<void*, int64_t, int64_t>, Value> hoisted;  // row-invariant loads
+  std::map<std::tuple<void*, int64_t, int64_t, int64_t>, Value> hoisted;  // row-invariant loads
+  int64_t inputColumns = 0;  // > 0: the width of input tiles (an attention's key block)
   // The stationary slices of the current row tile, reused by each of its
   // column tiles while they stay small next to a partition.
   OperandCache stationaryCache;

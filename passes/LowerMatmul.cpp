@@ -47,16 +47,6 @@ constexpr int64_t kMinRunBytes = 512;
 constexpr int64_t kSplitBytes = 256 * 1024;  // larger panels load on several DMA queues
 }  // namespace
 
-// An operand of one output tile: element (k, j) of the [K x n] matrix the
-// TensorEngine needs is at offset + k * kStride + j * fStride of hbm.
-struct KernelLowering::MatmulOperand {
-  Value hbm;
-  int64_t offset, kStride, fStride, K, n;
-  Type elem;
-  int64_t elemBytes() const { return elem.getIntOrFloatBitWidth() / 8; }
-  bool inRows() const { return kStride == 1 && fStride != 1; }
-};
-
 namespace {
 Value tileColumns(OpBuilder& b, Location loc, Value tile, int64_t column, int64_t n) {
   auto t = llvm::cast<MemRefType>(tile.getType());

@@ -419,10 +419,11 @@ Value KernelLowering::tileOf(Value v) {
   int64_t p = std::min<int64_t>(nc::kNumPartitions, space.rows - r0);
   if (space.rowBlock > 0) p = std::min(p, space.rowBlock - r0 % space.rowBlock);
   int64_t f = l.kind == Kind::Row ? 1
+              : inputColumns > 0 ? inputColumns
               : std::min(space.cols - c0, space.reduces && !chunked ? space.cols
                                           : space.matmul ? matmulColumns : maxFree);
   bool rowInvariant = llvm::all_of(l.rowStrides, [](int64_t s) { return s == 0; });
-  auto key = std::make_tuple(v.getAsOpaquePointer(), p, c0);
+  auto key = std::make_tuple(v.getAsOpaquePointer(), p, c0, f);
   if (rowInvariant) {
     if (auto h = hoisted.find(key); h != hoisted.end()) return tiles[v] = h->second;
   }
@@ -670,6 +671,7 @@ LogicalResult KernelLowering::lowerCat(aten::CatOp cat, Block* body, ArrayRef<Va
 
 LogicalResult KernelLowering::run(int64_t& instructions, int64_t& dmas) {
   if (kernel.isLowered()) return success();
+  if (kernel->hasAttr(nc::kAttentionAttr)) return runAttention(instructions, dmas);
   {
     Block& old = kernel.getBody().front();
     aten::CatOp cat;

@@ -19,6 +19,9 @@ inline constexpr unsigned kSbufMemorySpace = 1;
 inline constexpr unsigned kPsumMemorySpace = 2;
 inline constexpr int64_t kPsumBankBytes = 2048;
 inline constexpr int64_t kNumPartitions = 128;
+// Unit attribute of an nc.kernel that holds one attention (softmax(f(Q @ K))
+// @ V, passes/AttentionPattern.h), lowered as a flash attention.
+inline constexpr const char kAttentionAttr[] = "nc.attention";
 
 bool isSbufTile(mlir::Type type);
 

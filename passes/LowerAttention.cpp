@@ -1,0 +1,398 @@
+//===- LowerAttention.cpp - one attention kernel as a flash attention -------===//
+//
+// softmax(f(Q @ K)) @ V (passes/AttentionPattern.h) for each batch b and
+// block of up to 128 query rows, over blocks of up to 512 keys, with an
+// online softmax: the scores of a block go from PSUM through f and the
+// running row maximum m into exp(x - m) in SBUF, never to HBM. Per block:
+//
+//   S   = Q^T-slices x K^T-slices                     TensorEngine, PSUM [q x k]
+//   x   = f(S)                                        the kernel's elementwise ops
+//   m'  = max(m, rowmax(x));  a = exp(m - m')
+//   E   = exp(x - m'),  l' = a * l + rowsum(E)        scalar engine (accum)
+//   E^T = transposes of E in 128-key chunks           TensorEngine, PSUM -> SBUF
+//   O'  = a * O + E^T-chunks x V-chunks               TensorEngine, then vector
+//
+// and at the end O / l is stored. Q^T and K^T come from rows loaded with
+// contiguous runs and transposed on the TensorEngine (LowerMatmul.cpp's
+// operand slices); K^T and V stay in SBUF for all query blocks of a batch
+// when they fit.
+//
+// Skipped blocks. Where f ends with a mask (masked_fill, or where with a
+// constant branch) whose condition is a compile-time constant, a block the
+// mask fills entirely with -inf contributes exp(-inf - m) = 0 and is never
+// computed (the causal mask's upper blocks); a block it does not touch
+// skips the mask op. A finite fill of -1e30 or below is skipped as well
+// when every query row has an unmasked key: exp(fill - m) is then 0 in f32
+// for any row maximum above fill + 104, as in eager.
+//
+// A row whose every score is -inf gives 0 / 0 = NaN, as eager does: the
+// running maximum starts at -FLT_MAX, so that a fully masked block gives
+// exp(-inf) = 0 instead of NaN from -inf - -inf.
+//
+//===----------------------------------------------------------------------===//
+
+#include <cfloat>
+#include <cmath>
+
+#include "passes/AttentionPattern.h"
+#include "passes/KernelLowering.h"
+
+namespace neuroncc::lowering {
+
+namespace {
+constexpr int64_t kKeyBlock = 512;  // one PSUM bank of f32 scores per query row
+// K^T and V of one batch stay in SBUF for all its query blocks up to this
+// many bytes per partition; beyond, each block loads its own.
+constexpr int64_t kKeepKeysBytes = 48 * 1024;
+// Finite fills at or below this count as -inf for skipping (see above).
+constexpr double kSkippableFill = -1e30;
+
+ArrayRef<int64_t> shapeOf(Value v) { return llvm::cast<RankedTensorType>(v.getType()).getShape(); }
+
+Value tileColumns(OpBuilder& b, Location loc, Value tile, int64_t column, int64_t n) {
+  auto t = llvm::cast<MemRefType>(tile.getType());
+  if (column == 0 && n == t.getDimSize(1)) return tile;
+  auto type = MemRefType::get({t.getDimSize(0), n}, t.getElementType(), MemRefLayoutAttrInterface{},
+                              t.getMemorySpace());
+  return b.create<nc::TileColumnsOp>(loc, type, tile, b.getI64IntegerAttr(column));
+}
+}  // namespace
+
+// A mask at the end of f with a compile-time condition: per block, whether
+// it fills everything (the block is skipped), nothing (the op is skipped),
+// or some elements.
+struct KernelLowering::AttentionMask {
+  Operation* op = nullptr;
+  std::vector<char> fills;  // per [batch row, key] of the softmax's space: 1 where the fill is taken
+  bool perBatch = false;    // the condition varies along the batch dims
+  bool skippable = false;   // fully filled blocks may be skipped
+  int64_t S = 0, T = 0;
+  enum Class { None, Some, All };
+  Class classify(int64_t batch, int64_t q0, int64_t p, int64_t k0, int64_t nk) const {
+    bool any = false, all = true;
+    const char* base = fills.data() + (perBatch ? batch * S * T : 0);
+    for (int64_t q = q0; q < q0 + p; ++q)
+      for (int64_t k = k0; k < k0 + nk; ++k) {
+        bool f = base[q * T + k];
+        any |= f;
+        all &= f;
+      }
+    return all ? All : any ? Some : None;
+  }
+};
+
+std::optional<KernelLowering::AttentionMask> KernelLowering::attentionMask(const AttentionMatch& m) {
+  // The last op before the softmax other than casts (a cast keeps -inf).
+  size_t last = m.transforms.size();
+  while (last > 0 && llvm::isa<aten::ToCopyOp>(m.transforms[last - 1])) --last;
+  if (last == 0) return std::nullopt;
+  Operation* op = m.transforms[last - 1];
+  Value cond, fillValue;
+  bool fillWhenTrue = true;
+  double fill = 0;
+  Value chainIn = last > 1 ? m.transforms[last - 2]->getResult(0) : m.shapedScores();
+  if (auto mf = llvm::dyn_cast<aten::MaskedFillScalarOp>(op)) {
+    if (mf.getSelf() != chainIn) return std::nullopt;
+    cond = mf.getMask();
+    fill = mf.getValue().convertToDouble();
+  } else if (auto w = llvm::dyn_cast<aten::WhereSelfOp>(op)) {
+    cond = w.getCondition();
+    fillWhenTrue = w.getOther() == chainIn;
+    fillValue = fillWhenTrue ? w.getSelf() : w.getOther();
+    if ((fillWhenTrue ? w.getOther() : w.getSelf()) != chainIn) return std::nullopt;
+    auto it = layouts.find(fillValue);
+    if (it == layouts.end() || it->second.kind != Kind::Imm) return std::nullopt;
+    fill = it->second.imm;
+  } else {
+    return std::nullopt;
+  }
+  // The condition: a constant kernel input (or a view of one).
+  auto vit = viewOf.find(cond);
+  if (vit == viewOf.end()) return std::nullopt;
+  Value root = cond;
+  while (Operation* def = root.getDefiningOp()) root = def->getOperand(0);
+  auto arg = llvm::dyn_cast<BlockArgument>(root);
+  if (!arg) return std::nullopt;
+  auto constant = kernel.getInputs()[arg.getArgNumber()].getDefiningOp<arith::ConstantOp>();
+  auto dense = constant ? llvm::dyn_cast<DenseElementsAttr>(constant.getValue()) : DenseElementsAttr();
+  if (!dense || !dense.getElementType().isInteger(1)) return std::nullopt;
+  SmallVector<bool> values(dense.getValues<bool>());
+  Layout l;
+  if (failed(layoutOfView(vit->second, l))) return std::nullopt;
+  AttentionMask mask;
+  mask.op = op;
+  ArrayRef<int64_t> shape = shapeOf(m.softmaxInput());
+  mask.S = shape[shape.size() - 2];
+  mask.T = shape.back();
+  // The batch dims are all but the last row dim.
+  mask.perBatch = llvm::any_of(ArrayRef<int64_t>(l.rowStrides).drop_back(), [](int64_t s) { return s != 0; });
+  int64_t rows = mask.perBatch ? space.rows : mask.S;
+  int64_t colStride = l.colStrides.back();
+  mask.fills.resize(size_t(rows * mask.T));
+  SmallVector<int64_t> offs = rowOffsets(l, 0, rows);
+  for (int64_t r = 0; r < rows; ++r)
+    for (int64_t k = 0; k < mask.T; ++k) {
+      int64_t at = l.offset + offs[size_t(r)] + k * colStride;
+      if (at < 0 || at >= int64_t(values.size())) return std::nullopt;
+      mask.fills[size_t(r * mask.T + k)] = values[size_t(at)] == fillWhenTrue;
+    }
+  // Only casts may follow the mask for its fill to reach the softmax as is.
+  if (std::isinf(fill) && fill < 0) {
+    mask.skippable = true;
+  } else if (fill <= kSkippableFill) {
+    mask.skippable = true;
+    for (int64_t r = 0; r < rows && mask.skippable; ++r)
+      mask.skippable = llvm::any_of(ArrayRef<char>(mask.fills).slice(size_t(r * mask.T), size_t(mask.T)),
+                                    [](char f) { return !f; });
+  }
+  return mask;
+}
+
+LogicalResult KernelLowering::runAttention(int64_t& instructions, int64_t& dmas) {
+  Block& old = kernel.getBody().front();
+  auto yield = llvm::cast<nc::YieldOp>(old.getTerminator());
+  std::optional<AttentionMatch> match;
+  if (yield.getValues().size() == 1) match = matchAttention(yield.getValues().front().getDefiningOp());
+  if (!match) return kernel.emitError("internal: the ops of an attention kernel do not form an attention");
+  const AttentionMatch& m = *match;
+  // Views of the inputs fold into access patterns; the pattern's own views
+  // (of the scores and the probabilities) are regroupings the loop follows.
+  for (BlockArgument arg : old.getArguments())
+    viewOf[arg] = aten::contiguousView(shapeOf(arg));
+  for (Operation& op : old.without_terminator()) {
+    if (!aten::isViewOp(&op)) continue;
+    auto in = viewOf.find(op.getOperand(0));
+    if (in == viewOf.end()) continue;
+    std::string error;
+    aten::StridedView out;
+    if (!aten::applyView(&op, in->second, out, &error)) return op.emitError(error);
+    viewOf[op.getResult(0)] = out;
+  }
+  for (Value v : {m.query(), m.key(), m.value()})
+    if (!viewOf.count(v)) return kernel.emitError("internal: an attention operand is not read from HBM");
+  // The iteration space: the softmax's rows [L..., S] by its T columns.
+  ArrayRef<int64_t> shape = shapeOf(m.softmaxInput());
+  space = Space{};
+  space.lead.assign(shape.begin(), shape.end() - 1);
+  space.trail.assign(1, shape.back());
+  space.rows = product(space.lead);
+  space.cols = shape.back();
+  space.rowBlock = shape[shape.size() - 2];
+  space.matmul = true;  // input tiles of one key block: at most 512 columns
+  for (Operation& op : old.without_terminator())
+    if (auto v = splatValue(op.getNumResults() ? op.getResult(0) : Value())) {
+      layouts[op.getResult(0)].kind = Kind::Imm;
+      layouts[op.getResult(0)].imm = *v;
+    }
+  llvm::DenseSet<Value> internal;
+  for (Operation* op : m.ops())
+    for (Value r : op->getResults()) internal.insert(r);
+  for (Operation* op : m.transforms)
+    for (Value v : op->getOperands()) {
+      if (internal.contains(v) || layouts.count(v)) continue;
+      if (!viewOf.count(v)) return op->emitError("internal: an attention operand is not read from HBM");
+      if (failed(layoutOfInput(v, layouts[v]))) return failure();
+    }
+  SmallVector<Value> outHbm;
+  Block* body = createIsaBody(old, outHbm);
+  OpBuilder builder = OpBuilder::atBlockEnd(body);
+  b = &builder;
+  if (failed(lowerAttention(m, outHbm.front()))) {
+    body->erase();
+    return failure();
+  }
+  finishBody(old, instructions, dmas);
+  return success();
+}
+
+LogicalResult KernelLowering::lowerAttention(const AttentionMatch& m, Value out) {
+  const int64_t P = nc::kNumPartitions;
+  const aten::StridedView &Q = viewOf[m.query()], &K = viewOf[m.key()], &V = viewOf[m.value()];
+  auto deviceElem = [](Value v) {
+    return nc::deviceElementType(llvm::cast<RankedTensorType>(v.getType()).getElementType());
+  };
+  Type qe = deviceElem(m.query()), ve = deviceElem(m.value()), oe = deviceElem(m.output->getResult(0));
+  Type f32 = b->getF32Type();
+  if (qe != deviceElem(m.key())) return m.scores->emitError("matmul operands of different dtypes are not supported yet");
+  const int64_t batches = Q.shape[0], S = Q.shape[1], D = Q.shape[2], T = K.shape[2], Dv = V.shape[2];
+  const int64_t dPieces = (Dv + kKeyBlock - 1) / kKeyBlock;
+  std::optional<AttentionMask> mask = attentionMask(m);
+  Operation *qk = m.scores, *pv = m.output, *softmax = m.exp;
+
+  auto tensorScalar = [&](Value o, Value in, Value scalar, StringRef alu, double imm, Operation* src) {
+    setSource(b->create<nc::TensorScalarOp>(loc, o, in, scalar, b->getStringAttr(alu), b->getF64FloatAttr(imm),
+                                            b->getBoolAttr(false)),
+              src);
+  };
+  auto tensorTensor = [&](Value o, Value x, Value y, StringRef alu, Operation* src) {
+    setSource(b->create<nc::TensorTensorOp>(loc, o, x, y, b->getStringAttr(alu)), src);
+  };
+  auto activation = [&](Value o, Value in, Value accum, Operation* src) {
+    setSource(b->create<nc::ActivationOp>(loc, o, in, Value(), accum, b->getStringAttr("exp"),
+                                          b->getF64FloatAttr(1.0), b->getF64FloatAttr(0.0)),
+              src);
+  };
+  int64_t keyBytes = ((D + P - 1) / P) * T * (qe.getIntOrFloatBitWidth() / 8) +
+                     ((T + P - 1) / P) * Dv * (ve.getIntOrFloatBitWidth() / 8);
+  bool keepKeys = keyBytes <= kKeepKeysBytes;
+  // Key blocks: runs of 128-key chunks the mask treats alike (none masked,
+  // some, all: skipped), within one 512-key block of K^T. The same for
+  // every batch unless the mask varies along the batch dims.
+  struct KeyBlock {
+    int64_t k0, nk;
+    AttentionMask::Class cls;
+  };
+  std::map<std::pair<int64_t, int64_t>, SmallVector<KeyBlock>> keyBlocksOf;
+  auto keyBlocks = [&](int64_t batch, int64_t q0, int64_t p) -> const SmallVector<KeyBlock>& {
+    auto [it, added] = keyBlocksOf.try_emplace({mask && mask->perBatch ? batch : 0, q0});
+    SmallVector<KeyBlock>& blocks = it->second;
+    if (!added) return blocks;
+    for (int64_t k = 0; k < T; k += P) {
+      const int64_t n = std::min(P, T - k);
+      AttentionMask::Class cls = mask ? mask->classify(batch, q0, p, k, n) : AttentionMask::Some;
+      if (mask && mask->skippable && cls == AttentionMask::All) continue;
+      if (!blocks.empty()) {
+        KeyBlock& last = blocks.back();
+        if (last.cls == cls && last.k0 + last.nk == k && last.k0 / kKeyBlock == k / kKeyBlock) {
+          last.nk += n;
+          continue;
+        }
+      }
+      blocks.push_back({k, n, cls});
+    }
+    return blocks;
+  };
+  for (int64_t batch = 0; batch < batches; ++batch) {
+    OperandCache keys;
+    for (int64_t q0 = 0; q0 < S; q0 += P) {
+      const int64_t p = std::min(P, S - q0);
+      r0 = batch * S + q0;
+      OperandCache queries;
+      MatmulOperand query{hbmOf[m.query()], Q.offset + batch * Q.strides[0] + q0 * Q.strides[1],
+                          Q.strides[2], Q.strides[1], D, p, qe};
+      Value rowMax, rowSum;  // running, f32 [p x 1]
+      SmallVector<Value> acc;
+      acc.resize(size_t(dPieces));
+      bool first = true;
+      const SmallVector<KeyBlock>& blocks = keyBlocks(batch, q0, p);
+      for (const KeyBlock& block : blocks) {
+        const int64_t k0 = block.k0, nk = block.nk, kb = k0 / kKeyBlock * kKeyBlock;
+        const AttentionMask::Class maskClass = block.cls;
+        c0 = k0;
+        inputColumns = nk;
+        ++iteration;
+        tiles.clear();
+        OperandCache blockKeys;
+        OperandCache& kc = keepKeys ? keys : blockKeys;
+        MatmulOperand key{hbmOf[m.key()], K.offset + batch * K.strides[0] + kb * K.strides[2], K.strides[1],
+                          K.strides[2], D, std::min(kKeyBlock, T - kb), qe};
+        Value scores = allocPsum(p, nk);
+        for (int64_t d0 = 0; d0 < D; d0 += P)
+          setSource(b->create<nc::MatmulOp>(loc, scores, operandSlice(queries, query, d0, qk),
+                                            tileColumns(*b, loc, operandSlice(kc, key, d0, qk), k0 - kb, nk),
+                                            b->getBoolAttr(d0 > 0)),
+                    qk);
+        tiles[m.shapedScores()] = scores;
+        layouts[m.shapedScores()].kind = Kind::Full;
+        for (Operation* op : m.transforms) {
+          if (mask && op == mask->op && maskClass == AttentionMask::None) {
+            Value chainIn = op == m.transforms.front() ? m.shapedScores()
+                                                       : (*(llvm::find(m.transforms, op) - 1))->getResult(0);
+            tiles[op->getResult(0)] = tiles[chainIn];
+            layouts[op->getResult(0)] = layouts[chainIn];
+            continue;
+          }
+          if (failed(lowerOp(op, p, nk))) return failure();
+          if (layouts[op->getResult(0)].kind != Kind::Full)
+            return op->emitError("internal: an attention's score op gave a per-row value");
+        }
+        Value x = tiles[m.softmaxInput()];
+        // Running maximum and the rescale factor of what came before.
+        Value blockMax = alloc(p, 1, f32), newMax = alloc(p, 1, f32), negMax = alloc(p, 1, f32);
+        setSource(b->create<nc::TensorReduceOp>(loc, blockMax, x, b->getStringAttr("max")), m.rowMax);
+        if (first) tensorScalar(newMax, blockMax, Value(), "max", -FLT_MAX, m.rowMax);
+        else tensorTensor(newMax, blockMax, rowMax, "max", m.rowMax);
+        tensorScalar(negMax, newMax, Value(), "mul", -1.0, m.shifted);
+        Value shifted = alloc(p, nk, f32), probs = alloc(p, nk, ve), blockSum = alloc(p, 1, f32);
+        tensorScalar(shifted, x, negMax, "add", 0.0, m.shifted);
+        activation(probs, shifted, blockSum, softmax);
+        Value scale;
+        if (first) {
+          rowSum = blockSum;
+        } else {
+          Value diff = alloc(p, 1, f32);
+          scale = alloc(p, 1, f32);
+          tensorScalar(diff, rowMax, negMax, "add", 0.0, m.shifted);
+          activation(scale, diff, Value(), softmax);
+          Value sum = alloc(p, 1, f32);
+          tensorScalar(sum, rowSum, scale, "mul", 0.0, m.rowSum);
+          tensorTensor(sum, sum, blockSum, "add", m.rowSum);
+          rowSum = sum;
+        }
+        rowMax = newMax;
+        // The probabilities transposed: keys on the partitions, 128 per chunk;
+        // whole chunks side by side in one PSUM bank.
+        const int64_t whole = nk / P, rest = nk % P;
+        SmallVector<Value> chunks;
+        if (whole > 0) {
+          Value psum = allocPsum(P, whole * p);
+          for (int64_t c = 0; c < whole; ++c)
+            setSource(b->create<nc::TransposeOp>(loc, tileColumns(*b, loc, psum, c * p, p),
+                                                 tileColumns(*b, loc, probs, c * P, P)),
+                      pv);
+          Value sb = alloc(P, whole * p, ve);
+          tensorScalar(sb, psum, Value(), "mul", 1.0, pv);
+          for (int64_t c = 0; c < whole; ++c) chunks.push_back(tileColumns(*b, loc, sb, c * p, p));
+        }
+        if (rest > 0) {
+          Value psum = allocPsum(rest, p);
+          setSource(b->create<nc::TransposeOp>(loc, psum, tileColumns(*b, loc, probs, whole * P, rest)), pv);
+          Value sb = alloc(rest, p, ve);
+          tensorScalar(sb, psum, Value(), "mul", 1.0, pv);
+          chunks.push_back(sb);
+        }
+        for (int64_t piece = 0; piece < dPieces; ++piece) {
+          const int64_t dv0 = piece * kKeyBlock, dn = std::min(kKeyBlock, Dv - dv0);
+          MatmulOperand value{hbmOf[m.value()], V.offset + batch * V.strides[0] + dv0 * V.strides[2], V.strides[1],
+                              V.strides[2], T, dn, ve};
+          Value o = allocPsum(p, dn);
+          for (auto [c, chunk] : llvm::enumerate(chunks))
+            setSource(b->create<nc::MatmulOp>(loc, o, chunk, operandSlice(kc, value, k0 + int64_t(c) * P, pv),
+                                              b->getBoolAttr(c > 0)),
+                      pv);
+          Value& a = acc[size_t(piece)];
+          if (first) {
+            a = alloc(p, dn, f32);
+            tensorScalar(a, o, Value(), "mul", 1.0, pv);
+          } else {
+            tensorScalar(a, a, scale, "mul", 0.0, pv);
+            tensorTensor(a, a, o, "add", pv);
+          }
+        }
+        first = false;
+      }
+      // O / l, stored; NaN where every key was masked with -inf.
+      inputColumns = 0;
+      ++iteration;
+      for (int64_t piece = 0; piece < dPieces; ++piece) {
+        const int64_t dv0 = piece * kKeyBlock, dn = std::min(kKeyBlock, Dv - dv0);
+        Value result = alloc(p, dn, oe);
+        if (first)
+          setSource(b->create<nc::IotaOp>(loc, result, b->getF64FloatAttr(std::nan("")), b->getF64FloatAttr(0.0),
+                                          b->getF64FloatAttr(0.0)),
+                    m.normalized);
+        else
+          tensorScalar(result, acc[size_t(piece)], rowSum, "div", 0.0, m.normalized);
+        Operation* dma = b->create<nc::DmaStoreOp>(
+            loc, result, out, b->getI64IntegerAttr(0), b->getI64IntegerAttr((batch * S + q0) * Dv + dv0),
+            b->getDenseI64ArrayAttr({Dv, p, 1, dn}));
+        setEngineAndSource(dma, *b, "dma", -1);
+        ++numInst;
+        ++numDma;
+      }
+    }
+  }
+  return success();
+}
+
+}  // namespace neuroncc::lowering

@@ -1,0 +1,168 @@
+#!/usr/bin/env python3
+"""Attention as one kernel (passes/LowerAttention.cpp): softmax(f(q @ k^T)) @ v
+with an online softmax over blocks of 512 keys and 128 query rows.
+
+Each case is exported, compiled at -O0 and -O2, run in full on the simulated
+NeuronCore and compared with eager (tolerances of test_models.py: 1e-4 for
+f32, 2^-5 for bf16, as max |y - eager| / max |eager|). At -O2 the case must
+form one attention kernel; its sequences span several key blocks and query
+blocks, with partial last blocks (700 = 512 + 188 keys; 188 = 128 + 60).
+
+Cases: a causal mask as LLaMA applies it (masked_fill of -inf from a
+constant boolean buffer, softmax in f32, probabilities cast back), GPT-2's
+where(mask, scores, finfo.min), an additive float mask, no mask, cross
+attention (queries and keys of different lengths), head dims above 128 and
+value widths above 512, and a mask that leaves rows fully masked (NaN rows,
+as eager gives). The -O2 profile shows fewer TensorEngine instructions for
+the causal mask than without it (the blocks above the diagonal are skipped).
+"""
+import math
+import os
+import re
+import subprocess
+import sys
+import tempfile
+import unittest
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, HERE)
+import e2e_common as common  # noqa: E402
+
+import numpy as np  # noqa: E402
+import torch  # noqa: E402
+import torch.nn.functional as F  # noqa: E402
+
+from neuroncc import toolchain  # noqa: E402
+
+TOL = {torch.float32: common.F32_TOLERANCE, torch.bfloat16: 2.0 ** -5}
+
+
+def randn(*shape, seed=0, dtype=torch.float32):
+    return torch.randn(shape, generator=torch.Generator().manual_seed(seed)).to(dtype)
+
+
+class CausalLlama(torch.nn.Module):
+    """LLaMA's attention core: scaled scores, masked_fill(-inf), softmax in f32."""
+
+    def __init__(self, seq):
+        super().__init__()
+        self.register_buffer("mask", torch.ones(seq, seq, dtype=torch.bool).triu(1))
+
+    def forward(self, q, k, v):
+        s = q.shape[-2]
+        scores = torch.matmul(q, k.transpose(2, 3)) / math.sqrt(q.shape[-1])
+        scores = scores.masked_fill(self.mask[:s, :s], float("-inf"))
+        probs = F.softmax(scores, dim=-1, dtype=torch.float32).to(q.dtype)
+        return torch.matmul(probs, v)
+
+
+class CausalGpt2(torch.nn.Module):
+    """GPT-2's: where(mask, scores, finfo.min) with a tril buffer."""
+
+    def __init__(self, seq):
+        super().__init__()
+        self.register_buffer("bias", torch.tril(torch.ones(seq, seq, dtype=torch.bool)))
+
+    def forward(self, q, k, v):
+        s = q.shape[-2]
+        scores = torch.matmul(q, k.transpose(-1, -2)) / math.sqrt(q.shape[-1])
+        fill = torch.full([], torch.finfo(scores.dtype).min, dtype=scores.dtype)
+        scores = torch.where(self.bias[:s, :s], scores, fill)
+        return torch.matmul(F.softmax(scores, dim=-1), v)
+
+
+def plain(q, k, v):
+    return torch.matmul(torch.softmax(torch.matmul(q, k.transpose(-1, -2)) * 0.125, dim=-1), v)
+
+
+class AttentionEndToEnd(unittest.TestCase):
+    @classmethod
+    def setUpClass(cls):
+        cls.tmp = tempfile.mkdtemp(prefix="neuroncc-attention-")
+
+    def run_case(self, fn, inputs, name):
+        """Compiles at -O0 and -O2, compares each with eager; returns the -O2 NEFF's kernel names."""
+        ref = fn(*inputs)
+        for opt in (0, 2):
+            outs, _ = common.export_compile_run(fn, inputs, self.tmp, "%s_O%d" % (name, opt), opt)
+            self.assertEqual(len(outs), 1)
+            common.compare(outs[0], ref, TOL[ref.dtype])
+        info = subprocess.run([toolchain.tool("neuron-packager"), "info", os.path.join(self.tmp, name + "_O2.neff")],
+                              stdout=subprocess.PIPE, text=True, check=True).stdout
+        return re.findall(r"^\d+\s+\d+\s+(k\d+_\S+)", info, re.M)
+
+    def tensor_instructions(self, name):
+        """TensorEngine instructions of the -O2 NEFF's attention kernel (from the profile summary)."""
+        neff = os.path.join(self.tmp, name + "_O2.neff")
+        out = os.path.join(self.tmp, name + "-prof")
+        subprocess.run([toolchain.tool("neuron-profile"), "capture", "-n", neff, "-s", out + ".ntff",
+                        "--timing-only"], check=True, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        js = out + ".json"
+        subprocess.run([toolchain.tool("neuron-profile"), "view", "-n", neff, "-s", out + ".ntff",
+                        "--output-format", "json", "--output-file", js], check=True, stdout=subprocess.DEVNULL)
+        import json
+        with open(js) as f:
+            prof = json.load(f)
+        return sum(1 for i in prof["instructions"] if i["queue"].startswith("tensor"))
+
+    def qkv(self, b, h, s, t, d, dv, dtype, seed=0):
+        return [randn(b, h, s, d, seed=seed, dtype=dtype), randn(b, h, t, d, seed=seed + 1, dtype=dtype),
+                randn(b, h, t, dv, seed=seed + 2, dtype=dtype)]
+
+    def test_causal_llama_several_key_blocks(self):
+        for dtype in (torch.float32, torch.bfloat16):
+            with self.subTest(dtype=dtype):
+                kernels = self.run_case(CausalLlama(700), self.qkv(1, 2, 700, 700, 64, 64, dtype),
+                                        "llama_%s" % str(dtype)[6:])
+                self.assertTrue(any(k.endswith("_attention") for k in kernels), kernels)
+
+    def test_causal_gpt2_finfo_min(self):
+        for dtype in (torch.float32, torch.bfloat16):
+            with self.subTest(dtype=dtype):
+                kernels = self.run_case(CausalGpt2(600), self.qkv(2, 1, 600, 600, 32, 32, dtype, seed=3),
+                                        "gpt2_%s" % str(dtype)[6:])
+                self.assertTrue(any(k.endswith("_attention") for k in kernels), kernels)
+
+    def test_causal_blocks_are_skipped(self):
+        inputs = self.qkv(1, 1, 1024, 1024, 64, 64, torch.float32, seed=5)
+        self.run_case(CausalLlama(1024), inputs, "skip_causal")
+        self.run_case(plain, inputs, "skip_plain")
+        causal, full = self.tensor_instructions("skip_causal"), self.tensor_instructions("skip_plain")
+        print("  TensorEngine instructions: causal %d, unmasked %d" % (causal, full))
+        # 8 query blocks over 2 key blocks: 12 of the 16 blocks are computed.
+        self.assertLess(causal, full * 0.85, (causal, full))
+
+    def test_unmasked_cross_attention_and_wide_heads(self):
+        # 300 queries over 900 keys; head dim 160 (two contraction slices), values 600 wide (two PSUM banks).
+        for dtype in (torch.float32, torch.bfloat16):
+            with self.subTest(dtype=dtype):
+                kernels = self.run_case(plain, self.qkv(1, 2, 300, 900, 160, 600, dtype, seed=7),
+                                        "cross_%s" % str(dtype)[6:])
+                self.assertTrue(any(k.endswith("_attention") for k in kernels), kernels)
+
+    def test_additive_mask_input(self):
+        def fn(q, k, v, bias):
+            return torch.matmul(torch.softmax(torch.matmul(q, k.transpose(-1, -2)) / 8.0 + bias, dim=-1), v)
+        bias = torch.where(randn(1, 1, 200, 520, seed=9) > 1.0, -10000.0, 0.0)
+        inputs = self.qkv(2, 2, 200, 520, 64, 64, torch.float32, seed=11) + [bias]
+        kernels = self.run_case(fn, inputs, "additive")
+        self.assertTrue(any(k.endswith("_attention") for k in kernels), kernels)
+
+    def test_fully_masked_rows_are_nan(self):
+        mask = torch.zeros(130, 600, dtype=torch.bool)
+        mask[5] = True            # every key masked: NaN, as in eager
+        mask[100, :550] = True    # only the second key block's keys remain
+        mask[128:] = True         # a whole query block: every key block skipped
+
+        def fn(q, k, v):
+            s = torch.matmul(q, k.transpose(-1, -2)).masked_fill(mask, float("-inf"))
+            return torch.matmul(torch.softmax(s, dim=-1), v)
+        inputs = self.qkv(1, 1, 130, 600, 32, 32, torch.float32, seed=13)
+        ref = fn(*inputs)
+        self.assertTrue(torch.isnan(ref[0, 0, 5]).all() and torch.isnan(ref[0, 0, 128:]).all())
+        kernels = self.run_case(fn, inputs, "nanrows")
+        self.assertTrue(any(k.endswith("_attention") for k in kernels), kernels)
+
+
+if __name__ == "__main__":
+    unittest.main(verbosity=2)
