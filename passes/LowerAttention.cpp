@@ -41,6 +41,7 @@ namespace neuroncc::lowering {
 
 namespace {
 constexpr int64_t kKeyBlock = 512;  // one PSUM bank of f32 scores per query row
+constexpr int64_t kGroup = 4;       // query blocks interleaved step by step
 // K^T and V of one batch stay in SBUF for all its query blocks up to this
 // many bytes per partition; beyond, each block loads its own.
 constexpr int64_t kKeepKeysBytes = 48 * 1024;
@@ -262,134 +263,170 @@ LogicalResult KernelLowering::lowerAttention(const AttentionMatch& m, Value out)
     }
     return blocks;
   };
+  // The query blocks of a batch go in groups of kGroup, step by step:
+  // each step emits the scores of every block of the group, then their
+  // softmax statistics, transposes and products with V, so that in each
+  // engine's in-order queue the work of one block waits on another engine
+  // while the next block's is ready.
+  struct QueryBlock {
+    int64_t q0, p;
+    OperandCache queries;
+    const SmallVector<KeyBlock>* blocks;
+    Value rowMax, rowSum;  // running, f32 [p x 1]
+    SmallVector<Value> acc;  // O, f32 [p x dn] per piece of Dv
+    // The current step's values.
+    Value x, probs, scale;
+    SmallVector<Value> chunks;
+  };
   for (int64_t batch = 0; batch < batches; ++batch) {
     OperandCache keys;
-    for (int64_t q0 = 0; q0 < S; q0 += P) {
-      const int64_t p = std::min(P, S - q0);
-      r0 = batch * S + q0;
-      OperandCache queries;
-      MatmulOperand query{hbmOf[m.query()], Q.offset + batch * Q.strides[0] + q0 * Q.strides[1],
-                          Q.strides[2], Q.strides[1], D, p, qe};
-      Value rowMax, rowSum;  // running, f32 [p x 1]
-      SmallVector<Value> acc;
-      acc.resize(size_t(dPieces));
-      bool first = true;
-      const SmallVector<KeyBlock>& blocks = keyBlocks(batch, q0, p);
-      for (const KeyBlock& block : blocks) {
-        const int64_t k0 = block.k0, nk = block.nk, kb = k0 / kKeyBlock * kKeyBlock;
-        const AttentionMask::Class maskClass = block.cls;
-        c0 = k0;
-        inputColumns = nk;
-        ++iteration;
-        tiles.clear();
+    for (int64_t g0 = 0; g0 < S; g0 += kGroup * P) {
+      std::vector<QueryBlock> group;
+      for (int64_t q0 = g0; q0 < std::min(S, g0 + kGroup * P); q0 += P) {
+        QueryBlock qb;
+        qb.q0 = q0;
+        qb.p = std::min(P, S - q0);
+        qb.blocks = &keyBlocks(batch, q0, qb.p);
+        qb.acc.resize(size_t(dPieces));
+        group.push_back(std::move(qb));
+      }
+      size_t steps = 0;
+      for (QueryBlock& qb : group) steps = std::max(steps, qb.blocks->size());
+      for (size_t step = 0; step < steps; ++step) {
         OperandCache blockKeys;
         OperandCache& kc = keepKeys ? keys : blockKeys;
-        MatmulOperand key{hbmOf[m.key()], K.offset + batch * K.strides[0] + kb * K.strides[2], K.strides[1],
-                          K.strides[2], D, std::min(kKeyBlock, T - kb), qe};
-        Value scores = allocPsum(p, nk);
-        for (int64_t d0 = 0; d0 < D; d0 += P)
-          setSource(b->create<nc::MatmulOp>(loc, scores, operandSlice(queries, query, d0, qk),
-                                            tileColumns(*b, loc, operandSlice(kc, key, d0, qk), k0 - kb, nk),
-                                            b->getBoolAttr(d0 > 0)),
-                    qk);
-        tiles[m.shapedScores()] = scores;
-        layouts[m.shapedScores()].kind = Kind::Full;
-        for (Operation* op : m.transforms) {
-          if (mask && op == mask->op && maskClass == AttentionMask::None) {
-            Value chainIn = op == m.transforms.front() ? m.shapedScores()
-                                                       : (*(llvm::find(m.transforms, op) - 1))->getResult(0);
-            tiles[op->getResult(0)] = tiles[chainIn];
-            layouts[op->getResult(0)] = layouts[chainIn];
-            continue;
+        auto active = [&](QueryBlock& qb) { return step < qb.blocks->size(); };
+        // Scores, and the kernel's ops on them.
+        for (QueryBlock& qb : group) {
+          if (!active(qb)) continue;
+          const KeyBlock& block = (*qb.blocks)[step];
+          const int64_t p = qb.p, k0 = block.k0, nk = block.nk, kb = k0 / kKeyBlock * kKeyBlock;
+          r0 = batch * S + qb.q0;
+          c0 = k0;
+          inputColumns = nk;
+          ++iteration;
+          tiles.clear();
+          MatmulOperand query{hbmOf[m.query()], Q.offset + batch * Q.strides[0] + qb.q0 * Q.strides[1],
+                              Q.strides[2], Q.strides[1], D, p, qe};
+          MatmulOperand key{hbmOf[m.key()], K.offset + batch * K.strides[0] + kb * K.strides[2], K.strides[1],
+                            K.strides[2], D, std::min(kKeyBlock, T - kb), qe};
+          Value scores = allocPsum(p, nk);
+          for (int64_t d0 = 0; d0 < D; d0 += P)
+            setSource(b->create<nc::MatmulOp>(loc, scores, operandSlice(qb.queries, query, d0, qk),
+                                              tileColumns(*b, loc, operandSlice(kc, key, d0, qk), k0 - kb, nk),
+                                              b->getBoolAttr(d0 > 0)),
+                      qk);
+          tiles[m.shapedScores()] = scores;
+          layouts[m.shapedScores()].kind = Kind::Full;
+          for (auto [i, op] : llvm::enumerate(m.transforms)) {
+            if (mask && op == mask->op && block.cls == AttentionMask::None) {
+              Value chainIn = i == 0 ? m.shapedScores() : m.transforms[i - 1]->getResult(0);
+              tiles[op->getResult(0)] = tiles[chainIn];
+              layouts[op->getResult(0)] = layouts[chainIn];
+              continue;
+            }
+            if (failed(lowerOp(op, p, nk))) return failure();
+            if (layouts[op->getResult(0)].kind != Kind::Full)
+              return op->emitError("internal: an attention's score op gave a per-row value");
           }
-          if (failed(lowerOp(op, p, nk))) return failure();
-          if (layouts[op->getResult(0)].kind != Kind::Full)
-            return op->emitError("internal: an attention's score op gave a per-row value");
+          qb.x = tiles[m.softmaxInput()];
         }
-        Value x = tiles[m.softmaxInput()];
-        // Running maximum and the rescale factor of what came before.
-        Value blockMax = alloc(p, 1, f32), newMax = alloc(p, 1, f32), negMax = alloc(p, 1, f32);
-        setSource(b->create<nc::TensorReduceOp>(loc, blockMax, x, b->getStringAttr("max")), m.rowMax);
-        if (first) tensorScalar(newMax, blockMax, Value(), "max", -FLT_MAX, m.rowMax);
-        else tensorTensor(newMax, blockMax, rowMax, "max", m.rowMax);
-        tensorScalar(negMax, newMax, Value(), "mul", -1.0, m.shifted);
-        Value shifted = alloc(p, nk, f32), probs = alloc(p, nk, ve), blockSum = alloc(p, 1, f32);
-        tensorScalar(shifted, x, negMax, "add", 0.0, m.shifted);
-        activation(probs, shifted, blockSum, softmax);
-        Value scale;
-        if (first) {
-          rowSum = blockSum;
-        } else {
-          Value diff = alloc(p, 1, f32);
-          scale = alloc(p, 1, f32);
-          tensorScalar(diff, rowMax, negMax, "add", 0.0, m.shifted);
-          activation(scale, diff, Value(), softmax);
-          Value sum = alloc(p, 1, f32);
-          tensorScalar(sum, rowSum, scale, "mul", 0.0, m.rowSum);
-          tensorTensor(sum, sum, blockSum, "add", m.rowSum);
-          rowSum = sum;
-        }
-        rowMax = newMax;
-        // The probabilities transposed: keys on the partitions, 128 per chunk;
-        // whole chunks side by side in one PSUM bank.
-        const int64_t whole = nk / P, rest = nk % P;
-        SmallVector<Value> chunks;
-        if (whole > 0) {
-          Value psum = allocPsum(P, whole * p);
-          for (int64_t c = 0; c < whole; ++c)
-            setSource(b->create<nc::TransposeOp>(loc, tileColumns(*b, loc, psum, c * p, p),
-                                                 tileColumns(*b, loc, probs, c * P, P)),
-                      pv);
-          Value sb = alloc(P, whole * p, ve);
-          tensorScalar(sb, psum, Value(), "mul", 1.0, pv);
-          for (int64_t c = 0; c < whole; ++c) chunks.push_back(tileColumns(*b, loc, sb, c * p, p));
-        }
-        if (rest > 0) {
-          Value psum = allocPsum(rest, p);
-          setSource(b->create<nc::TransposeOp>(loc, psum, tileColumns(*b, loc, probs, whole * P, rest)), pv);
-          Value sb = alloc(rest, p, ve);
-          tensorScalar(sb, psum, Value(), "mul", 1.0, pv);
-          chunks.push_back(sb);
-        }
-        for (int64_t piece = 0; piece < dPieces; ++piece) {
-          const int64_t dv0 = piece * kKeyBlock, dn = std::min(kKeyBlock, Dv - dv0);
-          MatmulOperand value{hbmOf[m.value()], V.offset + batch * V.strides[0] + dv0 * V.strides[2], V.strides[1],
-                              V.strides[2], T, dn, ve};
-          Value o = allocPsum(p, dn);
-          for (auto [c, chunk] : llvm::enumerate(chunks))
-            setSource(b->create<nc::MatmulOp>(loc, o, chunk, operandSlice(kc, value, k0 + int64_t(c) * P, pv),
-                                              b->getBoolAttr(c > 0)),
-                      pv);
-          Value& a = acc[size_t(piece)];
+        // Running maximum, the rescale factor of what came before, exp and
+        // the running sum.
+        for (QueryBlock& qb : group) {
+          if (!active(qb)) continue;
+          const int64_t p = qb.p, nk = (*qb.blocks)[step].nk;
+          const bool first = step == 0;
+          Value blockMax = alloc(p, 1, f32), newMax = alloc(p, 1, f32), negMax = alloc(p, 1, f32);
+          setSource(b->create<nc::TensorReduceOp>(loc, blockMax, qb.x, b->getStringAttr("max")), m.rowMax);
+          if (first) tensorScalar(newMax, blockMax, Value(), "max", -FLT_MAX, m.rowMax);
+          else tensorTensor(newMax, blockMax, qb.rowMax, "max", m.rowMax);
+          tensorScalar(negMax, newMax, Value(), "mul", -1.0, m.shifted);
+          Value shifted = alloc(p, nk, f32), blockSum = alloc(p, 1, f32);
+          qb.probs = alloc(p, nk, ve);
+          tensorScalar(shifted, qb.x, negMax, "add", 0.0, m.shifted);
+          activation(qb.probs, shifted, blockSum, softmax);
           if (first) {
-            a = alloc(p, dn, f32);
-            tensorScalar(a, o, Value(), "mul", 1.0, pv);
+            qb.rowSum = blockSum;
           } else {
-            tensorScalar(a, a, scale, "mul", 0.0, pv);
-            tensorTensor(a, a, o, "add", pv);
+            Value diff = alloc(p, 1, f32), sum = alloc(p, 1, f32);
+            qb.scale = alloc(p, 1, f32);
+            tensorScalar(diff, qb.rowMax, negMax, "add", 0.0, m.shifted);
+            activation(qb.scale, diff, Value(), softmax);
+            tensorScalar(sum, qb.rowSum, qb.scale, "mul", 0.0, m.rowSum);
+            tensorTensor(sum, sum, blockSum, "add", m.rowSum);
+            qb.rowSum = sum;
+          }
+          qb.rowMax = newMax;
+        }
+        // The probabilities transposed: keys on the partitions, 128 per
+        // chunk; whole chunks side by side in one PSUM bank.
+        for (QueryBlock& qb : group) {
+          if (!active(qb)) continue;
+          const int64_t p = qb.p, nk = (*qb.blocks)[step].nk, whole = nk / P, rest = nk % P;
+          qb.chunks.clear();
+          if (whole > 0) {
+            Value psum = allocPsum(P, whole * p);
+            for (int64_t c = 0; c < whole; ++c)
+              setSource(b->create<nc::TransposeOp>(loc, tileColumns(*b, loc, psum, c * p, p),
+                                                   tileColumns(*b, loc, qb.probs, c * P, P)),
+                        pv);
+            Value sb = alloc(P, whole * p, ve);
+            tensorScalar(sb, psum, Value(), "mul", 1.0, pv);
+            for (int64_t c = 0; c < whole; ++c) qb.chunks.push_back(tileColumns(*b, loc, sb, c * p, p));
+          }
+          if (rest > 0) {
+            Value psum = allocPsum(rest, p);
+            setSource(b->create<nc::TransposeOp>(loc, psum, tileColumns(*b, loc, qb.probs, whole * P, rest)), pv);
+            Value sb = alloc(rest, p, ve);
+            tensorScalar(sb, psum, Value(), "mul", 1.0, pv);
+            qb.chunks.push_back(sb);
           }
         }
-        first = false;
+        // O = scale * O + E^T x V.
+        for (QueryBlock& qb : group) {
+          if (!active(qb)) continue;
+          const int64_t p = qb.p, k0 = (*qb.blocks)[step].k0;
+          for (int64_t piece = 0; piece < dPieces; ++piece) {
+            const int64_t dv0 = piece * kKeyBlock, dn = std::min(kKeyBlock, Dv - dv0);
+            MatmulOperand value{hbmOf[m.value()], V.offset + batch * V.strides[0] + dv0 * V.strides[2],
+                                V.strides[1], V.strides[2], T, dn, ve};
+            Value o = allocPsum(p, dn);
+            for (auto [c, chunk] : llvm::enumerate(qb.chunks))
+              setSource(b->create<nc::MatmulOp>(loc, o, chunk, operandSlice(kc, value, k0 + int64_t(c) * P, pv),
+                                                b->getBoolAttr(c > 0)),
+                        pv);
+            Value& a = qb.acc[size_t(piece)];
+            if (step == 0) {
+              a = alloc(p, dn, f32);
+              tensorScalar(a, o, Value(), "mul", 1.0, pv);
+            } else {
+              tensorScalar(a, a, qb.scale, "mul", 0.0, pv);
+              tensorTensor(a, a, o, "add", pv);
+            }
+          }
+        }
       }
       // O / l, stored; NaN where every key was masked with -inf.
       inputColumns = 0;
       ++iteration;
-      for (int64_t piece = 0; piece < dPieces; ++piece) {
-        const int64_t dv0 = piece * kKeyBlock, dn = std::min(kKeyBlock, Dv - dv0);
-        Value result = alloc(p, dn, oe);
-        if (first)
-          setSource(b->create<nc::IotaOp>(loc, result, b->getF64FloatAttr(std::nan("")), b->getF64FloatAttr(0.0),
-                                          b->getF64FloatAttr(0.0)),
-                    m.normalized);
-        else
-          tensorScalar(result, acc[size_t(piece)], rowSum, "div", 0.0, m.normalized);
-        Operation* dma = b->create<nc::DmaStoreOp>(
-            loc, result, out, b->getI64IntegerAttr(0), b->getI64IntegerAttr((batch * S + q0) * Dv + dv0),
-            b->getDenseI64ArrayAttr({Dv, p, 1, dn}));
-        setEngineAndSource(dma, *b, "dma", -1);
-        ++numInst;
-        ++numDma;
-      }
+      for (QueryBlock& qb : group)
+        for (int64_t piece = 0; piece < dPieces; ++piece) {
+          const int64_t dv0 = piece * kKeyBlock, dn = std::min(kKeyBlock, Dv - dv0);
+          Value result = alloc(qb.p, dn, oe);
+          if (qb.blocks->empty())
+            setSource(b->create<nc::IotaOp>(loc, result, b->getF64FloatAttr(std::nan("")),
+                                            b->getF64FloatAttr(0.0), b->getF64FloatAttr(0.0)),
+                      m.normalized);
+          else
+            tensorScalar(result, qb.acc[size_t(piece)], qb.rowSum, "div", 0.0, m.normalized);
+          Operation* dma = b->create<nc::DmaStoreOp>(
+              loc, result, out, b->getI64IntegerAttr(0), b->getI64IntegerAttr((batch * S + qb.q0) * Dv + dv0),
+              b->getDenseI64ArrayAttr({Dv, qb.p, 1, dn}));
+          setEngineAndSource(dma, *b, "dma", -1);
+          ++numInst;
+          ++numDma;
+        }
     }
   }
   return success();

@@ -14,7 +14,7 @@ Usage
 -----
   /usr/bin/python3 tests/fuzz/graph_fuzz.py [--seed S] [--cases N] [--jobs J]
       [--opt 0,2] [--dtypes f32,bf16,f16] [--out DIR] [--minimize|--no-minimize]
-      [--timeout T | --compile-timeout T --run-timeout T] [--only I[,J...]]
+      [--timeout T | --compile-timeout T --run-timeout T] [--only I[,J...]] [--focus GEN[,GEN...]]
       [--allowed FILE] [--keep] [-v]
   /usr/bin/python3 tests/fuzz/graph_fuzz.py --ctest      # fixed seed, 300 cases, no minimization
   /usr/bin/python3 tests/fuzz/graph_fuzz.py --gen-only --cases 2000   # generator self-check: export only
@@ -1829,6 +1829,47 @@ def g_tril_data(b):
     b.add(e, [b.v(a).shape])
 
 
+ATTENTION_DIMS = [1, 7, 64, 128, 129, 200, 513]
+
+
+def g_attention(b):
+    """softmax(f(q @ k^T)) @ v, which -O2 lowers as one flash-attention kernel: several
+    query and key blocks, a scale, then no mask, a constant causal mask (masked_fill of -inf or
+    where with a large negative fill), a mask from make_mask, or an additive bias input."""
+    batch = tuple(b.new_dim(SMALL_POOL) for _ in range(b.rng.choice([1, 2])))
+    nb = b.numel(batch)
+    s, t = b.rng.choice(ATTENTION_DIMS), b.rng.choice(ATTENTION_DIMS)
+    d, dv = b.rng.choice([1, 16, 64, 129]), b.rng.choice([1, 16, 64, 130])
+    if nb * max(s * t, s * d, t * d, t * dv, s * dv) > ELEMENT_LIMIT:
+        raise Reject("attention too large")
+    S, T, D, DV = (b.sym(s),), (b.sym(t),), (b.sym(d),), (b.sym(dv),)
+    kinds = ["normal", "unit"]
+    q = b.new_input(batch + (S, D), kind=b.rng.choice(kinds))
+    k = b.new_input(batch + (T, D), kind=b.rng.choice(kinds))
+    v = b.new_input(batch + (T, DV), kind=b.rng.choice(kinds))
+    shape = batch + (S, T)
+    x = b.add("torch.matmul(%s, %s.transpose(-1, -2))" % (q, k), [shape])
+    x = b.add(b.rng.choice(["%s / 8.0", "%s * 0.125", "%s * 0.3"]) % x, [shape])
+    r = b.rng.random()
+    if r < 0.45:
+        tri, diag = b.rng.choice([("triu", 1), ("tril", -1), ("triu", 0)])
+        m = b.add("torch.ones(#{%s}, #{%s}, dtype=torch.bool).%s(%d)" % (dim_expr(S), dim_expr(T), tri, diag),
+                  [(S, T)], dict(exact=True, const=True))
+        if b.rng.random() < 0.6:
+            x = b.add("%s.masked_fill(%s, float('-inf'))" % (x, m), [shape])
+        else:
+            fill = b.rng.choice(["torch.finfo(%s.dtype).min" % x, "-1e4"])
+            x = b.add("torch.where(%s, torch.full([], %s, dtype=%s.dtype), %s)" % (m, fill, x, x), [shape])
+    elif r < 0.6:
+        m = make_mask(b, shape)
+        x = b.add("%s.masked_fill(%s, -1e4)" % (x, m), [shape])
+    elif r < 0.75:
+        bias = b.new_input(b.derive_broadcast(shape), kind=b.rng.choice(["normal", "zeros"]))
+        x = b.add("%s + %s" % (x, bias), [shape])
+    p = b.add(b.rng.choice(["torch.softmax(%s, dim=-1)", "F.softmax(%s, dim=-1)", "%s.softmax(-1)"]) % x, [shape])
+    b.add("torch.matmul(%s, %s)" % (p, v), [batch + (S, DV)])
+
+
 GENERATORS = [
     (10, g_unary, ()), (12, g_binary, ()), (7, g_scalar, ()), (8, g_compare, ()),
     (9, g_reduce, ()), (5, g_softmax, ()), (4, g_layer_norm, ("aten::native_layer_norm",)),
@@ -1837,16 +1878,17 @@ GENERATORS = [
     (3, g_select, ("aten::select.int",)), (4, g_slice, ("aten::slice.Tensor",)), (11, g_view, ()),
     (3, g_cast, ("aten::_to_copy",)), (3, g_const_op, ()), (2.5, g_tril_data, ("aten::tril",)),
     (2.5, g_logsumexp, ("aten::amax", "aten::abs", "aten::log")), (4, g_reduce_bcast, ()),
+    (2, g_attention, ("aten::bmm",)),
 ]
 
 
-def generate(seed, dtype, supported, stats=None):
-    """The program of one case (deterministic in seed)."""
+def generate(seed, dtype, supported, stats=None, focus=()):
+    """The program of one case (deterministic in seed and focus)."""
     for attempt in range(20):
         b = Builder(seed * 31 + attempt, dtype, supported)
         b.prog.seed = seed
         try:
-            prog = _generate(b, stats)
+            prog = _generate(b, stats, focus)
         except Reject:
             continue
         if prog is not None:
@@ -1854,9 +1896,10 @@ def generate(seed, dtype, supported, stats=None):
     raise RuntimeError("generator could not make a case for seed %d" % seed)
 
 
-def _generate(b, stats):
+def _generate(b, stats, focus=()):
     rng = b.rng
-    gens = [(w, g) for w, g, needs in GENERATORS if all(n in b.supported for n in needs)]
+    gens = [(w * (25 if g.__name__[2:] in focus else 1), g) for w, g, needs in GENERATORS
+            if all(n in b.supported for n in needs)]
     kind = rng.random()
     if kind < 0.05:       # long rows, beyond the SBUF row budget
         long = b.sym(rng.choice([30000, 20000, 9000]))
@@ -2281,7 +2324,7 @@ def run_one_case(args):
     t0 = time.time()
     rec = dict(case=i, seed=seed, dtype=dtype)
     try:
-        prog = generate(seed, dtype, supported)
+        prog = generate(seed, dtype, supported, focus=cfg.focus)
     except Exception as e:  # noqa: BLE001
         rec.update(cls="export-skip", outcomes=[dict(cls="export-skip", stage="generate",
                                                       msg="generator: %s: %s" % (type(e).__name__, e),
@@ -2524,8 +2567,8 @@ def write_repro(prog, outcome, directory, original_case, cfg, supported):
            "error:     %s" % final.msg,
            "signature: %s" % final.sig,
            "case dtype %s; inputs %s" % (prog.dtype, shapes),
-           "from:      graph_fuzz.py --seed %d --only %d (case seed %d), then minimized" % (
-               cfg.seed, original_case, prog.seed),
+           "from:      graph_fuzz.py --seed %d --only %d%s (case seed %d), then minimized" % (
+               cfg.seed, original_case, " --focus " + ",".join(cfg.focus) if cfg.focus else "", prog.seed),
            "",
            "Commands, in this directory, with NEURONCC_BUILD_DIR's bin/ on PATH:",
            ] + ["  " + c for c in rel_cmds] + [
@@ -2556,7 +2599,7 @@ def minimize_one(args):
     supported = supported_ops()
     allowed = Allowed(cfg.allowed)
     bad = [o for o in rec["outcomes"] if o["sig"] == rec["min_sig"]][0]
-    prog = generate(rec["seed"], rec["dtype"], supported)
+    prog = generate(rec["seed"], rec["dtype"], supported, focus=cfg.focus)
     opt = bad["opt"]
     workdir = tempfile.mkdtemp(prefix="min%d-" % rec["case"], dir=cfg.work)
     t0 = time.time()
@@ -2585,6 +2628,8 @@ def parse_args(argv):
     p.add_argument("--seed", type=int, default=1)
     p.add_argument("--cases", type=int, default=200)
     p.add_argument("--only", help="comma-separated case indices to run")
+    p.add_argument("--focus", default="", help="comma-separated generators (without g_, e.g. attention) "
+                   "drawn 25 times as often; part of what a case index means")
     p.add_argument("--jobs", type=int, default=1)
     p.add_argument("--opt", default="0,2")
     p.add_argument("--dtypes", default="f32,bf16,f16")
@@ -2617,6 +2662,7 @@ def parse_args(argv):
         args.compile_timeout = args.run_timeout = args.timeout
     args.opts = [int(x) for x in args.opt.split(",") if x.strip()]
     args.dtypes = [d.strip() for d in args.dtypes.split(",") if d.strip()]
+    args.focus = tuple(f.strip() for f in args.focus.split(",") if f.strip())
     for d in args.dtypes:
         if d not in CASE_DTYPES:
             p.error("--dtypes: %s is not one of %s" % (d, ", ".join(CASE_DTYPES)))
@@ -2634,7 +2680,7 @@ def gen_only(args):
     for i in idx:
         seed = case_seed(args.seed, i)
         dtype = case_dtype(args.seed, i, args.dtypes)
-        prog = generate(seed, dtype, supported, stats)
+        prog = generate(seed, dtype, supported, stats, focus=args.focus)
         try:
             exp, _, _, _, _ = export_case(prog, prog.env(), work, supported)
             coverage.update(n.target for n in exp.graph.nodes)
