@@ -32,6 +32,9 @@ std::optional<double> splatValue(Value v);
 // The free dims of an access pattern ((stride, count) pairs, outermost
 // first) with unit counts dropped and contiguous neighbours merged.
 SmallVector<int64_t> simplifyFreePattern(ArrayRef<int64_t> freeAp);
+// Columns [column, column + n) of an SBUF or PSUM tile: the tile itself, or
+// an nc.tile_columns view of it.
+Value tileColumns(OpBuilder& b, Location loc, Value tile, int64_t column, int64_t n);
 
 enum class Kind { Full, Row, Imm };
 

@@ -18,12 +18,17 @@
 // when they fit.
 //
 // Skipped blocks. Where f ends with a mask (masked_fill, or where with a
-// constant branch) whose condition is a compile-time constant, a block the
+// constant branch; casts may follow) whose condition is a compile-time
+// constant, each 128-key chunk of a query block is classified: a chunk the
 // mask fills entirely with -inf contributes exp(-inf - m) = 0 and is never
-// computed (the causal mask's upper blocks); a block it does not touch
-// skips the mask op. A finite fill of -1e30 or below is skipped as well
+// computed (the causal mask's upper chunks); a chunk it does not touch
+// skips the mask op. Key blocks are runs of chunks of one class within one
+// 512-key block of K^T. A finite fill of -1e30 or below is skipped as well
 // when every query row has an unmasked key: exp(fill - m) is then 0 in f32
 // for any row maximum above fill + 104, as in eager.
+//
+// Interleaving. Query blocks go in groups of four, step by step (see
+// lowerAttention), so that the engines' in-order queues overlap.
 //
 // A row whose every score is -inf gives 0 / 0 = NaN, as eager does: the
 // running maximum starts at -FLT_MAX, so that a fully masked block gives
@@ -50,13 +55,6 @@ constexpr double kSkippableFill = -1e30;
 
 ArrayRef<int64_t> shapeOf(Value v) { return llvm::cast<RankedTensorType>(v.getType()).getShape(); }
 
-Value tileColumns(OpBuilder& b, Location loc, Value tile, int64_t column, int64_t n) {
-  auto t = llvm::cast<MemRefType>(tile.getType());
-  if (column == 0 && n == t.getDimSize(1)) return tile;
-  auto type = MemRefType::get({t.getDimSize(0), n}, t.getElementType(), MemRefLayoutAttrInterface{},
-                              t.getMemorySpace());
-  return b.create<nc::TileColumnsOp>(loc, type, tile, b.getI64IntegerAttr(column));
-}
 }  // namespace
 
 // A mask at the end of f with a compile-time condition: per block, whether

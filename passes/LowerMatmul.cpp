@@ -47,7 +47,7 @@ constexpr int64_t kMinRunBytes = 512;
 constexpr int64_t kSplitBytes = 256 * 1024;  // larger panels load on several DMA queues
 }  // namespace
 
-namespace {
+// Columns [column, column + n) of a tile: itself, or an nc.tile_columns view.
 Value tileColumns(OpBuilder& b, Location loc, Value tile, int64_t column, int64_t n) {
   auto t = llvm::cast<MemRefType>(tile.getType());
   if (column == 0 && n == t.getDimSize(1)) return tile;
@@ -55,7 +55,6 @@ Value tileColumns(OpBuilder& b, Location loc, Value tile, int64_t column, int64_
                               t.getMemorySpace());
   return b.create<nc::TileColumnsOp>(loc, type, tile, b.getI64IntegerAttr(column));
 }
-}  // namespace
 
 // An f32 PSUM tile. PSUM tiles rotate over the banks in the memory plan;
 // they carry no iteration.
