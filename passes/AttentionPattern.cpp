@@ -16,9 +16,6 @@ namespace {
 
 ArrayRef<int64_t> shapeOf(Value v) { return llvm::cast<RankedTensorType>(v.getType()).getShape(); }
 
-// The one op that uses `v`, or null.
-Operation* onlyUser(Value v) { return v.hasOneUse() ? *v.getUsers().begin() : nullptr; }
-
 // A reduction over the last dim only, keeping it.
 bool lastDimKeepdim(Operation* op) {
   SmallVector<int64_t> dims = aten::reducedDims(op);

@@ -114,6 +114,11 @@ class KernelLowering {
   Value operandSlice(OperandCache& cache, const MatmulOperand& o, int64_t k0, Operation* op);
   Value operandPanel(OperandCache& cache, const MatmulOperand& o, int64_t k0, int64_t chunk, int64_t& column);
   void setSource(Operation* inst, Operation* src);
+  // Emits out = alu(in, scalar[p, 0] or imm) (operands swapped with reverse), attributed to src.
+  void tensorScalar(Value out, Value in, Value scalar, StringRef alu, double imm, Operation* src,
+                    bool reverse = false);
+  // Splat constants of the kernel body become immediates; other constants must be kernel inputs.
+  LogicalResult markImmediates(Block& old);
 
   // LowerAttention.cpp: a kernel holding one attention.
   LogicalResult runAttention(int64_t& instructions, int64_t& dmas);

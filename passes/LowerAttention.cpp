@@ -178,11 +178,7 @@ LogicalResult KernelLowering::runAttention(int64_t& instructions, int64_t& dmas)
   space.cols = shape.back();
   space.rowBlock = shape[shape.size() - 2];
   space.matmul = true;  // input tiles of one key block: at most 512 columns
-  for (Operation& op : old.without_terminator())
-    if (auto v = splatValue(op.getNumResults() ? op.getResult(0) : Value())) {
-      layouts[op.getResult(0)].kind = Kind::Imm;
-      layouts[op.getResult(0)].imm = *v;
-    }
+  if (failed(markImmediates(old))) return failure();
   llvm::DenseSet<Value> internal;
   for (Operation* op : m.ops())
     for (Value r : op->getResults()) internal.insert(r);
@@ -218,11 +214,6 @@ LogicalResult KernelLowering::lowerAttention(const AttentionMatch& m, Value out)
   std::optional<AttentionMask> mask = attentionMask(m);
   Operation *qk = m.scores, *pv = m.output, *softmax = m.exp;
 
-  auto tensorScalar = [&](Value o, Value in, Value scalar, StringRef alu, double imm, Operation* src) {
-    setSource(b->create<nc::TensorScalarOp>(loc, o, in, scalar, b->getStringAttr(alu), b->getF64FloatAttr(imm),
-                                            b->getBoolAttr(false)),
-              src);
-  };
   auto tensorTensor = [&](Value o, Value x, Value y, StringRef alu, Operation* src) {
     setSource(b->create<nc::TensorTensorOp>(loc, o, x, y, b->getStringAttr(alu)), src);
   };

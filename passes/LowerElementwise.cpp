@@ -42,9 +42,7 @@ LogicalResult KernelLowering::lowerOp(Operation* op, int64_t p, int64_t f) {
   auto layoutOf = [&](Value v) -> Layout& { return layouts[v]; };
 
   auto tensorScalar = [&](Value out, Value in, Value scalar, StringRef alu, double imm, bool reverse) {
-    auto inst = b->create<nc::TensorScalarOp>(loc, out, in, scalar, b->getStringAttr(alu),
-                                              b->getF64FloatAttr(imm), b->getBoolAttr(reverse));
-    setSource(inst, op);
+    this->tensorScalar(out, in, scalar, alu, imm, op, reverse);
   };
   auto activation = [&](Value out, Value in, StringRef func, double scale, double bias) {
     auto inst = b->create<nc::ActivationOp>(loc, out, in, Value(), Value(), b->getStringAttr(func),
@@ -349,10 +347,7 @@ void KernelLowering::finalizeReduction(Operation* op, int64_t p) {
     return;
   }
   Value out = alloc(p, 1, elem);
-  auto inst = b->create<nc::TensorScalarOp>(loc, out, acc, Value(), b->getStringAttr("mul"),
-                                            b->getF64FloatAttr(isMean ? 1.0 / double(count) : 1.0),
-                                            b->getBoolAttr(false));
-  setSource(inst, op);
+  tensorScalar(out, acc, Value(), "mul", isMean ? 1.0 / double(count) : 1.0, op);
   tiles[result] = out;
 }
 
@@ -364,10 +359,7 @@ Value KernelLowering::broadcastRow(Value rowTile, double imm, int64_t p, int64_t
   setSource(b->create<nc::IotaOp>(loc, t, b->getF64FloatAttr(imm), b->getF64FloatAttr(0.0),
                                   b->getF64FloatAttr(0.0)),
             source);
-  if (rowTile)
-    setSource(b->create<nc::TensorScalarOp>(loc, t, t, rowTile, b->getStringAttr("add"),
-                                            b->getF64FloatAttr(0.0), b->getBoolAttr(false)),
-              source);
+  if (rowTile) tensorScalar(t, t, rowTile, "add", 0.0, source);
   return t;
 }
 

@@ -148,9 +148,7 @@ Value KernelLowering::operandSlice(OperandCache& cache, const MatmulOperand& o, 
     slice = alloc(kt, o.n, o.elem);
     // Exact: the values came from o.elem and return to it. A multiply by one
     // rather than a bypass, so that the scalar engine may take it too.
-    setSource(b->create<nc::TensorScalarOp>(loc, slice, psum, Value(), b->getStringAttr("mul"),
-                                            b->getF64FloatAttr(1.0), b->getBoolAttr(false)),
-              op);
+    tensorScalar(slice, psum, Value(), "mul", 1.0, op);
   }
   cache.slices[key] = slice;
   return slice;
@@ -200,34 +198,29 @@ LogicalResult KernelLowering::lowerMatmul(Operation* op, Value a, Value bm, Valu
               op);
   }
 
-  auto tensorScalar = [&](Value out, Value in, Value scalar, StringRef alu, double imm) {
-    setSource(b->create<nc::TensorScalarOp>(loc, out, in, scalar, b->getStringAttr(alu),
-                                            b->getF64FloatAttr(imm), b->getBoolAttr(false)),
-              op);
-  };
   layouts[result].kind = perRow ? Kind::Row : Kind::Full;
   Value out = alloc(p, f, elem);
   Kind biasKind = bias ? layouts[bias].kind : Kind::Imm;
   double biasImm = bias ? layouts[bias].imm : 0.0;
   if (biasKind == Kind::Imm) {  // none, or a splat
-    tensorScalar(out, psum, Value(), "mul", alpha);
-    if (biasImm * beta != 0.0) tensorScalar(out, out, Value(), "add", biasImm * beta);
+    tensorScalar(out, psum, Value(), "mul", alpha, op);
+    if (biasImm * beta != 0.0) tensorScalar(out, out, Value(), "add", biasImm * beta, op);
   } else {
     Value scaled = psum;
     if (alpha != 1.0) {
       scaled = alloc(p, f, b->getF32Type());
-      tensorScalar(scaled, psum, Value(), "mul", alpha);
+      tensorScalar(scaled, psum, Value(), "mul", alpha, op);
     }
     Value biasTile = tileOf(bias);
     if (beta != 1.0) {
       Value t = alloc(p, biasKind == Kind::Full ? f : 1, b->getF32Type());
-      tensorScalar(t, biasTile, Value(), "mul", beta);
+      tensorScalar(t, biasTile, Value(), "mul", beta, op);
       biasTile = t;
     }
     if (biasKind == Kind::Full)
       setSource(b->create<nc::TensorTensorOp>(loc, out, scaled, biasTile, b->getStringAttr("add")), op);
     else
-      tensorScalar(out, scaled, biasTile, "add", 0.0);
+      tensorScalar(out, scaled, biasTile, "add", 0.0, op);
   }
   tiles[result] = out;
   return success();

@@ -434,6 +434,24 @@ Value KernelLowering::tileOf(Value v) {
   return tiles[v] = tile;
 }
 
+LogicalResult KernelLowering::markImmediates(Block& old) {
+  for (Operation& op : old.without_terminator())
+    if (auto v = splatValue(op.getNumResults() ? op.getResult(0) : Value())) {
+      layouts[op.getResult(0)].kind = Kind::Imm;
+      layouts[op.getResult(0)].imm = *v;
+    } else if (llvm::isa<arith::ConstantOp>(op)) {
+      return op.emitError("non-splat constants must be kernel inputs");
+    }
+  return success();
+}
+
+void KernelLowering::tensorScalar(Value out, Value in, Value scalar, StringRef alu, double imm, Operation* src,
+                                  bool reverse) {
+  setSource(b->create<nc::TensorScalarOp>(loc, out, in, scalar, b->getStringAttr(alu), b->getF64FloatAttr(imm),
+                                          b->getBoolAttr(reverse)),
+            src);
+}
+
 void KernelLowering::setSource(Operation* inst, Operation* src) {
   int64_t idx = -1;
   if (src)
@@ -750,13 +768,7 @@ LogicalResult KernelLowering::run(int64_t& instructions, int64_t& dmas) {
   });
   for (Value v : hbmValues)
     if (failed(layoutOfInput(v, layouts[v]))) return failure();
-  for (Operation& op : oldBody.without_terminator())
-    if (auto v = splatValue(op.getNumResults() ? op.getResult(0) : Value())) {
-      layouts[op.getResult(0)].kind = Kind::Imm;
-      layouts[op.getResult(0)].imm = *v;
-    } else if (llvm::isa<arith::ConstantOp>(op)) {
-      return op.emitError("non-splat constants must be kernel inputs");
-    }
+  if (failed(markImmediates(oldBody))) return failure();
 
   SmallVector<Value> outHbm;
   Block* body = createIsaBody(oldBody, outHbm);
