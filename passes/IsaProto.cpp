@@ -153,6 +153,7 @@ neff::Instruction toProtoInstruction(Operation* op, llvm::function_ref<uint32_t(
         fillTile(inst.mutable_out(), o.getOut());
         fillTile(inst.mutable_in0(), o.getIn0());
         if (o.getScaleTile()) fillTile(inst.mutable_in1(), o.getScaleTile());
+        if (o.getBiasTile()) fillTile(inst.mutable_in2(), o.getBiasTile());
         if (o.getAccum()) fillTile(inst.mutable_accum(), o.getAccum());
         inst.set_func(funcFromName(o.getFunc()));
         inst.set_scale(float(o.getScale().convertToDouble()));

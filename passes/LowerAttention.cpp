@@ -8,7 +8,7 @@
 //   S   = Q^T-slices x K^T-slices                     TensorEngine, PSUM [q x k]
 //   x   = f(S)                                        the kernel's elementwise ops
 //   m'  = max(m, rowmax(x));  a = exp(m - m')
-//   E   = exp(x - m'),  l' = a * l + rowsum(E)        scalar engine (accum)
+//   E   = exp(x - m'),  l' = a * l + rowsum(E)        scalar engine (bias -m', accum)
 //   E^T = transposes of E in 128-key chunks           TensorEngine, PSUM -> SBUF
 //   O'  = a * O + E^T-chunks x V-chunks               TensorEngine, then vector
 //
@@ -217,8 +217,8 @@ LogicalResult KernelLowering::lowerAttention(const AttentionMatch& m, Value out)
   auto tensorTensor = [&](Value o, Value x, Value y, StringRef alu, Operation* src) {
     setSource(b->create<nc::TensorTensorOp>(loc, o, x, y, b->getStringAttr(alu)), src);
   };
-  auto activation = [&](Value o, Value in, Value accum, Operation* src) {
-    setSource(b->create<nc::ActivationOp>(loc, o, in, Value(), accum, b->getStringAttr("exp"),
+  auto activation = [&](Value o, Value in, Value bias, Value accum, Operation* src) {
+    setSource(b->create<nc::ActivationOp>(loc, o, in, Value(), bias, accum, b->getStringAttr("exp"),
                                           b->getF64FloatAttr(1.0), b->getF64FloatAttr(0.0)),
               src);
   };
@@ -331,17 +331,16 @@ LogicalResult KernelLowering::lowerAttention(const AttentionMatch& m, Value out)
           if (first) tensorScalar(newMax, blockMax, Value(), "max", -FLT_MAX, m.rowMax);
           else tensorTensor(newMax, blockMax, qb.rowMax, "max", m.rowMax);
           tensorScalar(negMax, newMax, Value(), "mul", -1.0, m.shifted);
-          Value shifted = alloc(p, nk, f32), blockSum = alloc(p, 1, f32);
+          // exp(x - m') as one activation: -m' is its bias tile.
+          Value blockSum = alloc(p, 1, f32);
           qb.probs = alloc(p, nk, ve);
-          tensorScalar(shifted, qb.x, negMax, "add", 0.0, m.shifted);
-          activation(qb.probs, shifted, blockSum, softmax);
+          activation(qb.probs, qb.x, negMax, blockSum, softmax);
           if (first) {
             qb.rowSum = blockSum;
           } else {
-            Value diff = alloc(p, 1, f32), sum = alloc(p, 1, f32);
+            Value sum = alloc(p, 1, f32);
             qb.scale = alloc(p, 1, f32);
-            tensorScalar(diff, qb.rowMax, negMax, "add", 0.0, m.shifted);
-            activation(qb.scale, diff, Value(), softmax);
+            activation(qb.scale, qb.rowMax, negMax, Value(), softmax);
             tensorScalar(sum, qb.rowSum, qb.scale, "mul", 0.0, m.rowSum);
             tensorTensor(sum, sum, blockSum, "add", m.rowSum);
             qb.rowSum = sum;

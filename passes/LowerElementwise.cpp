@@ -31,7 +31,10 @@ LogicalResult KernelLowering::lowerOp(Operation* op, int64_t p, int64_t f) {
     }
   Value result = op->getResult(0);
   auto resultElem = nc::deviceElementType(llvm::cast<RankedTensorType>(result.getType()).getElementType());
-  Type elem = yielded.contains(result) ? resultElem : b->getF32Type();
+  // Every value is rounded to its op's dtype, as the eager op rounds it, so a
+  // fused chain computes what the unfused one does (and bf16 tiles take the
+  // engines' 2-byte fast paths).
+  Type elem = resultElem;
   // A value whose only use is a returned cast is computed straight into the
   // cast's dtype (one rounding, and the cast becomes free).
   if (result.hasOneUse())
@@ -45,7 +48,7 @@ LogicalResult KernelLowering::lowerOp(Operation* op, int64_t p, int64_t f) {
     this->tensorScalar(out, in, scalar, alu, imm, op, reverse);
   };
   auto activation = [&](Value out, Value in, StringRef func, double scale, double bias) {
-    auto inst = b->create<nc::ActivationOp>(loc, out, in, Value(), Value(), b->getStringAttr(func),
+    auto inst = b->create<nc::ActivationOp>(loc, out, in, Value(), Value(), Value(), b->getStringAttr(func),
                                             b->getF64FloatAttr(scale), b->getF64FloatAttr(bias));
     setSource(inst, op);
   };
@@ -339,9 +342,7 @@ void KernelLowering::finalizeReduction(Operation* op, int64_t p) {
   if (!acc) return;  // reduced without accumulation (a per-row or constant input)
   int64_t count = reducedCount(op);
   bool isMean = llvm::isa<aten::MeanDimOp>(op);
-  Type elem = yielded.contains(result)
-                  ? nc::deviceElementType(llvm::cast<RankedTensorType>(result.getType()).getElementType())
-                  : b->getF32Type();
+  Type elem = nc::deviceElementType(llvm::cast<RankedTensorType>(result.getType()).getElementType());
   if (!isMean && elem.isF32()) {
     tiles[result] = acc;
     return;

@@ -182,13 +182,15 @@ struct PlanMemoryPass : impl::PlanMemoryBase<PlanMemoryPass> {
     };
     // SBUF is large next to one iteration's tiles: sixteen iterations in
     // flight keep every DMA queue busy when the kernel is bound by its
-    // transfers. PSUM (8 banks) rotates over all of them when it can. The
-    // candidates go from most overlap to exact lifetimes and are built when
-    // tried.
+    // transfers; when they do not fit, as many as do, so that wide rows
+    // still overlap loads, compute and stores (a depth whose peak live bytes
+    // exceed the capacity is rejected in O(n log n)). PSUM (8 banks) rotates
+    // over all of them when it can. The candidates go from most overlap to
+    // exact lifetimes and are built when tried.
     SmallVector<std::function<std::vector<PlannedBuffer>()>> candidates;
     if (memory == StringRef("SBUF")) {
-      candidates.push_back([&] { return buffered(16, false); });
-      candidates.push_back([&] { return buffered(1, false); });
+      for (int64_t depth = 16; depth >= 1; --depth)
+        candidates.push_back([&, depth] { return buffered(depth, false); });
       candidates.push_back([&] { return rotated(buffered(16, true), 8, true); });
       candidates.push_back([&] { return rotated(buffered(1, true), 2, true); });
     } else {

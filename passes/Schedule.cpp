@@ -6,14 +6,14 @@
 // earlier conflicting one; per producer queue only the largest count matters,
 // since a queue's semaphore counts completions in order.
 //
-// Placement: list scheduling in program order with the shared device cost
-// model (neff/device_model.h). Each instruction goes to the candidate engine
+// Placement: list scheduling with the shared device cost model
+// (neff/device_model.h). Each instruction goes to the candidate engine
 // or DMA queue where it would finish earliest given its dependencies; ties go
 // to the first candidate. A tensor_scalar multiply or add may move to the
 // scalar engine as an identity activation with scale or bias, which spreads
-// elementwise work over two engines. Known weakness: no reordering of the
-// program itself, so an instruction never overtakes an earlier one on its
-// queue even when it could start sooner.
+// elementwise work over two engines. Instructions are taken in the order
+// their inputs become ready (program order on a tie), not in program order,
+// and the kernel body is rewritten in that order.
 //
 //===----------------------------------------------------------------------===//
 
@@ -24,6 +24,7 @@
 #include "llvm/ADT/bit.h"
 
 #include <array>
+#include <queue>
 #include <map>
 
 namespace neuroncc {
@@ -227,11 +228,12 @@ class AccessTracker {
   SmallVector<Region, 2> grown;  // the current access's writes, grown by what they absorb
 };
 
-// A tensor_scalar the scalar engine can run as identity(in * scale + bias).
+// A tensor_scalar the scalar engine can run as identity(in * scale + bias)
+// (a per-row scale or bias is an activation's scale or bias tile).
 bool scalarEngineCanRun(nc::TensorScalarOp op) {
   if (op.getReverse()) return false;
-  if (op.getAlu() == "mul") return true;
-  return (op.getAlu() == "add" || op.getAlu() == "sub") && !op.getScalar();
+  if (op.getAlu() == "mul" || op.getAlu() == "add") return true;
+  return op.getAlu() == "sub" && !op.getScalar();
 }
 
 Operation* moveToScalarEngine(nc::TensorScalarOp op) {
@@ -240,8 +242,8 @@ Operation* moveToScalarEngine(nc::TensorScalarOp op) {
   bool mul = op.getAlu() == "mul";
   double scale = mul && !op.getScalar() ? imm : 1.0;
   double bias = mul ? 0.0 : (op.getAlu() == "add" ? imm : -imm);
-  auto act = b.create<nc::ActivationOp>(op.getLoc(), op.getOut(), op.getIn0(),
-                                        mul ? op.getScalar() : Value(), Value(), b.getStringAttr("identity"),
+  auto act = b.create<nc::ActivationOp>(op.getLoc(), op.getOut(), op.getIn0(), mul ? op.getScalar() : Value(),
+                                        mul ? Value() : op.getScalar(), Value(), b.getStringAttr("identity"),
                                         b.getF64FloatAttr(scale), b.getF64FloatAttr(bias));
   for (NamedAttribute attr : op->getDiscardableAttrs()) act->setAttr(attr.getName(), attr.getValue());
   op.erase();
@@ -279,13 +281,34 @@ struct SchedulePass : impl::ScheduleBase<SchedulePass> {
     std::vector<std::vector<size_t>> instAt(neff::kMaxQueues);
     OpBuilder b(kernel);
 
+    // The dependence graph, found in program order; any order that respects
+    // it reads and writes every byte as the program order does.
+    std::vector<SmallVector<size_t, 4>> depsOf(insts.size()), usersOf(insts.size());
+    std::vector<uint32_t> waitingOn(insts.size(), 0);
     for (size_t i = 0; i < insts.size(); ++i) {
-      uint64_t ready = 0;
-      SmallVector<size_t> deps;
       Access access = accessOf(insts[i]);
-      tracker.dependencies(access, deps);
+      tracker.dependencies(access, depsOf[i]);
       tracker.record(access, i);
-      for (size_t j : deps) ready = std::max(ready, finish[j]);
+      llvm::sort(depsOf[i]);
+      depsOf[i].erase(std::unique(depsOf[i].begin(), depsOf[i].end()), depsOf[i].end());
+      waitingOn[i] = uint32_t(depsOf[i].size());
+      for (size_t j : depsOf[i]) usersOf[j].push_back(i);
+    }
+    // List scheduling: the instruction whose inputs are ready first goes
+    // next (program order on a tie), so an engine's in-order queue takes
+    // the next iteration's work while the current one waits on another
+    // engine.
+    using Ready = std::pair<uint64_t, size_t>;  // (ready time, program index)
+    std::priority_queue<Ready, std::vector<Ready>, std::greater<Ready>> readyQueue;
+    for (size_t i = 0; i < insts.size(); ++i)
+      if (waitingOn[i] == 0) readyQueue.push({0, i});
+    SmallVector<Operation*> order;
+    order.reserve(insts.size());
+
+    while (!readyQueue.empty()) {
+      auto [ready, i] = readyQueue.top();
+      readyQueue.pop();
+      const SmallVector<size_t, 4>& deps = depsOf[i];
 
       Operation* op = insts[i];
       neff::Instruction proto = toProtoInstruction(op, noTensor);
@@ -381,7 +404,19 @@ struct SchedulePass : impl::ScheduleBase<SchedulePass> {
       instAt[bestQueue].push_back(i);
       if (!waits.empty()) attrs.set("waits", b.getDenseI64ArrayAttr(waits));
       op->setDiscardableAttrs(attrs.getDictionary(op->getContext()));
+      order.push_back(op);
+      for (size_t u : usersOf[i])
+        if (--waitingOn[u] == 0) {
+          uint64_t at = 0;
+          for (size_t j : depsOf[u]) at = std::max(at, finish[j]);
+          readyQueue.push({at, u});
+        }
     }
+    // The block in schedule order: each queue's instructions in the order
+    // their positions (and so the waits) count them. Tiles are allocated
+    // before the first instruction, so every use stays dominated.
+    Operation* end = kernel.getBody().front().getTerminator();
+    for (Operation* op : order) op->moveBefore(end);
   }
 };
 

@@ -250,6 +250,8 @@ LogicalResult ActivationOp::verify() {
   if (getScaleTile() &&
       failed(verifyPerPartitionScalar(*this, getOut(), getScaleTile(), "scale_tile")))
     return failure();
+  if (getBiasTile() && failed(verifyPerPartitionScalar(*this, getOut(), getBiasTile(), "bias_tile")))
+    return failure();
   if (getAccum() && failed(verifyPerPartitionScalar(*this, getOut(), getAccum(), "accum")))
     return failure();
   if (!llvm::is_contained(activationNames(), getFunc()))

@@ -414,8 +414,8 @@ absl::Status VerifyInstruction(const Instruction& inst, const Kernel& k, const E
   if (!is_dma && inst.queue() != 0) return Bad(absl::StrCat(where, ": compute queue must be 0"));
   if (inst.accumulate() && inst.opcode() != MATMUL)
     return Bad(absl::StrCat(where, ": only matmul accumulates into its output"));
-  if (inst.has_in2() && inst.opcode() != TENSOR_SELECT)
-    return Bad(absl::StrCat(where, ": only tensor_select reads in2"));
+  if (inst.has_in2() && inst.opcode() != TENSOR_SELECT && inst.opcode() != ACTIVATION)
+    return Bad(absl::StrCat(where, ": only tensor_select and activation read in2"));
   if (inst.opcode() != DMA_GATHER &&
       (inst.index_tensor() != 0 || inst.index_offset() != 0 || inst.index_bound() != 0))
     return Bad(absl::StrCat(where, ": only dma_gather has index_tensor, index_offset, index_bound"));
@@ -470,6 +470,10 @@ absl::Status VerifyInstruction(const Instruction& inst, const Kernel& k, const E
       if (inst.has_in1()) {
         if (absl::Status st = VerifyTile(inst.in1(), dev, where); !st.ok()) return st;
         if (absl::Status st = SamePartitions(inst.out(), inst.in1(), where); !st.ok()) return st;
+      }
+      if (inst.has_in2()) {  // an activation's bias tile
+        if (absl::Status st = VerifyTile(inst.in2(), dev, where); !st.ok()) return st;
+        if (absl::Status st = SamePartitions(inst.out(), inst.in2(), where); !st.ok()) return st;
       }
       if (inst.has_accum()) {
         if (inst.opcode() != ACTIVATION)

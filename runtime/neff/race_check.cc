@@ -56,6 +56,7 @@ Footprint FootprintOf(const Instruction& i) {
       f.Add(Whole(i.in0(), false));
       f.Add(Whole(i.out(), true));
       if (i.has_in1()) f.Add(First(i.in1(), false));
+      if (i.has_in2()) f.Add(First(i.in2(), false));
       if (i.has_accum()) f.Add(First(i.accum(), true));
       break;
     case TENSOR_REDUCE:

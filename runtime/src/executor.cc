@@ -484,10 +484,12 @@ void Executor::ExecActivation(const Instruction& inst) {
   uint32_t n = out.num_elements();
   RowSource s0 = Source(inst.in0(), inst, 0);
   RowSource s1 = inst.has_in1() ? Source(inst.in1(), inst, 1) : RowSource{nullptr, 0};
+  RowSource s2 = inst.has_in2() ? Source(inst.in2(), inst, 2) : RowSource{nullptr, 0};
   for (uint32_t p = 0; p < out.partitions(); ++p) {
     float scale = inst.has_in1() ? LoadScalar(inst.in1().dtype(), s1.row(p)) : inst.scale();
+    float bias = inst.has_in2() ? LoadScalar(inst.in2().dtype(), s2.row(p)) : inst.bias();
     Widen(inst.in0().dtype(), s0.row(p), n, a_.data());
-    ApplyActivation(inst.func(), a_.data(), scale, inst.bias(), c_.data(), n);
+    ApplyActivation(inst.func(), a_.data(), scale, bias, c_.data(), n);
     Narrow(out.dtype(), c_.data(), n, Row(out, p));
     if (inst.has_accum()) {
       // Sequential float32 sum of the unrounded results, f = 0..n-1.

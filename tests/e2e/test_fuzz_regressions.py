@@ -290,6 +290,15 @@ class FuzzRegressions(unittest.TestCase):
             self.check(lambda x: x.sum(-1, keepdim=True).reshape(2, 6, 1).transpose(0, 1).reshape(-1),
                        [randn(3, 4, 5, dtype=dtype)])
 
+    def test_two_row_sums_of_one_activation(self):
+        """Seed 7071 cases 1601, 1980, 2445: var_mean over a long row sums one rsqrt's
+        results twice per chunk (the mean, and the mean inside the variance); both sums were
+        folded into that activation's one accumulator, so one of them was never written."""
+        for dtype in (torch.float32, torch.bfloat16):
+            self.check(lambda x: torch.var_mean(torch.rsqrt(x * x + 1.0), -1, correction=0)[0],
+                       [randn(6750, dtype=dtype)])
+            self.check(lambda x: torch.var_mean(torch.exp(x), -1, correction=1), [randn(3, 5000, dtype=dtype)])
+
     def test_softmax_over_two_billion_elements_compiles(self):
         """1 x 2^31 (an 8 GiB row): the row is spread over the partitions and the
         reductions split, so the program stays small (compiled here, not run)."""

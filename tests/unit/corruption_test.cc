@@ -281,7 +281,7 @@ const IsaBadCase kIsaBadCases[] = {
     {"accumulate on a non-matmul", MatmulExe, [](Executable* e) { Inst(e, 0, 9)->set_accumulate(true); },
      "only matmul accumulates"},
     {"in2 on a non-select", MatmulExe,
-     [](Executable* e) { *Inst(e, 0, 9)->mutable_in2() = Tile(0, 4, 0, 8, F32); }, "only tensor_select reads in2"},
+     [](Executable* e) { *Inst(e, 0, 9)->mutable_in2() = Tile(0, 4, 0, 8, F32); }, "only tensor_select and activation read in2"},
     {"invalid engine", MatmulExe, [](Executable* e) { Inst(e, 0, 9)->set_engine(Engine(9)); }, "invalid engine"},
     {"select without a predicate", SelectExe, [](Executable* e) { Inst(e, 0, 3)->clear_in2(); }, "needs in2"},
     {"select operand shapes differ", SelectExe,

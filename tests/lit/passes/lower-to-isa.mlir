@@ -9,9 +9,9 @@
 // x * x summed over the row is one Square activation with an accumulator.
 // CHECK: nc.activation %{{.*}}, %{{.*}} accum %{{.*}} : memref<128x1xf32, 1> {{{.*}}func = "square"{{.*}} : memref<128x1000xf32, 1>, memref<128x1000xf32, 1>
 // CHECK-NOT: nc.tensor_reduce
-// CHECK: nc.tensor_scalar %{{.*}}, %{{.*}} {alu = "mul", {{.*}}imm = 1.000000e-03
-// CHECK: nc.tensor_scalar %{{.*}}, %{{.*}} {alu = "add", {{.*}}imm = 9.9999999999999995E-7
-// CHECK: nc.activation %{{.*}}, %{{.*}} {{{.*}}func = "rsqrt"
+// The mean's 1/1000 and + eps become the rsqrt activation's scale and bias.
+// CHECK-NOT: nc.tensor_scalar %{{.*}}, %{{.*}} {alu = "add"
+// CHECK: nc.activation %{{.*}}, %{{.*}} {bias = 9.9999999999999995E-7 : f64, {{.*}}func = "rsqrt", scale = 1.000000e-03
 // CHECK: nc.tensor_scalar %{{.*}}, %{{.*}}, %{{.*}} {alu = "mul"{{.*}} : memref<128x1000xf32, 1>, memref<128x1000xf32, 1>, memref<128x1xf32, 1>
 // CHECK: nc.tensor_tensor %[[OUT0:.*]], %{{.*}}, %[[W128]] {alu = "mul"
 // CHECK: nc.dma_store %[[OUT0]] -> %[[Y]] {ap = array<i64: 1000, 128, 1, 1000>, {{.*}}offset = 0 : i64

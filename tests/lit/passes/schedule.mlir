@@ -6,17 +6,21 @@
 // Four row tiles of exp: SBUF holds sixteen iterations' tiles at once (deep
 // buffering, ncc-plan-memory), so no tile comes back round: the loads spread
 // over DMA queues and carry no wait, each activation waits for its load and
-// each store for its activation.
+// each store for its activation. Instructions go in the order their inputs
+// are ready, so the four loads come first.
 // CHECK-LABEL: func.func @reuse
 // CHECK: nc.dma_load {{.*}}offset = 0 : i64, part_start = 0 : i64, queue = 0 : i64, source_op = -1 : i64}
-// CHECK: nc.activation {{.*}}func = "exp", {{.*}}waits = array<i64: 4, 1>}
-// CHECK: nc.dma_store {{.*}}waits = array<i64: 2, 1>}
 // CHECK: nc.dma_load {{.*}}offset = 65536 : i64, part_start = 0 : i64, queue = 1 : i64, source_op = -1 : i64}
-// CHECK: nc.activation {{.*}}waits = array<i64: 5, 1>}
-// CHECK: nc.dma_store {{.*}}waits = array<i64: 2, 2>}
 // CHECK: nc.dma_load {{.*}}offset = 131072 : i64, part_start = 0 : i64, queue = 2 : i64, source_op = -1 : i64}
-// CHECK: nc.activation {{.*}}waits = array<i64: 6, 1>}
 // CHECK: nc.dma_load {{.*}}offset = 196608 : i64, part_start = 0 : i64, queue = 3 : i64, source_op = -1 : i64}
+// CHECK: nc.activation {{.*}}func = "exp", {{.*}}waits = array<i64: 4, 1>}
+// CHECK: nc.activation {{.*}}waits = array<i64: 5, 1>}
+// CHECK: nc.activation {{.*}}waits = array<i64: 6, 1>}
+// CHECK: nc.activation {{.*}}waits = array<i64: 7, 1>}
+// CHECK: nc.dma_store {{.*}}queue = 0 : i64, source_op = -1 : i64, waits = array<i64: 2, 1>}
+// CHECK: nc.dma_store {{.*}}waits = array<i64: 2, 2>}
+// CHECK: nc.dma_store {{.*}}waits = array<i64: 2, 3>}
+// CHECK: nc.dma_store {{.*}}waits = array<i64: 2, 4>}
 func.func @reuse(%x: tensor<512x512xf32>) -> tensor<512x512xf32> {
   %y = aten.exp %x : tensor<512x512xf32> -> tensor<512x512xf32>
   return %y : tensor<512x512xf32>
