@@ -300,6 +300,11 @@ const IsaBadCase kIsaBadCases[] = {
      [](Executable* e) { Inst(e, 0, 1)->set_alu(AluOp(15)); }, "invalid alu op"},
     {"activation function past abs", [] { return TwoKernelModel(4, 8); },
      [](Executable* e) { Inst(e, 1, 3)->set_func(ActivationFunc(16)); }, "invalid activation function"},
+    {"activation bias tile over other partitions", [] { return TwoKernelModel(4, 8); },
+     [](Executable* e) { *Inst(e, 1, 3)->mutable_in2() = Tile(0, 2, 0, 1, F32); },
+     "per-partition operand spans 2 partitions, expected 4"},
+    {"activation bias tile past SBUF", [] { return TwoKernelModel(4, 8); },
+     [](Executable* e) { *Inst(e, 1, 3)->mutable_in2() = Tile(0, 4, 196608 - 2, 1, F32); }, "SBUF"},
 };
 
 TEST(NeffCorruption, VerifierRefusesBrokenIsaAdditions) {

@@ -282,6 +282,35 @@ TEST(ExecutorNumerics, ActivationScaleFromIn1AndAccumBeforeRounding) {
   EXPECT_NE(got, 6.0f);
 }
 
+TEST(ExecutorNumerics, ActivationBiasFromIn2) {
+  // out[p, f] = exp(x[p, f] * s[p] + b[p]): per-partition scale (in1) and bias (in2)
+  // override the instruction's fields; the accum sums the same f32 results.
+  const uint32_t P = 3, N = 4;
+  std::vector<float> x = Iota(P * N, -1.0f, 0.25f);
+  std::vector<float> s = Iota(P * N, 0.5f, 0.125f), b = Iota(P * N, -2.0f, 0.5f);
+  for (bool accum : {false, true}) {
+    Executable exe = Harness(P, N, {F32, F32, F32}, F32, accum ? 1 : N, [&](auto& in, auto& out) {
+      TileRef values = Tile(0, P, 5 * kSlot, N, F32);
+      Instruction i = Activation(EXP, accum ? values : out, in[0], 7.0f, 9.0f);
+      *i.mutable_in1() = in[1];
+      *i.mutable_in2() = in[2];
+      if (accum) *i.mutable_accum() = out;
+      return i;
+    });
+    std::vector<float> got = Floats(RunExe(exe, {Bytes(x), Bytes(s), Bytes(b)}).outputs[0]);
+    for (uint32_t p = 0; p < P; ++p) {
+      float sum = 0.0f;
+      for (uint32_t f = 0; f < N; ++f) {
+        float scaled = x[p * N + f] * s[p * N];
+        float want = std::exp(scaled + b[p * N]);
+        sum += want;
+        if (!accum) EXPECT_EQ(got[p * N + f], want) << p << "," << f;
+      }
+      if (accum) EXPECT_EQ(got[p], sum) << p;
+    }
+  }
+}
+
 TEST(ExecutorNumerics, TensorReduceAddMaxMin) {
   const uint32_t P = 3, N = 7;
   std::vector<float> a = Iota(P * N, -2.0f, 0.7f);
