@@ -50,6 +50,22 @@ constexpr const char kSqueezeAttr[] = "nc.squeeze";
 // partitions (64 chunks of the lowering's 4096-element free size).
 constexpr int64_t kLongReduction = int64_t(1) << 18;
 
+// A cat along the last dim of float tensors of the result's dtype: inside a
+// kernel (at -O1/-O2) its operands are loaded from HBM into column ranges of
+// one tile; other cats are copy kernels of their own.
+bool isInKernelCat(aten::CatOp cat) {
+  auto type = llvm::cast<RankedTensorType>(cat.getType());
+  int64_t rank = type.getRank(), dim = cat.getDim();
+  if (rank == 0 || (dim != rank - 1 && dim != -1) || !aten::isFloatType(type.getElementType())) return false;
+  return llvm::all_of(cat.getTensors(), [&](Value v) {
+    return llvm::cast<RankedTensorType>(v.getType()).getElementType() == type.getElementType();
+  });
+}
+
+// A reduction over more than one trailing dim (its kernel's columns are
+// then several dims, which a cat's column ranges do not address).
+bool reducesSeveralDims(Operation* op) { return aten::reducedDims(op).size() > 1; }
+
 bool keepdimOf(Operation* op) {
   if (auto o = llvm::dyn_cast<aten::SumDimIntListOp>(op)) return o.getKeepdim();
   if (auto o = llvm::dyn_cast<aten::MeanDimOp>(op)) return o.getKeepdim();
@@ -60,7 +76,8 @@ bool keepdimOf(Operation* op) {
 // example a reduction over non-trailing dims).
 std::optional<RowSpace> rowSpaceOf(Operation* op) {
   RowSpace rs;
-  if (llvm::isa<aten::CatOp>(op)) return std::nullopt;  // a copy kernel of its own
+  if (auto cat = llvm::dyn_cast<aten::CatOp>(op); cat && !isInKernelCat(cat))
+    return std::nullopt;  // a copy kernel of its own
   if (isReduction(op)) {
     auto in = llvm::cast<RankedTensorType>(op->getOperand(0).getType());
     SmallVector<int64_t> dims = aten::reducedDims(op);
@@ -285,14 +302,18 @@ struct FormKernelsPass : impl::FormKernelsBase<FormKernelsPass> {
       return "merging would create a cycle between kernels";
     // Ops that read their operands from HBM (matmul, embedding), and views
     // that fold only over HBM values, must not read what the other computes.
+    auto hasCat = [](Group& g) { return llvm::any_of(g.ops, [](Operation* o) { return llvm::isa<aten::CatOp>(o); }); };
+    auto severalDims = [](Group& g) { return llvm::any_of(g.ops, reducesSeveralDims); };
+    if ((hasCat(a) && severalDims(b)) || (hasCat(b) && severalDims(a)))
+      return "a cat's column ranges do not join a reduction over several dims";
     for (Group* g : {&a, &b})
       for (Operation* op : g->ops) {
-        bool readsMemory = isMatmul(op) || llvm::isa<aten::EmbeddingOp>(op);
+        bool readsMemory = isMatmul(op) || llvm::isa<aten::EmbeddingOp, aten::CatOp>(op);
         for (Value v : op->getOperands()) {
           Chain c = chainOf(v);
           int pg = producerGroup(c.root);
           if (pg != other && pg != into) continue;
-          if (readsMemory) return "a matmul or embedding would read a value computed in the kernel";
+          if (readsMemory) return "a matmul, embedding or cat would read a value computed in the kernel";
           if (!llvm::all_of(c.ops, [](Operation* o) { return aten::isRowPreservingReshape(o); }))
             return "a view of a value computed in the kernel needs a copy through HBM";
         }
@@ -338,6 +359,14 @@ struct FormKernelsPass : impl::FormKernelsBase<FormKernelsPass> {
         if (producerGroup(chainOf(v).root) == g)
           return "an embedding reads its table and indices from HBM";
     if (grp.hasMatmul && isReduction(op)) return "reductions do not join a matmul's kernel yet";
+    if (llvm::isa<aten::CatOp>(op)) {
+      for (Value v : op->getOperands())
+        if (producerGroup(chainOf(v).root) == g) return "a cat reads its operands from HBM";
+      if (llvm::any_of(grp.ops, reducesSeveralDims))
+        return "a cat's column ranges do not join a reduction over several dims";
+    }
+    if (reducesSeveralDims(op) && llvm::any_of(grp.ops, [](Operation* o) { return llvm::isa<aten::CatOp>(o); }))
+      return "a reduction over several dims does not join a cat's column ranges";
     if (s.rows != grp.space.rows && !sameRowsReshaped(op, s, grp))
       return "row spaces differ (" + std::to_string(s.rows.size()) + "-d vs " +
              std::to_string(grp.space.rows.size()) + "-d leading dims or different sizes)";
@@ -595,6 +624,49 @@ struct FormKernelsPass : impl::FormKernelsBase<FormKernelsPass> {
       if (op->use_empty()) op->erase();
   }
 
+  // cat(neg(a), b) along the last dim becomes cat(a, b) * [-1.., 1..]: the
+  // same bits (a product with +-1 is exact), and a cat of views then folds
+  // into the loads of the kernel that reads it (rotate_half in rotary
+  // embeddings). Only cats that can sit inside a kernel are rewritten.
+  void hoistNegationsOutOfCats(func::FuncOp func) {
+    SmallVector<aten::CatOp> cats;
+    func.walk([&](aten::CatOp cat) {
+      if (isInKernelCat(cat) && llvm::any_of(cat.getTensors(), [](Value v) { return v.getDefiningOp<aten::NegOp>(); }))
+        cats.push_back(cat);
+    });
+    for (aten::CatOp cat : cats) {
+      auto type = llvm::cast<RankedTensorType>(cat.getType());
+      Type elem = type.getElementType();
+      SmallVector<Value> operands;
+      SmallVector<APFloat> signs;
+      const llvm::fltSemantics& sem = llvm::cast<FloatType>(elem).getFloatSemantics();
+      Operation* firstNeg = nullptr;
+      for (Value v : cat.getTensors()) {
+        auto neg = v.getDefiningOp<aten::NegOp>();
+        if (neg && !firstNeg) firstNeg = neg;
+        operands.push_back(neg ? neg.getSelf() : v);
+        int64_t width = llvm::cast<RankedTensorType>(v.getType()).getShape().back();
+        signs.append(size_t(width), APFloat(sem, neg ? "-1" : "1"));
+      }
+      OpBuilder b(cat);
+      auto signType = RankedTensorType::get({type.getShape().back()}, elem);
+      Value sign = b.create<arith::ConstantOp>(cat.getLoc(), DenseElementsAttr::get(signType, signs));
+      auto plain = b.create<aten::CatOp>(cat.getLoc(), type, operands, cat.getDimAttr());
+      plain->setAttrs(cat->getAttrs());
+      auto product = b.create<aten::MulTensorOp>(firstNeg->getLoc(), type, plain.getResult(), sign);
+      for (StringRef name : {kSourceAttr, kSourceIdAttr})
+        if (Attribute a = firstNeg->getAttr(name)) product->setAttr(name, a);
+      if (!product->hasAttr(kSourceAttr)) product->setAttr(kSourceAttr, b.getStringAttr("aten.neg"));
+      cat.getResult().replaceAllUsesWith(product.getResult());
+      cat.erase();
+    }
+    // Negations left without uses go.
+    SmallVector<Operation*> dead;
+    for (Operation& op : func.getBody().front())
+      if (llvm::isa<aten::NegOp>(op) && op.use_empty()) dead.push_back(&op);
+    for (Operation* op : dead) op->erase();
+  }
+
   // One kernel for the ops of `m`, with the views its inputs are read through.
   void formAttention(const AttentionMatch& m) {
     int index = int(groups.size());
@@ -629,7 +701,10 @@ struct FormKernelsPass : impl::FormKernelsBase<FormKernelsPass> {
     groups.clear();
     groupOf.clear();
     stageReductions(func);
-    if (fuse) sinkSqueezes(func);
+    if (fuse) {
+      sinkSqueezes(func);
+      hoistNegationsOutOfCats(func);
+    }
     // A returned compile-time constant or graph input, or a value returned
     // a second time, is written out through a clone, like a returned view.
     Operation* ret = func.getBody().front().getTerminator();
@@ -670,6 +745,7 @@ struct FormKernelsPass : impl::FormKernelsBase<FormKernelsPass> {
       // Views are placed with the ops that consume them.
       if (aten::isViewOp(op) || inAttention.contains(op)) continue;
       std::optional<RowSpace> space = rowSpaceOf(op);
+      if (!fuse && llvm::isa<aten::CatOp>(op)) space = std::nullopt;  // -O0: a copy kernel
       SmallVector<int> producer_groups;
       SmallVector<Chain> chains;
       for (Value v : op->getOperands()) {
@@ -695,7 +771,8 @@ struct FormKernelsPass : impl::FormKernelsBase<FormKernelsPass> {
       } else if (!space) {
         if (report)
           op->emitRemark(llvm::isa<aten::CatOp>(op)
-                             ? "cannot share a kernel: a cat is a copy kernel of its own"
+                             ? "cannot share a kernel: a cat other than along the last dim of one float dtype is "
+                               "a copy kernel of its own"
                              : "cannot share a kernel: reductions over non-trailing dims are not fused");
       } else {
         // Latest producer first: it is the one most likely to hold live rows.

@@ -163,6 +163,12 @@ class KernelLowering {
   llvm::DenseMap<Value, aten::StridedView> viewOf;  // its elements within that memref
   llvm::DenseMap<Value, Value> tiles;      // value -> tile for the current iteration
   std::map<std::tuple<void*, int64_t, int64_t, int64_t>, Value> hoisted;  // row-invariant loads
+  // Loads of values broadcast along some row dims (a rotary table over the
+  // heads), by the HBM offsets of their rows: a row tile that reads the same
+  // rows again reuses the tile, up to kRepeatedLoadBytes per partition.
+  std::map<std::tuple<void*, std::vector<int64_t>, int64_t, int64_t>, Value> repeatedLoads;
+  int64_t repeatedLoadBytes = 0;
+  static constexpr int64_t kRepeatedLoadBytes = 16 * 1024;
   int64_t inputColumns = 0;  // > 0: the width of input tiles (an attention's key block)
   // The stationary slices of the current row tile, reused by each of its
   // column tiles while they stay small next to a partition.

@@ -321,6 +321,34 @@ LogicalResult KernelLowering::lowerOp(Operation* op, int64_t p, int64_t f) {
         tiles[result] = out;
         return success();
       })
+      .Case([&](aten::CatOp o) -> LogicalResult {
+        // Along the last dim (FormKernels): each operand, an HBM value, is
+        // loaded into its column range of one tile.
+        if (space.trail.size() != 1 || space.split > 1)
+          return op->emitError("internal: a cat in a kernel whose columns are not one dim");
+        layouts[result].kind = Kind::Full;
+        Value out = alloc(p, f, resultElem);  // DMAs copy bytes: the operands' dtype
+        int64_t start = 0;
+        for (Value piece : o.getTensors()) {
+          int64_t width = llvm::cast<RankedTensorType>(piece.getType()).getShape().back();
+          int64_t lo = std::max(start, c0), hi = std::min(start + width, c0 + f);
+          if (lo < hi) {
+            auto view = viewOf.find(piece);
+            if (view == viewOf.end()) return op->emitError("internal: a cat operand that is not in HBM");
+            // The piece laid out as if it were as wide as the kernel's rows.
+            aten::StridedView wide = view->second;
+            wide.shape.back() = space.cols;
+            Layout l;
+            if (failed(layoutOfView(wide, l))) return failure();
+            if (l.kind != Kind::Full) return op->emitError("internal: a cat operand constant along its row");
+            emitDma(/*load=*/true, hbmOf[piece], tileColumns(*b, loc, out, lo - c0, hi - lo), l, r0, p, lo - start,
+                    hi - lo);
+          }
+          start += width;
+        }
+        tiles[result] = out;
+        return success();
+      })
       .Case([&](aten::MmOp o) { return matmul(o.getSelf(), o.getMat2(), Value(), 1.0, 1.0); })
       .Case([&](aten::BmmOp o) { return matmul(o.getSelf(), o.getMat2(), Value(), 1.0, 1.0); })
       .Case([&](aten::AddmmOp o) {

@@ -428,9 +428,21 @@ Value KernelLowering::tileOf(Value v) {
     if (auto h = hoisted.find(key); h != hoisted.end()) return tiles[v] = h->second;
   }
   auto elem = nc::deviceElementType(llvm::cast<RankedTensorType>(v.getType()).getElementType());
+  bool partlyBroadcast = !rowInvariant && llvm::is_contained(l.rowStrides, 0);
+  std::tuple<void*, std::vector<int64_t>, int64_t, int64_t> rowsKey;
+  if (partlyBroadcast) {
+    SmallVector<int64_t> offs = rowOffsets(l, r0, p);
+    rowsKey = {v.getAsOpaquePointer(), std::vector<int64_t>(offs.begin(), offs.end()), c0, f};
+    if (auto h = repeatedLoads.find(rowsKey); h != repeatedLoads.end()) return tiles[v] = h->second;
+  }
   Value tile = alloc(p, f, elem);
   emitDma(/*load=*/true, hbmOf[v], tile, l, r0, p, c0, f);
   if (rowInvariant) hoisted[key] = tile;
+  int64_t bytes = f * (elem.getIntOrFloatBitWidth() / 8);
+  if (partlyBroadcast && repeatedLoadBytes + bytes <= kRepeatedLoadBytes) {
+    repeatedLoads[rowsKey] = tile;
+    repeatedLoadBytes += bytes;
+  }
   return tiles[v] = tile;
 }
 
@@ -698,9 +710,10 @@ LogicalResult KernelLowering::run(int64_t& instructions, int64_t& dmas) {
       if (auto c = llvm::dyn_cast<aten::CatOp>(op)) cat = c;
       else if (!aten::isViewOp(&op)) others = true;
     }
-    if (cat) {
-      if (others || kernel.getNumResults() != 1)
-        return kernel.emitError("a cat kernel must hold only the cat and views of its inputs");
+    // A kernel of one cat is a copy kernel; a cat along the last dim inside
+    // a kernel of other ops is lowered with them (loads into column ranges).
+    auto yield = llvm::cast<nc::YieldOp>(old.getTerminator());
+    if (cat && !others && yield.getValues().size() == 1 && yield.getValues()[0] == cat.getResult()) {
       auto rt = llvm::cast<RankedTensorType>(kernel.getResult(0).getType());
       if (llvm::any_of(cat.getTensors(), [&](Value v) {
             return nc::deviceElementType(llvm::cast<RankedTensorType>(v.getType()).getElementType()) !=
@@ -748,12 +761,13 @@ LogicalResult KernelLowering::run(int64_t& instructions, int64_t& dmas) {
   }
   // The values read from HBM: those used by a computing op or returned.
   SmallVector<Value> hbmValues;
-  // (A matmul reads its two matrix operands itself, slice by slice.)
+  // (A matmul reads its two matrix operands itself, slice by slice, and a
+  // cat its operands, each into its column range.)
   for (auto& [v, view] : viewOf) {
     bool used = llvm::any_of(v.getUses(), [](OpOperand& use) {
       Operation* u = use.getOwner();
       if (aten::isViewOp(u)) return false;
-      if (llvm::isa<aten::MmOp, aten::BmmOp, aten::EmbeddingOp>(u)) return false;
+      if (llvm::isa<aten::MmOp, aten::BmmOp, aten::EmbeddingOp, aten::CatOp>(u)) return false;
       if (llvm::isa<aten::AddmmOp>(u)) return use.getOperandNumber() == 0;  // the bias
       return true;
     });
@@ -894,6 +908,8 @@ relower:
     builder.setInsertionPointToEnd(body);
     tiles.clear();
     hoisted.clear();
+    repeatedLoads.clear();
+    repeatedLoadBytes = 0;
     stationaryCache.clear();
     stationaryRow = -1;
     movingCache.clear();

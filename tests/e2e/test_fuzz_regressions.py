@@ -299,6 +299,23 @@ class FuzzRegressions(unittest.TestCase):
                        [randn(6750, dtype=dtype)])
             self.check(lambda x: torch.var_mean(torch.exp(x), -1, correction=1), [randn(3, 5000, dtype=dtype)])
 
+    def test_cat_along_the_last_dim_inside_kernels(self):
+        """Seed 9091 cases 7, 13, 264: at -O2 a cat along the last dim joins the kernel that
+        reads it (its operands loaded into column ranges); a cat computed straight into a returned
+        cast's dtype gave a converting DMA, a cat returned twice and a returned view of a cat were
+        refused. Also rotate_half on a head-split view, bit for bit."""
+        p0 = randn(2, 3, 4, seed=5)
+        self.check(lambda x: torch.cat([x, x], dim=0).to(torch.float32), [randn(5, dtype=torch.bfloat16)])
+        self.check(lambda x: (lambda c: (c, c))(torch.cat([p0, x], dim=2)), [randn(2, 3, 7)])
+        self.check(lambda x: torch.cat([torch.full((1, 1, 1), -2.0), x], dim=-1).view(1, 2), [randn(1, 1, 1)])
+        for dtype in (torch.float32, torch.bfloat16):
+            def rotary(x, cos, sin):
+                q = x.view(17, 3, 64).transpose(0, 1)
+                return q * cos + torch.cat((-q[..., 32:], q[..., :32]), dim=-1) * sin
+            kernels = self.check(rotary, [randn(17, 192, dtype=dtype), randn(17, 64, dtype=dtype),
+                                          randn(17, 64, dtype=dtype, seed=3)])
+            self.assertEqual(kernels[2], 1)
+
     def test_softmax_over_two_billion_elements_compiles(self):
         """1 x 2^31 (an 8 GiB row): the row is spread over the partitions and the
         reductions split, so the program stays small (compiled here, not run)."""

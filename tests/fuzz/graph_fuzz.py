@@ -1874,6 +1874,34 @@ def g_attention(b):
     b.add("torch.matmul(%s, %s)" % (p, v), [batch + (S, DV)])
 
 
+def g_rotary(b):
+    """The rotary embedding on a head-split view: q * cos + rotate_half(q) * sin, rotate_half
+    being cat((-x2, x1), dim=-1) of the halves of the last dim (which -O2 reads as one cat of
+    slices into column ranges, the negation a product with a constant sign row), and cat along
+    the last dim of negated and plain slices in other orders."""
+    s, h = b.rng.choice([1, 3, 17, 130, 300]), b.rng.choice([1, 2, 4])
+    d = b.rng.choice([2, 8, 64, 128])
+    if s * h * d > ELEMENT_LIMIT:
+        raise Reject("rotary too large")
+    S, H, D = (b.sym(s),), (b.sym(h),), (b.sym(d),)
+    E = dim_expr(D)
+    x = b.new_input((S, H, D), kind=b.rng.choice(["normal", "unit"]))
+    q = b.add("%s.transpose(0, 1)" % x, [(H, S, D)]) if b.rng.random() < 0.7 else x
+    shape = (H, S, D) if q != x else (S, H, D)
+    lo, hi = "%s[..., :#{(%s) // 2}]" % (q, E), "%s[..., #{(%s) // 2}:]" % (q, E)
+    r = b.rng.random()
+    if r < 0.6:
+        rot = b.add("torch.cat((-%s, %s), dim=-1)" % (hi, lo), [shape])
+    elif r < 0.8:
+        rot = b.add("torch.cat((%s, -%s), dim=-1)" % (hi, lo), [shape])
+    else:
+        rot = b.add("torch.cat((-%s, -%s), dim=-1)" % (lo, hi), [shape])
+    tab = (S, D) if q != x else (S, H, D)  # the tables broadcast over the heads of the view
+    cos = b.new_input(tab, kind=b.rng.choice(["normal", "ones"]))
+    sin = b.new_input(tab, kind=b.rng.choice(["normal", "zeros"]))
+    b.add("%s * %s + %s * %s" % (q, cos, rot, sin), [shape])
+
+
 GENERATORS = [
     (10, g_unary, ()), (12, g_binary, ()), (7, g_scalar, ()), (8, g_compare, ()),
     (9, g_reduce, ()), (5, g_softmax, ()), (4, g_layer_norm, ("aten::native_layer_norm",)),
@@ -1883,6 +1911,7 @@ GENERATORS = [
     (3, g_cast, ("aten::_to_copy",)), (3, g_const_op, ()), (2.5, g_tril_data, ("aten::tril",)),
     (2.5, g_logsumexp, ("aten::amax", "aten::abs", "aten::log")), (4, g_reduce_bcast, ()),
     (2, g_attention, ("aten::bmm",)),
+    (2, g_rotary, ("aten::cat", "aten::neg")),
 ]
 
 
