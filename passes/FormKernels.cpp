@@ -161,6 +161,7 @@ struct FormKernelsPass : impl::FormKernelsBase<FormKernelsPass> {
   // View values that a copy kernel writes to HBM (a view of a view that is
   // not itself a view, or a view the graph returns): chains stop there.
   llvm::DenseMap<Value, int> materializedBy;
+  llvm::DenseSet<Value> storedLayouts;  // of those, views a kernel stores its own value through
 
   struct Chain {
     Value root;                    // the HBM value the views start from
@@ -213,14 +214,50 @@ struct FormKernelsPass : impl::FormKernelsBase<FormKernelsPass> {
     return index;
   }
 
-  // The operand's chain, after copying out any prefix that cannot be folded.
+  // The operand's chain, after copying out any prefix that cannot be folded
+  // (or having the producer store it, below).
   Chain foldableChain(Value v) {
     while (true) {
       Chain c = chainOf(v);
       int bad = firstUnfoldable(c);
       if (bad < 0) return c;
-      makeCopyGroup(ArrayRef<Operation*>(c.ops).take_front(size_t(bad)));
+      ArrayRef<Operation*> prefix = ArrayRef<Operation*>(c.ops).take_front(size_t(bad));
+      if (!storeThroughProducer(c.root, prefix)) makeCopyGroup(prefix);
     }
+  }
+
+  // Whether group g writes `v` to HBM as the layout of a view of a value it
+  // computes (storeThroughProducer).
+  bool storesLayout(Value v, int g) {
+    auto it = materializedBy.find(v);
+    return storedLayouts.contains(v) && it != materializedBy.end() && it->second == g;
+  }
+
+  // A value that is read only through `prefix` (one-to-one views, such as
+  // the head merge's transpose before a reshape) is stored by the kernel
+  // that computes it straight into the prefix's layout, through the
+  // inverse access pattern, instead of being copied by a kernel of its own.
+  // True if so.
+  bool storeThroughProducer(Value root, ArrayRef<Operation*> prefix) {
+    Operation* def = root.getDefiningOp();
+    if (prefix.empty() || !def || !groupOf.count(def) || materializedBy.count(root)) return false;
+    int g = groupOf[def];
+    Group& grp = groups[size_t(g)];
+    if (grp.merged || !(grp.fusible || grp.attention)) return false;
+    // Nothing else reads the value or the links between.
+    Value link = root;
+    for (Operation* view : prefix) {
+      if (!link.hasOneUse() || *link.getUsers().begin() != view) return false;
+      link = view->getResult(0);
+    }
+    aten::StridedView inverse;
+    if (!aten::invertViewChain(prefix, inverse)) return false;
+    for (Operation* view : prefix)
+      if (grp.members.insert(view).second) grp.ops.push_back(view);
+    llvm::sort(grp.ops, [&](Operation* x, Operation* y) { return position.lookup(x) < position.lookup(y); });
+    materializedBy[link] = g;
+    storedLayouts.insert(link);
+    return true;
   }
 
   // True if `to` depends (transitively) on `from`.
@@ -313,6 +350,7 @@ struct FormKernelsPass : impl::FormKernelsBase<FormKernelsPass> {
           Chain c = chainOf(v);
           int pg = producerGroup(c.root);
           if (pg != other && pg != into) continue;
+          if (storesLayout(c.root, pg)) return "a kernel would read a layout the other stores to HBM";
           if (readsMemory) return "a matmul, embedding or cat would read a value computed in the kernel";
           if (!llvm::all_of(c.ops, [](Operation* o) { return aten::isRowPreservingReshape(o); }))
             return "a view of a value computed in the kernel needs a copy through HBM";
@@ -386,9 +424,11 @@ struct FormKernelsPass : impl::FormKernelsBase<FormKernelsPass> {
     for (int p : producer_groups)
       if (p != g && reaches(g, p)) return "joining would create a cycle between kernels";
     // Views fold into access patterns only over HBM values: a view of a value
-    // this kernel computes would need a copy through HBM first.
+    // this kernel computes would need a copy through HBM first; so would a
+    // layout this kernel stores (storeThroughProducer).
     for (Value v : op->getOperands()) {
       Chain c = chainOf(v);
+      if (storesLayout(c.root, g)) return "it reads a layout its producer kernel stores to HBM";
       bool sameRows = llvm::all_of(c.ops, [](Operation* o) { return aten::isRowPreservingReshape(o); });
       if (!c.ops.empty() && producerGroup(c.root) == g && !sameRows)
         return "a view of a value computed in the kernel needs a copy through HBM";
@@ -723,6 +763,7 @@ struct FormKernelsPass : impl::FormKernelsBase<FormKernelsPass> {
 
     allOps = work;
     materializedBy.clear();
+    storedLayouts.clear();
     position.clear();
     for (Operation& op : func.getBody().front()) position[&op] = int(position.size());
     // -O2: each attention is one kernel, formed at its last op (the second

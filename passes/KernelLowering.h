@@ -122,7 +122,7 @@ class KernelLowering {
 
   // LowerAttention.cpp: a kernel holding one attention.
   LogicalResult runAttention(int64_t& instructions, int64_t& dmas);
-  LogicalResult lowerAttention(const AttentionMatch& m, Value out);
+  LogicalResult lowerAttention(const AttentionMatch& m, Value out, const aten::StridedView& outLayout);
   struct AttentionMask;
   std::optional<AttentionMask> attentionMask(const AttentionMatch& m);
 

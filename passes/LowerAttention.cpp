@@ -151,15 +151,30 @@ LogicalResult KernelLowering::runAttention(int64_t& instructions, int64_t& dmas)
   Block& old = kernel.getBody().front();
   auto yield = llvm::cast<nc::YieldOp>(old.getTerminator());
   std::optional<AttentionMatch> match;
-  if (yield.getValues().size() == 1) match = matchAttention(yield.getValues().front().getDefiningOp());
+  // The kernel returns the attention's output, or a one-to-one view of it
+  // (the head merge's transpose) that it stores through the inverse pattern.
+  SmallVector<Operation*> outputViews;
+  if (yield.getValues().size() == 1) {
+    Value v = yield.getValues().front();
+    while (Operation* def = v.getDefiningOp()) {
+      if (!aten::isViewOp(def)) break;
+      outputViews.push_back(def);
+      v = def->getOperand(0);
+    }
+    std::reverse(outputViews.begin(), outputViews.end());
+    match = matchAttention(v.getDefiningOp());
+  }
   if (!match) return kernel.emitError("internal: the ops of an attention kernel do not form an attention");
   const AttentionMatch& m = *match;
+  aten::StridedView outLayout = aten::contiguousView(shapeOf(m.output->getResult(0)));
+  if (!outputViews.empty() && !aten::invertViewChain(outputViews, outLayout))
+    return kernel.emitError("internal: an attention kernel returns a view of its output that is not one-to-one");
   // Views of the inputs fold into access patterns; the pattern's own views
   // (of the scores and the probabilities) are regroupings the loop follows.
   for (BlockArgument arg : old.getArguments())
     viewOf[arg] = aten::contiguousView(shapeOf(arg));
   for (Operation& op : old.without_terminator()) {
-    if (!aten::isViewOp(&op)) continue;
+    if (!aten::isViewOp(&op) || llvm::is_contained(outputViews, &op)) continue;
     auto in = viewOf.find(op.getOperand(0));
     if (in == viewOf.end()) continue;
     std::string error;
@@ -192,7 +207,7 @@ LogicalResult KernelLowering::runAttention(int64_t& instructions, int64_t& dmas)
   Block* body = createIsaBody(old, outHbm);
   OpBuilder builder = OpBuilder::atBlockEnd(body);
   b = &builder;
-  if (failed(lowerAttention(m, outHbm.front()))) {
+  if (failed(lowerAttention(m, outHbm.front(), outLayout))) {
     body->erase();
     return failure();
   }
@@ -200,7 +215,7 @@ LogicalResult KernelLowering::runAttention(int64_t& instructions, int64_t& dmas)
   return success();
 }
 
-LogicalResult KernelLowering::lowerAttention(const AttentionMatch& m, Value out) {
+LogicalResult KernelLowering::lowerAttention(const AttentionMatch& m, Value out, const aten::StridedView& outLayout) {
   const int64_t P = nc::kNumPartitions;
   const aten::StridedView &Q = viewOf[m.query()], &K = viewOf[m.key()], &V = viewOf[m.value()];
   auto deviceElem = [](Value v) {
@@ -408,9 +423,11 @@ LogicalResult KernelLowering::lowerAttention(const AttentionMatch& m, Value out)
                       m.normalized);
           else
             tensorScalar(result, qb.acc[size_t(piece)], qb.rowSum, "div", 0.0, m.normalized);
+          const SmallVector<int64_t>& st = outLayout.strides;  // [batches, S, Dv] into the output
           Operation* dma = b->create<nc::DmaStoreOp>(
-              loc, result, out, b->getI64IntegerAttr(0), b->getI64IntegerAttr((batch * S + qb.q0) * Dv + dv0),
-              b->getDenseI64ArrayAttr({Dv, qb.p, 1, dn}));
+              loc, result, out, b->getI64IntegerAttr(0),
+              b->getI64IntegerAttr(outLayout.offset + batch * st[0] + qb.q0 * st[1] + dv0 * st[2]),
+              b->getDenseI64ArrayAttr({st[1], qb.p, st[2], dn}));
           setEngineAndSource(dma, *b, "dma", -1);
           ++numInst;
           ++numDma;

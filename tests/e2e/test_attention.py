@@ -148,6 +148,29 @@ class AttentionEndToEnd(unittest.TestCase):
         kernels = self.run_case(fn, inputs, "additive")
         self.assertTrue(any(k.endswith("_attention") for k in kernels), kernels)
 
+    def test_head_merge_is_stored_by_the_attention_kernel(self):
+        """The head merge after attention (transpose or permute, then a reshape into the
+        projection's input) is written by the attention kernel straight into the merged
+        layout: no copy kernel between it and the output projection."""
+        w = randn(2 * 48, 40, seed=9)
+
+        def llama_merge(q, k, v):
+            out = CausalLlama(300)(q, k, v)
+            return out.transpose(1, 2).reshape(q.shape[0], q.shape[2], -1) @ w
+
+        def gpt2_merge(q, k, v):
+            out = CausalGpt2(300)(q, k, v)
+            return out.permute(0, 2, 1, 3).contiguous().view(q.shape[0], q.shape[2], -1) @ w
+
+        for fn, name in ((llama_merge, "merge_llama"), (gpt2_merge, "merge_gpt2")):
+            for dtype in (torch.float32, torch.bfloat16):
+                with self.subTest(fn=name, dtype=dtype):
+                    inputs = self.qkv(1, 2, 300, 300, 48, 48, dtype, seed=4)
+                    w = w.to(dtype)
+                    kernels = self.run_case(fn, inputs, "%s_%s" % (name, str(dtype)[6:]))
+                    self.assertEqual(len(kernels), 2, kernels)
+                    self.assertTrue(kernels[0].endswith("_attention"), kernels)
+
     def test_fully_masked_rows_are_nan(self):
         mask = torch.zeros(130, 600, dtype=torch.bool)
         mask[5] = True            # every key masked: NaN, as in eager

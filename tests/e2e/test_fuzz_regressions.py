@@ -300,7 +300,7 @@ class FuzzRegressions(unittest.TestCase):
             self.check(lambda x: torch.var_mean(torch.exp(x), -1, correction=1), [randn(3, 5000, dtype=dtype)])
 
     def test_cat_along_the_last_dim_inside_kernels(self):
-        """Seed 9091 cases 7, 13, 264: at -O2 a cat along the last dim joins the kernel that
+        """Seed 9091 cases 7, 13, 264 and seed 10101 case 201: at -O2 a cat along the last dim joins the kernel that
         reads it (its operands loaded into column ranges); a cat computed straight into a returned
         cast's dtype gave a converting DMA, a cat returned twice and a returned view of a cat were
         refused. Also rotate_half on a head-split view, bit for bit."""
@@ -308,6 +308,10 @@ class FuzzRegressions(unittest.TestCase):
         self.check(lambda x: torch.cat([x, x], dim=0).to(torch.float32), [randn(5, dtype=torch.bfloat16)])
         self.check(lambda x: (lambda c: (c, c))(torch.cat([p0, x], dim=2)), [randn(2, 3, 7)])
         self.check(lambda x: torch.cat([torch.full((1, 1, 1), -2.0), x], dim=-1).view(1, 2), [randn(1, 1, 1)])
+        # Seed 10101 case 201: operands one column wide (constant along the row).
+        self.check(lambda x, y: torch.cat([x, torch.cat([y.unsqueeze(-1)] * 2, dim=-1)], dim=1),
+                   [randn(3, 4), randn(3, seed=2)])
+        self.check(lambda x, y: torch.cat([x, y.expand(3, 5)], dim=-1) * 2.0, [randn(3, 4), randn(3, 1, seed=2)])
         for dtype in (torch.float32, torch.bfloat16):
             def rotary(x, cos, sin):
                 q = x.view(17, 3, 64).transpose(0, 1)
