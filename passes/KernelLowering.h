@@ -108,6 +108,7 @@ class KernelLowering {
   Value alloc(int64_t p, int64_t f, Type elem);
   Value allocPsum(int64_t p, int64_t f);
   Value tileOf(Value v);
+  bool loadTransposed(Value v, Value tile, const Layout& l, int64_t p, int64_t f);
   LogicalResult lowerOp(Operation* op, int64_t p, int64_t f);
   LogicalResult lowerMatmul(Operation* op, Value a, Value bm, Value bias, double beta, double alpha,
                             int64_t p, int64_t f, Type elem);

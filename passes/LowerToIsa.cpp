@@ -436,7 +436,7 @@ Value KernelLowering::tileOf(Value v) {
     if (auto h = repeatedLoads.find(rowsKey); h != repeatedLoads.end()) return tiles[v] = h->second;
   }
   Value tile = alloc(p, f, elem);
-  emitDma(/*load=*/true, hbmOf[v], tile, l, r0, p, c0, f);
+  if (!loadTransposed(v, tile, l, p, f)) emitDma(/*load=*/true, hbmOf[v], tile, l, r0, p, c0, f);
   if (rowInvariant) hoisted[key] = tile;
   int64_t bytes = f * (elem.getIntOrFloatBitWidth() / 8);
   if (partlyBroadcast && repeatedLoadBytes + bytes <= kRepeatedLoadBytes) {
@@ -444,6 +444,41 @@ Value KernelLowering::tileOf(Value v) {
     repeatedLoadBytes += bytes;
   }
   return tiles[v] = tile;
+}
+
+// A transposed input (the tile's rows adjacent in memory, its columns
+// strided) read element by element would cost one DMA descriptor per
+// element. Instead, blocks of up to 128 columns are loaded with the columns
+// on the partitions (each partition one contiguous run of the tile's rows),
+// transposed on the TensorEngine into a PSUM bank (exact), and copied into
+// the tile. True if the tile was loaded so.
+bool KernelLowering::loadTransposed(Value v, Value tile, const Layout& l, int64_t p, int64_t f) {
+  const int64_t P = nc::kNumPartitions, bank = 512;
+  if (l.kind != Kind::Full || space.trail.size() != 1 || space.split > 1 || p < 2 || f < 2) return false;
+  int64_t colStride = l.colStrides.back();
+  if (colStride <= 1) return false;
+  SmallVector<int64_t> offs = rowOffsets(l, r0, p);
+  for (int64_t i = 1; i < p; ++i)
+    if (offs[size_t(i)] != offs[0] + i) return false;
+  Type elem = llvm::cast<MemRefType>(tile.getType()).getElementType();
+  for (int64_t j = 0; j < f; j += bank) {
+    int64_t n = std::min(bank, f - j);
+    Value psum = allocPsum(p, n);
+    for (int64_t c = j; c < j + n; c += P) {
+      int64_t w = std::min(P, j + n - c);
+      Value columns = alloc(w, p, elem);
+      Operation* dma = b->create<nc::DmaLoadOp>(loc, hbmOf[v], columns, b->getI64IntegerAttr(0),
+                                                b->getI64IntegerAttr(l.offset + offs[0] + (c0 + c) * colStride),
+                                                b->getDenseI64ArrayAttr({colStride, w, 1, p}));
+      setEngineAndSource(dma, *b, "dma", -1);
+      setSource(b->create<nc::TransposeOp>(loc, tileColumns(*b, loc, psum, c - j, w), columns), nullptr);
+      numInst += 2;
+      ++numDma;
+    }
+    // Exact: the values came from `elem` and return to it.
+    tensorScalar(tileColumns(*b, loc, tile, j, n), psum, Value(), "mul", 1.0, nullptr);
+  }
+  return true;
 }
 
 LogicalResult KernelLowering::markImmediates(Block& old) {
@@ -459,6 +494,15 @@ LogicalResult KernelLowering::markImmediates(Block& old) {
 
 void KernelLowering::tensorScalar(Value out, Value in, Value scalar, StringRef alu, double imm, Operation* src,
                                   bool reverse) {
+  // x / 2^k is x * 2^-k, the same bits (both round the same real value), and
+  // a multiply may run on the scalar engine or fold into an activation's
+  // scale (attention's scores / 8 for 64-wide heads).
+  int exponent = 0;
+  if (alu == "div" && !scalar && !reverse && std::isfinite(imm) && imm != 0.0 &&
+      std::fabs(std::frexp(imm, &exponent)) == 0.5 && std::abs(exponent) < 120) {
+    alu = "mul";
+    imm = 1.0 / imm;
+  }
   setSource(b->create<nc::TensorScalarOp>(loc, out, in, scalar, b->getStringAttr(alu), b->getF64FloatAttr(imm),
                                           b->getBoolAttr(reverse)),
             src);

@@ -11,6 +11,7 @@ graphs (constants, views of computed values, cats, reductions over every dim, tr
 computed tensor, returned inputs and duplicates), fusion (sibling branches, returned
 views), and clear errors for an empty graph, an empty tensor and float64.
 """
+import json
 import os
 import re
 import subprocess
@@ -319,6 +320,29 @@ class FuzzRegressions(unittest.TestCase):
             kernels = self.check(rotary, [randn(17, 192, dtype=dtype), randn(17, 64, dtype=dtype),
                                           randn(17, 64, dtype=dtype, seed=3)])
             self.assertEqual(kernels[2], 1)
+
+    def test_transposed_inputs_of_elementwise_kernels(self):
+        """An input read transposed (rows adjacent in memory, columns strided) is loaded with the
+        columns on the partitions and transposed on the TensorEngine, not element by element;
+        partial tiles, f32 and bf16, a 3-d permute, a softmax over the transposed rows."""
+        for dtype in (torch.float32, torch.bfloat16):
+            self.check(lambda x: x.t() * 2.0, [randn(300, 700, dtype=dtype)])
+            self.check(lambda x, y: x.t() + y, [randn(130, 257, dtype=dtype), randn(257, 130, dtype=dtype, seed=1)])
+            self.check(lambda x: (x.permute(0, 2, 1) - 1.0).exp(), [randn(3, 200, 150, dtype=dtype)])
+            self.check(lambda x: torch.softmax(x.t(), -1), [randn(600, 300, dtype=dtype)])
+            self.check(lambda x: x.t().contiguous(), [randn(129, 1000, dtype=dtype)])
+        neff = os.path.join(self.tmp, "test_transposed_inputs_of_elementwise_kernels_O2.neff")
+        prof = os.path.join(self.tmp, "transposed.ntff")
+        subprocess.run([toolchain.tool("neuron-profile"), "capture", "-n", neff, "-s", prof, "--timing-only"],
+                       check=True, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        js = prof + ".json"
+        subprocess.run([toolchain.tool("neuron-profile"), "view", "-n", neff, "-s", prof, "--output-format", "json",
+                        "--output-file", js], check=True, stdout=subprocess.DEVNULL)
+        with open(js) as f:
+            opcodes = [i["opcode"] for i in json.load(f)["instructions"]]
+        self.assertGreater(opcodes.count("transpose"), 0)
+        # 129 x 1000 elements read one DMA each would be 129000 loads.
+        self.assertLess(opcodes.count("dma_load"), 100)
 
     def test_softmax_over_two_billion_elements_compiles(self):
         """1 x 2^31 (an 8 GiB row): the row is spread over the partitions and the

@@ -72,10 +72,14 @@ func.func @views(%x: tensor<16x64xf32>) -> tensor<16x32xf32> {
 
 // -----
 
-// A reshape of a transposed view needs a copy kernel first.
+// A reshape of a transposed view needs a copy kernel first. Its input is
+// read transposed: the 4 rows of x land on 4 partitions (contiguous runs of
+// 8), and the TensorEngine transposes them into the [8 x 4] tile.
 // CHECK-LABEL: func.func @copy
 // CHECK: nc.kernel "k0_t"
-// CHECK: nc.dma_load {{.*}} {ap = array<i64: 1, 8, 8, 4>
+// CHECK: nc.dma_load {{.*}} {ap = array<i64: 8, 4, 1, 8>
+// CHECK: nc.transpose {{.*}} : memref<8x4xf32, 2>, memref<4x8xf32, 1>
+// CHECK: nc.tensor_scalar {{.*}} : memref<8x4xf32, 1>, memref<8x4xf32, 2>
 // CHECK: nc.kernel "k1_fused_view_exp"
 func.func @copy(%x: tensor<4x8xf32>) -> tensor<32xf32> {
   %t = aten.t %x : tensor<4x8xf32> -> tensor<8x4xf32>
