@@ -13,6 +13,7 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "device_model.h"
 #include "passes/Passes.h"
 #include "passes/AttentionPattern.h"
 #include "dialects/aten/TypeRules.h"
@@ -45,6 +46,9 @@ bool isReduction(Operation* op) { return !aten::reducedDims(op).empty(); }
 // Marks the reshapes sinkSqueezes makes (a per-row value in its rows' shape
 // dropping the unit dims), so that only those move.
 constexpr const char kSqueezeAttr[] = "nc.squeeze";
+// Marks the transposed copy of a matmul's left operand that its producer
+// kernel stores (transposeMatmulOperands).
+constexpr const char kStoredTransposedAttr[] = "nc.stored_transposed";
 
 // Reduced lengths from which a reduction over few rows is spread across
 // partitions (64 chunks of the lowering's 4096-element free size).
@@ -707,6 +711,113 @@ struct FormKernelsPass : impl::FormKernelsBase<FormKernelsPass> {
     for (Operation* op : dead) op->erase();
   }
 
+  // A matmul transposes its left operand [M, K] (K contiguous) on the
+  // TensorEngine, 128 x 128 blocks at a time, once for every block of output
+  // columns whose right-operand slices it keeps in SBUF: several times when
+  // those slices do not all fit. When the operand is a value computed by
+  // another kernel and read only by such matmuls, that kernel stores it
+  // transposed ([K, M], through its TensorEngine) and the matmuls read it
+  // K-major with no transposes at all (LLaMA's projections after RMSNorm).
+  // Read K-major, a [128 x 128] block of the operand has rows of 256 bytes
+  // (bf16), so every pass loads it at the DMA's per-run cost: the rewrite is
+  // made only where those loads, spread over the DMA queues, stay under the
+  // matmuls' TensorEngine time (priced with trn1's device model), so that a
+  // kernel bound by the TensorEngine does not become bound by its loads.
+  void transposeMatmulOperands(func::FuncOp func) {
+    constexpr int64_t kMovingBytes = 128 * 1024;  // LowerToIsa's moving-slice budget per partition
+    const neff::DeviceParams& device = neff::Trn1();
+    const int64_t P = nc::kNumPartitions;
+    SmallVector<Operation*> producers;
+    for (Operation& op : func.getBody().front())
+      if (op.getDialect() && op.getDialect()->getNamespace() == "aten" && !aten::isViewOp(&op) &&
+          op.getNumResults() == 1 && !isMatmul(&op))
+        producers.push_back(&op);
+    for (Operation* op : producers) {
+      Value r = op->getResult(0);
+      auto rt = llvm::dyn_cast<RankedTensorType>(r.getType());
+      if (!rt || rt.getRank() < 2 || !aten::isFloatType(rt.getElementType())) continue;
+      int64_t K = rt.getShape().back(), M = rt.getNumElements() / std::max<int64_t>(K, 1);
+      if (M < 2 * nc::kNumPartitions || K < nc::kNumPartitions) continue;
+      // Every use: reshapes keeping the rows, then the left operand of a matmul.
+      SmallVector<OpOperand*> lhsUses;
+      bool ok = !r.use_empty(), worth = false;
+      std::function<void(Value)> visit = [&](Value v) {
+        for (OpOperand& use : v.getUses()) {
+          Operation* user = use.getOwner();
+          if (aten::isRowPreservingReshape(user) && !llvm::isa<aten::CloneOp>(user)) {
+            visit(user->getResult(0));
+            continue;
+          }
+          unsigned lhs = llvm::isa<aten::AddmmOp>(user) ? 1 : 0;
+          auto vt = llvm::cast<RankedTensorType>(v.getType());
+          if (!llvm::isa<aten::MmOp, aten::AddmmOp>(user) || use.getOperandNumber() != lhs || vt.getRank() != 2) {
+            ok = false;
+            continue;
+          }
+          auto bt = llvm::cast<RankedTensorType>(user->getOperand(lhs + 1).getType());
+          int64_t N = bt.getShape().back(), elemBytes = bt.getElementType().isF32() ? 4 : 2;
+          int64_t kTiles = (K + P - 1) / P, nTiles = (N + 511) / 512, mTiles = (M + P - 1) / P;
+          // Passes over the operand: one per block of moving slices that fits.
+          int64_t passes = (kTiles * 512 * elemBytes * nTiles + kMovingBytes - 1) / kMovingBytes;
+          double blockLoadNs = device.dma_fixed_ns + std::max(double(P * P * elemBytes) / neff::DmaQueueBytesPerNs(device),
+                                                              double(P) * device.dma_run_ns);
+          double matmulNs = (64.0 + 512.0 * (elemBytes == 4 ? 4 : 1) + device.sbuf_access_cycles) / device.tensor_ghz;
+          double loadsNs = double(passes * mTiles * kTiles) * blockLoadNs / device.dma_queues;
+          double tensorNs = double(mTiles * kTiles * nTiles) * matmulNs;
+          worth |= passes > 1 && loadsNs < tensorNs;
+          lhsUses.push_back(&use);
+        }
+      };
+      visit(r);
+      if (!ok || !worth || lhsUses.empty()) continue;
+      OpBuilder b(op->getContext());
+      b.setInsertionPointAfter(op);
+      Location loc = op->getLoc();
+      auto flatType = RankedTensorType::get({M, K}, rt.getElementType());
+      Value flat = r;
+      if (rt.getRank() != 2)
+        flat = b.create<aten::ReshapeOp>(loc, flatType, r, b.getDenseI64ArrayAttr({M, K}))->getResult(0);
+      auto tType = RankedTensorType::get({K, M}, rt.getElementType());
+      Operation* stored = b.create<aten::TOp>(loc, tType, flat);
+      stored->setAttr(kStoredTransposedAttr, b.getUnitAttr());
+      for (OpOperand* use : lhsUses) {
+        b.setInsertionPoint(use->getOwner());
+        use->set(b.create<aten::TOp>(loc, flatType, stored->getResult(0))->getResult(0));
+      }
+    }
+    // The reshapes the matmuls no longer read go.
+    for (bool changed = true; changed;) {
+      changed = false;
+      SmallVector<Operation*> dead;
+      for (Operation& op : func.getBody().front())
+        if (aten::isViewOp(&op) && op.use_empty()) dead.push_back(&op);
+      for (Operation* op : llvm::reverse(dead)) {
+        op->erase();
+        changed = true;
+      }
+    }
+  }
+
+  // The transposed copy (transposeMatmulOperands) of `op`'s result that the
+  // kernel `g` computing it stores: its views join g, which returns it.
+  void storeTransposedCopies(Operation* op, int g) {
+    for (Operation* user : op->getResult(0).getUsers()) {
+      Operation* stored = user;
+      SmallVector<Operation*> chain{user};
+      if (!stored->hasAttr(kStoredTransposedAttr)) {
+        if (!llvm::isa<aten::ReshapeOp>(user) || !user->hasOneUse()) continue;
+        stored = *user->getUsers().begin();
+        chain.push_back(stored);
+        if (!stored->hasAttr(kStoredTransposedAttr)) continue;
+      }
+      Group& grp = groups[size_t(g)];
+      for (Operation* view : chain)
+        if (grp.members.insert(view).second) grp.ops.push_back(view);
+      materializedBy[stored->getResult(0)] = g;
+      storedLayouts.insert(stored->getResult(0));
+    }
+  }
+
   // One kernel for the ops of `m`, with the views its inputs are read through.
   void formAttention(const AttentionMatch& m) {
     int index = int(groups.size());
@@ -744,6 +855,7 @@ struct FormKernelsPass : impl::FormKernelsBase<FormKernelsPass> {
     if (fuse) {
       sinkSqueezes(func);
       hoistNegationsOutOfCats(func);
+      transposeMatmulOperands(func);
     }
     // A returned compile-time constant or graph input, or a value returned
     // a second time, is written out through a clone, like a returned view.
@@ -852,6 +964,7 @@ struct FormKernelsPass : impl::FormKernelsBase<FormKernelsPass> {
       grp.ops.push_back(op);
       grp.members.insert(op);
       groupOf[op] = target;
+      if (fuse && space) storeTransposedCopies(op, target);
       for (int p : producer_groups)
         if (p != target) grp.producers.insert(p);
       // Sibling kernels whose results meet here (exp(x) * tanh(x)) become one.

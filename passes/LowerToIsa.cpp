@@ -358,6 +358,7 @@ SmallVector<int64_t> simplifyFreePattern(ArrayRef<int64_t> freeAp) {
 void KernelLowering::emitDma(bool load, Value hbm, Value tile, const Layout& l, int64_t first,
                              int64_t p, int64_t col0, int64_t f) {
   SmallVector<int64_t> offs = rowOffsets(l, first, p);
+  if (!load && storeTransposed(hbm, tile, l, offs, col0, f)) return;
   SmallVector<int64_t> freeAp;  // (stride, count) pairs
   int64_t colBase = 0;
   if (l.kind == Kind::Row) {
@@ -477,6 +478,40 @@ bool KernelLowering::loadTransposed(Value v, Value tile, const Layout& l, int64_
     }
     // Exact: the values came from `elem` and return to it.
     tensorScalar(tileColumns(*b, loc, tile, j, n), psum, Value(), "mul", 1.0, nullptr);
+  }
+  return true;
+}
+
+// The mirror of loadTransposed for a store whose rows are adjacent in
+// memory and whose columns are strided (a value stored through a transpose,
+// `(x * 2).t()` returned): blocks of up to 128 columns are transposed on the
+// TensorEngine, copied out of PSUM and stored with the columns on the
+// partitions, one contiguous run of the rows each. True if stored so.
+bool KernelLowering::storeTransposed(Value hbm, Value tile, const Layout& l, ArrayRef<int64_t> offs, int64_t col0,
+                                     int64_t f) {
+  const int64_t P = nc::kNumPartitions;
+  int64_t p = int64_t(offs.size());
+  if (l.kind != Kind::Full || space.trail.size() != 1 || space.split > 1 || p < 2 || f < 2 ||
+      nc::isPsumTile(tile.getType()) ||
+      llvm::cast<MemRefType>(tile.getType()).getElementType() != llvm::cast<MemRefType>(hbm.getType()).getElementType())
+    return false;
+  int64_t colStride = l.colStrides.back();
+  if (colStride <= 1) return false;
+  for (int64_t i = 1; i < p; ++i)
+    if (offs[size_t(i)] != offs[0] + i) return false;
+  Type elem = llvm::cast<MemRefType>(hbm.getType()).getElementType();
+  for (int64_t c = 0; c < f; c += P) {
+    int64_t w = std::min(P, f - c);
+    Value psum = allocPsum(w, p);
+    setSource(b->create<nc::TransposeOp>(loc, psum, tileColumns(*b, loc, tile, c, w)), nullptr);
+    Value columns = alloc(w, p, elem);
+    tensorScalar(columns, psum, Value(), "mul", 1.0, nullptr);  // exact: the tile's values
+    Operation* dma = b->create<nc::DmaStoreOp>(loc, columns, hbm, b->getI64IntegerAttr(0),
+                                               b->getI64IntegerAttr(l.offset + offs[0] + (col0 + c) * colStride),
+                                               b->getDenseI64ArrayAttr({colStride, w, 1, p}));
+    setEngineAndSource(dma, *b, "dma", -1);
+    numInst += 2;
+    ++numDma;
   }
   return true;
 }
@@ -959,7 +994,7 @@ relower:
     movingCache.clear();
     accumulators.clear();
     numInst = numDma = 0;
-    movingBudget = blockCols > chunk ? movingBudget / 2 : 0;
+    movingBudget = blockCols > chunk ? movingBudget * 3 / 4 : 0;
     reuseMoving = false;
     goto relower;
   }

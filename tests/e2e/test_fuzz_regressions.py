@@ -323,14 +323,19 @@ class FuzzRegressions(unittest.TestCase):
 
     def test_transposed_inputs_of_elementwise_kernels(self):
         """An input read transposed (rows adjacent in memory, columns strided) is loaded with the
-        columns on the partitions and transposed on the TensorEngine, not element by element;
-        partial tiles, f32 and bf16, a 3-d permute, a softmax over the transposed rows."""
+        columns on the partitions and transposed on the TensorEngine, not element by element, and
+        a value stored transposed likewise; partial tiles, f32 and bf16, a 3-d permute, a softmax
+        over the transposed rows."""
         for dtype in (torch.float32, torch.bfloat16):
             self.check(lambda x: x.t() * 2.0, [randn(300, 700, dtype=dtype)])
             self.check(lambda x, y: x.t() + y, [randn(130, 257, dtype=dtype), randn(257, 130, dtype=dtype, seed=1)])
             self.check(lambda x: (x.permute(0, 2, 1) - 1.0).exp(), [randn(3, 200, 150, dtype=dtype)])
             self.check(lambda x: torch.softmax(x.t(), -1), [randn(600, 300, dtype=dtype)])
             self.check(lambda x: x.t().contiguous(), [randn(129, 1000, dtype=dtype)])
+            # Stored transposed: returned views and a transpose that must be materialized.
+            self.check(lambda x: (x * 2.0).t(), [randn(300, 700, dtype=dtype)])
+            self.check(lambda x: x.exp().permute(0, 2, 1), [randn(3, 200, 150, dtype=dtype)])
+            self.check(lambda x: torch.softmax(x, -1).t(), [randn(257, 300, dtype=dtype)])
         neff = os.path.join(self.tmp, "test_transposed_inputs_of_elementwise_kernels_O2.neff")
         prof = os.path.join(self.tmp, "transposed.ntff")
         subprocess.run([toolchain.tool("neuron-profile"), "capture", "-n", neff, "-s", prof, "--timing-only"],

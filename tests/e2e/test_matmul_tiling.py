@@ -8,7 +8,9 @@ at -O2, run, and compared with PyTorch eager (tolerances as in
 test_models.py: f32 1e-4, bf16 2^-5, relative to max |eager|), and its
 timing-only NTFF must equal a full run's.
 """
+import json
 import os
+import subprocess
 import sys
 import tempfile
 import shutil
@@ -71,6 +73,38 @@ class MatmulTiling(unittest.TestCase):
         # bmm keeps stationary slices within a batch; moving slices are not kept.
         a, b = randn(3, 200, 64), randn(3, 64, 150, seed=1, scale=0.12)
         self.check(lambda a, b: torch.bmm(a, b), (a, b))
+
+    def test_left_operand_stored_transposed_by_its_producer(self):
+        # The RMSNorm output feeds only matmuls whose moving slices take two passes
+        # (16 k slices x 5 column tiles of 2 KiB > 128 KiB): the RMSNorm kernel stores it
+        # transposed, so the matmul kernels read it K-major and transpose nothing; the
+        # TensorEngine transposes the operand once (32 blocks), not once per pass.
+        x = randn(256, 2048)
+        w1, w2 = randn(2048, 2560, seed=1, scale=0.02), randn(2048, 2550, seed=2, scale=0.02)
+
+        def fn(x, w1, w2):
+            n = x * torch.rsqrt((x * x).mean(-1, keepdim=True) + 1e-6)
+            return (n @ w1)[:, :2550] + n @ w2
+        self.check(fn, (x, w1, w2))
+        name = self.id().split(".")[-1]
+        neff = os.path.join(self.tmp, name + ".neff")
+        ntff = os.path.join(self.tmp, name + "-t.ntff")
+        subprocess.run([toolchain.tool("neuron-profile"), "capture", "-n", neff, "-s", ntff, "--timing-only"],
+                       check=True, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        js = ntff + ".json"
+        subprocess.run([toolchain.tool("neuron-profile"), "view", "-n", neff, "-s", ntff, "--output-format", "json",
+                        "--output-file", js], check=True, stdout=subprocess.DEVNULL)
+        with open(js) as f:
+            opcodes = [i["opcode"] for i in json.load(f)["instructions"]]
+        self.assertEqual(opcodes.count("transpose"), 256 * 2048 // (128 * 128))
+
+    def test_matmul_epilogue_stored_transposed(self):
+        # SwiGLU's down projection: silu(x @ wg) * (x @ wu), computed in a matmul kernel's
+        # epilogue, is stored transposed for the down projection (and a 3-d view of it).
+        x = randn(2, 150, 256)
+        wg, wu = randn(256, 2048, seed=1, scale=0.06), randn(256, 2048, seed=2, scale=0.06)
+        wd = randn(2048, 2600, seed=3, scale=0.02)
+        self.check(lambda x, wg, wu, wd: (F.silu(x @ wg) * (x @ wu)) @ wd, (x, wg, wu, wd))
 
     def test_long_contraction_falls_back(self):
         # K = 20000: the stationary slices (80 KiB a partition) are not kept,
