@@ -183,6 +183,7 @@ class KernelLowering {
   // movingBudget bytes per partition).
   OperandCache movingCache;
   bool reuseMoving = false;
+  int64_t blockColumnTiles = 1;  // column tiles that share a row tile's stationary slices
   llvm::DenseSet<Value> yielded;
   int64_t r0 = 0, c0 = 0, iteration = 0;
   int64_t numInst = 0, numDma = 0;

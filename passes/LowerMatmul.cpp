@@ -44,6 +44,7 @@ constexpr int64_t kLookahead = 4;
 // A DMA run shorter than this costs its descriptor time rather than its
 // bytes (device model: 20 ns per run, 512 B at one queue's bandwidth).
 constexpr int64_t kMinRunBytes = 512;
+constexpr int64_t kWideRunBytes = 1024;  // rows of a K-major left operand loaded for several row tiles
 constexpr int64_t kSplitBytes = 256 * 1024;  // larger panels load on several DMA queues
 }  // namespace
 
@@ -173,17 +174,36 @@ LogicalResult KernelLowering::lowerMatmul(Operation* op, Value a, Value bm, Valu
   // broadcasts it) is a per-row value: computed once, one column wide.
   bool perRow = B.shape.back() == 1 && space.cols > 1;
   int64_t f = perRow ? 1 : fullWidth, col0 = perRow ? 0 : c0;
+  const int64_t P = nc::kNumPartitions, slices = (K + P - 1) / P;
   MatmulOperand stationary{hbmOf[a], A.offset + batch * sAb + m0 * sAm, sAk, sAm, K, p, ae};
   MatmulOperand moving{hbmOf[bm], B.offset + batch * sBb + col0 * sBn, sBk, sBn, K, f, be};
-
-  if (stationaryRow != r0) {
-    stationaryCache.clear();
-    stationaryRow = r0;
+  // A K-major left operand has rows of p elements, shorter than a DMA
+  // descriptor's worth, so its loads cost about a run per partition row.
+  // When a row tile's slices serve a single column tile (a long K leaves no
+  // room for a wider block of moving slices), those loads outweigh the
+  // matmuls: the slices are then loaded for up to four row tiles at once
+  // (rows of up to 1 KiB) and kept while those row tiles run, within twice
+  // the stationary cache.
+  int64_t wideColumn = 0, cacheRow = r0;
+  if (!stationary.inRows() && sAm == 1 && p == P && !batched && blockColumnTiles <= 1) {
+    int64_t width = std::min<int64_t>(4 * P, kWideRunBytes / stationary.elemBytes()) / P * P;
+    while (width > P && slices * width * stationary.elemBytes() > 2 * kStationaryCacheBytes) width -= P;
+    int64_t first = m0 / width * width;
+    if (width > P && first + width <= M) {
+      wideColumn = m0 - first;
+      cacheRow = first;
+      stationary = MatmulOperand{hbmOf[a], A.offset + first, sAk, sAm, K, width, ae};
+    }
   }
-  const int64_t P = nc::kNumPartitions, slices = (K + P - 1) / P;
+  if (stationaryRow != cacheRow) {
+    stationaryCache.clear();
+    stationaryRow = cacheRow;
+  }
   OperandCache oneTileStationary, oneTileMoving;
-  OperandCache& sc =
-      slices * p * stationary.elemBytes() <= kStationaryCacheBytes ? stationaryCache : oneTileStationary;
+  OperandCache& sc = slices * stationary.n * stationary.elemBytes() <= 2 * kStationaryCacheBytes ||
+                             slices * p * stationary.elemBytes() <= kStationaryCacheBytes
+                         ? stationaryCache
+                         : oneTileStationary;
   OperandCache& mc = reuseMoving ? movingCache : oneTileMoving;
 
   Value psum = allocPsum(p, f);
@@ -191,7 +211,9 @@ LogicalResult KernelLowering::lowerMatmul(Operation* op, Value a, Value bm, Valu
   for (int64_t i = 0; i < slices; ++i) {
     while (int64_t(prepared.size()) < std::min(slices, i + 1 + kLookahead)) {
       int64_t k0 = int64_t(prepared.size()) * P;
-      prepared.push_back({operandSlice(sc, stationary, k0, op), operandSlice(mc, moving, k0, op)});
+      Value left = operandSlice(sc, stationary, k0, op);
+      if (stationary.n != p) left = tileColumns(*b, loc, left, wideColumn, p);
+      prepared.push_back({left, operandSlice(mc, moving, k0, op)});
     }
     setSource(b->create<nc::MatmulOp>(loc, psum, prepared[size_t(i)].first, prepared[size_t(i)].second,
                                       b->getBoolAttr(i > 0)),

@@ -930,6 +930,7 @@ relower:
       blockCols = std::max<int64_t>(1, movingBudget / bytesPerColumnTile) * chunk;
     }
   }
+  blockColumnTiles = (blockCols + chunk - 1) / chunk;
   for (int64_t block = 0; block < space.cols; block += blockCols) {
     movingCache.clear();
     for (r0 = 0; r0 < space.rows;) {

@@ -106,6 +106,14 @@ class MatmulTiling(unittest.TestCase):
         wd = randn(2048, 2600, seed=3, scale=0.02)
         self.check(lambda x, wg, wu, wd: (F.silu(x @ wg) * (x @ wu)) @ wd, (x, wg, wu, wd))
 
+    def test_k_major_left_operand_loaded_for_several_row_tiles(self):
+        # x given as [K, M] and read transposed: K-major rows of 128 elements. With K = 4352
+        # (f32) one column tile's moving slices take 68 KiB, so blocks hold one column tile and
+        # the left slices are loaded for four row tiles at once (rows of 512 elements); a
+        # partial last group of row tiles (M = 700) keeps the per-row-tile loads.
+        xt, w = randn(4352, 700, scale=0.05), randn(4352, 600, seed=1, scale=0.05)
+        self.check(lambda xt, w: xt.t() @ w, (xt, w))
+
     def test_long_contraction_falls_back(self):
         # K = 20000: the stationary slices (80 KiB a partition) are not kept,
         # and one column tile's moving slices would not fit beside the rest.
