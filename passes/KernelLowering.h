@@ -108,6 +108,7 @@ class KernelLowering {
   Value alloc(int64_t p, int64_t f, Type elem);
   Value allocPsum(int64_t p, int64_t f);
   Value tileOf(Value v);
+  int64_t transposedColumnStride(const Layout& l, ArrayRef<int64_t> offs, int64_t f);
   bool loadTransposed(Value v, Value tile, const Layout& l, int64_t p, int64_t f);
   bool storeTransposed(Value hbm, Value tile, const Layout& l, ArrayRef<int64_t> offs, int64_t col0, int64_t f);
   LogicalResult lowerOp(Operation* op, int64_t p, int64_t f);

@@ -447,6 +447,19 @@ Value KernelLowering::tileOf(Value v) {
   return tiles[v] = tile;
 }
 
+// The column stride of a [rows x f] access of `l` whose rows (at `offs`)
+// are adjacent in memory and whose columns are strided, a transposed
+// access; 0 for any other.
+int64_t KernelLowering::transposedColumnStride(const Layout& l, ArrayRef<int64_t> offs, int64_t f) {
+  int64_t p = int64_t(offs.size());
+  if (l.kind != Kind::Full || space.trail.size() != 1 || space.split > 1 || p < 2 || f < 2) return 0;
+  int64_t colStride = l.colStrides.back();
+  if (colStride <= 1) return 0;
+  for (int64_t i = 1; i < p; ++i)
+    if (offs[size_t(i)] != offs[0] + i) return 0;
+  return colStride;
+}
+
 // A transposed input (the tile's rows adjacent in memory, its columns
 // strided) read element by element would cost one DMA descriptor per
 // element. Instead, blocks of up to 128 columns are loaded with the columns
@@ -455,12 +468,9 @@ Value KernelLowering::tileOf(Value v) {
 // the tile. True if the tile was loaded so.
 bool KernelLowering::loadTransposed(Value v, Value tile, const Layout& l, int64_t p, int64_t f) {
   const int64_t P = nc::kNumPartitions, bank = 512;
-  if (l.kind != Kind::Full || space.trail.size() != 1 || space.split > 1 || p < 2 || f < 2) return false;
-  int64_t colStride = l.colStrides.back();
-  if (colStride <= 1) return false;
   SmallVector<int64_t> offs = rowOffsets(l, r0, p);
-  for (int64_t i = 1; i < p; ++i)
-    if (offs[size_t(i)] != offs[0] + i) return false;
+  int64_t colStride = transposedColumnStride(l, offs, f);
+  if (colStride == 0) return false;
   Type elem = llvm::cast<MemRefType>(tile.getType()).getElementType();
   for (int64_t j = 0; j < f; j += bank) {
     int64_t n = std::min(bank, f - j);
@@ -490,15 +500,10 @@ bool KernelLowering::loadTransposed(Value v, Value tile, const Layout& l, int64_
 bool KernelLowering::storeTransposed(Value hbm, Value tile, const Layout& l, ArrayRef<int64_t> offs, int64_t col0,
                                      int64_t f) {
   const int64_t P = nc::kNumPartitions;
-  int64_t p = int64_t(offs.size());
-  if (l.kind != Kind::Full || space.trail.size() != 1 || space.split > 1 || p < 2 || f < 2 ||
-      nc::isPsumTile(tile.getType()) ||
+  int64_t p = int64_t(offs.size()), colStride = transposedColumnStride(l, offs, f);
+  if (colStride == 0 || nc::isPsumTile(tile.getType()) ||
       llvm::cast<MemRefType>(tile.getType()).getElementType() != llvm::cast<MemRefType>(hbm.getType()).getElementType())
     return false;
-  int64_t colStride = l.colStrides.back();
-  if (colStride <= 1) return false;
-  for (int64_t i = 1; i < p; ++i)
-    if (offs[size_t(i)] != offs[0] + i) return false;
   Type elem = llvm::cast<MemRefType>(hbm.getType()).getElementType();
   for (int64_t c = 0; c < f; c += P) {
     int64_t w = std::min(P, f - c);

@@ -92,18 +92,9 @@ class AttentionEndToEnd(unittest.TestCase):
         return re.findall(r"^\d+\s+\d+\s+(k\d+_\S+)", info, re.M)
 
     def tensor_instructions(self, name):
-        """TensorEngine instructions of the -O2 NEFF's attention kernel (from the profile summary)."""
+        """TensorEngine instructions of the -O2 NEFF's attention kernel (from the profile)."""
         neff = os.path.join(self.tmp, name + "_O2.neff")
-        out = os.path.join(self.tmp, name + "-prof")
-        subprocess.run([toolchain.tool("neuron-profile"), "capture", "-n", neff, "-s", out + ".ntff",
-                        "--timing-only"], check=True, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-        js = out + ".json"
-        subprocess.run([toolchain.tool("neuron-profile"), "view", "-n", neff, "-s", out + ".ntff",
-                        "--output-format", "json", "--output-file", js], check=True, stdout=subprocess.DEVNULL)
-        import json
-        with open(js) as f:
-            prof = json.load(f)
-        return sum(1 for i in prof["instructions"] if i["queue"].startswith("tensor"))
+        return sum(1 for i in toolchain.profile_instructions(neff, self.tmp) if i["queue"].startswith("tensor"))
 
     def qkv(self, b, h, s, t, d, dv, dtype, seed=0):
         return [randn(b, h, s, d, seed=seed, dtype=dtype), randn(b, h, t, d, seed=seed + 1, dtype=dtype),

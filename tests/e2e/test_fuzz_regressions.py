@@ -11,7 +11,6 @@ graphs (constants, views of computed values, cats, reductions over every dim, tr
 computed tensor, returned inputs and duplicates), fusion (sibling branches, returned
 views), and clear errors for an empty graph, an empty tensor and float64.
 """
-import json
 import os
 import re
 import subprocess
@@ -337,14 +336,7 @@ class FuzzRegressions(unittest.TestCase):
             self.check(lambda x: x.exp().permute(0, 2, 1), [randn(3, 200, 150, dtype=dtype)])
             self.check(lambda x: torch.softmax(x, -1).t(), [randn(257, 300, dtype=dtype)])
         neff = os.path.join(self.tmp, "test_transposed_inputs_of_elementwise_kernels_O2.neff")
-        prof = os.path.join(self.tmp, "transposed.ntff")
-        subprocess.run([toolchain.tool("neuron-profile"), "capture", "-n", neff, "-s", prof, "--timing-only"],
-                       check=True, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-        js = prof + ".json"
-        subprocess.run([toolchain.tool("neuron-profile"), "view", "-n", neff, "-s", prof, "--output-format", "json",
-                        "--output-file", js], check=True, stdout=subprocess.DEVNULL)
-        with open(js) as f:
-            opcodes = [i["opcode"] for i in json.load(f)["instructions"]]
+        opcodes = [i["opcode"] for i in toolchain.profile_instructions(neff, self.tmp)]
         self.assertGreater(opcodes.count("transpose"), 0)
         # 129 x 1000 elements read one DMA each would be 129000 loads.
         self.assertLess(opcodes.count("dma_load"), 100)

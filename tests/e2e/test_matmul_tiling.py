@@ -8,9 +8,7 @@ at -O2, run, and compared with PyTorch eager (tolerances as in
 test_models.py: f32 1e-4, bf16 2^-5, relative to max |eager|), and its
 timing-only NTFF must equal a full run's.
 """
-import json
 import os
-import subprocess
 import sys
 import tempfile
 import shutil
@@ -88,14 +86,7 @@ class MatmulTiling(unittest.TestCase):
         self.check(fn, (x, w1, w2))
         name = self.id().split(".")[-1]
         neff = os.path.join(self.tmp, name + ".neff")
-        ntff = os.path.join(self.tmp, name + "-t.ntff")
-        subprocess.run([toolchain.tool("neuron-profile"), "capture", "-n", neff, "-s", ntff, "--timing-only"],
-                       check=True, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-        js = ntff + ".json"
-        subprocess.run([toolchain.tool("neuron-profile"), "view", "-n", neff, "-s", ntff, "--output-format", "json",
-                        "--output-file", js], check=True, stdout=subprocess.DEVNULL)
-        with open(js) as f:
-            opcodes = [i["opcode"] for i in json.load(f)["instructions"]]
+        opcodes = [i["opcode"] for i in toolchain.profile_instructions(neff, self.tmp)]
         self.assertEqual(opcodes.count("transpose"), 256 * 2048 // (128 * 128))
 
     def test_matmul_epilogue_stored_transposed(self):

@@ -86,6 +86,17 @@ def timing_only_matches(neff, scratch):
     return full == timed
 
 
+def profile_instructions(neff, scratch):
+    """The instructions of a timing-only capture of `neff` (neuron-profile's JSON view:
+    queue, opcode, start and end, bytes, source op), in issue order per queue."""
+    base = os.path.join(scratch, os.path.splitext(os.path.basename(neff))[0] + "-instructions")
+    capture_ntff(neff, base + ".ntff", timing_only=True)
+    _run([tool("neuron-profile"), "view", "-n", neff, "-s", base + ".ntff", "--output-format", "json",
+          "--output-file", base + ".json"])
+    with open(base + ".json") as f:
+        return json.load(f)["instructions"]
+
+
 def ntff_summary(neff, ntff):
     """summary-json of one NEFF and its NTFF, as a dict."""
     return json.loads(_run([tool("neuron-profile"), "view", "-n", neff, "-s", ntff,
