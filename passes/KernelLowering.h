@@ -25,6 +25,12 @@ using namespace mlir;
 // An instruction's engine and source op, set as one discardable-attribute
 // dictionary (each setAttr rebuilds it; instructions number in the millions).
 void setEngineAndSource(Operation* inst, Builder& b, StringRef engine, int64_t sourceIndex);
+
+// Peepholes on a lowered kernel body (IsaPeepholes.cpp); each returns the
+// number of instructions it removed.
+int64_t foldIntoActivation(Block& body);
+int64_t foldActivationSum(Block& body);
+int64_t fuseSquareSum(Block& body);
 SmallVector<int64_t> contiguousStrides(ArrayRef<int64_t> shape);
 int64_t product(ArrayRef<int64_t> v);
 int64_t reducedCount(Operation* reduction);
