@@ -332,6 +332,26 @@ LogicalResult KernelLowering::lowerOp(Operation* op, int64_t p, int64_t f) {
         for (Value piece : o.getTensors()) {
           int64_t width = llvm::cast<RankedTensorType>(piece.getType()).getShape().back();
           int64_t lo = std::max(start, c0), hi = std::min(start + width, c0 + f);
+          // A slice of the last dim of a value this row tile already holds
+          // whole (rotate_half's halves of q) is copied from that tile's
+          // columns instead of loaded again.
+          if (lo < hi && c0 == 0 && f == space.cols)
+            if (auto slice = piece.getDefiningOp<aten::SliceTensorOp>()) {
+              Value src = slice.getSelf();
+              auto st = llvm::cast<RankedTensorType>(src.getType());
+              int64_t rank = st.getRank(), from = slice.getStart();
+              if (from < 0) from += st.getShape().back();
+              auto it = layouts.find(src);
+              if (rank > 0 && (slice.getDim() == rank - 1 || slice.getDim() == -1) && slice.getStep() == 1 &&
+                  st.getShape().back() == space.cols && st.getElementType() == o.getType().getElementType() &&
+                  it != layouts.end() && it->second.kind == Kind::Full && from >= 0 && from + width <= space.cols) {
+                tensorScalar(tileColumns(*b, loc, out, lo - c0, hi - lo),
+                             tileColumns(*b, loc, tileOf(src), from + (lo - start), hi - lo), Value(), "mul", 1.0,
+                             false);
+                start += width;
+                continue;
+              }
+            }
           if (lo < hi) {
             auto view = viewOf.find(piece);
             if (view == viewOf.end()) return op->emitError("internal: a cat operand that is not in HBM");
