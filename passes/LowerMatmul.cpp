@@ -224,9 +224,15 @@ LogicalResult KernelLowering::lowerMatmul(Operation* op, Value a, Value bm, Valu
   Value out = alloc(p, f, elem);
   Kind biasKind = bias ? layouts[bias].kind : Kind::Imm;
   double biasImm = bias ? layouts[bias].imm : 0.0;
-  if (biasKind == Kind::Imm) {  // none, or a splat
+  if (biasKind == Kind::Imm && biasImm * beta != 0.0) {
+    // A splat bias: alpha * (A B) + bias in f32, rounded once into the
+    // result's dtype (two instructions on a bf16 or f16 tile would round
+    // twice).
+    setSource(b->create<nc::ActivationOp>(loc, out, psum, Value(), Value(), Value(), b->getStringAttr("identity"),
+                                          b->getF64FloatAttr(alpha), b->getF64FloatAttr(biasImm * beta)),
+              op);
+  } else if (biasKind == Kind::Imm) {  // none
     tensorScalar(out, psum, Value(), "mul", alpha, op);
-    if (biasImm * beta != 0.0) tensorScalar(out, out, Value(), "add", biasImm * beta, op);
   } else {
     Value scaled = psum;
     if (alpha != 1.0) {
