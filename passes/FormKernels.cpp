@@ -46,9 +46,6 @@ bool isReduction(Operation* op) { return !aten::reducedDims(op).empty(); }
 // Marks the reshapes sinkSqueezes makes (a per-row value in its rows' shape
 // dropping the unit dims), so that only those move.
 constexpr const char kSqueezeAttr[] = "nc.squeeze";
-// Marks the transposed copy of a matmul's left operand that its producer
-// kernel stores (transposeMatmulOperands).
-constexpr const char kStoredTransposedAttr[] = "nc.stored_transposed";
 
 // Reduced lengths from which a reduction over few rows is spread across
 // partitions (64 chunks of the lowering's 4096-element free size).
@@ -166,6 +163,9 @@ struct FormKernelsPass : impl::FormKernelsBase<FormKernelsPass> {
   // not itself a view, or a view the graph returns): chains stop there.
   llvm::DenseMap<Value, int> materializedBy;
   llvm::DenseSet<Value> storedLayouts;  // of those, views a kernel stores its own value through
+  // transposeMatmulOperands: an op -> the views (a reshape to [M, K], then
+  // the transpose) through which its kernel stores its result transposed.
+  llvm::DenseMap<Operation*, SmallVector<Operation*, 2>> transposedCopyOf;
 
   struct Chain {
     Value root;                    // the HBM value the views start from
@@ -660,12 +660,14 @@ struct FormKernelsPass : impl::FormKernelsBase<FormKernelsPass> {
       op->getResult(0).replaceAllUsesWith(s->getResult(0));
       op->erase();
     }
-    // Views left without uses (a squeeze that every user sank past) go.
-    SmallVector<Operation*> dead;
-    for (Operation& op : func.getBody().front())
-      if (aten::isViewOp(&op) && op.use_empty()) dead.push_back(&op);
-    for (Operation* op : llvm::reverse(dead))
-      if (op->use_empty()) op->erase();
+    eraseDeadViews(func);  // a squeeze that every user sank past
+  }
+
+  // Views without uses go, chains of them too (users come after their
+  // operands, so a reverse walk meets each view after its users).
+  static void eraseDeadViews(func::FuncOp func) {
+    for (Operation& op : llvm::make_early_inc_range(llvm::reverse(func.getBody().front())))
+      if (aten::isViewOp(&op) && op.use_empty()) op.erase();
   }
 
   // cat(neg(a), b) along the last dim becomes cat(a, b) * [-1.., 1..]: the
@@ -779,43 +781,28 @@ struct FormKernelsPass : impl::FormKernelsBase<FormKernelsPass> {
         flat = b.create<aten::ReshapeOp>(loc, flatType, r, b.getDenseI64ArrayAttr({M, K}))->getResult(0);
       auto tType = RankedTensorType::get({K, M}, rt.getElementType());
       Operation* stored = b.create<aten::TOp>(loc, tType, flat);
-      stored->setAttr(kStoredTransposedAttr, b.getUnitAttr());
+      SmallVector<Operation*, 2>& chain = transposedCopyOf[op];
+      if (flat != r) chain.push_back(flat.getDefiningOp());
+      chain.push_back(stored);
       for (OpOperand* use : lhsUses) {
         b.setInsertionPoint(use->getOwner());
         use->set(b.create<aten::TOp>(loc, flatType, stored->getResult(0))->getResult(0));
       }
     }
-    // The reshapes the matmuls no longer read go.
-    for (bool changed = true; changed;) {
-      changed = false;
-      SmallVector<Operation*> dead;
-      for (Operation& op : func.getBody().front())
-        if (aten::isViewOp(&op) && op.use_empty()) dead.push_back(&op);
-      for (Operation* op : llvm::reverse(dead)) {
-        op->erase();
-        changed = true;
-      }
-    }
+    eraseDeadViews(func);  // the reshapes the matmuls no longer read
   }
 
   // The transposed copy (transposeMatmulOperands) of `op`'s result that the
   // kernel `g` computing it stores: its views join g, which returns it.
   void storeTransposedCopies(Operation* op, int g) {
-    for (Operation* user : op->getResult(0).getUsers()) {
-      Operation* stored = user;
-      SmallVector<Operation*> chain{user};
-      if (!stored->hasAttr(kStoredTransposedAttr)) {
-        if (!llvm::isa<aten::ReshapeOp>(user) || !user->hasOneUse()) continue;
-        stored = *user->getUsers().begin();
-        chain.push_back(stored);
-        if (!stored->hasAttr(kStoredTransposedAttr)) continue;
-      }
-      Group& grp = groups[size_t(g)];
-      for (Operation* view : chain)
-        if (grp.members.insert(view).second) grp.ops.push_back(view);
-      materializedBy[stored->getResult(0)] = g;
-      storedLayouts.insert(stored->getResult(0));
-    }
+    auto it = transposedCopyOf.find(op);
+    if (it == transposedCopyOf.end()) return;
+    Group& grp = groups[size_t(g)];
+    for (Operation* view : it->second)
+      if (grp.members.insert(view).second) grp.ops.push_back(view);
+    Value stored = it->second.back()->getResult(0);
+    materializedBy[stored] = g;
+    storedLayouts.insert(stored);
   }
 
   // One kernel for the ops of `m`, with the views its inputs are read through.
@@ -851,6 +838,7 @@ struct FormKernelsPass : impl::FormKernelsBase<FormKernelsPass> {
     func::FuncOp func = getOperation();
     groups.clear();
     groupOf.clear();
+    transposedCopyOf.clear();
     stageReductions(func);
     if (fuse) {
       sinkSqueezes(func);

@@ -126,6 +126,10 @@ class KernelLowering {
   // Emits out = alu(in, scalar[p, 0] or imm) (operands swapped with reverse), attributed to src.
   void tensorScalar(Value out, Value in, Value scalar, StringRef alu, double imm, Operation* src,
                     bool reverse = false);
+  // out = in, exact when out holds in's values' dtype (a PSUM result or a
+  // column range); a multiply by one, so that either the vector or the
+  // scalar engine may run it.
+  void copyTile(Value out, Value in, Operation* src) { tensorScalar(out, in, Value(), "mul", 1.0, src); }
   // Splat constants of the kernel body become immediates; other constants must be kernel inputs.
   LogicalResult markImmediates(Block& old);
 
@@ -171,10 +175,11 @@ class KernelLowering {
   llvm::DenseMap<Value, Value> hbmOf;      // kernel input (or view of one) -> HBM memref
   llvm::DenseMap<Value, aten::StridedView> viewOf;  // its elements within that memref
   llvm::DenseMap<Value, Value> tiles;      // value -> tile for the current iteration
-  std::map<std::tuple<void*, int64_t, int64_t, int64_t>, Value> hoisted;  // row-invariant loads
-  // Loads of values broadcast along some row dims (a rotary table over the
-  // heads), by the HBM offsets of their rows: a row tile that reads the same
-  // rows again reuses the tile, up to kRepeatedLoadBytes per partition.
+  // Loads of values broadcast along rows, by the HBM offsets of their rows
+  // and their columns: a row tile that reads the same rows again reuses the
+  // tile. Row-invariant values (a weight row) always; values broadcast along
+  // some row dims (a rotary table over the heads) up to kRepeatedLoadBytes
+  // per partition.
   std::map<std::tuple<void*, std::vector<int64_t>, int64_t, int64_t>, Value> repeatedLoads;
   int64_t repeatedLoadBytes = 0;
   static constexpr int64_t kRepeatedLoadBytes = 16 * 1024;

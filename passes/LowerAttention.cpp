@@ -375,14 +375,14 @@ LogicalResult KernelLowering::lowerAttention(const AttentionMatch& m, Value out,
                                                    tileColumns(*b, loc, qb.probs, c * P, P)),
                         pv);
             Value sb = alloc(P, whole * p, ve);
-            tensorScalar(sb, psum, Value(), "mul", 1.0, pv);
+            copyTile(sb, psum, pv);
             for (int64_t c = 0; c < whole; ++c) qb.chunks.push_back(tileColumns(*b, loc, sb, c * p, p));
           }
           if (rest > 0) {
             Value psum = allocPsum(rest, p);
             setSource(b->create<nc::TransposeOp>(loc, psum, tileColumns(*b, loc, qb.probs, whole * P, rest)), pv);
             Value sb = alloc(rest, p, ve);
-            tensorScalar(sb, psum, Value(), "mul", 1.0, pv);
+            copyTile(sb, psum, pv);
             qb.chunks.push_back(sb);
           }
         }
@@ -402,7 +402,7 @@ LogicalResult KernelLowering::lowerAttention(const AttentionMatch& m, Value out,
             Value& a = qb.acc[size_t(piece)];
             if (step == 0) {
               a = alloc(p, dn, f32);
-              tensorScalar(a, o, Value(), "mul", 1.0, pv);
+              copyTile(a, o, pv);
             } else {
               tensorScalar(a, a, qb.scale, "mul", 0.0, pv);
               tensorTensor(a, a, o, "add", pv);

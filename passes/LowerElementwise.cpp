@@ -328,31 +328,31 @@ LogicalResult KernelLowering::lowerOp(Operation* op, int64_t p, int64_t f) {
           return op->emitError("internal: a cat in a kernel whose columns are not one dim");
         layouts[result].kind = Kind::Full;
         Value out = alloc(p, f, resultElem);  // DMAs copy bytes: the operands' dtype
+        // A slice of the last dim of a value this row tile already holds
+        // whole (rotate_half's halves of q): that value and the slice's first
+        // column, or null.
+        auto heldSlice = [&](Value piece, int64_t width) -> std::pair<Value, int64_t> {
+          auto slice = piece.getDefiningOp<aten::SliceTensorOp>();
+          if (!slice || c0 != 0 || f != space.cols) return {};
+          Value src = slice.getSelf();
+          auto st = llvm::cast<RankedTensorType>(src.getType());
+          int64_t rank = st.getRank(), from = slice.getStart() < 0 ? slice.getStart() + st.getShape().back()
+                                                                   : slice.getStart();
+          auto it = layouts.find(src);
+          bool lastDim = rank > 0 && (slice.getDim() == rank - 1 || slice.getDim() == -1) && slice.getStep() == 1;
+          if (!lastDim || st.getShape().back() != space.cols || st.getElementType() != o.getType().getElementType() ||
+              it == layouts.end() || it->second.kind != Kind::Full || from < 0 || from + width > space.cols)
+            return {};
+          return {src, from};
+        };
         int64_t start = 0;
         for (Value piece : o.getTensors()) {
           int64_t width = llvm::cast<RankedTensorType>(piece.getType()).getShape().back();
           int64_t lo = std::max(start, c0), hi = std::min(start + width, c0 + f);
-          // A slice of the last dim of a value this row tile already holds
-          // whole (rotate_half's halves of q) is copied from that tile's
-          // columns instead of loaded again.
-          if (lo < hi && c0 == 0 && f == space.cols)
-            if (auto slice = piece.getDefiningOp<aten::SliceTensorOp>()) {
-              Value src = slice.getSelf();
-              auto st = llvm::cast<RankedTensorType>(src.getType());
-              int64_t rank = st.getRank(), from = slice.getStart();
-              if (from < 0) from += st.getShape().back();
-              auto it = layouts.find(src);
-              if (rank > 0 && (slice.getDim() == rank - 1 || slice.getDim() == -1) && slice.getStep() == 1 &&
-                  st.getShape().back() == space.cols && st.getElementType() == o.getType().getElementType() &&
-                  it != layouts.end() && it->second.kind == Kind::Full && from >= 0 && from + width <= space.cols) {
-                tensorScalar(tileColumns(*b, loc, out, lo - c0, hi - lo),
-                             tileColumns(*b, loc, tileOf(src), from + (lo - start), hi - lo), Value(), "mul", 1.0,
-                             false);
-                start += width;
-                continue;
-              }
-            }
-          if (lo < hi) {
+          if (auto [src, from] = heldSlice(piece, width); lo < hi && src) {
+            copyTile(tileColumns(*b, loc, out, lo - c0, hi - lo),
+                     tileColumns(*b, loc, tileOf(src), from + (lo - start), hi - lo), op);
+          } else if (lo < hi) {
             auto view = viewOf.find(piece);
             if (view == viewOf.end()) return op->emitError("internal: a cat operand that is not in HBM");
             // The piece laid out as if it were as wide as the kernel's rows.

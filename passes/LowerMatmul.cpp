@@ -147,9 +147,7 @@ Value KernelLowering::operandSlice(OperandCache& cache, const MatmulOperand& o, 
       setSource(b->create<nc::TransposeOp>(loc, out, in), op);
     }
     slice = alloc(kt, o.n, o.elem);
-    // Exact: the values came from o.elem and return to it. A multiply by one
-    // rather than a bypass, so that the scalar engine may take it too.
-    tensorScalar(slice, psum, Value(), "mul", 1.0, op);
+    copyTile(slice, psum, op);
   }
   cache.slices[key] = slice;
   return slice;
@@ -200,7 +198,8 @@ LogicalResult KernelLowering::lowerMatmul(Operation* op, Value a, Value bm, Valu
     stationaryRow = cacheRow;
   }
   OperandCache oneTileStationary, oneTileMoving;
-  OperandCache& sc = slices * stationary.n * stationary.elemBytes() <= 2 * kStationaryCacheBytes ||
+  // (Wide slices fit twice the cache by construction.)
+  OperandCache& sc = stationary.n != p ||
                              slices * p * stationary.elemBytes() <= kStationaryCacheBytes
                          ? stationaryCache
                          : oneTileStationary;

@@ -424,25 +424,20 @@ Value KernelLowering::tileOf(Value v) {
               : std::min(space.cols - c0, space.reduces && !chunked ? space.cols
                                           : space.matmul ? matmulColumns : maxFree);
   bool rowInvariant = llvm::all_of(l.rowStrides, [](int64_t s) { return s == 0; });
-  auto key = std::make_tuple(v.getAsOpaquePointer(), p, c0, f);
-  if (rowInvariant) {
-    if (auto h = hoisted.find(key); h != hoisted.end()) return tiles[v] = h->second;
-  }
+  bool broadcast = llvm::is_contained(l.rowStrides, 0);
   auto elem = nc::deviceElementType(llvm::cast<RankedTensorType>(v.getType()).getElementType());
-  bool partlyBroadcast = !rowInvariant && llvm::is_contained(l.rowStrides, 0);
-  std::tuple<void*, std::vector<int64_t>, int64_t, int64_t> rowsKey;
-  if (partlyBroadcast) {
+  std::tuple<void*, std::vector<int64_t>, int64_t, int64_t> key;
+  if (broadcast) {
     SmallVector<int64_t> offs = rowOffsets(l, r0, p);
-    rowsKey = {v.getAsOpaquePointer(), std::vector<int64_t>(offs.begin(), offs.end()), c0, f};
-    if (auto h = repeatedLoads.find(rowsKey); h != repeatedLoads.end()) return tiles[v] = h->second;
+    key = {v.getAsOpaquePointer(), std::vector<int64_t>(offs.begin(), offs.end()), c0, f};
+    if (auto h = repeatedLoads.find(key); h != repeatedLoads.end()) return tiles[v] = h->second;
   }
   Value tile = alloc(p, f, elem);
   if (!loadTransposed(v, tile, l, p, f)) emitDma(/*load=*/true, hbmOf[v], tile, l, r0, p, c0, f);
-  if (rowInvariant) hoisted[key] = tile;
   int64_t bytes = f * (elem.getIntOrFloatBitWidth() / 8);
-  if (partlyBroadcast && repeatedLoadBytes + bytes <= kRepeatedLoadBytes) {
-    repeatedLoads[rowsKey] = tile;
-    repeatedLoadBytes += bytes;
+  if (rowInvariant || (broadcast && repeatedLoadBytes + bytes <= kRepeatedLoadBytes)) {
+    repeatedLoads[key] = tile;
+    if (!rowInvariant) repeatedLoadBytes += bytes;
   }
   return tiles[v] = tile;
 }
@@ -486,8 +481,7 @@ bool KernelLowering::loadTransposed(Value v, Value tile, const Layout& l, int64_
       numInst += 2;
       ++numDma;
     }
-    // Exact: the values came from `elem` and return to it.
-    tensorScalar(tileColumns(*b, loc, tile, j, n), psum, Value(), "mul", 1.0, nullptr);
+    copyTile(tileColumns(*b, loc, tile, j, n), psum, nullptr);
   }
   return true;
 }
@@ -510,7 +504,7 @@ bool KernelLowering::storeTransposed(Value hbm, Value tile, const Layout& l, Arr
     Value psum = allocPsum(w, p);
     setSource(b->create<nc::TransposeOp>(loc, psum, tileColumns(*b, loc, tile, c, w)), nullptr);
     Value columns = alloc(w, p, elem);
-    tensorScalar(columns, psum, Value(), "mul", 1.0, nullptr);  // exact: the tile's values
+    copyTile(columns, psum, nullptr);
     Operation* dma = b->create<nc::DmaStoreOp>(loc, columns, hbm, b->getI64IntegerAttr(0),
                                                b->getI64IntegerAttr(l.offset + offs[0] + (col0 + c) * colStride),
                                                b->getDenseI64ArrayAttr({colStride, w, 1, p}));
@@ -992,7 +986,6 @@ relower:
     body = createIsaBody(oldBody, outHbm);
     builder.setInsertionPointToEnd(body);
     tiles.clear();
-    hoisted.clear();
     repeatedLoads.clear();
     repeatedLoadBytes = 0;
     stationaryCache.clear();
