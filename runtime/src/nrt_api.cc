@@ -89,7 +89,11 @@ struct InspectModel {
 struct Inspect {
   std::string dir;
   bool from_environment = false;
-  uint64_t clock_ps = 0;
+  // The session clock: host time since the session began, except that each
+  // execution lasts its modeled device time instead of the host time its
+  // simulation took (skew_ps adds up the difference).
+  uint64_t origin_ps = 0;
+  int64_t skew_ps = 0;
   rt::SystemTrace trace;
   std::vector<InspectModel> models;
 };
@@ -171,14 +175,18 @@ uint64_t HostNowPs() {
          1000;
 }
 
-// Records a host-only call on the framework lane; it advances the session
-// clock by the time it really took on the host.
+// A host instant on the session clock (0 for instants before the session).
+uint64_t SessionPs(const Inspect& in, uint64_t host_ps) {
+  int64_t t = int64_t(host_ps - in.origin_ps) + in.skew_ps;
+  return t > 0 ? uint64_t(t) : 0;
+}
+
+// Records a host-only call on the framework lane, as long as it took.
 void TraceHostCall(const char* name, uint64_t began_ps, std::string args = "") {
   Inspect* in = R().inspect.get();
   if (!in) return;
-  uint64_t dur = HostNowPs() - began_ps;
-  in->trace.Add(rt::SystemTrace::kFramework, name, in->clock_ps, dur, std::move(args));
-  in->clock_ps += dur;
+  uint64_t start = SessionPs(*in, began_ps), end = SessionPs(*in, HostNowPs());
+  in->trace.Add(rt::SystemTrace::kFramework, name, start, end - start, std::move(args));
 }
 
 InspectModel& InspectEntry(Inspect& in, const nrt_model* m) {
@@ -199,6 +207,7 @@ NRT_STATUS BeginInspect(const std::string& dir) {
     return Fail(NRT_FAILURE, absl::StrCat("nrt_inspect_begin: ", st.message()));
   R().inspect = std::make_unique<Inspect>();
   R().inspect->dir = dir;
+  R().inspect->origin_ps = HostNowPs();
   return NRT_SUCCESS;
 }
 
@@ -269,6 +278,7 @@ NRT_STATUS BindSet(const nrt_model* m, const TensorSet* set, bool inputs,
 // (which never depends on values): sets, when given, are checked as for a
 // full run, but nothing is read or written.
 NRT_STATUS ExecuteLocked(nrt_model* m, const TensorSet* in_set, TensorSet* out_set, bool timing_only) {
+  uint64_t began = HostNowPs();
   std::vector<nrt_tensor*> ins, outs;
   if (!timing_only || in_set)
     if (NRT_STATUS s = BindSet(m, in_set, true, &ins); s != NRT_SUCCESS) return s;
@@ -295,14 +305,15 @@ NRT_STATUS ExecuteLocked(nrt_model* m, const TensorSet* in_set, TensorSet* out_s
   if (Inspect* in = R().inspect.get()) {
     InspectModel& e = InspectEntry(*in, m);
     rt::AppendExecution(m->neff, m->executor->schedules(), &e.profile);
-    uint64_t dt = m->executor->stats().device_time_ps;
-    in->trace.Add(rt::SystemTrace::kFramework, "nrt_execute", in->clock_ps, dt,
+    uint64_t dt = m->executor->stats().device_time_ps, start = SessionPs(*in, began);
+    in->trace.Add(rt::SystemTrace::kFramework, "nrt_execute", start, dt,
                   absl::StrCat("{\"neff\":", neuroncc::json::Quote(m->neff.header.name),
                                ",\"neff_hash\":\"", m->hash, "\",\"execution\":",
                                e.profile.execution_count() - 1, timing_only ? ",\"timing_only\":true" : "",
                                "}"));
-    in->trace.AddExecution(m->neff, m->executor->schedules(), m->hash, in->clock_ps);
-    in->clock_ps += dt;
+    in->trace.AddExecution(m->neff, m->executor->schedules(), m->hash, start);
+    // From now on the clock reads as if the execution had lasted dt.
+    in->skew_ps += int64_t(start + dt) - int64_t(SessionPs(*in, HostNowPs()));
   }
   return NRT_SUCCESS;
 }
@@ -904,4 +915,46 @@ NRT_API NRT_STATUS nrt_inspect_begin(void) {
 NRT_API NRT_STATUS nrt_inspect_stop(void) {
   std::lock_guard<std::mutex> lock(R().mu);
   return StopInspect();
+}
+
+NRT_API NRT_STATUS nrt_inspect_get_time(uint64_t* session_ps) {
+  std::lock_guard<std::mutex> lock(R().mu);
+  if (!session_ps) return Fail(NRT_INVALID, "nrt_inspect_get_time: output pointer is NULL");
+  if (!R().inspect) return Fail(NRT_INVALID, "nrt_inspect_get_time: no profiling session is running");
+  *session_ps = SessionPs(*R().inspect, HostNowPs());
+  return NRT_SUCCESS;
+}
+
+NRT_API NRT_STATUS nrt_inspect_add_framework_event(const char* name, uint64_t start_ps, uint64_t end_ps,
+                                                   const char* const* arg_keys,
+                                                   const char* const* arg_values, size_t arg_count) {
+  static constexpr const char* kFn = "nrt_inspect_add_framework_event";
+  static constexpr size_t kMaxString = 4096, kMaxArgs = 64;
+  auto bad = [](const char* s, bool may_be_empty) {
+    if (!s) return true;
+    std::string_view v(s, strnlen(s, kMaxString + 1));
+    return (v.empty() && !may_be_empty) || v.size() > kMaxString || !neuroncc::json::IsValidUtf8(v);
+  };
+  std::lock_guard<std::mutex> lock(R().mu);
+  if (!R().inspect) return Fail(NRT_INVALID, absl::StrCat(kFn, ": no profiling session is running"));
+  if (bad(name, false))
+    return Fail(NRT_INVALID, absl::StrCat(kFn, ": the name must be non-empty UTF-8 of at most ",
+                                          kMaxString, " bytes"));
+  if (end_ps < start_ps)
+    return Fail(NRT_INVALID, absl::StrCat(kFn, ": '", name, "' ends (", end_ps, " ps) before it starts (",
+                                          start_ps, " ps)"));
+  if (arg_count > kMaxArgs) return Fail(NRT_INVALID, absl::StrCat(kFn, ": more than ", kMaxArgs, " arguments"));
+  if (arg_count && (!arg_keys || !arg_values))
+    return Fail(NRT_INVALID, absl::StrCat(kFn, ": argument arrays are NULL"));
+  std::string args;
+  for (size_t i = 0; i < arg_count; ++i) {
+    if (bad(arg_keys[i], false) || bad(arg_values[i], true))
+      return Fail(NRT_INVALID, absl::StrCat(kFn, ": argument ", i, ": keys must be non-empty and values ",
+                                            "UTF-8, each at most ", kMaxString, " bytes"));
+    absl::StrAppend(&args, i ? "," : "{", neuroncc::json::Quote(arg_keys[i]), ":",
+                    neuroncc::json::Quote(arg_values[i]));
+  }
+  if (!args.empty()) args += "}";
+  R().inspect->trace.Add(rt::SystemTrace::kFramework, name, start_ps, end_ps - start_ps, std::move(args));
+  return NRT_SUCCESS;
 }

@@ -136,8 +136,8 @@ std::string SystemTrace::Render() const {
   static const char* kLaneNames[] = {"framework", "runtime", "hardware"};
   std::string out =
       "{\"displayTimeUnit\":\"ns\",\n\"otherData\":{\"producer\":\"neuron-cc runtime\","
-      "\"clock\":\"session clock: host-only calls advance it by their measured host time, "
-      "executions by their modeled device time\"},\n\"traceEvents\":[\n";
+      "\"clock\":\"session clock: host time since the session began, each execution lasting "
+      "its modeled device time\"},\n\"traceEvents\":[\n";
   bool first = true;
   auto sep = [&] {
     if (!first) out += ",\n";

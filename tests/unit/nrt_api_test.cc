@@ -576,6 +576,53 @@ TEST_F(NrtApi, InspectSessionWritesTheProfileDirectory) {
   nrt_destroy_tensor_set(&out);
 }
 
+TEST_F(NrtApi, InspectClockAndFrameworkEvents) {
+  uint64_t now = 0;
+  EXPECT_EQ(nrt_inspect_get_time(&now), NRT_INVALID);  // no session
+  EXPECT_EQ(nrt_inspect_add_framework_event("x", 0, 1, nullptr, nullptr, 0), NRT_INVALID);
+  std::string dir = TempDir() + "/framework_events";
+  nrt_inspect_config_t* opts = nullptr;
+  ASSERT_EQ(nrt_inspect_config_allocate(&opts), NRT_SUCCESS);
+  ASSERT_EQ(nrt_inspect_config_set_output_dir(opts, dir.c_str()), NRT_SUCCESS);
+  ASSERT_EQ(nrt_inspect_begin_with_options(opts), NRT_SUCCESS) << LastError();
+  nrt_inspect_config_free(opts);
+  nrt_model_t* m = Load(Serialize(AddModel(4, 8)));
+  nrt_tensor_set_t *in, *out;
+  nrt_tensor_t* z;
+  AddSets(4, 8, &in, &out, &z);
+  uint64_t before = 0, after = 0;
+  ASSERT_EQ(nrt_inspect_get_time(&before), NRT_SUCCESS);
+  ASSERT_EQ(nrt_execute(m, in, out), NRT_SUCCESS);
+  ASSERT_EQ(nrt_inspect_get_time(&after), NRT_SUCCESS);
+  nrt_execution_stats_t stats;
+  ASSERT_EQ(nrt_get_last_execution_stats(m, &stats, sizeof(stats), nullptr), NRT_SUCCESS);
+  // The execution lasts its modeled time on the session clock, whatever its
+  // simulation took; the host calls around it add their (small) host time.
+  EXPECT_GE(after - before, stats.device_time_ps);
+  EXPECT_LT(after - before, stats.device_time_ps + uint64_t(1e12));
+
+  const char* keys[] = {"model", "bytes"};
+  const char* values[] = {"caf\xc3\xa9 \"quoted\"", ""};
+  EXPECT_EQ(nrt_inspect_add_framework_event("neuroncc::call", before, after, keys, values, 2), NRT_SUCCESS)
+      << LastError();
+  EXPECT_EQ(nrt_inspect_add_framework_event("late", after, before, nullptr, nullptr, 0), NRT_INVALID);
+  EXPECT_EQ(nrt_inspect_add_framework_event("", 0, 1, nullptr, nullptr, 0), NRT_INVALID);
+  EXPECT_EQ(nrt_inspect_add_framework_event("bad\xff", 0, 1, nullptr, nullptr, 0), NRT_INVALID);
+  EXPECT_EQ(nrt_inspect_add_framework_event("x", 0, 1, keys, nullptr, 1), NRT_INVALID);
+  const char* empty_key[] = {""};
+  EXPECT_EQ(nrt_inspect_add_framework_event("x", 0, 1, empty_key, values, 1), NRT_INVALID);
+  std::string huge(5000, 'a');
+  EXPECT_EQ(nrt_inspect_add_framework_event(huge.c_str(), 0, 1, nullptr, nullptr, 0), NRT_INVALID);
+  ASSERT_EQ(nrt_unload(m), NRT_SUCCESS);
+  ASSERT_EQ(nrt_inspect_stop(), NRT_SUCCESS) << LastError();
+  std::string trace = Slurp(dir + "/trace.json");
+  EXPECT_NE(trace.find("\"neuroncc::call\""), std::string::npos);
+  EXPECT_NE(trace.find("{\"model\":\"caf\xc3\xa9 \\\"quoted\\\"\",\"bytes\":\"\"}"), std::string::npos) << trace;
+  EXPECT_EQ(trace.find("late"), std::string::npos);
+  nrt_destroy_tensor_set(&in);
+  nrt_destroy_tensor_set(&out);
+}
+
 TEST(NrtInspectEnv, EnvironmentEnablesProfilingFromInitToClose) {
   std::string dir = TempDir() + "/env";
   setenv("NEURON_RT_INSPECT_ENABLE", "1", 1);

@@ -265,3 +265,20 @@ TEST(ProfileSummary, OverlappingKernelsOfOneDispatchShareItsTime) {
 
 }  // namespace
 }  // namespace neuroncc::profile
+
+TEST(JsonQuote, AnyBytesGiveValidJson) {
+  using neuroncc::json::IsValidUtf8;
+  using neuroncc::json::Quote;
+  EXPECT_EQ(Quote("a\"b\\c\n\x01"), "\"a\\\"b\\\\c\\n\\u0001\"");
+  EXPECT_EQ(Quote("caf\xc3\xa9 \xe2\x82\xac \xf0\x9f\x98\x80"), "\"caf\xc3\xa9 \xe2\x82\xac \xf0\x9f\x98\x80\"");
+  // A stray continuation byte, a truncated sequence, an overlong '/', a
+  // surrogate and a byte that never starts UTF-8 each become U+FFFD.
+  EXPECT_EQ(Quote("x\x80y"), "\"x\\ufffdy\"");
+  EXPECT_EQ(Quote("\xe2\x82"), "\"\\ufffd\\ufffd\"");
+  EXPECT_EQ(Quote("\xc0\xaf"), "\"\\ufffd\\ufffd\"");
+  EXPECT_EQ(Quote("\xed\xa0\x80"), "\"\\ufffd\\ufffd\\ufffd\"");
+  EXPECT_EQ(Quote("\xff"), "\"\\ufffd\"");
+  EXPECT_TRUE(IsValidUtf8("plain \xc3\xa9"));
+  EXPECT_FALSE(IsValidUtf8("\xf4\x90\x80\x80"));  // above U+10FFFF
+  EXPECT_FALSE(IsValidUtf8(std::string_view("\xe0\x80\x80", 3)));
+}

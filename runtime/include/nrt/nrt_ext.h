@@ -67,6 +67,25 @@ NRT_STATUS nrt_get_last_execution_stats(const nrt_model_t *model, nrt_execution_
 NRT_STATUS nrt_execute_timing_only(nrt_model_t *model, const nrt_tensor_set_t *input_set,
                                    nrt_tensor_set_t *output_set, int repeat_count);
 
+/* A profiling session (nrt_inspect_begin*, or NEURON_RT_INSPECT_ENABLE=1)
+ * places every trace.json event on one clock, in picoseconds since the
+ * session began: host time, except that each execution lasts its modeled
+ * device time rather than the host time its simulation took. These two calls
+ * let an application put its own work on the framework lane beside the
+ * runtime's calls (a framework's model call, its input and output copies). */
+
+/* The session clock now. NRT_INVALID when no session is running. */
+NRT_STATUS nrt_inspect_get_time(uint64_t *session_ps);
+
+/* Adds the slice [start_ps, end_ps] (session clock, start <= end) named
+ * `name` to the framework lane, with `arg_count` key/value strings shown as
+ * its arguments. Every string must be non-empty (values may be empty),
+ * well-formed UTF-8 and at most 4096 bytes; at most 64 arguments.
+ * NRT_INVALID otherwise, or when no session is running. */
+NRT_STATUS nrt_inspect_add_framework_event(const char *name, uint64_t start_ps, uint64_t end_ps,
+                                           const char *const *arg_keys, const char *const *arg_values,
+                                           size_t arg_count);
+
 #ifdef __cplusplus
 }
 #endif
