@@ -7,6 +7,7 @@ PACKAGES=(
   llvm-19-dev llvm-19-tools libmlir-19-dev mlir-19-tools clang-19 libclang-rt-19-dev
   libprotobuf-dev protobuf-compiler libabsl-dev libgtest-dev libssl-dev
   python3-torch python3-numpy python3-protobuf
+  chromium python3-pil
   zlib1g-dev libzstd-dev libedit-dev libcurl4-openssl-dev libxml2-dev
 )
 missing=()

@@ -288,5 +288,45 @@ class Profiling(Tmp):
             self.assertLess(tanhs[1], executes[1])
 
 
+class Walkthrough(Tmp):
+    def test_walkthrough_prints_three_tables_and_writes_reports(self):
+        script = os.path.join(HERE, "..", "..", "examples", "profiling", "walkthrough.py")
+        p = subprocess.run([sys.executable, script], env=dict(os.environ, NEURONCC_EXAMPLE_OUT=self.tmp),
+                           stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        self.assertEqual(p.returncode, 0, p.stderr)
+        self.assertEqual(p.stdout.count("Self Device time total:"), 3)
+        for variant in ("naive_O0", "rms_norm", "naive_O2"):
+            self.assertTrue(os.path.isfile(os.path.join(self.tmp, variant, "report.html")), variant)
+        ratios = {}
+        for line in p.stdout.splitlines():
+            parts = line.split()
+            if "naive -O0 / this" in line:
+                ratios[" ".join(parts[:-8])] = float(parts[-1].rstrip("x"))
+        self.assertEqual(set(ratios), {"naive -O0", "rms_norm", "naive -O2"})
+        # The headline: fused is about one-sixth of the six-dispatch version.
+        self.assertGreater(ratios["naive -O2"], 4.0)
+        self.assertGreater(ratios["rms_norm"], 4.0)
+
+    def test_compile_graph(self):
+        graph = os.path.join(HERE, "..", "..", "examples", "rmsnorm", "fused_op.mlir")
+        compiled = neuroncc.compile_graph(graph, opt=2)
+        self.assertEqual([i["name"] for i in compiled.signature["inputs"]], ["x", "weight"])
+        x = torch.randn(4, 512).to(torch.bfloat16)
+        w = torch.ones(512, dtype=torch.bfloat16)
+        y = compiled(x, w)
+        ref = (x.float() * torch.rsqrt((x.float() ** 2).mean(-1, keepdim=True) + 1e-6)).to(torch.bfloat16)
+        self.assertEqual(y.dtype, torch.bfloat16)
+        common.compare(y.float().numpy(), ref, TOLERANCE["bf16"])
+        with self.assertRaises(FileNotFoundError):
+            neuroncc.compile_graph(os.path.join(self.tmp, "missing.mlir"))
+        bad = os.path.join(self.tmp, "bad.mlir")
+        with open(bad, "w") as f:
+            f.write("func.func @main(%x: tensor<4xf32>) -> tensor<4xf32> {\n  return %y : tensor<4xf32>\n}\n")
+        with self.assertRaises(neuroncc.CompileError) as cm:
+            neuroncc.compile_graph(bad)
+        self.assertEqual(cm.exception.code, "NCC-E002")
+        self.assertIn("bad.mlir", str(cm.exception))
+
+
 if __name__ == "__main__":
     unittest.main()

@@ -282,3 +282,26 @@ TEST(JsonQuote, AnyBytesGiveValidJson) {
   EXPECT_FALSE(IsValidUtf8("\xf4\x90\x80\x80"));  // above U+10FFFF
   EXPECT_FALSE(IsValidUtf8(std::string_view("\xe0\x80\x80", 3)));
 }
+
+TEST(KernelBound, NamesWhatLimitsAKernel) {
+  using neuroncc::profile::KernelBound;
+  using neuroncc::profile::KernelRow;
+  KernelRow k;
+  k.device_time_ps = 1000000;
+  k.launch_overhead_ps = 500000;  // half the time is the dispatch's fixed cost
+  k.span_ps = 500000;
+  EXPECT_EQ(KernelBound(k, 16, 410), "launch overhead");
+  k.launch_overhead_ps = 100000;
+  k.span_ps = 900000;
+  k.engine_busy_ps[1] = 800000;  // vector engine 89% busy
+  k.dma_queue_busy_ps = 16 * 300000;
+  EXPECT_EQ(KernelBound(k, 16, 410), "compute");
+  k.dma_queue_busy_ps = 16 * 850000;  // the queues 94% occupied
+  EXPECT_EQ(KernelBound(k, 16, 410), "memory");
+  k.dma_queue_busy_ps = 0;
+  k.hbm_read_bytes = 369000;  // 369 KB in 0.9 us: 410 GB/s, the core's whole share
+  EXPECT_EQ(KernelBound(k, 16, 410), "memory");
+  k.hbm_read_bytes = 0;
+  k.engine_busy_ps[1] = 300000;  // nothing busy half the time
+  EXPECT_EQ(KernelBound(k, 16, 410), "waiting on dependencies");
+}

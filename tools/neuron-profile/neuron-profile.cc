@@ -1,7 +1,7 @@
 // neuron-profile: capture and view device profiles (NTFF) of NEFFs.
 //
 //   neuron-profile view -d DIR | -n FILE.neff -s FILE.ntff
-//                  [--output-format summary-text|summary-json|json|perfetto]
+//                  [--output-format summary-text|summary-json|json|perfetto|html]
 //                  [--output-file FILE]
 //   neuron-profile capture -n FILE.neff -s OUT.ntff
 //                  [--input NAME=@FILE.npy | NAME FILE.npy]...
@@ -22,6 +22,7 @@
 #include "nrt/nrt_ext.h"
 #include "nrt/nrt_profile.h"
 #include "ntff_format.h"
+#include "report_html.h"
 #include "summary.h"
 #include "tensor_io.h"
 
@@ -34,7 +35,8 @@ constexpr const char* kUsage =
     "usage:\n"
     "  neuron-profile view -d DIR [options]\n"
     "  neuron-profile view -n FILE.neff -s FILE.ntff [options]\n"
-    "      --output-format summary-text (default) | summary-json | json | perfetto\n"
+    "      --output-format summary-text (default) | summary-json | json | perfetto | html\n"
+    "                           html: one self-contained page (timelines, tables, roofline)\n"
     "      --output-file FILE   write there (atomically) instead of stdout\n"
     "  neuron-profile capture -n FILE.neff -s OUT.ntff [--input NAME=@FILE.npy | NAME FILE.npy]...\n"
     "                         [--timing-only]\n"
@@ -107,7 +109,7 @@ bool PairsFromDir(const std::string& dir, std::vector<Pair>* pairs, std::string*
 }
 
 // Loads both files and checks that the trace belongs to the NEFF.
-bool LoadPair(const Pair& pair, ntff::Profile* profile, std::string* error) {
+bool LoadPair(const Pair& pair, ntff::Profile* profile, nn::Neff* neff_out, std::string* error) {
   absl::StatusOr<std::string> neff_bytes = nn::ReadFile(pair.neff_path);
   if (!neff_bytes.ok()) return *error = std::string(neff_bytes.status().message()), false;
   absl::StatusOr<nn::Neff> neff = nn::ParseNeff(*neff_bytes);
@@ -138,6 +140,7 @@ bool LoadPair(const Pair& pair, ntff::Profile* profile, std::string* error) {
     return false;
   }
   *profile = std::move(*p);
+  *neff_out = std::move(*neff);
   return true;
 }
 
@@ -172,9 +175,10 @@ int View(int argc, char** argv) {
     }
     if (!ok) return Fail(absl::StrCat(a, " needs a value")), 2;
   }
-  if (format != "summary-text" && format != "summary-json" && format != "json" && format != "perfetto")
+  if (format != "summary-text" && format != "summary-json" && format != "json" && format != "perfetto" &&
+      format != "html")
     return Fail(absl::StrCat("unknown --output-format '", format,
-                             "' (summary-text, summary-json, json, perfetto)")), 2;
+                             "' (summary-text, summary-json, json, perfetto, html)")), 2;
   std::vector<Pair> pairs;
   std::string error;
   if (!dir.empty()) {
@@ -188,13 +192,25 @@ int View(int argc, char** argv) {
     pairs.push_back({neff, ntff_path});
   }
   std::vector<ntff::Profile> profiles(pairs.size());
+  std::vector<nn::Neff> neffs(pairs.size());
   for (size_t i = 0; i < pairs.size(); ++i)
-    if (!LoadPair(pairs[i], &profiles[i], &error)) return Fail(error);
+    if (!LoadPair(pairs[i], &profiles[i], &neffs[i], &error)) return Fail(error);
 
   std::string out;
+  if (format == "html") {
+    std::vector<neuroncc::profile::HtmlProfile> pages;
+    for (size_t i = 0; i < profiles.size(); ++i) pages.push_back({Basename(pairs[i].ntff_path), &profiles[i], &neffs[i]});
+    std::string system_trace;
+    if (!dir.empty()) {
+      // A directory written by the runtime has its system trace beside the pairs.
+      absl::StatusOr<std::string> trace = nn::ReadFile(dir + "/trace.json");
+      if (trace.ok()) system_trace = std::move(*trace);
+    }
+    out = neuroncc::profile::RenderHtml(pages, system_trace);
+  }
   bool many = profiles.size() > 1;
   if (many && (format == "summary-json" || format == "json")) out += "[\n";
-  for (size_t i = 0; i < profiles.size(); ++i) {
+  for (size_t i = 0; i < profiles.size() && format != "html"; ++i) {
     const ntff::Profile& p = profiles[i];
     if (format == "summary-text") {
       if (many) absl::StrAppend(&out, i ? "\n" : "", "== ", Basename(pairs[i].ntff_path), "\n");

@@ -130,6 +130,21 @@ void KernelTimes(const ntff::Profile& p, const ntff::DispatchSpan& d, const std:
 
 }  // namespace
 
+std::string KernelBound(const KernelRow& k, uint32_t dma_queues, double hbm_gbps_per_core) {
+  if (k.device_time_ps == 0) return "waiting on dependencies";
+  if (2 * k.launch_overhead_ps >= k.device_time_ps) return "launch overhead";
+  const double span = double(std::max<uint64_t>(k.span_ps, 1));
+  double engine = 0;
+  for (uint64_t busy : k.engine_busy_ps) engine = std::max(engine, double(busy) / span);
+  double occupancy = dma_queues ? double(k.dma_queue_busy_ps) / (span * dma_queues) : 0.0;
+  double bandwidth = hbm_gbps_per_core > 0
+                         ? double(k.hbm_read_bytes + k.hbm_write_bytes) / (span * 1e-12) / (hbm_gbps_per_core * 1e9)
+                         : 0.0;
+  double memory = std::max(occupancy, bandwidth);
+  if (engine < 0.5 && memory < 0.5) return "waiting on dependencies";
+  return engine >= memory ? "compute" : "memory";
+}
+
 Summary Summarize(const ntff::Profile& p) {
   Summary s;
   s.neff_name = p.neff_name();
@@ -141,6 +156,7 @@ Summary Summarize(const ntff::Profile& p) {
   s.kernel_span_count = uint64_t(p.kernel_spans_size());
   s.hbm_gbps_per_core = p.device().hbm_gbps_per_core();
   s.dispatch_overhead_ns = p.device().dispatch_overhead_ns();
+  s.dma_queues = p.device().dma_queues();
   // The 128 x 128 PE array does one multiply-accumulate per PE per cycle on
   // BF16/F16 (trn1: 2 * 128^2 * 2.8 GHz = 91.8 TFLOPS, the public ~92).
   s.tensor_peak_flops_per_s = 2.0 * double(p.device().partitions()) * double(p.device().partitions()) *
@@ -170,13 +186,17 @@ Summary Summarize(const ntff::Profile& p) {
     if (e.source_op() >= 0) tagged[e.span()][size_t(e.source_op())] += double(busy);
     if (e.queue() < neff::kComputeQueues) {
       s.engine_busy_ps[e.queue()] += busy;
+      kr.engine_busy_ps[e.queue()] += busy;
       if (e.opcode() == neff::MATMUL) {
         ++s.matmul_count;
         s.tensor_engine_flops += e.flops();
+        kr.tensor_engine_flops += e.flops();
       } else {
         s.elementwise_ops += e.flops();
+        kr.elementwise_ops += e.flops();
       }
     } else {
+      kr.dma_queue_busy_ps += busy;
       dma_intervals.push_back({ps(e.start()), ps(e.end())});
       ++s.dma_transfer_count;
       bool load = neff::IsDmaRead(e.opcode());  // dma_load, dma_gather
@@ -221,6 +241,7 @@ Summary Summarize(const ntff::Profile& p) {
     kr.device_time_ps += t;
     kr.launch_overhead_ps += launch;
     kr.instruction_count += span.instruction_count();
+    kr.span_ps += ps(span.end()) - ps(span.start());
     s.instruction_count += span.instruction_count();
     NamedRow& kn = by_kernel_name[info.name()];
     kn.name = info.name();
@@ -246,6 +267,7 @@ Summary Summarize(const ntff::Profile& p) {
       r.calls += 1;
     }
   }
+  for (KernelRow& kr : s.kernels) kr.bound = KernelBound(kr, s.dma_queues, s.hbm_gbps_per_core);
   s.kernel_names = Grouped(by_kernel_name);
   s.aten_ops = Grouped(by_op);
   return s;
@@ -337,7 +359,10 @@ std::string RenderSummaryJson(const Summary& s) {
                     ", \"device_time_percent\": ", Number(Percent(double(k.device_time_ps), double(s.total_ps)), 4),
                     ", \"launch_overhead_us\": ", Number(Us(double(k.launch_overhead_ps)), 6),
                     ", \"instruction_count\": ", k.instruction_count,
-                    ", \"hbm_read_bytes\": ", k.hbm_read_bytes, ", \"hbm_write_bytes\": ", k.hbm_write_bytes, "}");
+                    ", \"hbm_read_bytes\": ", k.hbm_read_bytes, ", \"hbm_write_bytes\": ", k.hbm_write_bytes,
+                    ", \"active_us\": ", Number(Us(double(k.span_ps)), 6),
+                    ", \"tensor_engine_flops\": ", k.tensor_engine_flops, ", \"elementwise_ops\": ", k.elementwise_ops,
+                    ", \"bound\": ", Quote(k.bound), "}");
   }
   absl::StrAppend(&out, "\n  ],\n  \"aten_ops\": [");
   for (size_t i = 0; i < s.aten_ops.size(); ++i) {

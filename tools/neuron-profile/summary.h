@@ -21,7 +21,25 @@ struct KernelRow {
   uint64_t instruction_count = 0;  // all calls
   uint64_t hbm_read_bytes = 0;
   uint64_t hbm_write_bytes = 0;
+  // Over all calls: the kernel spans' extent (first instruction start to
+  // last end), each engine's busy time in them, the DMA queues' busy time
+  // summed over queues, and the work done.
+  uint64_t span_ps = 0;
+  uint64_t engine_busy_ps[4] = {0, 0, 0, 0};
+  uint64_t dma_queue_busy_ps = 0;
+  uint64_t tensor_engine_flops = 0;
+  uint64_t elementwise_ops = 0;
+  std::string bound;  // see KernelBound
 };
+
+// What limits a kernel, from its profile (docs/runtime.md, "What bounds a
+// kernel"): "launch overhead" when the fixed per-dispatch cost is at least
+// half its device time; otherwise over its spans, with E the busiest compute
+// engine's share of the time and M the larger of the DMA queues' average
+// occupancy and its HBM bandwidth utilization: "waiting on dependencies"
+// when both are under one half (no resource is kept busy: the engines wait on
+// one another or on latency), else "compute" if E >= M, else "memory".
+std::string KernelBound(const KernelRow& k, uint32_t dma_queues, double hbm_gbps_per_core);
 
 struct NamedRow {
   std::string name;
@@ -51,6 +69,7 @@ struct Summary {
   uint64_t dma_busy_ps = 0;  // time at least one DMA queue is busy
   double hbm_gbps_per_core = 0;
   double dispatch_overhead_ns = 0;
+  uint32_t dma_queues = 0;
   std::vector<KernelRow> kernels;       // NEFF kernel order
   std::vector<NamedRow> kernel_names;   // grouped by kernel name, by time descending
   std::vector<NamedRow> aten_ops;       // grouped by source op name, by time descending

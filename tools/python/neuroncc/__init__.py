@@ -2,7 +2,8 @@
 
 The workflow (torch needed):
 - trace(module_or_fn, example_inputs, opt=2, target="trn1") -> CompiledModel,
-  callable with torch tensors; .save(path), load(path)
+  callable with torch tensors; .save(path), load(path); compile_graph(path)
+  for a graph file (.mlir / .pb)
 - profile(output_dir=..., schedule=...) around calls: the profile directory,
   key_averages().table(...); torch_trace_handler / merge_torch_profile merge
   torch.profiler's CPU events into its trace.json
@@ -18,7 +19,7 @@ Modules:
 """
 
 _LAZY = {
-    "trace": "compiled", "load": "compiled", "CompiledModel": "compiled", "CompileError": "compiled",
+    "trace": "compiled", "load": "compiled", "compile_graph": "compiled", "CompiledModel": "compiled", "CompileError": "compiled",
     "ToolNotFoundError": "compiled",
     "profile": "profiler", "schedule": "profiler", "merge_torch_profile": "profiler",
     "torch_trace_handler": "profiler",

@@ -71,7 +71,7 @@ def find_tool(name):
                             "NEURONCC_BUILD_DIR" % (name, ", ".join(tried)))
 
 
-def _compile(graph_path, neff_path, opt, target):
+def _compile(graph_path, neff_path, opt, target, temporary=False):
     cmd = [find_tool("neuron-cc"), "compile", graph_path, "--framework", "ATEN", "--target", target, "-O%d" % opt,
            "--output", neff_path]
     proc = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, errors="replace")
@@ -79,7 +79,9 @@ def _compile(graph_path, neff_path, opt, target):
         return
     text = "\n".join(line for line in (proc.stderr + proc.stdout).splitlines()
                      if line.strip() and not line.startswith("Compiler status"))
-    text = text.replace(graph_path + ": ", "").replace("'%s'" % graph_path, "the graph").replace(graph_path, "the graph")
+    if temporary:  # a file the user never saw: name it for what it is
+        text = text.replace(graph_path + ": ", "").replace("'%s'" % graph_path, "the graph").replace(graph_path,
+                                                                                                   "the graph")
     code = re.search(r"error (NCC-E\d+)", text)
     unsupported = re.findall(r"^\s+(\S+::\S+) \(\d+ uses?", text, re.M)
     raise CompileError(text or "neuron-cc failed with status %d" % proc.returncode,
@@ -122,17 +124,21 @@ def _unflatten(structure, leaves):
 class CompiledModel:
     """A NEFF loaded into libnrt, callable with torch tensors (see the module doc)."""
 
-    def __init__(self, neff, signature):
+    def __init__(self, neff, signature, name=None):
+        """signature: as trace() or load() make it; None takes the NEFF's own
+        (compile_graph)."""
         self.neff = bytes(neff)
-        self.signature = signature
-        self.name = signature["name"]
         self._rt = nrt.runtime()
         self._lock = threading.Lock()
         self._model = self._rt.load(self.neff)
         self._tensors = []
         try:
-            info = {name: (usage, size, dtype, shape) for name, usage, size, dtype, shape in
-                    self._rt.tensor_info(self._model)}
+            listed = self._rt.tensor_info(self._model)
+            if signature is None:
+                signature = _neff_signature(listed, name)
+            self.signature = signature
+            self.name = signature["name"]
+            info = {name: (usage, size, dtype, shape) for name, usage, size, dtype, shape in listed}
             self._inputs = []  # (index, name, device dtype, nrt tensor, bytes) of the inputs the NEFF reads
             for i, spec in enumerate(signature["inputs"]):
                 if spec["name"] not in info:
@@ -189,6 +195,13 @@ class CompiledModel:
                                                         spec["dtype"], spec["shape"]))
 
     def __call__(self, *args):
+        if torch.autograd._profiler_enabled():
+            # Under torch.profiler the call is one of its events too.
+            with torch.autograd.profiler.record_function("neuroncc::%s" % self.name):
+                return self._call(args)
+        return self._call(args)
+
+    def _call(self, args):
         from . import profiler
         rec = profiler.recorder()
         mark = rec.mark if rec else None
@@ -250,6 +263,34 @@ class CompiledModel:
         return "CompiledModel(%s: %s -> %d outputs)" % (
             self.name, ", ".join("%s %s%s" % (s["name"], s["dtype"], s["shape"]) for s in self.signature["inputs"]),
             len(self.signature["outputs"]))
+
+
+def _neff_signature(tensor_info, name):
+    for tname, usage, size, dtype, shape in tensor_info:
+        if dtype not in _NRT_TO_TORCH:
+            raise TypeError("tensor '%s' of the NEFF has dtype %s, which neuroncc cannot pass" % (tname, dtype))
+    ins = [{"name": n, "dtype": d, "shape": list(s)} for n, u, _, d, s in tensor_info if u == "IN"]
+    outs = [{"dtype": d, "shape": list(s)} for _, u, _, d, s in tensor_info if u == "OUT"]
+    structure = "tensor" if len(outs) == 1 else {"tuple": ["tensor"] * len(outs)}
+    return {"name": name or "graph", "inputs": ins, "outputs": outs, "structure": structure}
+
+
+def compile_graph(graph_path, opt=2, target="trn1", name=None):
+    """Compiles a graph file (`.mlir` in the aten dialect, or `.pb` / `.pbtxt`
+    as neuroncc.export writes it) and loads it. The call signature is the
+    NEFF's: its inputs in graph order with the NEFF's dtypes and shapes; one
+    output gives a tensor, several a tuple. Raises CompileError as trace()."""
+    if opt not in (0, 1, 2):
+        raise ValueError("opt must be 0, 1 or 2, not %r" % (opt,))
+    if not os.path.isfile(graph_path):
+        raise FileNotFoundError("%s: no such graph file" % graph_path)
+    nrt.runtime()
+    with tempfile.TemporaryDirectory(prefix="neuroncc-compile-") as tmp:
+        neff_path = os.path.join(tmp, "model.neff")
+        _compile(os.path.abspath(graph_path), neff_path, opt, target)
+        with open(neff_path, "rb") as f:
+            neff = f.read()
+    return CompiledModel(neff, None, name or os.path.splitext(os.path.basename(graph_path))[0])
 
 
 def _check_signature(sig, path):
@@ -363,7 +404,7 @@ def trace(fn, example_inputs, opt=2, target="trn1", cache_dir=None, name=None):
                 f.write(graph_bytes)
             neff_path = os.path.join(tmp, "model.neff")
             started = time.perf_counter()
-            _compile(graph_path, neff_path, opt, target)
+            _compile(graph_path, neff_path, opt, target, temporary=True)
             signature["compile_seconds"] = round(time.perf_counter() - started, 3)
             with open(neff_path, "rb") as f:
                 neff = f.read()
