@@ -49,7 +49,11 @@ class _ExecutionStats(ctypes.Structure):
 
 
 def _repo_build_dir():
-    return os.path.abspath(os.path.join(os.path.dirname(__file__), "..", "..", "..", "build"))
+    """The build/ of the source tree this package sits in, or None when installed elsewhere."""
+    root = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", "..", ".."))
+    if os.path.isfile(os.path.join(root, "CMakeLists.txt")) and os.path.isdir(os.path.join(root, "runtime")):
+        return os.path.join(root, "build")
+    return None
 
 
 def find_libnrt():
@@ -71,8 +75,9 @@ def find_libnrt():
     if found:
         return found
     tried.append("the system library path (ldconfig)")
-    raise LibnrtNotFoundError("libnrt.so not found (looked at %s); build neuron-cc (scripts/build.sh) or set "
-                              "NEURONCC_LIBNRT to the library's path" % ", ".join(tried))
+    raise LibnrtNotFoundError("libnrt.so not found (looked at %s); build neuron-cc (scripts/build.sh), or set "
+                              "NEURONCC_BUILD_DIR to its build directory or NEURONCC_LIBNRT to the library"
+                              % ", ".join(tried))
 
 
 class Libnrt:
