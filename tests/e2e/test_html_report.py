@@ -6,7 +6,6 @@ instructions) load without a console message, their timeline and roofline
 canvases are drawn (pixels of a screenshot), the kernel table has one row per
 kernel, and a report whose trace.json is unreadable says so on the page.
 """
-import io
 import json
 import os
 import re

@@ -14,6 +14,7 @@ torch_neuronx.trace it serves inference: module state is frozen into the
 graph as constants, and no gradients flow.
 """
 import hashlib
+import io
 import json
 import os
 import re
@@ -28,6 +29,7 @@ import torch
 
 from . import export as ex
 from . import nrt
+from .files import write_atomic
 
 SAVE_FORMAT = "neuroncc.compiled/1"
 
@@ -247,17 +249,11 @@ class CompiledModel:
 
     def save(self, path):
         """Writes the NEFF and the call signature to one file (a zip), atomically."""
-        directory = os.path.dirname(os.path.abspath(path))
-        fd, tmp = tempfile.mkstemp(prefix=".%s." % os.path.basename(path), dir=directory)
-        try:
-            with os.fdopen(fd, "wb") as f, zipfile.ZipFile(f, "w", zipfile.ZIP_STORED) as z:
-                z.writestr("signature.json", json.dumps(dict(self.signature, format=SAVE_FORMAT), indent=1))
-                z.writestr("model.neff", self.neff)
-            os.replace(tmp, path)
-        except BaseException:
-            if os.path.exists(tmp):
-                os.unlink(tmp)
-            raise
+        buffer = io.BytesIO()
+        with zipfile.ZipFile(buffer, "w", zipfile.ZIP_STORED) as z:
+            z.writestr("signature.json", json.dumps(dict(self.signature, format=SAVE_FORMAT), indent=1))
+            z.writestr("model.neff", self.neff)
+        write_atomic(path, buffer.getvalue())
 
     def __repr__(self):
         return "CompiledModel(%s: %s -> %d outputs)" % (
@@ -410,8 +406,5 @@ def trace(fn, example_inputs, opt=2, target="trn1", cache_dir=None, name=None):
                 neff = f.read()
         if cached:
             os.makedirs(cache_dir, exist_ok=True)
-            fd, tmp_path = tempfile.mkstemp(prefix=".%s." % key, dir=cache_dir)
-            with os.fdopen(fd, "wb") as f:
-                f.write(neff)
-            os.replace(tmp_path, cached)
+            write_atomic(cached, neff)
     return CompiledModel(neff, signature)

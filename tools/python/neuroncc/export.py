@@ -150,7 +150,6 @@ import operator
 import os
 import re
 import sys
-import tempfile
 
 import torch
 
@@ -838,16 +837,8 @@ def write_graph(graph, path):
         data = graph.SerializeToString()
     else:
         raise ExportError("output %s: the extension must be .pb or .pbtxt" % path)
-    directory = os.path.dirname(os.path.abspath(path))
-    fd, tmp = tempfile.mkstemp(prefix=".%s." % os.path.basename(path), dir=directory)
-    try:
-        with os.fdopen(fd, "wb") as f:
-            f.write(data)
-        os.replace(tmp, path)
-    except BaseException:
-        if os.path.exists(tmp):
-            os.unlink(tmp)
-        raise
+    from .files import write_atomic
+    write_atomic(path, data)
 
 
 def read_graph(path):

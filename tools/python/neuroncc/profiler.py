@@ -26,11 +26,11 @@ import glob
 import json
 import os
 import subprocess
-import tempfile
 import threading
 import time
 
 from . import nrt
+from .files import write_atomic
 
 _active = None  # the profile whose session is recording
 _active_lock = threading.Lock()
@@ -142,18 +142,6 @@ def _aten_name(source_op):
     return source_op
 
 
-def _write_atomic(path, text):
-    fd, tmp = tempfile.mkstemp(prefix=".%s." % os.path.basename(path), dir=os.path.dirname(os.path.abspath(path)))
-    try:
-        with os.fdopen(fd, "w") as f:
-            f.write(text)
-        os.replace(tmp, path)
-    except BaseException:
-        if os.path.exists(tmp):
-            os.unlink(tmp)
-        raise
-
-
 class _ClockMap:
     """Host wall time (ns since the epoch) to session picoseconds, from pairs
     of (host, session) readings; each execution is a segment where the session
@@ -263,7 +251,7 @@ class profile:
         with open(path) as f:
             trace = json.load(f)
         trace.setdefault("otherData", {})["neuroncc_clock"] = self._clock().to_json()
-        _write_atomic(path, json.dumps(trace))
+        write_atomic(path, json.dumps(trace))
         for torch_prof in self._pending_torch:
             merge_torch_profile(torch_prof, self.output_dir)
         self._pending_torch = []
@@ -397,7 +385,7 @@ def merge_torch_profile(torch_prof, output_dir):
                        "args": {"torch_thread": e.thread}})
         merged += 1
     trace["otherData"]["torch_profiler_events"] = merged
-    _write_atomic(path, json.dumps(trace))
+    write_atomic(path, json.dumps(trace))
     return merged
 
 
