@@ -2,8 +2,8 @@
 """Memory-planning benchmark: `neuron-cc plan-memory` and the compiler's HBM
 arena, against the lower bound (peak live bytes). Three parts:
 
-1. The MiniMalloc "challenging" instances (../shared/bench/memplan/challenging,
-   or --challenging DIR): buffers, bound, known optimum, achieved, seconds
+1. The MiniMalloc "challenging" instances (benchmarks/data/minimalloc, or
+   --challenging DIR): buffers, bound, known optimum, achieved, seconds
    (the planner's own timing) with --time-limit 10.
 2. Large instances (>= 20,000 buffers), generated here from fixed seeds and
    planned with --time-limit 1.5 (the budget covers the whole planning call;
@@ -243,7 +243,7 @@ def model_arenas(work):
 
 def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--challenging", default=os.path.join(ROOT, "..", "shared", "bench", "memplan", "challenging"))
+    parser.add_argument("--challenging", default=os.path.join(HERE, "data", "minimalloc"))
     parser.add_argument("--skip-large", action="store_true")
     parser.add_argument("--skip-models", action="store_true")
     parser.add_argument("--keep", metavar="DIR", help="keep the generated and planned CSVs here")

@@ -18,6 +18,7 @@
 //===----------------------------------------------------------------------===//
 
 #include <cmath>
+#include <cstring>
 #include <functional>
 
 #include "passes/Passes.h"
@@ -65,7 +66,29 @@ std::optional<Values> valuesOf(Value v) {
       if (out.splat) break;
     }
   };
-  if (llvm::isa<FloatType>(elem)) read(dense.getValues<APFloat>());
+  // f32, f64 and bf16 are read straight from the attribute's storage: a
+  // constant weight of a million elements would take a second through APFloat.
+  if (elem.isF32() || elem.isF64()) {
+    if (elem.isF32()) for (float x : dense.getValues<float>()) {
+      out.data.push_back(double(x));
+      if (out.splat) break;
+    }
+    else for (double x : dense.getValues<double>()) {
+      out.data.push_back(x);
+      if (out.splat) break;
+    }
+  } else if (elem.isBF16()) {
+    ArrayRef<char> raw = dense.getRawData();
+    size_t n = out.splat ? 1 : raw.size() / 2;
+    out.data.reserve(n);
+    for (size_t i = 0; i < n; ++i) {
+      uint32_t bits = uint32_t(uint8_t(raw[2 * i])) | uint32_t(uint8_t(raw[2 * i + 1])) << 8;
+      bits <<= 16;  // bf16 is the top half of an f32
+      float x;
+      std::memcpy(&x, &bits, sizeof(x));
+      out.data.push_back(double(x));
+    }
+  } else if (llvm::isa<FloatType>(elem)) read(dense.getValues<APFloat>());
   else if (elem.isInteger(1)) read(dense.getValues<bool>());
   else if (llvm::isa<IntegerType>(elem)) read(dense.getValues<APInt>());
   else return std::nullopt;
@@ -91,6 +114,35 @@ Attribute scalarAttr(Type elem, double v) {
 DenseElementsAttr makeAttr(RankedTensorType type, const Values& v) {
   Type elem = type.getElementType();
   if (v.splat) return DenseElementsAttr::get(type, scalarAttr(elem, v.data[0]));
+  if (elem.isF32()) {
+    // A double rounds to the nearest f32 (ties to even) under the C++
+    // conversion on IEEE hardware, as APFloat's convert does.
+    SmallVector<float> xs(v.data.begin(), v.data.end());
+    return DenseElementsAttr::get(type, ArrayRef<float>(xs));
+  }
+  if (elem.isF64()) return DenseElementsAttr::get(type, ArrayRef<double>(v.data));
+  if (elem.isBF16()) {
+    SmallVector<char> raw;
+    raw.reserve(2 * v.data.size());
+    for (double d : v.data) {
+      uint16_t bits;
+      float f = float(d);
+      if (double(f) == d && std::isfinite(f)) {
+        // Exactly an f32 (every value read from a bf16 or f32 constant):
+        // one rounding, f32 -> bf16, to nearest even.
+        uint32_t u;
+        std::memcpy(&u, &f, sizeof(u));
+        bits = uint16_t((u + 0x7FFFu + ((u >> 16) & 1u)) >> 16);
+      } else {
+        // Rounding through f32 first could round twice: let APFloat round once.
+        APInt b = llvm::cast<FloatAttr>(scalarAttr(elem, d)).getValue().bitcastToAPInt();
+        bits = uint16_t(b.getZExtValue());
+      }
+      raw.push_back(char(bits & 0xFF));
+      raw.push_back(char(bits >> 8));
+    }
+    return DenseElementsAttr::getFromRawBuffer(type, raw);
+  }
   if (auto f = llvm::dyn_cast<FloatType>(elem)) {
     SmallVector<APFloat> xs;
     xs.reserve(v.data.size());
