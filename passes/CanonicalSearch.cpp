@@ -215,7 +215,9 @@ class CanonicalSearch {
     }
     for (size_t sec = 0; sec < s; ++sec) raiseToLowestFree(int(sec));
     floorLog_.clear();  // the starting state is never undone
+    floorValues_.clear();
     floorLog_.reserve(64 * s + 1024);
+    floorValues_.reserve(64 * s + 1024);
     offsetLog_.reserve(64 * n + 1024);
   }
 
@@ -332,9 +334,10 @@ class CanonicalSearch {
       touchedLo = std::min(touchedLo, sections_.first[size_t(o)]);
       touchedHi = std::max(touchedHi, sections_.last[size_t(o)]);
     }
-    for (int sec = sections_.first[size_t(item)]; sec < sections_.last[size_t(item)]; ++sec) {
-      floorLog_.push_back({sec, floor_[size_t(sec)]});
-      floor_[size_t(sec)] = top;
+    const int first = sections_.first[size_t(item)], last = sections_.last[size_t(item)];
+    saveFloors(first, last);
+    std::fill(floor_.begin() + first, floor_.begin() + last, top);
+    for (int sec = first; sec < last; ++sec) {
       unplaced_[size_t(sec)] -= it.size;
       closeSlot(item, sec);
     }
@@ -353,15 +356,18 @@ class CanonicalSearch {
     for (int k = 0, count = openCount_[size_t(sec)]; k < count; ++k)
       if ((lowest = std::min(lowest, minOffset_[size_t(open[size_t(k)])])) <= harmless) return;
     if (lowest != INT64_MAX && lowest > floor) {
-      floorLog_.push_back({sec, floor});
+      saveFloors(sec, sec + 1);
       floor_[size_t(sec)] = lowest;
     }
   }
 
   void unplace(int item, size_t floorMark, size_t offsetMark) {
     while (floorLog_.size() > floorMark) {
-      floor_[size_t(floorLog_.back().index)] = floorLog_.back().value;
+      // Runs come back in the reverse order they were saved in.
+      auto [first, count] = floorLog_.back();
       floorLog_.pop_back();
+      std::copy(floorValues_.end() - count, floorValues_.end(), floor_.begin() + first);
+      floorValues_.resize(floorValues_.size() - size_t(count));
     }
     while (offsetLog_.size() > offsetMark) {
       minOffset_[size_t(offsetLog_.back().index)] = offsetLog_.back().value;
@@ -403,6 +409,13 @@ class CanonicalSearch {
     int64_t value;
   };
 
+  // Saves floor_[first, last) as one run, to be put back by unplace().
+  void saveFloors(int first, int last) {
+    if (first >= last) return;
+    floorLog_.push_back({first, last - first});
+    floorValues_.insert(floorValues_.end(), floor_.begin() + first, floor_.begin() + last);
+  }
+
   const std::vector<Item>& items_;
   const Sections& sections_;
   int64_t capacity_;
@@ -414,7 +427,9 @@ class CanonicalSearch {
   std::vector<std::vector<int>> open_;
   std::vector<int> openCount_, slot_;
   std::vector<size_t> slotBase_;
-  std::vector<Change> floorLog_, offsetLog_;
+  std::vector<std::pair<int, int>> floorLog_;  // runs (first section, count) of floorValues_
+  std::vector<int64_t> floorValues_;
+  std::vector<Change> offsetLog_;
   int64_t nodeLimit_ = 0, nodes_ = 0;
   Preorder order_ = Preorder::TotalLengthArea;
 };

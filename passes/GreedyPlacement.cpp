@@ -8,9 +8,10 @@
 //  - skyline: build the plan bottom-up, always placing the buffer that can
 //    go lowest right now on top of the placed buffers under it (the first
 //    leaf of the canonical search in CanonicalSearch.cpp).
-// Both avoid comparing every pair of buffers: first fit looks at placed
-// buffers through a time-bucket index, skyline keeps per-section floors in
-// a segment tree and a priority queue of lazily refreshed offsets.
+// Both avoid comparing every pair of buffers: first fit looks at the offset
+// ranges taken during a lifetime through a segment tree of range unions
+// (OccupancyTree), skyline keeps per-section floors in a segment tree and a
+// priority queue of lazily refreshed offsets.
 //
 //===----------------------------------------------------------------------===//
 
@@ -24,48 +25,131 @@
 namespace neuroncc::planner {
 namespace {
 
-// Placed items indexed by time: bucket k holds every placed item live at
-// some step in [origin + k * width, origin + (k + 1) * width).
-class TimeIndex {
+// Placed items indexed by time, to answer "which offsets are taken at some
+// step of [start, end)?" without visiting every placed item live then.
+// A segment tree over the distinct time points: an item is stored in the
+// O(log n) nodes that make up its lifetime (`own`), and every node also
+// keeps `sub`, the union of the offset ranges stored anywhere in its
+// subtree. The items overlapping a lifetime are then those in `own` of the
+// nodes on the way down that cover it partly and in `sub` of the nodes it
+// covers whole: O(log n) interval sets, each a union of disjoint ranges, so
+// a contiguous stack of buffers is one range however many buffers it holds.
+// Disjoint, non-touching offset ranges [lo, hi), sorted: a union of buffers.
+// A sorted vector: the sets stay short (a contiguous stack is one range), so
+// inserting by moving the tail beats a node-based tree.
+using Range = std::pair<int64_t, int64_t>;
+using Ranges = std::vector<Range>;
+
+void insertRange(Ranges& r, int64_t lo, int64_t hi) {
+  // First range that ends at or after lo (it may touch or overlap).
+  auto first = std::lower_bound(r.begin(), r.end(), lo, [](const Range& x, int64_t v) { return x.second < v; });
+  auto last = first;
+  while (last != r.end() && last->first <= hi) {
+    lo = std::min(lo, last->first);
+    hi = std::max(hi, last->second);
+    ++last;
+  }
+  if (first == last) {
+    r.insert(first, {lo, hi});
+  } else {
+    *first = {lo, hi};
+    r.erase(first + 1, last);
+  }
+}
+
+class OccupancyTree {
  public:
-  explicit TimeIndex(const std::vector<Item>& items) {
-    int64_t lo = INT64_MAX, hi = INT64_MIN;
-    double total = 0;  // lifetimes may reach 2^61 each
+  explicit OccupancyTree(const std::vector<Item>& items) {
     for (const Item& b : items) {
-      lo = std::min(lo, b.start);
-      hi = std::max(hi, b.end);
-      total += double(b.end - b.start);
+      points_.push_back(b.start);
+      points_.push_back(b.end);
     }
-    origin_ = lo;
-    // Buckets about one average lifetime wide, but never more than 4 per
-    // buffer however sparse the timeline.
-    double n = double(std::max<size_t>(1, items.size()));
-    width_ = std::max<int64_t>({1, int64_t(total / n), (hi - lo) / int64_t(4 * n) + 1});
-    buckets_.resize(size_t((hi - lo) / width_ + 1));
-    seen_.assign(items.size(), 0);
+    std::sort(points_.begin(), points_.end());
+    points_.erase(std::unique(points_.begin(), points_.end()), points_.end());
+    leaves_ = std::max<int>(1, int(points_.size()) - 1);
+    own_.resize(size_t(4 * leaves_));
+    sub_.resize(size_t(4 * leaves_));
   }
-  void add(int i, const Item& b) {
-    for (int64_t k = first(b); k <= last(b); ++k) buckets_[size_t(k)].push_back(i);
+  void add(const Item& b, int64_t offset) {
+    add(1, 0, leaves_, leaf(b.start), leaf(b.end), offset, offset + b.size);
   }
-  template <typename Fn>
-  void forEachNear(const Item& b, Fn fn) {
-    ++epoch_;
-    for (int64_t k = first(b); k <= last(b); ++k)
-      for (int j : buckets_[size_t(k)]) {
-        if (seen_[size_t(j)] == epoch_) continue;
-        seen_[size_t(j)] = epoch_;
-        fn(j);
-      }
+  // The range sets whose union is every range taken during b's lifetime.
+  void collect(const Item& b, std::vector<const Ranges*>& sets) const {
+    sets.clear();
+    collect(1, 0, leaves_, leaf(b.start), leaf(b.end), sets);
   }
 
  private:
-  int64_t first(const Item& b) const { return (b.start - origin_) / width_; }
-  int64_t last(const Item& b) const { return (b.end - 1 - origin_) / width_; }
-  int64_t origin_ = 0, width_ = 1;
-  std::vector<std::vector<int>> buckets_;
-  std::vector<uint32_t> seen_;
-  uint32_t epoch_ = 0;
+  int leaf(int64_t t) const { return int(std::lower_bound(points_.begin(), points_.end(), t) - points_.begin()); }
+  void add(int node, int l, int r, int a, int b, int64_t lo, int64_t hi) {
+    if (b <= l || r <= a) return;
+    insertRange(sub_[size_t(node)], lo, hi);
+    if (a <= l && r <= b) {
+      insertRange(own_[size_t(node)], lo, hi);
+      return;
+    }
+    int m = (l + r) / 2;
+    add(2 * node, l, m, a, b, lo, hi);
+    add(2 * node + 1, m, r, a, b, lo, hi);
+  }
+  void collect(int node, int l, int r, int a, int b, std::vector<const Ranges*>& sets) const {
+    if (b <= l || r <= a || sub_[size_t(node)].empty()) return;
+    if (a <= l && r <= b) {
+      sets.push_back(&sub_[size_t(node)]);
+      return;
+    }
+    if (!own_[size_t(node)].empty()) sets.push_back(&own_[size_t(node)]);
+    int m = (l + r) / 2;
+    collect(2 * node, l, m, a, b, sets);
+    collect(2 * node + 1, m, r, a, b, sets);
+  }
+  std::vector<int64_t> points_;
+  int leaves_ = 1;
+  std::vector<Ranges> own_, sub_;
 };
+
+using RangeSets = std::vector<const Ranges*>;
+
+// The lowest offset, a multiple of `align`, where `size` bytes collide with
+// no range of `sets`: move above whatever blocks the candidate until nothing
+// does. Each move passes a whole range of one set.
+int64_t lowestFit(const RangeSets& sets, int64_t size, int64_t align) {
+  int64_t candidate = 0;
+  for (size_t quiet = 0, k = 0; quiet < sets.size(); k = (k + 1) % sets.size()) {
+    const Ranges& r = *sets[k];
+    // The first range ending after the candidate; it blocks if it starts
+    // below candidate + size. Keep climbing this set while it blocks.
+    auto it = std::upper_bound(r.begin(), r.end(), candidate, [](int64_t v, const Range& x) { return v < x.second; });
+    bool moved = false;
+    while (it != r.end() && it->first < candidate + size) {
+      candidate = alignUp(it->second, align);
+      moved = true;
+      while (it != r.end() && it->second <= candidate) ++it;
+    }
+    quiet = moved ? 1 : quiet + 1;
+  }
+  return candidate;
+}
+
+// The tightest gap between the union's ranges that holds `size` bytes once
+// aligned (the lowest such gap on ties), or the offset above every range:
+// the best fit of TFLite's and XLA's size-ordered planners. A gap of exactly
+// `size` ends the scan.
+int64_t tightestFit(const RangeSets& sets, int64_t size, int64_t align, Ranges& scratch) {
+  scratch.clear();
+  for (const Ranges* r : sets) scratch.insert(scratch.end(), r->begin(), r->end());
+  std::sort(scratch.begin(), scratch.end());
+  int64_t candidate = 0, chosen = -1, chosenGap = INT64_MAX;
+  for (auto [lo, hi] : scratch) {
+    if (candidate + size <= lo && lo - candidate < chosenGap) {
+      chosenGap = lo - candidate;
+      chosen = candidate;
+      if (chosenGap == size) return chosen;  // nothing fits tighter
+    }
+    candidate = std::max(candidate, alignUp(hi, align));
+  }
+  return chosen >= 0 ? chosen : candidate;
+}
 
 }  // namespace
 
@@ -146,61 +230,21 @@ int64_t placeOnline(const std::vector<Item>& items, std::vector<int64_t>& offset
   return arena;
 }
 
-int64_t countOverlappingPairs(const std::vector<Item>& items) {
-  std::vector<int64_t> starts, ends;
-  starts.reserve(items.size());
-  ends.reserve(items.size());
-  for (const Item& b : items) {
-    starts.push_back(b.start);
-    ends.push_back(b.end);
-  }
-  std::sort(starts.begin(), starts.end());
-  std::sort(ends.begin(), ends.end());
-  // j overlaps i iff start_j < end_i and end_j > start_i; count, minus i itself.
-  int64_t total = 0;
-  for (const Item& b : items) {
-    int64_t startedBefore = std::lower_bound(starts.begin(), starts.end(), b.end) - starts.begin();
-    int64_t endedBefore = std::upper_bound(ends.begin(), ends.end(), b.start) - ends.begin();
-    total += startedBefore - endedBefore - 1;
-  }
-  return total / 2;
-}
-
 int64_t placeFirstFit(const std::vector<Item>& items, const std::vector<int>& order,
                       std::vector<int64_t>& offsets, bool bestFit) {
   offsets.assign(items.size(), -1);
   if (items.empty()) return 0;
-  TimeIndex index(items);
-  std::vector<std::pair<int64_t, int64_t>> busy;  // [offset, offset + size)
+  OccupancyTree occupied(items);
+  RangeSets sets;
+  Ranges scratch;
   int64_t arena = 0;
   for (int i : order) {
     const Item& b = items[size_t(i)];
-    busy.clear();
-    index.forEachNear(b, [&](int j) {
-      const Item& o = items[size_t(j)];
-      if (b.start < o.end && o.start < b.end) busy.emplace_back(offsets[size_t(j)], offsets[size_t(j)] + o.size);
-    });
-    std::sort(busy.begin(), busy.end());
-    int64_t candidate = 0, chosen = -1, chosenGap = INT64_MAX;
-    for (auto [lo, hi] : busy) {
-      if (candidate + b.size <= lo) {
-        if (!bestFit) {
-          chosen = candidate;
-          break;
-        }
-        // Best fit: the tightest gap, as TFLite's and XLA's size-ordered planners do.
-        if (lo - candidate < chosenGap) {
-          chosenGap = lo - candidate;
-          chosen = candidate;
-        }
-      }
-      candidate = std::max(candidate, alignUp(hi, b.align));
-    }
-    if (chosen < 0) chosen = candidate;  // above every busy range
+    occupied.collect(b, sets);
+    int64_t chosen = bestFit ? tightestFit(sets, b.size, b.align, scratch) : lowestFit(sets, b.size, b.align);
     offsets[size_t(i)] = chosen;
-    int64_t placedTop = chosen + b.size;
-    arena = std::max(arena, placedTop);
-    index.add(i, b);
+    arena = std::max(arena, chosen + b.size);
+    occupied.add(b, chosen);
   }
   return arena;
 }

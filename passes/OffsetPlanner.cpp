@@ -1,16 +1,18 @@
 //===- OffsetPlanner.cpp - choose the smallest arena -----------------------===//
 //
 // 1. Heuristics (GreedyPlacement.cpp): an online best-fit allocator in time
-//    order (always O(n log n)), first fit in several orders, best fit, and
-//    skyline placement under several preorders (skipped where they would be
-//    quadratic). The smallest arena wins; if it equals the lower bound (peak
-//    live bytes) it is optimal and planning stops.
+//    order, the classic greedy orderings (size and lifetime descending, each
+//    with first fit and best fit), then skyline placement and first fit
+//    under more preorders; all about O(n log n). The smallest arena wins; if
+//    it equals the lower bound (peak live bytes) it is optimal and planning
+//    stops.
 // 2. Otherwise, when a budget is given and the instance is small enough, the
 //    exact canonical search (CanonicalSearch.cpp) runs as a sequence of
 //    "does a plan fit in C bytes?" questions, narrowing [lower, best):
-//    first at the lower bound itself with a third of the budget (most
-//    instances reach it), then halving the gap, each question with half of
-//    what is left. A found plan lowers `best` to its actual arena; a
+//    first a quick question halfway, with 6% of the budget (a cheap gain
+//    where the optimum is above the bound), then the lower bound itself
+//    with 90% of what is left (most instances reach it), then halving the
+//    gap, each question with half of what is left. A found plan lowers `best` to its actual arena; a
 //    completed search that finds nothing raises `lower` (a proof); a
 //    question that runs out of its share counts as "not found" for choosing
 //    the next question but proves nothing.
@@ -22,7 +24,9 @@
 #include "passes/OffsetPlanner.h"
 
 #include <algorithm>
+#include <chrono>
 #include <numeric>
+#include <thread>
 
 #include "passes/PlannerInternal.h"
 
@@ -32,11 +36,19 @@ using namespace planner;
 
 namespace {
 
-// Beyond these, first/best fit (work ~ overlapping pairs) and the section
-// member lists (memory ~ sections x live buffers) would be quadratic; the
-// skyline heuristic alone then plans, in O(n log n).
-constexpr int64_t kMaxPairsForFit = 20000000;
+// Beyond this, the section member lists (memory ~ sections x live buffers)
+// would be quadratic; the search and the repair, which need them, then do
+// not run.
 constexpr size_t kMaxMembership = 20000000;
+// From this many buffers on, the classic heuristics run on threads of their own.
+constexpr size_t kParallelItems = 4096;
+// The first question of the exact search asks for a plan at the lower bound
+// itself, which most instances reach (every MiniMalloc challenging instance
+// with a known optimum): it gets most of the budget, and the rest goes to
+// narrowing the gap if it fails.
+constexpr double kLowerBoundShare = 0.9;
+constexpr int kQuickQuestions = 1;
+constexpr double kQuickShare = 0.06;
 
 int64_t arenaOf(const std::vector<Item>& items, const std::vector<int64_t>& offsets) {
   int64_t arena = 0;
@@ -78,7 +90,6 @@ PlanResult planOffsets(std::vector<PlannedBuffer>& buffers, const PlanOptions& o
     return result;
   }
   Sections sections = buildSections(items, kMaxMembership);
-  bool pairwiseAffordable = countOverlappingPairs(items) <= kMaxPairsForFit;
   std::vector<int64_t> totals = sectionTotals(items, sections);
 
   std::vector<int64_t> best, trial;
@@ -88,6 +99,14 @@ PlanResult planOffsets(std::vector<PlannedBuffer>& buffers, const PlanOptions& o
     bestArena = arena;
     best = trial;
     result.method = std::move(method);
+  };
+  // A heuristic's run, timed and reported whether or not it wins.
+  auto run = [&](std::string method, auto place) {
+    auto t0 = std::chrono::steady_clock::now();
+    int64_t arena = place();
+    double took = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    result.heuristics.push_back({method, arena, took});
+    consider(arena, std::move(method));
   };
   // The budget covers the heuristics too, so a time limit bounds the whole call.
   bool budgeted = options.timeLimitSeconds > 0 || options.nodeLimit > 0;
@@ -99,23 +118,61 @@ PlanResult planOffsets(std::vector<PlannedBuffer>& buffers, const PlanOptions& o
     enum { kFirstFit, kBestFit, kSkyline } kind;
     Preorder order;
   };
+  // The classic greedy orderings first (size and lifetime descending, each
+  // with first and best fit): every plan is at least as good as the best of
+  // them. All are O(n log n) in practice (OccupancyTree), whatever the number
+  // of overlapping pairs.
   const Heuristic heuristics[] = {
-      {Heuristic::kFirstFit, Preorder::Size},          {Heuristic::kSkyline, Preorder::TotalAreaLength},
-      {Heuristic::kFirstFit, Preorder::LengthAreaTotal}, {Heuristic::kSkyline, Preorder::TotalLengthArea},
+      {Heuristic::kFirstFit, Preorder::Size},            {Heuristic::kBestFit, Preorder::Size},
+      {Heuristic::kFirstFit, Preorder::LengthAreaTotal}, {Heuristic::kBestFit, Preorder::LengthAreaTotal},
+      {Heuristic::kSkyline, Preorder::TotalAreaLength},  {Heuristic::kSkyline, Preorder::TotalLengthArea},
       {Heuristic::kBestFit, Preorder::TotalLengthArea},  {Heuristic::kSkyline, Preorder::LengthAreaTotal},
-      {Heuristic::kFirstFit, Preorder::Start},           {Heuristic::kBestFit, Preorder::Size},
-      {Heuristic::kFirstFit, Preorder::TotalAreaLength}, {Heuristic::kSkyline, Preorder::Size},
+      {Heuristic::kFirstFit, Preorder::Start},           {Heuristic::kFirstFit, Preorder::TotalAreaLength},
+      {Heuristic::kSkyline, Preorder::Size},
   };
-  consider(placeOnline(items, trial), "online best-fit");
+  constexpr size_t kClassic = 4;
+  auto name = [&](const Heuristic& h) {
+    return std::string(h.kind == Heuristic::kSkyline ? "skyline by "
+                       : h.kind == Heuristic::kBestFit ? "best-fit by "
+                                                       : "first-fit by ") +
+           preorderName(h.order);
+  };
+  auto place = [&](const Heuristic& h, std::vector<int64_t>& offsets) {
+    return h.kind == Heuristic::kSkyline ? placeSkyline(items, sections, ranked(h.order), offsets)
+                                         : placeFirstFit(items, ranked(h.order), offsets, h.kind == Heuristic::kBestFit);
+  };
+  run("online best-fit", [&] { return placeOnline(items, trial); });
   auto goodEnough = [&] { return options.goodEnoughArena > 0 && bestArena <= options.goodEnoughArena; };
-  for (const Heuristic& h : heuristics) {
-    if (bestArena == result.lowerBound || goodEnough() || (budgeted && budget.exhausted())) break;
-    if (h.kind != Heuristic::kSkyline && !pairwiseAffordable) continue;
-    if (h.kind == Heuristic::kSkyline)
-      consider(placeSkyline(items, sections, ranked(h.order), trial), std::string("skyline by ") + preorderName(h.order));
-    else
-      consider(placeFirstFit(items, ranked(h.order), trial, h.kind == Heuristic::kBestFit),
-               std::string(h.kind == Heuristic::kBestFit ? "best-fit by " : "first-fit by ") + preorderName(h.order));
+  size_t k = 0;
+  if (items.size() >= kParallelItems && bestArena > result.lowerBound && !goodEnough()) {
+    // Large instances: the classic four at once, one thread each, their
+    // results taken in the fixed order (the plan does not depend on timing).
+    struct Outcome {
+      std::vector<int64_t> offsets;
+      int64_t arena = 0;
+      double seconds = 0;
+    };
+    std::vector<Outcome> outcomes(kClassic);
+    std::vector<std::thread> threads;
+    for (size_t j = 0; j < kClassic; ++j)
+      threads.emplace_back([&, j] {
+        auto t0 = std::chrono::steady_clock::now();
+        outcomes[j].arena = place(heuristics[j], outcomes[j].offsets);
+        outcomes[j].seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+      });
+    for (std::thread& t : threads) t.join();
+    for (size_t j = 0; j < kClassic; ++j) {
+      result.heuristics.push_back({name(heuristics[j]), outcomes[j].arena, outcomes[j].seconds});
+      trial = std::move(outcomes[j].offsets);
+      consider(outcomes[j].arena, name(heuristics[j]));
+    }
+    k = kClassic;
+  }
+  for (; k < std::size(heuristics); ++k) {
+    const Heuristic& h = heuristics[k];
+    if (bestArena == result.lowerBound || goodEnough()) break;
+    if (k >= kClassic && budgeted && budget.exhausted()) break;  // the classic ones always run
+    run(name(h), [&] { return place(h, trial); });
   }
 
   int64_t lower = result.lowerBound;
@@ -124,17 +181,21 @@ PlanResult planOffsets(std::vector<PlannedBuffer>& buffers, const PlanOptions& o
     // there ran out of its share of the budget.
     int64_t probe = lower;
     if (items.size() <= options.exactSearchMaxBuffers) {
-      bool firstQuestion = true;
+      // Questions: a quick one halfway to the best plan (a cheap gain where
+      // the optimum sits above the bound), then the bound itself with most
+      // of what is left, then halving what gap remains.
+      int question = 0;
       while (probe < bestArena && !budget.exhausted()) {
-        int64_t capacity = firstQuestion ? probe : probe + (bestArena - probe) / 2;
-        Budget part = budget.share(firstQuestion ? 1.0 / 3 : 1.0 / 2);
-        firstQuestion = false;
+        bool quick = question < kQuickQuestions, atBound = question == kQuickQuestions;
+        int64_t capacity = atBound ? lower : probe + (bestArena - probe) / 2;
+        Budget part = budget.share(quick ? kQuickShare : atBound ? kLowerBoundShare : 1.0 / 2);
+        ++question;
         SearchOutcome outcome = searchWithin(items, sections, capacity, part, trial);
         budget.absorb(part);
         if (outcome == SearchOutcome::kFound) {
           consider(arenaOf(items, trial), "exact search");
         } else {
-          probe = capacity + 1;
+          probe = std::max(probe, capacity + 1);
           if (outcome == SearchOutcome::kInfeasible) lower = capacity + 1;
         }
       }

@@ -37,12 +37,19 @@ struct PlanOptions {
   int64_t goodEnoughArena = 0;
 };
 
+struct HeuristicRun {
+  std::string method;
+  int64_t arena = 0;
+  double seconds = 0;
+};
+
 struct PlanResult {
   int64_t arena = 0;          // one past the highest byte used
   int64_t lowerBound = 0;     // peak live bytes: no plan can be smaller
   bool provenOptimal = false; // arena == lowerBound, or the search exhausted every smaller arena
   std::string method;         // which heuristic or search produced the plan
   int64_t searchNodes = 0;    // nodes the exact search expanded
+  std::vector<HeuristicRun> heuristics;  // each heuristic that ran, in order
 };
 
 // Assigns every buffer an offset so that buffers live at the same time never

@@ -114,12 +114,10 @@ int64_t placeSkyline(const std::vector<Item>& items, const Sections& sections,
 // O(n log n) whatever the overlap.
 int64_t placeOnline(const std::vector<Item>& items, std::vector<int64_t>& offsets);
 
-// Pairs of items live at the same time, counted in O(n log n): the work of
-// first fit and best fit grows with it.
-int64_t countOverlappingPairs(const std::vector<Item>& items);
-
 // Placement in the given item order, each at the lowest offset that fits
-// ("first fit") or in the tightest gap that fits ("best fit").
+// ("first fit") or in the tightest gap that fits ("best fit"), seeing the
+// placed items through a segment tree of offset-range unions over time:
+// O(n log^2 n) plus the gaps passed, whatever the overlap.
 int64_t placeFirstFit(const std::vector<Item>& items, const std::vector<int>& order,
                       std::vector<int64_t>& offsets, bool bestFit = false);
 

@@ -182,6 +182,94 @@ TEST(OffsetPlanner, EveryPathGivesVerifiedPlans) {
   }
 }
 
+// First fit and best fit by pairwise scan, as TFLite's and XLA's planners
+// state them: the reference for the segment-tree implementation.
+int64_t referenceFit(const std::vector<planner::Item>& items, const std::vector<int>& order,
+                     std::vector<int64_t>& offsets, bool bestFit) {
+  offsets.assign(items.size(), -1);
+  int64_t arena = 0;
+  for (int i : order) {
+    const planner::Item& b = items[size_t(i)];
+    std::vector<std::pair<int64_t, int64_t>> busy;
+    for (size_t j = 0; j < items.size(); ++j)
+      if (offsets[j] >= 0 && b.start < items[j].end && items[j].start < b.end)
+        busy.push_back({offsets[j], offsets[j] + items[j].size});
+    std::sort(busy.begin(), busy.end());
+    int64_t candidate = 0, chosen = -1, gap = INT64_MAX;
+    for (auto [lo, hi] : busy) {
+      if (candidate + b.size <= lo && lo - candidate < gap) {
+        chosen = candidate;
+        gap = lo - candidate;
+        if (!bestFit) break;
+      }
+      candidate = std::max(candidate, planner::alignUp(hi, b.align));
+    }
+    if (chosen < 0) chosen = candidate;
+    offsets[size_t(i)] = chosen;
+    arena = std::max(arena, chosen + b.size);
+  }
+  return arena;
+}
+
+TEST(OffsetPlanner, FirstAndBestFitMatchThePairwiseDefinition) {
+  std::mt19937_64 rng(17);
+  for (int trial = 0; trial < 60; ++trial) {
+    std::vector<planner::Item> items;
+    int n = 20 + int(rng() % 400);
+    for (int i = 0; i < n; ++i) {
+      int64_t start = int64_t(rng() % 500), len = 1 + int64_t(rng() % (trial % 3 ? 20 : 300));
+      int64_t align = trial % 4 == 0 ? int64_t(1) << (rng() % 6) : 1;
+      items.push_back({start, start + len, 1 + int64_t(rng() % (trial % 2 ? 64 : 10000)), align});
+    }
+    std::vector<int> order(items.size());
+    std::iota(order.begin(), order.end(), 0);
+    std::shuffle(order.begin(), order.end(), rng);
+    for (bool bestFit : {false, true}) {
+      std::vector<int64_t> got, want;
+      int64_t a = planner::placeFirstFit(items, order, got, bestFit);
+      int64_t b = referenceFit(items, order, want, bestFit);
+      EXPECT_EQ(a, b) << "trial " << trial << (bestFit ? " best fit" : " first fit");
+      EXPECT_EQ(got, want) << "trial " << trial << (bestFit ? " best fit" : " first fit");
+    }
+  }
+}
+
+// The planner's result is never above the classic greedy orderings (size
+// and lifetime descending, first and best fit), whatever the overlap, with
+// or without a budget; large instances take the threaded path.
+TEST(OffsetPlanner, NeverWorseThanTheClassicGreedyOrderings) {
+  std::mt19937_64 rng(23);
+  for (int trial = 0; trial < 12; ++trial) {
+    int n = trial < 11 ? 100 + int(rng() % 900) : 4200;  // the last one past the threading threshold
+    std::vector<PlannedBuffer> b =
+        randomInstance(rng, n, trial % 2 ? 300 : 3000, trial % 3 == 0 ? 800 : 30, 1 << (8 + trial % 10));
+    std::vector<planner::Item> items;
+    for (const PlannedBuffer& x : b) items.push_back({x.start, x.end, x.size, 1});
+    // Size descending (ties: longer first) and lifetime descending (ties:
+    // larger area first), in the planner's own orders.
+    planner::Sections sections = planner::buildSections(items);
+    std::vector<int64_t> totals = planner::sectionTotals(items, sections);
+    std::vector<int> all(items.size());
+    std::iota(all.begin(), all.end(), 0);
+    int64_t classic = INT64_MAX;
+    for (planner::Preorder order : {planner::Preorder::Size, planner::Preorder::LengthAreaTotal})
+      for (bool bestFit : {false, true}) {
+        std::vector<int64_t> offsets;
+        classic = std::min(classic, referenceFit(items, planner::preorderItems(items, sections, all, order, totals),
+                                                 offsets, bestFit));
+      }
+    for (int64_t nodes : {int64_t(0), int64_t(3000)}) {
+      std::vector<PlannedBuffer> copy = b;
+      PlanOptions options;
+      options.nodeLimit = nodes;
+      PlanResult r = planOffsets(copy, options);
+      EXPECT_LE(r.arena, classic) << "trial " << trial << " nodes " << nodes << " (" << r.method << ")";
+      ASSERT_FALSE(verifyPlan(copy, 1, r.arena).has_value());
+      EXPECT_FALSE(r.heuristics.empty());
+    }
+  }
+}
+
 TEST(OffsetPlanner, NodeLimitedPlansAreDeterministic) {
   std::mt19937_64 rng(3);
   std::vector<PlannedBuffer> b = randomInstance(rng, 300, 300, 30, 5000);

@@ -130,6 +130,9 @@ int runPlanMemory(int argc, char** argv) {
   std::printf("optimal:     %s\n", result.provenOptimal ? "yes (proven)" : "not proven");
   std::printf("method:      %s (%lld search nodes)\n", result.method.c_str(), (long long)result.searchNodes);
   std::printf("time:        %.3f s\n", took);
+  for (const HeuristicRun& h : result.heuristics)
+    std::printf("heuristic:   %-32s %lld bytes (ratio %.4f) in %.3f s\n", h.method.c_str(), (long long)h.arena,
+                result.lowerBound > 0 ? double(h.arena) / double(result.lowerBound) : 1.0, h.seconds);
   if (!output.empty()) {
     if (absl::Status st = files::WriteFileAtomic(output, formatPlanCsv(plan)); !st.ok()) {
       std::fprintf(stderr, "error NCC-E005: %s\n", std::string(st.message()).c_str());
