@@ -26,6 +26,7 @@
 #include <algorithm>
 #include <chrono>
 #include <numeric>
+#include <optional>
 #include <thread>
 
 #include "passes/PlannerInternal.h"
@@ -49,6 +50,7 @@ constexpr size_t kParallelItems = 4096;
 constexpr double kLowerBoundShare = 0.9;
 constexpr int kQuickQuestions = 1;
 constexpr double kQuickShare = 0.06;
+constexpr double kExtraHeuristicsShare = 0.3;
 
 int64_t arenaOf(const std::vector<Item>& items, const std::vector<int64_t>& offsets) {
   int64_t arena = 0;
@@ -168,10 +170,15 @@ PlanResult planOffsets(std::vector<PlannedBuffer>& buffers, const PlanOptions& o
     }
     k = kClassic;
   }
+  // The classic ones always run; the others only within a share of the
+  // budget (a wall-clock one: they cost no search nodes), so that the search
+  // or the repair that follows keeps most of it.
+  std::optional<Budget> extra;
   for (; k < std::size(heuristics); ++k) {
     const Heuristic& h = heuristics[k];
     if (bestArena == result.lowerBound || goodEnough()) break;
-    if (k >= kClassic && budgeted && budget.exhausted()) break;  // the classic ones always run
+    if (k == kClassic && budgeted) extra = budget.share(kExtraHeuristicsShare);
+    if (extra && extra->exhausted()) break;
     run(name(h), [&] { return place(h, trial); });
   }
 

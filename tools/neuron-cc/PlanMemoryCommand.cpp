@@ -22,11 +22,13 @@ namespace {
 constexpr double kDefaultTimeLimit = 10;
 
 const char* kUsage =
-    "usage: neuron-cc plan-memory FILE.csv [--time-limit S] [--output PLANNED.csv]\n"
+    "usage: neuron-cc plan-memory FILE.csv [--time-limit S] [--node-limit N] [--output PLANNED.csv]\n"
     "       neuron-cc plan-memory --verify PLANNED.csv\n"
     "FILE.csv: header 'id,lower,upper,size' (optional 'alignment'), one buffer per line,\n"
-    "live over [lower, upper). --time-limit bounds the exact search (default 10 s, 0 = heuristics\n"
-    "only). --output writes the rows with an 'offset' column. --verify checks that no two\n"
+    "live over [lower, upper). --time-limit bounds the search after the classic greedy\n"
+    "orderings, which always run (default 10 s, 0 = heuristics only). --node-limit N bounds it\n"
+    "by search nodes instead (the same plan on every run and machine; with both, whichever\n"
+    "ends first). --output writes the rows with an 'offset' column. --verify checks that no two\n"
     "buffers live at the same time overlap.\n";
 
 int usage(const std::string& msg) {
@@ -70,6 +72,8 @@ int verify(const std::string& path) {
 int runPlanMemory(int argc, char** argv) {
   std::string input, output, verifyPath;
   double seconds = kDefaultTimeLimit;
+  bool secondsGiven = false, nodesGiven = false;
+  int64_t nodes = 0;
   for (int i = 0; i < argc; ++i) {
     std::string arg = argv[i];
     auto value = [&](const std::string& flag, std::string& into) {
@@ -90,8 +94,18 @@ int runPlanMemory(int argc, char** argv) {
       if (!value("--time-limit", v)) return usage("--time-limit needs a value");
       char* end = nullptr;
       seconds = std::strtod(v.c_str(), &end);
+      secondsGiven = true;
       if (v.empty() || *end != '\0' || !std::isfinite(seconds) || seconds < 0 || seconds > 1e6)
         return usage("--time-limit wants seconds between 0 and 1e6, got '" + v + "'");
+    } else if (is("--node-limit")) {
+      std::string v;
+      if (!value("--node-limit", v)) return usage("--node-limit needs a value");
+      char* end = nullptr;
+      long long n = std::strtoll(v.c_str(), &end, 10);
+      if (v.empty() || *end != '\0' || n < 0 || n > (1LL << 50))
+        return usage("--node-limit wants a whole number between 0 and 2^50, got '" + v + "'");
+      nodes = n;
+      nodesGiven = true;
     } else if (is("--output")) {
       if (!value("--output", output) || output.empty()) return usage("--output needs a file name");
     } else if (is("--verify")) {
@@ -113,7 +127,9 @@ int runPlanMemory(int argc, char** argv) {
   PlanCsv plan;
   if (!load(input, plan)) return 1;
   PlanOptions options;
-  options.timeLimitSeconds = seconds;
+  // A node limit alone makes the plan deterministic: no default time limit then.
+  options.timeLimitSeconds = nodesGiven && !secondsGiven ? 0 : seconds;
+  options.nodeLimit = nodes;
   auto t0 = std::chrono::steady_clock::now();
   PlanResult result = planOffsets(plan.buffers, options);
   double took = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
