@@ -117,6 +117,11 @@ bool Budget::spend() {
   return !out_;
 }
 
+void Budget::charge(int64_t nodes) {
+  used_ = used_ > INT64_MAX - nodes ? INT64_MAX : used_ + nodes;
+  if (used_ > limit_) out_ = true;
+}
+
 std::vector<int64_t> sectionTotals(const std::vector<Item>& items, const Sections& sections) {
   // Each item adds its size over [first, last): a difference array.
   std::vector<int64_t> total(size_t(sections.count) + 1, 0);

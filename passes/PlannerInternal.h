@@ -76,6 +76,9 @@ class Budget {
   Budget(int64_t nodes, double seconds);
   // Counts one node; false once either limit is spent.
   bool spend();
+  // Counts `nodes` nodes' worth of work done outside a search (a repair's
+  // setup), so that a node limit bounds it too.
+  void charge(int64_t nodes);
   bool exhausted();
   int64_t nodesUsed() const { return used_; }
   // A budget holding `fraction` of what is left; `absorb` its use afterwards.

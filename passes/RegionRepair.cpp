@@ -97,6 +97,10 @@ class Repairer {
   }
 
   bool repairAround(int s, int radius, int64_t slab, int64_t target, Budget& budget) {
+    // The setup below visits every buffer: charge it as search nodes (one
+    // per 64 buffers), or a node limit alone would not bound the attempts.
+    budget.charge(1 + int64_t(items_.size()) / 64);
+    if (budget.exhausted()) return false;
     int lo = std::max(0, s - radius), hi = std::min(sections_.count, s + radius + 1);
     std::vector<int> free;
     if (!collectFree(lo, hi, slab, free)) return false;
