@@ -14,6 +14,9 @@
 namespace neuroncc::files {
 
 absl::StatusOr<std::string> ReadFile(const std::string& path) {
+  struct stat st;
+  if (::stat(path.c_str(), &st) == 0 && S_ISDIR(st.st_mode))
+    return absl::InvalidArgumentError(absl::StrCat("'", path, "' is a directory, not a file"));
   std::ifstream in(path, std::ios::binary);
   if (!in) return absl::NotFoundError(absl::StrCat("cannot open '", path, "': ", std::strerror(errno)));
   std::ostringstream ss;

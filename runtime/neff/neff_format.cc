@@ -128,10 +128,20 @@ std::string SerializeHeader(const Header& h) {
   return buf;
 }
 
+bool LooksLikeNeff(std::string_view bytes) {
+  return bytes.size() >= kHeaderSize && GetLE<uint64_t>(bytes, kOffPkgVersion) == kPackageVersion &&
+         GetLE<uint64_t>(bytes, kOffHeaderSize) == kHeaderSize;
+}
+
 absl::StatusOr<Header> ParseHeader(std::string_view bytes) {
   if (bytes.size() < kHeaderSize)
     return Bad(absl::StrCat("file is ", bytes.size(), " bytes, shorter than the ",
                             kHeaderSize, "-byte header"));
+  if (!LooksLikeNeff(bytes))
+    return Bad(absl::StrCat("not a NEFF file (bad magic: a NEFF begins with package version ", kPackageVersion,
+                            " and header size ", kHeaderSize, ", this file with ",
+                            GetLE<uint64_t>(bytes, kOffPkgVersion), " and ",
+                            GetLE<uint64_t>(bytes, kOffHeaderSize), ")"));
   Header h;
   h.pkg_version = GetLE<uint64_t>(bytes, kOffPkgVersion);
   h.header_size = GetLE<uint64_t>(bytes, kOffHeaderSize);

@@ -58,6 +58,10 @@ absl::StatusOr<std::string> SerializeNeff(Executable executable,
                                           std::string_view build_version);
 
 std::string SerializeHeader(const Header& header);
+// Whether `bytes` start like a NEFF: its first two header fields (package
+// version and header size) hold the values every NEFF has, the format's
+// magic number in effect.
+bool LooksLikeNeff(std::string_view bytes);
 absl::StatusOr<Header> ParseHeader(std::string_view bytes);
 
 // Parses and fully verifies a NEFF image: header fields, payload digest,

@@ -216,6 +216,7 @@ NRT_STATUS StopInspect() {
   std::unique_ptr<Inspect> in = std::move(R().inspect);
   if (!in) return Fail(NRT_INVALID, "nrt_inspect_stop: no profiling session is running");
   for (const InspectModel& e : in->models) {
+    if (e.profile.execution_count() == 0) continue;  // loaded but never run: no trace to show
     std::string neff_path = absl::StrCat(in->dir, "/", ntff::NeffFileName(e.hash));
     std::string ntff_path =
         absl::StrCat(in->dir, "/", ntff::NtffFileName(e.hash, e.instance, uint32_t(e.vnc)));
@@ -466,7 +467,8 @@ NRT_API NRT_STATUS nrt_load(const void* neff_bytes, size_t size, int32_t vnc, in
     return Fail(NRT_LOAD_NOT_ENOUGH_NC,
                 absl::StrCat("nrt_load: vnc_count ", vnc_count, " requested; pass -1"));
   uint64_t major = 0;
-  if (VersionMismatch(neff_bytes, size, &major))
+  if (nn::LooksLikeNeff(std::string_view(static_cast<const char*>(neff_bytes), size)) &&
+      VersionMismatch(neff_bytes, size, &major))
     return Fail(NRT_UNSUPPORTED_NEFF_VERSION,
                 absl::StrCat("nrt_load: NEFF version ", major, " is not supported (this runtime reads ",
                              nn::kVersionMajor, ")"));
@@ -865,6 +867,12 @@ NRT_API NRT_STATUS nrt_profile_stop(const char* filename) {
   auto it = std::find_if(caps.begin(), caps.end(), [&](const Capture& c) { return c.filename == filename; });
   if (it == caps.end())
     return Fail(NRT_INVALID, absl::StrCat(fn, ": no nrt_profile_start() wrote to '", filename, "'"));
+  if (it->profile.execution_count() == 0) {
+    // A trace of nothing would be a file no viewer can show: none is written.
+    caps.erase(it);
+    return Fail(NRT_INVALID, absl::StrCat(fn, ": no execution was captured since nrt_profile_start(); nothing "
+                                              "was written to '", filename, "'"));
+  }
   std::string bytes = ntff::SerializeNtff(it->profile);
   caps.erase(it);
   if (absl::Status st = nn::WriteFileAtomic(filename, bytes); !st.ok())

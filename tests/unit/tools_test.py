@@ -277,6 +277,22 @@ class NeuronProfile(Tmp):
     def view(self, *args, rc=0):
         return run([tool("neuron-profile"), "view"] + list(args), expect_rc=rc)
 
+    def test_a_bad_trace_in_a_directory_is_skipped(self):
+        prof = self.two_kernel_profile()
+        ntff = [f for f in os.listdir(prof) if f.endswith(".ntff")][0]
+        h = ntff.split("_")[0]
+        # A second trace of the same NEFF, cut short: reported, skipped, the good one shown.
+        with open(os.path.join(prof, ntff), "rb") as f:
+            data = f.read()
+        with open(os.path.join(prof, "%s_instid_1_vnc_0.ntff" % h), "wb") as f:
+            f.write(data[: len(data) // 2])
+        p = self.view("-d", prof, "--output-format", "summary-json")
+        self.assertIn("warning: skipping '%s_instid_1_vnc_0.ntff'" % h, p.stderr)
+        self.assertEqual(json.loads(p.stdout)["kernel_count"], 2)
+        os.unlink(os.path.join(prof, ntff))
+        p = self.view("-d", prof, rc=1)
+        self.assertIn("could be read", p.stderr)
+
     def test_summary_json_and_aten_attribution(self):
         prof = self.two_kernel_profile()
         s = json.loads(self.view("-d", prof, "--output-format", "summary-json").stdout)
@@ -451,6 +467,14 @@ class NeuronPackager(Tmp):
         p = run([tool("neuron-packager"), "info", bad], expect_rc=1)
         self.assertIn("invalid NEFF", p.stderr)
         run([tool("neuron-packager")], expect_rc=2)
+        # Not a NEFF at all, and a directory: said as such.
+        text = self.path("notes.txt")
+        with open(text, "w") as f:
+            f.write("not a neff\n" * 200)
+        for t in ("neuron-packager", "neuron-run"):
+            args = [tool(t), "info", text] if t == "neuron-packager" else [tool(t), text]
+            self.assertIn("not a NEFF file (bad magic", run(args, expect_rc=1).stderr)
+        self.assertIn("is a directory", run([tool("neuron-run"), self.path("")], expect_rc=1).stderr)
 
 
 if __name__ == "__main__":

@@ -191,10 +191,25 @@ int View(int argc, char** argv) {
     }
     pairs.push_back({neff, ntff_path});
   }
-  std::vector<ntff::Profile> profiles(pairs.size());
-  std::vector<nn::Neff> neffs(pairs.size());
-  for (size_t i = 0; i < pairs.size(); ++i)
-    if (!LoadPair(pairs[i], &profiles[i], &neffs[i], &error)) return Fail(error);
+  std::vector<ntff::Profile> profiles;
+  std::vector<nn::Neff> neffs;
+  std::vector<Pair> shown;
+  for (const Pair& pair : pairs) {
+    ntff::Profile p;
+    nn::Neff n;
+    if (!LoadPair(pair, &p, &n, &error)) {
+      // In a directory, one bad trace is reported and the others still shown.
+      if (!pair.from_dir) return Fail(error);
+      std::fprintf(stderr, "neuron-profile: warning: skipping '%s': %s\n", Basename(pair.ntff_path).c_str(),
+                   error.c_str());
+      continue;
+    }
+    profiles.push_back(std::move(p));
+    neffs.push_back(std::move(n));
+    shown.push_back(pair);
+  }
+  if (profiles.empty()) return Fail(absl::StrCat("no trace in '", dir, "' could be read"));
+  pairs = shown;
 
   std::string out;
   if (format == "html") {

@@ -5,6 +5,8 @@
 //
 // A client of the public-style C API only (nrt/nrt.h and friends), like any
 // application would be.
+#include <sys/stat.h>
+
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
@@ -17,7 +19,6 @@
 #include "nrt/nrt.h"
 #include "nrt/nrt_ext.h"
 #include "nrt/nrt_profile.h"
-#include "file_util.h"
 #include "tensor_io.h"
 
 namespace {
@@ -52,6 +53,11 @@ std::string NrtError(const char* what, NRT_STATUS st) {
 }
 
 bool ReadWholeFile(const std::string& path, std::string* out, std::string* error) {
+  struct stat st;
+  if (::stat(path.c_str(), &st) == 0 && S_ISDIR(st.st_mode)) {
+    *error = absl::StrCat("'", path, "' is a directory, not a NEFF file");
+    return false;
+  }
   FILE* f = std::fopen(path.c_str(), "rb");
   if (!f) {
     *error = absl::StrCat("cannot open '", path, "': ", std::strerror(errno));

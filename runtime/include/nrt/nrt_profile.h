@@ -15,7 +15,8 @@
  *                                      framework, runtime and hardware lanes
  *     where H is the NEFF's profile hash (first 8 bytes of its header SHA-256,
  *     little-endian, decimal). Models loaded before the session started are
- *     included once they execute. Only the options below are supported.
+ *     included once they execute; a model that never executes during the
+ *     session gets no files. Only the options below are supported.
  *
  * A session started by nrt_inspect_begin*() is written only by
  * nrt_inspect_stop(); nrt_close() drops it unwritten. A session started by
@@ -39,7 +40,9 @@ extern "C" {
  * same filename. A model is profiled by at most one such capture at a time. */
 NRT_STATUS nrt_profile_start(nrt_model_t *model, const char *filename);
 /* Writes the NTFF to `filename` and ends that capture. The capture holds its
- * own copy of what it needs, so the model may have been unloaded. */
+ * own copy of what it needs, so the model may have been unloaded. A capture
+ * with no execution in it ends without writing anything and returns
+ * NRT_INVALID (an empty trace is not a profile). */
 NRT_STATUS nrt_profile_stop(const char *filename);
 
 typedef struct nrt_inspect_config nrt_inspect_config_t;
