@@ -476,6 +476,9 @@ NRT_API NRT_STATUS nrt_load(const void* neff_bytes, size_t size, int32_t vnc, in
   m->image.assign(static_cast<const char*>(neff_bytes), size);
   absl::StatusOr<nn::Neff> neff = nn::ParseNeff(m->image);
   if (!neff.ok()) return Fail(NRT_INVALID, absl::StrCat("nrt_load: ", neff.status().message()));
+  if (!neuroncc::json::IsValidUtf8(neff->header.name))
+    return Fail(NRT_INVALID, "nrt_load: the NEFF header's name is not UTF-8 (the header is not covered by "
+                             "the payload hash: a corrupted header)");
   m->neff = std::move(*neff);
   const nn::Executable& exe = m->neff.executable;
   // A race would make the simulated result one of several the device could
@@ -502,6 +505,11 @@ NRT_API NRT_STATUS nrt_load(const void* neff_bytes, size_t size, int32_t vnc, in
         return Fail(NRT_INVALID, absl::StrCat("nrt_load: ", inputs ? "input " : "output ", i,
                                               " has an empty name or one of ", NRT_TENSOR_NAME_MAX,
                                               "+ characters"));
+      // A C client names tensors by NUL-terminated strings, and names go
+      // into JSON: a NUL inside or bytes that are not UTF-8 could never bind.
+      if (name.find('\0') != std::string::npos || !neuroncc::json::IsValidUtf8(name))
+        return Fail(NRT_INVALID, absl::StrCat("nrt_load: ", inputs ? "input " : "output ", i,
+                                              " has a name with a NUL byte or bytes that are not UTF-8"));
       if (!index.emplace(name, size_t(i)).second)
         return Fail(NRT_INVALID, absl::StrCat("nrt_load: two ", inputs ? "inputs" : "outputs",
                                               " are named '", name, "'"));

@@ -193,6 +193,22 @@ TEST_F(NrtApi, LoadRefusesBadInput) {
   EXPECT_EQ(m, nullptr);
 }
 
+TEST_F(NrtApi, LoadRefusesNamesNoClientCouldUse) {
+  // A NUL is valid UTF-8 to protobuf, so the loader must refuse it itself
+  // (bytes that are not UTF-8 fail the protobuf parse before that).
+  neff::Executable exe = AddModel(2, 4);
+  exe.mutable_tensors(0)->set_name(std::string("x\0y", 3));
+  std::string bytes = Serialize(exe);
+  nrt_model_t* m = nullptr;
+  EXPECT_EQ(nrt_load(bytes.data(), bytes.size(), -1, -1, &m), NRT_INVALID);
+  EXPECT_NE(LastError().find("NUL byte or bytes that are not UTF-8"), std::string::npos) << LastError();
+  // The header's name is outside the payload hash: checked on its own.
+  std::string named = Serialize(AddModel(2, 4));
+  named[220] = char(0xff);  // the first byte of the header's name field
+  EXPECT_EQ(nrt_load(named.data(), named.size(), -1, -1, &m), NRT_INVALID);
+  EXPECT_NE(LastError().find("name is not UTF-8"), std::string::npos) << LastError();
+}
+
 TEST_F(NrtApi, LoadRefusesAmbiguousTensorNames) {
   neff::Executable exe = AddModel(2, 4);
   exe.mutable_tensors(1)->set_name("x");
