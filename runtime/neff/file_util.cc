@@ -1,5 +1,7 @@
 #include "file_util.h"
 
+#include <dirent.h>
+#include <signal.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -25,8 +27,45 @@ absl::StatusOr<std::string> ReadFile(const std::string& path) {
   return ss.str();
 }
 
+namespace {
+
+// "dir/.name.tmp.<pid>" for "dir/name": hidden beside its target, so the
+// rename stays within one file system.
+std::string TempPrefix(const std::string& path) {
+  size_t slash = path.rfind('/');
+  std::string dir = slash == std::string::npos ? "" : path.substr(0, slash + 1);
+  std::string base = slash == std::string::npos ? path : path.substr(slash + 1);
+  return absl::StrCat(dir, ".", base, ".tmp.");
+}
+
+// Removes what an earlier writer of `path` left when it was killed between
+// creating its temporary file and renaming it: files of the same prefix whose
+// process no longer runs.
+void RemoveStaleTemps(const std::string& path) {
+  std::string prefix = TempPrefix(path);
+  size_t slash = prefix.rfind('/');
+  std::string dir = slash == std::string::npos ? "." : prefix.substr(0, slash);
+  std::string name_prefix = slash == std::string::npos ? prefix : prefix.substr(slash + 1);
+  DIR* d = ::opendir(dir.c_str());
+  if (!d) return;
+  while (dirent* e = ::readdir(d)) {
+    std::string name = e->d_name;
+    if (name.compare(0, name_prefix.size(), name_prefix) != 0) continue;
+    std::string pid_text = name.substr(name_prefix.size());
+    if (pid_text.empty() || pid_text.find_first_not_of("0123456789") != std::string::npos || pid_text.size() > 9)
+      continue;
+    pid_t pid = pid_t(std::stol(pid_text));
+    if (pid == ::getpid() || (::kill(pid, 0) != 0 && errno == ESRCH))
+      std::remove(absl::StrCat(dir, "/", name).c_str());
+  }
+  ::closedir(d);
+}
+
+}  // namespace
+
 absl::Status WriteFileAtomic(const std::string& path, std::string_view bytes) {
-  std::string tmp = absl::StrCat(path, ".tmp.", ::getpid());
+  RemoveStaleTemps(path);
+  std::string tmp = absl::StrCat(TempPrefix(path), ::getpid());
   FILE* f = std::fopen(tmp.c_str(), "wb");
   if (!f) return absl::PermissionDeniedError(absl::StrCat("cannot create '", tmp, "': ", std::strerror(errno)));
   bool ok = std::fwrite(bytes.data(), 1, bytes.size(), f) == bytes.size();

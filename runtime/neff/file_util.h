@@ -13,7 +13,9 @@ namespace neuroncc::files {
 
 absl::StatusOr<std::string> ReadFile(const std::string& path);
 
-// Writes to `path.tmp.<pid>` then renames, so readers never see a partial file.
+// Writes to ".<name>.tmp.<pid>" beside `path`, then renames, so readers never
+// see a partial file. Temporary files of `path` left by a writer that was
+// killed (its process gone) are removed first.
 absl::Status WriteFileAtomic(const std::string& path, std::string_view bytes);
 
 // mkdir -p: creates every missing directory of `path`.

@@ -29,6 +29,9 @@ void FillDeviceParams(const neff::DeviceParams& device, DeviceParams* out);
 
 // The public profile file names: `neff_<H>.neff` and
 // `<H>_instid_<instance>_vnc_<vnc>.ntff`, H a decimal u64.
+// Present in a profile directory while nrt_inspect_stop writes it; a
+// directory that still holds it was cut short (its writer was killed).
+inline constexpr const char* kIncompleteMarker = ".profile-incomplete";
 std::string NeffFileName(uint64_t hash);
 std::string NtffFileName(uint64_t hash, uint32_t instance, uint32_t vnc);
 

@@ -215,6 +215,12 @@ NRT_STATUS BeginInspect(const std::string& dir) {
 NRT_STATUS StopInspect() {
   std::unique_ptr<Inspect> in = std::move(R().inspect);
   if (!in) return Fail(NRT_INVALID, "nrt_inspect_stop: no profiling session is running");
+  // Marks the directory as being written until its last file is in place, so
+  // that a viewer can tell a profile cut short by a kill from a whole one.
+  const std::string marker = absl::StrCat(in->dir, "/", ntff::kIncompleteMarker);
+  if (absl::Status st = nn::WriteFileAtomic(marker, "written by nrt_inspect_stop, removed when it completes\n");
+      !st.ok())
+    return Fail(NRT_FAILURE, absl::StrCat("nrt_inspect_stop: ", st.message()));
   for (const InspectModel& e : in->models) {
     if (e.profile.execution_count() == 0) continue;  // loaded but never run: no trace to show
     std::string neff_path = absl::StrCat(in->dir, "/", ntff::NeffFileName(e.hash));
@@ -226,6 +232,7 @@ NRT_STATUS StopInspect() {
   }
   absl::Status st = nn::WriteFileAtomic(absl::StrCat(in->dir, "/trace.json"), in->trace.Render());
   if (!st.ok()) return Fail(NRT_FAILURE, absl::StrCat("nrt_inspect_stop: ", st.message()));
+  std::remove(marker.c_str());
   return NRT_SUCCESS;
 }
 

@@ -100,8 +100,8 @@ TEST(NeffCorruption, HeaderLiesAreRefused) {
   PutLE64(b, 16, ~uint64_t(0));
   ExpectRefused(b, "payload bytes but the file has");
   b = bytes;
-  PutLE64(b, 8, 512);
-  ExpectRefused(b, "header_size");
+  PutLE64(b, 8, 512);  // the header size is part of what says "this is a NEFF"
+  ExpectRefused(b, "not a NEFF file (bad magic");
   b = bytes;
   PutLE64(b, 24, kVersionMajor + 1);
   ExpectRefused(b, "neff_version_major");

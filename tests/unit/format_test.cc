@@ -1,8 +1,14 @@
 // NEFF and NTFF format library: round trips, determinism, header layout,
 // profile hash and file names.
 #include <gtest/gtest.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cstdio>
+#include <cstdlib>
 
 #include "device_model.h"
+#include "file_util.h"
 #include "neff_format.h"
 #include "ntff_format.h"
 #include "test_neffs.h"
@@ -261,3 +267,30 @@ TEST(NtffFormat, ProfileFileNames) {
 
 }  // namespace
 }  // namespace neuroncc
+
+// A writer killed between creating its temporary file and renaming it leaves
+// ".<name>.tmp.<pid>"; the next write of that file removes it when that
+// process is gone, and leaves those of live writers alone.
+TEST(FileUtil, AtomicWritesRemoveTheTemporariesOfDeadWriters) {
+  char tmpl[] = "/tmp/neuroncc-files-XXXXXX";
+  ASSERT_NE(mkdtemp(tmpl), nullptr);
+  std::string dir = tmpl;
+  pid_t child = fork();
+  if (child == 0) _exit(0);
+  ASSERT_GT(child, 0);
+  int status = 0;
+  ASSERT_EQ(waitpid(child, &status, 0), child);  // now a pid with no process
+  std::string dead = dir + "/.out.bin.tmp." + std::to_string(child);
+  std::string live = dir + "/.out.bin.tmp.1";  // init never exits
+  std::string other = dir + "/.other.bin.tmp." + std::to_string(child);
+  for (const std::string& p : {dead, live, other}) std::fclose(std::fopen(p.c_str(), "wb"));
+  ASSERT_TRUE(neuroncc::files::WriteFileAtomic(dir + "/out.bin", "data").ok());
+  auto exists = [](const std::string& p) { return access(p.c_str(), F_OK) == 0; };
+  EXPECT_FALSE(exists(dead));
+  EXPECT_TRUE(exists(live));
+  EXPECT_TRUE(exists(other));  // another file's leftovers wait for that file's next write
+  EXPECT_EQ(*neuroncc::files::ReadFile(dir + "/out.bin"), "data");
+  EXPECT_FALSE(neuroncc::files::ReadFile(dir).ok());  // a directory is not a file
+  for (const std::string& p : {live, other, dir + "/out.bin"}) std::remove(p.c_str());
+  rmdir(dir.c_str());
+}

@@ -286,7 +286,10 @@ class NeuronProfile(Tmp):
             data = f.read()
         with open(os.path.join(prof, "%s_instid_1_vnc_0.ntff" % h), "wb") as f:
             f.write(data[: len(data) // 2])
+        self.assertNotIn(".profile-incomplete", os.listdir(prof))  # removed once the profile is whole
+        open(os.path.join(prof, ".profile-incomplete"), "w").close()  # as a killed writer leaves it
         p = self.view("-d", prof, "--output-format", "summary-json")
+        self.assertIn("was not completely written", p.stderr)
         self.assertIn("warning: skipping '%s_instid_1_vnc_0.ntff'" % h, p.stderr)
         self.assertEqual(json.loads(p.stdout)["kernel_count"], 2)
         os.unlink(os.path.join(prof, ntff))

@@ -184,6 +184,11 @@ int View(int argc, char** argv) {
   if (!dir.empty()) {
     if (!neff.empty() || !ntff_path.empty()) return Fail("give either -d DIR or -n FILE.neff -s FILE.ntff"), 2;
     if (!PairsFromDir(dir, &pairs, &error)) return Fail(error);
+    if (nn::ReadFile(absl::StrCat(dir, "/", ntff::kIncompleteMarker)).ok())
+      std::fprintf(stderr,
+                   "neuron-profile: warning: '%s' was not completely written (its writer stopped before the "
+                   "end): traces or trace.json may be missing\n",
+                   dir.c_str());
   } else {
     if (neff.empty() || ntff_path.empty()) {
       std::fputs(kUsage, stderr);

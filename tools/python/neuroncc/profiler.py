@@ -35,7 +35,7 @@ from .files import write_atomic
 _active = None  # the profile whose session is recording
 _active_lock = threading.Lock()
 
-_PROFILE_FILES = ("neff_*.neff", "*_instid_*_vnc_*.ntff", "trace.json")
+_PROFILE_FILES = ("neff_*.neff", "*_instid_*_vnc_*.ntff", "trace.json", ".profile-incomplete")
 _TORCH_TID = 2
 
 
