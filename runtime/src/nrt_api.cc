@@ -8,6 +8,7 @@
 #include <algorithm>
 #include <cerrno>
 #include <chrono>
+#include <condition_variable>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -39,12 +40,29 @@ namespace nn = neuroncc::neff;
 namespace rt = neuroncc::rt;
 namespace ntff = neuroncc::ntff;
 
+// Bytes a tensor reads and writes: allocated by the runtime (owned), or a
+// caller's buffer (nrt_tensor_attach_buffer). Slices share it, so it lives
+// as long as the last tensor that points into it.
+struct TensorStorage {
+  uint8_t* data = nullptr;
+  bool owned = false;
+  ~TensorStorage() {
+    if (owned) std::free(data);
+  }
+};
+
 struct nrt_tensor {
   std::string name;
-  nrt_tensor_placement_t placement;
-  size_t size;
-  std::unique_ptr<uint8_t[], void (*)(uint8_t*)> storage{nullptr, [](uint8_t* p) { std::free(p); }};
+  nrt_tensor_placement_t placement = NRT_TENSOR_PLACEMENT_DEVICE;
+  size_t size = 0;      // 0: an empty tensor, no storage attached yet
+  size_t offset = 0;    // where this tensor starts in `storage` (slices)
+  std::shared_ptr<TensorStorage> storage;
+  uint64_t completions = 0;  // executions that wrote it as an output
+  uint8_t* data() const { return storage ? storage->data + offset : nullptr; }
 };
+
+// The neuron-cc release (the compiler stamps the same into NEFFs it writes).
+constexpr char kRuntimeVersion[] = "0.1.0";
 
 struct nrt_model {
   std::string image;  // the NEFF bytes as loaded: profiles copy them verbatim
@@ -109,6 +127,7 @@ struct Runtime {
   std::set<TensorSet*> sets;
   std::vector<Capture> captures;
   std::unique_ptr<Inspect> inspect;
+  std::condition_variable completed;  // an execution wrote its outputs
 };
 
 // Never destroyed: a static destructor could run while another thread (or an
@@ -295,8 +314,8 @@ NRT_STATUS ExecuteLocked(nrt_model* m, const TensorSet* in_set, TensorSet* out_s
   if (!timing_only) {
     std::vector<const void*> in_ptrs;
     std::vector<void*> out_ptrs;
-    for (nrt_tensor* t : ins) in_ptrs.push_back(t->storage.get());
-    for (nrt_tensor* t : outs) out_ptrs.push_back(t->storage.get());
+    for (nrt_tensor* t : ins) in_ptrs.push_back(t->data());
+    for (nrt_tensor* t : outs) out_ptrs.push_back(t->data());
     if (absl::Status st = m->executor->Run(in_ptrs, out_ptrs); !st.ok()) {
       // A dma_gather index outside its table (or not an integer): the device
       // reports an out-of-bounds access. Nothing is recorded in profiles.
@@ -308,6 +327,10 @@ NRT_STATUS ExecuteLocked(nrt_model* m, const TensorSet* in_set, TensorSet* out_s
   }
   m->executed = true;
   m->last_timing_only = timing_only ? 1 : 0;
+  if (!timing_only) {
+    for (nrt_tensor* t : outs) ++t->completions;
+    R().completed.notify_all();
+  }
   for (Capture& c : R().captures)
     if (c.model == m) rt::AppendExecution(m->neff, m->executor->schedules(), &c.profile);
   if (Inspect* in = R().inspect.get()) {
@@ -785,8 +808,10 @@ NRT_API NRT_STATUS nrt_tensor_allocate(nrt_tensor_placement_t tensor_placement, 
   t->name = name ? name : "";
   t->placement = tensor_placement;
   t->size = size;
-  t->storage.reset(static_cast<uint8_t*>(std::calloc(size, 1)));
-  if (!t->storage)
+  t->storage = std::make_shared<TensorStorage>();
+  t->storage->data = static_cast<uint8_t*>(std::calloc(size, 1));
+  t->storage->owned = true;
+  if (!t->storage->data)
     return Fail(NRT_RESOURCE, absl::StrCat(fn, ": cannot allocate ", size, " bytes"));
   *tensor = t.release();
   R().tensors.insert(*tensor);
@@ -806,7 +831,7 @@ NRT_API NRT_STATUS nrt_tensor_read(const nrt_tensor_t* tensor, void* buf, size_t
   if (NRT_STATUS s = CheckTensor(tensor, fn); s != NRT_SUCCESS) return s;
   if (!buf && size) return Fail(NRT_INVALID, absl::StrCat(fn, ": buf is NULL"));
   if (NRT_STATUS s = CheckRange(tensor, offset, size, fn); s != NRT_SUCCESS) return s;
-  if (size) std::memcpy(buf, tensor->storage.get() + offset, size);
+  if (size) std::memcpy(buf, tensor->data() + offset, size);
   return NRT_SUCCESS;
 }
 
@@ -816,7 +841,7 @@ NRT_API NRT_STATUS nrt_tensor_write(nrt_tensor_t* tensor, const void* buf, size_
   if (NRT_STATUS s = CheckTensor(tensor, fn); s != NRT_SUCCESS) return s;
   if (!buf && size) return Fail(NRT_INVALID, absl::StrCat(fn, ": buf is NULL"));
   if (NRT_STATUS s = CheckRange(tensor, offset, size, fn); s != NRT_SUCCESS) return s;
-  if (size) std::memcpy(tensor->storage.get() + offset, buf, size);
+  if (size) std::memcpy(tensor->data() + offset, buf, size);
   return NRT_SUCCESS;
 }
 
@@ -828,7 +853,7 @@ NRT_API NRT_STATUS nrt_tensor_copy(const nrt_tensor_t* src, size_t src_offset, n
   if (NRT_STATUS s = CheckTensor(dst, fn); s != NRT_SUCCESS) return s;
   if (NRT_STATUS s = CheckRange(src, src_offset, size, fn); s != NRT_SUCCESS) return s;
   if (NRT_STATUS s = CheckRange(dst, dst_offset, size, fn); s != NRT_SUCCESS) return s;
-  if (size) std::memmove(dst->storage.get() + dst_offset, src->storage.get() + src_offset, size);
+  if (size) std::memmove(dst->data() + dst_offset, src->data() + src_offset, size);
   return NRT_SUCCESS;
 }
 
@@ -838,7 +863,7 @@ NRT_API NRT_STATUS nrt_tensor_memset(nrt_tensor_t* tensor, uint64_t offset, int 
   if (NRT_STATUS s = CheckTensor(tensor, fn); s != NRT_SUCCESS) return s;
   if (offset > SIZE_MAX) return Fail(NRT_INVALID, absl::StrCat(fn, ": offset too large"));
   if (NRT_STATUS s = CheckRange(tensor, size_t(offset), size, fn); s != NRT_SUCCESS) return s;
-  if (size) std::memset(tensor->storage.get() + offset, value, size);
+  if (size) std::memset(tensor->data() + offset, value, size);
   return NRT_SUCCESS;
 }
 
@@ -851,7 +876,98 @@ NRT_API size_t nrt_tensor_get_size(const nrt_tensor_t* tensor) {
 NRT_API void* nrt_tensor_get_va(const nrt_tensor_t* tensor) {
   std::lock_guard<std::mutex> lock(R().mu);
   if (CheckTensor(tensor, "nrt_tensor_get_va") != NRT_SUCCESS) return nullptr;
-  return tensor->storage.get();
+  return tensor->data();
+}
+
+NRT_API NRT_STATUS nrt_tensor_allocate_empty(const char* name, nrt_tensor_t** tensor) {
+  std::lock_guard<std::mutex> lock(R().mu);
+  const char* fn = "nrt_tensor_allocate_empty";
+  if (NRT_STATUS s = CheckInitialized(fn); s != NRT_SUCCESS) return s;
+  if (!tensor) return Fail(NRT_INVALID, absl::StrCat(fn, ": tensor is NULL"));
+  auto t = std::make_unique<nrt_tensor>();
+  t->name = name ? name : "";
+  *tensor = t.release();
+  R().tensors.insert(*tensor);
+  return NRT_SUCCESS;
+}
+
+NRT_API NRT_STATUS nrt_tensor_attach_buffer(nrt_tensor_t* tensor, void* buffer, size_t size) {
+  std::lock_guard<std::mutex> lock(R().mu);
+  const char* fn = "nrt_tensor_attach_buffer";
+  if (NRT_STATUS s = CheckTensor(tensor, fn); s != NRT_SUCCESS) return s;
+  if (!buffer) return Fail(NRT_INVALID, absl::StrCat(fn, ": buffer is NULL"));
+  if (size == 0) return Fail(NRT_INVALID, absl::StrCat(fn, ": size is 0"));
+  // The storage it had goes when no slice points into it any more.
+  tensor->storage = std::make_shared<TensorStorage>();
+  tensor->storage->data = static_cast<uint8_t*>(buffer);
+  tensor->storage->owned = false;
+  tensor->offset = 0;
+  tensor->size = size;
+  return NRT_SUCCESS;
+}
+
+NRT_API NRT_STATUS nrt_tensor_allocate_slice(const nrt_tensor_t* tensor_source, size_t offset, size_t size,
+                                             const char* name, nrt_tensor_t** tensor_slice) {
+  std::lock_guard<std::mutex> lock(R().mu);
+  const char* fn = "nrt_tensor_allocate_slice";
+  if (NRT_STATUS s = CheckInitialized(fn); s != NRT_SUCCESS) return s;
+  if (!tensor_slice) return Fail(NRT_INVALID, absl::StrCat(fn, ": tensor_slice is NULL"));
+  *tensor_slice = nullptr;
+  if (NRT_STATUS s = CheckTensor(tensor_source, fn); s != NRT_SUCCESS) return s;
+  if (!tensor_source->storage) return Fail(NRT_INVALID, absl::StrCat(fn, ": the source tensor has no storage"));
+  if (size == 0) return Fail(NRT_INVALID, absl::StrCat(fn, ": size is 0"));
+  if (NRT_STATUS s = CheckRange(tensor_source, offset, size, fn); s != NRT_SUCCESS) return s;
+  auto t = std::make_unique<nrt_tensor>();
+  t->name = name ? name : "";
+  t->placement = tensor_source->placement;
+  t->storage = tensor_source->storage;
+  t->offset = tensor_source->offset + offset;
+  t->size = size;
+  *tensor_slice = t.release();
+  R().tensors.insert(*tensor_slice);
+  return NRT_SUCCESS;
+}
+
+NRT_API NRT_STATUS nrt_tensor_check_output_completion(const nrt_tensor_t* output_tensor, int64_t timeout,
+                                                      uint64_t expected_completion_count) {
+  std::unique_lock<std::mutex> lock(R().mu);
+  const char* fn = "nrt_tensor_check_output_completion";
+  if (NRT_STATUS s = CheckTensor(output_tensor, fn); s != NRT_SUCCESS) return s;
+  // Executions are synchronous here, so the count can only grow through
+  // another thread's nrt_execute; wait for that up to `timeout` microseconds
+  // (forever if negative), the handle checked again after every wake-up.
+  auto reached = [&] {
+    return !R().tensors.count(const_cast<nrt_tensor_t*>(output_tensor)) ||
+           output_tensor->completions >= expected_completion_count;
+  };
+  if (timeout < 0) {
+    R().completed.wait(lock, reached);
+  } else {
+    R().completed.wait_for(lock, std::chrono::microseconds(timeout), reached);
+  }
+  if (NRT_STATUS s = CheckTensor(output_tensor, fn); s != NRT_SUCCESS) return s;
+  if (output_tensor->completions < expected_completion_count)
+    return Fail(NRT_TIMEOUT, absl::StrCat(fn, ": ", output_tensor->completions, " of ", expected_completion_count,
+                                          " executions completed within ", timeout, " us"));
+  return NRT_SUCCESS;
+}
+
+NRT_API NRT_STATUS nrt_tensor_reset_output_completion(nrt_tensor_t* output_tensor) {
+  std::lock_guard<std::mutex> lock(R().mu);
+  if (NRT_STATUS s = CheckTensor(output_tensor, "nrt_tensor_reset_output_completion"); s != NRT_SUCCESS) return s;
+  output_tensor->completions = 0;
+  return NRT_SUCCESS;
+}
+
+NRT_API NRT_STATUS nrt_get_version(nrt_version_t* ver, size_t size) {
+  if (!ver) return Fail(NRT_INVALID, "nrt_get_version: ver is NULL");
+  nrt_version_t v{};
+  v.rt_major = NRT_MAJOR_VERSION;
+  v.rt_minor = NRT_MINOR_VERSION;
+  std::snprintf(v.rt_detail, sizeof(v.rt_detail), "neuron-cc simulated NeuronCore runtime %s", kRuntimeVersion);
+  std::snprintf(v.git_hash, sizeof(v.git_hash), "%s", "");
+  std::memcpy(ver, &v, std::min(size, sizeof(v)));  // a smaller struct of an older caller gets its part
+  return NRT_SUCCESS;
 }
 
 // ---------------------------------------------------------------------------

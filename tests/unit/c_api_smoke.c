@@ -111,6 +111,53 @@ int main(int argc, char **argv) {
     fclose(f);
   }
 
+  /* Completion counts: z was written by the execution above. */
+  CHECK(nrt_tensor_check_output_completion(z, 0, 1) == NRT_SUCCESS);
+  CHECK(nrt_tensor_check_output_completion(z, 1000, 2) == NRT_TIMEOUT);
+  CHECK(nrt_tensor_reset_output_completion(z) == NRT_SUCCESS);
+  CHECK(nrt_tensor_check_output_completion(z, 0, 1) == NRT_TIMEOUT);
+
+  /* The same model on tensors over the caller's buffers: x as a slice of a
+     larger tensor, y and z attached to arrays of ours. */
+  {
+    nrt_tensor_t *big = NULL, *xs = NULL, *ye = NULL, *ze = NULL;
+    nrt_tensor_set_t *in2 = NULL, *out2 = NULL;
+    float zmine[32];
+    CHECK(nrt_tensor_allocate(NRT_TENSOR_PLACEMENT_DEVICE, 0, 2 * sizeof xv, "big", &big) == NRT_SUCCESS);
+    CHECK(nrt_tensor_write(big, xv, sizeof xv, sizeof xv) == NRT_SUCCESS);
+    CHECK(nrt_tensor_allocate_slice(big, sizeof xv, sizeof xv, "x", &xs) == NRT_SUCCESS);
+    CHECK(nrt_tensor_allocate_slice(big, sizeof xv + 4, sizeof xv, "x", &ye) == NRT_INVALID); /* past the end */
+    CHECK(nrt_tensor_get_size(xs) == sizeof xv);
+    CHECK((char *)nrt_tensor_get_va(xs) == (char *)nrt_tensor_get_va(big) + sizeof xv);
+    CHECK(nrt_tensor_allocate_empty("y", &ye) == NRT_SUCCESS);
+    CHECK(nrt_tensor_get_size(ye) == 0);
+    CHECK(nrt_tensor_attach_buffer(ye, yv, sizeof yv) == NRT_SUCCESS);
+    CHECK(nrt_tensor_allocate_empty("z", &ze) == NRT_SUCCESS);
+    CHECK(nrt_tensor_attach_buffer(ze, zmine, sizeof zmine) == NRT_SUCCESS);
+    CHECK(nrt_tensor_attach_buffer(ze, NULL, 4) == NRT_INVALID);
+    CHECK(nrt_allocate_tensor_set(&in2) == NRT_SUCCESS);
+    CHECK(nrt_allocate_tensor_set(&out2) == NRT_SUCCESS);
+    CHECK(nrt_add_tensor_to_tensor_set(in2, "x", xs) == NRT_SUCCESS);
+    CHECK(nrt_add_tensor_to_tensor_set(in2, "y", ye) == NRT_SUCCESS);
+    CHECK(nrt_add_tensor_to_tensor_set(out2, "z", ze) == NRT_SUCCESS);
+    nrt_tensor_free(&big); /* the slice keeps the storage alive */
+    CHECK(nrt_execute(model, in2, out2) == NRT_SUCCESS);
+    for (i = 0; i < 32; ++i) CHECK(zmine[i] == 1.25f * (float)i);
+    nrt_destroy_tensor_set(&in2);
+    nrt_destroy_tensor_set(&out2);
+    nrt_tensor_free(&xs);
+    nrt_tensor_free(&ye);
+    nrt_tensor_free(&ze);
+  }
+  {
+    nrt_version_t v;
+    memset(&v, 0, sizeof v);
+    CHECK(nrt_get_version(&v, sizeof v) == NRT_SUCCESS);
+    CHECK(v.rt_major == NRT_MAJOR_VERSION);
+    CHECK(strstr(v.rt_detail, "neuron-cc") != NULL);
+    CHECK(nrt_get_version(NULL, sizeof v) == NRT_INVALID);
+  }
+
   nrt_destroy_tensor_set(&in);
   nrt_destroy_tensor_set(&out);
   nrt_tensor_free(&x);

@@ -5,6 +5,7 @@
 #include <stdlib.h>
 #include <unistd.h>
 
+#include <chrono>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
@@ -652,6 +653,51 @@ TEST_F(NrtApi, EmptyProfilesAreNotWritten) {
   EXPECT_FALSE(std::filesystem::exists(file));
   EXPECT_EQ(nrt_profile_stop(file.c_str()), NRT_INVALID);  // that capture has ended
   ASSERT_EQ(nrt_unload(m), NRT_SUCCESS);
+}
+
+TEST_F(NrtApi, OutputCompletionWaitsForAnotherThreadsExecution) {
+  nrt_model_t* m = Load(Serialize(AddModel(4, 8)));
+  nrt_tensor_set_t *in, *out;
+  nrt_tensor_t* z;
+  AddSets(4, 8, &in, &out, &z);
+  EXPECT_EQ(nrt_tensor_check_output_completion(z, 0, 1), NRT_TIMEOUT);
+  NRT_STATUS waited = NRT_FAILURE;
+  std::thread waiter([&] { waited = nrt_tensor_check_output_completion(z, 10000000, 1); });
+  std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  ASSERT_EQ(nrt_execute(m, in, out), NRT_SUCCESS);
+  waiter.join();
+  EXPECT_EQ(waited, NRT_SUCCESS);
+  EXPECT_EQ(nrt_tensor_check_output_completion(nullptr, 0, 1), NRT_INVALID);
+  nrt_destroy_tensor_set(&in);
+  nrt_destroy_tensor_set(&out);
+  ASSERT_EQ(nrt_unload(m), NRT_SUCCESS);
+}
+
+TEST_F(NrtApi, SlicesShareStorageThatOutlivesTheSource) {
+  nrt_tensor_t *src = nullptr, *slice = nullptr, *empty = nullptr;
+  ASSERT_EQ(nrt_tensor_allocate(NRT_TENSOR_PLACEMENT_DEVICE, 0, 64, "src", &src), NRT_SUCCESS);
+  ASSERT_EQ(nrt_tensor_allocate_slice(src, 16, 32, "s", &slice), NRT_SUCCESS);
+  EXPECT_EQ(nrt_tensor_allocate_slice(src, 40, 32, "s", &empty), NRT_INVALID);
+  uint32_t v = 0xdeadbeef, back = 0;
+  ASSERT_EQ(nrt_tensor_write(slice, &v, 4, 4), NRT_SUCCESS);
+  ASSERT_EQ(nrt_tensor_read(src, &back, 20, 4), NRT_SUCCESS);
+  EXPECT_EQ(back, v);
+  nrt_tensor_free(&src);
+  back = 0;
+  ASSERT_EQ(nrt_tensor_read(slice, &back, 4, 4), NRT_SUCCESS);  // still readable: shared storage
+  EXPECT_EQ(back, v);
+  ASSERT_EQ(nrt_tensor_allocate_empty("e", &empty), NRT_SUCCESS);
+  EXPECT_EQ(nrt_tensor_get_size(empty), 0u);
+  EXPECT_EQ(nrt_tensor_get_va(empty), nullptr);
+  EXPECT_EQ(nrt_tensor_read(empty, &back, 0, 4), NRT_INVALID);
+  uint8_t mine[8] = {1, 2, 3, 4, 5, 6, 7, 8};
+  ASSERT_EQ(nrt_tensor_attach_buffer(empty, mine, sizeof mine), NRT_SUCCESS);
+  EXPECT_EQ(nrt_tensor_get_va(empty), mine);
+  ASSERT_EQ(nrt_tensor_read(empty, &back, 4, 4), NRT_SUCCESS);
+  EXPECT_EQ(std::memcmp(&back, mine + 4, 4), 0);
+  nrt_tensor_free(&slice);
+  nrt_tensor_free(&empty);
+  EXPECT_EQ(nrt_tensor_attach_buffer(empty, mine, 8), NRT_INVALID);  // NULL after free
 }
 
 TEST(NrtInspectEnv, EnvironmentEnablesProfilingFromInitToClose) {

@@ -23,6 +23,7 @@
 #include <stdint.h>
 
 #include "nrt/nrt_status.h"
+#include "nrt/nrt_version.h"
 
 #ifdef __cplusplus
 extern "C" {
@@ -169,8 +170,30 @@ NRT_STATUS nrt_tensor_copy(const nrt_tensor_t *src, size_t src_offset, nrt_tenso
 NRT_STATUS nrt_tensor_memset(nrt_tensor_t *tensor, uint64_t offset, int value, size_t size);
 /* Size in bytes; 0 for NULL or a dead handle. */
 size_t nrt_tensor_get_size(const nrt_tensor_t *tensor);
-/* The tensor's storage (host memory on the simulator); NULL for a dead handle. */
+/* The tensor's storage (host memory on the simulator); NULL for a dead handle
+ * or an empty tensor. */
 void *nrt_tensor_get_va(const nrt_tensor_t *tensor);
+
+/* A tensor without storage (size 0) until nrt_tensor_attach_buffer gives it
+ * some; freed with nrt_tensor_free. */
+NRT_STATUS nrt_tensor_allocate_empty(const char *name, nrt_tensor_t **tensor);
+/* Makes the caller's `buffer` of `size` bytes the tensor's storage; it must
+ * outlive the tensor (and its slices). Storage the tensor had is released once
+ * no slice points into it. */
+NRT_STATUS nrt_tensor_attach_buffer(nrt_tensor_t *tensor, void *buffer, size_t size);
+/* A tensor over bytes [offset, offset + size) of `tensor_source`'s storage,
+ * no copy: writes through either are seen by both. The storage stays alive
+ * until the source and every slice are freed. */
+NRT_STATUS nrt_tensor_allocate_slice(const nrt_tensor_t *tensor_source, size_t offset, size_t size,
+                                     const char *name, nrt_tensor_t **tensor_slice);
+/* NRT_SUCCESS once `expected_completion_count` executions have written
+ * `output_tensor` as an output (counted since allocation or the last reset).
+ * Executions are synchronous here, so this only waits for other threads'
+ * nrt_execute: up to `timeout` microseconds, forever if negative;
+ * NRT_TIMEOUT if the count is not reached. */
+NRT_STATUS nrt_tensor_check_output_completion(const nrt_tensor_t *output_tensor, int64_t timeout,
+                                              uint64_t expected_completion_count);
+NRT_STATUS nrt_tensor_reset_output_completion(nrt_tensor_t *output_tensor);
 
 #ifdef __cplusplus
 }
