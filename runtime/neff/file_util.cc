@@ -67,7 +67,9 @@ absl::Status WriteFileAtomic(const std::string& path, std::string_view bytes) {
   RemoveStaleTemps(path);
   std::string tmp = absl::StrCat(TempPrefix(path), ::getpid());
   FILE* f = std::fopen(tmp.c_str(), "wb");
-  if (!f) return absl::PermissionDeniedError(absl::StrCat("cannot create '", tmp, "': ", std::strerror(errno)));
+  if (!f)
+    return absl::PermissionDeniedError(
+        absl::StrCat("cannot create '", path, "': ", std::strerror(errno), " (writing its temporary file first)"));
   bool ok = std::fwrite(bytes.data(), 1, bytes.size(), f) == bytes.size();
   ok = (std::fflush(f) == 0) && ok;
   ok = (std::fclose(f) == 0) && ok;

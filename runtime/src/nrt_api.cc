@@ -17,6 +17,7 @@
 #include <mutex>
 #include <set>
 #include <string>
+#include <unordered_map>
 #include <vector>
 
 #include "absl/strings/str_cat.h"
@@ -65,6 +66,7 @@ struct nrt_tensor {
 constexpr char kRuntimeVersion[] = "0.1.0";
 
 struct nrt_model {
+  void* handle = nullptr;  // what the application holds (see Handles)
   std::string image;  // the NEFF bytes as loaded: profiles copy them verbatim
   nn::Neff neff;
   const nn::DeviceParams* device = nullptr;
@@ -84,7 +86,46 @@ struct nrt_inspect_config {
 namespace {
 
 struct TensorSet {
-  std::map<std::string, nrt_tensor*> tensors;
+  std::map<std::string, nrt_tensor_t*> tensors;  // handles: a freed tensor is found out at execution
+};
+
+// The handles given to applications are numbers from a counter that never
+// repeats, not object addresses: a dead handle stays dead even after the
+// allocator has reused its object's memory for a new one.
+// One counter for every kind, so a model handle never equals a tensor's.
+uintptr_t NextHandle() {
+  static uintptr_t next = uintptr_t(1) << 20;  // far from NULL
+  return next += 16;                           // aligned like a pointer
+}
+
+template <typename T>
+class Handles {
+ public:
+  void* Add(T* object) {
+    uintptr_t h = NextHandle();
+    live_[h] = object;
+    return reinterpret_cast<void*>(h);
+  }
+  T* Find(const void* handle) const {
+    auto it = live_.find(reinterpret_cast<uintptr_t>(handle));
+    return it == live_.end() ? nullptr : it->second;
+  }
+  // Removes the handle; its object, for the caller to delete (null if dead).
+  T* Take(const void* handle) {
+    auto it = live_.find(reinterpret_cast<uintptr_t>(handle));
+    if (it == live_.end()) return nullptr;
+    T* object = it->second;
+    live_.erase(it);
+    return object;
+  }
+  std::vector<T*> All() const {
+    std::vector<T*> v;
+    for (const auto& [h, object] : live_) v.push_back(object);
+    return v;
+  }
+
+ private:
+  std::unordered_map<uintptr_t, T*> live_;
 };
 
 // nrt_profile_start .. nrt_profile_stop.
@@ -122,9 +163,9 @@ struct Runtime {
   std::mutex mu;
   State state = State::kUninitialized;
   std::string simulated_target;
-  std::set<nrt_model*> models;
-  std::set<nrt_tensor*> tensors;
-  std::set<TensorSet*> sets;
+  Handles<nrt_model> models;
+  Handles<nrt_tensor> tensors;
+  Handles<TensorSet> sets;
   std::vector<Capture> captures;
   std::unique_ptr<Inspect> inspect;
   std::condition_variable completed;  // an execution wrote its outputs
@@ -165,17 +206,24 @@ NRT_STATUS CheckInitialized(const char* fn) {
   return NRT_FAILURE;
 }
 
-NRT_STATUS CheckModel(const nrt_model_t* model, const char* fn) {
+// Checks a model handle and, when it is live, replaces it with the model
+// itself: the caller's variable holds the object from then on.
+template <typename M>
+NRT_STATUS CheckModel(M*& model, const char* fn) {
   if (!model) return Fail(NRT_INVALID, absl::StrCat(fn, ": model is NULL"));
-  if (!R().models.count(const_cast<nrt_model_t*>(model)))
-    return Fail(NRT_INVALID_HANDLE, absl::StrCat(fn, ": not a loaded model (unloaded already?)"));
+  nrt_model* object = R().models.Find(model);
+  if (!object) return Fail(NRT_INVALID_HANDLE, absl::StrCat(fn, ": not a loaded model (unloaded already?)"));
+  model = object;
   return NRT_SUCCESS;
 }
 
-NRT_STATUS CheckTensor(const nrt_tensor_t* t, const char* fn) {
+// The same for a tensor handle.
+template <typename T>
+NRT_STATUS CheckTensor(T*& t, const char* fn) {
   if (!t) return Fail(NRT_INVALID, absl::StrCat(fn, ": tensor is NULL"));
-  if (!R().tensors.count(const_cast<nrt_tensor_t*>(t)))
-    return Fail(NRT_INVALID_HANDLE, absl::StrCat(fn, ": not an allocated tensor (freed already?)"));
+  nrt_tensor* object = R().tensors.Find(t);
+  if (!object) return Fail(NRT_INVALID_HANDLE, absl::StrCat(fn, ": not an allocated tensor (freed already?)"));
+  t = object;
   return NRT_SUCCESS;
 }
 
@@ -261,7 +309,7 @@ void UnloadLocked(nrt_model* m) {
       if (e.model == m) e.model = nullptr;
   for (Capture& c : R().captures)
     if (c.model == m) c.model = nullptr;
-  R().models.erase(m);
+  R().models.Take(m->handle);
   delete m;
 }
 
@@ -281,7 +329,7 @@ NRT_STATUS BindSet(const nrt_model* m, const TensorSet* set, bool inputs,
       return Fail(NRT_INVALID, absl::StrCat("nrt_execute: the ", what, " set has a tensor named '",
                                             name, "', which is not an ", what, " of the model (",
                                             what, "s: ", names(), ")"));
-    if (!R().tensors.count(t))
+    if (!R().tensors.Find(t))
       return Fail(NRT_INVALID_HANDLE, absl::StrCat("nrt_execute: ", what, " '", name,
                                                    "' was freed while still in the tensor set"));
   }
@@ -292,11 +340,11 @@ NRT_STATUS BindSet(const nrt_model* m, const TensorSet* set, bool inputs,
     if (it == set->tensors.end())
       return Fail(NRT_INVALID, absl::StrCat("nrt_execute: missing ", what, " '", mt.name(),
                                             "' (", what, "s: ", names(), ")"));
-    if (it->second->size != mt.size_bytes())
-      return Fail(NRT_INVALID, absl::StrCat("nrt_execute: ", what, " '", mt.name(), "': tensor is ",
-                                            it->second->size, " bytes, the model expects ",
-                                            mt.size_bytes()));
-    (*bound)[size_t(i)] = it->second;
+    nrt_tensor* t = R().tensors.Find(it->second);  // live: checked above
+    if (t->size != mt.size_bytes())
+      return Fail(NRT_INVALID, absl::StrCat("nrt_execute: ", what, " '", mt.name(), "': tensor is ", t->size,
+                                            " bytes, the model expects ", mt.size_bytes()));
+    (*bound)[size_t(i)] = t;
   }
   return NRT_SUCCESS;
 }
@@ -474,8 +522,7 @@ NRT_API void nrt_close(void) {
   // only by nrt_inspect_stop(), so an application that fails midway can drop it.
   if (R().inspect && R().inspect->from_environment) StopInspect();
   R().inspect.reset();
-  std::vector<nrt_model*> models(R().models.begin(), R().models.end());
-  for (nrt_model* m : models) UnloadLocked(m);
+  for (nrt_model* m : R().models.All()) UnloadLocked(m);
   R().state = State::kClosed;
 }
 
@@ -554,12 +601,13 @@ NRT_API NRT_STATUS nrt_load(const void* neff_bytes, size_t size, int32_t vnc, in
   m->executor = std::move(*ex);
   m->hash = nn::ProfileHash(m->neff.header);
   m->vnc = 0;
-  *model = m.release();
-  R().models.insert(*model);
-  if (R().inspect) InspectEntry(*R().inspect, *model);
+  nrt_model* loaded = m.release();
+  loaded->handle = R().models.Add(loaded);
+  *model = static_cast<nrt_model_t*>(loaded->handle);
+  if (R().inspect) InspectEntry(*R().inspect, loaded);
   TraceHostCall("nrt_load", began,
-                absl::StrCat("{\"neff\":", neuroncc::json::Quote((*model)->neff.header.name),
-                             ",\"neff_hash\":\"", (*model)->hash, "\"}"));
+                absl::StrCat("{\"neff\":", neuroncc::json::Quote(loaded->neff.header.name),
+                             ",\"neff_hash\":\"", loaded->hash, "\"}"));
   return NRT_SUCCESS;
 }
 
@@ -685,24 +733,24 @@ NRT_API NRT_STATUS nrt_free_model_tensor_info(nrt_tensor_info_array_t* tensor_in
 NRT_API NRT_STATUS nrt_allocate_tensor_set(nrt_tensor_set_t** result) {
   std::lock_guard<std::mutex> lock(R().mu);
   if (!result) return Fail(NRT_INVALID, "nrt_allocate_tensor_set: result is NULL");
-  auto* set = new TensorSet;
-  R().sets.insert(set);
-  *result = set;
+  *result = R().sets.Add(new TensorSet);
   return NRT_SUCCESS;
 }
 
 NRT_API void nrt_destroy_tensor_set(nrt_tensor_set_t** tensor_set) {
   std::lock_guard<std::mutex> lock(R().mu);
   if (!tensor_set || !*tensor_set) return;
-  auto* set = static_cast<TensorSet*>(*tensor_set);
-  if (R().sets.erase(set)) delete set;
+  delete R().sets.Take(*tensor_set);
   *tensor_set = nullptr;
 }
 
-static NRT_STATUS CheckSet(const void* set, const char* fn) {
+// Checks a tensor set handle and replaces it with the set itself.
+template <typename S>
+static NRT_STATUS CheckSet(S*& set, const char* fn) {
   if (!set) return Fail(NRT_INVALID, absl::StrCat(fn, ": tensor set is NULL"));
-  if (!R().sets.count(static_cast<TensorSet*>(const_cast<void*>(set))))
-    return Fail(NRT_INVALID_HANDLE, absl::StrCat(fn, ": not a live tensor set"));
+  TensorSet* object = R().sets.Find(set);
+  if (!object) return Fail(NRT_INVALID_HANDLE, absl::StrCat(fn, ": not a live tensor set"));
+  set = object;
   return NRT_SUCCESS;
 }
 
@@ -712,8 +760,9 @@ NRT_API NRT_STATUS nrt_add_tensor_to_tensor_set(nrt_tensor_set_t* tensor_set, co
   const char* fn = "nrt_add_tensor_to_tensor_set";
   if (NRT_STATUS s = CheckSet(tensor_set, fn); s != NRT_SUCCESS) return s;
   if (!tensor_name || !*tensor_name) return Fail(NRT_INVALID, absl::StrCat(fn, ": empty tensor name"));
+  nrt_tensor_t* handle = tensor;  // the set keeps the handle, checked again at execution
   if (NRT_STATUS s = CheckTensor(tensor, fn); s != NRT_SUCCESS) return s;
-  static_cast<TensorSet*>(tensor_set)->tensors[tensor_name] = tensor;
+  static_cast<TensorSet*>(tensor_set)->tensors[tensor_name] = handle;
   return NRT_SUCCESS;
 }
 
@@ -813,15 +862,14 @@ NRT_API NRT_STATUS nrt_tensor_allocate(nrt_tensor_placement_t tensor_placement, 
   t->storage->owned = true;
   if (!t->storage->data)
     return Fail(NRT_RESOURCE, absl::StrCat(fn, ": cannot allocate ", size, " bytes"));
-  *tensor = t.release();
-  R().tensors.insert(*tensor);
+  *tensor = static_cast<nrt_tensor_t*>(R().tensors.Add(t.release()));
   return NRT_SUCCESS;
 }
 
 NRT_API void nrt_tensor_free(nrt_tensor_t** tensor) {
   std::lock_guard<std::mutex> lock(R().mu);
   if (!tensor || !*tensor) return;
-  if (R().tensors.erase(*tensor)) delete *tensor;
+  delete R().tensors.Take(*tensor);
   *tensor = nullptr;
 }
 
@@ -886,8 +934,7 @@ NRT_API NRT_STATUS nrt_tensor_allocate_empty(const char* name, nrt_tensor_t** te
   if (!tensor) return Fail(NRT_INVALID, absl::StrCat(fn, ": tensor is NULL"));
   auto t = std::make_unique<nrt_tensor>();
   t->name = name ? name : "";
-  *tensor = t.release();
-  R().tensors.insert(*tensor);
+  *tensor = static_cast<nrt_tensor_t*>(R().tensors.Add(t.release()));
   return NRT_SUCCESS;
 }
 
@@ -923,8 +970,7 @@ NRT_API NRT_STATUS nrt_tensor_allocate_slice(const nrt_tensor_t* tensor_source, 
   t->storage = tensor_source->storage;
   t->offset = tensor_source->offset + offset;
   t->size = size;
-  *tensor_slice = t.release();
-  R().tensors.insert(*tensor_slice);
+  *tensor_slice = static_cast<nrt_tensor_t*>(R().tensors.Add(t.release()));
   return NRT_SUCCESS;
 }
 
@@ -932,20 +978,21 @@ NRT_API NRT_STATUS nrt_tensor_check_output_completion(const nrt_tensor_t* output
                                                       uint64_t expected_completion_count) {
   std::unique_lock<std::mutex> lock(R().mu);
   const char* fn = "nrt_tensor_check_output_completion";
+  const nrt_tensor_t* handle = output_tensor;
   if (NRT_STATUS s = CheckTensor(output_tensor, fn); s != NRT_SUCCESS) return s;
   // Executions are synchronous here, so the count can only grow through
   // another thread's nrt_execute; wait for that up to `timeout` microseconds
   // (forever if negative), the handle checked again after every wake-up.
   auto reached = [&] {
-    return !R().tensors.count(const_cast<nrt_tensor_t*>(output_tensor)) ||
-           output_tensor->completions >= expected_completion_count;
+    return !R().tensors.Find(handle) || output_tensor->completions >= expected_completion_count;
   };
   if (timeout < 0) {
     R().completed.wait(lock, reached);
   } else {
     R().completed.wait_for(lock, std::chrono::microseconds(timeout), reached);
   }
-  if (NRT_STATUS s = CheckTensor(output_tensor, fn); s != NRT_SUCCESS) return s;
+  if (!R().tensors.Find(handle))
+    return Fail(NRT_INVALID_HANDLE, absl::StrCat(fn, ": the tensor was freed while waiting"));
   if (output_tensor->completions < expected_completion_count)
     return Fail(NRT_TIMEOUT, absl::StrCat(fn, ": ", output_tensor->completions, " of ", expected_completion_count,
                                           " executions completed within ", timeout, " us"));

@@ -700,6 +700,45 @@ TEST_F(NrtApi, SlicesShareStorageThatOutlivesTheSource) {
   EXPECT_EQ(nrt_tensor_attach_buffer(empty, mine, 8), NRT_INVALID);  // NULL after free
 }
 
+// A dead handle stays dead when the allocator reuses its object's memory:
+// free and allocate many times (glibc hands the same chunk back at once), and
+// the old handle must never name the new object.
+TEST_F(NrtApi, StaleHandlesStayInvalidAfterTheirMemoryIsReused) {
+  std::string bytes = Serialize(AddModel(2, 4));
+  for (int trial = 0; trial < 100; ++trial) {
+    nrt_tensor_t* dead = nullptr;
+    ASSERT_EQ(nrt_tensor_allocate(NRT_TENSOR_PLACEMENT_DEVICE, 0, 32, "a", &dead), NRT_SUCCESS);
+    nrt_tensor_t* copy = dead;
+    nrt_tensor_free(&dead);
+    nrt_tensor_t* fresh = nullptr;
+    ASSERT_EQ(nrt_tensor_allocate(NRT_TENSOR_PLACEMENT_DEVICE, 0, 32, "b", &fresh), NRT_SUCCESS);
+    EXPECT_NE(copy, fresh);
+    uint8_t buf[32];
+    EXPECT_EQ(nrt_tensor_read(copy, buf, 0, sizeof buf), NRT_INVALID_HANDLE);
+    EXPECT_EQ(nrt_tensor_get_size(copy), 0u);
+    nrt_tensor_free(&fresh);
+
+    nrt_model_t* old_model = Load(bytes);
+    ASSERT_EQ(nrt_unload(old_model), NRT_SUCCESS);
+    nrt_model_t* new_model = Load(bytes);
+    EXPECT_NE(old_model, new_model);
+    uint32_t count = 0;
+    EXPECT_EQ(nrt_get_model_nc_count(old_model, &count), NRT_INVALID_HANDLE);
+    EXPECT_EQ(nrt_unload(old_model), NRT_INVALID_HANDLE);
+    ASSERT_EQ(nrt_unload(new_model), NRT_SUCCESS);
+
+    nrt_tensor_set_t* old_set = nullptr;
+    ASSERT_EQ(nrt_allocate_tensor_set(&old_set), NRT_SUCCESS);
+    nrt_tensor_set_t* set_copy = old_set;
+    nrt_destroy_tensor_set(&old_set);
+    nrt_tensor_set_t* new_set = nullptr;
+    ASSERT_EQ(nrt_allocate_tensor_set(&new_set), NRT_SUCCESS);
+    nrt_tensor_t* t = nullptr;
+    EXPECT_EQ(nrt_get_tensor_from_tensor_set(set_copy, "x", &t), NRT_INVALID_HANDLE);
+    nrt_destroy_tensor_set(&new_set);
+  }
+}
+
 TEST(NrtInspectEnv, EnvironmentEnablesProfilingFromInitToClose) {
   std::string dir = TempDir() + "/env";
   setenv("NEURON_RT_INSPECT_ENABLE", "1", 1);
