@@ -119,7 +119,9 @@ std::string SerializeHeader(const Header& h) {
               std::min(h.neff_build_version.size(), kBuildVersionLen - 1));
   PutLE<uint32_t>(buf, kOffNumTpb, h.num_tpb);
   std::memcpy(&buf[kOffHash], h.hash.data(), h.hash.size());
-  std::memcpy(&buf[kOffUuid], h.uuid.data(), h.uuid.size());
+  // The uuid is the hash's last 16 bytes, whatever h.uuid holds: a header
+  // written with a new hash stays consistent.
+  std::memcpy(&buf[kOffUuid], h.hash.data() + 16, h.uuid.size());
   std::memcpy(&buf[kOffName], h.name.data(), std::min(h.name.size(), kNameLen - 1));
   PutLE<uint32_t>(buf, kOffRequestedTpb, h.requested_tpb_count);
   std::memcpy(&buf[kOffTpbPerNode], h.tpb_per_node.data(), h.tpb_per_node.size());
@@ -164,6 +166,19 @@ absl::StatusOr<Header> ParseHeader(std::string_view bytes) {
       return Bad(absl::StrCat("reserved header byte ", i, " is not zero (corrupted header)"));
   if (h.header_size != kHeaderSize)
     return Bad(absl::StrCat("header_size is ", h.header_size, ", expected ", kHeaderSize));
+  // Fields the payload hash does not cover: each must hold what this format
+  // writes, or the header was changed after the file was made.
+  if (h.num_tpb != 1 || h.requested_tpb_count != 1 || h.lnc_size != 1)
+    return Bad(absl::StrCat("header asks for ", h.num_tpb, " NeuronCore(s), ", h.requested_tpb_count,
+                            " requested, logical core size ", h.lnc_size,
+                            "; these NEFFs run on one core (1, 1, 1): corrupted or foreign header"));
+  if (h.feature_bits != 0)
+    return Bad(absl::StrCat("header feature bits 0x", absl::Hex(h.feature_bits),
+                            " name features this format does not have (corrupted header)"));
+  for (uint8_t b : h.tpb_per_node)
+    if (b != 0) return Bad("header tpb_per_node is not all zero (corrupted header)");
+  if (!std::equal(h.uuid.begin(), h.uuid.end(), h.hash.begin() + 16))
+    return Bad("header uuid does not match its hash (the uuid is the hash's last 16 bytes): corrupted header");
   if (h.neff_version_major != kVersionMajor)
     return Bad(absl::StrCat("unsupported neff_version_major ", h.neff_version_major,
                             " (this build reads ", kVersionMajor, ")"));

@@ -32,7 +32,7 @@ struct Header {
   std::string neff_build_version;  // at most 127 bytes, NUL padded
   uint32_t num_tpb = 1;
   Sha256Digest hash{};             // SHA-256 of the payload
-  std::array<uint8_t, 16> uuid{};  // derived from the hash, so output stays deterministic
+  std::array<uint8_t, 16> uuid{};  // the hash's last 16 bytes (SerializeHeader writes them; ParseHeader checks)
   std::string name;                // at most 255 bytes
   uint32_t requested_tpb_count = 1;
   std::array<uint8_t, 64> tpb_per_node{};

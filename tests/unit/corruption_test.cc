@@ -108,6 +108,25 @@ TEST(NeffCorruption, HeaderLiesAreRefused) {
   b = bytes;
   b[900] = 1;
   ExpectRefused(b, "reserved header byte");
+  // Header fields outside the payload hash hold what the writer writes.
+  auto put32 = [](std::string& s, size_t off, uint32_t v) {
+    for (int i = 0; i < 4; ++i) s[off + size_t(i)] = char((v >> (8 * i)) & 0xff);
+  };
+  b = bytes;
+  put32(b, 168, 0xffffffffu);  // num_tpb
+  ExpectRefused(b, "NeuronCore(s)");
+  b = bytes;
+  put32(b, 552, 0);  // lnc_size
+  ExpectRefused(b, "logical core size 0");
+  b = bytes;
+  b[210] ^= 1;  // a uuid byte
+  ExpectRefused(b, "uuid does not match");
+  b = bytes;
+  b[544] = 4;  // feature_bits
+  ExpectRefused(b, "feature bits");
+  b = bytes;
+  b[500] = 1;  // tpb_per_node
+  ExpectRefused(b, "tpb_per_node");
   // The executable length prefix lies.
   b = bytes;
   PutLE64(b, kHeaderSize, payload);
