@@ -529,27 +529,19 @@ NRT_API void nrt_close(void) {
 // ---------------------------------------------------------------------------
 // Models
 
-NRT_API NRT_STATUS nrt_load(const void* neff_bytes, size_t size, int32_t vnc, int32_t vnc_count,
-                            nrt_model_t** model) {
-  std::lock_guard<std::mutex> lock(R().mu);
-  uint64_t began = HostNowPs();
-  if (NRT_STATUS s = CheckInitialized("nrt_load"); s != NRT_SUCCESS) return s;
-  if (!model) return Fail(NRT_INVALID, "nrt_load: model is NULL");
-  *model = nullptr;
-  if (!neff_bytes) return Fail(NRT_INVALID, "nrt_load: neff_bytes is NULL");
-  if (vnc != -1 && vnc != 0)
-    return Fail(NRT_LOAD_NOT_ENOUGH_NC,
-                absl::StrCat("nrt_load: VNC ", vnc, " requested; only VNC 0 is simulated"));
-  if (vnc_count != -1 && vnc_count != 1)
-    return Fail(NRT_LOAD_NOT_ENOUGH_NC,
-                absl::StrCat("nrt_load: vnc_count ", vnc_count, " requested; pass -1"));
+// Parses, verifies and prepares a model: everything that grows with the
+// NEFF, run without the runtime-wide lock so that other threads' calls never
+// wait for a load.
+static NRT_STATUS BuildModel(const void* neff_bytes, size_t size, const std::string& simulated_target,
+                      std::unique_ptr<nrt_model>* out) {
   uint64_t major = 0;
   if (nn::LooksLikeNeff(std::string_view(static_cast<const char*>(neff_bytes), size)) &&
       VersionMismatch(neff_bytes, size, &major))
     return Fail(NRT_UNSUPPORTED_NEFF_VERSION,
                 absl::StrCat("nrt_load: NEFF version ", major, " is not supported (this runtime reads ",
                              nn::kVersionMajor, ")"));
-  auto m = std::make_unique<nrt_model>();
+  auto& m = *out;
+  m = std::make_unique<nrt_model>();
   m->image.assign(static_cast<const char*>(neff_bytes), size);
   absl::StatusOr<nn::Neff> neff = nn::ParseNeff(m->image);
   if (!neff.ok()) return Fail(NRT_INVALID, absl::StrCat("nrt_load: ", neff.status().message()));
@@ -569,9 +561,9 @@ NRT_API NRT_STATUS nrt_load(const void* neff_bytes, size_t size, int32_t vnc, in
                                               " (set NEURONCC_RT_ALLOW_RACES=1 to run it anyway)"));
     }
   }
-  if (!R().simulated_target.empty() && exe.target() != R().simulated_target)
+  if (!simulated_target.empty() && exe.target() != simulated_target)
     return Fail(NRT_INVALID, absl::StrCat("nrt_load: the NEFF was compiled for ", exe.target(),
-                                          " but the simulated instance is ", R().simulated_target));
+                                          " but the simulated instance is ", simulated_target));
   // Tensor sets bind by name, so names must identify inputs and outputs.
   for (bool inputs : {true, false}) {
     const auto& ids = inputs ? exe.graph_inputs() : exe.graph_outputs();
@@ -601,6 +593,32 @@ NRT_API NRT_STATUS nrt_load(const void* neff_bytes, size_t size, int32_t vnc, in
   m->executor = std::move(*ex);
   m->hash = nn::ProfileHash(m->neff.header);
   m->vnc = 0;
+  return NRT_SUCCESS;
+}
+
+NRT_API NRT_STATUS nrt_load(const void* neff_bytes, size_t size, int32_t vnc, int32_t vnc_count,
+                            nrt_model_t** model) {
+  uint64_t began = HostNowPs();
+  std::string simulated_target;
+  {
+    std::lock_guard<std::mutex> lock(R().mu);
+    if (NRT_STATUS s = CheckInitialized("nrt_load"); s != NRT_SUCCESS) return s;
+    simulated_target = R().simulated_target;
+  }
+  if (!model) return Fail(NRT_INVALID, "nrt_load: model is NULL");
+  *model = nullptr;
+  if (!neff_bytes) return Fail(NRT_INVALID, "nrt_load: neff_bytes is NULL");
+  if (vnc != -1 && vnc != 0)
+    return Fail(NRT_LOAD_NOT_ENOUGH_NC,
+                absl::StrCat("nrt_load: VNC ", vnc, " requested; only VNC 0 is simulated"));
+  if (vnc_count != -1 && vnc_count != 1)
+    return Fail(NRT_LOAD_NOT_ENOUGH_NC,
+                absl::StrCat("nrt_load: vnc_count ", vnc_count, " requested; pass -1"));
+  std::unique_ptr<nrt_model> m;
+  if (NRT_STATUS s = BuildModel(neff_bytes, size, simulated_target, &m); s != NRT_SUCCESS) return s;
+  std::lock_guard<std::mutex> lock(R().mu);
+  // The runtime may have been closed while the model was being built.
+  if (NRT_STATUS s = CheckInitialized("nrt_load"); s != NRT_SUCCESS) return s;
   nrt_model* loaded = m.release();
   loaded->handle = R().models.Add(loaded);
   *model = static_cast<nrt_model_t*>(loaded->handle);
