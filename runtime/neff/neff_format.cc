@@ -405,8 +405,10 @@ absl::Status VerifyAccessPattern(const Instruction& inst, const TileRef& tile,
       return Bad(absl::StrCat(where, ": access pattern dim ", i, " spans too far"));
     (span < 0 ? lo : hi) += span;
     if (i > 0) {
-      free_elems *= d.count();
-      if (free_elems > kMaxDimExtent) return Bad(absl::StrCat(where, ": access pattern too large"));
+      // Both factors can be near 2^40: a plain product could wrap around to a
+      // small count that matches the tile (found by the structure-aware fuzzer).
+      if (__builtin_mul_overflow(free_elems, d.count(), &free_elems) || free_elems > kMaxDimExtent)
+        return Bad(absl::StrCat(where, ": access pattern too large"));
     }
   }
   if (free_elems != int64_t(tile.num_elements()))

@@ -172,6 +172,19 @@ const BadCase kBadCases[] = {
      [](Executable* e) { Inst(e, 0, 0)->mutable_hbm()->set_offset(1); }, "reaches elements"},
     {"negative access pattern",
      [](Executable* e) { Inst(e, 0, 0)->mutable_hbm()->set_offset(-1); }, "reaches elements"},
+    // Free dims whose counts multiply past 2^63 (2^33 + 8 twice): the element
+    // count must be checked without overflowing (the structure-aware fuzzer's
+    // first finding; UBSan in runtime_asan_tests reports the overflow).
+    {"access pattern counts overflow",
+     [](Executable* e) {
+       AccessPattern* ap = Inst(e, 0, 0)->mutable_hbm();
+       ap->mutable_dims(1)->set_count((int64_t(1) << 33) + 8);
+       ap->mutable_dims(1)->set_stride(0);
+       Dim* d = ap->add_dims();
+       d->set_count((int64_t(1) << 33) + 8);
+       d->set_stride(0);
+     },
+     "access pattern too large"},
     {"access pattern walks the wrong partition count",
      [](Executable* e) { Inst(e, 0, 0)->mutable_hbm()->mutable_dims(0)->set_count(3); }, "walks"},
     {"access pattern covers the wrong element count",
