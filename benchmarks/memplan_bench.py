@@ -43,6 +43,7 @@ Usage: /usr/bin/python3 benchmarks/memplan_bench.py [--challenging DIR]
            [--skip-large] [--skip-models] [--keep DIR]
 """
 import argparse
+import bisect
 import csv
 import glob
 import math
@@ -50,7 +51,6 @@ import os
 import random
 import re
 import shutil
-import subprocess
 import sys
 import tempfile
 import time
@@ -235,7 +235,6 @@ def trace_like(n, long_fraction, seed, horizon=200000):
 
 def overlapping_pairs(rows):
     starts, ends = sorted(r[0] for r in rows), sorted(r[1] for r in rows)
-    import bisect
     total = sum(bisect.bisect_left(starts, hi) - bisect.bisect_right(ends, lo) - 1 for lo, hi, _ in rows)
     return total // 2
 

@@ -62,21 +62,17 @@ std::optional<Values> valuesOf(Value v) {
     for (auto x : range) {
       if constexpr (std::is_same_v<decltype(x), APFloat>) out.data.push_back(x.convertToDouble());
       else if constexpr (std::is_same_v<decltype(x), bool>) out.data.push_back(x ? 1.0 : 0.0);
+      else if constexpr (std::is_floating_point_v<decltype(x)>) out.data.push_back(double(x));
       else out.data.push_back(double(x.getSExtValue()));
       if (out.splat) break;
     }
   };
   // f32, f64 and bf16 are read straight from the attribute's storage: a
   // constant weight of a million elements would take a second through APFloat.
-  if (elem.isF32() || elem.isF64()) {
-    if (elem.isF32()) for (float x : dense.getValues<float>()) {
-      out.data.push_back(double(x));
-      if (out.splat) break;
-    }
-    else for (double x : dense.getValues<double>()) {
-      out.data.push_back(x);
-      if (out.splat) break;
-    }
+  if (elem.isF32()) {
+    read(dense.getValues<float>());
+  } else if (elem.isF64()) {
+    read(dense.getValues<double>());
   } else if (elem.isBF16()) {
     ArrayRef<char> raw = dense.getRawData();
     size_t n = out.splat ? 1 : raw.size() / 2;

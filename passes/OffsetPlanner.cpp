@@ -102,13 +102,17 @@ PlanResult planOffsets(std::vector<PlannedBuffer>& buffers, const PlanOptions& o
     best = trial;
     result.method = std::move(method);
   };
-  // A heuristic's run, timed and reported whether or not it wins.
-  auto run = [&](std::string method, auto place) {
+  // A heuristic's arena and seconds; `report` lists it whether or not it
+  // wins (its offsets are in `trial`).
+  using Run = std::pair<int64_t, double>;
+  auto timed = [](auto place) {
     auto t0 = std::chrono::steady_clock::now();
     int64_t arena = place();
-    double took = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-    result.heuristics.push_back({method, arena, took});
-    consider(arena, std::move(method));
+    return Run{arena, std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count()};
+  };
+  auto report = [&](std::string method, Run run) {
+    result.heuristics.push_back({method, run.first, run.second});
+    consider(run.first, std::move(method));
   };
   // The budget covers the heuristics too, so a time limit bounds the whole call.
   bool budgeted = options.timeLimitSeconds > 0 || options.nodeLimit > 0;
@@ -143,30 +147,21 @@ PlanResult planOffsets(std::vector<PlannedBuffer>& buffers, const PlanOptions& o
     return h.kind == Heuristic::kSkyline ? placeSkyline(items, sections, ranked(h.order), offsets)
                                          : placeFirstFit(items, ranked(h.order), offsets, h.kind == Heuristic::kBestFit);
   };
-  run("online best-fit", [&] { return placeOnline(items, trial); });
+  report("online best-fit", timed([&] { return placeOnline(items, trial); }));
   auto goodEnough = [&] { return options.goodEnoughArena > 0 && bestArena <= options.goodEnoughArena; };
   size_t k = 0;
   if (items.size() >= kParallelItems && bestArena > result.lowerBound && !goodEnough()) {
     // Large instances: the classic four at once, one thread each, their
     // results taken in the fixed order (the plan does not depend on timing).
-    struct Outcome {
-      std::vector<int64_t> offsets;
-      int64_t arena = 0;
-      double seconds = 0;
-    };
-    std::vector<Outcome> outcomes(kClassic);
+    std::vector<Run> runs(kClassic);
+    std::vector<std::vector<int64_t>> offsets(kClassic);
     std::vector<std::thread> threads;
     for (size_t j = 0; j < kClassic; ++j)
-      threads.emplace_back([&, j] {
-        auto t0 = std::chrono::steady_clock::now();
-        outcomes[j].arena = place(heuristics[j], outcomes[j].offsets);
-        outcomes[j].seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-      });
+      threads.emplace_back([&, j] { runs[j] = timed([&] { return place(heuristics[j], offsets[j]); }); });
     for (std::thread& t : threads) t.join();
     for (size_t j = 0; j < kClassic; ++j) {
-      result.heuristics.push_back({name(heuristics[j]), outcomes[j].arena, outcomes[j].seconds});
-      trial = std::move(outcomes[j].offsets);
-      consider(outcomes[j].arena, name(heuristics[j]));
+      trial = std::move(offsets[j]);
+      report(name(heuristics[j]), runs[j]);
     }
     k = kClassic;
   }
@@ -179,7 +174,7 @@ PlanResult planOffsets(std::vector<PlannedBuffer>& buffers, const PlanOptions& o
     if (bestArena == result.lowerBound || goodEnough()) break;
     if (k == kClassic && budgeted) extra = budget.share(kExtraHeuristicsShare);
     if (extra && extra->exhausted()) break;
-    run(name(h), [&] { return place(h, trial); });
+    report(name(h), timed([&] { return place(h, trial); }));
   }
 
   int64_t lower = result.lowerBound;

@@ -5,8 +5,6 @@
 //
 // A client of the public-style C API only (nrt/nrt.h and friends), like any
 // application would be.
-#include <sys/stat.h>
-
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
@@ -50,26 +48,6 @@ int Fail(const std::string& msg) {
 
 std::string NrtError(const char* what, NRT_STATUS st) {
   return absl::StrCat(what, ": ", nrt_get_status_as_str(st), ": ", nrt_get_last_error_message());
-}
-
-bool ReadWholeFile(const std::string& path, std::string* out, std::string* error) {
-  struct stat st;
-  if (::stat(path.c_str(), &st) == 0 && S_ISDIR(st.st_mode)) {
-    *error = absl::StrCat("'", path, "' is a directory, not a NEFF file");
-    return false;
-  }
-  FILE* f = std::fopen(path.c_str(), "rb");
-  if (!f) {
-    *error = absl::StrCat("cannot open '", path, "': ", std::strerror(errno));
-    return false;
-  }
-  char buf[1 << 16];
-  size_t n;
-  while ((n = std::fread(buf, 1, sizeof(buf), f)) > 0) out->append(buf, n);
-  bool ok = !std::ferror(f);
-  std::fclose(f);
-  if (!ok) *error = absl::StrCat("error reading '", path, "'");
-  return ok;
 }
 
 struct Options {
@@ -155,8 +133,9 @@ class Runtime {
 };
 
 int Run(const Options& o) {
-  std::string neff, error;
-  if (!ReadWholeFile(o.neff, &neff, &error)) return Fail(error);
+  absl::StatusOr<std::string> read = neuroncc::files::ReadFile(o.neff);
+  if (!read.ok()) return Fail(std::string(read.status().message()));
+  std::string neff = std::move(*read), error;
   if (!o.target.empty()) {
     if (NRT_STATUS st = nrt_set_simulated_target(o.target.c_str()); st != NRT_SUCCESS)
       return Fail(NrtError("nrt_set_simulated_target", st));

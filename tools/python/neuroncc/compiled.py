@@ -232,11 +232,7 @@ class CompiledModel:
                         self.name, name, size, spec["dtype"], spec["shape"]))
                 self._rt.read(tensor, y.data_ptr(), size)
                 eager = _TORCH_BY_NAME[spec["dtype"]]
-                if eager == torch.bool and device_dtype != torch.bool:
-                    y = y != 0
-                elif not eager.is_floating_point and device_dtype.is_floating_point:
-                    y = y.round().to(eager)
-                elif eager != device_dtype:
+                if eager != device_dtype:
                     y = y.to(eager)
                 results.append(y)
             t_read = mark() if rec else None

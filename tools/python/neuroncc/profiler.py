@@ -22,6 +22,7 @@ torch.profiler.profile around (or inside) the neuroncc block, or call
 `neuroncc.merge_torch_profile(torch_prof, DIR)` after both ended; its CPU
 events join trace.json's framework lane (thread "torch.profiler").
 """
+import bisect
 import glob
 import json
 import os
@@ -149,23 +150,23 @@ class _ClockMap:
 
     def __init__(self, anchors, executions):
         self.anchors = sorted(anchors)
-        self.executions = sorted(executions)  # (host0, host1, session0, session1)
+        self.executions = sorted(executions)  # (host0, host1, session0, session1), disjoint
+        self._hosts = [h for h, _ in self.anchors]
+        self._starts = [e[0] for e in self.executions]
 
     def __call__(self, host_ns):
-        for h0, h1, s0, s1 in self.executions:
-            if h0 <= host_ns <= h1:
+        k = bisect.bisect_right(self._starts, host_ns) - 1
+        if k >= 0:
+            h0, h1, s0, s1 = self.executions[k]
+            if host_ns <= h1:
                 return s0 + (s1 - s0) * ((host_ns - h0) / (h1 - h0) if h1 > h0 else 1.0)
-        best = None
-        for h, s in self.anchors:
-            if h <= host_ns:
-                best = (h, s)
-        if best is None:
+        i = bisect.bisect_right(self._hosts, host_ns)  # anchors[:i] are at or before host_ns
+        if i == 0:
             h, s = self.anchors[0]
             return max(0.0, s - (h - host_ns) * 1000.0)
-        h, s = best
+        h, s = self.anchors[i - 1]
         t = s + (host_ns - h) * 1000.0
-        later = [s2 for h2, s2 in self.anchors if h2 > host_ns]
-        return min(t, later[0]) if later else t
+        return min(t, self.anchors[i][1]) if i < len(self.anchors) else t
 
     def window(self):
         return self.anchors[0][0], self.anchors[-1][0]
