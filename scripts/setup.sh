@@ -5,7 +5,8 @@ set -euo pipefail
 PACKAGES=(
   cmake ninja-build g++ ccache
   llvm-19-dev llvm-19-tools libmlir-19-dev mlir-19-tools clang-19 libclang-rt-19-dev
-  libprotobuf-dev protobuf-compiler libabsl-dev libgtest-dev libssl-dev
+  libprotobuf-dev protobuf-compiler libabsl-dev libgtest-dev libssl-dev libsleef-dev
+  libopenblas0-pthread
   python3-torch python3-numpy python3-protobuf
   chromium python3-pil
   zlib1g-dev libzstd-dev libedit-dev libcurl4-openssl-dev libxml2-dev

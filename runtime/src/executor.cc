@@ -8,6 +8,8 @@
 
 #include "absl/strings/str_cat.h"
 #include "float_convert.h"
+#include "thread_pool.h"
+#include "vector_math.h"
 
 namespace neuroncc::rt {
 
@@ -17,215 +19,81 @@ using neff::TileRef;
 
 namespace {
 
-void Widen(DType dt, const uint8_t* src, uint32_t n, float* dst) {
-  switch (dt) {
-    case neff::F32:
-      std::memcpy(dst, src, size_t(n) * 4);
-      return;
-    case neff::BF16:
-      for (uint32_t i = 0; i < n; ++i) {
-        uint16_t h;
-        std::memcpy(&h, src + 2 * size_t(i), 2);
-        dst[i] = Bf16ToFloat(h);
-      }
-      return;
-    case neff::F16:
-      for (uint32_t i = 0; i < n; ++i) {
-        uint16_t h;
-        std::memcpy(&h, src + 2 * size_t(i), 2);
-        dst[i] = F16ToFloat(h);
-      }
-      return;
-    default:
-      return;  // the verifier admits only the three dtypes above
-  }
-}
-
-void Narrow(DType dt, const float* src, uint32_t n, uint8_t* dst) {
-  switch (dt) {
-    case neff::F32:
-      std::memcpy(dst, src, size_t(n) * 4);
-      return;
-    case neff::BF16:
-      for (uint32_t i = 0; i < n; ++i) {
-        uint16_t h = FloatToBf16(src[i]);
-        std::memcpy(dst + 2 * size_t(i), &h, 2);
-      }
-      return;
-    case neff::F16:
-      for (uint32_t i = 0; i < n; ++i) {
-        uint16_t h = FloatToF16(src[i]);
-        std::memcpy(dst + 2 * size_t(i), &h, 2);
-      }
-      return;
-    default:
-      return;
-  }
-}
+using vm::kBlock;
 
 float LoadScalar(DType dt, const uint8_t* p) {
   float v = 0;
-  Widen(dt, p, 1, &v);
+  vm::Widen(dt, p, 1, &v);
   return v;
 }
 
-void StoreScalar(DType dt, float v, uint8_t* p) { Narrow(dt, &v, 1, p); }
+void StoreScalar(DType dt, float v, uint8_t* p) { vm::Narrow(dt, &v, 1, p); }
 
-// max/min propagate NaN (as torch.maximum / torch.amax do) and order -0 < +0.
-inline float MaxF(float a, float b) {
-  if (a > b) return a;
-  if (b > a) return b;
-  if (a != a) return a;
-  if (b != b) return b;
-  return std::signbit(a) ? b : a;
+// n float32 values at p: the bytes themselves when they are aligned float32,
+// else widened into buf.
+inline const float* In(DType dt, const uint8_t* p, uint32_t n, float* buf) {
+  if (dt == neff::F32 && (reinterpret_cast<uintptr_t>(p) & 3) == 0) return reinterpret_cast<const float*>(p);
+  vm::Widen(dt, p, n, buf);
+  return buf;
 }
 
-inline float MinF(float a, float b) {
-  if (a < b) return a;
-  if (b < a) return b;
-  if (a != a) return a;
-  if (b != b) return b;
-  return std::signbit(a) ? a : b;
+// Where an instruction computes n results bound for p: p itself when it
+// holds aligned float32, else buf, narrowed into p by Commit.
+inline float* Out(DType dt, uint8_t* p, float* buf) {
+  if (dt == neff::F32 && (reinterpret_cast<uintptr_t>(p) & 3) == 0) return reinterpret_cast<float*>(p);
+  return buf;
 }
 
+inline void Commit(DType dt, const float* c, uint8_t* p, uint32_t n) {
+  if (static_cast<const void*>(c) != static_cast<const void*>(p)) vm::Narrow(dt, c, n, p);
+}
+
+// Per-row float32 scratch, one block per operand, on the stack of whichever
+// thread runs the row.
+struct Scratch {
+  alignas(64) float a[kBlock];
+  alignas(64) float b[kBlock];
+  alignas(64) float c[kBlock];
+  alignas(64) float d[kBlock];
+};
+
+// Below this many elements an instruction runs on the calling thread: waking
+// workers costs more than it saves.
+constexpr uint64_t kParallelElements = 1 << 15;
+
+// Calls row(p) for every p < partitions, split across the shared pool when
+// the instruction is large enough. Rows must write disjoint bytes.
 template <typename F>
-void Map2(const float* a, const float* b, float* c, uint32_t n, F f) {
-  for (uint32_t i = 0; i < n; ++i) c[i] = f(a[i], b[i]);
-}
-
-template <typename F>
-void Map1(const float* a, float* c, uint32_t n, F f) {
-  for (uint32_t i = 0; i < n; ++i) c[i] = f(a[i]);
-}
-
-inline float Bool(bool b) { return b ? 1.0f : 0.0f; }
-
-// Comparisons give 1.0 / 0.0; NaN compares false except for NOT_EQUAL
-// (the C++ operators behave exactly so).
-void ApplyAlu(neff::AluOp op, const float* a, const float* b, float* c, uint32_t n) {
-  switch (op) {
-    case neff::ADD: return Map2(a, b, c, n, [](float x, float y) { return x + y; });
-    case neff::SUB: return Map2(a, b, c, n, [](float x, float y) { return x - y; });
-    case neff::MUL: return Map2(a, b, c, n, [](float x, float y) { return x * y; });
-    case neff::DIV: return Map2(a, b, c, n, [](float x, float y) { return x / y; });
-    case neff::MAX: return Map2(a, b, c, n, MaxF);
-    case neff::MIN: return Map2(a, b, c, n, MinF);
-    case neff::IS_EQUAL: return Map2(a, b, c, n, [](float x, float y) { return Bool(x == y); });
-    case neff::NOT_EQUAL: return Map2(a, b, c, n, [](float x, float y) { return Bool(x != y); });
-    case neff::IS_LT: return Map2(a, b, c, n, [](float x, float y) { return Bool(x < y); });
-    case neff::IS_LE: return Map2(a, b, c, n, [](float x, float y) { return Bool(x <= y); });
-    case neff::IS_GT: return Map2(a, b, c, n, [](float x, float y) { return Bool(x > y); });
-    case neff::IS_GE: return Map2(a, b, c, n, [](float x, float y) { return Bool(x >= y); });
-    case neff::POW: return Map2(a, b, c, n, [](float x, float y) { return std::pow(x, y); });
-    default: return;
+void ForRows(uint32_t partitions, uint64_t elements_per_row, F row) {
+  if (uint64_t(partitions) * elements_per_row < kParallelElements || partitions < 2) {
+    for (uint32_t p = 0; p < partitions; ++p) row(p);
+    return;
   }
-}
-
-// alu(in0, s), or alu(s, in0) when `reverse`.
-void ApplyAluScalar(neff::AluOp op, const float* a, float s, bool reverse, float* c, uint32_t n) {
-  switch (op) {
-    case neff::ADD: return Map1(a, c, n, [s](float x) { return x + s; });
-    case neff::MUL: return Map1(a, c, n, [s](float x) { return x * s; });
-    case neff::MAX: return Map1(a, c, n, [s](float x) { return MaxF(x, s); });
-    case neff::MIN: return Map1(a, c, n, [s](float x) { return MinF(x, s); });
-    case neff::SUB:
-      if (reverse) return Map1(a, c, n, [s](float x) { return s - x; });
-      return Map1(a, c, n, [s](float x) { return x - s; });
-    case neff::DIV:
-      if (reverse) return Map1(a, c, n, [s](float x) { return s / x; });
-      return Map1(a, c, n, [s](float x) { return x / s; });
-    case neff::BYPASS: return Map1(a, c, n, [](float x) { return x; });
-    case neff::IS_EQUAL: return Map1(a, c, n, [s](float x) { return Bool(x == s); });
-    case neff::NOT_EQUAL: return Map1(a, c, n, [s](float x) { return Bool(x != s); });
-    case neff::IS_LT:
-      if (reverse) return Map1(a, c, n, [s](float x) { return Bool(s < x); });
-      return Map1(a, c, n, [s](float x) { return Bool(x < s); });
-    case neff::IS_LE:
-      if (reverse) return Map1(a, c, n, [s](float x) { return Bool(s <= x); });
-      return Map1(a, c, n, [s](float x) { return Bool(x <= s); });
-    case neff::IS_GT:
-      if (reverse) return Map1(a, c, n, [s](float x) { return Bool(s > x); });
-      return Map1(a, c, n, [s](float x) { return Bool(x > s); });
-    case neff::IS_GE:
-      if (reverse) return Map1(a, c, n, [s](float x) { return Bool(s >= x); });
-      return Map1(a, c, n, [s](float x) { return Bool(x >= s); });
-    case neff::POW:
-      if (reverse) return Map1(a, c, n, [s](float x) { return std::pow(s, x); });
-      return Map1(a, c, n, [s](float x) { return std::pow(x, s); });
-    default: return;
-  }
-}
-
-// float32 constants of the GELU formulas (correctly rounded).
-constexpr float kInvSqrt2 = 0.70710678118654752440f;
-constexpr float kSqrt2OverPi = 0.79788456080286535588f;
-
-inline float Sigmoid(float y) { return 1.0f / (1.0f + std::exp(-y)); }
-
-// out = func(in * scale + bias). The affine step is a separate multiply and
-// add, each rounded to float32 (this file is built with -ffp-contract=off).
-void ApplyActivation(neff::ActivationFunc f, const float* a, float scale, float bias, float* c,
-                     uint32_t n) {
-  switch (f) {
-    case neff::IDENTITY: return Map1(a, c, n, [=](float x) { return x * scale + bias; });
-    case neff::EXP: return Map1(a, c, n, [=](float x) { return std::exp(x * scale + bias); });
-    case neff::RSQRT:
-      return Map1(a, c, n, [=](float x) { return 1.0f / std::sqrt(x * scale + bias); });
-    case neff::SQRT: return Map1(a, c, n, [=](float x) { return std::sqrt(x * scale + bias); });
-    case neff::SQUARE:
-      return Map1(a, c, n, [=](float x) {
-        float y = x * scale + bias;
-        return y * y;
-      });
-    case neff::NEGATE: return Map1(a, c, n, [=](float x) { return -(x * scale + bias); });
-    case neff::RECIPROCAL:
-      return Map1(a, c, n, [=](float x) { return 1.0f / (x * scale + bias); });
-    case neff::LOG: return Map1(a, c, n, [=](float x) { return std::log(x * scale + bias); });
-    case neff::TANH: return Map1(a, c, n, [=](float x) { return std::tanh(x * scale + bias); });
-    case neff::SIGMOID: return Map1(a, c, n, [=](float x) { return Sigmoid(x * scale + bias); });
-    case neff::RELU:
-      // max(y, +0): NaN propagates and -0 becomes +0, as MAX does.
-      return Map1(a, c, n, [=](float x) { return MaxF(x * scale + bias, 0.0f); });
-    case neff::GELU:
-      // (y * 0.5) * (1 + erf(y * (1/sqrt(2)))), each step rounded to float32:
-      // PyTorch's CPU formula for gelu(approximate='none').
-      return Map1(a, c, n, [=](float x) {
-        float y = x * scale + bias;
-        return (y * 0.5f) * (1.0f + std::erf(y * kInvSqrt2));
-      });
-    case neff::GELU_TANH:
-      // (y * 0.5) * (1 + tanh(sqrt(2/pi) * (y + 0.044715 * y^3))): PyTorch's
-      // CPU formula for gelu(approximate='tanh').
-      return Map1(a, c, n, [=](float x) {
-        float y = x * scale + bias;
-        float cube = y * y * y;
-        float inner = kSqrt2OverPi * (y + 0.044715f * cube);
-        return (y * 0.5f) * (1.0f + std::tanh(inner));
-      });
-    case neff::SILU:
-      return Map1(a, c, n, [=](float x) {
-        float y = x * scale + bias;
-        return y * Sigmoid(y);
-      });
-    case neff::ABS: return Map1(a, c, n, [=](float x) { return std::fabs(x * scale + bias); });
-    default: return;
-  }
+  uint32_t grain = uint32_t(std::max<uint64_t>(1, (kParallelElements / 4) / std::max<uint64_t>(1, elements_per_row)));
+  ThreadPool::Shared().ParallelFor(partitions, grain, [&](uint32_t begin, uint32_t end) {
+    for (uint32_t p = begin; p < end; ++p) row(p);
+  });
 }
 
 bool RangesOverlap(uint64_t a0, uint64_t a1, uint64_t b0, uint64_t b1) { return a0 < b1 && b0 < a1; }
 
 uint64_t TileBytes(const TileRef& t) { return uint64_t(t.num_elements()) * neff::DTypeSize(t.dtype()); }
 
-// Writing row p of `w` cannot disturb a later row of `r` unless the two tiles
-// lie in the same memory, map the same row index to different partitions and
-// their regions overlap. (Same mapping is safe: a row's inputs are read in
-// full before it is written.)
-bool CrossRowHazard(const TileRef& r, const TileRef& w) {
-  if (r.space() != w.space() || r.start_partition() == w.start_partition()) return false;
-  return RangesOverlap(r.start_partition(), uint64_t(r.start_partition()) + r.partitions(),
-                       w.start_partition(), uint64_t(w.start_partition()) + w.partitions()) &&
-         RangesOverlap(r.byte_offset(), r.byte_offset() + TileBytes(r), w.byte_offset(),
-                       w.byte_offset() + TileBytes(w));
+// Whether writing `w` could change what a later read of `r` sees, given that
+// rows may run on different threads and a row is processed in blocks of
+// kBlock elements. Safe: different memories or no common bytes, or the same
+// mapping of element (p, f) to bytes in both tiles (each block is read
+// before it is written). Anything else (a shifted copy, a tile written over
+// part of its own input) gets its input snapshotted first.
+bool ReadWriteHazard(const TileRef& r, const TileRef& w) {
+  if (r.space() != w.space()) return false;
+  bool overlap = RangesOverlap(r.start_partition(), uint64_t(r.start_partition()) + r.partitions(),
+                               w.start_partition(), uint64_t(w.start_partition()) + w.partitions()) &&
+                 RangesOverlap(r.byte_offset(), r.byte_offset() + TileBytes(r), w.byte_offset(),
+                               w.byte_offset() + TileBytes(w));
+  bool same_mapping = r.start_partition() == w.start_partition() && r.byte_offset() == w.byte_offset() &&
+                      neff::DTypeSize(r.dtype()) == neff::DTypeSize(w.dtype());
+  return overlap && !same_mapping;
 }
 
 // Copies `count` elements of ES bytes between SBUF (contiguous) and HBM
@@ -248,11 +116,12 @@ void CopyStrided(uint8_t* sbuf, uint8_t* hbm, int64_t stride, int64_t count) {
   }
 }
 
-// Moves a tile between SBUF and HBM along `ap`. Partition p's HBM base is
-// ap.offset + r * dims[0].stride with r = p, or r = rows[p] for a gather.
+// Moves partitions [p0, p1) of a tile between SBUF and HBM along `ap`.
+// Partition p's HBM base is ap.offset + r * dims[0].stride with r = p, or
+// r = rows[p] for a gather.
 template <size_t ES, bool kLoad>
-void DmaTile(const neff::AccessPattern& ap, const TileRef& tile, uint8_t* hbm, uint8_t* sbuf,
-             uint64_t partition_bytes, const int64_t* rows = nullptr) {
+void DmaRows(const neff::AccessPattern& ap, const TileRef& tile, uint8_t* hbm, uint8_t* sbuf,
+             uint64_t partition_bytes, uint32_t p0, uint32_t p1, const int64_t* rows) {
   const int nd = ap.dims_size();  // >= 2: partition dim + at least one free dim
   int64_t count[8], stride[8], idx[8];
   for (int d = 0; d < nd; ++d) {
@@ -261,7 +130,7 @@ void DmaTile(const neff::AccessPattern& ap, const TileRef& tile, uint8_t* hbm, u
     idx[d] = 0;
   }
   const int inner = nd - 1;
-  for (uint32_t p = 0; p < tile.partitions(); ++p) {
+  for (uint32_t p = p0; p < p1; ++p) {
     uint8_t* row = sbuf + (uint64_t(tile.start_partition()) + p) * partition_bytes + tile.byte_offset();
     int64_t base = ap.offset() + (rows ? rows[p] : int64_t(p)) * stride[0];
     int64_t outer = 0;
@@ -282,6 +151,29 @@ void DmaTile(const neff::AccessPattern& ap, const TileRef& tile, uint8_t* hbm, u
       if (d < 1) break;
     }
   }
+}
+
+// Whether the partitions of a store write disjoint HBM bytes, so that their
+// order cannot matter: the partition stride steps past every element a row
+// reaches.
+bool StoreRowsDisjoint(const neff::AccessPattern& ap) {
+  uint64_t span = 1;
+  for (int d = 1; d < ap.dims_size(); ++d)
+    span += uint64_t(ap.dims(d).count() - 1) * uint64_t(std::llabs(ap.dims(d).stride()));
+  return uint64_t(std::llabs(ap.dims(0).stride())) >= span;
+}
+
+// The whole tile, split across threads when large: loads write distinct
+// SBUF rows; stores only when their HBM rows are disjoint (otherwise the
+// last partition's bytes must win, as in the serial order).
+template <size_t ES, bool kLoad>
+void DmaTile(const neff::AccessPattern& ap, const TileRef& tile, uint8_t* hbm, uint8_t* sbuf,
+             uint64_t partition_bytes, const int64_t* rows = nullptr) {
+  const uint32_t P = tile.partitions();
+  if (!kLoad && !StoreRowsDisjoint(ap)) return DmaRows<ES, kLoad>(ap, tile, hbm, sbuf, partition_bytes, 0, P, rows);
+  ForRows(P, tile.num_elements(), [&](uint32_t p) {
+    DmaRows<ES, kLoad>(ap, tile, hbm, sbuf, partition_bytes, p, p + 1, rows);
+  });
 }
 
 }  // namespace
@@ -336,12 +228,6 @@ absl::Status Executor::AllocateMemories() {
         absl::StrCat("cannot allocate the simulated SBUF (", sbuf_bytes, " bytes), PSUM (",
                      psum_bytes, " bytes) and HBM arena (", exe.arena_bytes(), " bytes)"));
   }
-  // Widest row: a partition full of 2-byte elements.
-  size_t row = size_t(device_.sbuf_bytes_per_partition / 2) + 1;
-  a_.resize(row);
-  b_.resize(row);
-  c_.resize(row);
-  d_.resize(row);
   mm_a_.resize(size_t(neff::kMatmulMaxK) * neff::kMatmulMaxM);
   mm_b_.resize(size_t(neff::kMatmulMaxK) * neff::kMatmulMaxN);
   mm_s_.resize(size_t(neff::kMatmulMaxM) * neff::kMatmulMaxN);
@@ -361,7 +247,7 @@ uint8_t* Executor::Row(const TileRef& tile, uint32_t p) const {
 }
 
 Executor::RowSource Executor::Source(const TileRef& in, const Instruction& inst, int slot) {
-  bool hazard = CrossRowHazard(in, inst.out()) || (inst.has_accum() && CrossRowHazard(in, inst.accum()));
+  bool hazard = ReadWriteHazard(in, inst.out()) || (inst.has_accum() && ReadWriteHazard(in, inst.accum()));
   if (!hazard) return {Row(in, 0), PartitionBytes(in)};
   uint64_t bytes = TileBytes(in);
   std::vector<uint8_t>& snap = snapshot_[slot];
@@ -455,105 +341,107 @@ absl::Status Executor::ExecGather(const Instruction& inst, int kernel, uint32_t 
 
 void Executor::ExecTensorTensor(const Instruction& inst) {
   const TileRef& out = inst.out();
-  uint32_t n = out.num_elements();
+  const uint32_t n = out.num_elements();
+  const DType d0 = inst.in0().dtype(), d1 = inst.in1().dtype(), dout = out.dtype();
+  const size_t e0 = neff::DTypeSize(d0), e1 = neff::DTypeSize(d1), eo = neff::DTypeSize(dout);
+  const neff::AluOp op = inst.alu();
   RowSource s0 = Source(inst.in0(), inst, 0);
   RowSource s1 = Source(inst.in1(), inst, 1);
-  for (uint32_t p = 0; p < out.partitions(); ++p) {
-    Widen(inst.in0().dtype(), s0.row(p), n, a_.data());
-    Widen(inst.in1().dtype(), s1.row(p), n, b_.data());
-    ApplyAlu(inst.alu(), a_.data(), b_.data(), c_.data(), n);
-    Narrow(out.dtype(), c_.data(), n, Row(out, p));
-  }
+  ForRows(out.partitions(), n, [&](uint32_t p) {
+    Scratch t;
+    const uint8_t *r0 = s0.row(p), *r1 = s1.row(p);
+    uint8_t* w = Row(out, p);
+    for (uint32_t f = 0; f < n; f += kBlock) {
+      const uint32_t m = std::min(kBlock, n - f);
+      float* c = Out(dout, w + f * eo, t.c);
+      vm::Alu(op, In(d0, r0 + f * e0, m, t.a), In(d1, r1 + f * e1, m, t.b), c, m);
+      Commit(dout, c, w + f * eo, m);
+    }
+  });
 }
 
 void Executor::ExecTensorScalar(const Instruction& inst) {
   const TileRef& out = inst.out();
-  uint32_t n = out.num_elements();
+  const uint32_t n = out.num_elements();
+  const DType d0 = inst.in0().dtype(), dout = out.dtype();
+  const size_t e0 = neff::DTypeSize(d0), eo = neff::DTypeSize(dout);
   RowSource s0 = Source(inst.in0(), inst, 0);
   RowSource s1 = inst.has_in1() ? Source(inst.in1(), inst, 1) : RowSource{nullptr, 0};
-  for (uint32_t p = 0; p < out.partitions(); ++p) {
-    float s = inst.has_in1() ? LoadScalar(inst.in1().dtype(), s1.row(p)) : inst.imm();
-    Widen(inst.in0().dtype(), s0.row(p), n, a_.data());
-    ApplyAluScalar(inst.alu(), a_.data(), s, inst.reverse(), c_.data(), n);
-    Narrow(out.dtype(), c_.data(), n, Row(out, p));
-  }
+  ForRows(out.partitions(), n, [&](uint32_t p) {
+    Scratch t;
+    const float s = inst.has_in1() ? LoadScalar(inst.in1().dtype(), s1.row(p)) : inst.imm();
+    const uint8_t* r0 = s0.row(p);
+    uint8_t* w = Row(out, p);
+    for (uint32_t f = 0; f < n; f += kBlock) {
+      const uint32_t m = std::min(kBlock, n - f);
+      float* c = Out(dout, w + f * eo, t.c);
+      vm::AluScalar(inst.alu(), In(d0, r0 + f * e0, m, t.a), s, inst.reverse(), c, m);
+      Commit(dout, c, w + f * eo, m);
+    }
+  });
 }
 
 void Executor::ExecActivation(const Instruction& inst) {
   const TileRef& out = inst.out();
-  uint32_t n = out.num_elements();
+  const uint32_t n = out.num_elements();
+  const DType d0 = inst.in0().dtype(), dout = out.dtype();
+  const size_t e0 = neff::DTypeSize(d0), eo = neff::DTypeSize(dout);
   RowSource s0 = Source(inst.in0(), inst, 0);
   RowSource s1 = inst.has_in1() ? Source(inst.in1(), inst, 1) : RowSource{nullptr, 0};
   RowSource s2 = inst.has_in2() ? Source(inst.in2(), inst, 2) : RowSource{nullptr, 0};
-  for (uint32_t p = 0; p < out.partitions(); ++p) {
-    float scale = inst.has_in1() ? LoadScalar(inst.in1().dtype(), s1.row(p)) : inst.scale();
-    float bias = inst.has_in2() ? LoadScalar(inst.in2().dtype(), s2.row(p)) : inst.bias();
-    Widen(inst.in0().dtype(), s0.row(p), n, a_.data());
-    ApplyActivation(inst.func(), a_.data(), scale, bias, c_.data(), n);
-    Narrow(out.dtype(), c_.data(), n, Row(out, p));
-    if (inst.has_accum()) {
-      // Sequential float32 sum of the unrounded results, f = 0..n-1.
-      float sum = 0.0f;
-      for (uint32_t i = 0; i < n; ++i) sum += c_[i];
-      StoreScalar(inst.accum().dtype(), sum, Row(inst.accum(), p));
+  ForRows(out.partitions(), n, [&](uint32_t p) {
+    Scratch t;
+    const float scale = inst.has_in1() ? LoadScalar(inst.in1().dtype(), s1.row(p)) : inst.scale();
+    const float bias = inst.has_in2() ? LoadScalar(inst.in2().dtype(), s2.row(p)) : inst.bias();
+    const uint8_t* r0 = s0.row(p);
+    uint8_t* w = Row(out, p);
+    vm::LaneSum sum;
+    for (uint32_t f = 0; f < n; f += kBlock) {
+      const uint32_t m = std::min(kBlock, n - f);
+      float* c = Out(dout, w + f * eo, t.c);
+      vm::Activation(inst.func(), In(d0, r0 + f * e0, m, t.a), scale, bias, c, m);
+      // The accum sums the float32 results before they are rounded to `out`.
+      if (inst.has_accum()) sum.Add(c, m);
+      Commit(dout, c, w + f * eo, m);
     }
-  }
+    if (inst.has_accum()) StoreScalar(inst.accum().dtype(), sum.Total(), Row(inst.accum(), p));
+  });
 }
 
 void Executor::ExecTensorReduce(const Instruction& inst) {
   const TileRef& in = inst.in0();
-  uint32_t n = in.num_elements();
+  const uint32_t n = in.num_elements();
+  const size_t es = neff::DTypeSize(in.dtype());
   RowSource s0 = Source(in, inst, 0);
-  for (uint32_t p = 0; p < in.partitions(); ++p) {
-    Widen(in.dtype(), s0.row(p), n, a_.data());
-    const float* a = a_.data();
-    float acc = a[0];
-    switch (inst.alu()) {
-      case neff::ADD:
-        for (uint32_t i = 1; i < n; ++i) acc += a[i];
-        break;
-      case neff::MAX:
-        for (uint32_t i = 1; i < n; ++i) acc = MaxF(acc, a[i]);
-        break;
-      case neff::MIN:
-        for (uint32_t i = 1; i < n; ++i) acc = MinF(acc, a[i]);
-        break;
-      default:
-        break;
+  ForRows(in.partitions(), n, [&](uint32_t p) {
+    Scratch t;
+    const uint8_t* r0 = s0.row(p);
+    float result;
+    if (inst.alu() == neff::ADD) {
+      vm::LaneSum sum;
+      for (uint32_t f = 0; f < n; f += kBlock) {
+        const uint32_t m = std::min(kBlock, n - f);
+        sum.Add(In(in.dtype(), r0 + f * es, m, t.a), m);
+      }
+      result = sum.Total();
+    } else if (inst.alu() == neff::MAX || inst.alu() == neff::MIN) {
+      vm::Extreme extreme(inst.alu() == neff::MAX);
+      for (uint32_t f = 0; f < n; f += kBlock) {
+        const uint32_t m = std::min(kBlock, n - f);
+        extreme.Add(In(in.dtype(), r0 + f * es, m, t.a), m);
+      }
+      result = extreme.Result();
+    } else {
+      result = LoadScalar(in.dtype(), r0);  // the verifier admits add, max and min only
     }
-    StoreScalar(inst.out().dtype(), acc, Row(inst.out(), p));
-  }
+    StoreScalar(inst.out().dtype(), result, Row(inst.out(), p));
+  });
 }
-
-namespace {
-
-// s[m][n] = sum_k A[k][m] * B[k][n] for the MB x NB block of outputs at
-// (m0, n0): the partial sums stay in registers while k runs 0, 1, ..., K-1,
-// each product and each addition rounded to float32 (the file is built with
-// -ffp-contract=off). Blocking only changes which sums are kept in registers
-// together, never the order of additions within one sum.
-template <int MB, int NB>
-inline void MatmulBlock(const float* A, const float* B, uint32_t K, uint32_t M, uint32_t N, uint32_t m0,
-                        uint32_t n0, float* S) {
-  float acc[MB][NB];
-  for (int i = 0; i < MB; ++i)
-    for (int j = 0; j < NB; ++j) acc[i][j] = A[m0 + i] * B[n0 + j];
-  for (uint32_t k = 1; k < K; ++k) {
-    const float* a = A + size_t(k) * M + m0;
-    const float* b = B + size_t(k) * N + n0;
-    for (int i = 0; i < MB; ++i)
-      for (int j = 0; j < NB; ++j) acc[i][j] += a[i] * b[j];
-  }
-  for (int i = 0; i < MB; ++i)
-    for (int j = 0; j < NB; ++j) S[size_t(m0 + i) * N + n0 + j] = acc[i][j];
-}
-
-}  // namespace
 
 // out[m, n] = accumulate ? out[m, n] + s[m, n] : s[m, n], where
 // s[m, n] = sum_k in0[k, m] * in1[k, n] summed in increasing k. Both operands
-// are widened to float32 once; the sums are computed in 4 x 8 register
-// blocks, walking n-strips of in1 so that a strip stays in L1 across m.
+// are widened to float32 once; output columns are split across threads (each
+// sum is computed whole by one thread, so the split never changes a bit).
 void Executor::ExecMatmul(const Instruction& inst) {
   const TileRef& in0 = inst.in0();
   const TileRef& in1 = inst.in1();
@@ -561,31 +449,31 @@ void Executor::ExecMatmul(const Instruction& inst) {
   const uint32_t K = in0.partitions(), M = in0.num_elements(), N = in1.num_elements();
   float* A = mm_a_.data();  // [K][M]
   float* B = mm_b_.data();  // [K][N]
-  float* S = mm_s_.data();  // [M][N]
   for (uint32_t k = 0; k < K; ++k) {
-    Widen(in0.dtype(), Row(in0, k), M, A + size_t(k) * M);
-    Widen(in1.dtype(), Row(in1, k), N, B + size_t(k) * N);
+    vm::Widen(in0.dtype(), Row(in0, k), M, A + size_t(k) * M);
+    vm::Widen(in1.dtype(), Row(in1, k), N, B + size_t(k) * N);
   }
-  constexpr uint32_t kMB = 4, kNB = 8;
-  const uint32_t m_full = M / kMB * kMB, n_full = N / kNB * kNB;
-  for (uint32_t n0 = 0; n0 < n_full; n0 += kNB) {
-    for (uint32_t m0 = 0; m0 < m_full; m0 += kMB) MatmulBlock<kMB, kNB>(A, B, K, M, N, m0, n0, S);
-    for (uint32_t m0 = m_full; m0 < M; ++m0) MatmulBlock<1, kNB>(A, B, K, M, N, m0, n0, S);
+  uint8_t* rows = Row(out, 0);
+  uint64_t stride = PartitionBytes(out);
+  const bool aligned = ((reinterpret_cast<uintptr_t>(rows) | stride) & 3) == 0;
+  if (!aligned) {
+    // Sums into aligned scratch first, then copied into the PSUM rows.
+    rows = reinterpret_cast<uint8_t*>(mm_s_.data());
+    stride = uint64_t(N) * 4;
+    for (uint32_t m = 0; m < M; ++m)
+      std::memcpy(rows + m * stride, Row(out, m), inst.accumulate() ? size_t(N) * 4 : 0);
   }
-  for (uint32_t n0 = n_full; n0 < N; ++n0) {
-    for (uint32_t m0 = 0; m0 < m_full; m0 += kMB) MatmulBlock<kMB, 1>(A, B, K, M, N, m0, n0, S);
-    for (uint32_t m0 = m_full; m0 < M; ++m0) MatmulBlock<1, 1>(A, B, K, M, N, m0, n0, S);
-  }
-  float* old = d_.data();
-  for (uint32_t m = 0; m < M; ++m) {
-    float* s = S + size_t(m) * N;
-    uint8_t* row = Row(out, m);
-    if (inst.accumulate()) {
-      Widen(neff::F32, row, N, old);
-      for (uint32_t n = 0; n < N; ++n) s[n] = old[n] + s[n];
-    }
-    Narrow(neff::F32, s, N, row);
-  }
+  constexpr uint32_t kStrip = 16;
+  const uint32_t strips = (N + kStrip - 1) / kStrip;
+  auto columns = [&](uint32_t begin, uint32_t end) {
+    vm::MatmulColumns(A, B, K, M, N, begin * kStrip, std::min(N, end * kStrip), inst.accumulate(), rows, stride);
+  };
+  if (uint64_t(K) * M * N < 4 * kParallelElements)
+    columns(0, strips);
+  else
+    ThreadPool::Shared().ParallelFor(strips, 2, columns);
+  if (!aligned)
+    for (uint32_t m = 0; m < M; ++m) std::memcpy(Row(out, m), rows + m * stride, size_t(N) * 4);
 }
 
 // out[f, p] = in0[p, f], exactly (float32 holds every input value).
@@ -594,44 +482,53 @@ void Executor::ExecTranspose(const Instruction& inst) {
   const TileRef& out = inst.out();
   const uint32_t P = in0.partitions(), F = in0.num_elements();
   float* T = mm_a_.data();  // [P][F], P, F <= 128
-  for (uint32_t p = 0; p < P; ++p) Widen(in0.dtype(), Row(in0, p), F, T + size_t(p) * F);
-  float* col = c_.data();
+  for (uint32_t p = 0; p < P; ++p) vm::Widen(in0.dtype(), Row(in0, p), F, T + size_t(p) * F);
+  float col[neff::kMatmulMaxK];
   for (uint32_t f = 0; f < F; ++f) {
     for (uint32_t p = 0; p < P; ++p) col[p] = T[size_t(p) * F + f];
-    Narrow(out.dtype(), col, P, Row(out, f));
+    vm::Narrow(out.dtype(), col, P, Row(out, f));
   }
 }
 
 void Executor::ExecTensorSelect(const Instruction& inst) {
   const TileRef& out = inst.out();
-  uint32_t n = out.num_elements();
+  const uint32_t n = out.num_elements();
+  const DType d0 = inst.in0().dtype(), d1 = inst.in1().dtype(), d2 = inst.in2().dtype(), dout = out.dtype();
+  const size_t e0 = neff::DTypeSize(d0), e1 = neff::DTypeSize(d1), e2 = neff::DTypeSize(d2),
+               eo = neff::DTypeSize(dout);
   RowSource s0 = Source(inst.in0(), inst, 0);
   RowSource s1 = Source(inst.in1(), inst, 1);
   RowSource s2 = Source(inst.in2(), inst, 2);
-  for (uint32_t p = 0; p < out.partitions(); ++p) {
-    Widen(inst.in0().dtype(), s0.row(p), n, a_.data());
-    Widen(inst.in1().dtype(), s1.row(p), n, b_.data());
-    Widen(inst.in2().dtype(), s2.row(p), n, d_.data());
-    const float *a = a_.data(), *b = b_.data(), *pred = d_.data();
-    float* c = c_.data();
-    // A NaN predicate is != 0 and selects in0; -0 selects in1.
-    for (uint32_t i = 0; i < n; ++i) c[i] = pred[i] != 0.0f ? a[i] : b[i];
-    Narrow(out.dtype(), c, n, Row(out, p));
-  }
+  ForRows(out.partitions(), n, [&](uint32_t p) {
+    Scratch t;
+    const uint8_t *r0 = s0.row(p), *r1 = s1.row(p), *r2 = s2.row(p);
+    uint8_t* w = Row(out, p);
+    for (uint32_t f = 0; f < n; f += kBlock) {
+      const uint32_t m = std::min(kBlock, n - f);
+      float* c = Out(dout, w + f * eo, t.c);
+      vm::Select(In(d0, r0 + f * e0, m, t.a), In(d1, r1 + f * e1, m, t.b), In(d2, r2 + f * e2, m, t.d), c, m);
+      Commit(dout, c, w + f * eo, m);
+    }
+  });
 }
 
 // out[p, f] = (imm + p * scale) + f * bias, each operation in float32; p
 // counts from the tile's first partition.
 void Executor::ExecIota(const Instruction& inst) {
   const TileRef& out = inst.out();
-  uint32_t n = out.num_elements();
+  const uint32_t n = out.num_elements();
+  const size_t eo = neff::DTypeSize(out.dtype());
   const float imm = inst.imm(), scale = inst.scale(), bias = inst.bias();
-  float* c = c_.data();
-  for (uint32_t p = 0; p < out.partitions(); ++p) {
+  ForRows(out.partitions(), n, [&](uint32_t p) {
+    Scratch t;
     const float base = imm + float(p) * scale;
-    for (uint32_t f = 0; f < n; ++f) c[f] = base + float(f) * bias;
-    Narrow(out.dtype(), c, n, Row(out, p));
-  }
+    uint8_t* w = Row(out, p);
+    for (uint32_t f0 = 0; f0 < n; f0 += kBlock) {
+      const uint32_t m = std::min(kBlock, n - f0);
+      for (uint32_t i = 0; i < m; ++i) t.c[i] = base + float(f0 + i) * bias;
+      vm::Narrow(out.dtype(), t.c, m, w + f0 * eo);
+    }
+  });
 }
 
 void Executor::Execute(const Instruction& inst) {

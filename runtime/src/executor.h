@@ -85,8 +85,6 @@ class Executor {
   std::unique_ptr<uint8_t[], FreeDeleter> psum_;  // partitions x psum_bytes_per_partition
   std::unique_ptr<uint8_t[], FreeDeleter> arena_;
   std::vector<uint8_t*> hbm_;  // base address of every tensor for the current Run
-  // Scratch rows in float32, sized for the widest tile a partition can hold.
-  std::vector<float> a_, b_, c_, d_;
   // Matmul operands widened to float32 once per instruction: in0 as [K][M],
   // in1 as [K][N] (at most 128 x 128 and 128 x 512); the sums as [M][N].
   std::vector<float> mm_a_, mm_b_, mm_s_;

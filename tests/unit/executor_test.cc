@@ -14,6 +14,7 @@
 #include "float_convert.h"
 #include "run_executable.h"
 #include "test_neffs.h"
+#include "vector_math.h"
 
 namespace neuroncc {
 namespace {
@@ -213,6 +214,17 @@ TEST(ExecutorNumerics, Bf16InputsComputeInF32AndRoundOnce) {
 // Bit-for-bit equality, any NaN equal to any NaN.
 bool Same(float a, float b) { return (std::isnan(a) && std::isnan(b)) || rt::FloatBits(a) == rt::FloatBits(b); }
 
+// The documented float32 row sum (docs/runtime.md), written out plainly: 32
+// lanes by f mod 32, each from -0 in increasing f, then combined pairwise.
+float LaneSumRef(const std::vector<float>& v) {
+  float lanes[32];
+  for (float& l : lanes) l = -0.0f;
+  for (size_t f = 0; f < v.size(); ++f) lanes[f % 32] += v[f];
+  for (int w = 16; w >= 1; w /= 2)
+    for (int j = 0; j < w; ++j) lanes[j] = lanes[j] + lanes[j + w];
+  return lanes[0];
+}
+
 // Applies each case's function to partitions x n inputs with `scale` and
 // `bias`, the accumulated sum written just past each output row, and checks
 // every element and sum bit for bit against the reference (the pre-bias
@@ -238,15 +250,15 @@ void CheckActivationsWithAccum(uint32_t partitions, uint32_t n, const std::vecto
     });
     std::vector<float> got = Floats(RunExe(exe, {Bytes(a)}).outputs[0]);
     for (uint32_t p = 0; p < partitions; ++p) {
-      float sum = 0.0f;
+      std::vector<float> row;
       for (uint32_t f = 0; f < n; ++f) {
         volatile float y = a[p * n + f] * scale;  // two roundings, as specified
         float want = c.ref(y + bias);
         EXPECT_TRUE(Same(got[p * (n + 1) + f], want)) << p << "," << f << " got " << got[p * (n + 1) + f]
                                                        << " want " << want;
-        sum += want;
+        row.push_back(want);
       }
-      EXPECT_TRUE(Same(got[p * (n + 1) + n], sum)) << "accum of partition " << p;
+      EXPECT_TRUE(Same(got[p * (n + 1) + n], LaneSumRef(row))) << "accum of partition " << p;
     }
   }
 }
@@ -256,7 +268,7 @@ TEST(ExecutorNumerics, ActivationFunctionsScaleBiasAndAccumulate) {
   CheckActivationsWithAccum(P, N, Iota(P * N, 0.25f, 0.375f), 1.5f, 0.125f,
                             {
                                 {IDENTITY, [](float y) { return y; }},
-                                {EXP, [](float y) { return std::exp(y); }},
+                                {EXP, [](float y) { return rt::vm::ExpRef(y); }},
                                 {RSQRT, [](float y) { return 1.0f / std::sqrt(y); }},
                                 {SQRT, [](float y) { return std::sqrt(y); }},
                                 {SQUARE, [](float y) { return y * y; }},
@@ -299,14 +311,14 @@ TEST(ExecutorNumerics, ActivationBiasFromIn2) {
     });
     std::vector<float> got = Floats(RunExe(exe, {Bytes(x), Bytes(s), Bytes(b)}).outputs[0]);
     for (uint32_t p = 0; p < P; ++p) {
-      float sum = 0.0f;
+      std::vector<float> row;
       for (uint32_t f = 0; f < N; ++f) {
         float scaled = x[p * N + f] * s[p * N];
-        float want = std::exp(scaled + b[p * N]);
-        sum += want;
+        float want = rt::vm::ExpRef(scaled + b[p * N]);
+        row.push_back(want);
         if (!accum) EXPECT_EQ(got[p * N + f], want) << p << "," << f;
       }
-      if (accum) EXPECT_EQ(got[p], sum) << p;
+      if (accum) EXPECT_EQ(got[p], LaneSumRef(row)) << p;
     }
   }
 }
@@ -323,8 +335,9 @@ TEST(ExecutorNumerics, TensorReduceAddMaxMin) {
       float acc = a[p * N];
       for (uint32_t f = 1; f < N; ++f) {
         float v = a[p * N + f];
-        acc = op == ADD ? acc + v : op == MAX ? std::max(acc, v) : std::min(acc, v);
+        acc = op == MAX ? std::max(acc, v) : std::min(acc, v);
       }
+      if (op == ADD) acc = LaneSumRef(std::vector<float>(a.begin() + p * N, a.begin() + (p + 1) * N));
       EXPECT_EQ(got[p], acc) << AluOp_Name(op) << " partition " << p;
     }
   }
@@ -547,17 +560,17 @@ TEST(ExecutorIsa, NewActivationFunctionsFollowTheirFormulas) {
                           -0.0f, -20.0f, 20.0f, 0.1f, -0.1f, 3.25f, -3.25f, 100.0f, 1e-3f};
   const float r2 = 0.70710678118654752440f, c = 0.79788456080286535588f;
   CheckActivationsWithAccum(P, N, a, 1.5f, 0.25f, {
-      {LOG, [](float y) { return std::log(y); }},
-      {TANH, [](float y) { return std::tanh(y); }},
-      {SIGMOID, [](float y) { return 1.0f / (1.0f + std::exp(-y)); }},
+      {LOG, [](float y) { return rt::vm::LogRef(y); }},
+      {TANH, [](float y) { return rt::vm::TanhRef(y); }},
+      {SIGMOID, [](float y) { return 1.0f / (1.0f + rt::vm::ExpRef(-y)); }},
       {RELU, [](float y) { return y > 0.0f ? y : 0.0f; }},
-      {GELU, [=](float y) { return (y * 0.5f) * (1.0f + std::erf(y * r2)); }},
+      {GELU, [=](float y) { return (y * 0.5f) * (1.0f + rt::vm::ErfRef(y * r2)); }},
       {GELU_TANH,
        [=](float y) {
          float cube = y * y * y;
-         return (y * 0.5f) * (1.0f + std::tanh(c * (y + 0.044715f * cube)));
+         return (y * 0.5f) * (1.0f + rt::vm::TanhRef(c * (y + 0.044715f * cube)));
        }},
-      {SILU, [](float y) { return y * (1.0f / (1.0f + std::exp(-y))); }},
+      {SILU, [](float y) { return y * (1.0f / (1.0f + rt::vm::ExpRef(-y))); }},
       {ABS, [](float y) { return std::fabs(y); }},
   });
 }
@@ -926,7 +939,7 @@ TEST(ExecutorTensorEngine, VectorAndScalarReadPsumInputs) {
     for (uint32_t n = 0; n < N; ++n) {
       EXPECT_EQ(got[m * 2 * N + n], mm[m * N + n] + B[m * N + n]);
       volatile float y = mm[m * N + n] * mm[m * N];
-      EXPECT_EQ(got[m * 2 * N + N + n], std::exp(float(y) + 0.0f));
+      EXPECT_EQ(got[m * 2 * N + N + n], rt::vm::ExpRef(float(y) + 0.0f));
     }
 }
 

@@ -1,0 +1,566 @@
+#include "vector_math.h"
+
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+
+#include "float_convert.h"
+
+#if defined(__x86_64__)
+// sleef.h declares its AVX2 functions only where __AVX__ is defined, and its
+// portable FMA build only where FP_FAST_FMA is: this file calls the first
+// only from target("avx2,fma") functions after a CPUID check, and the second
+// is correct on any host (its fma() is exact, in software if need be).
+#include <immintrin.h>
+#ifndef __AVX__
+#define __AVX__ 1
+#define NEURONCC_DEFINED_AVX
+#endif
+#ifndef FP_FAST_FMA
+#define FP_FAST_FMA 1
+#define NEURONCC_DEFINED_FAST_FMA
+#endif
+#include <sleef.h>
+#ifdef NEURONCC_DEFINED_AVX
+#undef __AVX__
+#undef NEURONCC_DEFINED_AVX
+#endif
+#ifdef NEURONCC_DEFINED_FAST_FMA
+#undef FP_FAST_FMA
+#undef NEURONCC_DEFINED_FAST_FMA
+#endif
+#else
+#ifndef FP_FAST_FMA
+#define FP_FAST_FMA 1
+#endif
+#include <sleef.h>
+#endif
+
+// Hot loops get an AVX2 copy next to the baseline one; the loader's ifunc
+// picks one per host. Both compute the same IEEE operations in the same
+// order (no FMA: this file is built with -ffp-contract=off), so the choice
+// changes speed only.
+#if defined(__x86_64__)
+#define NEURONCC_CLONES __attribute__((target_clones("avx2", "default")))
+#else
+#define NEURONCC_CLONES
+#endif
+
+namespace neuroncc::rt::vm {
+
+using neff::DType;
+
+namespace {
+
+typedef float V8 __attribute__((vector_size(32)));
+typedef int32_t I8 __attribute__((vector_size(32)));
+// The same vector at any float's alignment, for loads and stores.
+typedef float V8u __attribute__((vector_size(32), aligned(4)));
+
+// Macros rather than functions: a function taking or returning a 32-byte
+// vector has a different ABI with and without AVX, and the baseline clone
+// has none.
+#define Load8(p) (*reinterpret_cast<const V8u*>(p))
+#define Store8(p, v) (*reinterpret_cast<V8u*>(p) = (v))
+#define Splat8(x) (V8{(x), (x), (x), (x), (x), (x), (x), (x)})
+
+inline float Bool(bool b) { return b ? 1.0f : 0.0f; }
+
+// MaxF/MinF as selects, so loops of them vectorize.
+inline float MaxSel(float a, float b) {
+  float r = std::signbit(a) ? b : a;
+  r = b != b ? b : r;
+  r = a != a ? a : r;
+  r = b > a ? b : r;
+  return a > b ? a : r;
+}
+
+inline float MinSel(float a, float b) {
+  float r = std::signbit(a) ? a : b;
+  r = b != b ? b : r;
+  r = a != a ? a : r;
+  r = b < a ? b : r;
+  return a < b ? a : r;
+}
+
+template <typename F>
+inline void Map2(const float* a, const float* b, float* c, uint32_t n, F f) {
+  for (uint32_t i = 0; i < n; ++i) c[i] = f(a[i], b[i]);
+}
+
+template <typename F>
+inline void Map1(const float* a, float* c, uint32_t n, F f) {
+  for (uint32_t i = 0; i < n; ++i) c[i] = f(a[i]);
+}
+
+// ---------------------------------------------------------------------------
+// SLEEF's deterministic single-precision functions over arrays: the "finz"
+// variants (fused multiply-add, no flush to zero), 8 lanes with AVX2 + FMA
+// when the host has them, else SLEEF's portable scalar build of the same
+// algorithm, whose fma() is exact on every host (in software if need be).
+// Both give the same bits; the scalar one is only slower.
+
+#if defined(__x86_64__) && !defined(__clang__)
+// (clang refuses a 32-byte vector argument to a function declared without
+// AVX, as sleef.h declares them, so a clang build, the fuzzers, takes the
+// scalar path.)
+bool HasAvx2Fma() {
+  static const bool yes = __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
+  return yes;
+}
+
+#define NEURONCC_SLEEF_MAP1(Name, f8, f1)                                                   \
+  __attribute__((target("avx2,fma"))) void Name##Avx2(const float* x, float* y, uint32_t n) { \
+    uint32_t i = 0;                                                                        \
+    for (; i + 8 <= n; i += 8) _mm256_storeu_ps(y + i, f8(_mm256_loadu_ps(x + i)));        \
+    if (i < n) {                                                                           \
+      float t[8] = {0, 0, 0, 0, 0, 0, 0, 0};                                               \
+      std::memcpy(t, x + i, (n - i) * 4);                                                  \
+      _mm256_storeu_ps(t, f8(_mm256_loadu_ps(t)));                                         \
+      std::memcpy(y + i, t, (n - i) * 4);                                                  \
+    }                                                                                      \
+  }                                                                                        \
+  void Name(const float* x, float* y, uint32_t n) {                                        \
+    if (HasAvx2Fma()) return Name##Avx2(x, y, n);                                          \
+    for (uint32_t i = 0; i < n; ++i) y[i] = f1(x[i]);                                      \
+  }
+
+__attribute__((target("avx2,fma"))) void PowAvx2(const float* x, const float* e, float* y, uint32_t n) {
+  uint32_t i = 0;
+  for (; i + 8 <= n; i += 8)
+    _mm256_storeu_ps(y + i, Sleef_finz_powf8_u10avx2(_mm256_loadu_ps(x + i), _mm256_loadu_ps(e + i)));
+  for (; i < n; ++i) y[i] = Sleef_finz_powf1_u10purecfma(x[i], e[i]);
+}
+
+void PowN(const float* x, const float* e, float* y, uint32_t n) {
+  if (HasAvx2Fma()) return PowAvx2(x, e, y, n);
+  for (uint32_t i = 0; i < n; ++i) y[i] = Sleef_finz_powf1_u10purecfma(x[i], e[i]);
+}
+#else
+#define NEURONCC_SLEEF_MAP1(Name, f8, f1)               \
+  void Name(const float* x, float* y, uint32_t n) {     \
+    for (uint32_t i = 0; i < n; ++i) y[i] = f1(x[i]);   \
+  }
+
+void PowN(const float* x, const float* e, float* y, uint32_t n) {
+  for (uint32_t i = 0; i < n; ++i) y[i] = Sleef_finz_powf1_u10purecfma(x[i], e[i]);
+}
+#endif
+
+// The bounds (maximum error in ulps) are SLEEF's, checked against double
+// precision libm over the float range by tests/unit/vector_math_test.cc.
+NEURONCC_SLEEF_MAP1(ExpN, Sleef_finz_expf8_u10avx2, Sleef_finz_expf1_u10purecfma)     // 1.0 ulp
+NEURONCC_SLEEF_MAP1(LogN, Sleef_finz_logf8_u10avx2, Sleef_finz_logf1_u10purecfma)     // 1.0 ulp
+NEURONCC_SLEEF_MAP1(ErfN, Sleef_finz_erff8_u10avx2, Sleef_finz_erff1_u10purecfma)     // 1.0 ulp
+// 3.5 ulp: SLEEF's 1-ulp tanh costs 2.7x as much (2.75 against 1.02 ns per
+// value here), and tanh is the whole cost of gelu(approximate='tanh').
+NEURONCC_SLEEF_MAP1(TanhN, Sleef_finz_tanhf8_u35avx2, Sleef_finz_tanhf1_u35purecfma)  // 3.5 ulp
+#undef NEURONCC_SLEEF_MAP1
+
+// float32 constants of the GELU formulas (correctly rounded).
+constexpr float kInvSqrt2 = 0.70710678118654752440f;
+constexpr float kSqrt2OverPi = 0.79788456080286535588f;
+
+// The elementwise steps of the activations around the SLEEF calls.
+NEURONCC_CLONES void Affine(const float* a, float scale, float bias, float* y, uint32_t n) {
+  for (uint32_t i = 0; i < n; ++i) y[i] = a[i] * scale + bias;
+}
+
+NEURONCC_CLONES void Negate(const float* y, float* t, uint32_t n) {
+  for (uint32_t i = 0; i < n; ++i) t[i] = -y[i];
+}
+
+NEURONCC_CLONES void OneOverOnePlus(const float* e, float* c, uint32_t n) {
+  for (uint32_t i = 0; i < n; ++i) c[i] = 1.0f / (1.0f + e[i]);
+}
+
+NEURONCC_CLONES void TimesOneOverOnePlus(const float* y, const float* e, float* c, uint32_t n) {
+  for (uint32_t i = 0; i < n; ++i) c[i] = y[i] * (1.0f / (1.0f + e[i]));
+}
+
+NEURONCC_CLONES void GeluErfArg(const float* y, float* t, uint32_t n) {
+  for (uint32_t i = 0; i < n; ++i) t[i] = y[i] * kInvSqrt2;
+}
+
+NEURONCC_CLONES void GeluTanhArg(const float* y, float* t, uint32_t n) {
+  for (uint32_t i = 0; i < n; ++i) {
+    float cube = y[i] * y[i] * y[i];
+    t[i] = kSqrt2OverPi * (y[i] + 0.044715f * cube);
+  }
+}
+
+NEURONCC_CLONES void HalfTimesOnePlus(const float* y, const float* t, float* c, uint32_t n) {
+  for (uint32_t i = 0; i < n; ++i) c[i] = (y[i] * 0.5f) * (1.0f + t[i]);
+}
+
+NEURONCC_CLONES void SimpleActivation(neff::ActivationFunc f, const float* y, float* c, uint32_t n) {
+  switch (f) {
+    case neff::RSQRT: return Map1(y, c, n, [](float v) { return 1.0f / std::sqrt(v); });
+    case neff::SQRT: return Map1(y, c, n, [](float v) { return std::sqrt(v); });
+    case neff::SQUARE: return Map1(y, c, n, [](float v) { return v * v; });
+    case neff::NEGATE: return Map1(y, c, n, [](float v) { return -v; });
+    case neff::RECIPROCAL: return Map1(y, c, n, [](float v) { return 1.0f / v; });
+    // max(y, +0): NaN propagates and -0 becomes +0, as MAX does.
+    case neff::RELU: return Map1(y, c, n, [](float v) { return MaxSel(v, 0.0f); });
+    case neff::ABS: return Map1(y, c, n, [](float v) { return std::fabs(v); });
+    default: return Map1(y, c, n, [](float v) { return v; });
+  }
+}
+
+}  // namespace
+
+float MaxF(float a, float b) { return MaxSel(a, b); }
+float MinF(float a, float b) { return MinSel(a, b); }
+
+// ---------------------------------------------------------------------------
+// Conversions
+
+NEURONCC_CLONES void Widen(DType dt, const uint8_t* src, uint32_t n, float* dst) {
+  switch (dt) {
+    case neff::F32:
+      std::memcpy(dst, src, size_t(n) * 4);
+      return;
+    case neff::BF16:
+      for (uint32_t i = 0; i < n; ++i) {
+        uint16_t h;
+        std::memcpy(&h, src + 2 * size_t(i), 2);
+        uint32_t u = uint32_t(h) << 16;
+        std::memcpy(dst + i, &u, 4);
+      }
+      return;
+    case neff::F16:
+      for (uint32_t i = 0; i < n; ++i) {
+        uint16_t h;
+        std::memcpy(&h, src + 2 * size_t(i), 2);
+        dst[i] = F16ToFloat(h);
+      }
+      return;
+    default:
+      return;  // the verifier admits only the three dtypes above
+  }
+}
+
+NEURONCC_CLONES void Narrow(DType dt, const float* src, uint32_t n, uint8_t* dst) {
+  switch (dt) {
+    case neff::F32:
+      std::memcpy(dst, src, size_t(n) * 4);
+      return;
+    case neff::BF16:
+      // FloatToBf16 without branches: round half to even by adding 0x7fff
+      // plus the kept LSB, except that a NaN keeps its top bits, made quiet.
+      for (uint32_t i = 0; i < n; ++i) {
+        uint32_t u;
+        std::memcpy(&u, src + i, 4);
+        uint32_t rounded = (u + 0x7fffu + ((u >> 16) & 1u)) >> 16;
+        uint32_t quiet = (u >> 16) | 0x0040u;
+        uint16_t h = uint16_t((u & 0x7fffffffu) > 0x7f800000u ? quiet : rounded);
+        std::memcpy(dst + 2 * size_t(i), &h, 2);
+      }
+      return;
+    case neff::F16:
+      for (uint32_t i = 0; i < n; ++i) {
+        uint16_t h = FloatToF16(src[i]);
+        std::memcpy(dst + 2 * size_t(i), &h, 2);
+      }
+      return;
+    default:
+      return;
+  }
+}
+
+// ---------------------------------------------------------------------------
+// ALU
+
+// Comparisons give 1.0 / 0.0; NaN compares false except for NOT_EQUAL
+// (the C++ operators behave exactly so).
+NEURONCC_CLONES void Alu(neff::AluOp op, const float* a, const float* b, float* c, uint32_t n) {
+  switch (op) {
+    case neff::ADD: return Map2(a, b, c, n, [](float x, float y) { return x + y; });
+    case neff::SUB: return Map2(a, b, c, n, [](float x, float y) { return x - y; });
+    case neff::MUL: return Map2(a, b, c, n, [](float x, float y) { return x * y; });
+    case neff::DIV: return Map2(a, b, c, n, [](float x, float y) { return x / y; });
+    case neff::MAX: return Map2(a, b, c, n, MaxSel);
+    case neff::MIN: return Map2(a, b, c, n, MinSel);
+    case neff::IS_EQUAL: return Map2(a, b, c, n, [](float x, float y) { return Bool(x == y); });
+    case neff::NOT_EQUAL: return Map2(a, b, c, n, [](float x, float y) { return Bool(x != y); });
+    case neff::IS_LT: return Map2(a, b, c, n, [](float x, float y) { return Bool(x < y); });
+    case neff::IS_LE: return Map2(a, b, c, n, [](float x, float y) { return Bool(x <= y); });
+    case neff::IS_GT: return Map2(a, b, c, n, [](float x, float y) { return Bool(x > y); });
+    case neff::IS_GE: return Map2(a, b, c, n, [](float x, float y) { return Bool(x >= y); });
+    case neff::POW: return PowN(a, b, c, n);
+    default: return;
+  }
+}
+
+NEURONCC_CLONES void AluScalar(neff::AluOp op, const float* a, float s, bool reverse, float* c, uint32_t n) {
+  switch (op) {
+    case neff::ADD: return Map1(a, c, n, [s](float x) { return x + s; });
+    case neff::MUL: return Map1(a, c, n, [s](float x) { return x * s; });
+    case neff::MAX: return Map1(a, c, n, [s](float x) { return MaxSel(x, s); });
+    case neff::MIN: return Map1(a, c, n, [s](float x) { return MinSel(x, s); });
+    case neff::SUB:
+      if (reverse) return Map1(a, c, n, [s](float x) { return s - x; });
+      return Map1(a, c, n, [s](float x) { return x - s; });
+    case neff::DIV:
+      if (reverse) return Map1(a, c, n, [s](float x) { return s / x; });
+      return Map1(a, c, n, [s](float x) { return x / s; });
+    case neff::BYPASS: return Map1(a, c, n, [](float x) { return x; });
+    case neff::IS_EQUAL: return Map1(a, c, n, [s](float x) { return Bool(x == s); });
+    case neff::NOT_EQUAL: return Map1(a, c, n, [s](float x) { return Bool(x != s); });
+    case neff::IS_LT:
+      if (reverse) return Map1(a, c, n, [s](float x) { return Bool(s < x); });
+      return Map1(a, c, n, [s](float x) { return Bool(x < s); });
+    case neff::IS_LE:
+      if (reverse) return Map1(a, c, n, [s](float x) { return Bool(s <= x); });
+      return Map1(a, c, n, [s](float x) { return Bool(x <= s); });
+    case neff::IS_GT:
+      if (reverse) return Map1(a, c, n, [s](float x) { return Bool(s > x); });
+      return Map1(a, c, n, [s](float x) { return Bool(x > s); });
+    case neff::IS_GE:
+      if (reverse) return Map1(a, c, n, [s](float x) { return Bool(s >= x); });
+      return Map1(a, c, n, [s](float x) { return Bool(x >= s); });
+    case neff::POW: {
+      float e[kBlock];
+      for (uint32_t i0 = 0; i0 < n; i0 += kBlock) {
+        uint32_t m = std::min(kBlock, n - i0);
+        std::fill(e, e + m, s);
+        if (reverse)
+          PowN(e, a + i0, c + i0, m);
+        else
+          PowN(a + i0, e, c + i0, m);
+      }
+      return;
+    }
+    default: return;
+  }
+}
+
+NEURONCC_CLONES void Select(const float* a, const float* b, const float* pred, float* c, uint32_t n) {
+  // A NaN predicate is != 0 and selects a; -0 selects b.
+  for (uint32_t i = 0; i < n; ++i) c[i] = pred[i] != 0.0f ? a[i] : b[i];
+}
+
+// ---------------------------------------------------------------------------
+// Activations: y = a * scale + bias first, then the function, in blocks so
+// that the temporaries stay in L1. `c` may be `a`.
+
+void Activation(neff::ActivationFunc f, const float* a, float scale, float bias, float* c, uint32_t n) {
+  alignas(64) float y[kBlock], t[kBlock];
+  for (uint32_t i0 = 0; i0 < n; i0 += kBlock) {
+    const uint32_t m = std::min(kBlock, n - i0);
+    const float* in = a + i0;
+    float* out = c + i0;
+    Affine(in, scale, bias, y, m);
+    switch (f) {
+      case neff::IDENTITY: std::memcpy(out, y, size_t(m) * 4); break;
+      case neff::EXP: ExpN(y, out, m); break;
+      case neff::LOG: LogN(y, out, m); break;
+      case neff::TANH: TanhN(y, out, m); break;
+      case neff::SIGMOID:  // 1 / (1 + exp(-y))
+        Negate(y, t, m);
+        ExpN(t, t, m);
+        OneOverOnePlus(t, out, m);
+        break;
+      case neff::SILU:  // y * sigmoid(y)
+        Negate(y, t, m);
+        ExpN(t, t, m);
+        TimesOneOverOnePlus(y, t, out, m);
+        break;
+      case neff::GELU:
+        // (y * 0.5) * (1 + erf(y * (1/sqrt(2)))), each step rounded to
+        // float32: PyTorch's CPU formula for gelu(approximate='none').
+        GeluErfArg(y, t, m);
+        ErfN(t, t, m);
+        HalfTimesOnePlus(y, t, out, m);
+        break;
+      case neff::GELU_TANH:
+        // (y * 0.5) * (1 + tanh(sqrt(2/pi) * (y + 0.044715 * y^3))):
+        // PyTorch's CPU formula for gelu(approximate='tanh').
+        GeluTanhArg(y, t, m);
+        TanhN(t, t, m);
+        HalfTimesOnePlus(y, t, out, m);
+        break;
+      default: SimpleActivation(f, y, out, m); break;
+    }
+  }
+}
+
+// ---------------------------------------------------------------------------
+// Reductions
+
+LaneSum::LaneSum() { std::fill(lanes_, lanes_ + kLanes, -0.0f); }
+
+NEURONCC_CLONES void LaneSum::Add(const float* a, uint32_t n) {
+  V8 s0 = Load8(lanes_), s1 = Load8(lanes_ + 8), s2 = Load8(lanes_ + 16), s3 = Load8(lanes_ + 24);
+  uint32_t i = 0;
+  for (; i + kLanes <= n; i += kLanes) {
+    s0 += Load8(a + i);
+    s1 += Load8(a + i + 8);
+    s2 += Load8(a + i + 16);
+    s3 += Load8(a + i + 24);
+  }
+  Store8(lanes_, s0);
+  Store8(lanes_ + 8, s1);
+  Store8(lanes_ + 16, s2);
+  Store8(lanes_ + 24, s3);
+  for (uint32_t j = 0; i + j < n; ++j) lanes_[j] += a[i + j];
+}
+
+float LaneSum::Total() const {
+  float l[kLanes];
+  std::memcpy(l, lanes_, sizeof(l));
+  for (uint32_t w = kLanes / 2; w >= 1; w /= 2)
+    for (uint32_t j = 0; j < w; ++j) l[j] = l[j] + l[j + w];
+  return l[0];
+}
+
+namespace {
+
+NEURONCC_CLONES bool AnyNaN(const float* a, uint32_t n) {
+  I8 nan = {};
+  uint32_t i = 0;
+  for (; i + 8 <= n; i += 8) {
+    const V8 v = Load8(a + i);
+    nan |= v != v;
+  }
+  bool any = false;
+  for (int j = 0; j < 8; ++j) any |= nan[j] != 0;
+  for (; i < n; ++i) any |= a[i] != a[i];
+  return any;
+}
+
+// The extreme of a NaN-free run, folded into `acc` (itself not NaN). Without
+// NaN, max(a, b) is a or b by comparison, and for a == b the bitwise AND of
+// the two (+0 for a -0/+0 pair, else either); min takes the OR (-0).
+NEURONCC_CLONES float FoldExtreme(bool max, float acc, const float* a, uint32_t n) {
+  V8 m = Splat8(acc);
+  uint32_t i = 0;
+  if (max) {
+    for (; i + 8 <= n; i += 8) {
+      const V8 v = Load8(a + i);
+      const V8 tie = V8(I8(m) & I8(v));
+      m = m > v ? m : (v > m ? v : tie);
+    }
+    for (int j = 0; j < 8; ++j) acc = MaxSel(acc, m[j]);
+    for (; i < n; ++i) acc = MaxSel(acc, a[i]);
+  } else {
+    for (; i + 8 <= n; i += 8) {
+      const V8 v = Load8(a + i);
+      const V8 tie = V8(I8(m) | I8(v));
+      m = m < v ? m : (v < m ? v : tie);
+    }
+    for (int j = 0; j < 8; ++j) acc = MinSel(acc, m[j]);
+    for (; i < n; ++i) acc = MinSel(acc, a[i]);
+  }
+  return acc;
+}
+
+}  // namespace
+
+void Extreme::Add(const float* a, uint32_t n) {
+  if (nan_ || n == 0) return;
+  if (!started_) {
+    value_ = a[0];
+    started_ = true;
+    ++a;
+    --n;
+    if (value_ != value_) {
+      nan_ = true;
+      return;
+    }
+  }
+  if (!AnyNaN(a, n)) {
+    value_ = FoldExtreme(max_, value_, a, n);
+    return;
+  }
+  // The fold keeps the first NaN it meets, whatever follows.
+  for (uint32_t i = 0; i < n; ++i) {
+    value_ = max_ ? MaxSel(value_, a[i]) : MinSel(value_, a[i]);
+    if (value_ != value_) {
+      nan_ = true;
+      return;
+    }
+  }
+}
+
+// ---------------------------------------------------------------------------
+// TensorEngine
+
+namespace {
+
+// MR rows x 16 columns of sums kept in registers while k runs 0..K-1.
+template <int MR>
+__attribute__((always_inline)) inline void MatmulBlock16(const float* A, const float* B, uint32_t K, uint32_t M,
+                                                         uint32_t N, uint32_t m0, uint32_t n0, bool accumulate,
+                                                         uint8_t* out_rows, uint64_t out_stride) {
+  V8 acc[MR][2];
+  {
+    const V8 b0 = Load8(B + n0), b1 = Load8(B + n0 + 8);
+    for (int i = 0; i < MR; ++i) {
+      const float av = A[m0 + i];
+      const V8 a = Splat8(av);
+      acc[i][0] = a * b0;
+      acc[i][1] = a * b1;
+    }
+  }
+  for (uint32_t k = 1; k < K; ++k) {
+    const float* a = A + size_t(k) * M + m0;
+    const float* b = B + size_t(k) * N + n0;
+    const V8 b0 = Load8(b), b1 = Load8(b + 8);
+    for (int i = 0; i < MR; ++i) {
+      const float av = a[i];
+      const V8 ai = Splat8(av);
+      acc[i][0] += ai * b0;
+      acc[i][1] += ai * b1;
+    }
+  }
+  for (int i = 0; i < MR; ++i) {
+    float* row = reinterpret_cast<float*>(out_rows + uint64_t(m0 + i) * out_stride) + n0;
+    if (accumulate) {
+      Store8(row, Load8(row) + acc[i][0]);
+      Store8(row + 8, Load8(row + 8) + acc[i][1]);
+    } else {
+      Store8(row, acc[i][0]);
+      Store8(row + 8, acc[i][1]);
+    }
+  }
+}
+
+// One output element, for the columns left over after the 16-wide strips.
+inline void MatmulOne(const float* A, const float* B, uint32_t K, uint32_t M, uint32_t N, uint32_t m, uint32_t n,
+                      bool accumulate, uint8_t* out_rows, uint64_t out_stride) {
+  float s = A[m] * B[n];
+  for (uint32_t k = 1; k < K; ++k) s += A[size_t(k) * M + m] * B[size_t(k) * N + n];
+  float* out = reinterpret_cast<float*>(out_rows + uint64_t(m) * out_stride) + n;
+  float old;
+  std::memcpy(&old, out, 4);
+  float v = accumulate ? old + s : s;
+  std::memcpy(out, &v, 4);
+}
+
+}  // namespace
+
+NEURONCC_CLONES void MatmulColumns(const float* A, const float* B, uint32_t K, uint32_t M, uint32_t N, uint32_t n0,
+                                   uint32_t n1, bool accumulate, uint8_t* out_rows, uint64_t out_stride) {
+  constexpr uint32_t kMR = 6;
+  uint32_t n = n0;
+  for (; n + 16 <= n1; n += 16) {
+    uint32_t m = 0;
+    for (; m + kMR <= M; m += kMR) MatmulBlock16<kMR>(A, B, K, M, N, m, n, accumulate, out_rows, out_stride);
+    for (; m + 2 <= M; m += 2) MatmulBlock16<2>(A, B, K, M, N, m, n, accumulate, out_rows, out_stride);
+    for (; m < M; ++m) MatmulBlock16<1>(A, B, K, M, N, m, n, accumulate, out_rows, out_stride);
+  }
+  for (; n < n1; ++n)
+    for (uint32_t m = 0; m < M; ++m) MatmulOne(A, B, K, M, N, m, n, accumulate, out_rows, out_stride);
+}
+
+// ---------------------------------------------------------------------------
+// Scalar references: SLEEF's portable build of the same functions.
+
+float ExpRef(float x) { return Sleef_finz_expf1_u10purecfma(x); }
+float LogRef(float x) { return Sleef_finz_logf1_u10purecfma(x); }
+float TanhRef(float x) { return Sleef_finz_tanhf1_u35purecfma(x); }
+float ErfRef(float x) { return Sleef_finz_erff1_u10purecfma(x); }
+float PowRef(float x, float y) { return Sleef_finz_powf1_u10purecfma(x, y); }
+
+}  // namespace neuroncc::rt::vm
