@@ -74,13 +74,17 @@ def copy_bandwidth():
     return 2 * src.nbytes / min(samples)
 
 
-def alternate(fns, repeats):
-    """Median seconds of each fn, sampled in turn after one warm-up each."""
+def alternate(fns, repeats, settle):
+    """Median seconds of each fn, sampled in turn after one warm-up each.
+    `settle` seconds pass before each sample: OpenMP's and OpenBLAS's idle
+    threads spin for a while after a call, and would otherwise take the
+    cores from whichever side runs next."""
     for fn in fns:
         fn()
     samples = [[] for _ in fns]
     for _ in range(repeats):
         for s, fn in zip(samples, fns):
+            time.sleep(settle)
             t = time.perf_counter()
             fn()
             s.append(time.perf_counter() - t)
@@ -111,7 +115,7 @@ def kernels(args, bandwidth):
             run = nrt_call(compiled, inputs)
             out = fn(*inputs)
             moved = sum(x.numel() * x.element_size() for x in inputs) + out.numel() * out.element_size()
-            nrt_s, eager_s = alternate([run, lambda: fn(*inputs)], args.repeats)
+            nrt_s, eager_s = alternate([run, lambda: fn(*inputs)], args.repeats, 0.05)
             roof = moved / bandwidth
             print("%-18s %5s %10.2f %10.2f %10.2f %9.2f %9.2f" % (name, dname, nrt_s * 1e3, eager_s * 1e3, roof * 1e3,
                                                                   nrt_s / eager_s, nrt_s / roof))
@@ -156,7 +160,7 @@ def matmul(args, threads):
             sgemm.argtypes = [ctypes.c_int] * 6 + [ctypes.c_float, ctypes.c_void_p, ctypes.c_int, ctypes.c_void_p,
                                                    ctypes.c_int, ctypes.c_float, ctypes.c_void_p, ctypes.c_int]
             fns.append(lambda: sgemm(101, 111, 111, n, n, n, 1.0, pa, n, pb, n, 0.0, pc, n))
-        times = alternate(fns, args.repeats)
+        times = alternate(fns, args.repeats, 0.3)
         nrt_s = times[0]
         if blas is not None:
             blas_s = times[1]

@@ -4,6 +4,7 @@
 #include <cmath>
 #include <cstdio>
 #include <cstring>
+#include <map>
 #include <string>
 
 #include "absl/strings/str_cat.h"
@@ -61,17 +62,19 @@ struct Scratch {
 // workers costs more than it saves.
 constexpr uint64_t kParallelElements = 1 << 15;
 
-// Calls row(p) for every p < partitions, split across the shared pool when
-// the instruction is large enough. Rows must write disjoint bytes.
+// Calls row(p) for every p in rows, split across the shared pool when
+// `parallel` and the instruction is large enough. Rows must write disjoint
+// bytes.
 template <typename F>
-void ForRows(uint32_t partitions, uint64_t elements_per_row, F row) {
-  if (uint64_t(partitions) * elements_per_row < kParallelElements || partitions < 2) {
-    for (uint32_t p = 0; p < partitions; ++p) row(p);
+void ForRows(Rows rows, uint64_t elements_per_row, bool parallel, F row) {
+  const uint32_t count = rows.end - rows.begin;
+  if (!parallel || uint64_t(count) * elements_per_row < kParallelElements || count < 2) {
+    for (uint32_t p = rows.begin; p < rows.end; ++p) row(p);
     return;
   }
   uint32_t grain = uint32_t(std::max<uint64_t>(1, (kParallelElements / 4) / std::max<uint64_t>(1, elements_per_row)));
-  ThreadPool::Shared().ParallelFor(partitions, grain, [&](uint32_t begin, uint32_t end) {
-    for (uint32_t p = begin; p < end; ++p) row(p);
+  ThreadPool::Shared().ParallelFor(count, grain, [&](uint32_t begin, uint32_t end) {
+    for (uint32_t p = rows.begin + begin; p < rows.begin + end; ++p) row(p);
   });
 }
 
@@ -163,16 +166,15 @@ bool StoreRowsDisjoint(const neff::AccessPattern& ap) {
   return uint64_t(std::llabs(ap.dims(0).stride())) >= span;
 }
 
-// The whole tile, split across threads when large: loads write distinct
+// Rows of a tile, split across threads when `parallel`: loads write distinct
 // SBUF rows; stores only when their HBM rows are disjoint (otherwise the
 // last partition's bytes must win, as in the serial order).
 template <size_t ES, bool kLoad>
 void DmaTile(const neff::AccessPattern& ap, const TileRef& tile, uint8_t* hbm, uint8_t* sbuf,
-             uint64_t partition_bytes, const int64_t* rows = nullptr) {
-  const uint32_t P = tile.partitions();
-  if (!kLoad && !StoreRowsDisjoint(ap)) return DmaRows<ES, kLoad>(ap, tile, hbm, sbuf, partition_bytes, 0, P, rows);
-  ForRows(P, tile.num_elements(), [&](uint32_t p) {
-    DmaRows<ES, kLoad>(ap, tile, hbm, sbuf, partition_bytes, p, p + 1, rows);
+             uint64_t partition_bytes, Rows rows, bool parallel, const int64_t* index_rows = nullptr) {
+  if (!kLoad && !StoreRowsDisjoint(ap)) parallel = false;
+  ForRows(rows, tile.num_elements(), parallel, [&](uint32_t p) {
+    DmaRows<ES, kLoad>(ap, tile, hbm, sbuf, partition_bytes, p, p + 1, index_rows);
   });
 }
 
@@ -194,6 +196,7 @@ absl::StatusOr<std::unique_ptr<Executor>> Executor::Create(const neff::Neff& nef
   absl::StatusOr<std::vector<DispatchSchedule>> schedules = ScheduleExecutable(exe, device);
   if (!schedules.ok()) return schedules.status();
   ex->schedules_ = std::move(*schedules);
+  ex->PlanWindows();
   ExecutionStats& st = ex->stats_;
   for (const DispatchSchedule& s : ex->schedules_) {
     st.device_time_ps += s.device_time_ps();
@@ -257,20 +260,20 @@ Executor::RowSource Executor::Source(const TileRef& in, const Instruction& inst,
   return {snap.data(), bytes};
 }
 
-void Executor::ExecDma(const Instruction& inst) {
+void Executor::ExecDma(const Instruction& inst, Rows rows, bool parallel) {
   const neff::AccessPattern& ap = inst.hbm();
   uint8_t* hbm = hbm_[ap.tensor()];
   uint64_t pb = device_.sbuf_bytes_per_partition;
   if (inst.opcode() == neff::DMA_LOAD) {
     if (neff::DTypeSize(inst.out().dtype()) == 4)
-      DmaTile<4, true>(ap, inst.out(), hbm, sbuf_.get(), pb);
+      DmaTile<4, true>(ap, inst.out(), hbm, sbuf_.get(), pb, rows, parallel);
     else
-      DmaTile<2, true>(ap, inst.out(), hbm, sbuf_.get(), pb);
+      DmaTile<2, true>(ap, inst.out(), hbm, sbuf_.get(), pb, rows, parallel);
   } else {
     if (neff::DTypeSize(inst.in0().dtype()) == 4)
-      DmaTile<4, false>(ap, inst.in0(), hbm, sbuf_.get(), pb);
+      DmaTile<4, false>(ap, inst.in0(), hbm, sbuf_.get(), pb, rows, parallel);
     else
-      DmaTile<2, false>(ap, inst.in0(), hbm, sbuf_.get(), pb);
+      DmaTile<2, false>(ap, inst.in0(), hbm, sbuf_.get(), pb, rows, parallel);
   }
 }
 
@@ -333,13 +336,13 @@ absl::Status Executor::ExecGather(const Instruction& inst, int kernel, uint32_t 
   uint8_t* table = hbm_[inst.hbm().tensor()];
   uint64_t pb = device_.sbuf_bytes_per_partition;
   if (neff::DTypeSize(out.dtype()) == 4)
-    DmaTile<4, true>(inst.hbm(), out, table, sbuf_.get(), pb, gather_rows_.data());
+    DmaTile<4, true>(inst.hbm(), out, table, sbuf_.get(), pb, Rows{0, out.partitions()}, true, gather_rows_.data());
   else
-    DmaTile<2, true>(inst.hbm(), out, table, sbuf_.get(), pb, gather_rows_.data());
+    DmaTile<2, true>(inst.hbm(), out, table, sbuf_.get(), pb, Rows{0, out.partitions()}, true, gather_rows_.data());
   return absl::OkStatus();
 }
 
-void Executor::ExecTensorTensor(const Instruction& inst) {
+void Executor::ExecTensorTensor(const Instruction& inst, Rows rows, bool parallel) {
   const TileRef& out = inst.out();
   const uint32_t n = out.num_elements();
   const DType d0 = inst.in0().dtype(), d1 = inst.in1().dtype(), dout = out.dtype();
@@ -347,7 +350,7 @@ void Executor::ExecTensorTensor(const Instruction& inst) {
   const neff::AluOp op = inst.alu();
   RowSource s0 = Source(inst.in0(), inst, 0);
   RowSource s1 = Source(inst.in1(), inst, 1);
-  ForRows(out.partitions(), n, [&](uint32_t p) {
+  ForRows(rows, n, parallel, [&](uint32_t p) {
     Scratch t;
     const uint8_t *r0 = s0.row(p), *r1 = s1.row(p);
     uint8_t* w = Row(out, p);
@@ -360,14 +363,14 @@ void Executor::ExecTensorTensor(const Instruction& inst) {
   });
 }
 
-void Executor::ExecTensorScalar(const Instruction& inst) {
+void Executor::ExecTensorScalar(const Instruction& inst, Rows rows, bool parallel) {
   const TileRef& out = inst.out();
   const uint32_t n = out.num_elements();
   const DType d0 = inst.in0().dtype(), dout = out.dtype();
   const size_t e0 = neff::DTypeSize(d0), eo = neff::DTypeSize(dout);
   RowSource s0 = Source(inst.in0(), inst, 0);
   RowSource s1 = inst.has_in1() ? Source(inst.in1(), inst, 1) : RowSource{nullptr, 0};
-  ForRows(out.partitions(), n, [&](uint32_t p) {
+  ForRows(rows, n, parallel, [&](uint32_t p) {
     Scratch t;
     const float s = inst.has_in1() ? LoadScalar(inst.in1().dtype(), s1.row(p)) : inst.imm();
     const uint8_t* r0 = s0.row(p);
@@ -381,7 +384,7 @@ void Executor::ExecTensorScalar(const Instruction& inst) {
   });
 }
 
-void Executor::ExecActivation(const Instruction& inst) {
+void Executor::ExecActivation(const Instruction& inst, Rows rows, bool parallel) {
   const TileRef& out = inst.out();
   const uint32_t n = out.num_elements();
   const DType d0 = inst.in0().dtype(), dout = out.dtype();
@@ -389,7 +392,7 @@ void Executor::ExecActivation(const Instruction& inst) {
   RowSource s0 = Source(inst.in0(), inst, 0);
   RowSource s1 = inst.has_in1() ? Source(inst.in1(), inst, 1) : RowSource{nullptr, 0};
   RowSource s2 = inst.has_in2() ? Source(inst.in2(), inst, 2) : RowSource{nullptr, 0};
-  ForRows(out.partitions(), n, [&](uint32_t p) {
+  ForRows(rows, n, parallel, [&](uint32_t p) {
     Scratch t;
     const float scale = inst.has_in1() ? LoadScalar(inst.in1().dtype(), s1.row(p)) : inst.scale();
     const float bias = inst.has_in2() ? LoadScalar(inst.in2().dtype(), s2.row(p)) : inst.bias();
@@ -408,12 +411,12 @@ void Executor::ExecActivation(const Instruction& inst) {
   });
 }
 
-void Executor::ExecTensorReduce(const Instruction& inst) {
+void Executor::ExecTensorReduce(const Instruction& inst, Rows rows, bool parallel) {
   const TileRef& in = inst.in0();
   const uint32_t n = in.num_elements();
   const size_t es = neff::DTypeSize(in.dtype());
   RowSource s0 = Source(in, inst, 0);
-  ForRows(in.partitions(), n, [&](uint32_t p) {
+  ForRows(rows, n, parallel, [&](uint32_t p) {
     Scratch t;
     const uint8_t* r0 = s0.row(p);
     float result;
@@ -463,10 +466,13 @@ void Executor::ExecMatmul(const Instruction& inst) {
     for (uint32_t m = 0; m < M; ++m)
       std::memcpy(rows + m * stride, Row(out, m), inst.accumulate() ? size_t(N) * 4 : 0);
   }
+  // bf16 and f16 have at most 11 significant bits: their products are exact.
+  const bool exact = in0.dtype() != neff::F32 && in1.dtype() != neff::F32;
   constexpr uint32_t kStrip = 16;
   const uint32_t strips = (N + kStrip - 1) / kStrip;
   auto columns = [&](uint32_t begin, uint32_t end) {
-    vm::MatmulColumns(A, B, K, M, N, begin * kStrip, std::min(N, end * kStrip), inst.accumulate(), rows, stride);
+    vm::MatmulColumns(A, B, K, M, N, begin * kStrip, std::min(N, end * kStrip), exact, inst.accumulate(), rows,
+                      stride);
   };
   if (uint64_t(K) * M * N < 4 * kParallelElements)
     columns(0, strips);
@@ -490,7 +496,7 @@ void Executor::ExecTranspose(const Instruction& inst) {
   }
 }
 
-void Executor::ExecTensorSelect(const Instruction& inst) {
+void Executor::ExecTensorSelect(const Instruction& inst, Rows rows, bool parallel) {
   const TileRef& out = inst.out();
   const uint32_t n = out.num_elements();
   const DType d0 = inst.in0().dtype(), d1 = inst.in1().dtype(), d2 = inst.in2().dtype(), dout = out.dtype();
@@ -499,7 +505,7 @@ void Executor::ExecTensorSelect(const Instruction& inst) {
   RowSource s0 = Source(inst.in0(), inst, 0);
   RowSource s1 = Source(inst.in1(), inst, 1);
   RowSource s2 = Source(inst.in2(), inst, 2);
-  ForRows(out.partitions(), n, [&](uint32_t p) {
+  ForRows(rows, n, parallel, [&](uint32_t p) {
     Scratch t;
     const uint8_t *r0 = s0.row(p), *r1 = s1.row(p), *r2 = s2.row(p);
     uint8_t* w = Row(out, p);
@@ -514,12 +520,12 @@ void Executor::ExecTensorSelect(const Instruction& inst) {
 
 // out[p, f] = (imm + p * scale) + f * bias, each operation in float32; p
 // counts from the tile's first partition.
-void Executor::ExecIota(const Instruction& inst) {
+void Executor::ExecIota(const Instruction& inst, Rows rows, bool parallel) {
   const TileRef& out = inst.out();
   const uint32_t n = out.num_elements();
   const size_t eo = neff::DTypeSize(out.dtype());
   const float imm = inst.imm(), scale = inst.scale(), bias = inst.bias();
-  ForRows(out.partitions(), n, [&](uint32_t p) {
+  ForRows(rows, n, parallel, [&](uint32_t p) {
     Scratch t;
     const float base = imm + float(p) * scale;
     uint8_t* w = Row(out, p);
@@ -531,20 +537,197 @@ void Executor::ExecIota(const Instruction& inst) {
   });
 }
 
-void Executor::Execute(const Instruction& inst) {
+void Executor::Execute(const Instruction& inst, Rows rows, bool parallel) {
   switch (inst.opcode()) {
     case neff::DMA_LOAD:
-    case neff::DMA_STORE: return ExecDma(inst);
-    case neff::TENSOR_TENSOR: return ExecTensorTensor(inst);
-    case neff::TENSOR_SCALAR: return ExecTensorScalar(inst);
-    case neff::ACTIVATION: return ExecActivation(inst);
-    case neff::TENSOR_REDUCE: return ExecTensorReduce(inst);
+    case neff::DMA_STORE: return ExecDma(inst, rows, parallel);
+    case neff::TENSOR_TENSOR: return ExecTensorTensor(inst, rows, parallel);
+    case neff::TENSOR_SCALAR: return ExecTensorScalar(inst, rows, parallel);
+    case neff::ACTIVATION: return ExecActivation(inst, rows, parallel);
+    case neff::TENSOR_REDUCE: return ExecTensorReduce(inst, rows, parallel);
     case neff::MATMUL: return ExecMatmul(inst);
     case neff::TRANSPOSE: return ExecTranspose(inst);
-    case neff::TENSOR_SELECT: return ExecTensorSelect(inst);
-    case neff::IOTA: return ExecIota(inst);
+    case neff::TENSOR_SELECT: return ExecTensorSelect(inst, rows, parallel);
+    case neff::IOTA: return ExecIota(inst, rows, parallel);
     default: return;
   }
+}
+
+namespace {
+
+// The tile whose rows an instruction walks.
+const TileRef& MainTile(const Instruction& inst) {
+  return inst.opcode() == neff::DMA_STORE || inst.opcode() == neff::TENSOR_REDUCE ? inst.in0() : inst.out();
+}
+
+// Whether an instruction only ever moves data within a partition: row p of
+// every tile it touches lies in the same partition, and no row reads bytes
+// another row writes. Such instructions can run a few partitions at a time.
+bool PartitionLocal(const Instruction& inst) {
+  switch (inst.opcode()) {
+    case neff::DMA_LOAD:
+    case neff::DMA_STORE:
+    case neff::TENSOR_TENSOR:
+    case neff::TENSOR_SCALAR:
+    case neff::ACTIVATION:
+    case neff::TENSOR_REDUCE:
+    case neff::TENSOR_SELECT:
+    case neff::IOTA: break;
+    default: return false;  // matmul and transpose cross partitions; a gather may fail midway
+  }
+  const TileRef& main = MainTile(inst);
+  const TileRef* tiles[] = {inst.has_in0() ? &inst.in0() : nullptr, inst.has_in1() ? &inst.in1() : nullptr,
+                            inst.has_in2() ? &inst.in2() : nullptr, inst.has_out() ? &inst.out() : nullptr,
+                            inst.has_accum() ? &inst.accum() : nullptr};
+  for (const TileRef* t : tiles)
+    if (t && (t->start_partition() != main.start_partition() || t->partitions() != main.partitions())) return false;
+  if (inst.opcode() == neff::DMA_STORE) return StoreRowsDisjoint(inst.hbm());
+  for (int i = 0; i < 3; ++i) {
+    if (!tiles[i] || inst.opcode() == neff::DMA_LOAD) continue;
+    if (ReadWriteHazard(*tiles[i], inst.out()) || (inst.has_accum() && ReadWriteHazard(*tiles[i], inst.accum())))
+      return false;
+  }
+  return true;
+}
+
+// The HBM bytes a DMA may touch: [lo, hi) within one tensor, or within the
+// arena for intermediates (which share it).
+struct HbmRegion {
+  int64_t space;  // -1: the arena; else the tensor index
+  int64_t lo, hi;
+};
+
+HbmRegion RegionOf(const Instruction& inst, const neff::Executable& exe) {
+  const neff::AccessPattern& ap = inst.hbm();
+  const int64_t es = int64_t(neff::DTypeSize(MainTile(inst).dtype()));
+  int64_t lo = ap.offset(), hi = ap.offset();
+  for (const neff::Dim& d : ap.dims()) {
+    int64_t span = (d.count() - 1) * d.stride();  // the verifier bounds every product
+    (span < 0 ? lo : hi) += span;
+  }
+  HbmRegion r{int64_t(ap.tensor()), lo * es, (hi + 1) * es};
+  const neff::Tensor& t = exe.tensors(int(ap.tensor()));
+  if (t.kind() == neff::INTERMEDIATE) {
+    r.space = -1;
+    r.lo += int64_t(t.arena_offset());
+    r.hi += int64_t(t.arena_offset());
+  }
+  return r;
+}
+
+// A union of byte ranges per space, for overlap queries in O(log n).
+class RegionSet {
+ public:
+  bool Overlaps(const HbmRegion& r) const {
+    auto it = set_.lower_bound({r.space, r.hi});  // first range starting at or after r.hi
+    if (it == set_.begin()) return false;
+    --it;
+    return it->first.first == r.space && it->second > r.lo;
+  }
+  void Add(HbmRegion r) {
+    auto it = set_.lower_bound({r.space, r.lo});
+    if (it != set_.begin()) {
+      auto prev = std::prev(it);
+      if (prev->first.first == r.space && prev->second >= r.lo) it = prev;
+    }
+    while (it != set_.end() && it->first.first == r.space && it->first.second <= r.hi) {
+      r.lo = std::min(r.lo, it->first.second);
+      r.hi = std::max(r.hi, it->second);
+      it = set_.erase(it);
+    }
+    set_.emplace(std::make_pair(r.space, r.lo), r.hi);
+  }
+  void Clear() { set_.clear(); }
+
+ private:
+  std::map<std::pair<int64_t, int64_t>, int64_t> set_;  // (space, lo) -> hi
+};
+
+// A band's working set (per partition bytes x partitions) kept within L2.
+constexpr uint64_t kBandBytes = 256 * 1024;
+
+}  // namespace
+
+// Splits each dispatch's start order into windows. A window of
+// partition-local instructions can run band by band (all of its
+// instructions on partitions [0, b), then [b, 2b), ...) and gives the same
+// result as running it in order, provided no DMA in it reads HBM bytes that
+// another DMA in it writes, and no two of its stores write the same bytes:
+// then every value an instruction reads was produced by an earlier
+// instruction in the same partition, or was there before the window began.
+// Bands are independent, so they also run on different threads.
+void Executor::PlanWindows() {
+  const neff::Executable& exe = neff_.executable;
+  windows_.clear();
+  for (const DispatchSchedule& d : schedules_) {
+    std::vector<Window>& out = windows_.emplace_back();
+    std::vector<const Instruction*>& insts = ordered_.emplace_back();
+    for (const ScheduledInstruction& si : d.order)
+      insts.push_back(&exe.kernels(int(si.kernel)).instructions(int(si.instruction)));
+    RegionSet loads, stores;
+    Window w{0, 0, 0, 0};
+    uint64_t lo[2] = {UINT64_MAX, UINT64_MAX}, hi[2] = {0, 0};  // SBUF, PSUM byte span per partition
+    auto close = [&] {
+      if (w.end > w.begin) {
+        uint64_t span = 0;
+        for (int m = 0; m < 2; ++m)
+          if (hi[m] > lo[m]) span += hi[m] - lo[m];
+        w.band = uint32_t(std::clamp<uint64_t>(kBandBytes / std::max<uint64_t>(span, 1), 1, device_.partitions));
+        out.push_back(w);
+      }
+      w = Window{w.end, w.end, 0, 0};
+      loads.Clear();
+      stores.Clear();
+      lo[0] = lo[1] = UINT64_MAX;
+      hi[0] = hi[1] = 0;
+    };
+    for (uint32_t i = 0; i < insts.size(); ++i) {
+      const Instruction& inst = *insts[i];
+      if (!PartitionLocal(inst)) {
+        close();
+        w.end = i + 1;
+        w.elements = 0;  // runs alone, in order
+        out.push_back(w);
+        w = Window{i + 1, i + 1, 0, 0};
+        continue;
+      }
+      const bool load = inst.opcode() == neff::DMA_LOAD, store = inst.opcode() == neff::DMA_STORE;
+      HbmRegion r{};
+      if (load || store) {
+        r = RegionOf(inst, exe);
+        if (stores.Overlaps(r) || (store && loads.Overlaps(r))) close();
+        (load ? loads : stores).Add(r);
+      }
+      for (const TileRef* t : {inst.has_in0() ? &inst.in0() : nullptr, inst.has_in1() ? &inst.in1() : nullptr,
+                               inst.has_in2() ? &inst.in2() : nullptr, inst.has_out() ? &inst.out() : nullptr,
+                               inst.has_accum() ? &inst.accum() : nullptr}) {
+        if (!t) continue;
+        int m = t->space() == neff::PSUM ? 1 : 0;
+        lo[m] = std::min<uint64_t>(lo[m], t->byte_offset());
+        hi[m] = std::max<uint64_t>(hi[m], t->byte_offset() + TileBytes(*t));
+      }
+      w.end = i + 1;
+      w.elements += uint64_t(MainTile(inst).partitions()) * MainTile(inst).num_elements();
+    }
+    close();
+  }
+}
+
+void Executor::RunBanded(const std::vector<const Instruction*>& insts, const Window& w) {
+  const uint32_t P = device_.partitions;
+  const uint32_t bands = (P + w.band - 1) / w.band;
+  ThreadPool::Shared().ParallelFor(bands, 1, [&](uint32_t b0, uint32_t b1) {
+    for (uint32_t b = b0; b < b1; ++b) {
+      const uint32_t lo = b * w.band, hi = std::min(P, lo + w.band);
+      for (uint32_t i = w.begin; i < w.end; ++i) {
+        const Instruction& inst = *insts[i];
+        const TileRef& t = MainTile(inst);
+        const uint32_t s = t.start_partition(), e = s + t.partitions();
+        const uint32_t first = std::max(lo, s), last = std::min(hi, e);
+        if (first < last) Execute(inst, Rows{first - s, last - s}, false);
+      }
+    }
+  });
 }
 
 absl::Status Executor::Run(const std::vector<const void*>& inputs, const std::vector<void*>& outputs) {
@@ -562,13 +745,43 @@ absl::Status Executor::Run(const std::vector<const void*>& inputs, const std::ve
     hbm_[exe.graph_inputs(i)] = static_cast<uint8_t*>(const_cast<void*>(inputs[size_t(i)]));
   for (int i = 0; i < exe.graph_outputs_size(); ++i)
     hbm_[exe.graph_outputs(i)] = static_cast<uint8_t*>(outputs[size_t(i)]);
-  for (const DispatchSchedule& d : schedules_) {
-    for (const ScheduledInstruction& s : d.order) {
-      const Instruction& inst = exe.kernels(int(s.kernel)).instructions(int(s.instruction));
-      if (inst.opcode() == neff::DMA_GATHER) {
-        if (absl::Status st = ExecGather(inst, int(s.kernel), s.instruction); !st.ok()) return st;
-      } else {
-        Execute(inst);
+  // Windows assume distinct graph tensors occupy distinct bytes; a caller
+  // may alias an output with an input, and then everything runs in order.
+  std::vector<std::pair<uintptr_t, uintptr_t>> user;
+  for (int i = 0; i < exe.graph_inputs_size(); ++i) {
+    uintptr_t p = reinterpret_cast<uintptr_t>(hbm_[exe.graph_inputs(i)]);
+    user.emplace_back(p, p + exe.tensors(int(exe.graph_inputs(i))).size_bytes());
+  }
+  for (int i = 0; i < exe.graph_outputs_size(); ++i) {
+    uintptr_t p = reinterpret_cast<uintptr_t>(hbm_[exe.graph_outputs(i)]);
+    user.emplace_back(p, p + exe.tensors(int(exe.graph_outputs(i))).size_bytes());
+  }
+  std::sort(user.begin(), user.end());
+  // NEURONCC_RT_BANDS=0 runs every instruction in start order: the same
+  // bits, slower; for comparing the two paths.
+  static const bool bands_enabled = [] {
+    const char* env = std::getenv("NEURONCC_RT_BANDS");
+    return !(env && std::string(env) == "0");
+  }();
+  bool banding = bands_enabled;
+  for (size_t i = 1; i < user.size(); ++i) banding &= user[i].first >= user[i - 1].second;
+
+  for (size_t di = 0; di < schedules_.size(); ++di) {
+    const DispatchSchedule& d = schedules_[di];
+    const std::vector<const Instruction*>& insts = ordered_[di];
+    for (const Window& w : windows_[di]) {
+      if (banding && w.end - w.begin > 1 && w.elements >= kParallelElements) {
+        RunBanded(insts, w);
+        continue;
+      }
+      for (uint32_t i = w.begin; i < w.end; ++i) {
+        const Instruction& inst = *insts[i];
+        if (inst.opcode() == neff::DMA_GATHER) {
+          const ScheduledInstruction& s = d.order[i];
+          if (absl::Status st = ExecGather(inst, int(s.kernel), s.instruction); !st.ok()) return st;
+        } else {
+          Execute(inst, Rows{0, MainTile(inst).partitions()}, true);
+        }
       }
     }
   }

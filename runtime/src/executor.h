@@ -16,6 +16,12 @@
 
 namespace neuroncc::rt {
 
+// Rows [begin, end) of an instruction's tiles (row p lies in partition
+// start_partition + p of every tile of a partition-local instruction).
+struct Rows {
+  uint32_t begin, end;
+};
+
 // Per-execution totals, for summaries.
 struct ExecutionStats {
   uint64_t device_time_ps = 0;
@@ -57,17 +63,28 @@ class Executor {
   absl::Status AllocateMemories();
 
   struct RowSource;
-  void Execute(const neff::Instruction& inst);
-  void ExecDma(const neff::Instruction& inst);
+  // A run of d.order[begin, end): run band by band (`band` partitions at a
+  // time) when it holds `elements` > 0 of partition-local work, else in order.
+  struct Window {
+    uint32_t begin, end;
+    uint32_t band;
+    uint64_t elements;
+  };
+  void PlanWindows();
+  void RunBanded(const std::vector<const neff::Instruction*>& insts, const Window& w);
+  // Runs `inst` on `rows` (matmul and transpose: always all rows);
+  // `parallel` lets it split the rows across the pool.
+  void Execute(const neff::Instruction& inst, Rows rows, bool parallel);
+  void ExecDma(const neff::Instruction& inst, Rows rows, bool parallel);
   absl::Status ExecGather(const neff::Instruction& inst, int kernel, uint32_t instruction);
-  void ExecTensorTensor(const neff::Instruction& inst);
-  void ExecTensorScalar(const neff::Instruction& inst);
-  void ExecActivation(const neff::Instruction& inst);
-  void ExecTensorReduce(const neff::Instruction& inst);
+  void ExecTensorTensor(const neff::Instruction& inst, Rows rows, bool parallel);
+  void ExecTensorScalar(const neff::Instruction& inst, Rows rows, bool parallel);
+  void ExecActivation(const neff::Instruction& inst, Rows rows, bool parallel);
+  void ExecTensorReduce(const neff::Instruction& inst, Rows rows, bool parallel);
   void ExecMatmul(const neff::Instruction& inst);
   void ExecTranspose(const neff::Instruction& inst);
-  void ExecTensorSelect(const neff::Instruction& inst);
-  void ExecIota(const neff::Instruction& inst);
+  void ExecTensorSelect(const neff::Instruction& inst, Rows rows, bool parallel);
+  void ExecIota(const neff::Instruction& inst, Rows rows, bool parallel);
   // Row p of a tile, in SBUF or PSUM as the tile says.
   uint8_t* Row(const neff::TileRef& tile, uint32_t p) const;
   uint64_t PartitionBytes(const neff::TileRef& tile) const;
@@ -76,6 +93,8 @@ class Executor {
   const neff::Neff& neff_;
   const neff::DeviceParams& device_;
   std::vector<DispatchSchedule> schedules_;
+  std::vector<std::vector<const neff::Instruction*>> ordered_;  // per dispatch, in start order
+  std::vector<std::vector<Window>> windows_;                     // per dispatch
   ExecutionStats stats_;
   struct FreeDeleter {
     void operator()(uint8_t* p) const { std::free(p); }

@@ -5,6 +5,7 @@
 #include <cstring>
 
 #include "float_convert.h"
+#include "matmul_kernel.h"
 
 #if defined(__x86_64__)
 // sleef.h declares its AVX2 functions only where __AVX__ is defined, and its
@@ -51,18 +52,6 @@ namespace neuroncc::rt::vm {
 using neff::DType;
 
 namespace {
-
-typedef float V8 __attribute__((vector_size(32)));
-typedef int32_t I8 __attribute__((vector_size(32)));
-// The same vector at any float's alignment, for loads and stores.
-typedef float V8u __attribute__((vector_size(32), aligned(4)));
-
-// Macros rather than functions: a function taking or returning a 32-byte
-// vector has a different ABI with and without AVX, and the baseline clone
-// has none.
-#define Load8(p) (*reinterpret_cast<const V8u*>(p))
-#define Store8(p, v) (*reinterpret_cast<V8u*>(p) = (v))
-#define Splat8(x) (V8{(x), (x), (x), (x), (x), (x), (x), (x)})
 
 inline float Bool(bool b) { return b ? 1.0f : 0.0f; }
 
@@ -488,70 +477,26 @@ void Extreme::Add(const float* a, uint32_t n) {
 
 namespace {
 
-// MR rows x 16 columns of sums kept in registers while k runs 0..K-1.
-template <int MR>
-__attribute__((always_inline)) inline void MatmulBlock16(const float* A, const float* B, uint32_t K, uint32_t M,
-                                                         uint32_t N, uint32_t m0, uint32_t n0, bool accumulate,
-                                                         uint8_t* out_rows, uint64_t out_stride) {
-  V8 acc[MR][2];
-  {
-    const V8 b0 = Load8(B + n0), b1 = Load8(B + n0 + 8);
-    for (int i = 0; i < MR; ++i) {
-      const float av = A[m0 + i];
-      const V8 a = Splat8(av);
-      acc[i][0] = a * b0;
-      acc[i][1] = a * b1;
-    }
-  }
-  for (uint32_t k = 1; k < K; ++k) {
-    const float* a = A + size_t(k) * M + m0;
-    const float* b = B + size_t(k) * N + n0;
-    const V8 b0 = Load8(b), b1 = Load8(b + 8);
-    for (int i = 0; i < MR; ++i) {
-      const float av = a[i];
-      const V8 ai = Splat8(av);
-      acc[i][0] += ai * b0;
-      acc[i][1] += ai * b1;
-    }
-  }
-  for (int i = 0; i < MR; ++i) {
-    float* row = reinterpret_cast<float*>(out_rows + uint64_t(m0 + i) * out_stride) + n0;
-    if (accumulate) {
-      Store8(row, Load8(row) + acc[i][0]);
-      Store8(row + 8, Load8(row + 8) + acc[i][1]);
-    } else {
-      Store8(row, acc[i][0]);
-      Store8(row + 8, acc[i][1]);
-    }
-  }
-}
-
-// One output element, for the columns left over after the 16-wide strips.
-inline void MatmulOne(const float* A, const float* B, uint32_t K, uint32_t M, uint32_t N, uint32_t m, uint32_t n,
-                      bool accumulate, uint8_t* out_rows, uint64_t out_stride) {
-  float s = A[m] * B[n];
-  for (uint32_t k = 1; k < K; ++k) s += A[size_t(k) * M + m] * B[size_t(k) * N + n];
-  float* out = reinterpret_cast<float*>(out_rows + uint64_t(m) * out_stride) + n;
-  float old;
-  std::memcpy(&old, out, 4);
-  float v = accumulate ? old + s : s;
-  std::memcpy(out, &v, 4);
+NEURONCC_CLONES void MatmulRounded(const float* A, const float* B, uint32_t K, uint32_t M, uint32_t N, uint32_t n0,
+                                   uint32_t n1, bool accumulate, uint8_t* out_rows, uint64_t out_stride) {
+  MatmulStrips(A, B, K, M, N, n0, n1, accumulate, out_rows, out_stride, [](V8 acc, V8 a, V8 b) { return acc + a * b; });
 }
 
 }  // namespace
 
-NEURONCC_CLONES void MatmulColumns(const float* A, const float* B, uint32_t K, uint32_t M, uint32_t N, uint32_t n0,
-                                   uint32_t n1, bool accumulate, uint8_t* out_rows, uint64_t out_stride) {
-  constexpr uint32_t kMR = 6;
-  uint32_t n = n0;
-  for (; n + 16 <= n1; n += 16) {
-    uint32_t m = 0;
-    for (; m + kMR <= M; m += kMR) MatmulBlock16<kMR>(A, B, K, M, N, m, n, accumulate, out_rows, out_stride);
-    for (; m + 2 <= M; m += 2) MatmulBlock16<2>(A, B, K, M, N, m, n, accumulate, out_rows, out_stride);
-    for (; m < M; ++m) MatmulBlock16<1>(A, B, K, M, N, m, n, accumulate, out_rows, out_stride);
-  }
-  for (; n < n1; ++n)
-    for (uint32_t m = 0; m < M; ++m) MatmulOne(A, B, K, M, N, m, n, accumulate, out_rows, out_stride);
+#if defined(__x86_64__)
+// matmul_fma.cc, built for AVX2 + FMA: call only where the host has both.
+void MatmulFusedAvx2(const float* A, const float* B, uint32_t K, uint32_t M, uint32_t N, uint32_t n0, uint32_t n1,
+                     bool accumulate, uint8_t* out_rows, uint64_t out_stride);
+#endif
+
+void MatmulColumns(const float* A, const float* B, uint32_t K, uint32_t M, uint32_t N, uint32_t n0, uint32_t n1,
+                   bool exact_products, bool accumulate, uint8_t* out_rows, uint64_t out_stride) {
+#if defined(__x86_64__)
+  static const bool fma = __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
+  if (exact_products && fma) return MatmulFusedAvx2(A, B, K, M, N, n0, n1, accumulate, out_rows, out_stride);
+#endif
+  MatmulRounded(A, B, K, M, N, n0, n1, accumulate, out_rows, out_stride);
 }
 
 // ---------------------------------------------------------------------------

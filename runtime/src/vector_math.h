@@ -74,9 +74,11 @@ class Extreme {
 //   out[m][n] = (accumulate ? out[m][n] + s : s),  s = sum over k < K of A[k][m] * B[k][n]
 // with the products and additions rounded to float32 one by one and k
 // increasing. A is [K][M], B is [K][N] (row-major, float32), out row m is
-// float32 at out_rows + m * out_stride bytes.
+// float32 at out_rows + m * out_stride bytes. `exact_products`: every A*B is
+// exact in float32 (bf16 and f16 operands), so a fused multiply-add gives
+// the same bits and is used where the host has one.
 void MatmulColumns(const float* A, const float* B, uint32_t K, uint32_t M, uint32_t N, uint32_t n0, uint32_t n1,
-                   bool accumulate, uint8_t* out_rows, uint64_t out_stride);
+                   bool exact_products, bool accumulate, uint8_t* out_rows, uint64_t out_stride);
 
 // Scalar references for tests: the same primitives one value at a time.
 float ExpRef(float x);
