@@ -9,6 +9,7 @@
 #include <fstream>
 #include <limits>
 #include <sstream>
+#include <thread>
 
 #include "absl/strings/str_cat.h"
 #include "device_model.h"
@@ -105,7 +106,7 @@ const char* DTypeName(DType dtype) {
 
 std::string_view Neff::Segment(uint32_t index) const {
   const ConstantSegment& seg = executable.segments(int(index));
-  return std::string_view(payload).substr(seg.offset(), seg.size());
+  return payload().substr(seg.offset(), seg.size());
 }
 
 std::string SerializeHeader(const Header& h) {
@@ -254,16 +255,57 @@ uint64_t ProfileHash(const Header& header) {
   return v;
 }
 
-absl::StatusOr<Neff> ParseNeff(std::string_view bytes) {
+namespace {
+
+// The header and the payload digest of `bytes`, checked: what ParseImage
+// needs before it trusts the payload.
+absl::StatusOr<Header> CheckedHeader(std::string_view bytes, const Sha256Digest& payload_digest) {
   absl::StatusOr<Header> header = ParseHeader(bytes);
   if (!header.ok()) return header.status();
   size_t payload_size = bytes.size() - kHeaderSize;
   if (header->data_size != payload_size)
     return Bad(absl::StrCat("header says ", header->data_size, " payload bytes but the file has ",
                             payload_size, " (truncated or padded file)"));
+  if (payload_digest != header->hash) return Bad("payload SHA-256 does not match the header hash (corrupted file)");
+  return header;
+}
+
+Sha256Digest PayloadDigest(std::string_view bytes) {
+  if (bytes.size() < kHeaderSize) return Sha256Digest{};
+  return Sha256(bytes.data() + kHeaderSize, bytes.size() - kHeaderSize);
+}
+
+absl::StatusOr<Neff> ParseImage(std::string&& image, const Sha256Digest& payload_digest);
+
+}  // namespace
+
+absl::StatusOr<Neff> ParseNeff(std::string_view bytes) {
+  // A large file is hashed on a second thread while this one copies it: the
+  // two passes together take as long as the hash alone.
+  constexpr size_t kConcurrentHash = size_t(16) << 20;
+  Sha256Digest digest{};
+  if (bytes.size() < kConcurrentHash || !LooksLikeNeff(bytes)) {
+    digest = PayloadDigest(bytes);
+    return ParseImage(std::string(bytes), digest);
+  }
+  std::thread hasher([&] { digest = PayloadDigest(bytes); });
+  std::string image(bytes);
+  hasher.join();
+  return ParseImage(std::move(image), digest);
+}
+
+absl::StatusOr<Neff> ParseNeff(std::string&& image) {
+  Sha256Digest digest = PayloadDigest(image);
+  return ParseImage(std::move(image), digest);
+}
+
+namespace {
+
+absl::StatusOr<Neff> ParseImage(std::string&& image, const Sha256Digest& payload_digest) {
+  const std::string_view bytes(image);
+  absl::StatusOr<Header> header = CheckedHeader(bytes, payload_digest);
+  if (!header.ok()) return header.status();
   std::string_view payload = bytes.substr(kHeaderSize);
-  if (Sha256(payload.data(), payload.size()) != header->hash)
-    return Bad("payload SHA-256 does not match the header hash (corrupted file)");
   if (payload.size() < 8) return Bad("payload too short for the executable length");
   uint64_t exe_size = GetLE<uint64_t>(payload, 0);
   if (exe_size > payload.size() - 8)
@@ -283,9 +325,11 @@ absl::StatusOr<Neff> ParseNeff(std::string_view bytes) {
       return Bad("constant segment overlaps the executable");
   }
   if (absl::Status st = VerifyExecutable(neff.executable, payload.size()); !st.ok()) return st;
-  neff.payload = std::string(payload);
+  neff.image = std::move(image);
   return neff;
 }
+
+}  // namespace
 
 namespace {
 

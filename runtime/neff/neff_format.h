@@ -44,8 +44,10 @@ struct Header {
 struct Neff {
   Header header;
   Executable executable;
-  std::string payload;
+  // The whole file as parsed: header, then payload.
+  std::string image;
 
+  std::string_view payload() const { return std::string_view(image).substr(kHeaderSize); }
   // Bytes of constant segment `index`; bounds were checked at parse time.
   std::string_view Segment(uint32_t index) const;
 };
@@ -68,6 +70,8 @@ absl::StatusOr<Header> ParseHeader(std::string_view bytes);
 // protobuf, and every index, shape, access pattern and wait in the program, so
 // that an executor can run it without further bounds checks.
 absl::StatusOr<Neff> ParseNeff(std::string_view bytes);
+// The same, keeping `image` itself (no copy) as Neff::image.
+absl::StatusOr<Neff> ParseNeff(std::string&& image);
 
 // Semantic checks on an executable (also used by the compiler before writing).
 absl::Status VerifyExecutable(const Executable& executable, size_t payload_size);

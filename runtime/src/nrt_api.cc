@@ -67,7 +67,6 @@ constexpr char kRuntimeVersion[] = "0.1.0";
 
 struct nrt_model {
   void* handle = nullptr;  // what the application holds (see Handles)
-  std::string image;  // the NEFF bytes as loaded: profiles copy them verbatim
   nn::Neff neff;
   const nn::DeviceParams* device = nullptr;
   std::unique_ptr<rt::Executor> executor;
@@ -261,7 +260,7 @@ InspectModel& InspectEntry(Inspect& in, const nrt_model* m) {
     if (e.model == m) return e;
   uint32_t instance = 0;
   for (const InspectModel& e : in.models) instance += e.hash == m->hash;
-  in.models.push_back({m, m->image, m->hash, instance, m->vnc, rt::NewProfile(m->neff, *m->device)});
+  in.models.push_back({m, m->neff.image, m->hash, instance, m->vnc, rt::NewProfile(m->neff, *m->device)});
   return in.models.back();
 }
 
@@ -542,8 +541,7 @@ static NRT_STATUS BuildModel(const void* neff_bytes, size_t size, const std::str
                              nn::kVersionMajor, ")"));
   auto& m = *out;
   m = std::make_unique<nrt_model>();
-  m->image.assign(static_cast<const char*>(neff_bytes), size);
-  absl::StatusOr<nn::Neff> neff = nn::ParseNeff(m->image);
+  absl::StatusOr<nn::Neff> neff = nn::ParseNeff(std::string_view(static_cast<const char*>(neff_bytes), size));
   if (!neff.ok()) return Fail(NRT_INVALID, absl::StrCat("nrt_load: ", neff.status().message()));
   if (!neuroncc::json::IsValidUtf8(neff->header.name))
     return Fail(NRT_INVALID, "nrt_load: the NEFF header's name is not UTF-8 (the header is not covered by "

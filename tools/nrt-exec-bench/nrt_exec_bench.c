@@ -4,10 +4,10 @@
  *
  * Loads the NEFF through the public API (printing nrt_load's median time),
  * binds a zero-filled tensor to every model input and output, executes it N
- * times (default 100000) after 1000 warm-up calls, and prints the median,
- * 99th and 99.9th percentiles and maximum of one nrt_execute in
- * microseconds. Exit status: 0, or 2 with a message for bad arguments and
- * 1 for a runtime error. */
+ * times (default 100000) after min(N, 1000) warm-up calls, and prints the
+ * median, 99th and 99.9th percentiles and maximum of one nrt_execute in
+ * microseconds. Exit status: 0, or 2 with a message for bad arguments and 1
+ * for a runtime error. */
 #include <errno.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -115,7 +115,7 @@ int main(int argc, char **argv) {
     if (nrt_add_tensor_to_tensor_set(sets[output], t->name, tensor) != NRT_SUCCESS)
       return fail("nrt_add_tensor_to_tensor_set");
   }
-  for (int i = 0; i < 1000; ++i)
+  for (long i = 0; i < (iterations < 1000 ? iterations : 1000); ++i)
     if (nrt_execute(model, sets[0], sets[1]) != NRT_SUCCESS) return fail("nrt_execute");
   double *us = malloc(sizeof(double) * (size_t)iterations);
   if (!us) return fail("malloc");
