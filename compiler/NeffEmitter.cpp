@@ -184,13 +184,16 @@ absl::StatusOr<std::string> emitNeff(ModuleOp module, const EmitOptions& options
   // on the context's threads; the first kernel with a race is reported.
   std::vector<std::string> raceOf(size_t(exe.kernels_size()));
   mlir::parallelFor(module.getContext(), 0, exe.kernels_size(), [&](size_t i) {
-    std::vector<neff::SbufRace> races = neff::FindSbufRaces(exe.kernels(int(i)), 1);
-    if (!races.empty()) raceOf[i] = races.front().description;
+    absl::StatusOr<std::vector<neff::SbufRace>> races = neff::CheckSbufRaces(exe.kernels(int(i)), 1);
+    if (!races.ok())
+      raceOf[i] = absl::StrCat("its race check was refused: ", races.status().message());
+    else if (!races->empty())
+      raceOf[i] = absl::StrCat("an unordered SBUF access: ", races->front().description);
   });
   for (int i = 0; i < exe.kernels_size(); ++i)
     if (!raceOf[size_t(i)].empty())
       return absl::InternalError(absl::StrCat("internal error: kernel '", exe.kernels(i).name(),
-                                              "' has an unordered SBUF access: ", raceOf[size_t(i)]));
+                                              "' has ", raceOf[size_t(i)]));
   return neff::SerializeNeff(std::move(exe), segments, options.name, kCompilerVersion);
 }
 

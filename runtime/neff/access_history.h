@@ -32,8 +32,16 @@ class AccessHistory {
   void ForEach(uint64_t lo, uint64_t hi, Fn fn) const {
     auto it = segments_.upper_bound(lo);
     if (it != segments_.begin() && std::prev(it)->second.end > lo) --it;
-    for (; it != segments_.end() && it->first < hi; ++it) fn(it->second.accesses);
+    for (; it != segments_.end() && it->first < hi; ++it) {
+      ++visited_;
+      fn(it->second.accesses);
+    }
   }
+
+  // Segments visited by ForEach and Update so far: the work done, which
+  // callers bound (a kernel can cut a partition into thousands of segments
+  // and then touch them all at every instruction).
+  uint64_t visited() const { return visited_; }
 
   // Calls fn(QueueAccesses&) for every segment of [lo, hi), bytes never
   // accessed before included (with an empty history), so that fn can read
@@ -47,6 +55,7 @@ class AccessHistory {
     for (uint64_t at = lo; at < hi;) {
       if (it == segments_.end() || it->first > at)  // a gap: never accessed
         it = segments_.emplace_hint(it, at, Segment{it == segments_.end() ? hi : std::min(hi, it->first), {}});
+      ++visited_;
       fn(it->second.accesses);
       at = it->second.end;
       ++it;
@@ -82,6 +91,7 @@ class AccessHistory {
     }
   }
   std::map<uint64_t, Segment> segments_;  // keyed by the first byte
+  mutable uint64_t visited_ = 0;
 };
 
 }  // namespace neuroncc::neff

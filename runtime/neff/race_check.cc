@@ -204,7 +204,23 @@ bool SemaphoreReplayOrder(const Kernel& k, std::vector<uint32_t>* order) {
 // holds at least one race with b, and the search stops after `limit` races,
 // so O(limit * n) more at worst and nothing for a race-free kernel. Memory:
 // O(n) plus one vector clock per instruction that a wait names.
+namespace {
+absl::StatusOr<std::vector<SbufRace>> SearchRaces(const Kernel& k, size_t limit, uint64_t budget);
+}  // namespace
+
 std::vector<SbufRace> FindSbufRaces(const Kernel& k, size_t limit) {
+  absl::StatusOr<std::vector<SbufRace>> races = SearchRaces(k, limit, UINT64_MAX);
+  return races.ok() ? *std::move(races) : std::vector<SbufRace>{};
+}
+
+absl::StatusOr<std::vector<SbufRace>> CheckSbufRaces(const Kernel& k, size_t limit) {
+  const uint64_t budget = kRaceCheckBaseVisits + kRaceCheckVisitsPerInstruction * uint64_t(k.instructions_size());
+  return SearchRaces(k, limit, budget);
+}
+
+namespace {
+
+absl::StatusOr<std::vector<SbufRace>> SearchRaces(const Kernel& k, size_t limit, uint64_t budget) {
   const size_t n = size_t(k.instructions_size());
   std::vector<SbufRace> races;
   if (limit == 0 || n == 0) return races;
@@ -264,6 +280,7 @@ std::vector<SbufRace> FindSbufRaces(const Kernel& k, size_t limit) {
   };
   std::vector<AccessHistory> maps(spaces.size() * intervals);
 
+  uint64_t visited = 0;
   std::array<std::array<uint32_t, Q>, Q> latest{};  // the clock of each queue's latest visited
   std::vector<uint32_t> issued(Q, 0);
   std::vector<std::pair<uint32_t, uint32_t>> found;
@@ -286,9 +303,19 @@ std::vector<SbufRace> FindSbufRaces(const Kernel& k, size_t limit) {
     for (const Region& r : fb) {
       if (Empty(r)) continue;
       const size_t base = size_t(std::find(spaces.begin(), spaces.end(), r.space) - spaces.begin()) * intervals;
-      for (size_t e = interval(r.p0), e1 = interval(r.p1); e < e1; ++e)
-        Access(maps[base + e], r.b0, r.b1, r.write, q, pos[b], seen, &racy);
+      for (size_t e = interval(r.p0), e1 = interval(r.p1); e < e1; ++e) {
+        AccessHistory& h = maps[base + e];
+        const uint64_t before = h.visited();
+        Access(h, r.b0, r.b1, r.write, q, pos[b], seen, &racy);
+        visited += h.visited() - before;
+      }
     }
+    if (visited > budget)
+      return absl::InvalidArgumentError(absl::StrCat(
+          "kernel '", k.name(), "': the SBUF/PSUM race check would need more than ", budget,
+          " steps (", kRaceCheckBaseVisits, " + ", kRaceCheckVisitsPerInstruction,
+          " per instruction): by instruction ", b, " its accesses had cut the on-chip bytes into pieces "
+          "that every later access revisits; such a kernel is refused rather than checked in quadratic time"));
     ++issued[q];
     for (uint32_t r = 0; racy != 0 && r < Q; ++r) {
       if (!(racy & (1u << r))) continue;
@@ -314,6 +341,8 @@ std::vector<SbufRace> FindSbufRaces(const Kernel& k, size_t limit) {
   }
   return races;
 }
+
+}  // namespace
 
 std::string DescribeRace(const Kernel& k, uint32_t a, uint32_t qa, const OnChipRegion& ra, uint32_t b,
                          uint32_t qb, const OnChipRegion& rb) {

@@ -10,6 +10,8 @@
 #include <cstddef>
 #include <cstdint>
 #include <string>
+
+#include "absl/status/statusor.h"
 #include <vector>
 
 #include "neff.pb.h"
@@ -59,5 +61,17 @@ bool SemaphoreReplayOrder(const Kernel& kernel, std::vector<uint32_t>* order);
 // A kernel whose waits deadlock has no replay order: it returns no races (the
 // verifier refuses such kernels).
 std::vector<SbufRace> FindSbufRaces(const Kernel& kernel, size_t limit = 8);
+
+// The search's work (byte segments of its per-byte history visited) is
+// bounded by kRaceCheckBaseVisits + kRaceCheckVisitsPerInstruction x the
+// kernel's instructions: linear in the kernel, whatever its access pattern.
+// Kernels the compiler emits stay far below it (tiles are reused at the same
+// offsets, so an access meets one to three segments). A kernel that cuts a
+// partition's bytes into thousands of pieces and then touches them all at
+// every step would need quadratic work: CheckSbufRaces refuses it
+// (InvalidArgument, naming the kernel) instead of grinding through.
+inline constexpr uint64_t kRaceCheckBaseVisits = uint64_t(1) << 22;
+inline constexpr uint64_t kRaceCheckVisitsPerInstruction = 32;
+absl::StatusOr<std::vector<SbufRace>> CheckSbufRaces(const Kernel& kernel, size_t limit = 8);
 
 }  // namespace neuroncc::neff

@@ -553,9 +553,12 @@ static NRT_STATUS BuildModel(const void* neff_bytes, size_t size, const std::str
   const char* allow = std::getenv("NEURONCC_RT_ALLOW_RACES");
   if (!(allow && std::string(allow) == "1")) {
     for (const nn::Kernel& k : exe.kernels()) {
-      std::vector<nn::SbufRace> races = nn::FindSbufRaces(k, 1);
-      if (!races.empty())
-        return Fail(NRT_INVALID, absl::StrCat("nrt_load: ", races[0].description,
+      absl::StatusOr<std::vector<nn::SbufRace>> races = nn::CheckSbufRaces(k, 1);
+      if (!races.ok())
+        return Fail(NRT_INVALID, absl::StrCat("nrt_load: ", races.status().message(),
+                                              " (NEURONCC_RT_ALLOW_RACES=1 skips the check)"));
+      if (!races->empty())
+        return Fail(NRT_INVALID, absl::StrCat("nrt_load: ", (*races)[0].description,
                                               " (set NEURONCC_RT_ALLOW_RACES=1 to run it anyway)"));
     }
   }

@@ -100,6 +100,8 @@ absl::StatusOr<DispatchSchedule> Simulate(const std::vector<const neff::Kernel*>
   std::vector<uint32_t> base(Q);
   size_t total = 0;
   for (const neff::Kernel* k : kernels) total += size_t(k->instructions_size());
+  // The same linear bound as the race check's (race_check.h).
+  const uint64_t budget = neff::kRaceCheckBaseVisits + neff::kRaceCheckVisitsPerInstruction * uint64_t(total);
   entries.reserve(total);
   for (size_t j = 0; j < kernels.size(); ++j) {
     const neff::Kernel& k = *kernels[j];
@@ -118,6 +120,13 @@ absl::StatusOr<DispatchSchedule> Simulate(const std::vector<const neff::Kernel*>
         if (j > 0) {
           QueueCounts need{};
           for (const Access& a : footprints[size_t(i)]) Conflicts(map, a, &need);
+          if (map.visited() > budget)
+            return absl::InvalidArgumentError(absl::StrCat(
+                "kernel '", k.name(), "': the waits at its kernel boundary would need more than ", budget,
+                " steps (", neff::kRaceCheckBaseVisits, " + ", neff::kRaceCheckVisitsPerInstruction,
+                " per instruction of the dispatch): earlier kernels cut the on-chip and HBM bytes into pieces "
+                "that every later access revisits; such a dispatch is refused rather than scheduled in "
+                "quadratic time"));
           for (uint32_t r = 0; r < Q; ++r)
             if (r != q && need[r] > 0) waits.push_back({r, need[r]});
         }
@@ -139,6 +148,11 @@ absl::StatusOr<DispatchSchedule> Simulate(const std::vector<const neff::Kernel*>
             uint32_t& last = a.write ? s.write[q] : s.read[q];
             last = std::max(last, count);
           });
+        if (map.visited() > budget)
+          return absl::InvalidArgumentError(absl::StrCat(
+              "kernel '", k.name(), "': recording its accesses for the next kernel's boundary would need "
+              "more than ", budget, " steps (", neff::kRaceCheckBaseVisits, " + ",
+              neff::kRaceCheckVisitsPerInstruction, " per instruction of the dispatch); refused"));
       }
     }
   }

@@ -120,8 +120,9 @@ the graph is built, and an op is not added when
   - a bool or integer value differs between eager and float64 (a comparison
     that would flip under rounding);
   - a sum or mean (and a returned layer-norm mean) cancels so far that the
-    device's sequential float32 accumulation (docs/runtime.md) may miss the
-    result by more than COND: sqrt(n) * 2^-24 * sum|x| > COND * max|sum x|.
+    device's float32 accumulation (32 interleaved lanes, docs/runtime.md) may
+    miss the result by more than COND: sqrt(n) * 2^-24 * sum|x| > COND *
+    max|sum x| (the bound of a sequential sum, which covers the lanes).
     Eager sums pairwise and would not show it.
 The reference therefore measures the rounding sensitivity of the case, and
 an output outside TOL of both eager and float64 is a real mismatch.

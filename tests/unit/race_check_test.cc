@@ -489,5 +489,47 @@ TEST(SbufRaces, LargeKernelsAreChecked) {
   }
 }
 
+// gpsimd writes cut each partition into `pieces` 4-byte segments, and
+// after every write a scalar read spans all of them (ordered by waits both
+// ways: race-free): every read revisits every segment.
+Kernel FragmentingKernel(uint32_t pieces, uint32_t reads) {
+  std::vector<Instruction> insts;
+  uint32_t writes = 0, done = 0;
+  for (uint32_t i = 0; i < reads; ++i) {
+    std::vector<Wait> w;
+    if (done) w.push_back(W(kScalar, done));
+    insts.push_back(Iota(Tile(0, 128, (writes % pieces) * 4, 1, F32), 0, 0, 0, w, GPSIMD));
+    ++writes;
+    insts.push_back(Activation(IDENTITY, Tile(0, 128, pieces * 4, pieces, F32), Tile(0, 128, 0, pieces, F32), 1, 0,
+                               {W(kGpsimd, writes)}));
+    ++done;
+  }
+  return K(insts);
+}
+
+TEST(SbufRaces, WorkIsBoundedLinearlyInTheKernel) {
+  // Ordinary kernels pass the bounded check with the same answer.
+  Kernel ok = FragmentingKernel(16, 200);
+  absl::StatusOr<std::vector<SbufRace>> checked = CheckSbufRaces(ok);
+  ASSERT_TRUE(checked.ok()) << checked.status();
+  EXPECT_TRUE(checked->empty());
+  ok.mutable_instructions(2)->clear_waits();  // the second write no longer waits for the first read
+  checked = CheckSbufRaces(ok, 1);
+  ASSERT_TRUE(checked.ok());
+  ASSERT_EQ(checked->size(), 1u);
+  EXPECT_EQ((*checked)[0].second, 2u);
+
+  // 2048 pieces revisited by 6000 reads: about 10 million steps against a
+  // bound of 4.2 million + 32 per instruction. Refused with a message, not
+  // ground through.
+  Kernel bad = FragmentingKernel(2048, 6000);
+  checked = CheckSbufRaces(bad);
+  ASSERT_FALSE(checked.ok());
+  EXPECT_EQ(checked.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_NE(checked.status().message().find("kernel 'k': the SBUF/PSUM race check would need more than"),
+            std::string::npos)
+      << checked.status();
+}
+
 }  // namespace
 }  // namespace neuroncc
