@@ -76,9 +76,9 @@ std::string Constants(uint64_t target) {
 std::string Wide(uint64_t target) {
   Executable exe = EmptyExecutable("wide");
   const uint32_t x = AddIo(&exe, 1024) - 1;
-  // ~ 1.3 KB per instruction: a 5-dim pattern and up to 64 waits.
+  // ~ 430 bytes per instruction: a 5-dim pattern and up to 64 waits.
   const uint64_t per_kernel = 256;
-  const uint64_t kernels = std::max<uint64_t>(1, target / (per_kernel * 1300));
+  const uint64_t kernels = std::max<uint64_t>(1, target / (per_kernel * 430));
   for (uint64_t kk = 0; kk < kernels; ++kk) {
     neff::Kernel* k = exe.add_kernels();
     k->set_name("k" + std::to_string(kk));
