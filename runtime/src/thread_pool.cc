@@ -1,6 +1,7 @@
 #include "thread_pool.h"
 
 #include <sched.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <cstdlib>
@@ -28,7 +29,7 @@ ThreadPool& ThreadPool::Shared() {
   return *pool;
 }
 
-ThreadPool::ThreadPool(unsigned threads) {
+ThreadPool::ThreadPool(unsigned threads) : owner_pid_(getpid()) {
   for (unsigned i = 1; i < std::max(1u, threads); ++i) workers_.emplace_back([this] { WorkerLoop(); });
 }
 
@@ -73,7 +74,8 @@ void ThreadPool::WorkerLoop() {
 void ThreadPool::ParallelFor(uint32_t n, uint32_t grain, absl::FunctionRef<void(uint32_t, uint32_t)> body) {
   grain = std::max(1u, grain);
   std::unique_lock<std::mutex> owner(owner_, std::try_to_lock);
-  if (workers_.empty() || n <= grain || !owner.owns_lock()) {
+  // A child process after fork() has none of the workers: it runs alone.
+  if (workers_.empty() || n <= grain || !owner.owns_lock() || getpid() != owner_pid_) {
     for (uint32_t b = 0; b < n; b += grain) body(b, std::min(n, b + grain));
     return;
   }

@@ -32,8 +32,8 @@ class ThreadPool {
 
   // Calls body(begin, end) over [0, n) in pieces of at most `grain` items,
   // on this thread and the workers, and returns when all are done. When
-  // another thread is already using the pool, or n <= grain, this thread
-  // runs all of it.
+  // another thread is already using the pool, n <= grain, or this is a child
+  // process forked after the workers started, this thread runs all of it.
   void ParallelFor(uint32_t n, uint32_t grain, absl::FunctionRef<void(uint32_t, uint32_t)> body);
 
  private:
@@ -41,6 +41,7 @@ class ThreadPool {
   void RunPieces(const absl::FunctionRef<void(uint32_t, uint32_t)>& body, uint32_t n, uint32_t grain);
 
   std::vector<std::thread> workers_;
+  const int owner_pid_;  // the process the workers belong to
   std::mutex owner_;  // held by the thread whose loop the pool is running
 
   std::mutex mu_;

@@ -4,7 +4,8 @@
 libnrt splits an instruction's partitions and a matmul's output columns
 across worker threads (NEURONCC_RT_THREADS), and runs runs of
 partition-local instructions a few partitions at a time (bands; off with
-NEURONCC_RT_BANDS=0). Neither may change a single output bit. Each case is
+NEURONCC_RT_BANDS=0). Neither may change a single output bit, and a child
+process forked after the workers started must still run (alone). Each case is
 run by neuron-run in-order on one thread (the reference) and then with 2, 3
 and 5 threads, with and without bands; every output file must be identical.
 
@@ -14,6 +15,7 @@ The cases are large enough that the parallel paths run (an instruction of
 planner must respect), with random and default-initialised parameters.
 """
 import os
+import select
 import shutil
 import subprocess
 import sys
@@ -114,6 +116,36 @@ class SameBitsOnAnyThreadCount(unittest.TestCase):
                     module, inputs = models.MODELS[name].build(models.DTYPES[dtype], init="default")
                     compiled = neuroncc.trace(module, inputs, opt=2)
                     self.run_case("%s_%s" % (name, dtype), compiled.neff, inputs)
+
+
+class ForkedChild(unittest.TestCase):
+    def test_a_child_process_runs_on_its_own(self):
+        # The worker threads do not survive fork(): a child that executes the
+        # model it inherited must run it alone, with the same bits, and not
+        # wait for workers that do not exist in it.
+        x = torch.randn(512, 1024, generator=torch.Generator().manual_seed(3))
+        compiled = neuroncc.trace(lambda t: torch.softmax(t, -1), (x,), opt=2)
+        want = compiled(x).numpy().tobytes()
+        read, write = os.pipe()
+        pid = os.fork()
+        if pid == 0:
+            try:
+                os.close(read)
+                ok = compiled(x).numpy().tobytes() == want
+                os.write(write, b"same" if ok else b"differs")
+            finally:
+                os._exit(0)
+        os.close(write)
+        deadline = 60
+        ready, _, _ = select.select([read], [], [], deadline)
+        if not ready:
+            os.kill(pid, 9)
+            os.waitpid(pid, 0)
+            self.fail("the forked child did not finish its execution within %d s" % deadline)
+        answer = os.read(read, 16)
+        os.close(read)
+        os.waitpid(pid, 0)
+        self.assertEqual(answer, b"same")
 
 
 if __name__ == "__main__":
