@@ -234,6 +234,8 @@ absl::Status Executor::AllocateMemories() {
   mm_a_.resize(size_t(neff::kMatmulMaxK) * neff::kMatmulMaxM);
   mm_b_.resize(size_t(neff::kMatmulMaxK) * neff::kMatmulMaxN);
   mm_s_.resize(size_t(neff::kMatmulMaxM) * neff::kMatmulMaxN);
+  mm_ap_.resize(mm_a_.size());
+  mm_bp_.resize(mm_b_.size());
   hbm_.assign(size_t(exe.tensors_size()), nullptr);
   gather_rows_.resize(device_.partitions);
   return absl::OkStatus();
@@ -451,11 +453,14 @@ void Executor::ExecMatmul(const Instruction& inst) {
   const TileRef& out = inst.out();
   const uint32_t K = in0.partitions(), M = in0.num_elements(), N = in1.num_elements();
   float* A = mm_a_.data();  // [K][M]
-  float* B = mm_b_.data();  // [K][N]
-  for (uint32_t k = 0; k < K; ++k) {
-    vm::Widen(in0.dtype(), Row(in0, k), M, A + size_t(k) * M);
-    vm::Widen(in1.dtype(), Row(in1, k), N, B + size_t(k) * N);
-  }
+  float* B = mm_b_.data();  // [K][N], only where N is not a multiple of 16
+  float* Ap = mm_ap_.data();
+  float* Bp = mm_bp_.data();
+  for (uint32_t k = 0; k < K; ++k) vm::Widen(in0.dtype(), Row(in0, k), M, A + size_t(k) * M);
+  vm::PackMatmulRows(A, K, M, Ap);
+  if (N % 16 != 0)
+    for (uint32_t k = 0; k < K; ++k) vm::Widen(in1.dtype(), Row(in1, k), N, B + size_t(k) * N);
+  const size_t es1 = neff::DTypeSize(in1.dtype());
   uint8_t* rows = Row(out, 0);
   uint64_t stride = PartitionBytes(out);
   const bool aligned = ((reinterpret_cast<uintptr_t>(rows) | stride) & 3) == 0;
@@ -470,9 +475,14 @@ void Executor::ExecMatmul(const Instruction& inst) {
   const bool exact = in0.dtype() != neff::F32 && in1.dtype() != neff::F32;
   constexpr uint32_t kStrip = 16;
   const uint32_t strips = (N + kStrip - 1) / kStrip;
+  // Each piece widens and packs its own strips of in1.
   auto columns = [&](uint32_t begin, uint32_t end) {
-    vm::MatmulColumns(A, B, K, M, N, begin * kStrip, std::min(N, end * kStrip), exact, inst.accumulate(), rows,
-                      stride);
+    for (uint32_t s = begin; s < end && (s + 1) * kStrip <= N; ++s)
+      for (uint32_t k = 0; k < K; ++k)
+        vm::Widen(in1.dtype(), Row(in1, k) + size_t(s) * kStrip * es1, kStrip,
+                  Bp + size_t(s) * kStrip * K + size_t(k) * kStrip);
+    vm::MatmulColumns(A, B, Ap, Bp, K, M, N, begin * kStrip, std::min(N, end * kStrip), exact, inst.accumulate(),
+                      rows, stride);
   };
   if (uint64_t(K) * M * N < 4 * kParallelElements)
     columns(0, strips);

@@ -107,6 +107,7 @@ class Executor {
   // Matmul operands widened to float32 once per instruction: in0 as [K][M],
   // in1 as [K][N] (at most 128 x 128 and 128 x 512); the sums as [M][N].
   std::vector<float> mm_a_, mm_b_, mm_s_;
+  std::vector<float> mm_ap_, mm_bp_;  // mm_a_ and mm_b_ packed for the kernel
   // The table row of every partition of the current dma_gather.
   std::vector<int64_t> gather_rows_;
   // Snapshots of input tiles that an instruction's outputs overwrite.

@@ -8,9 +8,9 @@
 
 namespace neuroncc::rt::vm {
 
-void MatmulFusedAvx2(const float* A, const float* B, uint32_t K, uint32_t M, uint32_t N, uint32_t n0, uint32_t n1,
-                     bool accumulate, uint8_t* out_rows, uint64_t out_stride) {
-  MatmulStrips(A, B, K, M, N, n0, n1, accumulate, out_rows, out_stride,
+void MatmulFusedAvx2(const MatmulOperands& operands, uint32_t n0, uint32_t n1, bool accumulate, uint8_t* out_rows,
+                     uint64_t out_stride) {
+  MatmulStrips(operands, n0, n1, accumulate, out_rows, out_stride,
                [](V8 acc, V8 a, V8 b) { return V8(_mm256_fmadd_ps(__m256(a), __m256(b), __m256(acc))); });
 }
 

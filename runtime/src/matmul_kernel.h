@@ -1,12 +1,25 @@
 // The TensorEngine's inner kernel, shared by vector_math.cc (products
 // rounded, baseline and AVX2 builds) and matmul_fma.cc (fused, AVX2 + FMA
-// build). Everything has internal linkage, so that code built for AVX2
+// build). Every function has internal linkage, so that code built for AVX2
 // never stands in for the baseline build of another file.
 #pragma once
 
 #include <cstdint>
 
 namespace neuroncc::rt::vm {
+
+// The operands of one TensorEngine instruction, widened to float32: A is
+// [K][M] and B [K][N], row-major; Ap and Bp hold the same values packed
+// (PackMatmulOperands), so that the kernel walks memory contiguously (rows of
+// 2 KiB apart would map to a handful of L1 sets and evict each other).
+struct MatmulOperands {
+  const float* A;
+  const float* B;
+  const float* Ap;  // per block of output rows [m0, m0 + h): [K][h], at Ap + m0 * K
+  const float* Bp;  // per strip of 16 output columns s: [K][16], at Bp + s * 16 * K
+  uint32_t K, M, N;
+};
+
 namespace {
 
 typedef float V8 __attribute__((vector_size(32)));
@@ -21,26 +34,30 @@ typedef float V8u __attribute__((vector_size(32), aligned(4)));
 #define Store8(p, v) (*reinterpret_cast<V8u*>(p) = (v))
 #define Splat8(x) (V8{(x), (x), (x), (x), (x), (x), (x), (x)})
 
+// The heights of the blocks of output rows, in order: 6 while 6 fit, then
+// 2, then 1.
+constexpr uint32_t kMatmulRows = 6;
+inline uint32_t BlockHeight(uint32_t m, uint32_t M) { return M - m >= kMatmulRows ? kMatmulRows : M - m >= 2 ? 2 : 1; }
+
 // MR rows x 16 columns of sums kept in registers while k runs 0..K-1.
 // `Fma` computes acc + a * b: two roundings, or one (fused) where the
 // product is exact anyway.
 template <int MR, typename Fma>
-__attribute__((always_inline)) inline void MatmulBlock16(const float* A, const float* B, uint32_t K, uint32_t M,
-                                                         uint32_t N, uint32_t m0, uint32_t n0, bool accumulate,
-                                                         uint8_t* out_rows, uint64_t out_stride, Fma fma) {
+__attribute__((always_inline)) inline void MatmulBlock16(const float* a, const float* b, uint32_t K, bool accumulate,
+                                                         uint8_t* out, uint64_t out_stride, Fma fma) {
   V8 acc[MR][2];
   {
-    const V8 b0 = Load8(B + n0), b1 = Load8(B + n0 + 8);
+    const V8 b0 = Load8(b), b1 = Load8(b + 8);
     for (int i = 0; i < MR; ++i) {
-      const float av = A[m0 + i];
-      const V8 a = Splat8(av);
-      acc[i][0] = a * b0;
-      acc[i][1] = a * b1;
+      const float av = a[i];
+      const V8 ai = Splat8(av);
+      acc[i][0] = ai * b0;
+      acc[i][1] = ai * b1;
     }
   }
   for (uint32_t k = 1; k < K; ++k) {
-    const float* a = A + size_t(k) * M + m0;
-    const float* b = B + size_t(k) * N + n0;
+    a += MR;
+    b += 16;
     const V8 b0 = Load8(b), b1 = Load8(b + 8);
     for (int i = 0; i < MR; ++i) {
       const float av = a[i];
@@ -50,7 +67,7 @@ __attribute__((always_inline)) inline void MatmulBlock16(const float* A, const f
     }
   }
   for (int i = 0; i < MR; ++i) {
-    float* row = reinterpret_cast<float*>(out_rows + uint64_t(m0 + i) * out_stride) + n0;
+    float* row = reinterpret_cast<float*>(out + uint64_t(i) * out_stride);
     if (accumulate) {
       Store8(row, Load8(row) + acc[i][0]);
       Store8(row + 8, Load8(row + 8) + acc[i][1]);
@@ -62,10 +79,10 @@ __attribute__((always_inline)) inline void MatmulBlock16(const float* A, const f
 }
 
 // One output element, for the columns left over after the 16-wide strips.
-inline void MatmulOne(const float* A, const float* B, uint32_t K, uint32_t M, uint32_t N, uint32_t m, uint32_t n,
-                      bool accumulate, uint8_t* out_rows, uint64_t out_stride) {
-  float s = A[m] * B[n];
-  for (uint32_t k = 1; k < K; ++k) s += A[size_t(k) * M + m] * B[size_t(k) * N + n];
+inline void MatmulOne(const MatmulOperands& o, uint32_t m, uint32_t n, bool accumulate, uint8_t* out_rows,
+                      uint64_t out_stride) {
+  float s = o.A[m] * o.B[n];
+  for (uint32_t k = 1; k < o.K; ++k) s += o.A[size_t(k) * o.M + m] * o.B[size_t(k) * o.N + n];
   float* out = reinterpret_cast<float*>(out_rows + uint64_t(m) * out_stride) + n;
   float old;
   __builtin_memcpy(&old, out, 4);
@@ -73,20 +90,30 @@ inline void MatmulOne(const float* A, const float* B, uint32_t K, uint32_t M, ui
   __builtin_memcpy(out, &v, 4);
 }
 
+// Output columns [n0, n1); n0 is a multiple of 16.
 template <typename Fma>
-__attribute__((always_inline)) inline void MatmulStrips(const float* A, const float* B, uint32_t K, uint32_t M,
-                                                        uint32_t N, uint32_t n0, uint32_t n1, bool accumulate,
-                                                        uint8_t* out_rows, uint64_t out_stride, Fma fma) {
-  constexpr uint32_t kMR = 6;
+__attribute__((always_inline)) inline void MatmulStrips(const MatmulOperands& o, uint32_t n0, uint32_t n1,
+                                                        bool accumulate, uint8_t* out_rows, uint64_t out_stride,
+                                                        Fma fma) {
+  const uint32_t K = o.K, M = o.M;
   uint32_t n = n0;
   for (; n + 16 <= n1; n += 16) {
-    uint32_t m = 0;
-    for (; m + kMR <= M; m += kMR) MatmulBlock16<kMR>(A, B, K, M, N, m, n, accumulate, out_rows, out_stride, fma);
-    for (; m + 2 <= M; m += 2) MatmulBlock16<2>(A, B, K, M, N, m, n, accumulate, out_rows, out_stride, fma);
-    for (; m < M; ++m) MatmulBlock16<1>(A, B, K, M, N, m, n, accumulate, out_rows, out_stride, fma);
+    const float* b = o.Bp + size_t(n) * K;  // strip n / 16
+    for (uint32_t m = 0; m < M;) {
+      const uint32_t h = BlockHeight(m, M);
+      const float* a = o.Ap + size_t(m) * K;
+      uint8_t* out = out_rows + uint64_t(m) * out_stride + uint64_t(n) * 4;
+      if (h == kMatmulRows)
+        MatmulBlock16<kMatmulRows>(a, b, K, accumulate, out, out_stride, fma);
+      else if (h == 2)
+        MatmulBlock16<2>(a, b, K, accumulate, out, out_stride, fma);
+      else
+        MatmulBlock16<1>(a, b, K, accumulate, out, out_stride, fma);
+      m += h;
+    }
   }
   for (; n < n1; ++n)
-    for (uint32_t m = 0; m < M; ++m) MatmulOne(A, B, K, M, N, m, n, accumulate, out_rows, out_stride);
+    for (uint32_t m = 0; m < M; ++m) MatmulOne(o, m, n, accumulate, out_rows, out_stride);
 }
 
 }  // namespace

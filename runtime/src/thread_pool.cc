@@ -51,23 +51,40 @@ void ThreadPool::RunPieces(const absl::FunctionRef<void(uint32_t, uint32_t)>& bo
   }
 }
 
+namespace {
+
+// How long an idle thread polls before it sleeps: an execution issues its
+// loops back to back, and a futex wake-up costs more than the pieces.
+constexpr int kSpins = 4000;
+
+inline void Pause() {
+#if defined(__x86_64__) || defined(__i386__)
+  __builtin_ia32_pause();
+#else
+  std::this_thread::yield();
+#endif
+}
+
+}  // namespace
+
 void ThreadPool::WorkerLoop() {
   uint64_t seen = 0;
-  std::unique_lock<std::mutex> lock(mu_);
   while (true) {
-    wake_.wait(lock, [&] { return stop_ || generation_ != seen; });
+    for (int i = 0; i < kSpins && generation_.load(std::memory_order_acquire) == seen; ++i) Pause();
+    std::unique_lock<std::mutex> lock(mu_);
+    wake_.wait(lock, [&] { return stop_ || generation_.load(std::memory_order_relaxed) != seen; });
     if (stop_) return;
-    seen = generation_;
+    seen = generation_.load(std::memory_order_relaxed);
     // A worker that wakes after the loop ended finds no body: the loop's
     // caller has returned and its counters belong to no one.
     if (!body_) continue;
     const absl::FunctionRef<void(uint32_t, uint32_t)>& body = *body_;
     const uint32_t n = n_, grain = grain_;
-    ++busy_workers_;
+    busy_workers_.fetch_add(1, std::memory_order_relaxed);
     lock.unlock();
     RunPieces(body, n, grain);
     lock.lock();
-    if (--busy_workers_ == 0) done_.notify_one();
+    if (busy_workers_.fetch_sub(1, std::memory_order_acq_rel) == 1) done_.notify_one();
   }
 }
 
@@ -85,14 +102,15 @@ void ThreadPool::ParallelFor(uint32_t n, uint32_t grain, absl::FunctionRef<void(
     n_ = n;
     grain_ = grain;
     next_.store(0, std::memory_order_relaxed);
-    ++generation_;
+    generation_.fetch_add(1, std::memory_order_release);
   }
   wake_.notify_all();
   RunPieces(body, n, grain);
+  for (int i = 0; i < kSpins && busy_workers_.load(std::memory_order_acquire) != 0; ++i) Pause();
   std::unique_lock<std::mutex> lock(mu_);
   // Wait for every worker that joined this loop; one that wakes later sees
   // no body and goes back to sleep.
-  done_.wait(lock, [&] { return busy_workers_ == 0; });
+  done_.wait(lock, [&] { return busy_workers_.load(std::memory_order_relaxed) == 0; });
   body_ = nullptr;
 }
 

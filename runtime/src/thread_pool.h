@@ -46,9 +46,10 @@ class ThreadPool {
 
   std::mutex mu_;
   std::condition_variable wake_, done_;
-  uint64_t generation_ = 0;  // bumped for every loop; workers wait for a new one
+  // Bumped (under mu_) for every loop; idle workers poll it, then sleep.
+  std::atomic<uint64_t> generation_{0};
   bool stop_ = false;
-  unsigned busy_workers_ = 0;
+  std::atomic<unsigned> busy_workers_{0};  // workers inside the current loop
 
   // The current loop, set under mu_; body_ is null between loops.
   const absl::FunctionRef<void(uint32_t, uint32_t)>* body_ = nullptr;

@@ -477,26 +477,38 @@ void Extreme::Add(const float* a, uint32_t n) {
 
 namespace {
 
-NEURONCC_CLONES void MatmulRounded(const float* A, const float* B, uint32_t K, uint32_t M, uint32_t N, uint32_t n0,
-                                   uint32_t n1, bool accumulate, uint8_t* out_rows, uint64_t out_stride) {
-  MatmulStrips(A, B, K, M, N, n0, n1, accumulate, out_rows, out_stride, [](V8 acc, V8 a, V8 b) { return acc + a * b; });
+NEURONCC_CLONES void MatmulRounded(const MatmulOperands& o, uint32_t n0, uint32_t n1, bool accumulate,
+                                   uint8_t* out_rows, uint64_t out_stride) {
+  MatmulStrips(o, n0, n1, accumulate, out_rows, out_stride, [](V8 acc, V8 a, V8 b) { return acc + a * b; });
 }
 
 }  // namespace
 
 #if defined(__x86_64__)
 // matmul_fma.cc, built for AVX2 + FMA: call only where the host has both.
-void MatmulFusedAvx2(const float* A, const float* B, uint32_t K, uint32_t M, uint32_t N, uint32_t n0, uint32_t n1,
-                     bool accumulate, uint8_t* out_rows, uint64_t out_stride);
+void MatmulFusedAvx2(const MatmulOperands& operands, uint32_t n0, uint32_t n1, bool accumulate, uint8_t* out_rows,
+                     uint64_t out_stride);
 #endif
 
-void MatmulColumns(const float* A, const float* B, uint32_t K, uint32_t M, uint32_t N, uint32_t n0, uint32_t n1,
-                   bool exact_products, bool accumulate, uint8_t* out_rows, uint64_t out_stride) {
+void PackMatmulRows(const float* A, uint32_t K, uint32_t M, float* Ap) {
+  for (uint32_t m = 0; m < M;) {
+    const uint32_t h = BlockHeight(m, M);
+    float* panel = Ap + size_t(m) * K;
+    for (uint32_t k = 0; k < K; ++k)
+      for (uint32_t i = 0; i < h; ++i) panel[size_t(k) * h + i] = A[size_t(k) * M + m + i];
+    m += h;
+  }
+}
+
+void MatmulColumns(const float* A, const float* B, const float* Ap, const float* Bp, uint32_t K, uint32_t M,
+                   uint32_t N, uint32_t n0, uint32_t n1, bool exact_products, bool accumulate, uint8_t* out_rows,
+                   uint64_t out_stride) {
+  const MatmulOperands o{A, B, Ap, Bp, K, M, N};
 #if defined(__x86_64__)
   static const bool fma = __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
-  if (exact_products && fma) return MatmulFusedAvx2(A, B, K, M, N, n0, n1, accumulate, out_rows, out_stride);
+  if (exact_products && fma) return MatmulFusedAvx2(o, n0, n1, accumulate, out_rows, out_stride);
 #endif
-  MatmulRounded(A, B, K, M, N, n0, n1, accumulate, out_rows, out_stride);
+  MatmulRounded(o, n0, n1, accumulate, out_rows, out_stride);
 }
 
 // ---------------------------------------------------------------------------

@@ -70,15 +70,23 @@ class Extreme {
   float value_ = 0.0f;
 };
 
-// The TensorEngine's products for output columns [n0, n1): for every m < M,
+// The TensorEngine's products for output columns [n0, n1) (n0 a multiple
+// of 16): for every m < M,
 //   out[m][n] = (accumulate ? out[m][n] + s : s),  s = sum over k < K of A[k][m] * B[k][n]
 // with the products and additions rounded to float32 one by one and k
-// increasing. A is [K][M], B is [K][N] (row-major, float32), out row m is
-// float32 at out_rows + m * out_stride bytes. `exact_products`: every A*B is
-// exact in float32 (bf16 and f16 operands), so a fused multiply-add gives
-// the same bits and is used where the host has one.
-void MatmulColumns(const float* A, const float* B, uint32_t K, uint32_t M, uint32_t N, uint32_t n0, uint32_t n1,
-                   bool exact_products, bool accumulate, uint8_t* out_rows, uint64_t out_stride);
+// increasing. A is [K][M] and B [K][N] (row-major, float32; B is read only
+// for the columns past the last full strip of 16), Ap and Bp the same packed
+// (PackMatmulRows); out row m is float32 at out_rows + m *
+// out_stride bytes. `exact_products`: every A*B is exact in float32 (bf16
+// and f16 operands), so a fused multiply-add gives the same bits and is used
+// where the host has one.
+void MatmulColumns(const float* A, const float* B, const float* Ap, const float* Bp, uint32_t K, uint32_t M,
+                   uint32_t N, uint32_t n0, uint32_t n1, bool exact_products, bool accumulate, uint8_t* out_rows,
+                   uint64_t out_stride);
+// Ap (K * M floats): A packed by blocks of output rows. Bp holds, for every
+// strip s of 16 output columns, B[k][16s .. 16s + 15] for k = 0..K-1 at
+// Bp + 16 s K + 16 k (the caller fills it, strip by strip).
+void PackMatmulRows(const float* A, uint32_t K, uint32_t M, float* Ap);
 
 // Scalar references for tests: the same primitives one value at a time.
 float ExpRef(float x);
