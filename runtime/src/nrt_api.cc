@@ -1163,3 +1163,116 @@ NRT_API NRT_STATUS nrt_inspect_add_framework_event(const char* name, uint64_t st
   R().inspect->trace.Add(rt::SystemTrace::kFramework, name, start_ps, end_ps - start_ps, std::move(args));
   return NRT_SUCCESS;
 }
+
+// ---------------------------------------------------------------------------
+// The rest of the public surface (see nrt.h): a world of one device.
+
+namespace {
+
+NRT_STATUS Unsupported(const char* fn, const char* why) {
+  return Fail(NRT_INVALID, absl::StrCat(fn, ": not supported by the simulated NeuronCore (", why, ")"));
+}
+
+NRT_STATUS CheckWorldOfOne(const char* fn, int64_t vnc, uint32_t device_id, uint32_t device_count) {
+  if (vnc != -1 && vnc != 0)
+    return Fail(NRT_INVALID, absl::StrCat(fn, ": VNC ", vnc, " does not exist (only 0 is simulated)"));
+  if (device_count != 1 || device_id != 0)
+    return Fail(NRT_INVALID, absl::StrCat(fn, ": device ", device_id, " of ", device_count,
+                                          ": one device is simulated, so collectives span a world of one "
+                                          "(device 0 of 1)"));
+  return NRT_SUCCESS;
+}
+
+}  // namespace
+
+NRT_API NRT_STATUS nrt_load_collectives(const void* neff_bytes, size_t size, int32_t vnc, int32_t vnc_count,
+                                        uint32_t ctx_device_id, uint32_t ctx_device_count, nrt_model_t** model) {
+  if (model) *model = nullptr;
+  if (NRT_STATUS s = CheckWorldOfOne("nrt_load_collectives", vnc, ctx_device_id, ctx_device_count);
+      s != NRT_SUCCESS)
+    return s;
+  return nrt_load(neff_bytes, size, vnc, vnc_count, model);
+}
+
+NRT_API NRT_STATUS nrt_build_global_comm(int32_t vnc, uint32_t g_device_id, uint32_t g_device_count) {
+  {
+    std::lock_guard<std::mutex> lock(R().mu);
+    if (NRT_STATUS s = CheckInitialized("nrt_build_global_comm"); s != NRT_SUCCESS) return s;
+  }
+  return CheckWorldOfOne("nrt_build_global_comm", vnc, g_device_id, g_device_count);
+}
+
+NRT_API NRT_STATUS nrt_cc_global_comm_init(uint32_t vnc, uint32_t g_device_id, uint32_t g_device_count) {
+  {
+    std::lock_guard<std::mutex> lock(R().mu);
+    if (NRT_STATUS s = CheckInitialized("nrt_cc_global_comm_init"); s != NRT_SUCCESS) return s;
+  }
+  return CheckWorldOfOne("nrt_cc_global_comm_init", int64_t(vnc), g_device_id, g_device_count);
+}
+
+NRT_API NRT_STATUS nrt_tensor_get_device_allocation_info(const nrt_tensor_t* tensor,
+                                                         nrt_tensor_device_allocation_info_t* alloc_info) {
+  std::lock_guard<std::mutex> lock(R().mu);
+  const char* fn = "nrt_tensor_get_device_allocation_info";
+  if (NRT_STATUS s = CheckTensor(tensor, fn); s != NRT_SUCCESS) return s;
+  if (!alloc_info) return Fail(NRT_INVALID, absl::StrCat(fn, ": alloc_info is NULL"));
+  if (!tensor->data()) return Fail(NRT_INVALID, absl::StrCat(fn, ": the tensor has no storage attached"));
+  alloc_info->physical_address = reinterpret_cast<uint64_t>(tensor->data());
+  alloc_info->size = tensor->size;
+  alloc_info->hbm_index = 0;
+  return NRT_SUCCESS;
+}
+
+NRT_API NRT_STATUS nrt_get_vnc_memory_stats(uint32_t vnc, nrt_vnc_memory_stats_t* stats, size_t stats_size_in,
+                                            size_t* stats_size_out) {
+  std::lock_guard<std::mutex> lock(R().mu);
+  const char* fn = "nrt_get_vnc_memory_stats";
+  if (NRT_STATUS s = CheckInitialized(fn); s != NRT_SUCCESS) return s;
+  if (vnc != 0) return Fail(NRT_INVALID, absl::StrCat(fn, ": VNC ", vnc, " does not exist (only 0 is simulated)"));
+  if (!stats) return Fail(NRT_INVALID, absl::StrCat(fn, ": stats is NULL"));
+  nrt_vnc_memory_stats_t full{0, size_t(16) << 30};  // trn1: 32 GiB of HBM per chip, two NeuronCores
+  for (const nrt_tensor* t : R().tensors.All())
+    if (t->placement == NRT_TENSOR_PLACEMENT_DEVICE && t->storage && t->storage->owned && t->offset == 0)
+      full.bytes_used += t->size;
+  for (const nrt_model* m : R().models.All()) {
+    full.bytes_used += m->neff.executable.arena_bytes();
+    for (const nn::ConstantSegment& seg : m->neff.executable.segments()) full.bytes_used += seg.size();
+  }
+  size_t n = std::min(stats_size_in, sizeof(full));
+  std::memcpy(stats, &full, n);
+  if (stats_size_out) *stats_size_out = n;
+  return NRT_SUCCESS;
+}
+
+NRT_API NRT_STATUS nrt_host_device_id_get(int neuron_dev, uint32_t* host_device_id) {
+  const char* fn = "nrt_host_device_id_get";
+  if (!host_device_id) return Fail(NRT_INVALID, absl::StrCat(fn, ": host_device_id is NULL"));
+  if (neuron_dev != 0)
+    return Fail(NRT_INVALID, absl::StrCat(fn, ": device ", neuron_dev, " does not exist (one device is simulated)"));
+  *host_device_id = 0;
+  return NRT_SUCCESS;
+}
+
+NRT_API NRT_STATUS nrt_host_device_id_rid_map_get(uint32_t* count, uint32_t* host_did_to_rid_map) {
+  const char* fn = "nrt_host_device_id_rid_map_get";
+  if (!count || !host_did_to_rid_map) return Fail(NRT_INVALID, absl::StrCat(fn, ": count or the map is NULL"));
+  if (*count < 1) return Fail(NRT_INVALID, absl::StrCat(fn, ": the map has no room for the one device"));
+  host_did_to_rid_map[0] = 0;
+  *count = 1;
+  return NRT_SUCCESS;
+}
+
+NRT_API NRT_STATUS nrt_get_dmabuf_fd(uint64_t, uint64_t, int* fd) {
+  if (fd) *fd = -1;
+  return Unsupported("nrt_get_dmabuf_fd", "tensors live in host memory; there is no device memory to export");
+}
+
+NRT_API NRT_STATUS nrt_get_hbm_mmap_va(int, int, void** addr, size_t* size) {
+  if (addr) *addr = nullptr;
+  if (size) *size = 0;
+  return Unsupported("nrt_get_hbm_mmap_va", "the simulated HBM is not a device region that can be mapped");
+}
+
+NRT_API NRT_STATUS nrt_get_attached_efa_bdf(const void*, char*, size_t*) {
+  return Unsupported("nrt_get_attached_efa_bdf", "no EFA network adapter is attached to a simulated device");
+}

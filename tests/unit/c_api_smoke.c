@@ -157,6 +157,43 @@ int main(int argc, char **argv) {
     CHECK(strstr(v.rt_detail, "neuron-cc") != NULL);
     CHECK(nrt_get_version(NULL, sizeof v) == NRT_INVALID);
   }
+  /* The rest of the public surface: a world of one simulated device. */
+  {
+    nrt_model_t *m2 = NULL;
+    nrt_vnc_memory_stats_t stats;
+    nrt_tensor_device_allocation_info_t alloc;
+    size_t written = 0, len = 0;
+    uint32_t id = 7, count = 4, rids[4] = {9, 9, 9, 9};
+    int fd = 0;
+    void *va = &fd;
+    char bdf[32];
+    CHECK(nrt_load_collectives(neff, size, -1, -1, 0, 1, &m2) == NRT_SUCCESS);
+    CHECK(m2 != NULL);
+    CHECK(nrt_unload(m2) == NRT_SUCCESS);
+    CHECK(nrt_load_collectives(neff, size, -1, -1, 1, 2, &m2) == NRT_INVALID);
+    CHECK(m2 == NULL);
+    CHECK(strstr(nrt_get_last_error_message(), "world of one") != NULL);
+    CHECK(nrt_build_global_comm(-1, 0, 1) == NRT_SUCCESS);
+    CHECK(nrt_build_global_comm(0, 0, 8) == NRT_INVALID);
+    CHECK(nrt_cc_global_comm_init(0, 0, 1) == NRT_SUCCESS);
+    CHECK(nrt_cc_global_comm_init(3, 0, 1) == NRT_INVALID);
+    CHECK(nrt_get_vnc_memory_stats(0, &stats, sizeof stats, &written) == NRT_SUCCESS);
+    CHECK(written == sizeof stats);
+    CHECK(stats.bytes_used >= 3 * sizeof xv); /* x, y and z are live */
+    CHECK(stats.bytes_limit == (size_t)16 << 30);
+    CHECK(nrt_get_vnc_memory_stats(1, &stats, sizeof stats, &written) == NRT_INVALID);
+    CHECK(nrt_tensor_get_device_allocation_info(x, &alloc) == NRT_SUCCESS);
+    CHECK(alloc.size == sizeof xv && alloc.hbm_index == 0);
+    CHECK(alloc.physical_address == (uint64_t)(uintptr_t)nrt_tensor_get_va(x));
+    CHECK(nrt_host_device_id_get(0, &id) == NRT_SUCCESS && id == 0);
+    CHECK(nrt_host_device_id_get(1, &id) == NRT_INVALID);
+    CHECK(nrt_host_device_id_rid_map_get(&count, rids) == NRT_SUCCESS && count == 1 && rids[0] == 0);
+    CHECK(nrt_get_dmabuf_fd(0, 64, &fd) == NRT_INVALID && fd == -1);
+    CHECK(strstr(nrt_get_last_error_message(), "not supported") != NULL);
+    CHECK(nrt_get_hbm_mmap_va(0, 0, &va, &len) == NRT_INVALID && va == NULL);
+    len = sizeof bdf;
+    CHECK(nrt_get_attached_efa_bdf(nrt_tensor_get_va(x), bdf, &len) == NRT_INVALID);
+  }
 
   nrt_destroy_tensor_set(&in);
   nrt_destroy_tensor_set(&out);

@@ -195,6 +195,47 @@ NRT_STATUS nrt_tensor_check_output_completion(const nrt_tensor_t *output_tensor,
                                               uint64_t expected_completion_count);
 NRT_STATUS nrt_tensor_reset_output_completion(nrt_tensor_t *output_tensor);
 
+/* ---- The rest of the public surface, as far as one simulated core allows.
+ * Where a call cannot apply to a simulator it returns NRT_INVALID (the
+ * public headers' status for an interface that is not supported) with a
+ * message naming the call, never a silent success. */
+
+/* nrt_load for a NEFF with collectives: one simulated device, so only
+ * ctx_device_id 0 of ctx_device_count 1 (a world of one) loads, as nrt_load. */
+NRT_STATUS nrt_load_collectives(const void *neff_bytes, size_t size, int32_t vnc, int32_t vnc_count,
+                                uint32_t ctx_device_id, uint32_t ctx_device_count, nrt_model_t **model);
+/* Global communicators: a world of one device (id 0 of 1, VNC -1 or 0)
+ * succeeds and does nothing else; any larger world is NRT_INVALID. */
+NRT_STATUS nrt_build_global_comm(int32_t vnc, uint32_t g_device_id, uint32_t g_device_count);
+NRT_STATUS nrt_cc_global_comm_init(uint32_t vnc, uint32_t g_device_id, uint32_t g_device_count);
+
+typedef struct nrt_tensor_device_allocation_info {
+  uint64_t physical_address; /* the simulator: the storage's host address */
+  size_t size;               /* the tensor's size */
+  int hbm_index;             /* always 0 */
+} nrt_tensor_device_allocation_info_t;
+/* For a tensor with storage; NRT_INVALID for an empty one. */
+NRT_STATUS nrt_tensor_get_device_allocation_info(const nrt_tensor_t *tensor,
+                                                 nrt_tensor_device_allocation_info_t *alloc_info);
+
+typedef struct nrt_vnc_memory_stats {
+  size_t bytes_used;  /* live device-placement tensors' own storage + loaded models' HBM (arena, constants) */
+  size_t bytes_limit; /* one trn1 NeuronCore's share of HBM: 16 GiB */
+} nrt_vnc_memory_stats_t;
+/* VNC 0 only. Copies min(stats_size_in, sizeof) bytes; *stats_size_out gets that count. */
+NRT_STATUS nrt_get_vnc_memory_stats(uint32_t vnc, nrt_vnc_memory_stats_t *stats, size_t stats_size_in,
+                                    size_t *stats_size_out);
+
+/* Device 0 is host device 0, with routing id 0 (*count becomes 1). */
+NRT_STATUS nrt_host_device_id_get(int neuron_dev, uint32_t *host_device_id);
+NRT_STATUS nrt_host_device_id_rid_map_get(uint32_t *count, uint32_t *host_did_to_rid_map);
+
+/* No device memory to export, map or attach to a network adapter: each is
+ * NRT_INVALID with a message. */
+NRT_STATUS nrt_get_dmabuf_fd(uint64_t va, uint64_t size, int *fd);
+NRT_STATUS nrt_get_hbm_mmap_va(int device_id, int hbm_idx, void **addr, size_t *size);
+NRT_STATUS nrt_get_attached_efa_bdf(const void *va, char *efa_bdf, size_t *len);
+
 #ifdef __cplusplus
 }
 #endif
