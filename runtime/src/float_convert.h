@@ -25,12 +25,13 @@ inline float Bf16ToFloat(uint16_t h) { return BitsFloat(uint32_t(h) << 16); }
 
 inline uint16_t FloatToBf16(float f) {
   uint32_t u = FloatBits(f);
-  if ((u & 0x7fffffffu) > 0x7f800000u)  // NaN: keep sign and top payload, force quiet
-    return uint16_t((u >> 16) | 0x0040u);
   // Adding 0x7fff plus the kept LSB rounds half to even; a carry out of the
   // mantissa correctly bumps the exponent (and the largest finite values to Inf).
-  u += 0x7fffu + ((u >> 16) & 1u);
-  return uint16_t(u >> 16);
+  uint32_t rounded = (u + 0x7fffu + ((u >> 16) & 1u)) >> 16;
+  // NaN: keep sign and top payload, force quiet. A select, not a branch, so
+  // that loops of conversions vectorize.
+  uint32_t quiet = (u >> 16) | 0x0040u;
+  return uint16_t((u & 0x7fffffffu) > 0x7f800000u ? quiet : rounded);
 }
 
 inline float F16ToFloat(uint16_t h) {

@@ -235,14 +235,8 @@ NEURONCC_CLONES void Narrow(DType dt, const float* src, uint32_t n, uint8_t* dst
       std::memcpy(dst, src, size_t(n) * 4);
       return;
     case neff::BF16:
-      // FloatToBf16 without branches: round half to even by adding 0x7fff
-      // plus the kept LSB, except that a NaN keeps its top bits, made quiet.
       for (uint32_t i = 0; i < n; ++i) {
-        uint32_t u;
-        std::memcpy(&u, src + i, 4);
-        uint32_t rounded = (u + 0x7fffu + ((u >> 16) & 1u)) >> 16;
-        uint32_t quiet = (u >> 16) | 0x0040u;
-        uint16_t h = uint16_t((u & 0x7fffffffu) > 0x7f800000u ? quiet : rounded);
+        uint16_t h = FloatToBf16(src[i]);
         std::memcpy(dst + 2 * size_t(i), &h, 2);
       }
       return;
