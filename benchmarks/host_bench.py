@@ -10,7 +10,8 @@ Every figure is measured here, in one process, side by side:
              machine reaches (numpy, measured below). Samples of the two
              alternate; each figure is their median.
   matmul     the same for a matmul, against OpenBLAS's sgemm with the same
-             thread count (libopenblas through ctypes), as GFLOP/s.
+             thread count (libopenblas through ctypes), as GFLOP/s; the two
+             alternate in blocks of half the samples, half a second apart.
   nrt_load   a small NEFF (1x128 graph) and a large one (constants), in ms
              and GB/s of NEFF size.
   overhead   nrt_execute of a 1x128 graph from C (build/bin/nrt-exec-bench):
@@ -74,20 +75,22 @@ def copy_bandwidth():
     return 2 * src.nbytes / min(samples)
 
 
-def alternate(fns, repeats, settle):
-    """Median seconds of each fn, sampled in turn after one warm-up each.
-    `settle` seconds pass before each sample: OpenMP's and OpenBLAS's idle
-    threads spin for a while after a call, and would otherwise take the
-    cores from whichever side runs next."""
+def alternate(fns, repeats, settle, block=1):
+    """Median seconds of each fn, after one warm-up each. Samples are taken
+    in turns of `block` calls per fn, with `settle` seconds before each turn:
+    OpenMP's and OpenBLAS's idle threads keep spinning for a while after a
+    call and would otherwise take the cores from whichever side runs next
+    (OpenBLAS's for longer: its turns are blocks)."""
     for fn in fns:
         fn()
     samples = [[] for _ in fns]
-    for _ in range(repeats):
+    while len(samples[0]) < repeats:
         for s, fn in zip(samples, fns):
             time.sleep(settle)
-            t = time.perf_counter()
-            fn()
-            s.append(time.perf_counter() - t)
+            for _ in range(block):
+                t = time.perf_counter()
+                fn()
+                s.append(time.perf_counter() - t)
     return [statistics.median(s) for s in samples]
 
 
@@ -160,7 +163,7 @@ def matmul(args, threads):
             sgemm.argtypes = [ctypes.c_int] * 6 + [ctypes.c_float, ctypes.c_void_p, ctypes.c_int, ctypes.c_void_p,
                                                    ctypes.c_int, ctypes.c_float, ctypes.c_void_p, ctypes.c_int]
             fns.append(lambda: sgemm(101, 111, 111, n, n, n, 1.0, pa, n, pb, n, 0.0, pc, n))
-        times = alternate(fns, args.repeats, 0.3)
+        times = alternate(fns, args.repeats, 0.5, block=max(1, args.repeats // 2))
         nrt_s = times[0]
         if blas is not None:
             blas_s = times[1]
