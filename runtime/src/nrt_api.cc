@@ -924,6 +924,53 @@ NRT_API NRT_STATUS nrt_tensor_copy(const nrt_tensor_t* src, size_t src_offset, n
   return NRT_SUCCESS;
 }
 
+namespace {
+
+NRT_STATUS TensorBatch(const nrt_tensor_batch_t* batches, uint64_t num_batches, bool write, const char* fn) {
+  std::lock_guard<std::mutex> lock(R().mu);
+  if (NRT_STATUS s = CheckInitialized(fn); s != NRT_SUCCESS) return s;
+  if (!batches && num_batches) return Fail(NRT_INVALID, absl::StrCat(fn, ": batches is NULL"));
+  for (uint64_t b = 0; b < num_batches; ++b) {
+    const nrt_tensor* t = batches[b].tensor;
+    const std::string where = absl::StrCat(fn, " (batch ", b, ")");
+    if (NRT_STATUS s = CheckTensor(t, where.c_str()); s != NRT_SUCCESS) return s;
+    if (!batches[b].ops && batches[b].num_ops)
+      return Fail(NRT_INVALID, absl::StrCat(where, ": ops is NULL"));
+    for (uint32_t i = 0; i < batches[b].num_ops; ++i) {
+      const nrt_tensor_batch_op_t& op = batches[b].ops[i];
+      if (!op.buffer && op.size) return Fail(NRT_INVALID, absl::StrCat(where, " op ", i, ": buffer is NULL"));
+      if (op.offset > t->size || op.size > t->size - op.offset)
+        return Fail(NRT_INVALID, absl::StrCat(where, " op ", i, ": bytes [", op.offset, ", ", op.offset, "+",
+                                              op.size, ") outside tensor '", t->name, "' of ", t->size, " bytes"));
+    }
+  }
+  // Everything checked: now copy (the handles resolve as they just did).
+  for (uint64_t b = 0; b < num_batches; ++b) {
+    const nrt_tensor* t = batches[b].tensor;
+    CheckTensor(t, fn);
+    for (uint32_t i = 0; i < batches[b].num_ops; ++i) {
+      const nrt_tensor_batch_op_t& op = batches[b].ops[i];
+      if (!op.size) continue;
+      uint8_t* at = t->data() + op.offset;
+      if (write)
+        std::memmove(at, op.buffer, size_t(op.size));
+      else
+        std::memmove(op.buffer, at, size_t(op.size));
+    }
+  }
+  return NRT_SUCCESS;
+}
+
+}  // namespace
+
+NRT_API NRT_STATUS nrt_tensor_read_batch(const nrt_tensor_batch_t* batches, uint64_t num_batches, bool) {
+  return TensorBatch(batches, num_batches, false, "nrt_tensor_read_batch");
+}
+
+NRT_API NRT_STATUS nrt_tensor_write_batch(const nrt_tensor_batch_t* batches, uint64_t num_batches, bool) {
+  return TensorBatch(batches, num_batches, true, "nrt_tensor_write_batch");
+}
+
 NRT_API NRT_STATUS nrt_tensor_memset(nrt_tensor_t* tensor, uint64_t offset, int value, size_t size) {
   std::lock_guard<std::mutex> lock(R().mu);
   const char* fn = "nrt_tensor_memset";

@@ -194,6 +194,36 @@ int main(int argc, char **argv) {
     len = sizeof bdf;
     CHECK(nrt_get_attached_efa_bdf(nrt_tensor_get_va(x), bdf, &len) == NRT_INVALID);
   }
+  /* Batched reads and writes: checked whole before any byte moves. */
+  {
+    float head[4] = {-1, -2, -3, -4}, tail[2] = {0, 0}, got[4] = {0, 0, 0, 0};
+    nrt_tensor_batch_op_t wops[2], rops[2];
+    nrt_tensor_batch_t wb, rb;
+    wops[0].offset = 0;
+    wops[0].size = sizeof head;
+    wops[0].buffer = head;
+    wops[1].offset = sizeof xv - sizeof tail;
+    wops[1].size = sizeof tail;
+    wops[1].buffer = tail;
+    wb.tensor = x;
+    wb.ops = wops;
+    wb.num_ops = 2;
+    CHECK(nrt_tensor_write_batch(&wb, 1, false) == NRT_SUCCESS);
+    rops[0].offset = 0;
+    rops[0].size = sizeof got;
+    rops[0].buffer = got;
+    rops[1] = rops[0];
+    rops[1].offset = sizeof xv; /* past the end: the whole batch is refused */
+    rb.tensor = x;
+    rb.ops = rops;
+    rb.num_ops = 2;
+    CHECK(nrt_tensor_read_batch(&rb, 1, true) == NRT_INVALID);
+    CHECK(got[0] == 0.0f);
+    rb.num_ops = 1;
+    CHECK(nrt_tensor_read_batch(&rb, 1, false) == NRT_SUCCESS);
+    CHECK(got[0] == -1.0f && got[3] == -4.0f);
+    CHECK(nrt_tensor_write(x, xv, 0, sizeof xv) == NRT_SUCCESS); /* as it was */
+  }
 
   nrt_destroy_tensor_set(&in);
   nrt_destroy_tensor_set(&out);

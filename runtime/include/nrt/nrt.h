@@ -22,6 +22,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "ndl/neuron_driver_shared_tensor_batch_op.h"
 #include "nrt/nrt_status.h"
 #include "nrt/nrt_version.h"
 
@@ -168,6 +169,20 @@ NRT_STATUS nrt_tensor_write(nrt_tensor_t *tensor, const void *buf, size_t offset
 NRT_STATUS nrt_tensor_copy(const nrt_tensor_t *src, size_t src_offset, nrt_tensor_t *dst,
                            size_t dst_offset, size_t size);
 NRT_STATUS nrt_tensor_memset(nrt_tensor_t *tensor, uint64_t offset, int value, size_t size);
+
+/* Several reads (writes) of one tensor: ops[i] copies ops[i].size bytes at
+ * ops[i].offset of the tensor to (from) ops[i].buffer. */
+typedef struct nrt_tensor_batch {
+  const nrt_tensor_t *tensor;
+  const nrt_tensor_batch_op_t *ops;
+  uint32_t num_ops;
+} nrt_tensor_batch_t;
+/* Every batch's tensor and every operation's range are checked before any
+ * byte moves: a bad one is NRT_INVALID (NRT_INVALID_HANDLE for a dead
+ * tensor) and nothing is copied. `unsafe` is accepted and changes nothing
+ * (the checks cost little next to the copies). */
+NRT_STATUS nrt_tensor_read_batch(const nrt_tensor_batch_t *batches, uint64_t num_batches, bool unsafe);
+NRT_STATUS nrt_tensor_write_batch(const nrt_tensor_batch_t *batches, uint64_t num_batches, bool unsafe);
 /* Size in bytes; 0 for NULL or a dead handle. */
 size_t nrt_tensor_get_size(const nrt_tensor_t *tensor);
 /* The tensor's storage (host memory on the simulator); NULL for a dead handle
