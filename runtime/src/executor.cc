@@ -101,11 +101,15 @@ bool ReadWriteHazard(const TileRef& r, const TileRef& w) {
 
 // Copies `count` elements of ES bytes between SBUF (contiguous) and HBM
 // (strided by `stride` elements).
+// `stream`: a store into a graph output, which this execution does not read
+// back soon: large runs bypass the cache.
 template <size_t ES, bool kLoad>
-void CopyStrided(uint8_t* sbuf, uint8_t* hbm, int64_t stride, int64_t count) {
+void CopyStrided(uint8_t* sbuf, uint8_t* hbm, int64_t stride, int64_t count, bool stream) {
   if (stride == 1) {
     if (kLoad)
       std::memcpy(sbuf, hbm, size_t(count) * ES);
+    else if (stream)
+      vm::CopyToHbm(hbm, sbuf, size_t(count) * ES);
     else
       std::memcpy(hbm, sbuf, size_t(count) * ES);
     return;
@@ -124,7 +128,7 @@ void CopyStrided(uint8_t* sbuf, uint8_t* hbm, int64_t stride, int64_t count) {
 // r = rows[p] for a gather.
 template <size_t ES, bool kLoad>
 void DmaRows(const neff::AccessPattern& ap, const TileRef& tile, uint8_t* hbm, uint8_t* sbuf,
-             uint64_t partition_bytes, uint32_t p0, uint32_t p1, const int64_t* rows) {
+             uint64_t partition_bytes, uint32_t p0, uint32_t p1, const int64_t* rows, bool stream) {
   const int nd = ap.dims_size();  // >= 2: partition dim + at least one free dim
   int64_t count[8], stride[8], idx[8];
   for (int d = 0; d < nd; ++d) {
@@ -141,7 +145,7 @@ void DmaRows(const neff::AccessPattern& ap, const TileRef& tile, uint8_t* hbm, u
     for (int d = 1; d < inner; ++d) idx[d] = 0;
     while (true) {
       CopyStrided<ES, kLoad>(row + f * ES, hbm + (base + outer) * int64_t(ES), stride[inner],
-                             count[inner]);
+                             count[inner], stream);
       f += size_t(count[inner]);
       // Odometer over the outer free dims; the one just outside `inner` moves fastest.
       int d = inner - 1;
@@ -154,6 +158,7 @@ void DmaRows(const neff::AccessPattern& ap, const TileRef& tile, uint8_t* hbm, u
       if (d < 1) break;
     }
   }
+  if (!kLoad && stream) vm::FinishHbmCopies();
 }
 
 // Whether the partitions of a store write disjoint HBM bytes, so that their
@@ -171,10 +176,11 @@ bool StoreRowsDisjoint(const neff::AccessPattern& ap) {
 // last partition's bytes must win, as in the serial order).
 template <size_t ES, bool kLoad>
 void DmaTile(const neff::AccessPattern& ap, const TileRef& tile, uint8_t* hbm, uint8_t* sbuf,
-             uint64_t partition_bytes, Rows rows, bool parallel, const int64_t* index_rows = nullptr) {
+             uint64_t partition_bytes, Rows rows, bool parallel, const int64_t* index_rows = nullptr,
+             bool stream = false) {
   if (!kLoad && !StoreRowsDisjoint(ap)) parallel = false;
   ForRows(rows, tile.num_elements(), parallel, [&](uint32_t p) {
-    DmaRows<ES, kLoad>(ap, tile, hbm, sbuf, partition_bytes, p, p + 1, index_rows);
+    DmaRows<ES, kLoad>(ap, tile, hbm, sbuf, partition_bytes, p, p + 1, index_rows, stream);
   });
 }
 
@@ -272,10 +278,11 @@ void Executor::ExecDma(const Instruction& inst, Rows rows, bool parallel) {
     else
       DmaTile<2, true>(ap, inst.out(), hbm, sbuf_.get(), pb, rows, parallel);
   } else {
+    const bool stream = neff_.executable.tensors(int(ap.tensor())).kind() == neff::OUTPUT;
     if (neff::DTypeSize(inst.in0().dtype()) == 4)
-      DmaTile<4, false>(ap, inst.in0(), hbm, sbuf_.get(), pb, rows, parallel);
+      DmaTile<4, false>(ap, inst.in0(), hbm, sbuf_.get(), pb, rows, parallel, nullptr, stream);
     else
-      DmaTile<2, false>(ap, inst.in0(), hbm, sbuf_.get(), pb, rows, parallel);
+      DmaTile<2, false>(ap, inst.in0(), hbm, sbuf_.get(), pb, rows, parallel, nullptr, stream);
   }
 }
 

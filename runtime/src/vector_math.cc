@@ -399,43 +399,47 @@ float LaneSum::Total() const {
 
 namespace {
 
-NEURONCC_CLONES bool AnyNaN(const float* a, uint32_t n) {
-  I8 nan = {};
-  uint32_t i = 0;
-  for (; i + 8 <= n; i += 8) {
-    const V8 v = Load8(a + i);
-    nan |= v != v;
-  }
-  bool any = false;
-  for (int j = 0; j < 8; ++j) any |= nan[j] != 0;
-  for (; i < n; ++i) any |= a[i] != a[i];
-  return any;
-}
-
-// The extreme of a NaN-free run, folded into `acc` (itself not NaN). Without
-// NaN, max(a, b) is a or b by comparison, and for a == b the bitwise AND of
-// the two (+0 for a -0/+0 pair, else either); min takes the OR (-0).
-NEURONCC_CLONES float FoldExtreme(bool max, float acc, const float* a, uint32_t n) {
-  V8 m = Splat8(acc);
+// Folds a run into *acc (not NaN) as the left-to-right MaxF / MinF fold
+// does, in one vectorized pass, if the run holds no NaN; returns false,
+// leaving *acc alone, if it does. Without NaN the fold's result is the
+// extreme value, and only its zero sign needs care: a maximum of zero is +0
+// if any +0 took part (else -0), a minimum of zero -0 if any -0 did.
+NEURONCC_CLONES bool FoldExtreme(bool max, float* acc, const float* a, uint32_t n) {
+  const int32_t kZero = max ? 0 : int32_t(0x80000000u);  // the zero that wins
+  V8 m = Splat8(*acc);
+  I8 nan = {}, zero = {};
   uint32_t i = 0;
   if (max) {
     for (; i + 8 <= n; i += 8) {
       const V8 v = Load8(a + i);
-      const V8 tie = V8(I8(m) & I8(v));
-      m = m > v ? m : (v > m ? v : tie);
+      nan |= v != v;
+      zero |= I8(v) == kZero;
+      m = m > v ? m : v;
     }
-    for (int j = 0; j < 8; ++j) acc = MaxSel(acc, m[j]);
-    for (; i < n; ++i) acc = MaxSel(acc, a[i]);
   } else {
     for (; i + 8 <= n; i += 8) {
       const V8 v = Load8(a + i);
-      const V8 tie = V8(I8(m) | I8(v));
-      m = m < v ? m : (v < m ? v : tie);
+      nan |= v != v;
+      zero |= I8(v) == kZero;
+      m = m < v ? m : v;
     }
-    for (int j = 0; j < 8; ++j) acc = MinSel(acc, m[j]);
-    for (; i < n; ++i) acc = MinSel(acc, a[i]);
   }
-  return acc;
+  bool any_nan = false, winning_zero = FloatBits(*acc) == uint32_t(kZero);
+  for (int j = 0; j < 8; ++j) {
+    any_nan |= nan[j] != 0;
+    winning_zero |= zero[j] != 0;
+  }
+  float r = *acc;
+  for (int j = 0; j < 8; ++j) r = max ? (r > m[j] ? r : m[j]) : (r < m[j] ? r : m[j]);
+  for (; i < n; ++i) {
+    any_nan |= a[i] != a[i];
+    winning_zero |= FloatBits(a[i]) == uint32_t(kZero);
+    r = max ? (r > a[i] ? r : a[i]) : (r < a[i] ? r : a[i]);
+  }
+  if (any_nan) return false;
+  if (r == 0.0f) r = winning_zero ? BitsFloat(uint32_t(kZero)) : -BitsFloat(uint32_t(kZero));
+  *acc = r;
+  return true;
 }
 
 }  // namespace
@@ -452,10 +456,7 @@ void Extreme::Add(const float* a, uint32_t n) {
       return;
     }
   }
-  if (!AnyNaN(a, n)) {
-    value_ = FoldExtreme(max_, value_, a, n);
-    return;
-  }
+  if (FoldExtreme(max_, &value_, a, n)) return;
   // The fold keeps the first NaN it meets, whatever follows.
   for (uint32_t i = 0; i < n; ++i) {
     value_ = max_ ? MaxSel(value_, a[i]) : MinSel(value_, a[i]);
@@ -503,6 +504,33 @@ void MatmulColumns(const float* A, const float* B, const float* Ap, const float*
   if (exact_products && fma) return MatmulFusedAvx2(o, n0, n1, accumulate, out_rows, out_stride);
 #endif
   MatmulRounded(o, n0, n1, accumulate, out_rows, out_stride);
+}
+
+// ---------------------------------------------------------------------------
+// DMA stores
+
+void CopyToHbm(uint8_t* dst, const uint8_t* src, size_t bytes) {
+#if defined(__x86_64__)
+  constexpr size_t kStreamBytes = 4096;  // below this the lines are as well cached
+  if (bytes >= kStreamBytes) {
+    const size_t head = (16 - (reinterpret_cast<uintptr_t>(dst) & 15)) & 15;
+    std::memcpy(dst, src, head);
+    size_t i = head;
+    for (; i + 64 <= bytes; i += 64)
+      for (size_t j = 0; j < 64; j += 16)
+        _mm_stream_si128(reinterpret_cast<__m128i*>(dst + i + j),
+                         _mm_loadu_si128(reinterpret_cast<const __m128i*>(src + i + j)));
+    std::memcpy(dst + i, src + i, bytes - i);
+    return;
+  }
+#endif
+  std::memcpy(dst, src, bytes);
+}
+
+void FinishHbmCopies() {
+#if defined(__x86_64__)
+  _mm_sfence();
+#endif
 }
 
 // ---------------------------------------------------------------------------

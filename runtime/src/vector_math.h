@@ -88,6 +88,13 @@ void MatmulColumns(const float* A, const float* B, const float* Ap, const float*
 // Bp + 16 s K + 16 k (the caller fills it, strip by strip).
 void PackMatmulRows(const float* A, uint32_t K, uint32_t M, float* Ap);
 
+// memcpy for a DMA store into a graph output: large runs go around the
+// cache (non-temporal stores), since the execution does not read them back
+// soon and a cached write would first read every line it fills. FinishHbmCopies orders those
+// writes before anything the thread does next (call it once per batch).
+void CopyToHbm(uint8_t* dst, const uint8_t* src, size_t bytes);
+void FinishHbmCopies();
+
 // Scalar references for tests: the same primitives one value at a time.
 float ExpRef(float x);
 float LogRef(float x);
