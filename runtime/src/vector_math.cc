@@ -53,6 +53,10 @@ using neff::DType;
 
 namespace {
 
+typedef uint32_t U32x8 __attribute__((vector_size(32)));
+typedef uint16_t U16x8 __attribute__((vector_size(16)));
+typedef uint16_t U16x8u __attribute__((vector_size(16), aligned(2)));
+
 inline float Bool(bool b) { return b ? 1.0f : 0.0f; }
 
 // MaxF/MinF as selects, so loops of them vectorize.
@@ -209,14 +213,20 @@ NEURONCC_CLONES void Widen(DType dt, const uint8_t* src, uint32_t n, float* dst)
     case neff::F32:
       std::memcpy(dst, src, size_t(n) * 4);
       return;
-    case neff::BF16:
-      for (uint32_t i = 0; i < n; ++i) {
+    case neff::BF16: {
+      // 8 at a time: a bfloat16 is the top half of its float32.
+      uint32_t i = 0;
+      for (; i + 8 <= n; i += 8) {
+        const U16x8 h = *reinterpret_cast<const U16x8u*>(src + 2 * size_t(i));
+        Store8(dst + i, V8(__builtin_convertvector(h, U32x8) << 16));
+      }
+      for (; i < n; ++i) {
         uint16_t h;
         std::memcpy(&h, src + 2 * size_t(i), 2);
-        uint32_t u = uint32_t(h) << 16;
-        std::memcpy(dst + i, &u, 4);
+        dst[i] = Bf16ToFloat(h);
       }
       return;
+    }
     case neff::F16:
       for (uint32_t i = 0; i < n; ++i) {
         uint16_t h;
@@ -234,12 +244,22 @@ NEURONCC_CLONES void Narrow(DType dt, const float* src, uint32_t n, uint8_t* dst
     case neff::F32:
       std::memcpy(dst, src, size_t(n) * 4);
       return;
-    case neff::BF16:
-      for (uint32_t i = 0; i < n; ++i) {
+    case neff::BF16: {
+      // FloatToBf16, 8 at a time.
+      uint32_t i = 0;
+      for (; i + 8 <= n; i += 8) {
+        const U32x8 u = U32x8(Load8(src + i));
+        const U32x8 rounded = (u + 0x7fffu + ((u >> 16) & 1u)) >> 16;
+        const U32x8 quiet = (u >> 16) | 0x0040u;
+        const U32x8 bits = (u & 0x7fffffffu) > 0x7f800000u ? quiet : rounded;
+        *reinterpret_cast<U16x8u*>(dst + 2 * size_t(i)) = __builtin_convertvector(bits, U16x8);
+      }
+      for (; i < n; ++i) {
         uint16_t h = FloatToBf16(src[i]);
         std::memcpy(dst + 2 * size_t(i), &h, 2);
       }
       return;
+    }
     case neff::F16:
       for (uint32_t i = 0; i < n; ++i) {
         uint16_t h = FloatToF16(src[i]);
