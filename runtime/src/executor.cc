@@ -485,9 +485,8 @@ void Executor::ExecMatmul(const Instruction& inst) {
   // Each piece widens and packs its own strips of in1.
   auto columns = [&](uint32_t begin, uint32_t end) {
     for (uint32_t s = begin; s < end && (s + 1) * kStrip <= N; ++s)
-      for (uint32_t k = 0; k < K; ++k)
-        vm::Widen(in1.dtype(), Row(in1, k) + size_t(s) * kStrip * es1, kStrip,
-                  Bp + size_t(s) * kStrip * K + size_t(k) * kStrip);
+      vm::PackMatmulStrip(in1.dtype(), Row(in1, 0) + size_t(s) * kStrip * es1, PartitionBytes(in1), K,
+                          Bp + size_t(s) * kStrip * K);
     vm::MatmulColumns(A, B, Ap, Bp, K, M, N, begin * kStrip, std::min(N, end * kStrip), exact, inst.accumulate(),
                       rows, stride);
   };

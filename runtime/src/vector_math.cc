@@ -505,6 +505,19 @@ void MatmulFusedAvx2(const MatmulOperands& operands, uint32_t n0, uint32_t n1, b
                      uint64_t out_stride);
 #endif
 
+NEURONCC_CLONES void PackMatmulStrip(DType dt, const uint8_t* rows, uint64_t row_stride, uint32_t K, float* strip) {
+  for (uint32_t k = 0; k < K; ++k) {
+    const uint8_t* src = rows + uint64_t(k) * row_stride;
+    float* dst = strip + size_t(k) * 16;
+    if (dt == neff::F32) {
+      Store8(dst, Load8(reinterpret_cast<const float*>(src)));
+      Store8(dst + 8, Load8(reinterpret_cast<const float*>(src) + 8));
+    } else {
+      Widen(dt, src, 16, dst);
+    }
+  }
+}
+
 void PackMatmulRows(const float* A, uint32_t K, uint32_t M, float* Ap) {
   for (uint32_t m = 0; m < M;) {
     const uint32_t h = BlockHeight(m, M);

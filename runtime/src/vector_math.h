@@ -87,6 +87,9 @@ void MatmulColumns(const float* A, const float* B, const float* Ap, const float*
 // strip s of 16 output columns, B[k][16s .. 16s + 15] for k = 0..K-1 at
 // Bp + 16 s K + 16 k (the caller fills it, strip by strip).
 void PackMatmulRows(const float* A, uint32_t K, uint32_t M, float* Ap);
+// One strip of Bp: 16 values of dtype `dt` from each of K rows (`row_stride`
+// bytes apart, starting at `rows`), widened to [K][16] float32.
+void PackMatmulStrip(neff::DType dt, const uint8_t* rows, uint64_t row_stride, uint32_t K, float* strip);
 
 // memcpy for a DMA store into a graph output: large runs go around the
 // cache (non-temporal stores), since the execution does not read them back
