@@ -1278,9 +1278,15 @@ NRT_API NRT_STATUS nrt_get_vnc_memory_stats(uint32_t vnc, nrt_vnc_memory_stats_t
   if (vnc != 0) return Fail(NRT_INVALID, absl::StrCat(fn, ": VNC ", vnc, " does not exist (only 0 is simulated)"));
   if (!stats) return Fail(NRT_INVALID, absl::StrCat(fn, ": stats is NULL"));
   nrt_vnc_memory_stats_t full{0, size_t(16) << 30};  // trn1: 32 GiB of HBM per chip, two NeuronCores
+  // Each owned storage once, however many slices share it: its extent is the
+  // furthest byte any tensor over it reaches.
+  std::map<const TensorStorage*, size_t> storages;
   for (const nrt_tensor* t : R().tensors.All())
-    if (t->placement == NRT_TENSOR_PLACEMENT_DEVICE && t->storage && t->storage->owned && t->offset == 0)
-      full.bytes_used += t->size;
+    if (t->placement == NRT_TENSOR_PLACEMENT_DEVICE && t->storage && t->storage->owned) {
+      size_t& extent = storages[t->storage.get()];
+      extent = std::max(extent, t->offset + t->size);
+    }
+  for (const auto& [storage, extent] : storages) full.bytes_used += extent;
   for (const nrt_model* m : R().models.All()) {
     full.bytes_used += m->neff.executable.arena_bytes();
     for (const nn::ConstantSegment& seg : m->neff.executable.segments()) full.bytes_used += seg.size();
