@@ -15,7 +15,7 @@ unsigned DefaultThreadCount() {
     long v = std::strtol(env, &end, 10);
     if (end && *end == '\0' && v >= 1 && v <= 256) return unsigned(v);
     // An unusable value falls back to the default rather than failing every
-    // execution; the tools document the accepted range.
+    // execution (docs/runtime.md says so).
   }
   cpu_set_t set;
   if (sched_getaffinity(0, sizeof(set), &set) == 0) return unsigned(std::max(1, CPU_COUNT(&set)));
