@@ -23,15 +23,24 @@ inline float BitsFloat(uint32_t u) {
 
 inline float Bf16ToFloat(uint16_t h) { return BitsFloat(uint32_t(h) << 16); }
 
+// The bfloat16 bits (low half) of float32 bits `u`: adding 0x7fff plus the
+// kept LSB rounds half to even, and a carry out of the mantissa correctly
+// bumps the exponent (and the largest finite values to Inf); a NaN keeps its
+// sign and top payload, made quiet. Selects rather than branches, so the
+// same code serves uint32_t and GCC vectors of it (vector_math.cc).
+// (By reference: a 32-byte vector passed by value has another ABI without
+// AVX, which clang refuses in the baseline build.)
+template <typename U>
+inline void Bf16BitsOf(const U& u, U* bits) {
+  U rounded = (u + 0x7fffu + ((u >> 16) & 1u)) >> 16;
+  U quiet = (u >> 16) | 0x0040u;
+  *bits = (u & 0x7fffffffu) > 0x7f800000u ? quiet : rounded;
+}
+
 inline uint16_t FloatToBf16(float f) {
-  uint32_t u = FloatBits(f);
-  // Adding 0x7fff plus the kept LSB rounds half to even; a carry out of the
-  // mantissa correctly bumps the exponent (and the largest finite values to Inf).
-  uint32_t rounded = (u + 0x7fffu + ((u >> 16) & 1u)) >> 16;
-  // NaN: keep sign and top payload, force quiet. A select, not a branch, so
-  // that loops of conversions vectorize.
-  uint32_t quiet = (u >> 16) | 0x0040u;
-  return uint16_t((u & 0x7fffffffu) > 0x7f800000u ? quiet : rounded);
+  uint32_t bits;
+  Bf16BitsOf(FloatBits(f), &bits);
+  return uint16_t(bits);
 }
 
 inline float F16ToFloat(uint16_t h) {

@@ -249,9 +249,8 @@ NEURONCC_CLONES void Narrow(DType dt, const float* src, uint32_t n, uint8_t* dst
       uint32_t i = 0;
       for (; i + 8 <= n; i += 8) {
         const U32x8 u = U32x8(Load8(src + i));
-        const U32x8 rounded = (u + 0x7fffu + ((u >> 16) & 1u)) >> 16;
-        const U32x8 quiet = (u >> 16) | 0x0040u;
-        const U32x8 bits = (u & 0x7fffffffu) > 0x7f800000u ? quiet : rounded;
+        U32x8 bits;
+        Bf16BitsOf(u, &bits);
         *reinterpret_cast<U16x8u*>(dst + 2 * size_t(i)) = __builtin_convertvector(bits, U16x8);
       }
       for (; i < n; ++i) {
