@@ -24,8 +24,9 @@ namespace {
 
 typedef float V8 __attribute__((vector_size(32)));
 typedef int32_t I8 __attribute__((vector_size(32)));
-// The same vector at any float's alignment, for loads and stores.
-typedef float V8u __attribute__((vector_size(32), aligned(4)));
+// The same vector at any address (SBUF rows may start at any byte), for
+// loads and stores.
+typedef float V8u __attribute__((vector_size(32), aligned(1)));
 
 // Macros rather than functions: a function taking or returning a 32-byte
 // vector has a different ABI with and without AVX, and the baseline build

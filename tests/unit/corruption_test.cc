@@ -3,6 +3,7 @@
 // (runtime_asan_tests), where the format library is instrumented too.
 #include <gtest/gtest.h>
 
+#include <cstring>
 #include <functional>
 #include <limits>
 #include <string>
@@ -10,6 +11,7 @@
 #include "absl/strings/str_cat.h"
 
 #include "neff_format.h"
+#include "run_executable.h"
 #include "test_neffs.h"
 
 namespace neuroncc {
@@ -526,6 +528,44 @@ TEST(NeffCorruption, VerifierRefusesBrokenExecutablesBehindAValidHash) {
     ASSERT_TRUE(ParseNeff(SerializeUnverified(exe)).ok());
     c.corrupt(&exe);
     ExpectRefused(SerializeUnverified(exe), c.needle);
+  }
+}
+
+// Found by the NEFF fuzzer (UBSan: a misaligned vector load): tiles may
+// start at any byte of a partition. bf16 tiles at odd offsets and f32 tiles
+// at offsets of 2 (mod 4), long enough for the vector paths, must compute
+// the right values without a misaligned access (this binary runs under
+// UBSan and ASan).
+TEST(NeffCorruption, TilesAtOddByteOffsetsRunWithoutMisalignedAccess) {
+  const uint32_t P = 2, N = 40;
+  for (DType dt : {BF16, F32}) {
+    SCOPED_TRACE(DType_Name(dt));
+    const uint32_t es = uint32_t(DTypeSize(dt)), a = dt == BF16 ? 1 : 2;
+    Executable exe = EmptyExecutable("odd");
+    uint32_t x = AddTensor(&exe, "x", INPUT, dt, {P, N});
+    uint32_t z = AddTensor(&exe, "z", OUTPUT, dt, {P, N});
+    Kernel* k = exe.add_kernels();
+    k->set_name("odd");
+    *k->add_instructions() = DmaLoad(Tile(0, P, a, N, dt), Ap(x, 0, {{N, P}, {1, N}}), 0);
+    *k->add_instructions() = Activation(EXP, Tile(0, P, 1024 + a, N, dt), Tile(0, P, a, N, dt), 0.0f, 0.0f,
+                                        {W(4, 1)});
+    *k->add_instructions() = TensorTensor(ADD, Tile(0, P, 2048 + a, N, dt), Tile(0, P, 1024 + a, N, dt),
+                                          Tile(0, P, 1024 + a, N, dt), {W(2, 1)});
+    *k->add_instructions() = DmaStore(Tile(0, P, 2048 + a, N, dt), Ap(z, 0, {{N, P}, {1, N}}), 1, {W(1, 1)});
+    std::string in(size_t(P) * N * es, '\x3f');
+    ExecutableRun r = RunExecutable(exe, {in});
+    ASSERT_EQ(r.outputs.size(), 1u);
+    // exp(x * 0 + 0) + itself = 2 everywhere.
+    for (uint32_t i = 0; i < P * N; ++i) {
+      float v;
+      if (dt == F32) {
+        std::memcpy(&v, r.outputs[0].data() + 4 * i, 4);
+      } else {
+        uint32_t u = uint32_t(uint8_t(r.outputs[0][2 * i])) << 16 | uint32_t(uint8_t(r.outputs[0][2 * i + 1])) << 24;
+        std::memcpy(&v, &u, 4);
+      }
+      ASSERT_EQ(v, 2.0f) << i;
+    }
   }
 }
 
