@@ -41,7 +41,9 @@
 // picks one per host. Both compute the same IEEE operations in the same
 // order (no FMA: this file is built with -ffp-contract=off), so the choice
 // changes speed only.
-#if defined(__x86_64__)
+// (Not under ThreadSanitizer: the loader runs the clones' resolvers before
+// the sanitizer's runtime is up.)
+#if defined(__x86_64__) && !defined(__SANITIZE_THREAD__)
 #define NEURONCC_CLONES __attribute__((target_clones("avx2", "default")))
 #else
 #define NEURONCC_CLONES
