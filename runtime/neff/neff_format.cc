@@ -257,25 +257,14 @@ uint64_t ProfileHash(const Header& header) {
 
 namespace {
 
-// The header and the payload digest of `bytes`, checked: what ParseImage
-// needs before it trusts the payload.
-absl::StatusOr<Header> CheckedHeader(std::string_view bytes, const Sha256Digest& payload_digest) {
-  absl::StatusOr<Header> header = ParseHeader(bytes);
-  if (!header.ok()) return header.status();
-  size_t payload_size = bytes.size() - kHeaderSize;
-  if (header->data_size != payload_size)
-    return Bad(absl::StrCat("header says ", header->data_size, " payload bytes but the file has ",
-                            payload_size, " (truncated or padded file)"));
-  if (payload_digest != header->hash) return Bad("payload SHA-256 does not match the header hash (corrupted file)");
-  return header;
-}
-
 Sha256Digest PayloadDigest(std::string_view bytes) {
-  if (bytes.size() < kHeaderSize) return Sha256Digest{};
   return Sha256(bytes.data() + kHeaderSize, bytes.size() - kHeaderSize);
 }
 
-absl::StatusOr<Neff> ParseImage(std::string&& image, const Sha256Digest& payload_digest);
+// Parses and verifies `image`, keeping it as the Neff's. The payload digest
+// is `digest` when the caller computed it already, else computed here once
+// the header has been checked.
+absl::StatusOr<Neff> ParseImage(std::string&& image, const Sha256Digest* digest);
 
 }  // namespace
 
@@ -283,28 +272,28 @@ absl::StatusOr<Neff> ParseNeff(std::string_view bytes) {
   // A large file is hashed on a second thread while this one copies it: the
   // two passes together take as long as the hash alone.
   constexpr size_t kConcurrentHash = size_t(16) << 20;
+  if (bytes.size() < kConcurrentHash || !LooksLikeNeff(bytes)) return ParseImage(std::string(bytes), nullptr);
   Sha256Digest digest{};
-  if (bytes.size() < kConcurrentHash || !LooksLikeNeff(bytes)) {
-    digest = PayloadDigest(bytes);
-    return ParseImage(std::string(bytes), digest);
-  }
   std::thread hasher([&] { digest = PayloadDigest(bytes); });
   std::string image(bytes);
   hasher.join();
-  return ParseImage(std::move(image), digest);
+  return ParseImage(std::move(image), &digest);
 }
 
-absl::StatusOr<Neff> ParseNeff(std::string&& image) {
-  Sha256Digest digest = PayloadDigest(image);
-  return ParseImage(std::move(image), digest);
-}
+absl::StatusOr<Neff> ParseNeff(std::string&& image) { return ParseImage(std::move(image), nullptr); }
 
 namespace {
 
-absl::StatusOr<Neff> ParseImage(std::string&& image, const Sha256Digest& payload_digest) {
+absl::StatusOr<Neff> ParseImage(std::string&& image, const Sha256Digest* digest) {
   const std::string_view bytes(image);
-  absl::StatusOr<Header> header = CheckedHeader(bytes, payload_digest);
+  absl::StatusOr<Header> header = ParseHeader(bytes);
   if (!header.ok()) return header.status();
+  size_t payload_size = bytes.size() - kHeaderSize;
+  if (header->data_size != payload_size)
+    return Bad(absl::StrCat("header says ", header->data_size, " payload bytes but the file has ",
+                            payload_size, " (truncated or padded file)"));
+  if ((digest ? *digest : PayloadDigest(bytes)) != header->hash)
+    return Bad("payload SHA-256 does not match the header hash (corrupted file)");
   std::string_view payload = bytes.substr(kHeaderSize);
   if (payload.size() < 8) return Bad("payload too short for the executable length");
   uint64_t exe_size = GetLE<uint64_t>(payload, 0);

@@ -214,8 +214,7 @@ std::vector<SbufRace> FindSbufRaces(const Kernel& k, size_t limit) {
 }
 
 absl::StatusOr<std::vector<SbufRace>> CheckSbufRaces(const Kernel& k, size_t limit) {
-  const uint64_t budget = kRaceCheckBaseVisits + kRaceCheckVisitsPerInstruction * uint64_t(k.instructions_size());
-  return SearchRaces(k, limit, budget);
+  return SearchRaces(k, limit, RaceCheckBudget(uint64_t(k.instructions_size())));
 }
 
 namespace {

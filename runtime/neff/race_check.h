@@ -72,6 +72,9 @@ std::vector<SbufRace> FindSbufRaces(const Kernel& kernel, size_t limit = 8);
 // (InvalidArgument, naming the kernel) instead of grinding through.
 inline constexpr uint64_t kRaceCheckBaseVisits = uint64_t(1) << 22;
 inline constexpr uint64_t kRaceCheckVisitsPerInstruction = 32;
+inline uint64_t RaceCheckBudget(uint64_t instructions) {
+  return kRaceCheckBaseVisits + kRaceCheckVisitsPerInstruction * instructions;
+}
 absl::StatusOr<std::vector<SbufRace>> CheckSbufRaces(const Kernel& kernel, size_t limit = 8);
 
 }  // namespace neuroncc::neff

@@ -1,6 +1,7 @@
 #include "executor.h"
 
 #include <algorithm>
+#include <array>
 #include <cmath>
 #include <cstdio>
 #include <cstring>
@@ -576,6 +577,13 @@ const TileRef& MainTile(const Instruction& inst) {
   return inst.opcode() == neff::DMA_STORE || inst.opcode() == neff::TENSOR_REDUCE ? inst.in0() : inst.out();
 }
 
+// Every tile an instruction names (null where it has none).
+std::array<const TileRef*, 5> TilesOf(const Instruction& inst) {
+  return {inst.has_in0() ? &inst.in0() : nullptr, inst.has_in1() ? &inst.in1() : nullptr,
+          inst.has_in2() ? &inst.in2() : nullptr, inst.has_out() ? &inst.out() : nullptr,
+          inst.has_accum() ? &inst.accum() : nullptr};
+}
+
 // Whether an instruction only ever moves data within a partition: row p of
 // every tile it touches lies in the same partition, and no row reads bytes
 // another row writes. Such instructions can run a few partitions at a time.
@@ -592,9 +600,7 @@ bool PartitionLocal(const Instruction& inst) {
     default: return false;  // matmul and transpose cross partitions; a gather may fail midway
   }
   const TileRef& main = MainTile(inst);
-  const TileRef* tiles[] = {inst.has_in0() ? &inst.in0() : nullptr, inst.has_in1() ? &inst.in1() : nullptr,
-                            inst.has_in2() ? &inst.in2() : nullptr, inst.has_out() ? &inst.out() : nullptr,
-                            inst.has_accum() ? &inst.accum() : nullptr};
+  const std::array<const TileRef*, 5> tiles = TilesOf(inst);
   for (const TileRef* t : tiles)
     if (t && (t->start_partition() != main.start_partition() || t->partitions() != main.partitions())) return false;
   if (inst.opcode() == neff::DMA_STORE) return StoreRowsDisjoint(inst.hbm());
@@ -681,7 +687,8 @@ void Executor::PlanWindows() {
     for (const ScheduledInstruction& si : d.order)
       insts.push_back(&exe.kernels(int(si.kernel)).instructions(int(si.instruction)));
     RegionSet loads, stores;
-    Window w{0, 0, 0, 0};
+    Window w{0, 0, 0, false};
+    uint64_t elements = 0;  // of partition-local work in w
     uint64_t lo[2] = {UINT64_MAX, UINT64_MAX}, hi[2] = {0, 0};  // SBUF, PSUM byte span per partition
     auto close = [&] {
       if (w.end > w.begin) {
@@ -689,9 +696,13 @@ void Executor::PlanWindows() {
         for (int m = 0; m < 2; ++m)
           if (hi[m] > lo[m]) span += hi[m] - lo[m];
         w.band = uint32_t(std::clamp<uint64_t>(kBandBytes / std::max<uint64_t>(span, 1), 1, device_.partitions));
+        // Small or single-instruction runs are not worth the bands.
+        w.banded = w.end - w.begin > 1 && elements >= kParallelElements;
+        any_banded_ |= w.banded;
         out.push_back(w);
       }
-      w = Window{w.end, w.end, 0, 0};
+      w = Window{w.end, w.end, 0, false};
+      elements = 0;
       loads.Clear();
       stores.Clear();
       lo[0] = lo[1] = UINT64_MAX;
@@ -701,10 +712,8 @@ void Executor::PlanWindows() {
       const Instruction& inst = *insts[i];
       if (!PartitionLocal(inst)) {
         close();
-        w.end = i + 1;
-        w.elements = 0;  // runs alone, in order
-        out.push_back(w);
-        w = Window{i + 1, i + 1, 0, 0};
+        out.push_back(Window{i, i + 1, 0, false});  // runs alone, in order
+        w = Window{i + 1, i + 1, 0, false};
         continue;
       }
       const bool load = inst.opcode() == neff::DMA_LOAD, store = inst.opcode() == neff::DMA_STORE;
@@ -714,16 +723,14 @@ void Executor::PlanWindows() {
         if (stores.Overlaps(r) || (store && loads.Overlaps(r))) close();
         (load ? loads : stores).Add(r);
       }
-      for (const TileRef* t : {inst.has_in0() ? &inst.in0() : nullptr, inst.has_in1() ? &inst.in1() : nullptr,
-                               inst.has_in2() ? &inst.in2() : nullptr, inst.has_out() ? &inst.out() : nullptr,
-                               inst.has_accum() ? &inst.accum() : nullptr}) {
+      for (const TileRef* t : TilesOf(inst)) {
         if (!t) continue;
         int m = t->space() == neff::PSUM ? 1 : 0;
         lo[m] = std::min<uint64_t>(lo[m], t->byte_offset());
         hi[m] = std::max<uint64_t>(hi[m], t->byte_offset() + TileBytes(*t));
       }
       w.end = i + 1;
-      w.elements += uint64_t(MainTile(inst).partitions()) * MainTile(inst).num_elements();
+      elements += uint64_t(MainTile(inst).partitions()) * MainTile(inst).num_elements();
     }
     close();
   }
@@ -746,6 +753,22 @@ void Executor::RunBanded(const std::vector<const Instruction*>& insts, const Win
   });
 }
 
+// Windows assume distinct graph tensors occupy distinct bytes; a caller may
+// alias an output with an input (hbm_ holds this run's addresses).
+bool Executor::UserBuffersDisjoint() const {
+  const neff::Executable& exe = neff_.executable;
+  std::vector<std::pair<uintptr_t, uintptr_t>> user;
+  for (const auto* ids : {&exe.graph_inputs(), &exe.graph_outputs()})
+    for (uint32_t id : *ids) {
+      uintptr_t p = reinterpret_cast<uintptr_t>(hbm_[id]);
+      user.emplace_back(p, p + exe.tensors(int(id)).size_bytes());
+    }
+  std::sort(user.begin(), user.end());
+  for (size_t i = 1; i < user.size(); ++i)
+    if (user[i].first < user[i - 1].second) return false;
+  return true;
+}
+
 absl::Status Executor::Run(const std::vector<const void*>& inputs, const std::vector<void*>& outputs) {
   if (!sbuf_)
     if (absl::Status st = AllocateMemories(); !st.ok()) return st;
@@ -761,32 +784,19 @@ absl::Status Executor::Run(const std::vector<const void*>& inputs, const std::ve
     hbm_[exe.graph_inputs(i)] = static_cast<uint8_t*>(const_cast<void*>(inputs[size_t(i)]));
   for (int i = 0; i < exe.graph_outputs_size(); ++i)
     hbm_[exe.graph_outputs(i)] = static_cast<uint8_t*>(outputs[size_t(i)]);
-  // Windows assume distinct graph tensors occupy distinct bytes; a caller
-  // may alias an output with an input, and then everything runs in order.
-  std::vector<std::pair<uintptr_t, uintptr_t>> user;
-  for (int i = 0; i < exe.graph_inputs_size(); ++i) {
-    uintptr_t p = reinterpret_cast<uintptr_t>(hbm_[exe.graph_inputs(i)]);
-    user.emplace_back(p, p + exe.tensors(int(exe.graph_inputs(i))).size_bytes());
-  }
-  for (int i = 0; i < exe.graph_outputs_size(); ++i) {
-    uintptr_t p = reinterpret_cast<uintptr_t>(hbm_[exe.graph_outputs(i)]);
-    user.emplace_back(p, p + exe.tensors(int(exe.graph_outputs(i))).size_bytes());
-  }
-  std::sort(user.begin(), user.end());
   // NEURONCC_RT_BANDS=0 runs every instruction in start order: the same
   // bits, slower; for comparing the two paths.
   static const bool bands_enabled = [] {
     const char* env = std::getenv("NEURONCC_RT_BANDS");
     return !(env && std::string(env) == "0");
   }();
-  bool banding = bands_enabled;
-  for (size_t i = 1; i < user.size(); ++i) banding &= user[i].first >= user[i - 1].second;
+  const bool banding = any_banded_ && bands_enabled && UserBuffersDisjoint();
 
   for (size_t di = 0; di < schedules_.size(); ++di) {
     const DispatchSchedule& d = schedules_[di];
     const std::vector<const Instruction*>& insts = ordered_[di];
     for (const Window& w : windows_[di]) {
-      if (banding && w.end - w.begin > 1 && w.elements >= kParallelElements) {
+      if (banding && w.banded) {
         RunBanded(insts, w);
         continue;
       }

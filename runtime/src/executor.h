@@ -64,13 +64,14 @@ class Executor {
 
   struct RowSource;
   // A run of d.order[begin, end): run band by band (`band` partitions at a
-  // time) when it holds `elements` > 0 of partition-local work, else in order.
+  // time) when `banded`, else in order.
   struct Window {
     uint32_t begin, end;
     uint32_t band;
-    uint64_t elements;
+    bool banded;
   };
   void PlanWindows();
+  bool UserBuffersDisjoint() const;
   void RunBanded(const std::vector<const neff::Instruction*>& insts, const Window& w);
   // Runs `inst` on `rows` (matmul and transpose: always all rows);
   // `parallel` lets it split the rows across the pool.
@@ -95,6 +96,7 @@ class Executor {
   std::vector<DispatchSchedule> schedules_;
   std::vector<std::vector<const neff::Instruction*>> ordered_;  // per dispatch, in start order
   std::vector<std::vector<Window>> windows_;                     // per dispatch
+  bool any_banded_ = false;                                      // any window of windows_
   ExecutionStats stats_;
   struct FreeDeleter {
     void operator()(uint8_t* p) const { std::free(p); }

@@ -101,7 +101,7 @@ absl::StatusOr<DispatchSchedule> Simulate(const std::vector<const neff::Kernel*>
   size_t total = 0;
   for (const neff::Kernel* k : kernels) total += size_t(k->instructions_size());
   // The same linear bound as the race check's (race_check.h).
-  const uint64_t budget = neff::kRaceCheckBaseVisits + neff::kRaceCheckVisitsPerInstruction * uint64_t(total);
+  const uint64_t budget = neff::RaceCheckBudget(uint64_t(total));
   entries.reserve(total);
   for (size_t j = 0; j < kernels.size(); ++j) {
     const neff::Kernel& k = *kernels[j];
