@@ -96,7 +96,17 @@ Budget Budget::share(double fraction) const {
     seconds = std::chrono::duration<double>(deadline_ - std::chrono::steady_clock::now()).count() * fraction;
     seconds = std::max(seconds, 1e-6);
   }
-  return Budget(nodes, seconds);
+  Budget part(nodes, seconds);
+  part.cancel_ = cancel_;
+  return part;
+}
+
+Budget Budget::beside(double fraction) const {
+  Budget part = share(fraction);
+  part.hasDeadline_ = hasDeadline_;
+  part.deadline_ = deadline_;
+  part.cancel_ = cancel_;
+  return part;
 }
 
 void Budget::absorb(const Budget& part) {
@@ -106,6 +116,7 @@ void Budget::absorb(const Budget& part) {
 
 bool Budget::exhausted() {
   if (!out_ && hasDeadline_ && std::chrono::steady_clock::now() >= deadline_) out_ = true;
+  if (cancel_ && cancel_->load(std::memory_order_relaxed)) out_ = true;
   return out_;
 }
 
@@ -113,7 +124,10 @@ bool Budget::spend() {
   if (out_) return false;
   if (++used_ > limit_) out_ = true;
   // Reading the clock costs more than a node; look every 256 nodes.
-  if (hasDeadline_ && (used_ & 255) == 0 && std::chrono::steady_clock::now() >= deadline_) out_ = true;
+  if ((used_ & 255) == 0) {
+    if (hasDeadline_ && std::chrono::steady_clock::now() >= deadline_) out_ = true;
+    if (cancel_ && cancel_->load(std::memory_order_relaxed)) out_ = true;
+  }
   return !out_;
 }
 

@@ -7,15 +7,22 @@
 //    it equals the lower bound (peak live bytes) it is optimal and planning
 //    stops.
 // 2. Otherwise, when a budget is given and the instance is small enough, the
-//    exact canonical search (CanonicalSearch.cpp) runs as a sequence of
-//    "does a plan fit in C bytes?" questions, narrowing [lower, best):
-//    first a quick question halfway, with 6% of the budget (a cheap gain
-//    where the optimum is above the bound), then the lower bound itself
-//    with 90% of what is left (most instances reach it), then halving the
-//    gap, each question with half of what is left. A found plan lowers `best` to its actual arena; a
-//    completed search that finds nothing raises `lower` (a proof); a
-//    question that runs out of its share counts as "not found" for choosing
-//    the next question but proves nothing.
+//    exact canonical search (CanonicalSearch.cpp) answers "does a plan fit
+//    in C bytes?" questions, on two threads, each with half the nodes and
+//    all the time:
+//    - questions from below: the lower bound itself first (most instances
+//      reach it), then halving the gap [lower, best), each with half of
+//      what is left;
+//    - a descent from above: a quick question halfway to the bound (6% of
+//      its budget), then a plan a sixteenth of the gap below the best found
+//      so far, each question with half of what is left, the step halving
+//      when a question runs out of its share (gains where the optimum is
+//      far above the bound).
+//    A found plan lowers `best` to its actual arena; a completed search
+//    that finds nothing raises `lower` (a proof); a question that runs out
+//    of its share proves nothing. The threads share no state: their plans
+//    are compared after both end (ties keep the questions'), so a node
+//    limit gives the same plan on every run.
 // 3. Larger instances instead get the best heuristic plan repaired spot by
 //    spot (RegionRepair.cpp) toward targets chosen the same way.
 //
@@ -43,13 +50,13 @@ namespace {
 constexpr size_t kMaxMembership = 20000000;
 // From this many buffers on, the classic heuristics run on threads of their own.
 constexpr size_t kParallelItems = 4096;
-// The first question of the exact search asks for a plan at the lower bound
-// itself, which most instances reach (every MiniMalloc challenging instance
-// with a known optimum): it gets most of the budget, and the rest goes to
-// narrowing the gap if it fails.
-constexpr double kLowerBoundShare = 0.9;
-constexpr int kQuickQuestions = 1;
+// The descent's first question, halfway to the bound: a cheap gain where the
+// optimum sits above the bound.
 constexpr double kQuickShare = 0.06;
+// The descent's steps: a sixteenth of the gap to the bound at first, each
+// question with half of what is left.
+constexpr int64_t kDescentSteps = 16;
+constexpr double kDescentShare = 0.5;
 constexpr double kExtraHeuristicsShare = 0.3;
 
 int64_t arenaOf(const std::vector<Item>& items, const std::vector<int64_t>& offsets) {
@@ -67,6 +74,41 @@ const char* preorderName(Preorder p) {
     case Preorder::Start: return "start";
   }
   return "?";
+}
+
+// The descent beside the exact search's questions (see planOffsets).
+struct Descent {
+  int64_t best;   // arena of `offsets`, or of the best heuristic plan if !found
+  int64_t lower;  // proven: no plan below
+  std::vector<int64_t> offsets;
+  bool found;
+  Budget budget;
+};
+
+void descend(const std::vector<Item>& items, const Sections& sections, Descent& d) {
+  // The first question, halfway to the bound, gets a small share.
+  int64_t step = (d.best - d.lower) / 2;
+  double share = kQuickShare;
+  std::vector<int64_t> trial;
+  while (d.best > d.lower && step > 0 && !d.budget.exhausted()) {
+    int64_t capacity = std::max(d.lower, d.best - step);
+    Budget part = d.budget.share(share);
+    SearchOutcome outcome = searchWithin(items, sections, capacity, part, trial);
+    d.budget.absorb(part);
+    if (outcome == SearchOutcome::kFound) {
+      d.best = arenaOf(items, trial);
+      d.offsets = trial;
+      d.found = true;
+    } else if (outcome == SearchOutcome::kInfeasible) {
+      d.lower = capacity + 1;
+    } else {
+      step /= 2;
+    }
+    if (share == kQuickShare) {
+      share = kDescentShare;
+      step = (d.best - d.lower) / kDescentSteps;
+    }
+  }
 }
 
 }  // namespace
@@ -183,23 +225,46 @@ PlanResult planOffsets(std::vector<PlannedBuffer>& buffers, const PlanOptions& o
     // there ran out of its share of the budget.
     int64_t probe = lower;
     if (items.size() <= options.exactSearchMaxBuffers) {
-      // Questions: a quick one halfway to the best plan (a cheap gain where
-      // the optimum sits above the bound), then the bound itself with most
-      // of what is left, then halving what gap remains.
-      int question = 0;
-      while (probe < bestArena && !budget.exhausted()) {
-        bool quick = question < kQuickQuestions, atBound = question == kQuickQuestions;
+      // Two searches side by side, each on a thread with half the nodes
+      // (and all the time). Here: questions, the lower bound itself first
+      // (every MiniMalloc instance with a known optimum reaches it), then,
+      // if that is disproved, halving the gap. Beside them: a descent from
+      // the best heuristic plan, a quick question halfway to the bound (a
+      // cheap gain where the optimum sits above it), then plans a step
+      // below the best found so far, halving the step when a question runs
+      // out of its share. The descent gains where the optimum is far above
+      // the bound, a capacity the questions cannot reach.
+      std::atomic<bool> proven{false};
+      Descent descent{bestArena, lower, {}, false, budget.beside(0.5)};
+      descent.budget.cancelWhen(&proven);
+      Budget questions = budget.beside(0.5);
+      std::thread descender([&] { descend(items, sections, descent); });
+      bool atBound = true;
+      while (probe < bestArena && !questions.exhausted()) {
         int64_t capacity = atBound ? lower : probe + (bestArena - probe) / 2;
-        Budget part = budget.share(quick ? kQuickShare : atBound ? kLowerBoundShare : 1.0 / 2);
-        ++question;
+        Budget part = questions.share(atBound ? 1.0 : 1.0 / 2);
+        atBound = false;
         SearchOutcome outcome = searchWithin(items, sections, capacity, part, trial);
-        budget.absorb(part);
+        questions.absorb(part);
         if (outcome == SearchOutcome::kFound) {
           consider(arenaOf(items, trial), "exact search");
         } else {
           probe = std::max(probe, capacity + 1);
           if (outcome == SearchOutcome::kInfeasible) lower = capacity + 1;
         }
+      }
+      // Nothing the descent finds can beat a proven optimum (and equal
+      // arenas keep the questions' plan), so stopping it then changes no
+      // result.
+      if (lower >= bestArena) proven = true;
+      descender.join();
+      budget.absorb(questions);
+      // A stopped descent's node count depends on timing; it is left out.
+      if (!proven) budget.absorb(descent.budget);
+      lower = std::max(lower, descent.lower);
+      if (descent.found && descent.best < bestArena) {
+        trial = std::move(descent.offsets);
+        consider(descent.best, "exact search (descent)");
       }
     } else {
       // Too large to search whole: repair the worst spots of the best plan,

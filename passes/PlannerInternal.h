@@ -2,6 +2,7 @@
 #pragma once
 
 #include <algorithm>
+#include <atomic>
 #include <chrono>
 #include <cstdint>
 #include <cstddef>
@@ -83,11 +84,17 @@ class Budget {
   int64_t nodesUsed() const { return used_; }
   // A budget holding `fraction` of what is left; `absorb` its use afterwards.
   Budget share(double fraction) const;
+  // For a search running beside others: `fraction` of the nodes left, and
+  // all of the time left.
+  Budget beside(double fraction) const;
+  // Once `*flag` is set, the budget counts as spent (checked with the clock).
+  void cancelWhen(const std::atomic<bool>* flag) { cancel_ = flag; }
   void absorb(const Budget& part);
 
  private:
   int64_t limit_, used_ = 0;  // limit_ == INT64_MAX: no node limit
   bool hasDeadline_, out_ = false;
+  const std::atomic<bool>* cancel_ = nullptr;
   std::chrono::steady_clock::time_point deadline_;
 };
 
