@@ -293,9 +293,45 @@ class CanonicalSearch {
       for (int i : members) solution_[size_t(i)] = offset_[size_t(i)];
       return SearchOutcome::kFound;
     }
-    std::sort(candidates.begin(), candidates.end(), [](const Candidate& a, const Candidate& b) {
-      return a.offset != b.offset ? a.offset < b.offset : a.rank < b.rank;
-    });
+    // The parent's order with some offsets raised: nearly sorted, so an
+    // insertion sort costs about the number of items that moved.
+    for (size_t k = 1; k < candidates.size(); ++k) {
+      Candidate c = candidates[k];
+      size_t m = k;
+      for (; m > 0 && (c.offset < candidates[m - 1].offset ||
+                       (c.offset == candidates[m - 1].offset && c.rank < candidates[m - 1].rank));
+           --m)
+        candidates[m] = candidates[m - 1];
+      candidates[m] = c;
+    }
+    // Sections a placement leaves alone keep floor + unplaced within the
+    // capacity (the parent checked that); they only need offset + unplaced
+    // within it. The largest unplaced amount answers that for most
+    // placements; for the others, the largest amounts before and after
+    // each section (built once per node, when first needed) do.
+    int64_t mostUnplaced = 0;
+    for (int sec = lo; sec < hi; ++sec) mostUnplaced = std::max(mostUnplaced, unplaced_[size_t(sec)]);
+    size_t width = size_t(hi - lo), base = prefixMost_.size(), afterBase = base + width + 1;
+    bool runningMaxima = false;
+    auto outsideRun = [&](int changedLo, int changedHi) {
+      if (!runningMaxima) {
+        // By index: deeper calls grow the vector.
+        runningMaxima = true;
+        prefixMost_.resize(base + 2 * (width + 1));
+        prefixMost_[base] = 0;
+        for (size_t k = 0; k < width; ++k)
+          prefixMost_[base + k + 1] = std::max(prefixMost_[base + k], unplaced_[size_t(lo) + k]);
+        prefixMost_[afterBase + width] = 0;
+        for (size_t k = width; k > 0; --k)
+          prefixMost_[afterBase + k - 1] = std::max(prefixMost_[afterBase + k], unplaced_[size_t(lo) + k - 1]);
+      }
+      return std::max(prefixMost_[base + size_t(changedLo - lo)], prefixMost_[afterBase + size_t(changedHi - lo)]);
+    };
+    struct Release {
+      std::vector<int64_t>& v;
+      size_t size;
+      ~Release() { v.resize(size); }
+    } release{prefixMost_, base};
     int64_t lowestTop = INT64_MAX;
     for (const Candidate& c : candidates)
       lowestTop = std::min(lowestTop, c.offset + items_[size_t(c.item)].size);
@@ -303,9 +339,14 @@ class CanonicalSearch {
       if (c.offset >= lowestTop) break;  // dominated: see the file comment
       if (c.offset < lastOffset || (c.offset == lastOffset && c.rank < lastRank)) continue;
       size_t floorMark = floorLog_.size(), offsetMark = offsetLog_.size();
-      place(c.item, c.offset);
+      auto [changedLo, changedHi] = place(c.item, c.offset);
+      changedLo = std::clamp(changedLo, lo, hi);
+      changedHi = std::clamp(changedHi, changedLo, hi);
+      bool outsideFits = c.offset + mostUnplaced <= capacity_ ||
+                         c.offset + outsideRun(changedLo, changedHi) <= capacity_;
       SearchOutcome outcome = SearchOutcome::kInfeasible;
-      if (fits(lo, hi, c.offset)) outcome = afterPlacing(lo, hi, members, candidates, c);
+      if (outsideFits && fits(changedLo, changedHi, c.offset))
+        outcome = afterPlacing(lo, hi, members, candidates, c);
       unplace(c.item, floorMark, offsetMark);
       if (outcome != SearchOutcome::kInfeasible) return outcome;
     }
@@ -337,7 +378,9 @@ class CanonicalSearch {
     return outcome;
   }
 
-  void place(int item, int64_t offset) {
+  // Places `item`; returns the run of sections whose floor or unplaced
+  // amount it may have changed.
+  std::pair<int, int> place(int item, int64_t offset) {
     const Item& it = items_[size_t(item)];
     offset_[size_t(item)] = offset;
     int64_t top = offset + it.size;
@@ -361,6 +404,7 @@ class CanonicalSearch {
       closeSlot(item, sec);
     }
     for (int sec = touchedLo; sec < touchedHi; ++sec) raiseToLowestFree(sec);
+    return {std::min(first, touchedLo), std::max(last, touchedHi)};
   }
 
   // No unplaced item of a section can go below the lowest offset any of
@@ -449,6 +493,9 @@ class CanonicalSearch {
   std::vector<std::pair<int, int>> floorLog_;  // runs (first section, count) of floorValues_
   std::vector<int64_t> floorValues_;
   std::vector<Change> offsetLog_;
+  // Per search depth, the running maxima of unplaced amounts (a stack:
+  // each descend() pushes its own and pops them on return).
+  std::vector<int64_t> prefixMost_;
   int64_t nodeLimit_ = 0, nodes_ = 0;
   Preorder order_ = Preorder::TotalLengthArea;
 };
