@@ -31,6 +31,7 @@
 #include "passes/OffsetPlanner.h"
 
 #include <algorithm>
+#include <atomic>
 #include <chrono>
 #include <numeric>
 #include <optional>
@@ -144,17 +145,24 @@ PlanResult planOffsets(std::vector<PlannedBuffer>& buffers, const PlanOptions& o
     best = trial;
     result.method = std::move(method);
   };
-  // A heuristic's arena and seconds; `report` lists it whether or not it
-  // wins (its offsets are in `trial`).
-  using Run = std::pair<int64_t, double>;
-  auto timed = [](auto place) {
+  // A heuristic's arena and seconds, and whether it stopped early; `report`
+  // lists it whether or not it wins (its offsets are in `trial`).
+  struct Run {
+    int64_t arena = 0;
+    double seconds = 0;
+    bool stopped = false;
+  };
+  auto timed = [](auto place, PlacementLimit limit = {}) {
+    Run run;
     auto t0 = std::chrono::steady_clock::now();
-    int64_t arena = place();
-    return Run{arena, std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count()};
+    run.arena = place(&limit);
+    run.stopped = limit.stopped;
+    run.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    return run;
   };
   auto report = [&](std::string method, Run run) {
-    result.heuristics.push_back({method, run.first, run.second});
-    consider(run.first, std::move(method));
+    result.heuristics.push_back({method, run.arena, run.seconds, run.stopped});
+    if (!run.stopped) consider(run.arena, std::move(method));
   };
   // The budget covers the heuristics too, so a time limit bounds the whole call.
   bool budgeted = options.timeLimitSeconds > 0 || options.nodeLimit > 0;
@@ -171,8 +179,8 @@ PlanResult planOffsets(std::vector<PlannedBuffer>& buffers, const PlanOptions& o
   // them. All are O(n log n) in practice (OccupancyTree), whatever the number
   // of overlapping pairs.
   const Heuristic heuristics[] = {
-      {Heuristic::kFirstFit, Preorder::Size},            {Heuristic::kBestFit, Preorder::Size},
-      {Heuristic::kFirstFit, Preorder::LengthAreaTotal}, {Heuristic::kBestFit, Preorder::LengthAreaTotal},
+      {Heuristic::kFirstFit, Preorder::Size},            {Heuristic::kFirstFit, Preorder::LengthAreaTotal},
+      {Heuristic::kBestFit, Preorder::Size},             {Heuristic::kBestFit, Preorder::LengthAreaTotal},
       {Heuristic::kSkyline, Preorder::TotalAreaLength},  {Heuristic::kSkyline, Preorder::TotalLengthArea},
       {Heuristic::kBestFit, Preorder::TotalLengthArea},  {Heuristic::kSkyline, Preorder::LengthAreaTotal},
       {Heuristic::kFirstFit, Preorder::Start},           {Heuristic::kFirstFit, Preorder::TotalAreaLength},
@@ -185,21 +193,46 @@ PlanResult planOffsets(std::vector<PlannedBuffer>& buffers, const PlanOptions& o
                                                        : "first-fit by ") +
            preorderName(h.order);
   };
-  auto place = [&](const Heuristic& h, std::vector<int64_t>& offsets) {
-    return h.kind == Heuristic::kSkyline ? placeSkyline(items, sections, ranked(h.order), offsets)
-                                         : placeFirstFit(items, ranked(h.order), offsets, h.kind == Heuristic::kBestFit);
+  // Every heuristic stops once its arena passes that of a complete plan
+  // (it can no longer win): `smallest` holds the smallest complete arena so
+  // far. Threads lower it as they finish; which of them stop early then
+  // depends on timing, but not the plan: a stopped heuristic could neither
+  // beat nor tie the winner.
+  std::atomic<int64_t> smallest{INT64_MAX};
+  auto place = [&](const Heuristic& h, std::vector<int64_t>& offsets, PlacementLimit* limit) {
+    return h.kind == Heuristic::kSkyline
+               ? placeSkyline(items, sections, ranked(h.order), offsets, limit)
+               : placeFirstFit(items, ranked(h.order), offsets, h.kind == Heuristic::kBestFit, limit);
   };
-  report("online best-fit", timed([&] { return placeOnline(items, trial); }));
+  auto lowerSmallest = [&](const Run& run) {
+    if (run.stopped) return;
+    int64_t seen = smallest.load();
+    while (run.arena < seen && !smallest.compare_exchange_weak(seen, run.arena)) {
+    }
+  };
+  report("online best-fit", timed([&](PlacementLimit*) { return placeOnline(items, trial); }));
+  smallest = bestArena;
   auto goodEnough = [&] { return options.goodEnoughArena > 0 && bestArena <= options.goodEnoughArena; };
   size_t k = 0;
   if (items.size() >= kParallelItems && bestArena > result.lowerBound && !goodEnough()) {
-    // Large instances: the classic four at once, one thread each, their
-    // results taken in the fixed order (the plan does not depend on timing).
+    // Large instances: the classic four on threads, their results taken in
+    // the fixed order (the plan does not depend on timing).
     std::vector<Run> runs(kClassic);
     std::vector<std::vector<int64_t>> offsets(kClassic);
+    // As many threads as cores, taking the four in order: the first ones
+    // (first fit, usually the fastest) then finish early, and their arena
+    // stops the others sooner.
     std::vector<std::thread> threads;
-    for (size_t j = 0; j < kClassic; ++j)
-      threads.emplace_back([&, j] { runs[j] = timed([&] { return place(heuristics[j], offsets[j]); }); });
+    std::atomic<size_t> next{0};
+    size_t cores = std::max<size_t>(1, std::thread::hardware_concurrency());
+    for (size_t w = 0; w < std::min(cores, kClassic); ++w)
+      threads.emplace_back([&] {
+        for (size_t j; (j = next++) < kClassic;) {
+          runs[j] = timed([&](PlacementLimit* limit) { return place(heuristics[j], offsets[j], limit); },
+                          PlacementLimit{&smallest});
+          lowerSmallest(runs[j]);
+        }
+      });
     for (std::thread& t : threads) t.join();
     for (size_t j = 0; j < kClassic; ++j) {
       trial = std::move(offsets[j]);
@@ -210,13 +243,22 @@ PlanResult planOffsets(std::vector<PlannedBuffer>& buffers, const PlanOptions& o
   // The classic ones always run; the others only within a share of the
   // budget (a wall-clock one: they cost no search nodes), so that the search
   // or the repair that follows keeps most of it.
+  // A skyline that gave up (nearly every buffer overlaps) is not tried
+  // under other orders.
   std::optional<Budget> extra;
+  bool skylineGaveUp = false;
   for (; k < std::size(heuristics); ++k) {
     const Heuristic& h = heuristics[k];
     if (bestArena == result.lowerBound || goodEnough()) break;
     if (k == kClassic && budgeted) extra = budget.share(kExtraHeuristicsShare);
-    if (extra && extra->exhausted()) break;
-    report(name(h), timed([&] { return place(h, trial); }));
+    // The budget itself first: a share of a spent budget still gets a moment.
+    if (extra && (budget.exhausted() || extra->exhausted())) break;
+    if (h.kind == Heuristic::kSkyline && skylineGaveUp) continue;
+    PlacementLimit limit{&smallest, extra ? &*extra : nullptr};
+    Run run = timed([&](PlacementLimit* l) { return place(h, trial, l); }, limit);
+    skylineGaveUp |= h.kind == Heuristic::kSkyline && run.arena == INT64_MAX;
+    lowerSmallest(run);
+    report(name(h), run);
   }
 
   int64_t lower = result.lowerBound;

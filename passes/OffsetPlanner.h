@@ -41,6 +41,9 @@ struct HeuristicRun {
   std::string method;
   int64_t arena = 0;
   double seconds = 0;
+  // Stopped once its arena passed that of a complete plan, so it could not
+  // win; `arena` is then what it had reached (its own would be at least that).
+  bool stopped = false;
 };
 
 struct PlanResult {

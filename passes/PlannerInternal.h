@@ -111,13 +111,33 @@ std::vector<int> preorderItems(const std::vector<Item>& items, const Sections& s
                                const std::vector<int>& subset, Preorder order,
                                const std::vector<int64_t>& sectionTotal);
 
+// When a placement heuristic stops early. Placements only raise their arena
+// as they go, so once it passes the arena of a complete plan (`*stopAbove`,
+// which another thread may lower meanwhile) they cannot win; a spent
+// `budget` (checked every 256 buffers, on the placing thread only) stops
+// them too. They then set `stopped` and return the arena reached so far (a
+// lower bound on what they would have reached); their offsets are partial.
+struct PlacementLimit {
+  const std::atomic<int64_t>* stopAbove = nullptr;
+  Budget* budget = nullptr;
+  bool stopped = false;
+  // Whether a placement that has reached `arena` after `placed` buffers stops.
+  bool reached(int64_t arena, size_t placed) {
+    if ((stopAbove && arena > stopAbove->load(std::memory_order_relaxed)) ||
+        (budget && placed % 256 == 0 && budget->exhausted()))
+      stopped = true;
+    return stopped;
+  }
+};
+
 // Bottom-up "skyline" placement without backtracking: repeatedly place the
 // unplaced item with the lowest feasible offset (ties: earlier in `ranked`)
 // on top of everything placed under it. O(n log n) with a segment tree over
 // sections. Returns the arena (INT64_MAX if it gave up because nearly all
 // buffers overlap); offsets are written to `offsets`.
 int64_t placeSkyline(const std::vector<Item>& items, const Sections& sections,
-                     const std::vector<int>& ranked, std::vector<int64_t>& offsets);
+                     const std::vector<int>& ranked, std::vector<int64_t>& offsets,
+                     PlacementLimit* limit = nullptr);
 
 // Items in time order, each in the smallest free block of a free list that
 // holds it (as a run-time best-fit allocator would), freed blocks merged.
@@ -129,7 +149,7 @@ int64_t placeOnline(const std::vector<Item>& items, std::vector<int64_t>& offset
 // placed items through a segment tree of offset-range unions over time:
 // O(n log^2 n) plus the gaps passed, whatever the overlap.
 int64_t placeFirstFit(const std::vector<Item>& items, const std::vector<int>& order,
-                      std::vector<int64_t>& offsets, bool bestFit = false);
+                      std::vector<int64_t>& offsets, bool bestFit = false, PlacementLimit* limit = nullptr);
 
 enum class SearchOutcome { kFound, kInfeasible, kOutOfBudget };
 

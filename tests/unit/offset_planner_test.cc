@@ -1,6 +1,7 @@
 #include "passes/OffsetPlanner.h"
 
 #include <algorithm>
+#include <atomic>
 #include <fstream>
 #include <sstream>
 #include <numeric>
@@ -270,6 +271,44 @@ TEST(OffsetPlanner, NeverWorseThanTheClassicGreedyOrderings) {
       EXPECT_FALSE(r.heuristics.empty());
     }
   }
+}
+
+// A placement stops once its arena passes that of a complete plan: it then
+// says so and returns an arena above the limit; with a limit at or above
+// its own arena it runs to the same plan as without one. The planner lists
+// every classic ordering, run in full or stopped above the plan it keeps.
+TEST(OffsetPlanner, PlacementsStopOnceTheyCannotWin) {
+  std::mt19937_64 rng(29);
+  std::vector<PlannedBuffer> b = randomInstance(rng, 600, 400, 40, 1 << 12);
+  std::vector<planner::Item> items;
+  for (const PlannedBuffer& x : b) items.push_back({x.start, x.end, x.size, 1});
+  planner::Sections sections = planner::buildSections(items);
+  std::vector<int64_t> totals = planner::sectionTotals(items, sections);
+  std::vector<int> all(items.size());
+  std::iota(all.begin(), all.end(), 0);
+  std::vector<int> bySize = planner::preorderItems(items, sections, all, planner::Preorder::Size, totals);
+  for (bool bestFit : {false, true}) {
+    std::vector<int64_t> full, again, partial;
+    int64_t arena = planner::placeFirstFit(items, bySize, full, bestFit);
+    std::atomic<int64_t> atArena{arena}, below{arena - 1};
+    planner::PlacementLimit loose{&atArena}, tight{&below};
+    EXPECT_EQ(planner::placeFirstFit(items, bySize, again, bestFit, &loose), arena);
+    EXPECT_FALSE(loose.stopped);
+    EXPECT_EQ(again, full);
+    EXPECT_GT(planner::placeFirstFit(items, bySize, partial, bestFit, &tight), arena - 1);
+    EXPECT_TRUE(tight.stopped);
+  }
+  std::vector<PlannedBuffer> copy = b;
+  PlanResult r = planOffsets(copy, PlanOptions{});
+  int classic = 0;
+  for (const HeuristicRun& h : r.heuristics) {
+    bool isClassic = h.method == "first-fit by size" || h.method == "best-fit by size" ||
+                     h.method == "first-fit by length-area-total" || h.method == "best-fit by length-area-total";
+    classic += isClassic;
+    if (h.stopped) EXPECT_GT(h.arena, r.arena) << h.method;
+    else if (isClassic) EXPECT_GE(h.arena, r.arena) << h.method;
+  }
+  if (r.arena > r.lowerBound) EXPECT_EQ(classic, 4);
 }
 
 TEST(OffsetPlanner, NodeLimitedPlansAreDeterministic) {

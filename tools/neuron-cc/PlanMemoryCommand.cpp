@@ -9,6 +9,7 @@
 #include <chrono>
 #include <cmath>
 #include <cstdio>
+#include <cstdint>
 #include <cstdlib>
 #include <string>
 
@@ -26,7 +27,8 @@ const char* kUsage =
     "       neuron-cc plan-memory --verify PLANNED.csv\n"
     "FILE.csv: header 'id,lower,upper,size' (optional 'alignment'), one buffer per line,\n"
     "live over [lower, upper). --time-limit bounds the search after the classic greedy\n"
-    "orderings, which always run (default 10 s, 0 = heuristics only). --node-limit N bounds it\n"
+    "orderings, which always run, each until it can no longer beat a complete plan (default\n"
+    "10 s, 0 = heuristics only). --node-limit N bounds it\n"
     "by search nodes instead (the same plan on every run and machine; with both, whichever\n"
     "ends first). --output writes the rows with an 'offset' column. --verify checks that no two\n"
     "buffers live at the same time overlap.\n";
@@ -146,9 +148,15 @@ int runPlanMemory(int argc, char** argv) {
   std::printf("optimal:     %s\n", result.provenOptimal ? "yes (proven)" : "not proven");
   std::printf("method:      %s (%lld search nodes)\n", result.method.c_str(), (long long)result.searchNodes);
   std::printf("time:        %.3f s\n", took);
-  for (const HeuristicRun& h : result.heuristics)
-    std::printf("heuristic:   %-32s %lld bytes (ratio %.4f) in %.3f s\n", h.method.c_str(), (long long)h.arena,
+  for (const HeuristicRun& h : result.heuristics) {
+    if (h.arena == INT64_MAX) {
+      std::printf("heuristic:   %-32s gave up (nearly every buffer overlaps) in %.3f s\n", h.method.c_str(), h.seconds);
+      continue;
+    }
+    std::printf("heuristic:   %-32s %s%lld bytes (ratio %.4f) in %.3f s\n", h.method.c_str(),
+                h.stopped ? "stopped above " : "", (long long)h.arena,
                 result.lowerBound > 0 ? double(h.arena) / double(result.lowerBound) : 1.0, h.seconds);
+  }
   if (!output.empty()) {
     if (absl::Status st = files::WriteFileAtomic(output, formatPlanCsv(plan)); !st.ok()) {
       std::fprintf(stderr, "error NCC-E005: %s\n", std::string(st.message()).c_str());
