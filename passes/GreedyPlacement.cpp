@@ -238,14 +238,13 @@ int64_t placeFirstFit(const std::vector<Item>& items, const std::vector<int>& or
   RangeSets sets;
   Ranges scratch;
   int64_t arena = 0;
-  size_t placed = 0;
   for (int i : order) {
     const Item& b = items[size_t(i)];
     occupied.collect(b, sets);
     int64_t chosen = bestFit ? tightestFit(sets, b.size, b.align, scratch) : lowestFit(sets, b.size, b.align);
     offsets[size_t(i)] = chosen;
     arena = std::max(arena, chosen + b.size);
-    if (limit && limit->reached(arena, ++placed)) return arena;
+    if (limit && limit->reached(arena)) return arena;
     occupied.add(b, chosen);
   }
   return arena;
@@ -268,7 +267,6 @@ int64_t placeSkyline(const std::vector<Item>& items, const Sections& sections,
   // entry stale and the refreshes turn quadratic; give up then (the caller
   // has the online heuristic to fall back on).
   int64_t refreshesLeft = 8 * int64_t(items.size()) + 1000000;
-  size_t placed = 0;
   while (!queue.empty()) {
     auto [offset, r] = queue.top();
     queue.pop();
@@ -277,14 +275,13 @@ int64_t placeSkyline(const std::vector<Item>& items, const Sections& sections,
     int64_t now = alignUp(floors.maxOver(sections.first[size_t(i)], sections.last[size_t(i)]), b.align);
     if (now > offset) {
       if (--refreshesLeft < 0) return INT64_MAX;
-      if ((refreshesLeft & 4095) == 0 && limit && limit->reached(arena, 0)) return arena;
       queue.push({now, r});
       continue;
     }
     offsets[size_t(i)] = offset;
     floors.raise(sections.first[size_t(i)], sections.last[size_t(i)], offset + b.size);
     arena = std::max(arena, offset + b.size);
-    if (limit && limit->reached(arena, ++placed)) return arena;
+    if (limit && limit->reached(arena)) return arena;
   }
   return arena;
 }

@@ -240,9 +240,11 @@ PlanResult planOffsets(std::vector<PlannedBuffer>& buffers, const PlanOptions& o
     }
     k = kClassic;
   }
-  // The classic ones always run; the others only within a share of the
-  // budget (a wall-clock one: they cost no search nodes), so that the search
-  // or the repair that follows keeps most of it.
+  // The classic ones always run; the others start only within a share of
+  // the budget (a wall-clock one: they cost no search nodes), so that the
+  // search or the repair that follows keeps most of it. One that has
+  // started runs to its end (or until it cannot win): the plan it gives is
+  // often the one region repair does best from.
   // A skyline that gave up (nearly every buffer overlaps) is not tried
   // under other orders.
   std::optional<Budget> extra;
@@ -254,7 +256,7 @@ PlanResult planOffsets(std::vector<PlannedBuffer>& buffers, const PlanOptions& o
     // The budget itself first: a share of a spent budget still gets a moment.
     if (extra && (budget.exhausted() || extra->exhausted())) break;
     if (h.kind == Heuristic::kSkyline && skylineGaveUp) continue;
-    PlacementLimit limit{&smallest, extra ? &*extra : nullptr};
+    PlacementLimit limit{&smallest};
     Run run = timed([&](PlacementLimit* l) { return place(h, trial, l); }, limit);
     skylineGaveUp |= h.kind == Heuristic::kSkyline && run.arena == INT64_MAX;
     lowerSmallest(run);

@@ -51,7 +51,7 @@ std::optional<std::string> verifyPlan(const std::vector<PlannedBuffer>& buffers,
       live.erase(b.offset);
       continue;
     }
-    auto clash = [&](size_t j) {
+    auto clash = [&, i = i, time = time](size_t j) {
       const PlannedBuffer& o = buffers[j];
       return "buffers " + id(j) + " and " + id(i) +
              " are live together at step " + std::to_string(time) + " and overlap at bytes [" +

@@ -113,19 +113,15 @@ std::vector<int> preorderItems(const std::vector<Item>& items, const Sections& s
 
 // When a placement heuristic stops early. Placements only raise their arena
 // as they go, so once it passes the arena of a complete plan (`*stopAbove`,
-// which another thread may lower meanwhile) they cannot win; a spent
-// `budget` (checked every 256 buffers, on the placing thread only) stops
-// them too. They then set `stopped` and return the arena reached so far (a
-// lower bound on what they would have reached); their offsets are partial.
+// which another thread may lower meanwhile) they cannot win: they then set
+// `stopped` and return the arena reached so far (a lower bound on what they
+// would have reached); their offsets are partial.
 struct PlacementLimit {
   const std::atomic<int64_t>* stopAbove = nullptr;
-  Budget* budget = nullptr;
   bool stopped = false;
-  // Whether a placement that has reached `arena` after `placed` buffers stops.
-  bool reached(int64_t arena, size_t placed) {
-    if ((stopAbove && arena > stopAbove->load(std::memory_order_relaxed)) ||
-        (budget && placed % 256 == 0 && budget->exhausted()))
-      stopped = true;
+  // Whether a placement that has reached `arena` stops.
+  bool reached(int64_t arena) {
+    if (stopAbove && arena > stopAbove->load(std::memory_order_relaxed)) stopped = true;
     return stopped;
   }
 };
