@@ -37,37 +37,47 @@ struct Sections {
 Sections buildSections(const std::vector<Item>& items, size_t maxMembership = SIZE_MAX);
 
 // Over sections: "raise every value in [lo, hi) to at least v" and "largest
-// value in [lo, hi)", both O(log n).
+// value in [lo, hi)", both O(log n), bottom-up without recursion. A raise
+// leaves a tag on the O(log n) nodes that make up [lo, hi) (not pushed down)
+// and lifts every node's maximum on the way to the root; a position's value
+// is the largest tag on its path to the root. The nodes a query covers only
+// lack the tags of their ancestors, which all lie on the paths from the two
+// boundary leaves, so those two paths are read too.
 class FloorTree {
  public:
-  explicit FloorTree(int n) : n_(std::max(n, 1)), max_(size_t(4 * n_), 0), tags_(size_t(4 * n_), 0) {}
-  int64_t maxOver(int lo, int hi) const { return query(1, 0, n_, lo, hi); }
-  void raise(int lo, int hi, int64_t v) { update(1, 0, n_, lo, hi, v); }
+  explicit FloorTree(int n) {
+    while (size_ < size_t(std::max(n, 1))) size_ *= 2;
+    max_.assign(2 * size_, 0);
+    tags_.assign(2 * size_, 0);
+  }
+  int64_t maxOver(int lo, int hi) const {
+    if (lo >= hi) return 0;
+    int64_t best = 0;
+    for (size_t l = size_t(lo) + size_, r = size_t(hi) + size_; l < r; l /= 2, r /= 2) {
+      if (l & 1) best = std::max(best, max_[l++]);
+      if (r & 1) best = std::max(best, max_[--r]);
+    }
+    for (size_t i = (size_t(lo) + size_) / 2; i > 0; i /= 2) best = std::max(best, tags_[i]);
+    for (size_t i = (size_t(hi) - 1 + size_) / 2; i > 0; i /= 2) best = std::max(best, tags_[i]);
+    return best;
+  }
+  void raise(int lo, int hi, int64_t v) {
+    if (lo >= hi) return;
+    for (size_t l = size_t(lo) + size_, r = size_t(hi) + size_; l < r; l /= 2, r /= 2) {
+      if (l & 1) tag(l++, v);
+      if (r & 1) tag(--r, v);
+    }
+    for (size_t i = (size_t(lo) + size_) / 2; i > 0; i /= 2) max_[i] = std::max(max_[i], v);
+    for (size_t i = (size_t(hi) - 1 + size_) / 2; i > 0; i /= 2) max_[i] = std::max(max_[i], v);
+  }
 
  private:
-  // max_[node]: the largest value in the node's range. A raise that covers a
-  // node whole stops there and leaves a tag; the node's descendants do not
-  // see it, so a query takes the tags of the nodes it passes through.
-  int64_t query(int node, int l, int r, int lo, int hi) const {
-    if (hi <= l || r <= lo) return 0;
-    if (lo <= l && r <= hi) return max_[size_t(node)];
-    int m = (l + r) / 2;
-    int64_t below = std::max(query(2 * node, l, m, lo, hi), query(2 * node + 1, m, r, lo, hi));
-    return std::max(below, tags_[size_t(node)]);
+  void tag(size_t node, int64_t v) {
+    max_[node] = std::max(max_[node], v);
+    tags_[node] = std::max(tags_[node], v);
   }
-  void update(int node, int l, int r, int lo, int hi, int64_t v) {
-    if (hi <= l || r <= lo) return;
-    max_[size_t(node)] = std::max(max_[size_t(node)], v);
-    if (lo <= l && r <= hi) {
-      tags_[size_t(node)] = std::max(tags_[size_t(node)], v);
-      return;
-    }
-    int m = (l + r) / 2;
-    update(2 * node, l, m, lo, hi, v);
-    update(2 * node + 1, m, r, lo, hi, v);
-  }
-  int n_;
-  std::vector<int64_t> max_, tags_;
+  size_t size_ = 1;
+  std::vector<int64_t> max_, tags_;  // per node: largest value below it; raise tags
 };
 
 // Shared limit on search effort: a node count (deterministic) and a

@@ -311,6 +311,28 @@ TEST(OffsetPlanner, PlacementsStopOnceTheyCannotWin) {
   if (r.arena > r.lowerBound) EXPECT_EQ(classic, 4);
 }
 
+// The section floors (raise a range, read a range's maximum) against a
+// plain array, on sizes that are and are not powers of two.
+TEST(OffsetPlanner, FloorTreeMatchesAPlainArray) {
+  std::mt19937_64 rng(31);
+  for (int n : {1, 2, 3, 7, 8, 33, 100, 257}) {
+    planner::FloorTree tree(n);
+    std::vector<int64_t> plain(size_t(n), 0);
+    for (int step = 0; step < 2000; ++step) {
+      int lo = int(rng() % uint64_t(n)), hi = lo + 1 + int(rng() % uint64_t(n - lo));
+      if (rng() % 2) {
+        int64_t v = int64_t(rng() % 1000);
+        tree.raise(lo, hi, v);
+        for (int i = lo; i < hi; ++i) plain[size_t(i)] = std::max(plain[size_t(i)], v);
+      } else {
+        int64_t expected = *std::max_element(plain.begin() + lo, plain.begin() + hi);
+        ASSERT_EQ(tree.maxOver(lo, hi), expected) << "n " << n << " step " << step << " [" << lo << ", " << hi << ")";
+      }
+    }
+    EXPECT_EQ(tree.maxOver(0, 0), 0);
+  }
+}
+
 TEST(OffsetPlanner, NodeLimitedPlansAreDeterministic) {
   std::mt19937_64 rng(3);
   std::vector<PlannedBuffer> b = randomInstance(rng, 300, 300, 30, 5000);
