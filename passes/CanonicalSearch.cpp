@@ -148,12 +148,45 @@ std::vector<int64_t> sectionTotals(const std::vector<Item>& items, const Section
   return total;
 }
 
+namespace {
+int floorLog2(size_t v) {
+  int k = 0;
+  while (v >>= 1) ++k;
+  return k;
+}
+}  // namespace
+
 std::vector<int> preorderItems(const std::vector<Item>& items, const Sections& sections,
                                const std::vector<int>& subset, Preorder order,
                                const std::vector<int64_t>& sectionTotal) {
+  // An item's total is the largest section total over its run of sections.
+  // Scanning each run is quadratic when many long buffers span most of the
+  // sections; then a sparse table of range maxima (O(1) per item after
+  // O(S log S)) is built instead.
+  bool needsTotal = order == Preorder::TotalLengthArea || order == Preorder::TotalAreaLength ||
+                    order == Preorder::LengthAreaTotal;
+  size_t spans = 0, count = sectionTotal.size();
+  if (needsTotal)
+    for (int i : subset) spans += size_t(sections.last[size_t(i)] - sections.first[size_t(i)]);
+  std::vector<std::vector<int64_t>> levels;  // levels[k][s]: max over [s, s + 2^k)
+  if (needsTotal && count > 1 && spans > 4 * count * size_t(floorLog2(count) + 1)) {
+    levels.push_back(sectionTotal);
+    for (size_t width = 2; width <= count; width *= 2) {
+      const std::vector<int64_t>& below = levels.back();
+      std::vector<int64_t> level(count - width + 1);
+      for (size_t s = 0; s < level.size(); ++s) level[s] = std::max(below[s], below[s + width / 2]);
+      levels.push_back(std::move(level));
+    }
+  }
   auto total = [&](int i) {
+    size_t lo = size_t(sections.first[size_t(i)]), hi = size_t(sections.last[size_t(i)]);
+    if (lo >= hi) return int64_t(0);
+    if (!levels.empty()) {
+      size_t k = size_t(floorLog2(hi - lo));
+      return std::max(levels[k][lo], levels[k][hi - (size_t(1) << k)]);
+    }
     int64_t t = 0;
-    for (int s = sections.first[size_t(i)]; s < sections.last[size_t(i)]; ++s) t = std::max(t, sectionTotal[size_t(s)]);
+    for (size_t s = lo; s < hi; ++s) t = std::max(t, sectionTotal[s]);
     return t;
   };
   struct Key {

@@ -6,6 +6,7 @@
 #include <sstream>
 #include <numeric>
 #include <random>
+#include <tuple>
 
 #include "passes/PlanCsv.h"
 #include "passes/PlannerInternal.h"
@@ -330,6 +331,38 @@ TEST(OffsetPlanner, FloorTreeMatchesAPlainArray) {
       }
     }
     EXPECT_EQ(tree.maxOver(0, 0), 0);
+  }
+}
+
+// Preorders by section total: with long lifetimes the totals come from a
+// sparse table of range maxima instead of a scan of each lifetime; the order
+// must be the one the definition gives (keys compared by brute force here).
+TEST(OffsetPlanner, SectionTotalOrdersMatchTheDefinition) {
+  std::mt19937_64 rng(37);
+  for (int64_t meanLength : {3, 400}) {
+    std::vector<PlannedBuffer> b = randomInstance(rng, 900, 1000, meanLength, 1 << 12);
+    std::vector<planner::Item> items;
+    for (const PlannedBuffer& x : b) items.push_back({x.start, x.end, x.size, 1});
+    planner::Sections sections = planner::buildSections(items);
+    std::vector<int64_t> totals = planner::sectionTotals(items, sections);
+    std::vector<int> all(items.size());
+    std::iota(all.begin(), all.end(), 0);
+    auto total = [&](int i) {
+      int64_t t = 0;
+      for (int sec = sections.first[size_t(i)]; sec < sections.last[size_t(i)]; ++sec)
+        t = std::max(t, totals[size_t(sec)]);
+      return t;
+    };
+    std::vector<int> got = planner::preorderItems(items, sections, all, planner::Preorder::TotalLengthArea, totals);
+    ASSERT_EQ(got.size(), items.size());
+    for (size_t k = 1; k < got.size(); ++k) {
+      int a = got[k - 1], c = got[k];
+      const planner::Item &x = items[size_t(a)], &y = items[size_t(c)];
+      auto key = [&](int i, const planner::Item& it) {
+        return std::make_tuple(total(i), it.end - it.start, (it.end - it.start) * it.size, -i);
+      };
+      EXPECT_GE(key(a, x), key(c, y)) << "positions " << k - 1 << " and " << k << ", mean length " << meanLength;
+    }
   }
 }
 
