@@ -10,19 +10,19 @@
 //    exact canonical search (CanonicalSearch.cpp) answers "does a plan fit
 //    in C bytes?" questions, on two threads, each with half the nodes and
 //    all the time:
-//    - questions from below: the lower bound itself first (most instances
-//      reach it), then halving the gap [lower, best), each with half of
-//      what is left;
-//    - a descent from above: a quick question halfway to the bound (6% of
-//      its budget), then a plan a sixteenth of the gap below the best found
-//      so far, each question with half of what is left, the step halving
-//      when a question runs out of its share (gains where the optimum is
-//      far above the bound).
+//    - the lower bound itself first (most instances reach it), with all of
+//      its thread's share if it needs it; if that is disproved, halving the
+//      gap [lower, best), each question with half of what is left;
+//    - beside it, a quick question halfway to the bound (6% of its share),
+//      then halving the gap between the presumed bound and the best plan
+//      (gains where the optimum is far above the bound, which the question
+//      at the bound cannot reach).
 //    A found plan lowers `best` to its actual arena; a completed search
 //    that finds nothing raises `lower` (a proof); a question that runs out
-//    of its share proves nothing. The threads share no state: their plans
-//    are compared after both end (ties keep the questions'), so a node
-//    limit gives the same plan on every run.
+//    of its share proves nothing, but later questions presume it. The
+//    threads share no state: their plans are compared after both end (ties
+//    keep the first thread's), so a node limit gives the same plan on
+//    every run.
 // 3. Larger instances instead get the best heuristic plan repaired spot by
 //    spot (RegionRepair.cpp) toward targets chosen the same way.
 //
@@ -51,13 +51,9 @@ namespace {
 constexpr size_t kMaxMembership = 20000000;
 // From this many buffers on, the classic heuristics run on threads of their own.
 constexpr size_t kParallelItems = 4096;
-// The descent's first question, halfway to the bound: a cheap gain where the
-// optimum sits above the bound.
+// The narrowing's first question, halfway to the bound: a cheap gain where
+// the optimum sits above the bound.
 constexpr double kQuickShare = 0.06;
-// The descent's steps: a sixteenth of the gap to the bound at first, each
-// question with half of what is left.
-constexpr int64_t kDescentSteps = 16;
-constexpr double kDescentShare = 0.5;
 constexpr double kExtraHeuristicsShare = 0.3;
 
 int64_t arenaOf(const std::vector<Item>& items, const std::vector<int64_t>& offsets) {
@@ -77,8 +73,8 @@ const char* preorderName(Preorder p) {
   return "?";
 }
 
-// The descent beside the exact search's questions (see planOffsets).
-struct Descent {
+// The narrowing beside the question at the bound (see planOffsets).
+struct Narrowing {
   int64_t best;   // arena of `offsets`, or of the best heuristic plan if !found
   int64_t lower;  // proven: no plan below
   std::vector<int64_t> offsets;
@@ -86,29 +82,29 @@ struct Descent {
   Budget budget;
 };
 
-void descend(const std::vector<Item>& items, const Sections& sections, Descent& d) {
-  // The first question, halfway to the bound, gets a small share.
-  int64_t step = (d.best - d.lower) / 2;
-  double share = kQuickShare;
+void narrow(const std::vector<Item>& items, const Sections& sections, Narrowing& n) {
+  // Arenas below `probe` are presumed (not proven) infeasible: a question
+  // there ran out of its share. The first question, halfway, gets a small
+  // share and presumes nothing when it runs out (it is a cheap try, and the
+  // optimum may well lie below it); the others get half of what is left.
+  int64_t probe = n.lower;
+  bool quick = true;
   std::vector<int64_t> trial;
-  while (d.best > d.lower && step > 0 && !d.budget.exhausted()) {
-    int64_t capacity = std::max(d.lower, d.best - step);
-    Budget part = d.budget.share(share);
+  while (n.best > probe && !n.budget.exhausted()) {
+    int64_t capacity = probe + (n.best - probe) / 2;
+    Budget part = n.budget.share(quick ? kQuickShare : 1.0 / 2);
     SearchOutcome outcome = searchWithin(items, sections, capacity, part, trial);
-    d.budget.absorb(part);
+    n.budget.absorb(part);
     if (outcome == SearchOutcome::kFound) {
-      d.best = arenaOf(items, trial);
-      d.offsets = trial;
-      d.found = true;
+      n.best = arenaOf(items, trial);
+      n.offsets = trial;
+      n.found = true;
     } else if (outcome == SearchOutcome::kInfeasible) {
-      d.lower = capacity + 1;
-    } else {
-      step /= 2;
+      n.lower = probe = capacity + 1;
+    } else if (!quick) {
+      probe = capacity + 1;
     }
-    if (share == kQuickShare) {
-      share = kDescentShare;
-      step = (d.best - d.lower) / kDescentSteps;
-    }
+    quick = false;
   }
 }
 
@@ -270,19 +266,19 @@ PlanResult planOffsets(std::vector<PlannedBuffer>& buffers, const PlanOptions& o
     int64_t probe = lower;
     if (items.size() <= options.exactSearchMaxBuffers) {
       // Two searches side by side, each on a thread with half the nodes
-      // (and all the time). Here: questions, the lower bound itself first
-      // (every MiniMalloc instance with a known optimum reaches it), then,
-      // if that is disproved, halving the gap. Beside them: a descent from
-      // the best heuristic plan, a quick question halfway to the bound (a
-      // cheap gain where the optimum sits above it), then plans a step
-      // below the best found so far, halving the step when a question runs
-      // out of its share. The descent gains where the optimum is far above
-      // the bound, a capacity the questions cannot reach.
+      // (and all the time). Here: the lower bound itself (every MiniMalloc
+      // instance with a known optimum reaches it), with all of this share
+      // if it needs it, then, if that is disproved, halving the gap. Beside
+      // it: a quick question halfway to the bound (a cheap gain where the
+      // optimum sits above it), then halving the gap between the best plan
+      // and the presumed bound, so that instances whose optimum is far
+      // above the bound keep improving while the question at the bound
+      // runs.
       std::atomic<bool> proven{false};
-      Descent descent{bestArena, lower, {}, false, budget.beside(0.5)};
-      descent.budget.cancelWhen(&proven);
+      Narrowing narrowing{bestArena, lower, {}, false, budget.beside(0.5)};
+      narrowing.budget.cancelWhen(&proven);
       Budget questions = budget.beside(0.5);
-      std::thread descender([&] { descend(items, sections, descent); });
+      std::thread narrower([&] { narrow(items, sections, narrowing); });
       bool atBound = true;
       while (probe < bestArena && !questions.exhausted()) {
         int64_t capacity = atBound ? lower : probe + (bestArena - probe) / 2;
@@ -297,18 +293,18 @@ PlanResult planOffsets(std::vector<PlannedBuffer>& buffers, const PlanOptions& o
           if (outcome == SearchOutcome::kInfeasible) lower = capacity + 1;
         }
       }
-      // Nothing the descent finds can beat a proven optimum (and equal
+      // Nothing the narrowing finds can beat a proven optimum (and equal
       // arenas keep the questions' plan), so stopping it then changes no
       // result.
       if (lower >= bestArena) proven = true;
-      descender.join();
+      narrower.join();
       budget.absorb(questions);
-      // A stopped descent's node count depends on timing; it is left out.
-      if (!proven) budget.absorb(descent.budget);
-      lower = std::max(lower, descent.lower);
-      if (descent.found && descent.best < bestArena) {
-        trial = std::move(descent.offsets);
-        consider(descent.best, "exact search (descent)");
+      // A stopped narrowing's node count depends on timing; it is left out.
+      if (!proven) budget.absorb(narrowing.budget);
+      lower = std::max(lower, narrowing.lower);
+      if (narrowing.found && narrowing.best < bestArena) {
+        trial = std::move(narrowing.offsets);
+        consider(narrowing.best, "exact search (narrowing)");
       }
     } else {
       // Too large to search whole: repair the worst spots of the best plan,

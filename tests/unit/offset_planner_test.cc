@@ -377,11 +377,11 @@ TEST(OffsetPlanner, NodeLimitedPlansAreDeterministic) {
   for (size_t i = 0; i < b.size(); ++i) EXPECT_EQ(first[i].offset, second[i].offset) << i;
 }
 
-// The exact search runs as two threads: questions from the lower bound up,
-// and a descent from the best heuristic plan. Under a node limit the plan
-// must not depend on which thread finishes first, and it verifies. On
-// MiniMalloc's instance D, whose optimum sits well above the bound, the
-// descent's plan beats the heuristics and is the one kept.
+// The exact search runs as two threads: the question at the lower bound,
+// and beside it a narrowing from the best heuristic plan. Under a node limit
+// the plan must not depend on which thread finishes first, and it verifies.
+// On MiniMalloc's instance D, whose optimum sits well above the bound, the
+// narrowing's plan beats the heuristics and is the one kept.
 TEST(OffsetPlanner, SearchThreadsGiveVerifiedDeterministicPlans) {
   std::ifstream in(std::string(NEURONCC_MINIMALLOC_DIR) + "/D.1048576.csv");
   ASSERT_TRUE(in.good());
@@ -397,7 +397,7 @@ TEST(OffsetPlanner, SearchThreadsGiveVerifiedDeterministicPlans) {
   PlanResult r1 = planOffsets(first, options), r2 = planOffsets(second, options);
   ASSERT_FALSE(verifyPlan(first, 1, 0).has_value());
   EXPECT_LT(r1.arena, heuristic);
-  EXPECT_EQ(r1.method, "exact search (descent)");
+  EXPECT_EQ(r1.method, "exact search (narrowing)");
   EXPECT_EQ(r1.arena, r2.arena);
   EXPECT_EQ(r1.searchNodes, r2.searchNodes);
   for (size_t i = 0; i < first.size(); ++i) ASSERT_EQ(first[i].offset, second[i].offset) << i;
