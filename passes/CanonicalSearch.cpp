@@ -446,15 +446,28 @@ class CanonicalSearch {
   // what is unplaced only shrinks), so the scan stops at the first item low
   // enough to rule that out.
   void raiseToLowestFree(int sec) {
-    int64_t floor = floor_[size_t(sec)], lowest = INT64_MAX;
+    int64_t floor = floor_[size_t(sec)];
     int64_t harmless = std::max(floor, capacity_ - unplaced_[size_t(sec)]);
-    const std::vector<int>& open = open_[size_t(sec)];
-    for (int k = 0, count = openCount_[size_t(sec)]; k < count; ++k)
-      if ((lowest = std::min(lowest, minOffset_[size_t(open[size_t(k)])])) <= harmless) return;
+    const int* open = open_[size_t(sec)].data();
+    int count = openCount_[size_t(sec)];
+    if (count > 0 && minOffset_[size_t(open[0])] <= harmless) return;  // the common case, without a call
+    int64_t lowest = lowestOpenOffset(open, count, harmless);
     if (lowest != INT64_MAX && lowest > floor) {
       saveFloors(sec, sec + 1);
       floor_[size_t(sec)] = lowest;
     }
+  }
+
+  // The lowest minOffset_ of the first `count` items of `open`, or any
+  // value <= `harmless` as soon as one is found. Out of line, so that the
+  // running minimum stays in a register (inlined into descend() it was kept
+  // in memory, a store-to-load chain through every item).
+  [[gnu::noinline]] int64_t lowestOpenOffset(const int* open, int count, int64_t harmless) const {
+    const int64_t* minOffset = minOffset_.data();
+    int64_t lowest = INT64_MAX;
+    for (int k = 0; k < count; ++k)
+      if ((lowest = std::min(lowest, minOffset[open[k]])) <= harmless) break;
+    return lowest;
   }
 
   void unplace(int item, size_t floorMark, size_t offsetMark) {
