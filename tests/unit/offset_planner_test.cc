@@ -91,6 +91,25 @@ std::vector<PlannedBuffer> randomInstance(std::mt19937_64& rng, int n, int64_t h
   return b;
 }
 
+// An instance as the placement algorithms see it: items, time sections,
+// section totals and the list of every item, ranked on demand.
+struct Prepared {
+  std::vector<planner::Item> items;
+  planner::Sections sections;
+  std::vector<int64_t> totals;
+  std::vector<int> all;
+  explicit Prepared(const std::vector<PlannedBuffer>& b) {
+    for (const PlannedBuffer& x : b) items.push_back({x.start, x.end, x.size, 1});
+    sections = planner::buildSections(items);
+    totals = planner::sectionTotals(items, sections);
+    all.resize(items.size());
+    std::iota(all.begin(), all.end(), 0);
+  }
+  std::vector<int> ranked(planner::Preorder order) const {
+    return planner::preorderItems(items, sections, all, order, totals);
+  }
+};
+
 // The optimum by enumeration: some order of placing buffers, each on top of
 // the highest already placed buffer it overlaps in time, reaches it (push any
 // optimal plan down and list it by offset).
@@ -247,20 +266,14 @@ TEST(OffsetPlanner, NeverWorseThanTheClassicGreedyOrderings) {
     int n = trial < 11 ? 100 + int(rng() % 900) : 4200;  // the last one past the threading threshold
     std::vector<PlannedBuffer> b =
         randomInstance(rng, n, trial % 2 ? 300 : 3000, trial % 3 == 0 ? 800 : 30, 1 << (8 + trial % 10));
-    std::vector<planner::Item> items;
-    for (const PlannedBuffer& x : b) items.push_back({x.start, x.end, x.size, 1});
     // Size descending (ties: longer first) and lifetime descending (ties:
     // larger area first), in the planner's own orders.
-    planner::Sections sections = planner::buildSections(items);
-    std::vector<int64_t> totals = planner::sectionTotals(items, sections);
-    std::vector<int> all(items.size());
-    std::iota(all.begin(), all.end(), 0);
+    Prepared p(b);
     int64_t classic = INT64_MAX;
     for (planner::Preorder order : {planner::Preorder::Size, planner::Preorder::LengthAreaTotal})
       for (bool bestFit : {false, true}) {
         std::vector<int64_t> offsets;
-        classic = std::min(classic, referenceFit(items, planner::preorderItems(items, sections, all, order, totals),
-                                                 offsets, bestFit));
+        classic = std::min(classic, referenceFit(p.items, p.ranked(order), offsets, bestFit));
       }
     for (int64_t nodes : {int64_t(0), int64_t(3000)}) {
       std::vector<PlannedBuffer> copy = b;
@@ -281,13 +294,9 @@ TEST(OffsetPlanner, NeverWorseThanTheClassicGreedyOrderings) {
 TEST(OffsetPlanner, PlacementsStopOnceTheyCannotWin) {
   std::mt19937_64 rng(29);
   std::vector<PlannedBuffer> b = randomInstance(rng, 600, 400, 40, 1 << 12);
-  std::vector<planner::Item> items;
-  for (const PlannedBuffer& x : b) items.push_back({x.start, x.end, x.size, 1});
-  planner::Sections sections = planner::buildSections(items);
-  std::vector<int64_t> totals = planner::sectionTotals(items, sections);
-  std::vector<int> all(items.size());
-  std::iota(all.begin(), all.end(), 0);
-  std::vector<int> bySize = planner::preorderItems(items, sections, all, planner::Preorder::Size, totals);
+  Prepared p(b);
+  const std::vector<planner::Item>& items = p.items;
+  std::vector<int> bySize = p.ranked(planner::Preorder::Size);
   for (bool bestFit : {false, true}) {
     std::vector<int64_t> full, again, partial;
     int64_t arena = planner::placeFirstFit(items, bySize, full, bestFit);
@@ -340,20 +349,15 @@ TEST(OffsetPlanner, FloorTreeMatchesAPlainArray) {
 TEST(OffsetPlanner, SectionTotalOrdersMatchTheDefinition) {
   std::mt19937_64 rng(37);
   for (int64_t meanLength : {3, 400}) {
-    std::vector<PlannedBuffer> b = randomInstance(rng, 900, 1000, meanLength, 1 << 12);
-    std::vector<planner::Item> items;
-    for (const PlannedBuffer& x : b) items.push_back({x.start, x.end, x.size, 1});
-    planner::Sections sections = planner::buildSections(items);
-    std::vector<int64_t> totals = planner::sectionTotals(items, sections);
-    std::vector<int> all(items.size());
-    std::iota(all.begin(), all.end(), 0);
+    Prepared p(randomInstance(rng, 900, 1000, meanLength, 1 << 12));
+    const std::vector<planner::Item>& items = p.items;
     auto total = [&](int i) {
       int64_t t = 0;
-      for (int sec = sections.first[size_t(i)]; sec < sections.last[size_t(i)]; ++sec)
-        t = std::max(t, totals[size_t(sec)]);
+      for (int sec = p.sections.first[size_t(i)]; sec < p.sections.last[size_t(i)]; ++sec)
+        t = std::max(t, p.totals[size_t(sec)]);
       return t;
     };
-    std::vector<int> got = planner::preorderItems(items, sections, all, planner::Preorder::TotalLengthArea, totals);
+    std::vector<int> got = p.ranked(planner::Preorder::TotalLengthArea);
     ASSERT_EQ(got.size(), items.size());
     for (size_t k = 1; k < got.size(); ++k) {
       int a = got[k - 1], c = got[k];
