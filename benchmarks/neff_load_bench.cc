@@ -59,14 +59,19 @@ uint32_t AddIo(Executable* exe, int64_t cols) {
   return AddTensor(exe, "z", neff::OUTPUT, neff::F32, {128, cols});
 }
 
+neff::Kernel* AddKernel(Executable* exe, const std::string& name) {
+  neff::Kernel* k = exe->add_kernels();
+  k->set_name(name);
+  return k;
+}
+
 std::string Constants(uint64_t target) {
   Executable exe = EmptyExecutable("constants");
   const int64_t cols = int64_t(target / 4 / 128);
   uint32_t w = AddTensor(&exe, "w", neff::CONSTANT, neff::F32, {128, cols});
   exe.mutable_tensors(int(w))->set_segment(0);
   const uint32_t z = AddIo(&exe, 64);
-  neff::Kernel* k = exe.add_kernels();
-  k->set_name("k");
+  neff::Kernel* k = AddKernel(&exe, "k");
   *k->add_instructions() = DmaLoad(Tile(0, 128, 0, 64, neff::F32), Ap(w, 0, {{cols, 128}, {1, 64}}), 0);
   *k->add_instructions() = DmaStore(Tile(0, 128, 0, 64, neff::F32), Ap(z, 0, {{64, 128}, {1, 64}}), 1,
                                     {W(kDma0, 1)});
@@ -80,8 +85,7 @@ std::string Wide(uint64_t target) {
   const uint64_t per_kernel = 256;
   const uint64_t kernels = std::max<uint64_t>(1, target / (per_kernel * 430));
   for (uint64_t kk = 0; kk < kernels; ++kk) {
-    neff::Kernel* k = exe.add_kernels();
-    k->set_name("k" + std::to_string(kk));
+    neff::Kernel* k = AddKernel(&exe, "k" + std::to_string(kk));
     for (uint64_t i = 0; i < per_kernel; ++i) {
       const uint32_t q = uint32_t(i % 16);  // DMA queue number
       std::vector<neff::Wait> waits;
@@ -96,8 +100,7 @@ std::string Wide(uint64_t target) {
 std::string Fragments(uint64_t target) {
   Executable exe = EmptyExecutable("fragments");
   AddIo(&exe, 64);
-  neff::Kernel* k = exe.add_kernels();
-  k->set_name("fragments");
+  neff::Kernel* k = AddKernel(&exe, "fragments");
   const uint32_t kPieces = 8192;   // distinct 4-byte segments per partition
   const uint64_t n = std::max<uint64_t>(64, target / 60);  // ~60 bytes per instruction
   uint32_t writes = 0, reads = 0;
@@ -125,14 +128,12 @@ std::string Boundaries(uint64_t target) {
   exe.set_dispatch_model(neff::DISPATCH_WHOLE_GRAPH);
   AddIo(&exe, 64);
   const uint32_t kPieces = 8192;
-  neff::Kernel* k = exe.add_kernels();
-  k->set_name("cut");
+  neff::Kernel* k = AddKernel(&exe, "cut");
   for (uint32_t i = 0; i < kPieces; ++i)
     *k->add_instructions() = Iota(Tile(0, 128, i * 4, 1, neff::F32), float(i), 0, 0, {}, neff::GPSIMD);
   const uint64_t readers = std::max<uint64_t>(8, target / 90);  // ~90 bytes per one-instruction kernel
   for (uint64_t r = 0; r < readers; ++r) {
-    k = exe.add_kernels();
-    k->set_name("read" + std::to_string(r));
+    k = AddKernel(&exe, "read" + std::to_string(r));
     *k->add_instructions() = Activation(neff::IDENTITY, Tile(0, 128, kPieces * 4, kPieces, neff::F32),
                                         Tile(0, 128, 0, kPieces, neff::F32), 1.0f, 0.0f);
   }
@@ -142,8 +143,7 @@ std::string Boundaries(uint64_t target) {
 std::string Chain(uint64_t target) {
   Executable exe = EmptyExecutable("chain");
   AddIo(&exe, 64);
-  neff::Kernel* k = exe.add_kernels();
-  k->set_name("chain");
+  neff::Kernel* k = AddKernel(&exe, "chain");
   const uint64_t n = std::max<uint64_t>(64, target / 50);
   uint32_t count[2] = {0, 0};
   for (uint64_t i = 0; i < n; ++i) {
