@@ -73,7 +73,7 @@ const char* preorderName(Preorder p) {
   return "?";
 }
 
-// The narrowing beside the question at the bound (see planOffsets).
+// One of the exact search's two threads (see planOffsets).
 struct Narrowing {
   int64_t best;   // arena of `offsets`, or of the best heuristic plan if !found
   int64_t lower;  // proven: no plan below
@@ -82,17 +82,21 @@ struct Narrowing {
   Budget budget;
 };
 
-void narrow(const std::vector<Item>& items, const Sections& sections, Narrowing& n) {
-  // Arenas below `probe` are presumed (not proven) infeasible: a question
-  // there ran out of its share. The first question, halfway, gets a small
-  // share and presumes nothing when it runs out (it is a cheap try, and the
-  // optimum may well lie below it); the others get half of what is left.
+// Questions narrowing [lower, best). Arenas below `probe` are presumed (not
+// proven) infeasible: a question there ran out of its share. The first
+// question is either the lower bound itself, with all of the budget if it
+// needs it (`fromBound`), or a quick one halfway, with a small share, which
+// presumes nothing when it runs out (the optimum may well lie below it).
+// Then each asks halfway between the presumed bound and the best plan, with
+// half of what is left.
+void narrow(const std::vector<Item>& items, const Sections& sections, bool fromBound, Narrowing& n) {
   int64_t probe = n.lower;
-  bool quick = true;
+  bool first = true;
   std::vector<int64_t> trial;
   while (n.best > probe && !n.budget.exhausted()) {
-    int64_t capacity = probe + (n.best - probe) / 2;
-    Budget part = n.budget.share(quick ? kQuickShare : 1.0 / 2);
+    bool atBound = first && fromBound, quick = first && !fromBound;
+    int64_t capacity = atBound ? probe : probe + (n.best - probe) / 2;
+    Budget part = n.budget.share(atBound ? 1.0 : quick ? kQuickShare : 1.0 / 2);
     SearchOutcome outcome = searchWithin(items, sections, capacity, part, trial);
     n.budget.absorb(part);
     if (outcome == SearchOutcome::kFound) {
@@ -104,7 +108,7 @@ void narrow(const std::vector<Item>& items, const Sections& sections, Narrowing&
     } else if (!quick) {
       probe = capacity + 1;
     }
-    quick = false;
+    first = false;
   }
 }
 
@@ -261,9 +265,6 @@ PlanResult planOffsets(std::vector<PlannedBuffer>& buffers, const PlanOptions& o
 
   int64_t lower = result.lowerBound;
   if (bestArena > lower && budgeted && sections.hasMembers && !goodEnough()) {
-    // Arenas below `probe` are presumed (not proven) infeasible: a question
-    // there ran out of its share of the budget.
-    int64_t probe = lower;
     if (items.size() <= options.exactSearchMaxBuffers) {
       // Two searches side by side, each on a thread with half the nodes
       // (and all the time). Here: the lower bound itself (every MiniMalloc
@@ -275,40 +276,31 @@ PlanResult planOffsets(std::vector<PlannedBuffer>& buffers, const PlanOptions& o
       // above the bound keep improving while the question at the bound
       // runs.
       std::atomic<bool> proven{false};
-      Narrowing narrowing{bestArena, lower, {}, false, budget.beside(0.5)};
-      narrowing.budget.cancelWhen(&proven);
-      Budget questions = budget.beside(0.5);
-      std::thread narrower([&] { narrow(items, sections, narrowing); });
-      bool atBound = true;
-      while (probe < bestArena && !questions.exhausted()) {
-        int64_t capacity = atBound ? lower : probe + (bestArena - probe) / 2;
-        Budget part = questions.share(atBound ? 1.0 : 1.0 / 2);
-        atBound = false;
-        SearchOutcome outcome = searchWithin(items, sections, capacity, part, trial);
-        questions.absorb(part);
-        if (outcome == SearchOutcome::kFound) {
-          consider(arenaOf(items, trial), "exact search");
-        } else {
-          probe = std::max(probe, capacity + 1);
-          if (outcome == SearchOutcome::kInfeasible) lower = capacity + 1;
-        }
-      }
-      // Nothing the narrowing finds can beat a proven optimum (and equal
-      // arenas keep the questions' plan), so stopping it then changes no
+      Narrowing atBound{bestArena, lower, {}, false, budget.beside(0.5)};
+      Narrowing beside{bestArena, lower, {}, false, budget.beside(0.5)};
+      beside.budget.cancelWhen(&proven);
+      std::thread narrower([&] { narrow(items, sections, false, beside); });
+      narrow(items, sections, true, atBound);
+      // Nothing the other thread finds can beat a proven optimum (and equal
+      // arenas keep this thread's plan), so stopping it then changes no
       // result.
-      if (lower >= bestArena) proven = true;
+      if (atBound.lower >= atBound.best) proven = true;
       narrower.join();
-      budget.absorb(questions);
+      budget.absorb(atBound.budget);
       // A stopped narrowing's node count depends on timing; it is left out.
-      if (!proven) budget.absorb(narrowing.budget);
-      lower = std::max(lower, narrowing.lower);
-      if (narrowing.found && narrowing.best < bestArena) {
-        trial = std::move(narrowing.offsets);
-        consider(narrowing.best, "exact search (narrowing)");
-      }
+      if (!proven) budget.absorb(beside.budget);
+      lower = std::max(atBound.lower, beside.lower);
+      for (auto [n, method] : {std::pair{&atBound, "exact search"}, std::pair{&beside, "exact search (narrowing)"}})
+        if (n->found && n->best < bestArena) {
+          trial = std::move(n->offsets);
+          consider(n->best, method);
+        }
     } else {
       // Too large to search whole: repair the worst spots of the best plan,
-      // aiming halfway between the presumed bound and the current arena.
+      // aiming halfway between the presumed bound and the current arena
+      // (arenas below `probe` are presumed infeasible: a repair there fell
+      // short).
+      int64_t probe = lower;
       bool repaired = false;
       while (probe < bestArena && !budget.exhausted()) {
         int64_t target = probe + (bestArena - probe) / 2;
