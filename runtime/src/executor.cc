@@ -10,6 +10,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "float_convert.h"
+#include "row_kernels.h"
 #include "thread_pool.h"
 #include "vector_math.h"
 
@@ -31,33 +32,6 @@ float LoadScalar(DType dt, const uint8_t* p) {
 
 void StoreScalar(DType dt, float v, uint8_t* p) { vm::Narrow(dt, &v, 1, p); }
 
-// n float32 values at p: the bytes themselves when they are aligned float32,
-// else widened into buf.
-inline const float* In(DType dt, const uint8_t* p, uint32_t n, float* buf) {
-  if (dt == neff::F32 && (reinterpret_cast<uintptr_t>(p) & 3) == 0) return reinterpret_cast<const float*>(p);
-  vm::Widen(dt, p, n, buf);
-  return buf;
-}
-
-// Where an instruction computes n results bound for p: p itself when it
-// holds aligned float32, else buf, narrowed into p by Commit.
-inline float* Out(DType dt, uint8_t* p, float* buf) {
-  if (dt == neff::F32 && (reinterpret_cast<uintptr_t>(p) & 3) == 0) return reinterpret_cast<float*>(p);
-  return buf;
-}
-
-inline void Commit(DType dt, const float* c, uint8_t* p, uint32_t n) {
-  if (static_cast<const void*>(c) != static_cast<const void*>(p)) vm::Narrow(dt, c, n, p);
-}
-
-// Per-row float32 scratch, one block per operand, on the stack of whichever
-// thread runs the row.
-struct Scratch {
-  alignas(64) float a[kBlock];
-  alignas(64) float b[kBlock];
-  alignas(64) float c[kBlock];
-  alignas(64) float d[kBlock];
-};
 
 // Below this many elements an instruction runs on the calling thread: waking
 // workers costs more than it saves.
@@ -356,20 +330,10 @@ void Executor::ExecTensorTensor(const Instruction& inst, Rows rows, bool paralle
   const TileRef& out = inst.out();
   const uint32_t n = out.num_elements();
   const DType d0 = inst.in0().dtype(), d1 = inst.in1().dtype(), dout = out.dtype();
-  const size_t e0 = neff::DTypeSize(d0), e1 = neff::DTypeSize(d1), eo = neff::DTypeSize(dout);
-  const neff::AluOp op = inst.alu();
   RowSource s0 = Source(inst.in0(), inst, 0);
   RowSource s1 = Source(inst.in1(), inst, 1);
   ForRows(rows, n, parallel, [&](uint32_t p) {
-    Scratch t;
-    const uint8_t *r0 = s0.row(p), *r1 = s1.row(p);
-    uint8_t* w = Row(out, p);
-    for (uint32_t f = 0; f < n; f += kBlock) {
-      const uint32_t m = std::min(kBlock, n - f);
-      float* c = Out(dout, w + f * eo, t.c);
-      vm::Alu(op, In(d0, r0 + f * e0, m, t.a), In(d1, r1 + f * e1, m, t.b), c, m);
-      Commit(dout, c, w + f * eo, m);
-    }
+    vm::AluRow(inst.alu(), {d0, s0.row(p)}, {d1, s1.row(p)}, {dout, Row(out, p)}, n);
   });
 }
 
@@ -377,20 +341,11 @@ void Executor::ExecTensorScalar(const Instruction& inst, Rows rows, bool paralle
   const TileRef& out = inst.out();
   const uint32_t n = out.num_elements();
   const DType d0 = inst.in0().dtype(), dout = out.dtype();
-  const size_t e0 = neff::DTypeSize(d0), eo = neff::DTypeSize(dout);
   RowSource s0 = Source(inst.in0(), inst, 0);
   RowSource s1 = inst.has_in1() ? Source(inst.in1(), inst, 1) : RowSource{nullptr, 0};
   ForRows(rows, n, parallel, [&](uint32_t p) {
-    Scratch t;
     const float s = inst.has_in1() ? LoadScalar(inst.in1().dtype(), s1.row(p)) : inst.imm();
-    const uint8_t* r0 = s0.row(p);
-    uint8_t* w = Row(out, p);
-    for (uint32_t f = 0; f < n; f += kBlock) {
-      const uint32_t m = std::min(kBlock, n - f);
-      float* c = Out(dout, w + f * eo, t.c);
-      vm::AluScalar(inst.alu(), In(d0, r0 + f * e0, m, t.a), s, inst.reverse(), c, m);
-      Commit(dout, c, w + f * eo, m);
-    }
+    vm::AluScalarRow(inst.alu(), {d0, s0.row(p)}, s, inst.reverse(), {dout, Row(out, p)}, n);
   });
 }
 
@@ -398,25 +353,16 @@ void Executor::ExecActivation(const Instruction& inst, Rows rows, bool parallel)
   const TileRef& out = inst.out();
   const uint32_t n = out.num_elements();
   const DType d0 = inst.in0().dtype(), dout = out.dtype();
-  const size_t e0 = neff::DTypeSize(d0), eo = neff::DTypeSize(dout);
   RowSource s0 = Source(inst.in0(), inst, 0);
   RowSource s1 = inst.has_in1() ? Source(inst.in1(), inst, 1) : RowSource{nullptr, 0};
   RowSource s2 = inst.has_in2() ? Source(inst.in2(), inst, 2) : RowSource{nullptr, 0};
   ForRows(rows, n, parallel, [&](uint32_t p) {
-    Scratch t;
     const float scale = inst.has_in1() ? LoadScalar(inst.in1().dtype(), s1.row(p)) : inst.scale();
     const float bias = inst.has_in2() ? LoadScalar(inst.in2().dtype(), s2.row(p)) : inst.bias();
-    const uint8_t* r0 = s0.row(p);
-    uint8_t* w = Row(out, p);
+    // The accum sums the float32 results before they are rounded to `out`.
     vm::LaneSum sum;
-    for (uint32_t f = 0; f < n; f += kBlock) {
-      const uint32_t m = std::min(kBlock, n - f);
-      float* c = Out(dout, w + f * eo, t.c);
-      vm::Activation(inst.func(), In(d0, r0 + f * e0, m, t.a), scale, bias, c, m);
-      // The accum sums the float32 results before they are rounded to `out`.
-      if (inst.has_accum()) sum.Add(c, m);
-      Commit(dout, c, w + f * eo, m);
-    }
+    vm::ActivationRow(inst.func(), {d0, s0.row(p)}, scale, bias, {dout, Row(out, p)}, n,
+                      inst.has_accum() ? &sum : nullptr);
     if (inst.has_accum()) StoreScalar(inst.accum().dtype(), sum.Total(), Row(inst.accum(), p));
   });
 }
@@ -424,28 +370,20 @@ void Executor::ExecActivation(const Instruction& inst, Rows rows, bool parallel)
 void Executor::ExecTensorReduce(const Instruction& inst, Rows rows, bool parallel) {
   const TileRef& in = inst.in0();
   const uint32_t n = in.num_elements();
-  const size_t es = neff::DTypeSize(in.dtype());
   RowSource s0 = Source(in, inst, 0);
   ForRows(rows, n, parallel, [&](uint32_t p) {
-    Scratch t;
-    const uint8_t* r0 = s0.row(p);
+    const vm::ConstRun row{in.dtype(), s0.row(p)};
     float result;
     if (inst.alu() == neff::ADD) {
       vm::LaneSum sum;
-      for (uint32_t f = 0; f < n; f += kBlock) {
-        const uint32_t m = std::min(kBlock, n - f);
-        sum.Add(In(in.dtype(), r0 + f * es, m, t.a), m);
-      }
+      vm::SumRow(row, n, &sum);
       result = sum.Total();
     } else if (inst.alu() == neff::MAX || inst.alu() == neff::MIN) {
       vm::Extreme extreme(inst.alu() == neff::MAX);
-      for (uint32_t f = 0; f < n; f += kBlock) {
-        const uint32_t m = std::min(kBlock, n - f);
-        extreme.Add(In(in.dtype(), r0 + f * es, m, t.a), m);
-      }
+      vm::ExtremeRow(row, n, &extreme);
       result = extreme.Result();
     } else {
-      result = LoadScalar(in.dtype(), r0);  // the verifier admits add, max and min only
+      result = LoadScalar(in.dtype(), row.p);  // the verifier admits add, max and min only
     }
     StoreScalar(inst.out().dtype(), result, Row(inst.out(), p));
   });
@@ -517,21 +455,11 @@ void Executor::ExecTensorSelect(const Instruction& inst, Rows rows, bool paralle
   const TileRef& out = inst.out();
   const uint32_t n = out.num_elements();
   const DType d0 = inst.in0().dtype(), d1 = inst.in1().dtype(), d2 = inst.in2().dtype(), dout = out.dtype();
-  const size_t e0 = neff::DTypeSize(d0), e1 = neff::DTypeSize(d1), e2 = neff::DTypeSize(d2),
-               eo = neff::DTypeSize(dout);
   RowSource s0 = Source(inst.in0(), inst, 0);
   RowSource s1 = Source(inst.in1(), inst, 1);
   RowSource s2 = Source(inst.in2(), inst, 2);
   ForRows(rows, n, parallel, [&](uint32_t p) {
-    Scratch t;
-    const uint8_t *r0 = s0.row(p), *r1 = s1.row(p), *r2 = s2.row(p);
-    uint8_t* w = Row(out, p);
-    for (uint32_t f = 0; f < n; f += kBlock) {
-      const uint32_t m = std::min(kBlock, n - f);
-      float* c = Out(dout, w + f * eo, t.c);
-      vm::Select(In(d0, r0 + f * e0, m, t.a), In(d1, r1 + f * e1, m, t.b), In(d2, r2 + f * e2, m, t.d), c, m);
-      Commit(dout, c, w + f * eo, m);
-    }
+    vm::SelectRow({d0, s0.row(p)}, {d1, s1.row(p)}, {d2, s2.row(p)}, {dout, Row(out, p)}, n);
   });
 }
 
@@ -543,13 +471,13 @@ void Executor::ExecIota(const Instruction& inst, Rows rows, bool parallel) {
   const size_t eo = neff::DTypeSize(out.dtype());
   const float imm = inst.imm(), scale = inst.scale(), bias = inst.bias();
   ForRows(rows, n, parallel, [&](uint32_t p) {
-    Scratch t;
+    alignas(64) float values[kBlock];
     const float base = imm + float(p) * scale;
     uint8_t* w = Row(out, p);
     for (uint32_t f0 = 0; f0 < n; f0 += kBlock) {
       const uint32_t m = std::min(kBlock, n - f0);
-      for (uint32_t i = 0; i < m; ++i) t.c[i] = base + float(f0 + i) * bias;
-      vm::Narrow(out.dtype(), t.c, m, w + f0 * eo);
+      for (uint32_t i = 0; i < m; ++i) values[i] = base + float(f0 + i) * bias;
+      vm::Narrow(out.dtype(), values, m, w + f0 * eo);
     }
   });
 }

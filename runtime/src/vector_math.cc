@@ -1,3 +1,4 @@
+#include "sleef_support.h"
 #include "vector_math.h"
 
 #include <algorithm>
@@ -6,48 +7,6 @@
 
 #include "float_convert.h"
 #include "matmul_kernel.h"
-
-#if defined(__x86_64__)
-// sleef.h declares its AVX2 functions only where __AVX__ is defined, and its
-// portable FMA build only where FP_FAST_FMA is: this file calls the first
-// only from target("avx2,fma") functions after a CPUID check, and the second
-// is correct on any host (its fma() is exact, in software if need be).
-#include <immintrin.h>
-#ifndef __AVX__
-#define __AVX__ 1
-#define NEURONCC_DEFINED_AVX
-#endif
-#ifndef FP_FAST_FMA
-#define FP_FAST_FMA 1
-#define NEURONCC_DEFINED_FAST_FMA
-#endif
-#include <sleef.h>
-#ifdef NEURONCC_DEFINED_AVX
-#undef __AVX__
-#undef NEURONCC_DEFINED_AVX
-#endif
-#ifdef NEURONCC_DEFINED_FAST_FMA
-#undef FP_FAST_FMA
-#undef NEURONCC_DEFINED_FAST_FMA
-#endif
-#else
-#ifndef FP_FAST_FMA
-#define FP_FAST_FMA 1
-#endif
-#include <sleef.h>
-#endif
-
-// Hot loops get an AVX2 copy next to the baseline one; the loader's ifunc
-// picks one per host. Both compute the same IEEE operations in the same
-// order (no FMA: this file is built with -ffp-contract=off), so the choice
-// changes speed only.
-// (Not under ThreadSanitizer: the loader runs the clones' resolvers before
-// the sanitizer's runtime is up.)
-#if defined(__x86_64__) && !defined(__SANITIZE_THREAD__)
-#define NEURONCC_CLONES __attribute__((target_clones("avx2", "default")))
-#else
-#define NEURONCC_CLONES
-#endif
 
 namespace neuroncc::rt::vm {
 
@@ -95,14 +54,15 @@ inline void Map1(const float* a, float* c, uint32_t n, F f) {
 // algorithm, whose fma() is exact on every host (in software if need be).
 // Both give the same bits; the scalar one is only slower.
 
-#if defined(__x86_64__) && !defined(__clang__)
-// (clang refuses a 32-byte vector argument to a function declared without
-// AVX, as sleef.h declares them, so a clang build, the fuzzers, takes the
-// scalar path.)
+#ifdef NEURONCC_SLEEF_AVX2
+}  // namespace
+
 bool HasAvx2Fma() {
   static const bool yes = __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
   return yes;
 }
+
+namespace {
 
 #define NEURONCC_SLEEF_MAP1(Name, f8, f1)                                                   \
   __attribute__((target("avx2,fma"))) void Name##Avx2(const float* x, float* y, uint32_t n) { \

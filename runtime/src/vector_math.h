@@ -48,6 +48,9 @@ class LaneSum {
   LaneSum();
   void Add(const float* a, uint32_t n);
   float Total() const;
+  // The running lanes, for kernels that add groups of 32 values from
+  // registers (row_kernels.cc): lane j takes the group's element j.
+  float* lanes() { return lanes_; }
 
  private:
   alignas(64) float lanes_[kLanes];

@@ -1,0 +1,503 @@
+#include "sleef_support.h"
+#include "row_kernels.h"
+
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+#include <type_traits>
+#include <utility>
+
+#include "float_convert.h"
+#include "matmul_kernel.h"  // V8, I8, Load8, Store8, Splat8
+
+namespace neuroncc::rt::vm {
+
+using neff::DType;
+
+namespace {
+
+typedef uint32_t U32x8 __attribute__((vector_size(32)));
+typedef uint16_t U16x8 __attribute__((vector_size(16)));
+typedef uint16_t U16x8u __attribute__((vector_size(16), aligned(1)));  // at any byte
+
+// Inlined into each caller, so that the code takes the caller's target
+// (AVX2 or the baseline).
+#define NEURONCC_INLINE inline __attribute__((always_inline))
+// The same for lambdas, which GCC would otherwise build for the baseline
+// whatever the target of the function around them.
+#define NEURONCC_LAMBDA __attribute__((always_inline))
+
+// The storage formats that rows are computed in directly.
+enum Fmt { kF32, kBf16 };
+
+// 8 elements of a format, as float32 lanes.
+template <Fmt F>
+struct Lanes;
+template <>
+struct Lanes<kF32> {
+  static constexpr size_t kBytes = 4;
+  static NEURONCC_INLINE void Load(const uint8_t* p, V8* v) { *v = Load8(p); }
+  static NEURONCC_INLINE void Store(uint8_t* p, const V8& v) { Store8(p, v); }
+};
+template <>
+struct Lanes<kBf16> {
+  static constexpr size_t kBytes = 2;
+  // A bfloat16 is the top half of its float32.
+  static NEURONCC_INLINE void Load(const uint8_t* p, V8* v) {
+    const U16x8 h = *reinterpret_cast<const U16x8u*>(p);
+    *v = V8(__builtin_convertvector(h, U32x8) << 16);
+  }
+  // Round to nearest even, as FloatToBf16 does.
+  static NEURONCC_INLINE void Store(uint8_t* p, const V8& v) {
+    U32x8 bits;
+    Bf16BitsOf(U32x8(v), &bits);
+    *reinterpret_cast<U16x8u*>(p) = __builtin_convertvector(bits, U16x8);
+  }
+};
+
+// body(x, &y) for every group of 8 elements: x[k] holds the lanes of input
+// k (stored in format I[k]), y the output's (stored in O). The last, partial
+// group is padded with zeros, computed, and only its real elements are
+// stored.
+template <Fmt O, Fmt... I, typename Body, size_t... K>
+NEURONCC_INLINE void MapRowOf(const uint8_t* const* in, uint8_t* out, uint32_t n, Body body,
+                              std::index_sequence<K...>) {
+  constexpr size_t BO = Lanes<O>::kBytes;
+  V8 x[sizeof...(I) > 0 ? sizeof...(I) : 1], y;
+  uint32_t i = 0;
+  for (; i + 8 <= n; i += 8) {
+    (Lanes<I>::Load(in[K] + i * Lanes<I>::kBytes, &x[K]), ...);
+    body(x, &y);
+    Lanes<O>::Store(out + i * BO, y);
+  }
+  if (i == n) return;
+  uint8_t pad[sizeof...(I)][32] = {}, tail[32];
+  (std::memcpy(pad[K], in[K] + i * Lanes<I>::kBytes, (n - i) * Lanes<I>::kBytes), ...);
+  (Lanes<I>::Load(pad[K], &x[K]), ...);
+  body(x, &y);
+  Lanes<O>::Store(tail, y);
+  std::memcpy(out + i * BO, tail, (n - i) * BO);
+}
+
+template <Fmt O, Fmt... I, typename Body>
+NEURONCC_INLINE void MapRow(const uint8_t* const* in, uint8_t* out, uint32_t n, Body body) {
+  MapRowOf<O, I...>(in, out, n, body, std::index_sequence_for<decltype(I)...>{});
+}
+
+// MapRow with one input, 32 elements (LaneSum's width) per call of
+// body(x, r): x[k] and r[k] hold elements 8k..8k+7 of the 32, so that the
+// body can interleave independent work (a call to SLEEF for each group
+// overlaps the others). When `lanes` is given, each float32 result is also
+// added to lanes[f % 32] (the row sum's documented order).
+template <Fmt I, Fmt O, typename Body>
+NEURONCC_INLINE void MapRowSum(const uint8_t* in, uint8_t* out, uint32_t n, float* lanes, Body body) {
+  constexpr size_t BI = Lanes<I>::kBytes, BO = Lanes<O>::kBytes;
+  constexpr uint32_t W = LaneSum::kLanes;
+  static_assert(W == 32, "four groups of 8 per call");
+  V8 s[4] = {}, x[4], r[4];
+  if (lanes)
+    for (int k = 0; k < 4; ++k) s[k] = Load8(lanes + 8 * k);
+  uint32_t i = 0;
+  for (; i + W <= n; i += W) {
+    for (int k = 0; k < 4; ++k) Lanes<I>::Load(in + (i + 8 * k) * BI, &x[k]);
+    body(x, r);
+    for (int k = 0; k < 4; ++k) Lanes<O>::Store(out + (i + 8 * k) * BO, r[k]);
+    if (lanes)
+      for (int k = 0; k < 4; ++k) s[k] += r[k];
+  }
+  if (lanes)
+    for (int k = 0; k < 4; ++k) Store8(lanes + 8 * k, s[k]);
+  if (i == n) return;
+  const uint32_t m = n - i;
+  uint8_t pad[W * BI] = {}, tail[W * BO];
+  std::memcpy(pad, in + i * BI, m * BI);
+  for (int k = 0; k < 4; ++k) Lanes<I>::Load(pad + 8 * k * BI, &x[k]);
+  body(x, r);
+  alignas(32) float results[W];
+  for (int k = 0; k < 4; ++k) {
+    Lanes<O>::Store(tail + 8 * k * BO, r[k]);
+    Store8(results + 8 * k, r[k]);
+  }
+  std::memcpy(out + i * BO, tail, m * BO);
+  if (lanes)
+    for (uint32_t j = 0; j < m; ++j) lanes[j] += results[j];
+}
+
+// ---------------------------------------------------------------------------
+// Lane forms of the scalar rules in vector_math.cc.
+
+// MaxF / MinF: NaN propagates, -0 < +0.
+NEURONCC_INLINE V8 MaxLanes(const V8& a, const V8& b) {
+  V8 r = I8(a) < 0 ? b : a;
+  r = b != b ? b : r;
+  r = a != a ? a : r;
+  r = b > a ? b : r;
+  return a > b ? a : r;
+}
+
+NEURONCC_INLINE V8 MinLanes(const V8& a, const V8& b) {
+  V8 r = I8(a) < 0 ? a : b;
+  r = b != b ? b : r;
+  r = a != a ? a : r;
+  r = b < a ? b : r;
+  return a < b ? a : r;
+}
+
+// 1.0 where the mask is set, else 0.0.
+NEURONCC_INLINE V8 OneOrZero(const I8& mask) { return mask ? Splat8(1.0f) : Splat8(0.0f); }
+
+// The format a dtype is computed in directly, or -1 (float16).
+int FormatOf(DType d) { return d == neff::F32 ? kF32 : d == neff::BF16 ? kBf16 : -1; }
+
+// Calls f(tag<F0>, tag<F1>, ...) with each operand's format as a type, for
+// formats known at run time (each >= 0).
+template <Fmt F>
+using FmtTag = std::integral_constant<Fmt, F>;
+
+template <typename Fn>
+NEURONCC_INLINE void WithFormats(Fn fn) { fn(); }
+
+template <typename Fn, typename... Rest>
+NEURONCC_INLINE void WithFormats(Fn fn, int f, Rest... rest) {
+  if (f == kF32)
+    WithFormats([&](auto... t) NEURONCC_LAMBDA { fn(FmtTag<kF32>{}, t...); }, rest...);
+  else
+    WithFormats([&](auto... t) NEURONCC_LAMBDA { fn(FmtTag<kBf16>{}, t...); }, rest...);
+}
+
+// ---------------------------------------------------------------------------
+// ALU
+
+// Whether AluFused computes `op` (POW and the rest go through float32 blocks).
+bool FusedAlu(neff::AluOp op) {
+  switch (op) {
+    case neff::ADD:
+    case neff::SUB:
+    case neff::MUL:
+    case neff::DIV:
+    case neff::MAX:
+    case neff::MIN:
+    case neff::IS_EQUAL:
+    case neff::NOT_EQUAL:
+    case neff::IS_LT:
+    case neff::IS_LE:
+    case neff::IS_GT:
+    case neff::IS_GE: return true;
+    default: return false;
+  }
+}
+
+template <Fmt A, Fmt B, Fmt C>
+NEURONCC_INLINE void AluFused(neff::AluOp op, const uint8_t* a, const uint8_t* b, uint8_t* c, uint32_t n) {
+  const uint8_t* in[2] = {a, b};
+  auto map = [&](auto f) NEURONCC_LAMBDA {
+    MapRow<C, A, B>(in, c, n, [&](const V8* x, V8* y) NEURONCC_LAMBDA { *y = f(x[0], x[1]); });
+  };
+  switch (op) {
+    case neff::ADD: return map([](const V8& x, const V8& y) NEURONCC_LAMBDA { return x + y; });
+    case neff::SUB: return map([](const V8& x, const V8& y) NEURONCC_LAMBDA { return x - y; });
+    case neff::MUL: return map([](const V8& x, const V8& y) NEURONCC_LAMBDA { return x * y; });
+    case neff::DIV: return map([](const V8& x, const V8& y) NEURONCC_LAMBDA { return x / y; });
+    case neff::MAX: return map([](const V8& x, const V8& y) NEURONCC_LAMBDA { return MaxLanes(x, y); });
+    case neff::MIN: return map([](const V8& x, const V8& y) NEURONCC_LAMBDA { return MinLanes(x, y); });
+    case neff::IS_EQUAL: return map([](const V8& x, const V8& y) NEURONCC_LAMBDA { return OneOrZero(x == y); });
+    case neff::NOT_EQUAL: return map([](const V8& x, const V8& y) NEURONCC_LAMBDA { return OneOrZero(x != y); });
+    case neff::IS_LT: return map([](const V8& x, const V8& y) NEURONCC_LAMBDA { return OneOrZero(x < y); });
+    case neff::IS_LE: return map([](const V8& x, const V8& y) NEURONCC_LAMBDA { return OneOrZero(x <= y); });
+    case neff::IS_GT: return map([](const V8& x, const V8& y) NEURONCC_LAMBDA { return OneOrZero(x > y); });
+    case neff::IS_GE: return map([](const V8& x, const V8& y) NEURONCC_LAMBDA { return OneOrZero(x >= y); });
+    default: return;
+  }
+}
+
+NEURONCC_CLONES void AluFusedAny(neff::AluOp op, int fa, int fb, int fc, const uint8_t* a, const uint8_t* b,
+                                 uint8_t* c, uint32_t n) {
+  WithFormats([&](auto ta, auto tb, auto tc) NEURONCC_LAMBDA {
+    AluFused<decltype(ta)::value, decltype(tb)::value, decltype(tc)::value>(op, a, b, c, n);
+  }, fa, fb, fc);
+}
+
+// Whether AluScalarFused computes `op`.
+bool FusedAluScalar(neff::AluOp op) { return op == neff::BYPASS || FusedAlu(op); }
+
+template <Fmt A, Fmt C>
+NEURONCC_INLINE void AluScalarFused(neff::AluOp op, const uint8_t* a, float s, bool reverse, uint8_t* c,
+                                    uint32_t n) {
+  const V8 v = Splat8(s);
+  // f(x, v), or f(v, x) when reversed.
+  auto map = [&](auto f) NEURONCC_LAMBDA {
+    if (reverse)
+      MapRow<C, A>(&a, c, n, [&](const V8* x, V8* y) NEURONCC_LAMBDA { *y = f(v, x[0]); });
+    else
+      MapRow<C, A>(&a, c, n, [&](const V8* x, V8* y) NEURONCC_LAMBDA { *y = f(x[0], v); });
+  };
+  switch (op) {
+    case neff::BYPASS: return MapRow<C, A>(&a, c, n, [](const V8* x, V8* y) NEURONCC_LAMBDA { *y = x[0]; });
+    // Commutative (MaxF and MinF too: their result never depends on the order).
+    case neff::ADD: return MapRow<C, A>(&a, c, n, [&](const V8* x, V8* y) NEURONCC_LAMBDA { *y = x[0] + v; });
+    case neff::MUL: return MapRow<C, A>(&a, c, n, [&](const V8* x, V8* y) NEURONCC_LAMBDA { *y = x[0] * v; });
+    case neff::MAX: return MapRow<C, A>(&a, c, n, [&](const V8* x, V8* y) NEURONCC_LAMBDA { *y = MaxLanes(x[0], v); });
+    case neff::MIN: return MapRow<C, A>(&a, c, n, [&](const V8* x, V8* y) NEURONCC_LAMBDA { *y = MinLanes(x[0], v); });
+    case neff::IS_EQUAL: return MapRow<C, A>(&a, c, n, [&](const V8* x, V8* y) NEURONCC_LAMBDA { *y = OneOrZero(x[0] == v); });
+    case neff::NOT_EQUAL: return MapRow<C, A>(&a, c, n, [&](const V8* x, V8* y) NEURONCC_LAMBDA { *y = OneOrZero(x[0] != v); });
+    case neff::SUB: return map([](const V8& x, const V8& y) NEURONCC_LAMBDA { return x - y; });
+    case neff::DIV: return map([](const V8& x, const V8& y) NEURONCC_LAMBDA { return x / y; });
+    case neff::IS_LT: return map([](const V8& x, const V8& y) NEURONCC_LAMBDA { return OneOrZero(x < y); });
+    case neff::IS_LE: return map([](const V8& x, const V8& y) NEURONCC_LAMBDA { return OneOrZero(x <= y); });
+    case neff::IS_GT: return map([](const V8& x, const V8& y) NEURONCC_LAMBDA { return OneOrZero(x > y); });
+    case neff::IS_GE: return map([](const V8& x, const V8& y) NEURONCC_LAMBDA { return OneOrZero(x >= y); });
+    default: return;
+  }
+}
+
+NEURONCC_CLONES void AluScalarFusedAny(neff::AluOp op, int fa, int fc, const uint8_t* a, float s, bool reverse,
+                                       uint8_t* c, uint32_t n) {
+  WithFormats([&](auto ta, auto tc) NEURONCC_LAMBDA {
+    AluScalarFused<decltype(ta)::value, decltype(tc)::value>(op, a, s, reverse, c, n);
+  }, fa, fc);
+}
+
+// ---------------------------------------------------------------------------
+// Activations
+
+// The functions SLEEF computes, 8 lanes at a time where kAvx2 (the same bits
+// as its scalar build, one lane at a time, in the baseline).
+template <bool kAvx2>
+struct Sleef8 {
+#ifdef NEURONCC_SLEEF_AVX2
+#define NEURONCC_SLEEF_LANES(Name, f8, f1)                         \
+  static NEURONCC_INLINE V8 Name(const V8& v) {                    \
+    if constexpr (kAvx2) {                                         \
+      return V8(f8(__m256(v)));                                    \
+    } else {                                                       \
+      V8 r;                                                        \
+      for (int j = 0; j < 8; ++j) r[j] = f1(v[j]);                 \
+      return r;                                                    \
+    }                                                              \
+  }
+#else
+#define NEURONCC_SLEEF_LANES(Name, f8, f1)      \
+  static NEURONCC_INLINE V8 Name(const V8& v) { \
+    V8 r;                                       \
+    for (int j = 0; j < 8; ++j) r[j] = f1(v[j]); \
+    return r;                                   \
+  }
+#endif
+  // The same variants, and so the same bounds, as vector_math.cc's ExpN etc.
+  NEURONCC_SLEEF_LANES(Exp, Sleef_finz_expf8_u10avx2, Sleef_finz_expf1_u10purecfma)
+  NEURONCC_SLEEF_LANES(Log, Sleef_finz_logf8_u10avx2, Sleef_finz_logf1_u10purecfma)
+  NEURONCC_SLEEF_LANES(Erf, Sleef_finz_erff8_u10avx2, Sleef_finz_erff1_u10purecfma)
+  NEURONCC_SLEEF_LANES(Tanh, Sleef_finz_tanhf8_u35avx2, Sleef_finz_tanhf1_u35purecfma)
+#undef NEURONCC_SLEEF_LANES
+
+  // IEEE square root (correctly rounded; GCC vectorizes the lanes).
+  static NEURONCC_INLINE V8 Sqrt(const V8& v) {
+    V8 r;
+    for (int j = 0; j < 8; ++j) r[j] = std::sqrt(v[j]);
+    return r;
+  }
+};
+
+// float32 constants of the GELU formulas, as in vector_math.cc.
+constexpr float kInvSqrt2 = 0.70710678118654752440f;
+constexpr float kSqrt2OverPi = 0.79788456080286535588f;
+
+// The same steps, in the same order, as vector_math.cc's Activation: y =
+// x * scale + bias, then post(y, fn(pre(y))), each stage over the 32
+// elements of a call before the next, so that fn's four calls overlap.
+template <Fmt A, Fmt C, bool kAvx2>
+NEURONCC_INLINE void ActivationFused(neff::ActivationFunc func, const uint8_t* a, float scale, float bias,
+                                     uint8_t* c, uint32_t n, float* lanes) {
+  using S = Sleef8<kAvx2>;
+  const V8 sv = Splat8(scale), bv = Splat8(bias), one = Splat8(1.0f), half = Splat8(0.5f);
+  auto map = [&](auto pre, auto fn, auto post) NEURONCC_LAMBDA {
+    MapRowSum<A, C>(a, c, n, lanes, [&](const V8* x, V8* r) NEURONCC_LAMBDA {
+      V8 y[4], t[4];
+      for (int k = 0; k < 4; ++k) y[k] = x[k] * sv + bv;
+      for (int k = 0; k < 4; ++k) t[k] = fn(pre(y[k]));
+      for (int k = 0; k < 4; ++k) r[k] = post(y[k], t[k]);
+    });
+  };
+  auto same = [](const V8& y) NEURONCC_LAMBDA { return y; };
+  auto result = [](const V8&, const V8& t) NEURONCC_LAMBDA { return t; };
+  // Functions of y alone.
+  auto simple = [&](auto f) NEURONCC_LAMBDA {
+    map(same, same, [&](const V8& y, const V8&) NEURONCC_LAMBDA { return f(y); });
+  };
+  auto exp = [](const V8& t) NEURONCC_LAMBDA { return S::Exp(t); };
+  auto tanh = [](const V8& t) NEURONCC_LAMBDA { return S::Tanh(t); };
+  auto negate = [](const V8& y) NEURONCC_LAMBDA { return -y; };
+  auto half_times_one_plus = [&](const V8& y, const V8& t) NEURONCC_LAMBDA { return (y * half) * (one + t); };
+  switch (func) {
+    case neff::EXP: return map(same, exp, result);
+    case neff::LOG: return map(same, [](const V8& t) NEURONCC_LAMBDA { return S::Log(t); }, result);
+    case neff::TANH: return map(same, tanh, result);
+    case neff::SIGMOID:  // 1 / (1 + exp(-y))
+      return map(negate, exp, [&](const V8&, const V8& e) NEURONCC_LAMBDA { return one / (one + e); });
+    case neff::SILU:  // y * sigmoid(y)
+      return map(negate, exp, [&](const V8& y, const V8& e) NEURONCC_LAMBDA { return y * (one / (one + e)); });
+    case neff::GELU:
+      return map([](const V8& y) NEURONCC_LAMBDA { return y * Splat8(kInvSqrt2); },
+                 [](const V8& t) NEURONCC_LAMBDA { return S::Erf(t); }, half_times_one_plus);
+    case neff::GELU_TANH:
+      return map(
+          [](const V8& y) NEURONCC_LAMBDA {
+            const V8 cube = y * y * y;
+            return Splat8(kSqrt2OverPi) * (y + Splat8(0.044715f) * cube);
+          },
+          tanh, half_times_one_plus);
+    case neff::RSQRT: return simple([&](const V8& y) NEURONCC_LAMBDA { return one / S::Sqrt(y); });
+    case neff::SQRT: return simple([](const V8& y) NEURONCC_LAMBDA { return S::Sqrt(y); });
+    case neff::SQUARE: return simple([](const V8& y) NEURONCC_LAMBDA { return y * y; });
+    case neff::NEGATE: return simple(negate);
+    case neff::RECIPROCAL: return simple([&](const V8& y) NEURONCC_LAMBDA { return one / y; });
+    case neff::RELU: return simple([](const V8& y) NEURONCC_LAMBDA { return MaxLanes(y, Splat8(0.0f)); });
+    case neff::ABS: return simple([](const V8& y) NEURONCC_LAMBDA { return V8(I8(y) & 0x7fffffff); });
+    default: return simple(same);  // IDENTITY
+  }
+}
+
+template <bool kAvx2>
+NEURONCC_INLINE void ActivationFusedAny(neff::ActivationFunc func, int fa, int fc, const uint8_t* a, float scale,
+                                        float bias, uint8_t* c, uint32_t n, float* lanes) {
+  WithFormats([&](auto ta, auto tc) NEURONCC_LAMBDA {
+    ActivationFused<decltype(ta)::value, decltype(tc)::value, kAvx2>(func, a, scale, bias, c, n, lanes);
+  }, fa, fc);
+}
+
+#ifdef NEURONCC_SLEEF_AVX2
+__attribute__((target("avx2,fma"))) void ActivationFusedAvx2(neff::ActivationFunc func, int fa, int fc,
+                                                             const uint8_t* a, float scale, float bias,
+                                                             uint8_t* c, uint32_t n, float* lanes) {
+  ActivationFusedAny<true>(func, fa, fc, a, scale, bias, c, n, lanes);
+}
+#endif
+
+void ActivationFusedBaseline(neff::ActivationFunc func, int fa, int fc, const uint8_t* a, float scale, float bias,
+                             uint8_t* c, uint32_t n, float* lanes) {
+  ActivationFusedAny<false>(func, fa, fc, a, scale, bias, c, n, lanes);
+}
+
+// ---------------------------------------------------------------------------
+// Select and the row sum
+
+template <Fmt F>
+NEURONCC_INLINE void SelectFused(const uint8_t* a, const uint8_t* b, const uint8_t* pred, uint8_t* c, uint32_t n) {
+  const uint8_t* in[3] = {a, b, pred};
+  // A NaN predicate is != 0 and selects a; -0 selects b.
+  MapRow<F, F, F, F>(in, c, n, [](const V8* x, V8* y) NEURONCC_LAMBDA { *y = x[2] != Splat8(0.0f) ? x[0] : x[1]; });
+}
+
+NEURONCC_CLONES void SelectFusedF32(const uint8_t* a, const uint8_t* b, const uint8_t* pred, uint8_t* c,
+                                    uint32_t n) {
+  SelectFused<kF32>(a, b, pred, c, n);
+}
+NEURONCC_CLONES void SelectFusedBf16(const uint8_t* a, const uint8_t* b, const uint8_t* pred, uint8_t* c,
+                                     uint32_t n) {
+  SelectFused<kBf16>(a, b, pred, c, n);
+}
+
+// LaneSum::Add over a bfloat16 row.
+NEURONCC_CLONES void SumBf16(const uint8_t* a, uint32_t n, float* lanes) {
+  constexpr uint32_t W = LaneSum::kLanes;
+  V8 s[4], x;
+  for (int k = 0; k < 4; ++k) s[k] = Load8(lanes + 8 * k);
+  uint32_t i = 0;
+  for (; i + W <= n; i += W)
+    for (int k = 0; k < 4; ++k) {
+      Lanes<kBf16>::Load(a + 2 * (i + 8 * k), &x);
+      s[k] += x;
+    }
+  for (int k = 0; k < 4; ++k) Store8(lanes + 8 * k, s[k]);
+  for (uint32_t j = 0; i + j < n; ++j) {
+    uint16_t h;
+    std::memcpy(&h, a + 2 * size_t(i + j), 2);
+    lanes[j] += Bf16ToFloat(h);
+  }
+}
+
+// ---------------------------------------------------------------------------
+// Other dtype mixes: float32 blocks through vector_math.h.
+
+struct Blocks {
+  alignas(64) float in[3][kBlock];
+  alignas(64) float out[kBlock];
+};
+
+// compute(ins, out, f0, m) for each block [f0, f0 + m) of the row, the
+// inputs widened into ins[k], the result narrowed from out into c.
+template <int N, typename Compute>
+void ThroughBlocks(const ConstRun* in, MutRun c, uint32_t n, Compute compute) {
+  Blocks b;
+  const size_t ec = neff::DTypeSize(c.dt);
+  for (uint32_t f = 0; f < n; f += kBlock) {
+    const uint32_t m = std::min(kBlock, n - f);
+    const float* ins[N > 0 ? N : 1];
+    for (int k = 0; k < N; ++k) {
+      Widen(in[k].dt, in[k].p + size_t(f) * neff::DTypeSize(in[k].dt), m, b.in[k]);
+      ins[k] = b.in[k];
+    }
+    compute(ins, b.out, f, m);
+    if (c.p) Narrow(c.dt, b.out, m, c.p + size_t(f) * ec);
+  }
+}
+
+}  // namespace
+
+void AluRow(neff::AluOp op, ConstRun a, ConstRun b, MutRun c, uint32_t n) {
+  const int fa = FormatOf(a.dt), fb = FormatOf(b.dt), fc = FormatOf(c.dt);
+  if (FusedAlu(op) && fa >= 0 && fb >= 0 && fc >= 0) return AluFusedAny(op, fa, fb, fc, a.p, b.p, c.p, n);
+  const ConstRun in[2] = {a, b};
+  ThroughBlocks<2>(in, c, n, [&](const float* const* x, float* y, uint32_t, uint32_t m) { Alu(op, x[0], x[1], y, m); });
+}
+
+void AluScalarRow(neff::AluOp op, ConstRun a, float s, bool reverse, MutRun c, uint32_t n) {
+  const int fa = FormatOf(a.dt), fc = FormatOf(c.dt);
+  if (FusedAluScalar(op) && fa >= 0 && fc >= 0) return AluScalarFusedAny(op, fa, fc, a.p, s, reverse, c.p, n);
+  ThroughBlocks<1>(&a, c, n, [&](const float* const* x, float* y, uint32_t, uint32_t m) {
+    AluScalar(op, x[0], s, reverse, y, m);
+  });
+}
+
+void ActivationRow(neff::ActivationFunc f, ConstRun a, float scale, float bias, MutRun c, uint32_t n,
+                   LaneSum* accum) {
+  const int fa = FormatOf(a.dt), fc = FormatOf(c.dt);
+  if (fa >= 0 && fc >= 0) {
+    float* lanes = accum ? accum->lanes() : nullptr;
+#ifdef NEURONCC_SLEEF_AVX2
+    if (HasAvx2Fma()) return ActivationFusedAvx2(f, fa, fc, a.p, scale, bias, c.p, n, lanes);
+#endif
+    return ActivationFusedBaseline(f, fa, fc, a.p, scale, bias, c.p, n, lanes);
+  }
+  ThroughBlocks<1>(&a, c, n, [&](const float* const* x, float* y, uint32_t, uint32_t m) {
+    Activation(f, x[0], scale, bias, y, m);
+    if (accum) accum->Add(y, m);
+  });
+}
+
+void SelectRow(ConstRun a, ConstRun b, ConstRun pred, MutRun c, uint32_t n) {
+  const int f = FormatOf(c.dt);
+  if (f == kF32 && a.dt == c.dt && b.dt == c.dt && pred.dt == c.dt) return SelectFusedF32(a.p, b.p, pred.p, c.p, n);
+  if (f == kBf16 && a.dt == c.dt && b.dt == c.dt && pred.dt == c.dt) return SelectFusedBf16(a.p, b.p, pred.p, c.p, n);
+  const ConstRun in[3] = {a, b, pred};
+  ThroughBlocks<3>(in, c, n, [&](const float* const* x, float* y, uint32_t, uint32_t m) NEURONCC_LAMBDA {
+    Select(x[0], x[1], x[2], y, m);
+  });
+}
+
+void SumRow(ConstRun a, uint32_t n, LaneSum* sum) {
+  if (a.dt == neff::BF16) return SumBf16(a.p, n, sum->lanes());
+  if (a.dt == neff::F32 && (reinterpret_cast<uintptr_t>(a.p) & 3) == 0)
+    return sum->Add(reinterpret_cast<const float*>(a.p), n);
+  ThroughBlocks<1>(&a, MutRun{a.dt, nullptr}, n,
+                   [&](const float* const* x, float*, uint32_t, uint32_t m) NEURONCC_LAMBDA { sum->Add(x[0], m); });
+}
+
+void ExtremeRow(ConstRun a, uint32_t n, Extreme* extreme) {
+  if (a.dt == neff::F32 && (reinterpret_cast<uintptr_t>(a.p) & 3) == 0)
+    return extreme->Add(reinterpret_cast<const float*>(a.p), n);
+  ThroughBlocks<1>(&a, MutRun{a.dt, nullptr}, n,
+                   [&](const float* const* x, float*, uint32_t, uint32_t m) NEURONCC_LAMBDA { extreme->Add(x[0], m); });
+}
+
+}  // namespace neuroncc::rt::vm

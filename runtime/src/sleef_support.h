@@ -1,0 +1,60 @@
+// SLEEF's declarations and the build switches shared by the files that
+// compute elementwise numerics (vector_math.cc, row_kernels.cc). Include it
+// first: it defines feature macros that sleef.h reads.
+#pragma once
+
+#if defined(__x86_64__)
+// sleef.h declares its AVX2 functions only where __AVX__ is defined, and its
+// portable FMA build only where FP_FAST_FMA is: the runtime calls the first
+// only from target("avx2,fma") functions after a CPUID check, and the second
+// is correct on any host (its fma() is exact, in software if need be).
+#include <immintrin.h>
+#ifndef __AVX__
+#define __AVX__ 1
+#define NEURONCC_DEFINED_AVX
+#endif
+#ifndef FP_FAST_FMA
+#define FP_FAST_FMA 1
+#define NEURONCC_DEFINED_FAST_FMA
+#endif
+#include <sleef.h>
+#ifdef NEURONCC_DEFINED_AVX
+#undef __AVX__
+#undef NEURONCC_DEFINED_AVX
+#endif
+#ifdef NEURONCC_DEFINED_FAST_FMA
+#undef FP_FAST_FMA
+#undef NEURONCC_DEFINED_FAST_FMA
+#endif
+#else
+#ifndef FP_FAST_FMA
+#define FP_FAST_FMA 1
+#endif
+#include <sleef.h>
+#endif
+
+// Hot loops get an AVX2 copy next to the baseline one; the loader's ifunc
+// picks one per host. Both compute the same IEEE operations in the same
+// order (no FMA: these files are built with -ffp-contract=off), so the choice
+// changes speed only.
+// (Not under ThreadSanitizer: the loader runs the clones' resolvers before
+// the sanitizer's runtime is up.)
+#if defined(__x86_64__) && !defined(__SANITIZE_THREAD__)
+#define NEURONCC_CLONES __attribute__((target_clones("avx2", "default")))
+#else
+#define NEURONCC_CLONES
+#endif
+
+// SLEEF's 8-lane AVX2 functions are called only where the host has AVX2 and
+// FMA (checked once), and only in GCC builds: clang refuses a 32-byte vector
+// argument to a function declared without AVX, as sleef.h declares them, so
+// a clang build (the fuzzers) takes SLEEF's portable scalar path.
+#if defined(__x86_64__) && !defined(__clang__)
+#define NEURONCC_SLEEF_AVX2 1
+#endif
+
+namespace neuroncc::rt::vm {
+#ifdef NEURONCC_SLEEF_AVX2
+bool HasAvx2Fma();
+#endif
+}  // namespace neuroncc::rt::vm

@@ -1,0 +1,246 @@
+// The row kernels (runtime/src/row_kernels.h) against the float32 block
+// path they replace: operands widened into float32 arrays, computed by
+// vector_math.h's Alu / AluScalar / Activation / Select, then narrowed.
+// Every op and function, every mix of float32, bfloat16 and float16
+// operands, rows of every length class (partial groups of 8 and of 32,
+// several blocks), operands at odd byte offsets, and values that include
+// NaN, infinities, signed zeros and subnormals: the bytes must be equal.
+#include "row_kernels.h"
+
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstring>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "float_convert.h"
+
+namespace neuroncc {
+namespace {
+
+using neff::DType;
+using rt::BitsFloat;
+namespace vm = rt::vm;
+
+constexpr DType kDtypes[] = {neff::F32, neff::BF16, neff::F16};
+constexpr uint32_t kLengths[] = {1, 7, 8, 9, 31, 32, 33, 100, 1024, 1031, 2100};
+
+// A row's bytes in `dt`, starting `offset` bytes into its buffer.
+struct Row {
+  DType dt;
+  size_t offset;
+  std::vector<uint8_t> bytes;
+  uint8_t* data() { return bytes.data() + offset; }
+  const uint8_t* data() const { return bytes.data() + offset; }
+};
+
+// n values: mostly ordinary ones of both signs and several scales, one in
+// eight from a list of special cases.
+std::vector<float> Values(uint32_t n, std::mt19937* rng) {
+  static const float kSpecial[] = {0.0f,          -0.0f,         1.0f,           -1.0f,
+                                   BitsFloat(0x7fc00000u),       BitsFloat(0xffc00001u),
+                                   BitsFloat(0x7f800000u),       BitsFloat(0xff800000u),
+                                   BitsFloat(0x00000001u),       BitsFloat(0x80400000u),
+                                   BitsFloat(0x7f7fffffu),       1e-30f,
+                                   -88.5f,        90.0f,         0.5f,           3e38f};
+  std::uniform_real_distribution<float> unit(-1.0f, 1.0f);
+  std::uniform_int_distribution<int> scale(-6, 6), pick(0, 7), special(0, int(std::size(kSpecial)) - 1);
+  std::vector<float> v(n);
+  for (float& x : v) x = pick(*rng) == 0 ? kSpecial[special(*rng)] : std::ldexp(unit(*rng), scale(*rng));
+  return v;
+}
+
+Row MakeRow(DType dt, const std::vector<float>& values, size_t offset) {
+  Row r{dt, offset, std::vector<uint8_t>(offset + values.size() * neff::DTypeSize(dt) + 8, 0xa5)};
+  vm::Narrow(dt, values.data(), uint32_t(values.size()), r.data());
+  return r;
+}
+
+Row EmptyRow(DType dt, uint32_t n, size_t offset) {
+  return Row{dt, offset, std::vector<uint8_t>(offset + n * neff::DTypeSize(dt) + 8, 0x5a)};
+}
+
+std::vector<float> Widened(const Row& r, uint32_t n) {
+  std::vector<float> v(n);
+  vm::Widen(r.dt, r.data(), n, v.data());
+  return v;
+}
+
+// "" when equal, else the first element that differs. Two NaNs are equal
+// whatever their sign and payload: when both operands of an operation are
+// NaN, which one it returns depends on the order the compiler gave the
+// operands of a commutative instruction, and the runtime documents none.
+std::string FirstDifference(const Row& got, const Row& want, uint32_t n) {
+  const size_t es = neff::DTypeSize(got.dt);
+  for (size_t i = 0; i < got.bytes.size(); ++i) {
+    if (got.bytes[i] == want.bytes[i]) continue;
+    if (i < got.offset || i >= got.offset + n * es) return "a byte outside the row changed at " + std::to_string(i);
+    const uint32_t e = uint32_t((i - got.offset) / es);
+    float g = 0, w = 0;
+    vm::Widen(got.dt, got.data() + e * es, 1, &g);
+    vm::Widen(want.dt, want.data() + e * es, 1, &w);
+    if (std::isnan(g) && std::isnan(w)) continue;
+    return "element " + std::to_string(e) + ": " + std::to_string(g) + " against " + std::to_string(w);
+  }
+  return "";
+}
+
+// The same for two float32 results.
+bool SameFloat(float a, float b) { return (std::isnan(a) && std::isnan(b)) || std::memcmp(&a, &b, 4) == 0; }
+
+std::string Describe(const std::vector<DType>& dts, uint32_t n, size_t offset) {
+  std::string s = "dtypes";
+  for (DType d : dts) s += std::string(" ") + neff::DTypeName(d);
+  return s + ", n " + std::to_string(n) + ", offset " + std::to_string(offset);
+}
+
+// Calls check(dts, n, offset) for every dtype of each of `operands`
+// operands (the last is the output), every length and two offsets.
+template <typename Check>
+void ForEveryShape(int operands, Check check) {
+  std::vector<DType> dts(size_t(operands), neff::F32);
+  for (int combo = 0; combo < (operands == 4 ? 16 : 1 << (2 * operands)); ++combo) {
+    // Four operands (select): float32 or bfloat16 each; otherwise all three dtypes.
+    bool valid = true;
+    for (int k = 0, c = combo; k < operands; ++k) {
+      const int d = operands == 4 ? c % 2 : c % 4;
+      c /= operands == 4 ? 2 : 4;
+      if (d == 3) valid = false;
+      dts[size_t(k)] = kDtypes[d % 3];
+    }
+    if (!valid) continue;
+    for (uint32_t n : kLengths)
+      for (size_t offset : {0, 2}) check(dts, n, offset);
+  }
+}
+
+TEST(RowKernels, AluMatchesTheFloat32BlockPath) {
+  std::mt19937 rng(1);
+  const neff::AluOp ops[] = {neff::ADD,      neff::SUB,       neff::MUL,   neff::DIV,   neff::MAX,
+                             neff::MIN,      neff::IS_EQUAL,  neff::NOT_EQUAL, neff::IS_LT, neff::IS_LE,
+                             neff::IS_GT,    neff::IS_GE,     neff::POW};
+  ForEveryShape(3, [&](const std::vector<DType>& dts, uint32_t n, size_t offset) {
+    std::vector<float> va = Values(n, &rng), vb = Values(n, &rng);
+    // Equal pairs, so that the comparisons also see ties.
+    for (uint32_t i = 0; i < n; i += 5) vb[i] = va[i];
+    const Row a = MakeRow(dts[0], va, offset), b = MakeRow(dts[1], vb, 0);
+    const std::vector<float> wa = Widened(a, n), wb = Widened(b, n);
+    for (neff::AluOp op : ops) {
+      Row got = EmptyRow(dts[2], n, offset), want = EmptyRow(dts[2], n, offset);
+      vm::AluRow(op, {a.dt, a.data()}, {b.dt, b.data()}, {got.dt, got.data()}, n);
+      std::vector<float> c(n);
+      vm::Alu(op, wa.data(), wb.data(), c.data(), n);
+      vm::Narrow(want.dt, c.data(), n, want.data());
+      ASSERT_EQ("", FirstDifference(got, want, n)) << neff::AluOp_Name(op) << ", " << Describe(dts, n, offset);
+    }
+  });
+}
+
+TEST(RowKernels, AluScalarMatchesTheFloat32BlockPath) {
+  std::mt19937 rng(2);
+  const neff::AluOp ops[] = {neff::BYPASS, neff::ADD,   neff::SUB,   neff::MUL,   neff::DIV,
+                             neff::MAX,    neff::MIN,   neff::IS_EQUAL, neff::NOT_EQUAL, neff::IS_LT,
+                             neff::IS_LE,  neff::IS_GT, neff::IS_GE, neff::POW};
+  const float scalars[] = {0.5f, -0.0f, 0.0f, 3.0f, BitsFloat(0x7fc00000u), BitsFloat(0xff800000u)};
+  ForEveryShape(2, [&](const std::vector<DType>& dts, uint32_t n, size_t offset) {
+    const std::vector<float> va = Values(n, &rng);
+    const Row a = MakeRow(dts[0], va, offset);
+    const std::vector<float> wa = Widened(a, n);
+    for (neff::AluOp op : ops)
+      for (float s : scalars)
+        for (bool reverse : {false, true}) {
+          Row got = EmptyRow(dts[1], n, offset), want = EmptyRow(dts[1], n, offset);
+          vm::AluScalarRow(op, {a.dt, a.data()}, s, reverse, {got.dt, got.data()}, n);
+          std::vector<float> c(n);
+          vm::AluScalar(op, wa.data(), s, reverse, c.data(), n);
+          vm::Narrow(want.dt, c.data(), n, want.data());
+          ASSERT_EQ("", FirstDifference(got, want, n)) << neff::AluOp_Name(op) << " s " << s << (reverse ? " reversed" : "")
+                                           << ", " << Describe(dts, n, offset);
+        }
+  });
+}
+
+TEST(RowKernels, ActivationsAndTheirAccumMatchTheFloat32BlockPath) {
+  std::mt19937 rng(3);
+  const neff::ActivationFunc funcs[] = {neff::IDENTITY, neff::EXP,     neff::RSQRT,      neff::SQRT,
+                                        neff::SQUARE,   neff::NEGATE,  neff::RECIPROCAL, neff::LOG,
+                                        neff::TANH,     neff::SIGMOID, neff::RELU,       neff::GELU,
+                                        neff::GELU_TANH, neff::SILU,   neff::ABS};
+  const float affine[][2] = {{1.0f, 0.0f}, {-0.75f, 0.25f}, {3.0f, -0.0f}};
+  ForEveryShape(2, [&](const std::vector<DType>& dts, uint32_t n, size_t offset) {
+    const std::vector<float> va = Values(n, &rng);
+    const Row a = MakeRow(dts[0], va, offset);
+    const std::vector<float> wa = Widened(a, n);
+    for (neff::ActivationFunc f : funcs)
+      for (const auto& sb : affine) {
+        Row got = EmptyRow(dts[1], n, offset), want = EmptyRow(dts[1], n, offset);
+        vm::LaneSum got_sum, want_sum;
+        vm::ActivationRow(f, {a.dt, a.data()}, sb[0], sb[1], {got.dt, got.data()}, n, &got_sum);
+        std::vector<float> c(n);
+        // The block path feeds its sum a block (a multiple of 32) at a time.
+        for (uint32_t f0 = 0; f0 < n; f0 += vm::kBlock) {
+          const uint32_t m = std::min(vm::kBlock, n - f0);
+          vm::Activation(f, wa.data() + f0, sb[0], sb[1], c.data() + f0, m);
+          want_sum.Add(c.data() + f0, m);
+        }
+        vm::Narrow(want.dt, c.data(), n, want.data());
+        const std::string what = neff::ActivationFunc_Name(f) + ", " + Describe(dts, n, offset);
+        ASSERT_EQ("", FirstDifference(got, want, n)) << what;
+        const float gs = got_sum.Total(), ws = want_sum.Total();
+        ASSERT_TRUE(SameFloat(gs, ws)) << what << ": accum " << gs << " against " << ws;
+        // Without an accum, the same output.
+        Row plain = EmptyRow(dts[1], n, offset);
+        vm::ActivationRow(f, {a.dt, a.data()}, sb[0], sb[1], {plain.dt, plain.data()}, n, nullptr);
+        ASSERT_EQ("", FirstDifference(plain, want, n)) << what << " (no accum)";
+      }
+  });
+}
+
+TEST(RowKernels, SelectMatchesTheFloat32BlockPath) {
+  std::mt19937 rng(4);
+  ForEveryShape(4, [&](const std::vector<DType>& dts, uint32_t n, size_t offset) {
+    std::vector<float> vp = Values(n, &rng);
+    for (uint32_t i = 0; i < n; i += 3) vp[i] = 0.0f;
+    const Row a = MakeRow(dts[0], Values(n, &rng), offset), b = MakeRow(dts[1], Values(n, &rng), 0),
+              p = MakeRow(dts[2], vp, offset);
+    Row got = EmptyRow(dts[3], n, offset), want = EmptyRow(dts[3], n, offset);
+    vm::SelectRow({a.dt, a.data()}, {b.dt, b.data()}, {p.dt, p.data()}, {got.dt, got.data()}, n);
+    const std::vector<float> wa = Widened(a, n), wb = Widened(b, n), wp = Widened(p, n);
+    std::vector<float> c(n);
+    vm::Select(wa.data(), wb.data(), wp.data(), c.data(), n);
+    vm::Narrow(want.dt, c.data(), n, want.data());
+    ASSERT_EQ("", FirstDifference(got, want, n)) << Describe(dts, n, offset);
+  });
+}
+
+TEST(RowKernels, SumsAndExtremesMatchTheFloat32BlockPath) {
+  std::mt19937 rng(5);
+  for (DType dt : kDtypes)
+    for (uint32_t n : kLengths)
+      for (size_t offset : {0, 2})
+        for (bool specials : {false, true}) {
+          std::vector<float> v = Values(n, &rng);
+          if (!specials)
+            for (float& x : v)
+              if (!std::isfinite(x)) x = 1.0f;
+          const Row a = MakeRow(dt, v, offset);
+          const std::vector<float> w = Widened(a, n);
+          vm::LaneSum got, want;
+          vm::SumRow({a.dt, a.data()}, n, &got);
+          for (uint32_t f0 = 0; f0 < n; f0 += vm::kBlock) want.Add(w.data() + f0, std::min(vm::kBlock, n - f0));
+          const float gs = got.Total(), ws = want.Total();
+          ASSERT_TRUE(SameFloat(gs, ws)) << Describe({dt}, n, offset);
+          for (bool max : {false, true}) {
+            vm::Extreme ge(max), we(max);
+            vm::ExtremeRow({a.dt, a.data()}, n, &ge);
+            we.Add(w.data(), n);
+            const float gr = ge.Result(), wr = we.Result();
+            ASSERT_TRUE(SameFloat(gr, wr)) << (max ? "max, " : "min, ") << Describe({dt}, n, offset);
+          }
+        }
+}
+
+}  // namespace
+}  // namespace neuroncc
