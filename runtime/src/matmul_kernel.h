@@ -27,6 +27,11 @@ typedef int32_t I8 __attribute__((vector_size(32)));
 // The same vector at any address (SBUF rows may start at any byte), for
 // loads and stores.
 typedef float V8u __attribute__((vector_size(32), aligned(1)));
+// Lanes of bfloat16 / float16 bits and their float32 widths (conversions in
+// vector_math.cc and row_kernels.cc).
+typedef uint32_t U32x8 __attribute__((vector_size(32)));
+typedef uint16_t U16x8 __attribute__((vector_size(16)));
+typedef uint16_t U16x8u __attribute__((vector_size(16), aligned(1)));  // at any byte
 
 // Macros rather than functions: a function taking or returning a 32-byte
 // vector has a different ABI with and without AVX, and the baseline build

@@ -8,17 +8,13 @@
 #include <utility>
 
 #include "float_convert.h"
-#include "matmul_kernel.h"  // V8, I8, Load8, Store8, Splat8
+#include "matmul_kernel.h"  // the vector types, Load8, Store8, Splat8
 
 namespace neuroncc::rt::vm {
 
 using neff::DType;
 
 namespace {
-
-typedef uint32_t U32x8 __attribute__((vector_size(32)));
-typedef uint16_t U16x8 __attribute__((vector_size(16)));
-typedef uint16_t U16x8u __attribute__((vector_size(16), aligned(1)));  // at any byte
 
 // Inlined into each caller, so that the code takes the caller's target
 // (AVX2 or the baseline).

@@ -14,10 +14,6 @@ using neff::DType;
 
 namespace {
 
-typedef uint32_t U32x8 __attribute__((vector_size(32)));
-typedef uint16_t U16x8 __attribute__((vector_size(16)));
-typedef uint16_t U16x8u __attribute__((vector_size(16), aligned(1)));  // at any byte
-
 inline float Bool(bool b) { return b ? 1.0f : 0.0f; }
 
 // MaxF/MinF as selects, so loops of them vectorize.
