@@ -3,7 +3,9 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdlib>
 #include <cstring>
+#include <string>
 
 #include "float_convert.h"
 #include "matmul_kernel.h"
@@ -54,7 +56,13 @@ inline void Map1(const float* a, float* c, uint32_t n, F f) {
 }  // namespace
 
 bool HasAvx2Fma() {
-  static const bool yes = __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
+  // NEURONCC_RT_NO_AVX2=1 takes SLEEF's portable path on any host (the same
+  // bits, slower): for comparing the two.
+  static const bool yes = [] {
+    const char* off = std::getenv("NEURONCC_RT_NO_AVX2");
+    if (off && std::string(off) == "1") return false;
+    return __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
+  }();
   return yes;
 }
 
