@@ -110,16 +110,30 @@ class OccupancyTree {
 
 using RangeSets = std::vector<const Ranges*>;
 
+// The first range of `r` that ends after `offset` (r.end() if none): a
+// binary search without branches on the data, whose outcome a processor
+// cannot predict.
+Ranges::const_iterator firstEndingAfter(const Ranges& r, int64_t offset) {
+  if (r.empty()) return r.end();
+  const Range* base = r.data();
+  for (size_t n = r.size(); n > 1;) {
+    const size_t half = n / 2;
+    base = base[half].second <= offset ? base + half : base;
+    n -= half;
+  }
+  return r.begin() + (base - r.data()) + (base->second <= offset ? 1 : 0);
+}
+
 // The lowest offset, a multiple of `align`, where `size` bytes collide with
 // no range of `sets`: move above whatever blocks the candidate until nothing
 // does. Each move passes a whole range of one set.
 int64_t lowestFit(const RangeSets& sets, int64_t size, int64_t align) {
   int64_t candidate = 0;
-  for (size_t quiet = 0, k = 0; quiet < sets.size(); k = (k + 1) % sets.size()) {
+  for (size_t quiet = 0, k = 0; quiet < sets.size(); k = k + 1 == sets.size() ? 0 : k + 1) {
     const Ranges& r = *sets[k];
     // The first range ending after the candidate; it blocks if it starts
     // below candidate + size. Keep climbing this set while it blocks.
-    auto it = std::upper_bound(r.begin(), r.end(), candidate, [](int64_t v, const Range& x) { return v < x.second; });
+    auto it = firstEndingAfter(r, candidate);
     bool moved = false;
     while (it != r.end() && it->first < candidate + size) {
       candidate = alignUp(it->second, align);
@@ -131,16 +145,53 @@ int64_t lowestFit(const RangeSets& sets, int64_t size, int64_t align) {
   return candidate;
 }
 
+// The ranges of every set in one list ordered by start (ties in any order:
+// the scans below read only the starts' order). Each set is sorted already,
+// so the sets are merged pairwise, log(sets) passes, rather than sorted
+// afresh: the cost of best fit on large instances.
+struct MergeScratch {
+  Ranges merged, spare;
+  std::vector<size_t> runs, nextRuns;
+};
+
+const Ranges& mergeSets(const RangeSets& sets, MergeScratch& m) {
+  m.merged.clear();
+  m.runs.clear();
+  for (const Ranges* r : sets) {
+    m.runs.push_back(m.merged.size());
+    m.merged.insert(m.merged.end(), r->begin(), r->end());
+  }
+  m.runs.push_back(m.merged.size());
+  auto byStart = [](const Range& x, const Range& y) { return x.first < y.first; };
+  while (m.runs.size() > 2) {
+    m.spare.resize(m.merged.size());
+    m.nextRuns.clear();
+    size_t j = 0;
+    for (; j + 2 < m.runs.size(); j += 2) {
+      m.nextRuns.push_back(m.runs[j]);
+      std::merge(m.merged.begin() + long(m.runs[j]), m.merged.begin() + long(m.runs[j + 1]),
+                 m.merged.begin() + long(m.runs[j + 1]), m.merged.begin() + long(m.runs[j + 2]),
+                 m.spare.begin() + long(m.runs[j]), byStart);
+    }
+    if (j + 1 < m.runs.size()) {  // an odd run out: carried over as it is
+      m.nextRuns.push_back(m.runs[j]);
+      std::copy(m.merged.begin() + long(m.runs[j]), m.merged.begin() + long(m.runs[j + 1]),
+                m.spare.begin() + long(m.runs[j]));
+    }
+    m.nextRuns.push_back(m.merged.size());
+    std::swap(m.merged, m.spare);
+    std::swap(m.runs, m.nextRuns);
+  }
+  return m.merged;
+}
+
 // The tightest gap between the union's ranges that holds `size` bytes once
 // aligned (the lowest such gap on ties), or the offset above every range:
 // the best fit of TFLite's and XLA's size-ordered planners. A gap of exactly
 // `size` ends the scan.
-int64_t tightestFit(const RangeSets& sets, int64_t size, int64_t align, Ranges& scratch) {
-  scratch.clear();
-  for (const Ranges* r : sets) scratch.insert(scratch.end(), r->begin(), r->end());
-  std::sort(scratch.begin(), scratch.end());
+int64_t tightestFit(const RangeSets& sets, int64_t size, int64_t align, MergeScratch& scratch) {
   int64_t candidate = 0, chosen = -1, chosenGap = INT64_MAX;
-  for (auto [lo, hi] : scratch) {
+  for (auto [lo, hi] : mergeSets(sets, scratch)) {
     if (candidate + size <= lo && lo - candidate < chosenGap) {
       chosenGap = lo - candidate;
       chosen = candidate;
@@ -236,7 +287,7 @@ int64_t placeFirstFit(const std::vector<Item>& items, const std::vector<int>& or
   if (items.empty()) return 0;
   OccupancyTree occupied(items);
   RangeSets sets;
-  Ranges scratch;
+  MergeScratch scratch;
   int64_t arena = 0;
   for (int i : order) {
     const Item& b = items[size_t(i)];
@@ -277,6 +328,7 @@ int64_t placeSkyline(const std::vector<Item>& items, const Sections& sections,
     int64_t now = alignUp(floors.maxOver(sections.first[size_t(i)], sections.last[size_t(i)]), b.align);
     if (now > offset) {
       if (--refreshesLeft < 0) return INT64_MAX;
+      if (limit && limit->outOfTime()) return arena;
       queue.push({now, r});
       continue;
     }

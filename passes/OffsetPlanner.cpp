@@ -150,18 +150,19 @@ PlanResult planOffsets(std::vector<PlannedBuffer>& buffers, const PlanOptions& o
   struct Run {
     int64_t arena = 0;
     double seconds = 0;
-    bool stopped = false;
+    bool stopped = false, timedOut = false;
   };
   auto timed = [](auto place, PlacementLimit limit = {}) {
     Run run;
     auto t0 = std::chrono::steady_clock::now();
     run.arena = place(&limit);
     run.stopped = limit.stopped;
+    run.timedOut = limit.timedOut;
     run.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
     return run;
   };
   auto report = [&](std::string method, Run run) {
-    result.heuristics.push_back({method, run.arena, run.seconds, run.stopped});
+    result.heuristics.push_back({method, run.arena, run.seconds, run.stopped, run.timedOut});
     if (!run.stopped) consider(run.arena, std::move(method));
   };
   // The budget covers the heuristics too, so a time limit bounds the whole call.
@@ -244,7 +245,9 @@ PlanResult planOffsets(std::vector<PlannedBuffer>& buffers, const PlanOptions& o
   // the budget (a wall-clock one: they cost no search nodes), so that the
   // search or the repair that follows keeps most of it. One that has
   // started runs to its end (or until it cannot win): the plan it gives is
-  // often the one region repair does best from.
+  // often the one region repair does best from. But not past the budget's
+  // own time: a skyline started late on a large instance could otherwise
+  // run on for longer than the whole time limit.
   // A skyline that gave up (nearly every buffer overlaps) is not tried
   // under other orders.
   std::optional<Budget> extra;
@@ -256,7 +259,7 @@ PlanResult planOffsets(std::vector<PlannedBuffer>& buffers, const PlanOptions& o
     // The budget itself first: a share of a spent budget still gets a moment.
     if (extra && (budget.exhausted() || extra->exhausted())) break;
     if (h.kind == Heuristic::kSkyline && skylineGaveUp) continue;
-    PlacementLimit limit{&smallest};
+    PlacementLimit limit{&smallest, budgeted ? &budget : nullptr};
     Run run = timed([&](PlacementLimit* l) { return place(h, trial, l); }, limit);
     skylineGaveUp |= h.kind == Heuristic::kSkyline && run.arena == INT64_MAX;
     lowerSmallest(run);

@@ -44,6 +44,8 @@ struct HeuristicRun {
   // Stopped once its arena passed that of a complete plan, so it could not
   // win; `arena` is then what it had reached (its own would be at least that).
   bool stopped = false;
+  // Stopped (unfinished) because the planning call's time ran out.
+  bool timedOut = false;
 };
 
 struct PlanResult {

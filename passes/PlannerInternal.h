@@ -125,14 +125,23 @@ std::vector<int> preorderItems(const std::vector<Item>& items, const Sections& s
 // as they go, so once it passes the arena of a complete plan (`*stopAbove`,
 // which another thread may lower meanwhile) they cannot win: they then set
 // `stopped` and return the arena reached so far (a lower bound on what they
-// would have reached); their offsets are partial.
+// would have reached); their offsets are partial. With a `deadline`, they
+// also stop (setting `timedOut` too) once its time is spent: the budget of
+// the whole planning call, which a heuristic started late must not overrun.
 struct PlacementLimit {
   const std::atomic<int64_t>* stopAbove = nullptr;
-  bool stopped = false;
+  Budget* deadline = nullptr;
+  bool stopped = false, timedOut = false;
+  uint32_t steps = 0;
   // Whether a placement that has reached `arena` stops.
   bool reached(int64_t arena) {
     if (stopAbove && arena > stopAbove->load(std::memory_order_relaxed)) stopped = true;
-    return stopped;
+    return stopped || outOfTime();
+  }
+  // Whether the deadline has passed (the clock is read every 1024 calls).
+  bool outOfTime() {
+    if (deadline && (++steps & 1023) == 0 && deadline->exhausted()) stopped = timedOut = true;
+    return timedOut;
   }
 };
 

@@ -321,6 +321,37 @@ TEST(OffsetPlanner, PlacementsStopOnceTheyCannotWin) {
   if (r.arena > r.lowerBound) EXPECT_EQ(classic, 4);
 }
 
+// A placement given a deadline that has passed stops within its next 1024
+// steps (placements, or skyline refreshes), marked as out of time; without
+// one it completes. (No clock is timed here: the budget is spent before
+// the placement starts.)
+TEST(OffsetPlanner, PlacementsStopAtAPassedDeadline) {
+  std::mt19937_64 rng(37);
+  std::vector<PlannedBuffer> b = randomInstance(rng, 5000, 400, 40, 1 << 12);
+  Prepared p(b);
+  std::vector<int> bySize = p.ranked(planner::Preorder::Size);
+  planner::Budget spent(0, 1e-9);
+  while (!spent.exhausted()) {
+  }
+  auto placed = [](const std::vector<int64_t>& offsets) {
+    return std::count_if(offsets.begin(), offsets.end(), [](int64_t o) { return o >= 0; });
+  };
+  for (int kind = 0; kind < 3; ++kind) {
+    std::vector<int64_t> offsets;
+    planner::PlacementLimit late{nullptr, &spent}, none{};
+    auto run = [&](planner::PlacementLimit* limit) {
+      return kind == 2 ? planner::placeSkyline(p.items, p.sections, bySize, offsets, limit)
+                       : planner::placeFirstFit(p.items, bySize, offsets, kind == 1, limit);
+    };
+    run(&late);
+    EXPECT_TRUE(late.stopped && late.timedOut) << kind;
+    EXPECT_LE(placed(offsets), 1024) << kind;
+    run(&none);
+    EXPECT_FALSE(none.stopped || none.timedOut) << kind;
+    EXPECT_EQ(placed(offsets), long(b.size())) << kind;
+  }
+}
+
 // The section floors (raise a range, read a range's maximum) against a
 // plain array, on sizes that are and are not powers of two.
 TEST(OffsetPlanner, FloorTreeMatchesAPlainArray) {

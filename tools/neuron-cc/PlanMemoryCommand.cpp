@@ -153,6 +153,10 @@ int runPlanMemory(int argc, char** argv) {
       std::printf("heuristic:   %-32s gave up (nearly every buffer overlaps) in %.3f s\n", h.method.c_str(), h.seconds);
       continue;
     }
+    if (h.timedOut) {
+      std::printf("heuristic:   %-32s ran out of time in %.3f s\n", h.method.c_str(), h.seconds);
+      continue;
+    }
     std::printf("heuristic:   %-32s %s%lld bytes (ratio %.4f) in %.3f s\n", h.method.c_str(),
                 h.stopped ? "stopped above " : "", (long long)h.arena,
                 result.lowerBound > 0 ? double(h.arena) / double(result.lowerBound) : 1.0, h.seconds);
