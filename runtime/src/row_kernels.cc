@@ -1,4 +1,4 @@
-#include "sleef_support.h"
+#include "sleef_support.h"  // NEURONCC_CLONES
 #include "row_kernels.h"
 
 #include <algorithm>
@@ -81,10 +81,9 @@ NEURONCC_INLINE void MapRow(const uint8_t* const* in, uint8_t* out, uint32_t n, 
 }
 
 // MapRow with one input, 32 elements (LaneSum's width) per call of
-// body(x, r): x[k] and r[k] hold elements 8k..8k+7 of the 32, so that the
-// body can interleave independent work (a call to SLEEF for each group
-// overlaps the others). When `lanes` is given, each float32 result is also
-// added to lanes[f % 32] (the row sum's documented order).
+// body(x, r): x[k] and r[k] hold elements 8k..8k+7 of the 32. When `lanes`
+// is given, each float32 result is also added to lanes[f % 32] (the row
+// sum's documented order).
 template <Fmt I, Fmt O, typename Body>
 NEURONCC_INLINE void MapRowSum(const uint8_t* in, uint8_t* out, uint32_t n, float* lanes, Body body) {
   constexpr size_t BI = Lanes<I>::kBytes, BO = Lanes<O>::kBytes;
@@ -256,122 +255,57 @@ NEURONCC_CLONES void AluScalarFusedAny(neff::AluOp op, int fa, int fc, const uin
 // ---------------------------------------------------------------------------
 // Activations
 
-// The functions SLEEF computes, 8 lanes at a time where kAvx2 (the same bits
-// as its scalar build, one lane at a time, in the baseline).
-template <bool kAvx2>
-struct Sleef8 {
-#ifdef NEURONCC_SLEEF_AVX2
-#define NEURONCC_SLEEF_LANES(Name, f8, f1)                         \
-  static NEURONCC_INLINE V8 Name(const V8& v) {                    \
-    if constexpr (kAvx2) {                                         \
-      return V8(f8(__m256(v)));                                    \
-    } else {                                                       \
-      V8 r;                                                        \
-      for (int j = 0; j < 8; ++j) r[j] = f1(v[j]);                 \
-      return r;                                                    \
-    }                                                              \
+// Whether a function calls SLEEF. Those keep the float32 block path of
+// vector_math.cc (directly on float32 rows): its loop of SLEEF calls has
+// nothing else live across them, and fusing the conversions around them
+// measured no faster (a call clobbers every vector register).
+bool CallsSleef(neff::ActivationFunc f) {
+  switch (f) {
+    case neff::EXP:
+    case neff::LOG:
+    case neff::TANH:
+    case neff::SIGMOID:
+    case neff::SILU:
+    case neff::GELU:
+    case neff::GELU_TANH: return true;
+    default: return false;
   }
-#else
-#define NEURONCC_SLEEF_LANES(Name, f8, f1)      \
-  static NEURONCC_INLINE V8 Name(const V8& v) { \
-    V8 r;                                       \
-    for (int j = 0; j < 8; ++j) r[j] = f1(v[j]); \
-    return r;                                   \
-  }
-#endif
-  // The same variants, and so the same bounds, as vector_math.cc's ExpN etc.
-  NEURONCC_SLEEF_LANES(Exp, Sleef_finz_expf8_u10avx2, Sleef_finz_expf1_u10purecfma)
-  NEURONCC_SLEEF_LANES(Log, Sleef_finz_logf8_u10avx2, Sleef_finz_logf1_u10purecfma)
-  NEURONCC_SLEEF_LANES(Erf, Sleef_finz_erff8_u10avx2, Sleef_finz_erff1_u10purecfma)
-  NEURONCC_SLEEF_LANES(Tanh, Sleef_finz_tanhf8_u35avx2, Sleef_finz_tanhf1_u35purecfma)
-#undef NEURONCC_SLEEF_LANES
+}
 
-  // IEEE square root (correctly rounded; GCC vectorizes the lanes).
-  static NEURONCC_INLINE V8 Sqrt(const V8& v) {
+// The other functions, as vector_math.cc's Activation computes them: y = x
+// * scale + bias, then the function, in one pass in registers.
+template <Fmt A, Fmt C>
+NEURONCC_INLINE void ActivationFused(neff::ActivationFunc func, const uint8_t* a, float scale, float bias,
+                                     uint8_t* c, uint32_t n, float* lanes) {
+  const V8 sv = Splat8(scale), bv = Splat8(bias), one = Splat8(1.0f);
+  auto map = [&](auto f) NEURONCC_LAMBDA {
+    MapRowSum<A, C>(a, c, n, lanes, [&](const V8* x, V8* r) NEURONCC_LAMBDA {
+      for (int k = 0; k < 4; ++k) r[k] = f(x[k] * sv + bv);
+    });
+  };
+  // IEEE square root, correctly rounded (GCC vectorizes the lanes).
+  auto sqrt = [](const V8& v) NEURONCC_LAMBDA {
     V8 r;
     for (int j = 0; j < 8; ++j) r[j] = std::sqrt(v[j]);
     return r;
-  }
-};
-
-// float32 constants of the GELU formulas, as in vector_math.cc.
-constexpr float kInvSqrt2 = 0.70710678118654752440f;
-constexpr float kSqrt2OverPi = 0.79788456080286535588f;
-
-// The same steps, in the same order, as vector_math.cc's Activation: y =
-// x * scale + bias, then post(y, fn(pre(y))), each stage over the 32
-// elements of a call before the next, so that fn's four calls overlap.
-template <Fmt A, Fmt C, bool kAvx2>
-NEURONCC_INLINE void ActivationFused(neff::ActivationFunc func, const uint8_t* a, float scale, float bias,
-                                     uint8_t* c, uint32_t n, float* lanes) {
-  using S = Sleef8<kAvx2>;
-  const V8 sv = Splat8(scale), bv = Splat8(bias), one = Splat8(1.0f), half = Splat8(0.5f);
-  auto map = [&](auto pre, auto fn, auto post) NEURONCC_LAMBDA {
-    MapRowSum<A, C>(a, c, n, lanes, [&](const V8* x, V8* r) NEURONCC_LAMBDA {
-      V8 y[4], t[4];
-      for (int k = 0; k < 4; ++k) y[k] = x[k] * sv + bv;
-      for (int k = 0; k < 4; ++k) t[k] = fn(pre(y[k]));
-      for (int k = 0; k < 4; ++k) r[k] = post(y[k], t[k]);
-    });
   };
-  auto same = [](const V8& y) NEURONCC_LAMBDA { return y; };
-  auto result = [](const V8&, const V8& t) NEURONCC_LAMBDA { return t; };
-  // Functions of y alone.
-  auto simple = [&](auto f) NEURONCC_LAMBDA {
-    map(same, same, [&](const V8& y, const V8&) NEURONCC_LAMBDA { return f(y); });
-  };
-  auto exp = [](const V8& t) NEURONCC_LAMBDA { return S::Exp(t); };
-  auto tanh = [](const V8& t) NEURONCC_LAMBDA { return S::Tanh(t); };
-  auto negate = [](const V8& y) NEURONCC_LAMBDA { return -y; };
-  auto half_times_one_plus = [&](const V8& y, const V8& t) NEURONCC_LAMBDA { return (y * half) * (one + t); };
   switch (func) {
-    case neff::EXP: return map(same, exp, result);
-    case neff::LOG: return map(same, [](const V8& t) NEURONCC_LAMBDA { return S::Log(t); }, result);
-    case neff::TANH: return map(same, tanh, result);
-    case neff::SIGMOID:  // 1 / (1 + exp(-y))
-      return map(negate, exp, [&](const V8&, const V8& e) NEURONCC_LAMBDA { return one / (one + e); });
-    case neff::SILU:  // y * sigmoid(y)
-      return map(negate, exp, [&](const V8& y, const V8& e) NEURONCC_LAMBDA { return y * (one / (one + e)); });
-    case neff::GELU:
-      return map([](const V8& y) NEURONCC_LAMBDA { return y * Splat8(kInvSqrt2); },
-                 [](const V8& t) NEURONCC_LAMBDA { return S::Erf(t); }, half_times_one_plus);
-    case neff::GELU_TANH:
-      return map(
-          [](const V8& y) NEURONCC_LAMBDA {
-            const V8 cube = y * y * y;
-            return Splat8(kSqrt2OverPi) * (y + Splat8(0.044715f) * cube);
-          },
-          tanh, half_times_one_plus);
-    case neff::RSQRT: return simple([&](const V8& y) NEURONCC_LAMBDA { return one / S::Sqrt(y); });
-    case neff::SQRT: return simple([](const V8& y) NEURONCC_LAMBDA { return S::Sqrt(y); });
-    case neff::SQUARE: return simple([](const V8& y) NEURONCC_LAMBDA { return y * y; });
-    case neff::NEGATE: return simple(negate);
-    case neff::RECIPROCAL: return simple([&](const V8& y) NEURONCC_LAMBDA { return one / y; });
-    case neff::RELU: return simple([](const V8& y) NEURONCC_LAMBDA { return MaxLanes(y, Splat8(0.0f)); });
-    case neff::ABS: return simple([](const V8& y) NEURONCC_LAMBDA { return V8(I8(y) & 0x7fffffff); });
-    default: return simple(same);  // IDENTITY
+    case neff::RSQRT: return map([&](const V8& y) NEURONCC_LAMBDA { return one / sqrt(y); });
+    case neff::SQRT: return map(sqrt);
+    case neff::SQUARE: return map([](const V8& y) NEURONCC_LAMBDA { return y * y; });
+    case neff::NEGATE: return map([](const V8& y) NEURONCC_LAMBDA { return -y; });
+    case neff::RECIPROCAL: return map([&](const V8& y) NEURONCC_LAMBDA { return one / y; });
+    case neff::RELU: return map([](const V8& y) NEURONCC_LAMBDA { return MaxLanes(y, Splat8(0.0f)); });
+    case neff::ABS: return map([](const V8& y) NEURONCC_LAMBDA { return V8(I8(y) & 0x7fffffff); });
+    default: return map([](const V8& y) NEURONCC_LAMBDA { return y; });  // IDENTITY
   }
 }
 
-template <bool kAvx2>
-NEURONCC_INLINE void ActivationFusedAny(neff::ActivationFunc func, int fa, int fc, const uint8_t* a, float scale,
+NEURONCC_CLONES void ActivationFusedAny(neff::ActivationFunc func, int fa, int fc, const uint8_t* a, float scale,
                                         float bias, uint8_t* c, uint32_t n, float* lanes) {
   WithFormats([&](auto ta, auto tc) NEURONCC_LAMBDA {
-    ActivationFused<decltype(ta)::value, decltype(tc)::value, kAvx2>(func, a, scale, bias, c, n, lanes);
+    ActivationFused<decltype(ta)::value, decltype(tc)::value>(func, a, scale, bias, c, n, lanes);
   }, fa, fc);
-}
-
-#ifdef NEURONCC_SLEEF_AVX2
-__attribute__((target("avx2,fma"))) void ActivationFusedAvx2(neff::ActivationFunc func, int fa, int fc,
-                                                             const uint8_t* a, float scale, float bias,
-                                                             uint8_t* c, uint32_t n, float* lanes) {
-  ActivationFusedAny<true>(func, fa, fc, a, scale, bias, c, n, lanes);
-}
-#endif
-
-void ActivationFusedBaseline(neff::ActivationFunc func, int fa, int fc, const uint8_t* a, float scale, float bias,
-                             uint8_t* c, uint32_t n, float* lanes) {
-  ActivationFusedAny<false>(func, fa, fc, a, scale, bias, c, n, lanes);
 }
 
 // ---------------------------------------------------------------------------
@@ -420,21 +354,32 @@ struct Blocks {
   alignas(64) float out[kBlock];
 };
 
-// compute(ins, out, f0, m) for each block [f0, f0 + m) of the row, the
-// inputs widened into ins[k], the result narrowed from out into c.
+// compute(ins, out, f0, m) for each block [f0, f0 + m) of the row, with
+// ins[k] input k's float32 values and `out` where the results go: the rows
+// themselves where they hold aligned float32, else float32 scratch (inputs
+// widened into it, the result narrowed from it into c; no output when c.p
+// is null).
 template <int N, typename Compute>
 void ThroughBlocks(const ConstRun* in, MutRun c, uint32_t n, Compute compute) {
+  auto direct = [](DType dt, const uint8_t* p) { return dt == neff::F32 && (reinterpret_cast<uintptr_t>(p) & 3) == 0; };
   Blocks b;
   const size_t ec = neff::DTypeSize(c.dt);
+  const bool out_direct = c.p && direct(c.dt, c.p);
   for (uint32_t f = 0; f < n; f += kBlock) {
     const uint32_t m = std::min(kBlock, n - f);
     const float* ins[N > 0 ? N : 1];
     for (int k = 0; k < N; ++k) {
-      Widen(in[k].dt, in[k].p + size_t(f) * neff::DTypeSize(in[k].dt), m, b.in[k]);
-      ins[k] = b.in[k];
+      const uint8_t* p = in[k].p + size_t(f) * neff::DTypeSize(in[k].dt);
+      if (direct(in[k].dt, in[k].p)) {
+        ins[k] = reinterpret_cast<const float*>(p);
+      } else {
+        Widen(in[k].dt, p, m, b.in[k]);
+        ins[k] = b.in[k];
+      }
     }
-    compute(ins, b.out, f, m);
-    if (c.p) Narrow(c.dt, b.out, m, c.p + size_t(f) * ec);
+    float* out = out_direct ? reinterpret_cast<float*>(c.p) + f : b.out;
+    compute(ins, out, f, m);
+    if (c.p && !out_direct) Narrow(c.dt, b.out, m, c.p + size_t(f) * ec);
   }
 }
 
@@ -458,13 +403,8 @@ void AluScalarRow(neff::AluOp op, ConstRun a, float s, bool reverse, MutRun c, u
 void ActivationRow(neff::ActivationFunc f, ConstRun a, float scale, float bias, MutRun c, uint32_t n,
                    LaneSum* accum) {
   const int fa = FormatOf(a.dt), fc = FormatOf(c.dt);
-  if (fa >= 0 && fc >= 0) {
-    float* lanes = accum ? accum->lanes() : nullptr;
-#ifdef NEURONCC_SLEEF_AVX2
-    if (HasAvx2Fma()) return ActivationFusedAvx2(f, fa, fc, a.p, scale, bias, c.p, n, lanes);
-#endif
-    return ActivationFusedBaseline(f, fa, fc, a.p, scale, bias, c.p, n, lanes);
-  }
+  if (!CallsSleef(f) && fa >= 0 && fc >= 0)
+    return ActivationFusedAny(f, fa, fc, a.p, scale, bias, c.p, n, accum ? accum->lanes() : nullptr);
   ThroughBlocks<1>(&a, c, n, [&](const float* const* x, float* y, uint32_t, uint32_t m) {
     Activation(f, x[0], scale, bias, y, m);
     if (accum) accum->Add(y, m);
@@ -483,15 +423,11 @@ void SelectRow(ConstRun a, ConstRun b, ConstRun pred, MutRun c, uint32_t n) {
 
 void SumRow(ConstRun a, uint32_t n, LaneSum* sum) {
   if (a.dt == neff::BF16) return SumBf16(a.p, n, sum->lanes());
-  if (a.dt == neff::F32 && (reinterpret_cast<uintptr_t>(a.p) & 3) == 0)
-    return sum->Add(reinterpret_cast<const float*>(a.p), n);
   ThroughBlocks<1>(&a, MutRun{a.dt, nullptr}, n,
                    [&](const float* const* x, float*, uint32_t, uint32_t m) NEURONCC_LAMBDA { sum->Add(x[0], m); });
 }
 
 void ExtremeRow(ConstRun a, uint32_t n, Extreme* extreme) {
-  if (a.dt == neff::F32 && (reinterpret_cast<uintptr_t>(a.p) & 3) == 0)
-    return extreme->Add(reinterpret_cast<const float*>(a.p), n);
   ThroughBlocks<1>(&a, MutRun{a.dt, nullptr}, n,
                    [&](const float* const* x, float*, uint32_t, uint32_t m) NEURONCC_LAMBDA { extreme->Add(x[0], m); });
 }

@@ -1,11 +1,13 @@
 // The executor's elementwise instructions over one row of a tile, reading
-// and writing the row in its storage dtype. Where every operand of the row
-// has the same dtype, float32 or bfloat16, each group of 8 elements is
-// widened, computed and narrowed in registers: no pass copies the row into
-// float32 scratch and back. Other mixes (float16, or a cast between dtypes)
-// go through float32 blocks and the functions of vector_math.h. Both paths
-// give the same bits: the same IEEE operations in the same order, and the
-// same rounding to the storage dtype (tests/unit/row_kernels_test.cc).
+// and writing the row in its storage dtypes. Where every operand is float32
+// or bfloat16, in any mix, each group of 8 elements is widened, computed and
+// narrowed in registers: no pass copies the row into float32 scratch and
+// back. float16 operands, `pow`, and the activation functions that call
+// SLEEF go through float32 blocks and the functions of vector_math.h
+// (directly on the rows where they are float32). Both paths give the same
+// bits: the same IEEE operations in the same order, and the same rounding to
+// the storage dtype (tests/unit/row_kernels_test.cc); only which of two NaN
+// operands comes out is not specified.
 #pragma once
 
 #include <cstdint>
