@@ -428,6 +428,7 @@ void SumRow(ConstRun a, uint32_t n, LaneSum* sum) {
 }
 
 void ExtremeRow(ConstRun a, uint32_t n, Extreme* extreme) {
+  if (a.dt == neff::BF16) return extreme->AddBf16(a.p, n);
   ThroughBlocks<1>(&a, MutRun{a.dt, nullptr}, n,
                    [&](const float* const* x, float*, uint32_t, uint32_t m) NEURONCC_LAMBDA { extreme->Add(x[0], m); });
 }

@@ -384,26 +384,53 @@ float LaneSum::Total() const {
 
 namespace {
 
-// Folds a run into *acc (not NaN) as the left-to-right MaxF / MinF fold
-// does, in one vectorized pass, if the run holds no NaN; returns false,
-// leaving *acc alone, if it does. Without NaN the fold's result is the
-// extreme value, and only its zero sign needs care: a maximum of zero is +0
-// if any +0 took part (else -0), a minimum of zero -0 if any -0 did.
-NEURONCC_CLONES bool FoldExtreme(bool max, float* acc, const float* a, uint32_t n) {
+// Element i of a run: float32 (at any address), or bfloat16 bits (the top
+// half of their float32).
+struct F32Run {
+  const float* a;
+  float One(uint32_t i) const {
+    float v;
+    std::memcpy(&v, a + i, 4);
+    return v;
+  }
+  V8 Eight(uint32_t i) const { return Load8(a + i); }
+};
+struct Bf16Run {
+  const uint8_t* a;
+  float One(uint32_t i) const {
+    uint16_t h;
+    std::memcpy(&h, a + 2 * size_t(i), 2);
+    return Bf16ToFloat(h);
+  }
+  V8 Eight(uint32_t i) const {
+    const U16x8 h = *reinterpret_cast<const U16x8u*>(a + 2 * size_t(i));
+    return V8(__builtin_convertvector(h, U32x8) << 16);
+  }
+};
+
+// Folds elements [from, n) of a run into *acc (not NaN) as the
+// left-to-right MaxF / MinF fold does, in one vectorized pass, if they hold
+// no NaN; returns false, leaving *acc alone, if they do. Without NaN the
+// fold's result is the extreme value, and only its zero sign needs care: a
+// maximum of zero is +0 if any +0 took part (else -0), a minimum of zero -0
+// if any -0 did.
+template <typename Run>
+inline __attribute__((always_inline)) bool FoldExtreme(bool max, float* acc, const Run& a, uint32_t from,
+                                                       uint32_t n) {
   const int32_t kZero = max ? 0 : int32_t(0x80000000u);  // the zero that wins
   V8 m = Splat8(*acc);
   I8 nan = {}, zero = {};
-  uint32_t i = 0;
+  uint32_t i = from;
   if (max) {
     for (; i + 8 <= n; i += 8) {
-      const V8 v = Load8(a + i);
+      const V8 v = a.Eight(i);
       nan |= v != v;
       zero |= I8(v) == kZero;
       m = m > v ? m : v;
     }
   } else {
     for (; i + 8 <= n; i += 8) {
-      const V8 v = Load8(a + i);
+      const V8 v = a.Eight(i);
       nan |= v != v;
       zero |= I8(v) == kZero;
       m = m < v ? m : v;
@@ -417,9 +444,10 @@ NEURONCC_CLONES bool FoldExtreme(bool max, float* acc, const float* a, uint32_t 
   float r = *acc;
   for (int j = 0; j < 8; ++j) r = max ? (r > m[j] ? r : m[j]) : (r < m[j] ? r : m[j]);
   for (; i < n; ++i) {
-    any_nan |= a[i] != a[i];
-    winning_zero |= FloatBits(a[i]) == uint32_t(kZero);
-    r = max ? (r > a[i] ? r : a[i]) : (r < a[i] ? r : a[i]);
+    const float v = a.One(i);
+    any_nan |= v != v;
+    winning_zero |= FloatBits(v) == uint32_t(kZero);
+    r = max ? (r > v ? r : v) : (r < v ? r : v);
   }
   if (any_nan) return false;
   if (r == 0.0f) r = winning_zero ? BitsFloat(uint32_t(kZero)) : -BitsFloat(uint32_t(kZero));
@@ -427,29 +455,51 @@ NEURONCC_CLONES bool FoldExtreme(bool max, float* acc, const float* a, uint32_t 
   return true;
 }
 
+NEURONCC_CLONES bool FoldExtremeF32(bool max, float* acc, const float* a, uint32_t from, uint32_t n) {
+  return FoldExtreme(max, acc, F32Run{a}, from, n);
+}
+NEURONCC_CLONES bool FoldExtremeBf16(bool max, float* acc, const uint8_t* a, uint32_t from, uint32_t n) {
+  return FoldExtreme(max, acc, Bf16Run{a}, from, n);
+}
+
 }  // namespace
 
-void Extreme::Add(const float* a, uint32_t n) {
+// The first element starts the fold; the vectorized fold takes the rest
+// unless they hold a NaN, and then the sequential one keeps the first NaN
+// it meets, whatever follows.
+template <typename Run, typename Fold>
+void Extreme::AddRun(const Run& a, uint32_t n, Fold fold) {
   if (nan_ || n == 0) return;
+  uint32_t from = 0;
   if (!started_) {
-    value_ = a[0];
+    value_ = a.One(0);
     started_ = true;
-    ++a;
-    --n;
+    from = 1;
     if (value_ != value_) {
       nan_ = true;
       return;
     }
   }
-  if (FoldExtreme(max_, &value_, a, n)) return;
-  // The fold keeps the first NaN it meets, whatever follows.
-  for (uint32_t i = 0; i < n; ++i) {
-    value_ = max_ ? MaxSel(value_, a[i]) : MinSel(value_, a[i]);
+  if (fold(max_, &value_, from, n)) return;
+  for (uint32_t i = from; i < n; ++i) {
+    value_ = max_ ? MaxSel(value_, a.One(i)) : MinSel(value_, a.One(i));
     if (value_ != value_) {
       nan_ = true;
       return;
     }
   }
+}
+
+void Extreme::Add(const float* a, uint32_t n) {
+  AddRun(F32Run{a}, n, [&](bool max, float* acc, uint32_t from, uint32_t m) {
+    return FoldExtremeF32(max, acc, a, from, m);
+  });
+}
+
+void Extreme::AddBf16(const uint8_t* a, uint32_t n) {
+  AddRun(Bf16Run{a}, n, [&](bool max, float* acc, uint32_t from, uint32_t m) {
+    return FoldExtremeBf16(max, acc, a, from, m);
+  });
 }
 
 // ---------------------------------------------------------------------------

@@ -64,9 +64,14 @@ class Extreme {
  public:
   explicit Extreme(bool max) : max_(max) {}
   void Add(const float* a, uint32_t n);
+  // The same for n bfloat16 values at any byte.
+  void AddBf16(const uint8_t* a, uint32_t n);
   float Result() const { return value_; }
 
  private:
+  template <typename Run, typename Fold>
+  void AddRun(const Run& a, uint32_t n, Fold fold);
+
   bool max_;
   bool started_ = false;
   bool nan_ = false;
