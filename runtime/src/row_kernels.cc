@@ -255,10 +255,7 @@ NEURONCC_CLONES void AluScalarFusedAny(neff::AluOp op, int fa, int fc, const uin
 // ---------------------------------------------------------------------------
 // Activations
 
-// Whether a function calls SLEEF. Those keep the float32 block path of
-// vector_math.cc (directly on float32 rows): its loop of SLEEF calls has
-// nothing else live across them, and fusing the conversions around them
-// measured no faster (a call clobbers every vector register).
+// Whether a function calls SLEEF.
 bool CallsSleef(neff::ActivationFunc f) {
   switch (f) {
     case neff::EXP:
@@ -270,6 +267,95 @@ bool CallsSleef(neff::ActivationFunc f) {
     case neff::GELU_TANH: return true;
     default: return false;
   }
+}
+
+// An activation that calls SLEEF, in three passes per block of the row
+// held in L1: y = x * scale + bias and t = pre(y), the inputs read in their
+// format; then t = fn(t) by SLEEF, a loop of calls with nothing else live
+// across them (a call clobbers every vector register, so fusing it into
+// one pass measured no faster); then post(y, t), stored in the output's
+// format and summed into `accum` if given. The same steps as vector_math.cc's
+// Activation, without its widening and narrowing passes.
+template <Fmt I, Fmt O, typename Pre, typename Post>
+NEURONCC_INLINE void StagedActivation(const uint8_t* a, uint8_t* c, uint32_t n, float scale, float bias,
+                                      SleefFunc fn, LaneSum* accum, Pre pre, Post post) {
+  constexpr size_t BI = Lanes<I>::kBytes, BO = Lanes<O>::kBytes;
+  alignas(64) float y[kBlock], t[kBlock];
+  const V8 sv = Splat8(scale), bv = Splat8(bias);
+  for (uint32_t f0 = 0; f0 < n; f0 += kBlock) {
+    const uint32_t m = std::min(kBlock, n - f0), full = m / 8, groups = (m + 7) / 8;
+    const uint8_t* src = a + size_t(f0) * BI;
+    uint8_t* dst = c + size_t(f0) * BO;
+    auto first = [&](const uint8_t* p, uint32_t g) NEURONCC_LAMBDA {
+      V8 x;
+      Lanes<I>::Load(p, &x);
+      const V8 vy = x * sv + bv;
+      Store8(y + 8 * g, vy);
+      Store8(t + 8 * g, pre(vy));
+    };
+    for (uint32_t g = 0; g < full; ++g) first(src + 8 * g * BI, g);
+    if (full < groups) {  // the last, partial group, from a zero-padded copy
+      uint8_t pad[8 * BI] = {};
+      std::memcpy(pad, src + 8 * full * BI, (m - 8 * full) * BI);
+      first(pad, full);
+    }
+    SleefN(fn, t, t, 8 * groups);
+    for (uint32_t g = 0; g < groups; ++g) {
+      const V8 vy = Load8(y + 8 * g), vt = Load8(t + 8 * g);
+      const V8 r = post(vy, vt);
+      if (g < full) {
+        Lanes<O>::Store(dst + 8 * g * BO, r);
+      } else {
+        uint8_t tail[8 * BO];
+        Lanes<O>::Store(tail, r);
+        std::memcpy(dst + 8 * g * BO, tail, (m - 8 * g) * BO);
+      }
+      if (accum) Store8(y + 8 * g, r);  // the float32 results, for the sum
+    }
+    if (accum) accum->Add(y, m);
+  }
+}
+
+template <Fmt A, Fmt C>
+NEURONCC_INLINE void SleefActivation(neff::ActivationFunc func, const uint8_t* a, float scale, float bias,
+                                     uint8_t* c, uint32_t n, LaneSum* accum) {
+  const V8 one = Splat8(1.0f), half = Splat8(0.5f);
+  auto same = [](const V8& y) NEURONCC_LAMBDA { return y; };
+  auto negate = [](const V8& y) NEURONCC_LAMBDA { return -y; };
+  auto result = [](const V8&, const V8& t) NEURONCC_LAMBDA { return t; };
+  auto half_times_one_plus = [&](const V8& y, const V8& t) NEURONCC_LAMBDA { return (y * half) * (one + t); };
+  auto staged = [&](SleefFunc fn, auto pre, auto post) NEURONCC_LAMBDA {
+    StagedActivation<A, C>(a, c, n, scale, bias, fn, accum, pre, post);
+  };
+  switch (func) {
+    case neff::EXP: return staged(SleefFunc::kExp, same, result);
+    case neff::LOG: return staged(SleefFunc::kLog, same, result);
+    case neff::TANH: return staged(SleefFunc::kTanh, same, result);
+    case neff::SIGMOID:  // 1 / (1 + exp(-y))
+      return staged(SleefFunc::kExp, negate,
+                    [&](const V8&, const V8& e) NEURONCC_LAMBDA { return one / (one + e); });
+    case neff::SILU:  // y * sigmoid(y)
+      return staged(SleefFunc::kExp, negate,
+                    [&](const V8& y, const V8& e) NEURONCC_LAMBDA { return y * (one / (one + e)); });
+    case neff::GELU:
+      return staged(SleefFunc::kErf, [](const V8& y) NEURONCC_LAMBDA { return y * Splat8(kInvSqrt2); },
+                    half_times_one_plus);
+    case neff::GELU_TANH:
+      return staged(SleefFunc::kTanh,
+                    [](const V8& y) NEURONCC_LAMBDA {
+                      const V8 cube = y * y * y;
+                      return Splat8(kSqrt2OverPi) * (y + Splat8(0.044715f) * cube);
+                    },
+                    half_times_one_plus);
+    default: return;
+  }
+}
+
+NEURONCC_CLONES void SleefActivationAny(neff::ActivationFunc func, int fa, int fc, const uint8_t* a, float scale,
+                                        float bias, uint8_t* c, uint32_t n, LaneSum* accum) {
+  WithFormats([&](auto ta, auto tc) NEURONCC_LAMBDA {
+    SleefActivation<decltype(ta)::value, decltype(tc)::value>(func, a, scale, bias, c, n, accum);
+  }, fa, fc);
 }
 
 // The other functions, as vector_math.cc's Activation computes them: y = x
@@ -405,6 +491,10 @@ void ActivationRow(neff::ActivationFunc f, ConstRun a, float scale, float bias, 
   const int fa = FormatOf(a.dt), fc = FormatOf(c.dt);
   if (!CallsSleef(f) && fa >= 0 && fc >= 0)
     return ActivationFusedAny(f, fa, fc, a.p, scale, bias, c.p, n, accum ? accum->lanes() : nullptr);
+  // With a bfloat16 operand, without the conversion passes; float32 rows
+  // take vector_math.cc's Activation on the rows themselves (below).
+  if (CallsSleef(f) && fa >= 0 && fc >= 0 && (fa == kBf16 || fc == kBf16))
+    return SleefActivationAny(f, fa, fc, a.p, scale, bias, c.p, n, accum);
   ThroughBlocks<1>(&a, c, n, [&](const float* const* x, float* y, uint32_t, uint32_t m) {
     Activation(f, x[0], scale, bias, y, m);
     if (accum) accum->Add(y, m);

@@ -2,8 +2,9 @@
 // and writing the row in its storage dtypes. Where every operand is float32
 // or bfloat16, in any mix, each group of 8 elements is widened, computed and
 // narrowed in registers: no pass copies the row into float32 scratch and
-// back. float16 operands, `pow`, and the activation functions that call
-// SLEEF go through float32 blocks and the functions of vector_math.h
+// back; the activation functions that call SLEEF run in passes over blocks
+// held in L1, the calls apart from the conversions. float16 operands and
+// `pow` go through float32 blocks and the functions of vector_math.h
 // (directly on the rows where they are float32). Both paths give the same
 // bits: the same IEEE operations in the same order, and the same rounding to
 // the storage dtype (tests/unit/row_kernels_test.cc); only which of two NaN

@@ -116,9 +116,18 @@ NEURONCC_SLEEF_MAP1(ErfN, Sleef_finz_erff8_u10avx2, Sleef_finz_erff1_u10purecfma
 NEURONCC_SLEEF_MAP1(TanhN, Sleef_finz_tanhf8_u35avx2, Sleef_finz_tanhf1_u35purecfma)  // 3.5 ulp
 #undef NEURONCC_SLEEF_MAP1
 
-// float32 constants of the GELU formulas (correctly rounded).
-constexpr float kInvSqrt2 = 0.70710678118654752440f;
-constexpr float kSqrt2OverPi = 0.79788456080286535588f;
+}  // namespace
+
+void SleefN(SleefFunc f, const float* x, float* y, uint32_t n) {
+  switch (f) {
+    case SleefFunc::kExp: return ExpN(x, y, n);
+    case SleefFunc::kLog: return LogN(x, y, n);
+    case SleefFunc::kErf: return ErfN(x, y, n);
+    case SleefFunc::kTanh: return TanhN(x, y, n);
+  }
+}
+
+namespace {
 
 // The elementwise steps of the activations around the SLEEF calls.
 NEURONCC_CLONES void Affine(const float* a, float scale, float bias, float* y, uint32_t n) {

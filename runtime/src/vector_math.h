@@ -32,6 +32,13 @@ void Activation(neff::ActivationFunc f, const float* a, float scale, float bias,
 // c = pred != 0 ? a : b.
 void Select(const float* a, const float* b, const float* pred, float* c, uint32_t n);
 
+// The SLEEF functions the activations apply, y = f(x) over n values (y may
+// be x), and the float32 constants of the GELU formulas (correctly rounded).
+enum class SleefFunc { kExp, kLog, kErf, kTanh };
+void SleefN(SleefFunc f, const float* x, float* y, uint32_t n);
+inline constexpr float kInvSqrt2 = 0.70710678118654752440f;
+inline constexpr float kSqrt2OverPi = 0.79788456080286535588f;
+
 // max/min with NaN propagation and -0 < +0 (torch.maximum semantics).
 float MaxF(float a, float b);
 float MinF(float a, float b);
