@@ -6,6 +6,8 @@
 
 #include <cstdint>
 
+#include "float_convert.h"
+
 namespace neuroncc::rt::vm {
 
 // The operands of one TensorEngine instruction, widened to float32: A is
@@ -39,6 +41,19 @@ typedef uint16_t U16x8u __attribute__((vector_size(16), aligned(1)));  // at any
 #define Load8(p) (*reinterpret_cast<const V8u*>(p))
 #define Store8(p, v) (*reinterpret_cast<V8u*>(p) = (v))
 #define Splat8(x) (V8{(x), (x), (x), (x), (x), (x), (x), (x)})
+
+// 8 bfloat16 values at any byte, as float32 lanes (a bfloat16 is the top
+// half of its float32), and back, rounded to nearest even as FloatToBf16
+// does (vector_math.cc and row_kernels.cc).
+inline __attribute__((always_inline)) void WidenBf16x8(const uint8_t* p, V8* v) {
+  const U16x8 h = *reinterpret_cast<const U16x8u*>(p);
+  *v = V8(__builtin_convertvector(h, U32x8) << 16);
+}
+inline __attribute__((always_inline)) void NarrowBf16x8(const V8& v, uint8_t* p) {
+  U32x8 bits;
+  Bf16BitsOf(U32x8(v), &bits);
+  *reinterpret_cast<U16x8u*>(p) = __builtin_convertvector(bits, U16x8);
+}
 
 // The heights of the blocks of output rows, in order: 6 while 6 fit, then
 // 2, then 1.

@@ -38,17 +38,8 @@ struct Lanes<kF32> {
 template <>
 struct Lanes<kBf16> {
   static constexpr size_t kBytes = 2;
-  // A bfloat16 is the top half of its float32.
-  static NEURONCC_INLINE void Load(const uint8_t* p, V8* v) {
-    const U16x8 h = *reinterpret_cast<const U16x8u*>(p);
-    *v = V8(__builtin_convertvector(h, U32x8) << 16);
-  }
-  // Round to nearest even, as FloatToBf16 does.
-  static NEURONCC_INLINE void Store(uint8_t* p, const V8& v) {
-    U32x8 bits;
-    Bf16BitsOf(U32x8(v), &bits);
-    *reinterpret_cast<U16x8u*>(p) = __builtin_convertvector(bits, U16x8);
-  }
+  static NEURONCC_INLINE void Load(const uint8_t* p, V8* v) { WidenBf16x8(p, v); }
+  static NEURONCC_INLINE void Store(uint8_t* p, const V8& v) { NarrowBf16x8(v, p); }
 };
 
 // body(x, &y) for every group of 8 elements: x[k] holds the lanes of input
@@ -395,7 +386,7 @@ NEURONCC_CLONES void ActivationFusedAny(neff::ActivationFunc func, int fa, int f
 }
 
 // ---------------------------------------------------------------------------
-// Select and the row sum
+// Select
 
 template <Fmt F>
 NEURONCC_INLINE void SelectFused(const uint8_t* a, const uint8_t* b, const uint8_t* pred, uint8_t* c, uint32_t n) {
@@ -411,25 +402,6 @@ NEURONCC_CLONES void SelectFusedF32(const uint8_t* a, const uint8_t* b, const ui
 NEURONCC_CLONES void SelectFusedBf16(const uint8_t* a, const uint8_t* b, const uint8_t* pred, uint8_t* c,
                                      uint32_t n) {
   SelectFused<kBf16>(a, b, pred, c, n);
-}
-
-// LaneSum::Add over a bfloat16 row.
-NEURONCC_CLONES void SumBf16(const uint8_t* a, uint32_t n, float* lanes) {
-  constexpr uint32_t W = LaneSum::kLanes;
-  V8 s[4], x;
-  for (int k = 0; k < 4; ++k) s[k] = Load8(lanes + 8 * k);
-  uint32_t i = 0;
-  for (; i + W <= n; i += W)
-    for (int k = 0; k < 4; ++k) {
-      Lanes<kBf16>::Load(a + 2 * (i + 8 * k), &x);
-      s[k] += x;
-    }
-  for (int k = 0; k < 4; ++k) Store8(lanes + 8 * k, s[k]);
-  for (uint32_t j = 0; i + j < n; ++j) {
-    uint16_t h;
-    std::memcpy(&h, a + 2 * size_t(i + j), 2);
-    lanes[j] += Bf16ToFloat(h);
-  }
 }
 
 // ---------------------------------------------------------------------------
@@ -512,7 +484,7 @@ void SelectRow(ConstRun a, ConstRun b, ConstRun pred, MutRun c, uint32_t n) {
 }
 
 void SumRow(ConstRun a, uint32_t n, LaneSum* sum) {
-  if (a.dt == neff::BF16) return SumBf16(a.p, n, sum->lanes());
+  if (a.dt == neff::BF16) return sum->AddBf16(a.p, n);
   ThroughBlocks<1>(&a, MutRun{a.dt, nullptr}, n,
                    [&](const float* const* x, float*, uint32_t, uint32_t m) NEURONCC_LAMBDA { sum->Add(x[0], m); });
 }

@@ -192,8 +192,9 @@ NEURONCC_CLONES void Widen(DType dt, const uint8_t* src, uint32_t n, float* dst)
       // 8 at a time: a bfloat16 is the top half of its float32.
       uint32_t i = 0;
       for (; i + 8 <= n; i += 8) {
-        const U16x8 h = *reinterpret_cast<const U16x8u*>(src + 2 * size_t(i));
-        Store8(dst + i, V8(__builtin_convertvector(h, U32x8) << 16));
+        V8 v;
+        WidenBf16x8(src + 2 * size_t(i), &v);
+        Store8(dst + i, v);
       }
       for (; i < n; ++i) {
         uint16_t h;
@@ -223,10 +224,8 @@ NEURONCC_CLONES void Narrow(DType dt, const float* src, uint32_t n, uint8_t* dst
       // FloatToBf16, 8 at a time.
       uint32_t i = 0;
       for (; i + 8 <= n; i += 8) {
-        const U32x8 u = U32x8(Load8(src + i));
-        U32x8 bits;
-        Bf16BitsOf(u, &bits);
-        *reinterpret_cast<U16x8u*>(dst + 2 * size_t(i)) = __builtin_convertvector(bits, U16x8);
+        const V8 v = Load8(src + i);
+        NarrowBf16x8(v, dst + 2 * size_t(i));
       }
       for (; i < n; ++i) {
         uint16_t h = FloatToBf16(src[i]);
@@ -367,30 +366,6 @@ void Activation(neff::ActivationFunc f, const float* a, float scale, float bias,
 
 LaneSum::LaneSum() { std::fill(lanes_, lanes_ + kLanes, -0.0f); }
 
-NEURONCC_CLONES void LaneSum::Add(const float* a, uint32_t n) {
-  V8 s0 = Load8(lanes_), s1 = Load8(lanes_ + 8), s2 = Load8(lanes_ + 16), s3 = Load8(lanes_ + 24);
-  uint32_t i = 0;
-  for (; i + kLanes <= n; i += kLanes) {
-    s0 += Load8(a + i);
-    s1 += Load8(a + i + 8);
-    s2 += Load8(a + i + 16);
-    s3 += Load8(a + i + 24);
-  }
-  Store8(lanes_, s0);
-  Store8(lanes_ + 8, s1);
-  Store8(lanes_ + 16, s2);
-  Store8(lanes_ + 24, s3);
-  for (uint32_t j = 0; i + j < n; ++j) lanes_[j] += a[i + j];
-}
-
-float LaneSum::Total() const {
-  float l[kLanes];
-  std::memcpy(l, lanes_, sizeof(l));
-  for (uint32_t w = kLanes / 2; w >= 1; w /= 2)
-    for (uint32_t j = 0; j < w; ++j) l[j] = l[j] + l[j + w];
-  return l[0];
-}
-
 namespace {
 
 // Element i of a run: float32 (at any address), or bfloat16 bits (the top
@@ -412,10 +387,43 @@ struct Bf16Run {
     return Bf16ToFloat(h);
   }
   V8 Eight(uint32_t i) const {
-    const U16x8 h = *reinterpret_cast<const U16x8u*>(a + 2 * size_t(i));
-    return V8(__builtin_convertvector(h, U32x8) << 16);
+    V8 v;
+    WidenBf16x8(a + 2 * size_t(i), &v);
+    return v;
   }
 };
+
+}  // namespace
+
+template <typename Run>
+inline __attribute__((always_inline)) void LaneSum::AddRun(const Run& a, uint32_t n) {
+  V8 s0 = Load8(lanes_), s1 = Load8(lanes_ + 8), s2 = Load8(lanes_ + 16), s3 = Load8(lanes_ + 24);
+  uint32_t i = 0;
+  for (; i + kLanes <= n; i += kLanes) {
+    s0 += a.Eight(i);
+    s1 += a.Eight(i + 8);
+    s2 += a.Eight(i + 16);
+    s3 += a.Eight(i + 24);
+  }
+  Store8(lanes_, s0);
+  Store8(lanes_ + 8, s1);
+  Store8(lanes_ + 16, s2);
+  Store8(lanes_ + 24, s3);
+  for (uint32_t j = 0; i + j < n; ++j) lanes_[j] += a.One(i + j);
+}
+
+NEURONCC_CLONES void LaneSum::Add(const float* a, uint32_t n) { AddRun(F32Run{a}, n); }
+NEURONCC_CLONES void LaneSum::AddBf16(const uint8_t* a, uint32_t n) { AddRun(Bf16Run{a}, n); }
+
+float LaneSum::Total() const {
+  float l[kLanes];
+  std::memcpy(l, lanes_, sizeof(l));
+  for (uint32_t w = kLanes / 2; w >= 1; w /= 2)
+    for (uint32_t j = 0; j < w; ++j) l[j] = l[j] + l[j + w];
+  return l[0];
+}
+
+namespace {
 
 // Folds elements [from, n) of a run into *acc (not NaN) as the
 // left-to-right MaxF / MinF fold does, in one vectorized pass, if they hold

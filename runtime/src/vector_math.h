@@ -54,12 +54,17 @@ class LaneSum {
   static constexpr uint32_t kLanes = 32;
   LaneSum();
   void Add(const float* a, uint32_t n);
+  // The same for n bfloat16 values at any byte.
+  void AddBf16(const uint8_t* a, uint32_t n);
   float Total() const;
   // The running lanes, for kernels that add groups of 32 values from
   // registers (row_kernels.cc): lane j takes the group's element j.
   float* lanes() { return lanes_; }
 
  private:
+  template <typename Run>
+  void AddRun(const Run& a, uint32_t n);
+
   alignas(64) float lanes_[kLanes];
 };
 
