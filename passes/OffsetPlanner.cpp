@@ -259,7 +259,9 @@ PlanResult planOffsets(std::vector<PlannedBuffer>& buffers, const PlanOptions& o
     // The budget itself first: a share of a spent budget still gets a moment.
     if (extra && (budget.exhausted() || extra->exhausted())) break;
     if (h.kind == Heuristic::kSkyline && skylineGaveUp) continue;
-    PlacementLimit limit{&smallest, budgeted ? &budget : nullptr};
+    // Only a time limit stops them: under a node limit alone the plan stays
+    // the same on every run.
+    PlacementLimit limit{&smallest, options.timeLimitSeconds > 0 ? &budget : nullptr};
     Run run = timed([&](PlacementLimit* l) { return place(h, trial, l); }, limit);
     skylineGaveUp |= h.kind == Heuristic::kSkyline && run.arena == INT64_MAX;
     lowerSmallest(run);
