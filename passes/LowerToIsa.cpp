@@ -377,7 +377,7 @@ void KernelLowering::emitDma(bool load, Value hbm, Value tile, const Layout& l, 
   }
   auto elem = llvm::cast<MemRefType>(tile.getType()).getElementType();
   int64_t bytesPerRow = (l.kind == Kind::Row ? 1 : f) * (elem.getIntOrFloatBitWidth() / 8);
-  constexpr int64_t kSplitBytes = 256 * 1024;
+  constexpr int64_t kSplitBytes = 512 * 1024;
   int64_t start = 0;
   while (start < p) {
     int64_t end = start + 1;

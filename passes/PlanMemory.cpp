@@ -52,6 +52,103 @@ int64_t tileBytes(Value tile) {
   return t.getDimSize(1) * (t.getElementType().getIntOrFloatBitWidth() / 8);
 }
 
+// The operands of an elementwise instruction read at the same (p, f) as the
+// element it writes (the same shape as its output); empty for other ops.
+SmallVector<Value, 3> elementwiseInputs(Operation* op) {
+  if (auto o = llvm::dyn_cast<nc::TensorTensorOp>(op)) return {o.getIn0(), o.getIn1()};
+  if (auto o = llvm::dyn_cast<nc::TensorScalarOp>(op)) return {o.getIn0()};
+  if (auto o = llvm::dyn_cast<nc::ActivationOp>(op)) return {o.getIn0()};
+  if (auto o = llvm::dyn_cast<nc::TensorSelectOp>(op)) return {o.getOnTrue(), o.getOnFalse(), o.getPred()};
+  return {};
+}
+
+// Shares SBUF tiles between values whose uses do not interleave, before the
+// tiles are placed, so that more row-tile iterations fit in flight:
+// - in place: an elementwise instruction whose input tile is read for the
+//   last time there writes its result into that tile (x * rstd over x, then
+//   * weight over that), when both tiles have the same shape and dtype;
+// - a result nothing reads (an activation computed for its accumulated row
+//   sum, as the squares of RMSNorm) goes to one scratch tile per shape and
+//   dtype, shared by every such activation: all run on the scalar engine,
+//   in order, so the shared tile costs no waits.
+// A tile takes part only if every use is a direct operand of an
+// instruction (no column views), so the program order of its uses is exact.
+// The host runs an instruction whose output maps each element to the same
+// bytes as an input correctly (runtime.md: each block is read before it is
+// written).
+void shareTilesInPlace(nc::KernelOp kernel) {
+  Block& body = kernel.getBody().front();
+  struct Uses {
+    int64_t first = INT64_MAX, last = -1, count = 0;
+    bool direct = true;  // every use an instruction operand, no views
+  };
+  llvm::DenseMap<Value, Uses> uses;
+  SmallVector<Operation*> insts;
+  for (Operation& op : body) {
+    if (auto a = llvm::dyn_cast<nc::AllocTileOp>(op)) {
+      uses[a.getTile()];
+      continue;
+    }
+    if (!isIsaInstruction(&op)) continue;
+    int64_t at = int64_t(insts.size());
+    insts.push_back(&op);
+    for (Value v : op.getOperands()) {
+      Value base = nc::tileBuffer(v);
+      auto it = uses.find(base);
+      if (it == uses.end()) continue;
+      Uses& u = it->second;
+      u.first = std::min(u.first, at);
+      u.last = at;
+      ++u.count;
+      if (base != v) u.direct = false;
+    }
+  }
+  for (Value tile : llvm::make_first_range(uses))
+    for (Operation* user : tile.getUsers())
+      if (!isIsaInstruction(user)) uses[tile].direct = false;
+
+  llvm::DenseMap<Type, Value> scratch;  // per tile type: the shared dead result
+  for (auto [at, op] : llvm::enumerate(insts)) {
+    SmallVector<Value, 3> inputs = elementwiseInputs(op);
+    if (inputs.empty()) continue;
+    Value out = op->getOperand(0);
+    auto outIt = uses.find(out);
+    if (outIt == uses.end() || !outIt->second.direct || outIt->second.first != int64_t(at)) continue;
+    auto isOperand = [&](Value v) { return llvm::is_contained(op->getOperands(), v); };
+    Value into;
+    for (Value in : inputs) {
+      auto it = uses.find(in);
+      if (it == uses.end() || in == out || in.getType() != out.getType() || !it->second.direct ||
+          it->second.last != int64_t(at))
+        continue;
+      // Read only as an elementwise operand here (not also as a per-row scalar).
+      unsigned asOperand = 0, asInput = 0;
+      for (Value v : op->getOperands()) asOperand += v == in;
+      for (Value v : inputs) asInput += v == in;
+      if (asOperand == asInput) {
+        into = in;
+        break;
+      }
+    }
+    bool deadResult = !into && llvm::isa<nc::ActivationOp>(op) && outIt->second.count == 1;
+    if (deadResult) {
+      auto [slot, fresh] = scratch.try_emplace(out.getType(), out);
+      if (fresh) continue;
+      into = slot->second;
+      if (isOperand(into)) continue;
+    }
+    if (!into) continue;
+    Uses merged = uses[into];
+    merged.last = outIt->second.last;
+    merged.count += outIt->second.count;
+    Operation* alloc = out.getDefiningOp();
+    out.replaceAllUsesWith(into);
+    uses.erase(out);
+    uses[into] = merged;
+    alloc->erase();
+  }
+}
+
 struct PlanMemoryPass : impl::PlanMemoryBase<PlanMemoryPass> {
   using PlanMemoryBase::PlanMemoryBase;
 
@@ -100,6 +197,7 @@ struct PlanMemoryPass : impl::PlanMemoryBase<PlanMemoryPass> {
   }
 
   FailureOr<int64_t> planSbuf(nc::KernelOp kernel) {
+    shareTilesInPlace(kernel);
     FailureOr<int64_t> sbuf = planTiles<nc::AllocTileOp>(kernel, sbufBytes, kSbufAlignment, "SBUF");
     if (failed(sbuf)) return failure();
     // PSUM tiles sit on 2 KiB bank boundaries, so a matmul's accumulator

@@ -236,6 +236,23 @@ bool scalarEngineCanRun(nc::TensorScalarOp op) {
   return op.getAlu() == "sub" && !op.getScalar();
 }
 
+// NKI ISA: tensor_tensor, tensor_scalar and the selects run on the GpSimd
+// engine as well as the vector engine, but GpSimd cannot access PSUM
+// (NeuronCore-v2 compute engines), so a tile in PSUM keeps the op off it.
+// Reductions stay on the vector engine (the ISA's tensor_reduce is a vector
+// instruction).
+bool gpsimdCanRun(const neff::Instruction& inst) {
+  switch (inst.opcode()) {
+    case neff::TENSOR_TENSOR:
+    case neff::TENSOR_SCALAR:
+    case neff::TENSOR_SELECT: break;
+    default: return false;
+  }
+  for (const neff::TileRef* t : {&inst.out(), &inst.in0(), &inst.in1(), &inst.in2()})
+    if (t->space() == neff::PSUM) return false;
+  return true;
+}
+
 Operation* moveToScalarEngine(nc::TensorScalarOp op) {
   OpBuilder b(op);
   double imm = op.getImm().convertToDouble();
@@ -328,6 +345,8 @@ struct SchedulePass : impl::ScheduleBase<SchedulePass> {
         candidates.push_back({neff::QueueIndex(neff::VECTOR, 0), neff::VECTOR});
         if (auto ts = llvm::dyn_cast<nc::TensorScalarOp>(op); ts && scalarEngineCanRun(ts))
           candidates.push_back({neff::QueueIndex(neff::SCALAR, 0), neff::SCALAR});
+        if (gpsimdCanRun(proto))
+          candidates.push_back({neff::QueueIndex(neff::GPSIMD, 0), neff::GPSIMD});
       }
       uint32_t bestQueue = 0;
       neff::Engine bestEngine = neff::ENGINE_INVALID;

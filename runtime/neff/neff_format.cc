@@ -479,6 +479,12 @@ absl::Status VerifyInstruction(const Instruction& inst, const Kernel& k, const E
   if (inst.opcode() != DMA_GATHER &&
       (inst.index_tensor() != 0 || inst.index_offset() != 0 || inst.index_bound() != 0))
     return Bad(absl::StrCat(where, ": only dma_gather has index_tensor, index_offset, index_bound"));
+  // NeuronCore-v2 compute engines (NKI docs): the GpSimd engine has no PSUM
+  // access (writes to PSUM are refused for every engine but the tensor engine
+  // below).
+  if (inst.engine() == GPSIMD)
+    for (const TileRef* t : {&inst.in0(), &inst.in1(), &inst.in2()})
+      if (t->space() == PSUM) return Bad(absl::StrCat(where, ": the gpsimd engine cannot read PSUM"));
   switch (inst.opcode()) {
     case DMA_LOAD:
     case DMA_STORE: {

@@ -326,6 +326,12 @@ const IsaBadCase kIsaBadCases[] = {
      "iota runs on gpsimd or vector"},
     {"iota writes PSUM", SelectExe, [](Executable* e) { Inst(e, 0, 2)->mutable_out()->set_space(PSUM); },
      "only the tensor engine"},
+    {"gpsimd reads PSUM", SelectExe,
+     [](Executable* e) {
+       Inst(e, 0, 3)->set_engine(GPSIMD);
+       *Inst(e, 0, 3)->mutable_in0() = Psum(0, 4, 0, 8);
+     },
+     "the gpsimd engine cannot read PSUM"},
     {"tensor_reduce with a comparison", SelectExe, [](Executable* e) { Inst(e, 0, 4)->set_alu(IS_GT); },
      "add, max or min"},
     {"tensor_tensor with bypass", [] { return TwoKernelModel(4, 8); },
@@ -362,12 +368,15 @@ TEST(NeffCorruption, VerifierAcceptsTheIsaAdditionsAtTheirLimits) {
   *k->add_instructions() = Transpose(Psum(0, 128, 0, 128), Tile(0, 128, 4096, 128, F16));
   for (AluOp op : {IS_EQUAL, NOT_EQUAL, IS_LT, IS_LE, IS_GT, IS_GE, POW}) {
     *k->add_instructions() = TensorTensor(op, Tile(0, 8, 8192, 4, F32), Psum(0, 8, 0, 4), Tile(0, 8, 0, 4, BF16));
-    *k->add_instructions() = TensorScalar(op, Tile(0, 8, 8192, 4, F32), Psum(0, 8, 0, 4), 1.0f, {}, GPSIMD);
+    *k->add_instructions() = TensorScalar(op, Tile(0, 8, 8192, 4, F32), Psum(0, 8, 0, 4), 1.0f);
+    *k->add_instructions() = TensorScalar(op, Tile(0, 8, 8192, 4, F32), Tile(0, 8, 0, 4, BF16), 1.0f, {}, GPSIMD);
   }
   for (ActivationFunc f : {LOG, TANH, SIGMOID, RELU, GELU, GELU_TANH, SILU, ABS})
     *k->add_instructions() = Activation(f, Tile(0, 8, 8192, 4, F32), Psum(0, 8, 0, 4), 1.0f, 0.0f);
   *k->add_instructions() = TensorSelect(Tile(0, 8, 8192, 4, BF16), Psum(0, 8, 0, 4), Tile(0, 8, 0, 4, BF16),
-                                        Psum(0, 8, 64, 4), {}, GPSIMD);
+                                        Psum(0, 8, 64, 4));
+  *k->add_instructions() = TensorSelect(Tile(0, 8, 8192, 4, BF16), Tile(0, 8, 64, 4, BF16), Tile(0, 8, 0, 4, BF16),
+                                        Tile(0, 8, 128, 4, BF16), {}, GPSIMD);
   *k->add_instructions() = Iota(Tile(0, 128, 9000, 100, F16), -1.0f, -2.0f, 0.5f, {}, VECTOR);
   absl::StatusOr<Neff> neff = ParseNeff(SerializeUnverified(exe));
   EXPECT_TRUE(neff.ok()) << neff.status();

@@ -30,11 +30,11 @@ func.func @rows_300(%x: tensor<300x1000xf32>, %w: tensor<1000xf32>) -> tensor<30
 // -----
 
 // Without a reduction, long rows are cut into chunks of at most 4096 elements
-// (each 2 MiB load in pieces of 16 partitions, for several DMA queues).
+// (each 2 MiB load in pieces of 32 partitions, for several DMA queues).
 // CHECK-LABEL: func.func @chunks
-// CHECK: nc.dma_load {{.*}} {ap = array<i64: 10000, 16, 1, 4096>, {{.*}}offset = 0 : i64
+// CHECK: nc.dma_load {{.*}} {ap = array<i64: 10000, 32, 1, 4096>, {{.*}}offset = 0 : i64
 // CHECK: nc.activation {{.*}}func = "exp"
-// CHECK: nc.dma_load {{.*}} {ap = array<i64: 10000, 16, 1, 4096>, {{.*}}offset = 4096 : i64
+// CHECK: nc.dma_load {{.*}} {ap = array<i64: 10000, 32, 1, 4096>, {{.*}}offset = 4096 : i64
 // CHECK: nc.dma_load {{.*}} {ap = array<i64: 10000, {{[0-9]+}}, 1, 1808>, {{.*}}offset = 8192 : i64
 // CHECK: nc.dma_store {{.*}} {ap = array<i64: 10000, {{[0-9]+}}, 1, 1808>, {{.*}}offset = 8192 : i64
 func.func @chunks(%x: tensor<130x10000xf32>) -> tensor<130x10000xf32> {

@@ -2,7 +2,7 @@
 // RUN: neuron-opt %examples/rmsnorm/naive.mlir --ncc-form-kernels --ncc-lower-to-isa --ncc-plan-memory --ncc-schedule | FileCheck %s --check-prefix=RMS
 // RUN: not neuron-opt %s --ncc-form-kernels --ncc-lower-to-isa --ncc-plan-memory --ncc-schedule=target=trn9 2>&1 | FileCheck %s --check-prefix=TARGET
 
-// Semaphore queues: 1 vector, 2 scalar, 4 + q DMA queue q.
+// Semaphore queues: 1 vector, 2 scalar, 3 gpsimd, 4 + q DMA queue q.
 // Four row tiles of exp: SBUF holds sixteen iterations' tiles at once (deep
 // buffering, ncc-plan-memory), so no tile comes back round: the loads spread
 // over DMA queues and carry no wait, each activation waits for its load and
@@ -32,22 +32,26 @@ func.func @reuse(%x: tensor<512x512xf32>) -> tensor<512x512xf32> {
 // interleave with theirs.
 // CHECK-LABEL: func.func @column_tiles
 // CHECK: nc.dma_store {{.*}}offset = 0 : i64, part_start = 0 : i64, queue = 0 : i64, source_op = -1 : i64, waits = array<i64: 2, 1>}
-// CHECK: nc.dma_store {{.*}}offset = 4096 : i64, part_start = 0 : i64, queue = 8 : i64, source_op = -1 : i64, waits = array<i64: 2, 2>}
+// CHECK: nc.dma_store {{.*}}offset = 4096 : i64, part_start = 0 : i64, queue = 4 : i64, source_op = -1 : i64, waits = array<i64: 2, 2>}
 func.func @column_tiles(%x: tensor<128x8192xf32>) -> tensor<128x8192xf32> {
   %y = aten.exp %x : tensor<128x8192xf32> -> tensor<128x8192xf32>
   return %y : tensor<128x8192xf32>
 }
 
-// At -O2 the RMSNorm kernel uses both the vector and the scalar engine: the
-// per-row scale by 1/512, the + eps and x * rms move to the scalar engine as
-// identity activations with scale and bias; the weight multiply stays on the
-// vector engine and waits for the scalar engine and the weight's DMA queue.
+// At -O2 the RMSNorm kernel spreads over the engines: the per-row scale by
+// 1/512, the + eps and x * rms move to the scalar engine as identity
+// activations with scale and bias; the weight multiply goes to the GpSimd
+// engine (free, and its clock is faster than the vector engine's) and waits
+// for the scalar engine and the weight's DMA queue. Results whose input is
+// read for the last time are written in place (x * rms over x, then the
+// weight multiply over that).
 // RMS: nc.activation {{.*}} accum {{.*}}engine = "scalar", func = "square"
 // RMS: nc.activation {{.*}}engine = "scalar", func = "identity", scale = 0.001953125
-// RMS: nc.activation {{.*}}bias = 9.9999999747524271E-7 : f64, engine = "scalar", func = "identity"
-// RMS: nc.activation {{.*}}engine = "scalar", func = "rsqrt"
-// RMS: nc.activation {{.*}} scale {{.*}}engine = "scalar", func = "identity"
-// RMS: nc.tensor_tensor {{.*}}alu = "mul", engine = "vector", source_op = 5 : i64, waits = array<i64: 2, 5, 5, 1>}
-// RMS: nc.dma_store {{.*}}waits = array<i64: 1, 1>}
+// RMS: nc.activation [[RMS:%[0-9]+]], [[RMS]] {bias = 9.9999999747524271E-7 : f64, engine = "scalar", func = "identity"
+// RMS: nc.activation [[RMS]], [[RMS]] {engine = "scalar", func = "rsqrt"
+// RMS: nc.activation [[X:%[0-9]+]], [[X]] scale [[RMS]] {{.*}}engine = "scalar", func = "identity"
+// RMS: nc.tensor_tensor [[X]], [[X]], {{.*}}alu = "mul", engine = "gpsimd", source_op = 5 : i64, waits = array<i64: 2, 5, 5, 1>}
+// RMS: nc.dma_store [[X]] -> 
+// RMS-SAME: waits = array<i64: 3, 1>}
 
 // TARGET: error: unknown target 'trn9'
