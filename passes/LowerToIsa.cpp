@@ -377,6 +377,10 @@ void KernelLowering::emitDma(bool load, Value hbm, Value tile, const Layout& l, 
   }
   auto elem = llvm::cast<MemRefType>(tile.getType()).getElementType();
   int64_t bytesPerRow = (l.kind == Kind::Row ? 1 : f) * (elem.getIntOrFloatBitWidth() / 8);
+  // Each transfer pays the device model's fixed cost (2 us): 512 KiB pieces
+  // spend 9% of their time on it; smaller pieces start compute sooner but
+  // cost more queue time (RMSNorm 8192 x 4096 bf16: 81% MBU with 256 KiB
+  // pieces, 86% with 512 KiB).
   constexpr int64_t kSplitBytes = 512 * 1024;
   int64_t start = 0;
   while (start < p) {

@@ -16,11 +16,14 @@
 // does not fit. PSUM tiles rotate over the 8 banks (each reserved until the
 // 7th, else the 6th ... 2nd, PSUM tile after it is first used). If nothing
 // fits, the plan falls back to exact lifetimes (correct, less overlap)
-// before giving up.
+// before giving up. When the deepest buffering does not fit, tiles whose
+// uses follow one another (a result over its input's last read, unread
+// activation results) may share bytes, if that buys deeper buffering.
 //
 //===----------------------------------------------------------------------===//
 
 #include <functional>
+#include <type_traits>
 
 #include "passes/OffsetPlanner.h"
 #include "passes/Passes.h"
@@ -62,8 +65,9 @@ SmallVector<Value, 3> elementwiseInputs(Operation* op) {
   return {};
 }
 
-// Shares SBUF tiles between values whose uses do not interleave, before the
-// tiles are placed, so that more row-tile iterations fit in flight:
+// SBUF tiles that may share bytes because their uses do not interleave,
+// found before the tiles are placed (each maps to the tile whose bytes it
+// takes), so that more row-tile iterations fit in flight:
 // - in place: an elementwise instruction whose input tile is read for the
 //   last time there writes its result into that tile (x * rstd over x, then
 //   * weight over that), when both tiles have the same shape and dtype;
@@ -76,7 +80,7 @@ SmallVector<Value, 3> elementwiseInputs(Operation* op) {
 // The host runs an instruction whose output maps each element to the same
 // bytes as an input correctly (runtime.md: each block is read before it is
 // written).
-void shareTilesInPlace(nc::KernelOp kernel) {
+llvm::DenseMap<Value, Value> sharedTiles(nc::KernelOp kernel) {
   Block& body = kernel.getBody().front();
   struct Uses {
     int64_t first = INT64_MAX, last = -1, count = 0;
@@ -107,14 +111,19 @@ void shareTilesInPlace(nc::KernelOp kernel) {
     for (Operation* user : tile.getUsers())
       if (!isIsaInstruction(user)) uses[tile].direct = false;
 
-  llvm::DenseMap<Type, Value> scratch;  // per tile type: the shared dead result
+  // A tile's current root: the tile its uses now go to.
+  llvm::DenseMap<Value, Value> alias;
+  auto root = [&](Value v) {
+    auto it = alias.find(v);
+    return it == alias.end() ? v : it->second;
+  };
+  llvm::DenseMap<Type, Value> scratch;  // per tile type: the shared unread result
   for (auto [at, op] : llvm::enumerate(insts)) {
     SmallVector<Value, 3> inputs = elementwiseInputs(op);
     if (inputs.empty()) continue;
     Value out = op->getOperand(0);
     auto outIt = uses.find(out);
     if (outIt == uses.end() || !outIt->second.direct || outIt->second.first != int64_t(at)) continue;
-    auto isOperand = [&](Value v) { return llvm::is_contained(op->getOperands(), v); };
     Value into;
     for (Value in : inputs) {
       auto it = uses.find(in);
@@ -130,21 +139,28 @@ void shareTilesInPlace(nc::KernelOp kernel) {
         break;
       }
     }
-    bool deadResult = !into && llvm::isa<nc::ActivationOp>(op) && outIt->second.count == 1;
-    if (deadResult) {
+    if (!into && llvm::isa<nc::ActivationOp>(op) && outIt->second.count == 1) {
       auto [slot, fresh] = scratch.try_emplace(out.getType(), out);
       if (fresh) continue;
       into = slot->second;
-      if (isOperand(into)) continue;
+      if (llvm::any_of(op->getOperands(), [&](Value v) { return root(v) == root(into); })) continue;
     }
     if (!into) continue;
-    Uses merged = uses[into];
+    // `into` may itself have been merged into another tile; its uses (and
+    // now out's) continue that tile's.
+    Uses& merged = uses[into];
     merged.last = outIt->second.last;
     merged.count += outIt->second.count;
-    Operation* alloc = out.getDefiningOp();
-    out.replaceAllUsesWith(into);
-    uses.erase(out);
-    uses[into] = merged;
+    alias[out] = root(into);
+  }
+  return alias;
+}
+
+// Rewrites the tiles `alias` maps to their roots and erases their allocations.
+void applySharedTiles(const llvm::DenseMap<Value, Value>& alias) {
+  for (auto [tile, rootTile] : alias) {
+    Operation* alloc = tile.getDefiningOp();
+    tile.replaceAllUsesWith(rootTile);
     alloc->erase();
   }
 }
@@ -197,29 +213,78 @@ struct PlanMemoryPass : impl::PlanMemoryBase<PlanMemoryPass> {
   }
 
   FailureOr<int64_t> planSbuf(nc::KernelOp kernel) {
-    shareTilesInPlace(kernel);
-    FailureOr<int64_t> sbuf = planTiles<nc::AllocTileOp>(kernel, sbufBytes, kSbufAlignment, "SBUF");
-    if (failed(sbuf)) return failure();
+    // Tiles share bytes only when that buys deeper buffering (or a fit):
+    // a result written over its input waits for every other reader of it,
+    // so sharing costs waits of its own.
+    TilePlan<nc::AllocTileOp> sbuf = planTiles<nc::AllocTileOp>(kernel, sbufBytes, kSbufAlignment);
+    if (sbuf.peak > sbufBytes || sbuf.candidate > 0) {
+      llvm::DenseMap<Value, Value> alias = sharedTiles(kernel);
+      if (!alias.empty()) {
+        TilePlan<nc::AllocTileOp> shared = planTiles<nc::AllocTileOp>(kernel, sbufBytes, kSbufAlignment, &alias);
+        if (shared.peak <= sbufBytes && (sbuf.peak > sbufBytes || shared.candidate < sbuf.candidate)) {
+          applySharedTiles(alias);
+          sbuf = std::move(shared);
+        }
+      }
+    }
+    if (failed(commitTiles(kernel, sbuf, sbufBytes, kSbufAlignment, "SBUF"))) return failure();
     // PSUM tiles sit on 2 KiB bank boundaries, so a matmul's accumulator
     // (at most 2 KiB per partition) never straddles two banks.
-    if (failed(planTiles<nc::AllocPsumOp>(kernel, kPsumBytes, nc::kPsumBankBytes, "PSUM"))) return failure();
+    TilePlan<nc::AllocPsumOp> psum = planTiles<nc::AllocPsumOp>(kernel, kPsumBytes, nc::kPsumBankBytes);
+    if (failed(commitTiles(kernel, psum, kPsumBytes, nc::kPsumBankBytes, "PSUM"))) return failure();
     OpBuilder b(kernel);
-    kernel->setAttr(kSbufBytesAttr, b.getI64IntegerAttr(*sbuf));
-    return *sbuf;
+    kernel->setAttr(kSbufBytesAttr, b.getI64IntegerAttr(sbuf.peak));
+    return sbuf.peak;
   }
 
+  // A placement of a kernel's tiles: offsets in `buffers` (one per alloc),
+  // `peak` bytes per partition (above the capacity: no candidate fits), and
+  // the index of the lifetime candidate used (0: the deepest buffering).
   template <typename AllocOp>
-  FailureOr<int64_t> planTiles(nc::KernelOp kernel, int64_t capacity, int64_t alignment,
-                               StringRef memory) {
-    Block& body = kernel.getBody().front();
+  struct TilePlan {
     SmallVector<AllocOp> allocs;
+    std::vector<PlannedBuffer> buffers;
+    int64_t peak = 0;
+    size_t candidate = 0;
+    int64_t peakLive = 0;  // of the exact lifetimes: a lower bound
+  };
+
+  template <typename AllocOp>
+  LogicalResult commitTiles(nc::KernelOp kernel, const TilePlan<AllocOp>& plan, int64_t capacity,
+                            int64_t alignment, StringRef memory) {
+    if (plan.allocs.empty()) return success();
+    if (plan.peak > capacity) {
+      auto diag = kernel.emitError("kernel '") << kernel.getSymName() << "' needs " << plan.peak << " "
+                                               << memory << " bytes per partition, more than the "
+                                               << capacity << " available";
+      diag.attachNote() << "peak live bytes (a lower bound): " << plan.peakLive;
+      return failure();
+    }
+    if (auto err = verifyPlan(plan.buffers, alignment, capacity))
+      return kernel.emitError(memory) << " plan is invalid: " << *err;
+    OpBuilder b(kernel);
+    for (auto [a, buf] : llvm::zip(plan.allocs, plan.buffers))
+      AllocOp(a).setOffsetAttr(b.getI64IntegerAttr(buf.offset));
+    return success();
+  }
+
+  // `alias`: tiles that take another tile's bytes (sharedTiles); they get no
+  // buffer of their own, their uses count as uses of the tile they map to.
+  template <typename AllocOp>
+  TilePlan<AllocOp> planTiles(nc::KernelOp kernel, int64_t capacity, int64_t alignment,
+                              const llvm::DenseMap<Value, Value>* alias = nullptr) {
+    TilePlan<AllocOp> result;
+    Block& body = kernel.getBody().front();
+    SmallVector<AllocOp>& allocs = result.allocs;
     llvm::DenseMap<Value, size_t> indexOf;
     for (Operation& op : body)
-      if (auto a = llvm::dyn_cast<AllocOp>(op)) {
+      if (auto a = llvm::dyn_cast<AllocOp>(op); a && !(alias && alias->count(a.getTile()))) {
         indexOf[a.getTile()] = allocs.size();
         allocs.push_back(a);
       }
-    if (allocs.empty()) return 0;
+    if (alias)
+      for (auto [tile, rootTile] : *alias) indexOf[tile] = indexOf.lookup(rootTile);
+    if (allocs.empty()) return result;
     std::vector<PlannedBuffer> exact(allocs.size());
     for (auto [i, a] : llvm::enumerate(allocs)) exact[i] = {INT64_MAX, -1, tileBytes(a.getTile())};
     llvm::DenseMap<int64_t, int64_t> iterationEnd;  // iteration -> last step
@@ -286,7 +351,7 @@ struct PlanMemoryPass : impl::PlanMemoryBase<PlanMemoryPass> {
     // over all of them when it can. The candidates go from most overlap to
     // exact lifetimes and are built when tried.
     SmallVector<std::function<std::vector<PlannedBuffer>()>> candidates;
-    if (memory == StringRef("SBUF")) {
+    if constexpr (std::is_same_v<AllocOp, nc::AllocTileOp>) {
       for (int64_t depth = 16; depth >= 1; --depth)
         candidates.push_back([&, depth] { return buffered(depth, false); });
       candidates.push_back([&] { return rotated(buffered(16, true), 8, true); });
@@ -319,22 +384,15 @@ struct PlanMemoryPass : impl::PlanMemoryBase<PlanMemoryPass> {
       for (size_t i = search ? candidates.size() - 2 : 0; i < candidates.size(); ++i) {
         chosen = candidates[i]();
         peak = plan(chosen, search);
+        result.candidate = i;
         if (peak <= capacity) break;
       }
       if (peak <= capacity) break;
     }
-    if (peak > capacity) {
-      auto diag = kernel.emitError("kernel '") << kernel.getSymName() << "' needs " << peak << " "
-                                               << memory << " bytes per partition, more than the "
-                                               << capacity << " available";
-      diag.attachNote() << "peak live bytes (a lower bound): " << peakLiveBytes(exact);
-      return failure();
-    }
-    if (auto err = verifyPlan(chosen, alignment, capacity))
-      return kernel.emitError(memory) << " plan is invalid: " << *err;
-    OpBuilder b(kernel);
-    for (auto [a, buf] : llvm::zip(allocs, chosen)) a.setOffsetAttr(b.getI64IntegerAttr(buf.offset));
-    return peak;
+    result.buffers = std::move(chosen);
+    result.peak = peak;
+    result.peakLive = peakLiveBytes(exact);
+    return result;
   }
 };
 
