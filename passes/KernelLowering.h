@@ -80,6 +80,9 @@ struct OperandKey {
 };
 struct OperandCache {
   std::map<OperandKey, Value> slices, panels;
+  // Slices serve one output tile only (they die at its matmuls), so
+  // transposed slices may rotate like panels (PlanMemory.cpp).
+  bool singleTile = false;
   void clear() {
     slices.clear();
     panels.clear();

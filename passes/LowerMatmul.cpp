@@ -147,6 +147,7 @@ Value KernelLowering::operandSlice(OperandCache& cache, const MatmulOperand& o, 
       setSource(b->create<nc::TransposeOp>(loc, out, in), op);
     }
     slice = alloc(kt, o.n, o.elem);
+    if (cache.singleTile) slice.getDefiningOp()->setAttr("rotation", b->getI64IntegerAttr(1));
     copyTile(slice, psum, op);
   }
   cache.slices[key] = slice;
@@ -198,6 +199,7 @@ LogicalResult KernelLowering::lowerMatmul(Operation* op, Value a, Value bm, Valu
     stationaryRow = cacheRow;
   }
   OperandCache oneTileStationary, oneTileMoving;
+  oneTileStationary.singleTile = oneTileMoving.singleTile = true;
   // (Wide slices fit twice the cache by construction.)
   OperandCache& sc = stationary.n != p ||
                              slices * p * stationary.elemBytes() <= kStationaryCacheBytes

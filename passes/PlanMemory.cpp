@@ -12,8 +12,10 @@
 // first to its last use; to let DMA for later row tiles overlap compute on
 // this one, a tile of iteration k also stays reserved through iteration
 // k + 16 (deep buffering), else k + 1 (double buffering); matmul operand
-// panels marked `rotation` may instead rotate among themselves when that
-// does not fit. PSUM tiles rotate over the 8 banks (each reserved until the
+// panels and single-use transposed slices marked `rotation` may instead
+// rotate within their group when that does not fit. Every other kernel's
+// tiles are placed mirrored (from the top down), clear of the previous
+// kernel's when both fit, so that its first loads need not wait for it. PSUM tiles rotate over the 8 banks (each reserved until the
 // 7th, else the 6th ... 2nd, PSUM tile after it is first used). If nothing
 // fits, the plan falls back to exact lifetimes (correct, less overlap)
 // before giving up. When the deepest buffering does not fit, tiles whose
@@ -29,6 +31,7 @@
 #include "passes/Passes.h"
 #include "passes/IsaProto.h"
 #include "mlir/IR/Builders.h"
+#include "llvm/ADT/MapVector.h"
 
 namespace neuroncc {
 #define GEN_PASS_DEF_PLANMEMORY
@@ -212,6 +215,8 @@ struct PlanMemoryPass : impl::PlanMemoryBase<PlanMemoryPass> {
     return success();
   }
 
+  int64_t kernelsPlanned = 0;  // lowered kernels so far, in program order
+
   FailureOr<int64_t> planSbuf(nc::KernelOp kernel) {
     // Tiles share bytes only when that buys deeper buffering (or a fit):
     // a result written over its input waits for every other reader of it,
@@ -227,11 +232,12 @@ struct PlanMemoryPass : impl::PlanMemoryBase<PlanMemoryPass> {
         }
       }
     }
-    if (failed(commitTiles(kernel, sbuf, sbufBytes, kSbufAlignment, "SBUF"))) return failure();
+    bool mirror = kernelsPlanned++ % 2 == 1;
+    if (failed(commitTiles(kernel, sbuf, sbufBytes, kSbufAlignment, "SBUF", mirror))) return failure();
     // PSUM tiles sit on 2 KiB bank boundaries, so a matmul's accumulator
     // (at most 2 KiB per partition) never straddles two banks.
     TilePlan<nc::AllocPsumOp> psum = planTiles<nc::AllocPsumOp>(kernel, kPsumBytes, nc::kPsumBankBytes);
-    if (failed(commitTiles(kernel, psum, kPsumBytes, nc::kPsumBankBytes, "PSUM"))) return failure();
+    if (failed(commitTiles(kernel, psum, kPsumBytes, nc::kPsumBankBytes, "PSUM", mirror))) return failure();
     OpBuilder b(kernel);
     kernel->setAttr(kSbufBytesAttr, b.getI64IntegerAttr(sbuf.peak));
     return sbuf.peak;
@@ -251,7 +257,7 @@ struct PlanMemoryPass : impl::PlanMemoryBase<PlanMemoryPass> {
 
   template <typename AllocOp>
   LogicalResult commitTiles(nc::KernelOp kernel, const TilePlan<AllocOp>& plan, int64_t capacity,
-                            int64_t alignment, StringRef memory) {
+                            int64_t alignment, StringRef memory, bool mirror) {
     if (plan.allocs.empty()) return success();
     if (plan.peak > capacity) {
       auto diag = kernel.emitError("kernel '") << kernel.getSymName() << "' needs " << plan.peak << " "
@@ -260,10 +266,20 @@ struct PlanMemoryPass : impl::PlanMemoryBase<PlanMemoryPass> {
       diag.attachNote() << "peak live bytes (a lower bound): " << plan.peakLive;
       return failure();
     }
-    if (auto err = verifyPlan(plan.buffers, alignment, capacity))
+    // Mirrored (from the top of the memory down), every other kernel's
+    // tiles keep clear of the bytes the previous kernel uses when both fit
+    // together, so that the next kernel's first loads (weights, often) need
+    // not wait for the previous kernel's last instructions at the boundary
+    // (runtime.md: kernel-boundary waits compare byte ranges). Each buffer
+    // keeps its aligned extent, so mirrored buffers stay disjoint.
+    std::vector<PlannedBuffer> buffers = plan.buffers;
+    if (mirror)
+      for (PlannedBuffer& buf : buffers)
+        buf.offset = capacity - buf.offset - (buf.size + alignment - 1) / alignment * alignment;
+    if (auto err = verifyPlan(buffers, alignment, capacity))
       return kernel.emitError(memory) << " plan is invalid: " << *err;
     OpBuilder b(kernel);
-    for (auto [a, buf] : llvm::zip(plan.allocs, plan.buffers))
+    for (auto [a, buf] : llvm::zip(plan.allocs, buffers))
       AllocOp(a).setOffsetAttr(b.getI64IntegerAttr(buf.offset));
     return success();
   }
@@ -335,12 +351,18 @@ struct PlanMemoryPass : impl::PlanMemoryBase<PlanMemoryPass> {
     std::vector<size_t> byStart(allocs.size());
     for (size_t i = 0; i < byStart.size(); ++i) byStart[i] = i;
     llvm::stable_sort(byStart, [&](size_t a, size_t b) { return exact[a].start < exact[b].start; });
+    // Marked tiles rotate within their group (the attribute's value: panels
+    // of rows, transposed slices), so that one kind does not crowd out the
+    // other.
     auto rotated = [&](std::vector<PlannedBuffer> buffers, int64_t depth, bool onlyMarked) {
-      std::vector<size_t> order;
-      for (size_t i : byStart)
-        if (!onlyMarked || allocs[i]->hasAttr("rotation")) order.push_back(i);
-      for (size_t i = 0; i + size_t(depth) < order.size(); ++i)
-        buffers[order[i]].end = std::max(buffers[order[i]].end, exact[order[i + size_t(depth)]].start + 1);
+      llvm::MapVector<Attribute, std::vector<size_t>> groups;
+      for (size_t i : byStart) {
+        Attribute group = allocs[i]->getAttr("rotation");
+        if (!onlyMarked || group) groups[onlyMarked ? group : Attribute()].push_back(i);
+      }
+      for (auto& [group, order] : groups)
+        for (size_t i = 0; i + size_t(depth) < order.size(); ++i)
+          buffers[order[i]].end = std::max(buffers[order[i]].end, exact[order[i + size_t(depth)]].start + 1);
       return buffers;
     };
     // SBUF is large next to one iteration's tiles: sixteen iterations in
@@ -354,8 +376,10 @@ struct PlanMemoryPass : impl::PlanMemoryBase<PlanMemoryPass> {
     if constexpr (std::is_same_v<AllocOp, nc::AllocTileOp>) {
       for (int64_t depth = 16; depth >= 1; --depth)
         candidates.push_back([&, depth] { return buffered(depth, false); });
-      candidates.push_back([&] { return rotated(buffered(16, true), 8, true); });
-      candidates.push_back([&] { return rotated(buffered(1, true), 2, true); });
+      for (int64_t rotation : {32, 16, 8})
+        candidates.push_back([&, rotation] { return rotated(buffered(16, true), rotation, true); });
+      for (int64_t panels : {8, 4, 2})
+        candidates.push_back([&, panels] { return rotated(buffered(1, true), panels, true); });
     } else {
       for (int64_t depth = kPsumBytes / nc::kPsumBankBytes - 1; depth >= 2; --depth)
         candidates.push_back([&, depth] { return rotated(exact, depth, false); });

@@ -38,3 +38,25 @@ func.func @short_rows(%a: tensor<64x256xf32>, %b: tensor<256x64xf32>) -> tensor<
   %y = aten.mm %att, %b : tensor<64x256xf32>, tensor<256x64xf32> -> tensor<64x64xf32>
   return %y : tensor<64x64xf32>
 }
+
+// -----
+
+// One row tile (16 tokens) against an nn.Linear weight stored (out, in):
+// each transposed moving slice serves a single output tile, so it is marked
+// to rotate among the other such slices (group 1), apart from the panels of
+// rows it is transposed from (unit `rotation`), instead of being held
+// through whole iterations (ncc-plan-memory). The row tile's stationary
+// slices serve every column tile and are not marked.
+// CHECK-LABEL: func.func @linear_one_row_tile
+// CHECK: nc.alloc_tile {iteration = 1 : i64, rotation} : memref<16x256xbf16, 1>
+// CHECK: nc.alloc_tile {iteration = 1 : i64} : memref<128x16xbf16, 1>
+// CHECK: nc.alloc_tile {iteration = 1 : i64, rotation} : memref<128x256xbf16, 1>
+// CHECK: nc.transpose
+// CHECK: nc.alloc_tile {iteration = 1 : i64, rotation = 1 : i64} : memref<128x512xbf16, 1>
+// CHECK-NEXT: nc.tensor_scalar {{.*}}imm = 1.000000e+00
+// CHECK: nc.matmul
+func.func @linear_one_row_tile(%x: tensor<16x256xbf16>, %w: tensor<1024x256xbf16>) -> tensor<16x1024xbf16> {
+  %t = aten.t %w : tensor<1024x256xbf16> -> tensor<256x1024xbf16>
+  %y = aten.mm %x, %t : tensor<16x256xbf16>, tensor<256x1024xbf16> -> tensor<16x1024xbf16>
+  return %y : tensor<16x1024xbf16>
+}
