@@ -45,7 +45,13 @@ constexpr int64_t kLookahead = 4;
 // bytes (device model: 20 ns per run, 512 B at one queue's bandwidth).
 constexpr int64_t kMinRunBytes = 512;
 constexpr int64_t kWideRunBytes = 1024;  // rows of a K-major left operand loaded for several row tiles
-constexpr int64_t kSplitBytes = 256 * 1024;  // larger panels load on several DMA queues
+// Larger panels load on several DMA queues. Panels are on the TensorEngine's
+// critical path (it waits for the first slices), so they are split finer
+// than elementwise tiles (LowerToIsa.cpp): 128 KiB pieces, although each
+// spends 28% of its queue time on the fixed 2 us (256 KiB: 16%), gave the
+// LLaMA-7B layer 59.7% MFU against 59.3% and at seq 16 46.6% MBU against
+// 45.3% (benchmarks/roofline_bench.py; 64 KiB and 512 KiB were slower).
+constexpr int64_t kSplitBytes = 128 * 1024;
 }  // namespace
 
 // Columns [column, column + n) of a tile: itself, or an nc.tile_columns view.

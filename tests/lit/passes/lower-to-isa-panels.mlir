@@ -4,16 +4,18 @@
 // its columns are contiguous, so its slices need no transpose). A moving
 // slice is [128 x 512] bf16 (1 KiB per partition); one DMA loads a panel of
 // four consecutive k slices side by side ([128 x 2048], 4 KiB per
-// partition, in two DMAs of 64 partitions so that two queues share its
+// partition, in four DMAs of 32 partitions so that four queues share its
 // 512 KiB), and each matmul reads a column range of it. K = 1024 is 8
 // slices: 2 panels of b. The pipeline prepares slices ahead: the second
 // panel's loads are issued before the first matmul.
 // CHECK-LABEL: func.func @direct_panels
-// CHECK: nc.dma_load %{{.*}} -> %[[B0:.*]] {ap = array<i64: 512, 64, 65536, 4, 1, 512>, {{.*}}offset = 0 : i64, part_start = 0 : i64{{.*}} : memref<1024x512xbf16>, memref<128x2048xbf16, 1>
-// CHECK: nc.dma_load %{{.*}} -> %[[B0]] {ap = array<i64: 512, 64, 65536, 4, 1, 512>, {{.*}}offset = 32768 : i64, part_start = 64 : i64
+// CHECK: nc.dma_load %{{.*}} -> %[[B0:.*]] {ap = array<i64: 512, 32, 65536, 4, 1, 512>, {{.*}}offset = 0 : i64, part_start = 0 : i64{{.*}} : memref<1024x512xbf16>, memref<128x2048xbf16, 1>
+// CHECK: nc.dma_load %{{.*}} -> %[[B0]] {ap = array<i64: 512, 32, 65536, 4, 1, 512>, {{.*}}offset = 16384 : i64, part_start = 32 : i64
+// CHECK: nc.dma_load %{{.*}} -> %[[B0]] {ap = array<i64: 512, 32, 65536, 4, 1, 512>, {{.*}}offset = 32768 : i64, part_start = 64 : i64
+// CHECK: nc.dma_load %{{.*}} -> %[[B0]] {ap = array<i64: 512, 32, 65536, 4, 1, 512>, {{.*}}offset = 49152 : i64, part_start = 96 : i64
 // CHECK: %[[S0:.*]] = nc.tile_columns %[[B0]][0] : memref<128x2048xbf16, 1> -> memref<128x512xbf16, 1>
 // CHECK: nc.tile_columns %[[B0]][512]
-// CHECK: nc.dma_load %{{.*}} -> %[[B1:.*]] {ap = array<i64: 512, 64, 65536, 4, 1, 512>, {{.*}}offset = 262144 : i64
+// CHECK: nc.dma_load %{{.*}} -> %[[B1:.*]] {ap = array<i64: 512, 32, 65536, 4, 1, 512>, {{.*}}offset = 262144 : i64
 // CHECK: nc.matmul %{{.*}}, %{{.*}}, %[[S0]] {engine = "tensor"
 // CHECK-COUNT-7: nc.matmul
 // CHECK-NOT: nc.dma_load {{.*}}memref<1024x512xbf16>
