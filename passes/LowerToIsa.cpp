@@ -382,13 +382,20 @@ void KernelLowering::emitDma(bool load, Value hbm, Value tile, const Layout& l, 
   // cost more queue time (RMSNorm 8192 x 4096 bf16: 81% MBU with 256 KiB
   // pieces, 86% with 512 KiB).
   constexpr int64_t kSplitBytes = 512 * 1024;
+  // A kernel with few row tiles (all its transfers of this value together
+  // under 64 pieces of that size) splits finer, down to 64 KiB, so that its
+  // first tiles arrive sooner and all 16 queues take part (GPT-2-medium's
+  // layer norms, 8 row tiles of 1024: the block 38.2% -> 40.7% MFU; 32 or
+  // 128 pieces instead of 64 change nothing measurable).
+  const int64_t splitBytes =
+      std::clamp<int64_t>(space.rows * bytesPerRow / 64, 64 * 1024, kSplitBytes);
   int64_t start = 0;
   while (start < p) {
     int64_t end = start + 1;
     int64_t stride = end < p ? offs[size_t(end)] - offs[size_t(start)] : 0;
     while (end < p && offs[size_t(end)] - offs[size_t(end - 1)] == stride) ++end;
     int64_t count = end - start;
-    int64_t pieces = std::clamp<int64_t>(count * bytesPerRow / kSplitBytes, 1, 8);
+    int64_t pieces = std::clamp<int64_t>(count * bytesPerRow / splitBytes, 1, 8);
     int64_t per = (count + pieces - 1) / pieces;
     for (int64_t s = start; s < end; s += per) {
       int64_t c = std::min(per, end - s);

@@ -1,11 +1,13 @@
 // RUN: neuron-opt %s --split-input-file --ncc-decompose-composites --ncc-form-kernels --ncc-lower-to-isa | FileCheck %s
 
 // 300 rows: two full 128-partition tiles and a 44-row tail; the weight is
-// broadcast over partitions (stride 0) and loaded once per tile height.
+// broadcast over partitions (stride 0) and loaded once per tile height. A
+// kernel this small moves each tile in pieces of 19 partitions (at least
+// 64 KiB), so that its first tile arrives sooner and more queues share it.
 // CHECK-LABEL: func.func @rows_300
 // CHECK: ^bb0(%[[X:.*]]: memref<300x1000xf32>, %[[W:.*]]: memref<1000xf32>, %[[Y:.*]]: memref<300x1000xf32>):
-// CHECK: nc.dma_load %[[X]] -> %{{.*}} {ap = array<i64: 1000, 128, 1, 1000>, {{.*}}offset = 0 : i64{{.*}} : memref<300x1000xf32>, memref<128x1000xf32, 1>
-// CHECK: nc.dma_load %[[W]] -> %[[W128:[0-9]+]] {ap = array<i64: 0, 128, 1, 1000>
+// CHECK: nc.dma_load %[[X]] -> %{{.*}} {ap = array<i64: 1000, 19, 1, 1000>, {{.*}}offset = 0 : i64{{.*}} : memref<300x1000xf32>, memref<128x1000xf32, 1>
+// CHECK: nc.dma_load %[[W]] -> %[[W128:[0-9]+]] {ap = array<i64: 0, 19, 1, 1000>
 // x * x summed over the row is one Square activation with an accumulator.
 // CHECK: nc.activation %{{.*}}, %{{.*}} accum %{{.*}} : memref<128x1xf32, 1> {{{.*}}func = "square"{{.*}} : memref<128x1000xf32, 1>, memref<128x1000xf32, 1>
 // CHECK-NOT: nc.tensor_reduce
@@ -14,14 +16,14 @@
 // CHECK: nc.activation %{{.*}}, %{{.*}} {bias = 9.9999999999999995E-7 : f64, {{.*}}func = "rsqrt", scale = 1.000000e-03
 // CHECK: nc.tensor_scalar %{{.*}}, %{{.*}}, %{{.*}} {alu = "mul"{{.*}} : memref<128x1000xf32, 1>, memref<128x1000xf32, 1>, memref<128x1xf32, 1>
 // CHECK: nc.tensor_tensor %[[OUT0:.*]], %{{.*}}, %[[W128]] {alu = "mul"
-// CHECK: nc.dma_store %[[OUT0]] -> %[[Y]] {ap = array<i64: 1000, 128, 1, 1000>, {{.*}}offset = 0 : i64
+// CHECK: nc.dma_store %[[OUT0]] -> %[[Y]] {ap = array<i64: 1000, 19, 1, 1000>, {{.*}}offset = 0 : i64
 // CHECK: nc.dma_load %[[X]] -> {{.*}}offset = 128000 : i64
 // CHECK-NOT: nc.dma_load %[[W]]
 // CHECK: nc.tensor_tensor %{{.*}}, %{{.*}}, %[[W128]] {alu = "mul"
 // CHECK: nc.dma_store {{.*}}offset = 128000 : i64
-// CHECK: nc.dma_load %[[X]] -> {{.*}} {ap = array<i64: 1000, 44, 1, 1000>, {{.*}}offset = 256000 : i64{{.*}} memref<44x1000xf32, 1>
-// CHECK: nc.dma_load %[[W]] -> {{.*}} {ap = array<i64: 0, 44, 1, 1000>
-// CHECK: nc.dma_store {{.*}} {ap = array<i64: 1000, 44, 1, 1000>, {{.*}}offset = 256000 : i64
+// CHECK: nc.dma_load %[[X]] -> {{.*}} {ap = array<i64: 1000, 22, 1, 1000>, {{.*}}offset = 256000 : i64{{.*}} memref<44x1000xf32, 1>
+// CHECK: nc.dma_load %[[W]] -> {{.*}} {ap = array<i64: 0, 22, 1, 1000>
+// CHECK: nc.dma_store {{.*}} {ap = array<i64: 1000, 22, 1, 1000>, {{.*}}offset = 256000 : i64
 func.func @rows_300(%x: tensor<300x1000xf32>, %w: tensor<1000xf32>) -> tensor<300x1000xf32> {
   %y = aten.rms_norm %x, %w {normalized_shape = array<i64: 1000>, eps = 1.0e-06} : tensor<300x1000xf32>, tensor<1000xf32> -> tensor<300x1000xf32>
   return %y : tensor<300x1000xf32>
@@ -30,11 +32,12 @@ func.func @rows_300(%x: tensor<300x1000xf32>, %w: tensor<1000xf32>) -> tensor<30
 // -----
 
 // Without a reduction, long rows are cut into chunks of at most 4096 elements
-// (each 2 MiB load in pieces of 32 partitions, for several DMA queues).
+// (each 2 MiB load in pieces of 16 partitions, for several DMA queues: the
+// kernel has two row tiles, so its transfers are split finer than 512 KiB).
 // CHECK-LABEL: func.func @chunks
-// CHECK: nc.dma_load {{.*}} {ap = array<i64: 10000, 32, 1, 4096>, {{.*}}offset = 0 : i64
+// CHECK: nc.dma_load {{.*}} {ap = array<i64: 10000, 16, 1, 4096>, {{.*}}offset = 0 : i64
 // CHECK: nc.activation {{.*}}func = "exp"
-// CHECK: nc.dma_load {{.*}} {ap = array<i64: 10000, 32, 1, 4096>, {{.*}}offset = 4096 : i64
+// CHECK: nc.dma_load {{.*}} {ap = array<i64: 10000, 16, 1, 4096>, {{.*}}offset = 4096 : i64
 // CHECK: nc.dma_load {{.*}} {ap = array<i64: 10000, {{[0-9]+}}, 1, 1808>, {{.*}}offset = 8192 : i64
 // CHECK: nc.dma_store {{.*}} {ap = array<i64: 10000, {{[0-9]+}}, 1, 1808>, {{.*}}offset = 8192 : i64
 func.func @chunks(%x: tensor<130x10000xf32>) -> tensor<130x10000xf32> {
@@ -48,11 +51,11 @@ func.func @chunks(%x: tensor<130x10000xf32>) -> tensor<130x10000xf32> {
 // 100 rows of 400 (the largest divisor of 10000 with 4 x 25 <= 128), one
 // tile; a per-row operand keeps its row stride (0 along the split).
 // CHECK-LABEL: func.func @few_long_rows
-// CHECK: nc.dma_load %{{.*}} -> {{.*}} {ap = array<i64: 400, 100, 1, 400>, {{.*}}offset = 0 : i64{{.*}} memref<100x400xf32, 1>
+// CHECK: nc.dma_load %{{.*}} -> {{.*}} {ap = array<i64: 400, 50, 1, 400>, {{.*}}offset = 0 : i64{{.*}} memref<100x400xf32, 1>
 // CHECK: nc.dma_load %{{.*}} -> {{.*}} {ap = array<i64: 0, 25, 1, 1>, {{.*}}offset = 0 : i64, part_start = 0
 // CHECK: nc.dma_load %{{.*}} -> {{.*}} {ap = array<i64: 0, 25, 1, 1>, {{.*}}offset = 1 : i64, part_start = 25
 // CHECK: nc.activation {{.*}}func = "exp"
-// CHECK: nc.dma_store {{.*}} {ap = array<i64: 400, 100, 1, 400>, {{.*}}offset = 0 : i64
+// CHECK: nc.dma_store {{.*}} {ap = array<i64: 400, 50, 1, 400>, {{.*}}offset = 0 : i64
 // CHECK-NOT: nc.dma_load
 func.func @few_long_rows(%x: tensor<4x10000xf32>, %b: tensor<4x1xf32>) -> tensor<4x10000xf32> {
   %s = aten.add.Tensor %x, %b : tensor<4x10000xf32>, tensor<4x1xf32> -> tensor<4x10000xf32>

@@ -5,22 +5,24 @@
 // Semaphore queues: 1 vector, 2 scalar, 3 gpsimd, 4 + q DMA queue q.
 // Four row tiles of exp: SBUF holds sixteen iterations' tiles at once (deep
 // buffering, ncc-plan-memory), so no tile comes back round: the loads spread
-// over DMA queues and carry no wait, each activation waits for its load and
-// each store for its activation. Instructions go in the order their inputs
-// are ready, so the four loads come first.
+// over DMA queues and carry no wait (a kernel of few row tiles loads each in
+// four 64 KiB pieces, ncc-lower-to-isa, so the four tiles take all 16
+// queues), each activation waits for its tile's four loads and each tile's
+// stores for its activation. Instructions go in the order their inputs are
+// ready, so the loads come first.
 // CHECK-LABEL: func.func @reuse
 // CHECK: nc.dma_load {{.*}}offset = 0 : i64, part_start = 0 : i64, queue = 0 : i64, source_op = -1 : i64}
-// CHECK: nc.dma_load {{.*}}offset = 65536 : i64, part_start = 0 : i64, queue = 1 : i64, source_op = -1 : i64}
-// CHECK: nc.dma_load {{.*}}offset = 131072 : i64, part_start = 0 : i64, queue = 2 : i64, source_op = -1 : i64}
-// CHECK: nc.dma_load {{.*}}offset = 196608 : i64, part_start = 0 : i64, queue = 3 : i64, source_op = -1 : i64}
-// CHECK: nc.activation {{.*}}func = "exp", {{.*}}waits = array<i64: 4, 1>}
-// CHECK: nc.activation {{.*}}waits = array<i64: 5, 1>}
-// CHECK: nc.activation {{.*}}waits = array<i64: 6, 1>}
-// CHECK: nc.activation {{.*}}waits = array<i64: 7, 1>}
+// CHECK: nc.dma_load {{.*}}offset = 65536 : i64, part_start = 0 : i64, queue = 4 : i64, source_op = -1 : i64}
+// CHECK: nc.dma_load {{.*}}offset = 131072 : i64, part_start = 0 : i64, queue = 8 : i64, source_op = -1 : i64}
+// CHECK: nc.dma_load {{.*}}offset = 196608 : i64, part_start = 0 : i64, queue = 12 : i64, source_op = -1 : i64}
+// CHECK: nc.activation {{.*}}func = "exp", {{.*}}waits = array<i64: 4, 1, 5, 1, 6, 1, 7, 1>}
+// CHECK: nc.activation {{.*}}waits = array<i64: 8, 1, 9, 1, 10, 1, 11, 1>}
+// CHECK: nc.activation {{.*}}waits = array<i64: 12, 1, 13, 1, 14, 1, 15, 1>}
+// CHECK: nc.activation {{.*}}waits = array<i64: 16, 1, 17, 1, 18, 1, 19, 1>}
 // CHECK: nc.dma_store {{.*}}queue = 0 : i64, source_op = -1 : i64, waits = array<i64: 2, 1>}
-// CHECK: nc.dma_store {{.*}}waits = array<i64: 2, 2>}
-// CHECK: nc.dma_store {{.*}}waits = array<i64: 2, 3>}
-// CHECK: nc.dma_store {{.*}}waits = array<i64: 2, 4>}
+// CHECK: nc.dma_store {{.*}}offset = 65536 : i64, {{.*}}waits = array<i64: 2, 2>}
+// CHECK: nc.dma_store {{.*}}offset = 131072 : i64, {{.*}}waits = array<i64: 2, 3>}
+// CHECK: nc.dma_store {{.*}}offset = 196608 : i64, {{.*}}waits = array<i64: 2, 4>}
 func.func @reuse(%x: tensor<512x512xf32>) -> tensor<512x512xf32> {
   %y = aten.exp %x : tensor<512x512xf32> -> tensor<512x512xf32>
   return %y : tensor<512x512xf32>
@@ -32,7 +34,7 @@ func.func @reuse(%x: tensor<512x512xf32>) -> tensor<512x512xf32> {
 // interleave with theirs.
 // CHECK-LABEL: func.func @column_tiles
 // CHECK: nc.dma_store {{.*}}offset = 0 : i64, part_start = 0 : i64, queue = 0 : i64, source_op = -1 : i64, waits = array<i64: 2, 1>}
-// CHECK: nc.dma_store {{.*}}offset = 4096 : i64, part_start = 0 : i64, queue = 4 : i64, source_op = -1 : i64, waits = array<i64: 2, 2>}
+// CHECK: nc.dma_store {{.*}}offset = 4096 : i64, part_start = 0 : i64, queue = 8 : i64, source_op = -1 : i64, waits = array<i64: 2, 2>}
 func.func @column_tiles(%x: tensor<128x8192xf32>) -> tensor<128x8192xf32> {
   %y = aten.exp %x : tensor<128x8192xf32> -> tensor<128x8192xf32>
   return %y : tensor<128x8192xf32>
