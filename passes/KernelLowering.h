@@ -170,6 +170,10 @@ class KernelLowering {
   // through this view of the output buffer in the root's shape.
   llvm::DenseMap<Value, aten::StridedView> storedThrough;
   llvm::DenseSet<Value> tilelessViews;  // inner links of such chains: no tile of their own
+  // Tiles holding only a splat constant (broadcastRow without a row value),
+  // by (value bits, partitions, columns, dtype): written once per kernel and
+  // read by every row tile that needs them.
+  std::map<std::tuple<uint64_t, int64_t, int64_t, const void*>, Value> constantTiles;
   // Output columns per matmul tile: one PSUM bank (512 f32).
   static constexpr int64_t matmulColumns = nc::kPsumBankBytes / 4;
   OpBuilder* b = nullptr;

@@ -404,7 +404,11 @@ void KernelLowering::finalizeReduction(Operation* op, int64_t p) {
 // `rowTile` (iota writes the constant, an add the row value).
 Value KernelLowering::broadcastRow(Value rowTile, double imm, int64_t p, int64_t f, Type elem,
                                    Operation* source) {
+  auto key = std::make_tuple(llvm::bit_cast<uint64_t>(imm), p, f, elem.getAsOpaquePointer());
+  if (!rowTile)
+    if (auto it = constantTiles.find(key); it != constantTiles.end()) return it->second;
   Value t = alloc(p, f, elem);
+  if (!rowTile) constantTiles[key] = t;
   setSource(b->create<nc::IotaOp>(loc, t, b->getF64FloatAttr(imm), b->getF64FloatAttr(0.0),
                                   b->getF64FloatAttr(0.0)),
             source);

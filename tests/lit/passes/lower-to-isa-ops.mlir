@@ -115,6 +115,20 @@ func.func @mask(%x: tensor<8x8xf32>) -> tensor<8x8xf32> {
 
 // -----
 
+// The fill tile holds only a constant: written once, read by every row tile.
+// CHECK-LABEL: func.func @mask_rows
+// CHECK: nc.iota %[[FILL:.*]] {base = 0xFFF0000000000000 : f64
+// CHECK: nc.tensor_select %{{.*}}, %[[FILL]], %{{.*}}, %{{.*}}
+// CHECK-NOT: nc.iota
+// CHECK: nc.tensor_select %{{.*}}, %[[FILL]], %{{.*}}, %{{.*}}
+func.func @mask_rows(%x: tensor<256x8xf32>) -> tensor<256x8xf32> {
+  %m = aten.gt.Scalar %x, 0.0 : tensor<256x8xf32> -> tensor<256x8xi1>
+  %f = aten.masked_fill.Scalar %x, %m, 0xFFF0000000000000 : tensor<256x8xf32>, tensor<256x8xi1> -> tensor<256x8xf32>
+  return %f : tensor<256x8xf32>
+}
+
+// -----
+
 // An embedding is a gather of table rows by the HBM index tensor.
 // CHECK-LABEL: func.func @embed
 // CHECK: ^bb0(%[[W:.*]]: memref<100x64xf32>, %[[IDS:.*]]: memref<2x16xi64>
