@@ -15,8 +15,9 @@
 // panels and single-use transposed slices marked `rotation` may instead
 // rotate within their group when that does not fit. Every other kernel's
 // tiles are placed mirrored (from the top down), clear of the previous
-// kernel's when both fit, so that its first loads need not wait for it. PSUM tiles rotate over the 8 banks (each reserved until the
-// 7th, else the 6th ... 2nd, PSUM tile after it is first used). If nothing
+// kernel's when both fit, so that its first loads need not wait for it.
+// PSUM tiles rotate over the 8 banks (each reserved until the 7th, else the
+// 6th ... 2nd, PSUM tile after it is first used). If nothing
 // fits, the plan falls back to exact lifetimes (correct, less overlap)
 // before giving up. When the deepest buffering does not fit, tiles whose
 // uses follow one another (a result over its input's last read, unread
@@ -32,6 +33,7 @@
 #include "passes/IsaProto.h"
 #include "mlir/IR/Builders.h"
 #include "llvm/ADT/MapVector.h"
+#include "llvm/Support/MathExtras.h"
 
 namespace neuroncc {
 #define GEN_PASS_DEF_PLANMEMORY
@@ -142,18 +144,16 @@ llvm::DenseMap<Value, Value> sharedTiles(nc::KernelOp kernel) {
         break;
       }
     }
+    // (An unread result is used by its own instruction alone, so that
+    // instruction reads neither the scratch tile nor anything mapped to it.)
     if (!into && llvm::isa<nc::ActivationOp>(op) && outIt->second.count == 1) {
       auto [slot, fresh] = scratch.try_emplace(out.getType(), out);
       if (fresh) continue;
       into = slot->second;
-      if (llvm::any_of(op->getOperands(), [&](Value v) { return root(v) == root(into); })) continue;
     }
     if (!into) continue;
-    // `into` may itself have been merged into another tile; its uses (and
-    // now out's) continue that tile's.
-    Uses& merged = uses[into];
-    merged.last = outIt->second.last;
-    merged.count += outIt->second.count;
+    // `into` may itself have been mapped to another tile: out's uses follow
+    // on from that one's (each tile is `into` at most once, at its last use).
     alias[out] = root(into);
   }
   return alias;
@@ -173,6 +173,10 @@ struct PlanMemoryPass : impl::PlanMemoryBase<PlanMemoryPass> {
 
   void runOnOperation() override {
     func::FuncOp func = getOperation();
+    // Per function: the pass manager may run one instance on several
+    // functions (or clones on threads), and the placement must not depend
+    // on which.
+    kernelsPlanned = 0;
     if (failed(planHbm(func))) return signalPassFailure();
     int64_t peak = 0;
     WalkResult r = func.walk([&](nc::KernelOp k) {
@@ -275,7 +279,7 @@ struct PlanMemoryPass : impl::PlanMemoryBase<PlanMemoryPass> {
     std::vector<PlannedBuffer> buffers = plan.buffers;
     if (mirror)
       for (PlannedBuffer& buf : buffers)
-        buf.offset = capacity - buf.offset - (buf.size + alignment - 1) / alignment * alignment;
+        buf.offset = capacity - buf.offset - int64_t(llvm::alignTo(buf.size, alignment));
     if (auto err = verifyPlan(buffers, alignment, capacity))
       return kernel.emitError(memory) << " plan is invalid: " << *err;
     OpBuilder b(kernel);
