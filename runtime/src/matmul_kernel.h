@@ -29,30 +29,64 @@ typedef int32_t I8 __attribute__((vector_size(32)));
 // The same vector at any address (SBUF rows may start at any byte), for
 // loads and stores.
 typedef float V8u __attribute__((vector_size(32), aligned(1)));
-// Lanes of bfloat16 / float16 bits and their float32 widths (conversions in
-// vector_math.cc and row_kernels.cc).
-typedef uint32_t U32x8 __attribute__((vector_size(32)));
-typedef uint16_t U16x8 __attribute__((vector_size(16)));
-typedef uint16_t U16x8u __attribute__((vector_size(16), aligned(1)));  // at any byte
 
-// Macros rather than functions: a function taking or returning a 32-byte
-// vector has a different ABI with and without AVX, and the baseline build
-// has none.
+// Macros rather than functions: a function taking or returning a 32- or
+// 64-byte vector has a different ABI with and without AVX, and the baseline
+// build has none.
 #define Load8(p) (*reinterpret_cast<const V8u*>(p))
 #define Store8(p, v) (*reinterpret_cast<V8u*>(p) = (v))
 #define Splat8(x) (V8{(x), (x), (x), (x), (x), (x), (x), (x)})
 
-// 8 bfloat16 values at any byte, as float32 lanes (a bfloat16 is the top
+// 16 float32 lanes, for the elementwise row kernels (row_kernels.cc,
+// vector_math.cc): one AVX-512 register in the builds for hosts that have
+// it, two AVX2 registers (or four SSE2) in the others. Lanes are
+// independent, so the width changes no result.
+typedef float V16 __attribute__((vector_size(64)));
+typedef int32_t I16 __attribute__((vector_size(64)));
+typedef float V16u __attribute__((vector_size(64), aligned(1)));
+// Lanes of bfloat16 bits and their float32 widths.
+typedef uint32_t U32x16 __attribute__((vector_size(64)));
+typedef uint16_t U16x16 __attribute__((vector_size(32)));
+typedef uint16_t U16x16u __attribute__((vector_size(32), aligned(1)));  // at any byte
+#define Load16(p) (*reinterpret_cast<const V16u*>(p))
+#define Store16(p, v) (*reinterpret_cast<V16u*>(p) = (v))
+#define Splat16(x) (V16{(x), (x), (x), (x), (x), (x), (x), (x), (x), (x), (x), (x), (x), (x), (x), (x)})
+
+// 16 bfloat16 values at any byte, as float32 lanes (a bfloat16 is the top
 // half of its float32), and back, rounded to nearest even as FloatToBf16
-// does (vector_math.cc and row_kernels.cc).
-inline __attribute__((always_inline)) void WidenBf16x8(const uint8_t* p, V8* v) {
-  const U16x8 h = *reinterpret_cast<const U16x8u*>(p);
-  *v = V8(__builtin_convertvector(h, U32x8) << 16);
+// does.
+inline __attribute__((always_inline)) void WidenBf16x16(const uint8_t* p, V16* v) {
+  const U16x16 h = *reinterpret_cast<const U16x16u*>(p);
+  *v = V16(__builtin_convertvector(h, U32x16) << 16);
 }
-inline __attribute__((always_inline)) void NarrowBf16x8(const V8& v, uint8_t* p) {
-  U32x8 bits;
-  Bf16BitsOf(U32x8(v), &bits);
-  *reinterpret_cast<U16x8u*>(p) = __builtin_convertvector(bits, U16x8);
+inline __attribute__((always_inline)) void NarrowBf16x16(const V16& v, uint8_t* p) {
+  U32x16 bits;
+  Bf16BitsOf(U32x16(v), &bits);
+  *reinterpret_cast<U16x16u*>(p) = __builtin_convertvector(bits, U16x16);
+}
+
+// 32 bfloat16 values at any byte as two vectors of float32 lanes without
+// moving any across lanes: `even` holds elements 0, 2, .., 30 and `odd`
+// elements 1, 3, .., 31 (each 32-bit word holds an even element in its low
+// half and the next, odd one in its high half). Elementwise code that stores
+// with JoinBf16x32 never sees the order; it saves the widening and packing
+// shuffles.
+typedef uint32_t U32x16u __attribute__((vector_size(64), aligned(1)));
+inline __attribute__((always_inline)) void SplitBf16x32(const uint8_t* p, V16* even, V16* odd) {
+  const U32x16 w = *reinterpret_cast<const U32x16u*>(p);
+  *even = V16(w << 16);
+  *odd = V16(w & 0xffff0000u);
+}
+// The inverse, rounded to nearest even as FloatToBf16 does: the rounded
+// bfloat16 sits in the high half of each word (Bf16BitsOf before its shift).
+inline __attribute__((always_inline)) U32x16 RoundedBf16High(const V16& v) {
+  const U32x16 u = U32x16(v);
+  const U32x16 quiet = u | 0x00400000u;
+  const U32x16 rounded = u + 0x7fffu + ((u >> 16) & 1u);
+  return (u & 0x7fffffffu) > 0x7f800000u ? quiet : rounded;
+}
+inline __attribute__((always_inline)) void JoinBf16x32(const V16& even, const V16& odd, uint8_t* p) {
+  *reinterpret_cast<U32x16u*>(p) = (RoundedBf16High(even) >> 16) | (RoundedBf16High(odd) & 0xffff0000u);
 }
 
 // The heights of the blocks of output rows, in order: 6 while 6 fit, then

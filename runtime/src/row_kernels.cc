@@ -8,7 +8,7 @@
 #include <utility>
 
 #include "float_convert.h"
-#include "matmul_kernel.h"  // the vector types, Load8, Store8, Splat8
+#include "matmul_kernel.h"  // the vector types, Load16, Store16, Splat16
 
 namespace neuroncc::rt::vm {
 
@@ -26,23 +26,26 @@ namespace {
 // The storage formats that rows are computed in directly.
 enum Fmt { kF32, kBf16 };
 
-// 8 elements of a format, as float32 lanes.
+// Elements per group: one vector of float32 lanes.
+constexpr uint32_t kW = 16;
+
+// kW elements of a format, as float32 lanes.
 template <Fmt F>
 struct Lanes;
 template <>
 struct Lanes<kF32> {
   static constexpr size_t kBytes = 4;
-  static NEURONCC_INLINE void Load(const uint8_t* p, V8* v) { *v = Load8(p); }
-  static NEURONCC_INLINE void Store(uint8_t* p, const V8& v) { Store8(p, v); }
+  static NEURONCC_INLINE void Load(const uint8_t* p, V16* v) { *v = Load16(p); }
+  static NEURONCC_INLINE void Store(uint8_t* p, const V16& v) { Store16(p, v); }
 };
 template <>
 struct Lanes<kBf16> {
   static constexpr size_t kBytes = 2;
-  static NEURONCC_INLINE void Load(const uint8_t* p, V8* v) { WidenBf16x8(p, v); }
-  static NEURONCC_INLINE void Store(uint8_t* p, const V8& v) { NarrowBf16x8(v, p); }
+  static NEURONCC_INLINE void Load(const uint8_t* p, V16* v) { WidenBf16x16(p, v); }
+  static NEURONCC_INLINE void Store(uint8_t* p, const V16& v) { NarrowBf16x16(v, p); }
 };
 
-// body(x, &y) for every group of 8 elements: x[k] holds the lanes of input
+// body(x, &y) for every group of kW elements: x[k] holds the lanes of input
 // k (stored in format I[k]), y the output's (stored in O). The last, partial
 // group is padded with zeros, computed, and only its real elements are
 // stored.
@@ -50,15 +53,26 @@ template <Fmt O, Fmt... I, typename Body, size_t... K>
 NEURONCC_INLINE void MapRowOf(const uint8_t* const* in, uint8_t* out, uint32_t n, Body body,
                               std::index_sequence<K...>) {
   constexpr size_t BO = Lanes<O>::kBytes;
-  V8 x[sizeof...(I) > 0 ? sizeof...(I) : 1], y;
+  V16 x[sizeof...(I) > 0 ? sizeof...(I) : 1], y;
   uint32_t i = 0;
-  for (; i + 8 <= n; i += 8) {
+  if constexpr (O == kBf16 && ((I == kBf16) && ...)) {
+    // Every operand bfloat16: 2 kW elements at a time, split into even and
+    // odd elements (SplitBf16x32), which the elementwise body cannot tell.
+    V16 x2[sizeof...(I) > 0 ? sizeof...(I) : 1], y2;
+    for (; i + 2 * kW <= n; i += 2 * kW) {
+      (SplitBf16x32(in[K] + 2 * i, &x[K], &x2[K]), ...);
+      body(x, &y);
+      body(x2, &y2);
+      JoinBf16x32(y, y2, out + 2 * i);
+    }
+  }
+  for (; i + kW <= n; i += kW) {
     (Lanes<I>::Load(in[K] + i * Lanes<I>::kBytes, &x[K]), ...);
     body(x, &y);
     Lanes<O>::Store(out + i * BO, y);
   }
   if (i == n) return;
-  uint8_t pad[sizeof...(I)][32] = {}, tail[32];
+  uint8_t pad[sizeof...(I)][4 * kW] = {}, tail[4 * kW];
   (std::memcpy(pad[K], in[K] + i * Lanes<I>::kBytes, (n - i) * Lanes<I>::kBytes), ...);
   (Lanes<I>::Load(pad[K], &x[K]), ...);
   body(x, &y);
@@ -72,37 +86,63 @@ NEURONCC_INLINE void MapRow(const uint8_t* const* in, uint8_t* out, uint32_t n, 
 }
 
 // MapRow with one input, 32 elements (LaneSum's width) per call of
-// body(x, r): x[k] and r[k] hold elements 8k..8k+7 of the 32. When `lanes`
-// is given, each float32 result is also added to lanes[f % 32] (the row
-// sum's documented order).
+// body(x, r): x[k] and r[k] hold elements kW k .. kW k + kW - 1 of the 32.
+// When `lanes` is given, each float32 result is also added to lanes[f % 32]
+// (the row sum's documented order).
 template <Fmt I, Fmt O, typename Body>
 NEURONCC_INLINE void MapRowSum(const uint8_t* in, uint8_t* out, uint32_t n, float* lanes, Body body) {
   constexpr size_t BI = Lanes<I>::kBytes, BO = Lanes<O>::kBytes;
   constexpr uint32_t W = LaneSum::kLanes;
-  static_assert(W == 32, "four groups of 8 per call");
-  V8 s[4] = {}, x[4], r[4];
-  if (lanes)
-    for (int k = 0; k < 4; ++k) s[k] = Load8(lanes + 8 * k);
+  constexpr int G = int(W / kW);  // groups per call
+  static_assert(W % kW == 0, "whole groups per call");
+  V16 s[G] = {}, x[G], r[G];
   uint32_t i = 0;
-  for (; i + W <= n; i += W) {
-    for (int k = 0; k < 4; ++k) Lanes<I>::Load(in + (i + 8 * k) * BI, &x[k]);
-    body(x, r);
-    for (int k = 0; k < 4; ++k) Lanes<O>::Store(out + (i + 8 * k) * BO, r[k]);
+  if constexpr (I == kBf16 && O == kBf16 && G == 2) {
+    // Even and odd elements apart (SplitBf16x32): s[0] holds lanes 0, 2,
+    // .., 30 and s[1] lanes 1, 3, .., 31, each still adding its elements in
+    // order.
     if (lanes)
-      for (int k = 0; k < 4; ++k) s[k] += r[k];
+      for (uint32_t j = 0; j < kW; ++j) {
+        s[0][j] = lanes[2 * j];
+        s[1][j] = lanes[2 * j + 1];
+      }
+    for (; i + W <= n; i += W) {
+      SplitBf16x32(in + 2 * i, &x[0], &x[1]);
+      body(x, r);
+      JoinBf16x32(r[0], r[1], out + 2 * i);
+      if (lanes) {
+        s[0] += r[0];
+        s[1] += r[1];
+      }
+    }
+    if (lanes)
+      for (uint32_t j = 0; j < kW; ++j) {
+        lanes[2 * j] = s[0][j];
+        lanes[2 * j + 1] = s[1][j];
+      }
+  } else {
+    if (lanes)
+      for (int k = 0; k < G; ++k) s[k] = Load16(lanes + kW * k);
+    for (; i + W <= n; i += W) {
+      for (int k = 0; k < G; ++k) Lanes<I>::Load(in + (i + kW * k) * BI, &x[k]);
+      body(x, r);
+      for (int k = 0; k < G; ++k) Lanes<O>::Store(out + (i + kW * k) * BO, r[k]);
+      if (lanes)
+        for (int k = 0; k < G; ++k) s[k] += r[k];
+    }
+    if (lanes)
+      for (int k = 0; k < G; ++k) Store16(lanes + kW * k, s[k]);
   }
-  if (lanes)
-    for (int k = 0; k < 4; ++k) Store8(lanes + 8 * k, s[k]);
   if (i == n) return;
   const uint32_t m = n - i;
   uint8_t pad[W * BI] = {}, tail[W * BO];
   std::memcpy(pad, in + i * BI, m * BI);
-  for (int k = 0; k < 4; ++k) Lanes<I>::Load(pad + 8 * k * BI, &x[k]);
+  for (int k = 0; k < G; ++k) Lanes<I>::Load(pad + kW * k * BI, &x[k]);
   body(x, r);
-  alignas(32) float results[W];
-  for (int k = 0; k < 4; ++k) {
-    Lanes<O>::Store(tail + 8 * k * BO, r[k]);
-    Store8(results + 8 * k, r[k]);
+  alignas(64) float results[W];
+  for (int k = 0; k < G; ++k) {
+    Lanes<O>::Store(tail + kW * k * BO, r[k]);
+    Store16(results + kW * k, r[k]);
   }
   std::memcpy(out + i * BO, tail, m * BO);
   if (lanes)
@@ -113,16 +153,16 @@ NEURONCC_INLINE void MapRowSum(const uint8_t* in, uint8_t* out, uint32_t n, floa
 // Lane forms of the scalar rules in vector_math.cc.
 
 // MaxF / MinF: NaN propagates, -0 < +0.
-NEURONCC_INLINE V8 MaxLanes(const V8& a, const V8& b) {
-  V8 r = I8(a) < 0 ? b : a;
+NEURONCC_INLINE V16 MaxLanes(const V16& a, const V16& b) {
+  V16 r = I16(a) < 0 ? b : a;
   r = b != b ? b : r;
   r = a != a ? a : r;
   r = b > a ? b : r;
   return a > b ? a : r;
 }
 
-NEURONCC_INLINE V8 MinLanes(const V8& a, const V8& b) {
-  V8 r = I8(a) < 0 ? a : b;
+NEURONCC_INLINE V16 MinLanes(const V16& a, const V16& b) {
+  V16 r = I16(a) < 0 ? a : b;
   r = b != b ? b : r;
   r = a != a ? a : r;
   r = b < a ? b : r;
@@ -130,7 +170,7 @@ NEURONCC_INLINE V8 MinLanes(const V8& a, const V8& b) {
 }
 
 // 1.0 where the mask is set, else 0.0.
-NEURONCC_INLINE V8 OneOrZero(const I8& mask) { return mask ? Splat8(1.0f) : Splat8(0.0f); }
+NEURONCC_INLINE V16 OneOrZero(const I16& mask) { return mask ? Splat16(1.0f) : Splat16(0.0f); }
 
 // The format a dtype is computed in directly, or -1 (float16).
 int FormatOf(DType d) { return d == neff::F32 ? kF32 : d == neff::BF16 ? kBf16 : -1; }
@@ -177,21 +217,21 @@ template <Fmt A, Fmt B, Fmt C>
 NEURONCC_INLINE void AluFused(neff::AluOp op, const uint8_t* a, const uint8_t* b, uint8_t* c, uint32_t n) {
   const uint8_t* in[2] = {a, b};
   auto map = [&](auto f) NEURONCC_LAMBDA {
-    MapRow<C, A, B>(in, c, n, [&](const V8* x, V8* y) NEURONCC_LAMBDA { *y = f(x[0], x[1]); });
+    MapRow<C, A, B>(in, c, n, [&](const V16* x, V16* y) NEURONCC_LAMBDA { *y = f(x[0], x[1]); });
   };
   switch (op) {
-    case neff::ADD: return map([](const V8& x, const V8& y) NEURONCC_LAMBDA { return x + y; });
-    case neff::SUB: return map([](const V8& x, const V8& y) NEURONCC_LAMBDA { return x - y; });
-    case neff::MUL: return map([](const V8& x, const V8& y) NEURONCC_LAMBDA { return x * y; });
-    case neff::DIV: return map([](const V8& x, const V8& y) NEURONCC_LAMBDA { return x / y; });
-    case neff::MAX: return map([](const V8& x, const V8& y) NEURONCC_LAMBDA { return MaxLanes(x, y); });
-    case neff::MIN: return map([](const V8& x, const V8& y) NEURONCC_LAMBDA { return MinLanes(x, y); });
-    case neff::IS_EQUAL: return map([](const V8& x, const V8& y) NEURONCC_LAMBDA { return OneOrZero(x == y); });
-    case neff::NOT_EQUAL: return map([](const V8& x, const V8& y) NEURONCC_LAMBDA { return OneOrZero(x != y); });
-    case neff::IS_LT: return map([](const V8& x, const V8& y) NEURONCC_LAMBDA { return OneOrZero(x < y); });
-    case neff::IS_LE: return map([](const V8& x, const V8& y) NEURONCC_LAMBDA { return OneOrZero(x <= y); });
-    case neff::IS_GT: return map([](const V8& x, const V8& y) NEURONCC_LAMBDA { return OneOrZero(x > y); });
-    case neff::IS_GE: return map([](const V8& x, const V8& y) NEURONCC_LAMBDA { return OneOrZero(x >= y); });
+    case neff::ADD: return map([](const V16& x, const V16& y) NEURONCC_LAMBDA { return x + y; });
+    case neff::SUB: return map([](const V16& x, const V16& y) NEURONCC_LAMBDA { return x - y; });
+    case neff::MUL: return map([](const V16& x, const V16& y) NEURONCC_LAMBDA { return x * y; });
+    case neff::DIV: return map([](const V16& x, const V16& y) NEURONCC_LAMBDA { return x / y; });
+    case neff::MAX: return map([](const V16& x, const V16& y) NEURONCC_LAMBDA { return MaxLanes(x, y); });
+    case neff::MIN: return map([](const V16& x, const V16& y) NEURONCC_LAMBDA { return MinLanes(x, y); });
+    case neff::IS_EQUAL: return map([](const V16& x, const V16& y) NEURONCC_LAMBDA { return OneOrZero(x == y); });
+    case neff::NOT_EQUAL: return map([](const V16& x, const V16& y) NEURONCC_LAMBDA { return OneOrZero(x != y); });
+    case neff::IS_LT: return map([](const V16& x, const V16& y) NEURONCC_LAMBDA { return OneOrZero(x < y); });
+    case neff::IS_LE: return map([](const V16& x, const V16& y) NEURONCC_LAMBDA { return OneOrZero(x <= y); });
+    case neff::IS_GT: return map([](const V16& x, const V16& y) NEURONCC_LAMBDA { return OneOrZero(x > y); });
+    case neff::IS_GE: return map([](const V16& x, const V16& y) NEURONCC_LAMBDA { return OneOrZero(x >= y); });
     default: return;
   }
 }
@@ -209,29 +249,29 @@ bool FusedAluScalar(neff::AluOp op) { return op == neff::BYPASS || FusedAlu(op);
 template <Fmt A, Fmt C>
 NEURONCC_INLINE void AluScalarFused(neff::AluOp op, const uint8_t* a, float s, bool reverse, uint8_t* c,
                                     uint32_t n) {
-  const V8 v = Splat8(s);
+  const V16 v = Splat16(s);
   // f(x, v), or f(v, x) when reversed.
   auto map = [&](auto f) NEURONCC_LAMBDA {
     if (reverse)
-      MapRow<C, A>(&a, c, n, [&](const V8* x, V8* y) NEURONCC_LAMBDA { *y = f(v, x[0]); });
+      MapRow<C, A>(&a, c, n, [&](const V16* x, V16* y) NEURONCC_LAMBDA { *y = f(v, x[0]); });
     else
-      MapRow<C, A>(&a, c, n, [&](const V8* x, V8* y) NEURONCC_LAMBDA { *y = f(x[0], v); });
+      MapRow<C, A>(&a, c, n, [&](const V16* x, V16* y) NEURONCC_LAMBDA { *y = f(x[0], v); });
   };
   switch (op) {
-    case neff::BYPASS: return MapRow<C, A>(&a, c, n, [](const V8* x, V8* y) NEURONCC_LAMBDA { *y = x[0]; });
+    case neff::BYPASS: return MapRow<C, A>(&a, c, n, [](const V16* x, V16* y) NEURONCC_LAMBDA { *y = x[0]; });
     // Commutative (MaxF and MinF too: their result never depends on the order).
-    case neff::ADD: return MapRow<C, A>(&a, c, n, [&](const V8* x, V8* y) NEURONCC_LAMBDA { *y = x[0] + v; });
-    case neff::MUL: return MapRow<C, A>(&a, c, n, [&](const V8* x, V8* y) NEURONCC_LAMBDA { *y = x[0] * v; });
-    case neff::MAX: return MapRow<C, A>(&a, c, n, [&](const V8* x, V8* y) NEURONCC_LAMBDA { *y = MaxLanes(x[0], v); });
-    case neff::MIN: return MapRow<C, A>(&a, c, n, [&](const V8* x, V8* y) NEURONCC_LAMBDA { *y = MinLanes(x[0], v); });
-    case neff::IS_EQUAL: return MapRow<C, A>(&a, c, n, [&](const V8* x, V8* y) NEURONCC_LAMBDA { *y = OneOrZero(x[0] == v); });
-    case neff::NOT_EQUAL: return MapRow<C, A>(&a, c, n, [&](const V8* x, V8* y) NEURONCC_LAMBDA { *y = OneOrZero(x[0] != v); });
-    case neff::SUB: return map([](const V8& x, const V8& y) NEURONCC_LAMBDA { return x - y; });
-    case neff::DIV: return map([](const V8& x, const V8& y) NEURONCC_LAMBDA { return x / y; });
-    case neff::IS_LT: return map([](const V8& x, const V8& y) NEURONCC_LAMBDA { return OneOrZero(x < y); });
-    case neff::IS_LE: return map([](const V8& x, const V8& y) NEURONCC_LAMBDA { return OneOrZero(x <= y); });
-    case neff::IS_GT: return map([](const V8& x, const V8& y) NEURONCC_LAMBDA { return OneOrZero(x > y); });
-    case neff::IS_GE: return map([](const V8& x, const V8& y) NEURONCC_LAMBDA { return OneOrZero(x >= y); });
+    case neff::ADD: return MapRow<C, A>(&a, c, n, [&](const V16* x, V16* y) NEURONCC_LAMBDA { *y = x[0] + v; });
+    case neff::MUL: return MapRow<C, A>(&a, c, n, [&](const V16* x, V16* y) NEURONCC_LAMBDA { *y = x[0] * v; });
+    case neff::MAX: return MapRow<C, A>(&a, c, n, [&](const V16* x, V16* y) NEURONCC_LAMBDA { *y = MaxLanes(x[0], v); });
+    case neff::MIN: return MapRow<C, A>(&a, c, n, [&](const V16* x, V16* y) NEURONCC_LAMBDA { *y = MinLanes(x[0], v); });
+    case neff::IS_EQUAL: return MapRow<C, A>(&a, c, n, [&](const V16* x, V16* y) NEURONCC_LAMBDA { *y = OneOrZero(x[0] == v); });
+    case neff::NOT_EQUAL: return MapRow<C, A>(&a, c, n, [&](const V16* x, V16* y) NEURONCC_LAMBDA { *y = OneOrZero(x[0] != v); });
+    case neff::SUB: return map([](const V16& x, const V16& y) NEURONCC_LAMBDA { return x - y; });
+    case neff::DIV: return map([](const V16& x, const V16& y) NEURONCC_LAMBDA { return x / y; });
+    case neff::IS_LT: return map([](const V16& x, const V16& y) NEURONCC_LAMBDA { return OneOrZero(x < y); });
+    case neff::IS_LE: return map([](const V16& x, const V16& y) NEURONCC_LAMBDA { return OneOrZero(x <= y); });
+    case neff::IS_GT: return map([](const V16& x, const V16& y) NEURONCC_LAMBDA { return OneOrZero(x > y); });
+    case neff::IS_GE: return map([](const V16& x, const V16& y) NEURONCC_LAMBDA { return OneOrZero(x >= y); });
     default: return;
   }
 }
@@ -271,50 +311,86 @@ template <Fmt I, Fmt O, typename Pre, typename Post>
 NEURONCC_INLINE void StagedActivation(const uint8_t* a, uint8_t* c, uint32_t n, float scale, float bias,
                                       SleefFunc fn, LaneSum* accum, Pre pre, Post post) {
   constexpr size_t BI = Lanes<I>::kBytes, BO = Lanes<O>::kBytes;
+  // bfloat16 in and out: whole steps of 2 kW elements go split into even
+  // and odd elements (SplitBf16x32), each half contiguous in y and t.
+  constexpr bool kSplit = I == kBf16 && O == kBf16;
   alignas(64) float y[kBlock], t[kBlock];
-  const V8 sv = Splat8(scale), bv = Splat8(bias);
+  const V16 sv = Splat16(scale), bv = Splat16(bias);
   for (uint32_t f0 = 0; f0 < n; f0 += kBlock) {
-    const uint32_t m = std::min(kBlock, n - f0), full = m / 8, groups = (m + 7) / 8;
+    const uint32_t m = std::min(kBlock, n - f0), full = m / kW, groups = (m + kW - 1) / kW;
+    const uint32_t paired = kSplit ? m / (2 * kW) * (2 * kW) : 0;
     const uint8_t* src = a + size_t(f0) * BI;
     uint8_t* dst = c + size_t(f0) * BO;
-    auto first = [&](const uint8_t* p, uint32_t g) NEURONCC_LAMBDA {
-      V8 x;
-      Lanes<I>::Load(p, &x);
-      const V8 vy = x * sv + bv;
-      Store8(y + 8 * g, vy);
-      Store8(t + 8 * g, pre(vy));
+    auto first = [&](const V16& x, uint32_t at) NEURONCC_LAMBDA {
+      const V16 vy = x * sv + bv;
+      Store16(y + at, vy);
+      Store16(t + at, pre(vy));
     };
-    for (uint32_t g = 0; g < full; ++g) first(src + 8 * g * BI, g);
+    for (uint32_t p = 0; p < paired; p += 2 * kW) {
+      V16 even, odd;
+      SplitBf16x32(src + p * BI, &even, &odd);
+      first(even, p);
+      first(odd, p + kW);
+    }
+    for (uint32_t g = paired / kW; g < full; ++g) {
+      V16 x;
+      Lanes<I>::Load(src + kW * g * BI, &x);
+      first(x, kW * g);
+    }
     if (full < groups) {  // the last, partial group, from a zero-padded copy
-      uint8_t pad[8 * BI] = {};
-      std::memcpy(pad, src + 8 * full * BI, (m - 8 * full) * BI);
-      first(pad, full);
+      uint8_t pad[kW * BI] = {};
+      std::memcpy(pad, src + kW * full * BI, (m - kW * full) * BI);
+      V16 x;
+      Lanes<I>::Load(pad, &x);
+      first(x, kW * full);
     }
-    SleefN(fn, t, t, 8 * groups);
-    for (uint32_t g = 0; g < groups; ++g) {
-      const V8 vy = Load8(y + 8 * g), vt = Load8(t + 8 * g);
-      const V8 r = post(vy, vt);
-      if (g < full) {
-        Lanes<O>::Store(dst + 8 * g * BO, r);
-      } else {
-        uint8_t tail[8 * BO];
-        Lanes<O>::Store(tail, r);
-        std::memcpy(dst + 8 * g * BO, tail, (m - 8 * g) * BO);
+    SleefN(fn, t, t, kW * groups);
+    if constexpr (kSplit) {
+      // The sum's lanes as in MapRowSum: even lanes, then odd ones.
+      V16 even_sum = {}, odd_sum = {};
+      float* lanes = accum ? accum->lanes() : nullptr;
+      if (lanes)
+        for (uint32_t j = 0; j < kW; ++j) {
+          even_sum[j] = lanes[2 * j];
+          odd_sum[j] = lanes[2 * j + 1];
+        }
+      for (uint32_t p = 0; p < paired; p += 2 * kW) {
+        const V16 ye = Load16(y + p), te = Load16(t + p), yo = Load16(y + p + kW), to = Load16(t + p + kW);
+        const V16 even = post(ye, te), odd = post(yo, to);
+        JoinBf16x32(even, odd, dst + p * BO);
+        even_sum += even;
+        odd_sum += odd;
       }
-      if (accum) Store8(y + 8 * g, r);  // the float32 results, for the sum
+      if (lanes)
+        for (uint32_t j = 0; j < kW; ++j) {
+          lanes[2 * j] = even_sum[j];
+          lanes[2 * j + 1] = odd_sum[j];
+        }
     }
-    if (accum) accum->Add(y, m);
+    for (uint32_t g = paired / kW; g < groups; ++g) {
+      const V16 vy = Load16(y + kW * g), vt = Load16(t + kW * g);
+      const V16 r = post(vy, vt);
+      if (g < full) {
+        Lanes<O>::Store(dst + kW * g * BO, r);
+      } else {
+        uint8_t tail[kW * BO];
+        Lanes<O>::Store(tail, r);
+        std::memcpy(dst + kW * g * BO, tail, (m - kW * g) * BO);
+      }
+      if (accum) Store16(y + kW * g, r);  // the float32 results, for the sum
+    }
+    if (accum && m > paired) accum->Add(y + paired, m - paired);
   }
 }
 
 template <Fmt A, Fmt C>
 NEURONCC_INLINE void SleefActivation(neff::ActivationFunc func, const uint8_t* a, float scale, float bias,
                                      uint8_t* c, uint32_t n, LaneSum* accum) {
-  const V8 one = Splat8(1.0f), half = Splat8(0.5f);
-  auto same = [](const V8& y) NEURONCC_LAMBDA { return y; };
-  auto negate = [](const V8& y) NEURONCC_LAMBDA { return -y; };
-  auto result = [](const V8&, const V8& t) NEURONCC_LAMBDA { return t; };
-  auto half_times_one_plus = [&](const V8& y, const V8& t) NEURONCC_LAMBDA { return (y * half) * (one + t); };
+  const V16 one = Splat16(1.0f), half = Splat16(0.5f);
+  auto same = [](const V16& y) NEURONCC_LAMBDA { return y; };
+  auto negate = [](const V16& y) NEURONCC_LAMBDA { return -y; };
+  auto result = [](const V16&, const V16& t) NEURONCC_LAMBDA { return t; };
+  auto half_times_one_plus = [&](const V16& y, const V16& t) NEURONCC_LAMBDA { return (y * half) * (one + t); };
   auto staged = [&](SleefFunc fn, auto pre, auto post) NEURONCC_LAMBDA {
     StagedActivation<A, C>(a, c, n, scale, bias, fn, accum, pre, post);
   };
@@ -324,18 +400,18 @@ NEURONCC_INLINE void SleefActivation(neff::ActivationFunc func, const uint8_t* a
     case neff::TANH: return staged(SleefFunc::kTanh, same, result);
     case neff::SIGMOID:  // 1 / (1 + exp(-y))
       return staged(SleefFunc::kExp, negate,
-                    [&](const V8&, const V8& e) NEURONCC_LAMBDA { return one / (one + e); });
+                    [&](const V16&, const V16& e) NEURONCC_LAMBDA { return one / (one + e); });
     case neff::SILU:  // y * sigmoid(y)
       return staged(SleefFunc::kExp, negate,
-                    [&](const V8& y, const V8& e) NEURONCC_LAMBDA { return y * (one / (one + e)); });
+                    [&](const V16& y, const V16& e) NEURONCC_LAMBDA { return y * (one / (one + e)); });
     case neff::GELU:
-      return staged(SleefFunc::kErf, [](const V8& y) NEURONCC_LAMBDA { return y * Splat8(kInvSqrt2); },
+      return staged(SleefFunc::kErf, [](const V16& y) NEURONCC_LAMBDA { return y * Splat16(kInvSqrt2); },
                     half_times_one_plus);
     case neff::GELU_TANH:
       return staged(SleefFunc::kTanh,
-                    [](const V8& y) NEURONCC_LAMBDA {
-                      const V8 cube = y * y * y;
-                      return Splat8(kSqrt2OverPi) * (y + Splat8(0.044715f) * cube);
+                    [](const V16& y) NEURONCC_LAMBDA {
+                      const V16 cube = y * y * y;
+                      return Splat16(kSqrt2OverPi) * (y + Splat16(0.044715f) * cube);
                     },
                     half_times_one_plus);
     default: return;
@@ -354,27 +430,27 @@ NEURONCC_CLONES void SleefActivationAny(neff::ActivationFunc func, int fa, int f
 template <Fmt A, Fmt C>
 NEURONCC_INLINE void ActivationFused(neff::ActivationFunc func, const uint8_t* a, float scale, float bias,
                                      uint8_t* c, uint32_t n, float* lanes) {
-  const V8 sv = Splat8(scale), bv = Splat8(bias), one = Splat8(1.0f);
+  const V16 sv = Splat16(scale), bv = Splat16(bias), one = Splat16(1.0f);
   auto map = [&](auto f) NEURONCC_LAMBDA {
-    MapRowSum<A, C>(a, c, n, lanes, [&](const V8* x, V8* r) NEURONCC_LAMBDA {
-      for (int k = 0; k < 4; ++k) r[k] = f(x[k] * sv + bv);
+    MapRowSum<A, C>(a, c, n, lanes, [&](const V16* x, V16* r) NEURONCC_LAMBDA {
+      for (int k = 0; k < int(LaneSum::kLanes / kW); ++k) r[k] = f(x[k] * sv + bv);
     });
   };
   // IEEE square root, correctly rounded (GCC vectorizes the lanes).
-  auto sqrt = [](const V8& v) NEURONCC_LAMBDA {
-    V8 r;
-    for (int j = 0; j < 8; ++j) r[j] = std::sqrt(v[j]);
+  auto sqrt = [](const V16& v) NEURONCC_LAMBDA {
+    V16 r;
+    for (uint32_t j = 0; j < kW; ++j) r[j] = std::sqrt(v[j]);
     return r;
   };
   switch (func) {
-    case neff::RSQRT: return map([&](const V8& y) NEURONCC_LAMBDA { return one / sqrt(y); });
+    case neff::RSQRT: return map([&](const V16& y) NEURONCC_LAMBDA { return one / sqrt(y); });
     case neff::SQRT: return map(sqrt);
-    case neff::SQUARE: return map([](const V8& y) NEURONCC_LAMBDA { return y * y; });
-    case neff::NEGATE: return map([](const V8& y) NEURONCC_LAMBDA { return -y; });
-    case neff::RECIPROCAL: return map([&](const V8& y) NEURONCC_LAMBDA { return one / y; });
-    case neff::RELU: return map([](const V8& y) NEURONCC_LAMBDA { return MaxLanes(y, Splat8(0.0f)); });
-    case neff::ABS: return map([](const V8& y) NEURONCC_LAMBDA { return V8(I8(y) & 0x7fffffff); });
-    default: return map([](const V8& y) NEURONCC_LAMBDA { return y; });  // IDENTITY
+    case neff::SQUARE: return map([](const V16& y) NEURONCC_LAMBDA { return y * y; });
+    case neff::NEGATE: return map([](const V16& y) NEURONCC_LAMBDA { return -y; });
+    case neff::RECIPROCAL: return map([&](const V16& y) NEURONCC_LAMBDA { return one / y; });
+    case neff::RELU: return map([](const V16& y) NEURONCC_LAMBDA { return MaxLanes(y, Splat16(0.0f)); });
+    case neff::ABS: return map([](const V16& y) NEURONCC_LAMBDA { return V16(I16(y) & 0x7fffffff); });
+    default: return map([](const V16& y) NEURONCC_LAMBDA { return y; });  // IDENTITY
   }
 }
 
@@ -392,7 +468,7 @@ template <Fmt F>
 NEURONCC_INLINE void SelectFused(const uint8_t* a, const uint8_t* b, const uint8_t* pred, uint8_t* c, uint32_t n) {
   const uint8_t* in[3] = {a, b, pred};
   // A NaN predicate is != 0 and selects a; -0 selects b.
-  MapRow<F, F, F, F>(in, c, n, [](const V8* x, V8* y) NEURONCC_LAMBDA { *y = x[2] != Splat8(0.0f) ? x[0] : x[1]; });
+  MapRow<F, F, F, F>(in, c, n, [](const V16* x, V16* y) NEURONCC_LAMBDA { *y = x[2] != Splat16(0.0f) ? x[0] : x[1]; });
 }
 
 NEURONCC_CLONES void SelectFusedF32(const uint8_t* a, const uint8_t* b, const uint8_t* pred, uint8_t* c,

@@ -1,7 +1,7 @@
 // The executor's elementwise instructions over one row of a tile, reading
 // and writing the row in its storage dtypes. Where every operand is float32
-// or bfloat16, in any mix, each group of 8 elements is widened, computed and
-// narrowed in registers: no pass copies the row into float32 scratch and
+// or bfloat16, in any mix, each group of 16 elements is widened, computed
+// and narrowed in registers: no pass copies the row into float32 scratch and
 // back; the activation functions that call SLEEF run in passes over blocks
 // held in L1, the calls apart from the conversions. float16 operands and
 // `pow` go through float32 blocks and the functions of vector_math.h

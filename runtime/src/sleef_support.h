@@ -4,20 +4,29 @@
 #pragma once
 
 #if defined(__x86_64__)
-// sleef.h declares its AVX2 functions only where __AVX__ is defined, and its
-// portable FMA build only where FP_FAST_FMA is: the runtime calls the first
-// only from target("avx2,fma") functions after a CPUID check, and the second
-// is correct on any host (its fma() is exact, in software if need be).
+// sleef.h declares its AVX2 and AVX-512 functions only where __AVX__ and
+// __AVX512F__ are defined, and its portable FMA build only where FP_FAST_FMA
+// is: the runtime calls the first two only from functions built for them,
+// after a CPUID check, and the third is correct on any host (its fma() is
+// exact, in software if need be).
 #include <immintrin.h>
 #ifndef __AVX__
 #define __AVX__ 1
 #define NEURONCC_DEFINED_AVX
+#endif
+#ifndef __AVX512F__
+#define __AVX512F__ 1
+#define NEURONCC_DEFINED_AVX512F
 #endif
 #ifndef FP_FAST_FMA
 #define FP_FAST_FMA 1
 #define NEURONCC_DEFINED_FAST_FMA
 #endif
 #include <sleef.h>
+#ifdef NEURONCC_DEFINED_AVX512F
+#undef __AVX512F__
+#undef NEURONCC_DEFINED_AVX512F
+#endif
 #ifdef NEURONCC_DEFINED_AVX
 #undef __AVX__
 #undef NEURONCC_DEFINED_AVX
@@ -33,20 +42,21 @@
 #include <sleef.h>
 #endif
 
-// Hot loops get an AVX2 copy next to the baseline one; the loader's ifunc
-// picks one per host. Both compute the same IEEE operations in the same
-// order (no FMA: these files are built with -ffp-contract=off), so the choice
-// changes speed only.
+// Hot loops get AVX-512 (x86-64-v4) and AVX2 copies next to the baseline
+// one; the loader's ifunc picks one per host. All compute the same IEEE
+// operations in the same order (no FMA: these files are built with
+// -ffp-contract=off), so the choice changes speed only.
 // (Not under ThreadSanitizer: the loader runs the clones' resolvers before
 // the sanitizer's runtime is up.)
 #if defined(__x86_64__) && !defined(__SANITIZE_THREAD__)
-#define NEURONCC_CLONES __attribute__((target_clones("avx2", "default")))
+#define NEURONCC_CLONES __attribute__((target_clones("arch=x86-64-v4", "avx2", "default")))
 #else
 #define NEURONCC_CLONES
 #endif
 
 // SLEEF's 8-lane AVX2 functions are called only where the host has AVX2 and
-// FMA (checked once), and only in GCC builds: clang refuses a 32-byte vector
+// FMA, its 16-lane AVX-512 ones only where it also has AVX-512F (each
+// checked once), and only in GCC builds: clang refuses a 32-byte vector
 // argument to a function declared without AVX, as sleef.h declares them, so
 // a clang build (the fuzzers) takes SLEEF's portable scalar path.
 #if defined(__x86_64__) && !defined(__clang__)

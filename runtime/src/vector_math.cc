@@ -68,7 +68,26 @@ bool HasAvx2Fma() {
 
 namespace {
 
-#define NEURONCC_SLEEF_MAP1(Name, f8, f1)                                                   \
+bool HasAvx512() {
+  // NEURONCC_RT_NO_AVX512=1 keeps SLEEF's 8-lane build on a host that has
+  // AVX-512 (the same bits): for comparing the two.
+  static const bool yes = [] {
+    const char* off = std::getenv("NEURONCC_RT_NO_AVX512");
+    if (off && std::string(off) == "1") return false;
+    return HasAvx2Fma() && __builtin_cpu_supports("avx512f");
+  }();
+  return yes;
+}
+
+#define NEURONCC_SLEEF_MAP1(Name, f16, f8, f1)                                              \
+  __attribute__((target("avx512f"))) void Name##Avx512(const float* x, float* y, uint32_t n) { \
+    uint32_t i = 0;                                                                        \
+    for (; i + 16 <= n; i += 16) _mm512_storeu_ps(y + i, f16(_mm512_loadu_ps(x + i)));     \
+    if (i < n) {                                                                           \
+      const __mmask16 live = __mmask16((1u << (n - i)) - 1);                               \
+      _mm512_mask_storeu_ps(y + i, live, f16(_mm512_maskz_loadu_ps(live, x + i)));         \
+    }                                                                                      \
+  }                                                                                        \
   __attribute__((target("avx2,fma"))) void Name##Avx2(const float* x, float* y, uint32_t n) { \
     uint32_t i = 0;                                                                        \
     for (; i + 8 <= n; i += 8) _mm256_storeu_ps(y + i, f8(_mm256_loadu_ps(x + i)));        \
@@ -80,6 +99,7 @@ namespace {
     }                                                                                      \
   }                                                                                        \
   void Name(const float* x, float* y, uint32_t n) {                                        \
+    if (HasAvx512()) return Name##Avx512(x, y, n);                                         \
     if (HasAvx2Fma()) return Name##Avx2(x, y, n);                                          \
     for (uint32_t i = 0; i < n; ++i) y[i] = f1(x[i]);                                      \
   }
@@ -96,7 +116,7 @@ void PowN(const float* x, const float* e, float* y, uint32_t n) {
   for (uint32_t i = 0; i < n; ++i) y[i] = Sleef_finz_powf1_u10purecfma(x[i], e[i]);
 }
 #else
-#define NEURONCC_SLEEF_MAP1(Name, f8, f1)               \
+#define NEURONCC_SLEEF_MAP1(Name, f16, f8, f1)          \
   void Name(const float* x, float* y, uint32_t n) {     \
     for (uint32_t i = 0; i < n; ++i) y[i] = f1(x[i]);   \
   }
@@ -108,12 +128,12 @@ void PowN(const float* x, const float* e, float* y, uint32_t n) {
 
 // The bounds (maximum error in ulps) are SLEEF's, checked against double
 // precision libm over the float range by tests/unit/vector_math_test.cc.
-NEURONCC_SLEEF_MAP1(ExpN, Sleef_finz_expf8_u10avx2, Sleef_finz_expf1_u10purecfma)     // 1.0 ulp
-NEURONCC_SLEEF_MAP1(LogN, Sleef_finz_logf8_u10avx2, Sleef_finz_logf1_u10purecfma)     // 1.0 ulp
-NEURONCC_SLEEF_MAP1(ErfN, Sleef_finz_erff8_u10avx2, Sleef_finz_erff1_u10purecfma)     // 1.0 ulp
+NEURONCC_SLEEF_MAP1(ExpN, Sleef_finz_expf16_u10avx512f, Sleef_finz_expf8_u10avx2, Sleef_finz_expf1_u10purecfma)     // 1.0 ulp
+NEURONCC_SLEEF_MAP1(LogN, Sleef_finz_logf16_u10avx512f, Sleef_finz_logf8_u10avx2, Sleef_finz_logf1_u10purecfma)     // 1.0 ulp
+NEURONCC_SLEEF_MAP1(ErfN, Sleef_finz_erff16_u10avx512f, Sleef_finz_erff8_u10avx2, Sleef_finz_erff1_u10purecfma)     // 1.0 ulp
 // 3.5 ulp: SLEEF's 1-ulp tanh costs 2.7x as much (2.75 against 1.02 ns per
 // value here), and tanh is the whole cost of gelu(approximate='tanh').
-NEURONCC_SLEEF_MAP1(TanhN, Sleef_finz_tanhf8_u35avx2, Sleef_finz_tanhf1_u35purecfma)  // 3.5 ulp
+NEURONCC_SLEEF_MAP1(TanhN, Sleef_finz_tanhf16_u35avx512f, Sleef_finz_tanhf8_u35avx2, Sleef_finz_tanhf1_u35purecfma)  // 3.5 ulp
 #undef NEURONCC_SLEEF_MAP1
 
 }  // namespace
@@ -189,12 +209,12 @@ NEURONCC_CLONES void Widen(DType dt, const uint8_t* src, uint32_t n, float* dst)
       std::memcpy(dst, src, size_t(n) * 4);
       return;
     case neff::BF16: {
-      // 8 at a time: a bfloat16 is the top half of its float32.
+      // 16 at a time: a bfloat16 is the top half of its float32.
       uint32_t i = 0;
-      for (; i + 8 <= n; i += 8) {
-        V8 v;
-        WidenBf16x8(src + 2 * size_t(i), &v);
-        Store8(dst + i, v);
+      for (; i + 16 <= n; i += 16) {
+        V16 v;
+        WidenBf16x16(src + 2 * size_t(i), &v);
+        Store16(dst + i, v);
       }
       for (; i < n; ++i) {
         uint16_t h;
@@ -221,11 +241,11 @@ NEURONCC_CLONES void Narrow(DType dt, const float* src, uint32_t n, uint8_t* dst
       std::memcpy(dst, src, size_t(n) * 4);
       return;
     case neff::BF16: {
-      // FloatToBf16, 8 at a time.
+      // FloatToBf16, 16 at a time.
       uint32_t i = 0;
-      for (; i + 8 <= n; i += 8) {
-        const V8 v = Load8(src + i);
-        NarrowBf16x8(v, dst + 2 * size_t(i));
+      for (; i + 16 <= n; i += 16) {
+        const V16 v = Load16(src + i);
+        NarrowBf16x16(v, dst + 2 * size_t(i));
       }
       for (; i < n; ++i) {
         uint16_t h = FloatToBf16(src[i]);
@@ -369,15 +389,21 @@ LaneSum::LaneSum() { std::fill(lanes_, lanes_ + kLanes, -0.0f); }
 namespace {
 
 // Element i of a run: float32 (at any address), or bfloat16 bits (the top
-// half of their float32).
+// half of their float32). Thirty-two(i, &p, &q) gives elements i .. i + 31
+// as two vectors: lane j of p holds element i + kSpread * j, lane j of q
+// element i + kFirstOfQ + kSpread * j.
 struct F32Run {
+  static constexpr uint32_t kSpread = 1, kFirstOfQ = 16;
   const float* a;
   float One(uint32_t i) const {
     float v;
     std::memcpy(&v, a + i, 4);
     return v;
   }
-  V8 Eight(uint32_t i) const { return Load8(a + i); }
+  void ThirtyTwo(uint32_t i, V16* p, V16* q) const {
+    *p = Load16(a + i);
+    *q = Load16(a + i + 16);
+  }
 };
 struct Bf16Run {
   const uint8_t* a;
@@ -386,29 +412,33 @@ struct Bf16Run {
     std::memcpy(&h, a + 2 * size_t(i), 2);
     return Bf16ToFloat(h);
   }
-  V8 Eight(uint32_t i) const {
-    V8 v;
-    WidenBf16x8(a + 2 * size_t(i), &v);
-    return v;
-  }
+  // Even and odd elements apart: no widening shuffles.
+  static constexpr uint32_t kSpread = 2, kFirstOfQ = 1;
+  void ThirtyTwo(uint32_t i, V16* p, V16* q) const { SplitBf16x32(a + 2 * size_t(i), p, q); }
 };
 
 }  // namespace
 
 template <typename Run>
 inline __attribute__((always_inline)) void LaneSum::AddRun(const Run& a, uint32_t n) {
-  V8 s0 = Load8(lanes_), s1 = Load8(lanes_ + 8), s2 = Load8(lanes_ + 16), s3 = Load8(lanes_ + 24);
+  static_assert(kLanes == 32, "two vectors of 16 lanes");
+  // s0 and s1 hold the lanes in the order of the run's vectors.
+  V16 s0, s1;
+  for (uint32_t j = 0; j < 16; ++j) {
+    s0[j] = lanes_[Run::kSpread * j];
+    s1[j] = lanes_[Run::kFirstOfQ + Run::kSpread * j];
+  }
   uint32_t i = 0;
   for (; i + kLanes <= n; i += kLanes) {
-    s0 += a.Eight(i);
-    s1 += a.Eight(i + 8);
-    s2 += a.Eight(i + 16);
-    s3 += a.Eight(i + 24);
+    V16 p, q;
+    a.ThirtyTwo(i, &p, &q);
+    s0 += p;
+    s1 += q;
   }
-  Store8(lanes_, s0);
-  Store8(lanes_ + 8, s1);
-  Store8(lanes_ + 16, s2);
-  Store8(lanes_ + 24, s3);
+  for (uint32_t j = 0; j < 16; ++j) {
+    lanes_[Run::kSpread * j] = s0[j];
+    lanes_[Run::kFirstOfQ + Run::kSpread * j] = s1[j];
+  }
   for (uint32_t j = 0; i + j < n; ++j) lanes_[j] += a.One(i + j);
 }
 
@@ -434,32 +464,42 @@ namespace {
 template <typename Run>
 inline __attribute__((always_inline)) bool FoldExtreme(bool max, float* acc, const Run& a, uint32_t from,
                                                        uint32_t n) {
-  const int32_t kZero = max ? 0 : int32_t(0x80000000u);  // the zero that wins
-  V8 m = Splat8(*acc);
-  I8 nan = {}, zero = {};
+  const uint32_t kZero = max ? 0u : 0x80000000u;  // the zero that wins
+  // Unsigned folds rather than comparison masks: the largest magnitude bits
+  // (above +Inf's only for a NaN), and the smallest of bits ^ kZero (0 only
+  // for the winning zero).
+  V16 m = Splat16(*acc);
+  U32x16 magnitude = {}, zero_key = U32x16{} + 0xffffffffu;
+  auto fold = [&](const V16& v) __attribute__((always_inline)) {
+    const U32x16 bits = U32x16(v);
+    const U32x16 mag = bits & 0x7fffffffu, key = bits ^ kZero;
+    magnitude = magnitude > mag ? magnitude : mag;
+    zero_key = zero_key < key ? zero_key : key;
+    m = max ? (m > v ? m : v) : (m < v ? m : v);
+  };
   uint32_t i = from;
   if (max) {
-    for (; i + 8 <= n; i += 8) {
-      const V8 v = a.Eight(i);
-      nan |= v != v;
-      zero |= I8(v) == kZero;
-      m = m > v ? m : v;
+    for (; i + 32 <= n; i += 32) {
+      V16 p, q;
+      a.ThirtyTwo(i, &p, &q);
+      fold(p);
+      fold(q);
     }
   } else {
-    for (; i + 8 <= n; i += 8) {
-      const V8 v = a.Eight(i);
-      nan |= v != v;
-      zero |= I8(v) == kZero;
-      m = m < v ? m : v;
+    for (; i + 32 <= n; i += 32) {
+      V16 p, q;
+      a.ThirtyTwo(i, &p, &q);
+      fold(p);
+      fold(q);
     }
   }
-  bool any_nan = false, winning_zero = FloatBits(*acc) == uint32_t(kZero);
-  for (int j = 0; j < 8; ++j) {
-    any_nan |= nan[j] != 0;
-    winning_zero |= zero[j] != 0;
+  bool any_nan = false, winning_zero = FloatBits(*acc) == kZero;
+  for (int j = 0; j < 16; ++j) {
+    any_nan |= magnitude[j] > 0x7f800000u;
+    winning_zero |= zero_key[j] == 0;
   }
   float r = *acc;
-  for (int j = 0; j < 8; ++j) r = max ? (r > m[j] ? r : m[j]) : (r < m[j] ? r : m[j]);
+  for (int j = 0; j < 16; ++j) r = max ? (r > m[j] ? r : m[j]) : (r < m[j] ? r : m[j]);
   for (; i < n; ++i) {
     const float v = a.One(i);
     any_nan |= v != v;

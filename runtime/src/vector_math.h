@@ -5,8 +5,8 @@
 // vector length, the transcendental functions are SLEEF's deterministic
 // ("finz": exact fused multiply-add, no flush to zero) variants, and
 // reductions follow the fixed order documented in docs/runtime.md. Hot loops
-// are compiled twice (AVX2 and the x86-64 baseline) and picked when the
-// library loads.
+// are compiled three times (AVX-512, AVX2 and the x86-64 baseline) and
+// picked when the library loads.
 #pragma once
 
 #include <cstdint>

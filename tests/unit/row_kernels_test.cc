@@ -2,7 +2,7 @@
 // path they replace: operands widened into float32 arrays, computed by
 // vector_math.h's Alu / AluScalar / Activation / Select, then narrowed.
 // Every op and function, every mix of float32, bfloat16 and float16
-// operands, rows of every length class (partial groups of 8 and of 32,
+// operands, rows of every length class (partial groups of 16, 32 and 64,
 // several blocks), operands at odd byte offsets, and values that include
 // NaN, infinities, signed zeros and subnormals: the bytes must be equal.
 #include "row_kernels.h"
@@ -25,7 +25,7 @@ using rt::BitsFloat;
 namespace vm = rt::vm;
 
 constexpr DType kDtypes[] = {neff::F32, neff::BF16, neff::F16};
-constexpr uint32_t kLengths[] = {1, 7, 8, 9, 31, 32, 33, 100, 1024, 1031, 2100};
+constexpr uint32_t kLengths[] = {1, 7, 8, 9, 15, 16, 17, 31, 32, 33, 63, 64, 65, 100, 1024, 1031, 2100};
 
 // A row's bytes in `dt`, starting `offset` bytes into its buffer.
 struct Row {

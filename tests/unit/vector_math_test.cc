@@ -12,6 +12,7 @@
 #include <cstring>
 #include <functional>
 #include <limits>
+#include <random>
 #include <vector>
 
 #include "float_convert.h"
@@ -116,6 +117,12 @@ TEST(VectorMath, ErfAndPowStayWithinTheirBound) {
   // SLEEF states 1.0 ulp; just above the smallest normal floats
   // (x = 3.9e-38) its result is 1.09 ulp away, hence the documented 1.1.
   EXPECT_LE(worst, 1.1) << "at x = " << worst_at;
+  // The vector path (the one this host takes) gives the scalar build's bits.
+  std::vector<float> vec(x.size());
+  rt::vm::SleefN(rt::vm::SleefFunc::kErf, x.data(), vec.data(), uint32_t(x.size()));
+  uint64_t mismatches = 0;
+  for (size_t i = 0; i < x.size(); ++i) mismatches += FloatBits(vec[i]) != FloatBits(rt::vm::ErfRef(x[i]));
+  EXPECT_EQ(mismatches, 0u) << "the vector and scalar builds of erf disagree";
 
   // pow on a grid of bases and exponents, through the ALU's vector path.
   std::vector<float> base, expo;
@@ -182,6 +189,43 @@ TEST(VectorMath, ExtremesMatchTheSequentialFold) {
         EXPECT_EQ(FloatBits(e.Result()), FloatBits(want)) << (max ? "max" : "min") << " split " << split;
       }
     }
+
+  // Rows long enough for the vectorized fold (32 elements a step), float32
+  // and bfloat16: zeros of both signs where the extreme is zero, a NaN
+  // after the first vector step, infinities.
+  std::mt19937 rng(11);
+  std::uniform_int_distribution<int> pick(0, 9);
+  for (uint32_t n : {33u, 64u, 95u, 200u, 1000u})
+    for (int variant = 0; variant < 4; ++variant)
+      for (bool max : {true, false}) {
+        std::vector<float> row(n);
+        for (float& x : row) {
+          const int k = pick(rng);
+          // variant 0: zeros of both signs and negatives (the max is a zero);
+          // 1: the same mirrored (the min is a zero); 2: a NaN inside; 3: ordinary.
+          x = variant == 0 ? (k < 3 ? 0.0f : k < 6 ? -0.0f : -float(k))
+              : variant == 1 ? (k < 3 ? 0.0f : k < 6 ? -0.0f : float(k))
+                             : float(k) - 4.5f;
+        }
+        if (variant == 2) row[n / 2 + 1] = BitsFloat(0x7fc10000);  // exact in bfloat16
+        if (variant == 3) row[n - 1] = max ? INFINITY : -INFINITY;
+        std::vector<uint8_t> bf(2 * n);
+        for (uint32_t i = 0; i < n; ++i) {
+          const uint16_t h = rt::FloatToBf16(row[i]);
+          std::memcpy(&bf[2 * i], &h, 2);
+        }
+        float want = row[0];
+        for (uint32_t i = 1; i < n; ++i) want = max ? rt::vm::MaxF(want, row[i]) : rt::vm::MinF(want, row[i]);
+        for (uint32_t split : {0u, 1u, 17u, n}) {
+          rt::vm::Extreme e(max), b(max);
+          e.Add(row.data(), split);
+          e.Add(row.data() + split, n - split);
+          b.AddBf16(bf.data(), split);
+          b.AddBf16(bf.data() + 2 * split, n - split);
+          EXPECT_EQ(FloatBits(e.Result()), FloatBits(want)) << "n " << n << " variant " << variant << " split " << split;
+          EXPECT_EQ(FloatBits(b.Result()), FloatBits(want)) << "bf16, n " << n << " variant " << variant;
+        }
+      }
 }
 
 TEST(ThreadPool, EveryItemRunsOnceWhateverTheThreadCount) {
