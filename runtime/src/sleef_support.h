@@ -47,8 +47,10 @@
 // operations in the same order (no FMA: these files are built with
 // -ffp-contract=off), so the choice changes speed only.
 // (Not under ThreadSanitizer: the loader runs the clones' resolvers before
-// the sanitizer's runtime is up.)
-#if defined(__x86_64__) && !defined(__SANITIZE_THREAD__)
+// the sanitizer's runtime is up. Not under AddressSanitizer either: every
+// copy makes the same memory accesses, so one is checked, and three would
+// triple the sanitizer build's longest compile.)
+#if defined(__x86_64__) && !defined(__SANITIZE_THREAD__) && !defined(__SANITIZE_ADDRESS__)
 #define NEURONCC_CLONES __attribute__((target_clones("arch=x86-64-v4", "avx2", "default")))
 #else
 #define NEURONCC_CLONES
