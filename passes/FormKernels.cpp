@@ -307,6 +307,20 @@ struct FormKernelsPass : impl::FormKernelsBase<FormKernelsPass> {
       }
       if (!aten::isContiguous(view)) return false;
     }
+    // The kernel's iteration space may then take either leading shape, so
+    // every broadcast operand in the group must broadcast against both: a
+    // scalar or a row of `cols` values does; a per-row value or an operand
+    // reduced along a leading dim ([2, 1, 2] beside rows [2, 2]) need not.
+    for (Operation* member : grp.ops) {
+      if (aten::isViewOp(member) || llvm::isa<aten::MmOp, aten::AddmmOp, aten::BmmOp>(member)) continue;
+      for (Value v : member->getOperands()) {
+        auto type = llvm::dyn_cast<RankedTensorType>(v.getType());
+        if (!type) continue;
+        const int64_t n = type.getNumElements();
+        if (n == 1 || n == total || (type.getRank() > 0 && n == s.cols && type.getShape().back() == s.cols)) continue;
+        return false;
+      }
+    }
     return true;
   }
 

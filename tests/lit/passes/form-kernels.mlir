@@ -80,6 +80,22 @@ func.func @residual(%x: tensor<32x64xf32>, %w: tensor<64x128xf32>, %r: tensor<2x
   return %a : tensor<2x16x128xf32>
 }
 
+// The same rows under another leading shape do not join a kernel whose ops
+// read an operand reduced along a leading dim: [2, 1, 1, 2] broadcasts
+// against rows [2, 2, 1] but not against [2, 1, 2, 1], and the kernel's
+// space could take either (graph fuzzer, seed 494949, cases 1677 and 1929).
+// RESID-LABEL: func.func @reshaped_rows_and_a_reduced_operand
+// RESID: nc.kernel "k0_fused_sub_to_copy"(
+// RESID: aten.sub.Tensor
+// RESID: nc.kernel "k1_fused_reshape_mul"
+func.func @reshaped_rows_and_a_reduced_operand(%a: tensor<2x2x1x2xf32>, %m: tensor<2x1x1x2xf32>, %x: tensor<2x1x2x1x2xf16>) -> tensor<2x1x2x1x2xf16> {
+  %s = aten.sub.Tensor %a, %m : tensor<2x2x1x2xf32>, tensor<2x1x1x2xf32> -> tensor<2x2x1x2xf32>
+  %c = aten._to_copy %s : tensor<2x2x1x2xf32> -> tensor<2x2x1x2xf16>
+  %r = aten.reshape %c {size = array<i64: 2, 1, 2, 1, 2>} : tensor<2x2x1x2xf16> -> tensor<2x1x2x1x2xf16>
+  %p = aten.mul.Tensor %r, %x : tensor<2x1x2x1x2xf16>, tensor<2x1x2x1x2xf16> -> tensor<2x1x2x1x2xf16>
+  return %p : tensor<2x1x2x1x2xf16>
+}
+
 // An op located at a graph node (as the .pb importer sets it) gives its name;
 // a kernel with several results has one entry per result.
 // RESID-LABEL: func.func @named
