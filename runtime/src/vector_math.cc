@@ -128,12 +128,14 @@ void PowN(const float* x, const float* e, float* y, uint32_t n) {
 
 // The bounds (maximum error in ulps) are SLEEF's, checked against double
 // precision libm over the float range by tests/unit/vector_math_test.cc.
-NEURONCC_SLEEF_MAP1(ExpN, Sleef_finz_expf16_u10avx512f, Sleef_finz_expf8_u10avx2, Sleef_finz_expf1_u10purecfma)     // 1.0 ulp
-NEURONCC_SLEEF_MAP1(LogN, Sleef_finz_logf16_u10avx512f, Sleef_finz_logf8_u10avx2, Sleef_finz_logf1_u10purecfma)     // 1.0 ulp
-NEURONCC_SLEEF_MAP1(ErfN, Sleef_finz_erff16_u10avx512f, Sleef_finz_erff8_u10avx2, Sleef_finz_erff1_u10purecfma)     // 1.0 ulp
+// exp, log and erf: 1.0 ulp.
+NEURONCC_SLEEF_MAP1(ExpN, Sleef_finz_expf16_u10avx512f, Sleef_finz_expf8_u10avx2, Sleef_finz_expf1_u10purecfma)
+NEURONCC_SLEEF_MAP1(LogN, Sleef_finz_logf16_u10avx512f, Sleef_finz_logf8_u10avx2, Sleef_finz_logf1_u10purecfma)
+NEURONCC_SLEEF_MAP1(ErfN, Sleef_finz_erff16_u10avx512f, Sleef_finz_erff8_u10avx2, Sleef_finz_erff1_u10purecfma)
 // 3.5 ulp: SLEEF's 1-ulp tanh costs 2.7x as much (2.75 against 1.02 ns per
 // value here), and tanh is the whole cost of gelu(approximate='tanh').
-NEURONCC_SLEEF_MAP1(TanhN, Sleef_finz_tanhf16_u35avx512f, Sleef_finz_tanhf8_u35avx2, Sleef_finz_tanhf1_u35purecfma)  // 3.5 ulp
+NEURONCC_SLEEF_MAP1(TanhN, Sleef_finz_tanhf16_u35avx512f, Sleef_finz_tanhf8_u35avx2,
+                    Sleef_finz_tanhf1_u35purecfma)
 #undef NEURONCC_SLEEF_MAP1
 
 }  // namespace
@@ -389,7 +391,7 @@ LaneSum::LaneSum() { std::fill(lanes_, lanes_ + kLanes, -0.0f); }
 namespace {
 
 // Element i of a run: float32 (at any address), or bfloat16 bits (the top
-// half of their float32). Thirty-two(i, &p, &q) gives elements i .. i + 31
+// half of their float32). ThirtyTwo(i, &p, &q) gives elements i .. i + 31
 // as two vectors: lane j of p holds element i + kSpread * j, lane j of q
 // element i + kFirstOfQ + kSpread * j.
 struct F32Run {

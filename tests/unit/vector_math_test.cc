@@ -222,7 +222,8 @@ TEST(VectorMath, ExtremesMatchTheSequentialFold) {
           e.Add(row.data() + split, n - split);
           b.AddBf16(bf.data(), split);
           b.AddBf16(bf.data() + 2 * split, n - split);
-          EXPECT_EQ(FloatBits(e.Result()), FloatBits(want)) << "n " << n << " variant " << variant << " split " << split;
+          EXPECT_EQ(FloatBits(e.Result()), FloatBits(want))
+              << "n " << n << " variant " << variant << " split " << split;
           EXPECT_EQ(FloatBits(b.Result()), FloatBits(want)) << "bf16, n " << n << " variant " << variant;
         }
       }
