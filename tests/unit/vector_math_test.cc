@@ -229,6 +229,24 @@ TEST(VectorMath, ExtremesMatchTheSequentialFold) {
       }
 }
 
+// DMA stores into graph outputs: streamed in whole lines past an unaligned
+// head, the ragged tail copied; nothing outside the run is written.
+TEST(VectorMath, CopyToHbmCopiesEveryByteAndNoOther) {
+  std::mt19937 rng(3);
+  std::vector<uint8_t> src(8192 + 256), dst(8192 + 256);
+  for (uint8_t& b : src) b = uint8_t(rng());
+  for (size_t bytes : {size_t(1), size_t(100), size_t(4095), size_t(4096), size_t(4097), size_t(5000), size_t(8191)})
+    for (size_t offset : {0, 1, 15, 16, 33, 63, 64}) {
+      std::fill(dst.begin(), dst.end(), uint8_t(0xa5));
+      rt::vm::CopyToHbm(dst.data() + offset, src.data() + 7, bytes);
+      rt::vm::FinishHbmCopies();
+      for (size_t i = 0; i < dst.size(); ++i) {
+        const bool inside = i >= offset && i < offset + bytes;
+        ASSERT_EQ(dst[i], inside ? src[7 + i - offset] : uint8_t(0xa5)) << bytes << " bytes at offset " << offset;
+      }
+    }
+}
+
 TEST(ThreadPool, EveryItemRunsOnceWhateverTheThreadCount) {
   for (unsigned threads : {1u, 2u, 3u, 8u}) {
     rt::ThreadPool pool(threads);
