@@ -23,18 +23,26 @@ inline float BitsFloat(uint32_t u) {
 
 inline float Bf16ToFloat(uint16_t h) { return BitsFloat(uint32_t(h) << 16); }
 
-// The bfloat16 bits (low half) of float32 bits `u`: adding 0x7fff plus the
-// kept LSB rounds half to even, and a carry out of the mantissa correctly
-// bumps the exponent (and the largest finite values to Inf); a NaN keeps its
-// sign and top payload, made quiet. Selects rather than branches, so the
-// same code serves uint32_t and GCC vectors of it (vector_math.cc).
+// Float32 bits `u` rounded to bfloat16, whose bits are then the high half
+// of *high (the low half is left over): adding 0x7fff plus the kept LSB
+// rounds half to even, and a carry out of the mantissa correctly bumps the
+// exponent (and the largest finite values to Inf); a NaN keeps its sign and
+// top payload, made quiet. Selects rather than branches, so the same code
+// serves uint32_t and GCC vectors of it (vector_math.cc, matmul_kernel.h).
 // (By reference: a 32-byte vector passed by value has another ABI without
 // AVX, which clang refuses in the baseline build.)
 template <typename U>
+inline void Bf16RoundedHigh(const U& u, U* high) {
+  U rounded = u + 0x7fffu + ((u >> 16) & 1u);
+  U quiet = u | 0x00400000u;
+  *high = (u & 0x7fffffffu) > 0x7f800000u ? quiet : rounded;
+}
+
+// The bfloat16 bits (low half) of float32 bits `u`.
+template <typename U>
 inline void Bf16BitsOf(const U& u, U* bits) {
-  U rounded = (u + 0x7fffu + ((u >> 16) & 1u)) >> 16;
-  U quiet = (u >> 16) | 0x0040u;
-  *bits = (u & 0x7fffffffu) > 0x7f800000u ? quiet : rounded;
+  Bf16RoundedHigh(u, bits);
+  *bits >>= 16;
 }
 
 inline uint16_t FloatToBf16(float f) {

@@ -77,16 +77,12 @@ inline __attribute__((always_inline)) void SplitBf16x32(const uint8_t* p, V16* e
   *even = V16(w << 16);
   *odd = V16(w & 0xffff0000u);
 }
-// The inverse, rounded to nearest even as FloatToBf16 does: the rounded
-// bfloat16 sits in the high half of each word (Bf16BitsOf before its shift).
-inline __attribute__((always_inline)) U32x16 RoundedBf16High(const V16& v) {
-  const U32x16 u = U32x16(v);
-  const U32x16 quiet = u | 0x00400000u;
-  const U32x16 rounded = u + 0x7fffu + ((u >> 16) & 1u);
-  return (u & 0x7fffffffu) > 0x7f800000u ? quiet : rounded;
-}
+// The inverse, rounded to nearest even as FloatToBf16 does.
 inline __attribute__((always_inline)) void JoinBf16x32(const V16& even, const V16& odd, uint8_t* p) {
-  *reinterpret_cast<U32x16u*>(p) = (RoundedBf16High(even) >> 16) | (RoundedBf16High(odd) & 0xffff0000u);
+  U32x16 low, high;
+  Bf16RoundedHigh(U32x16(even), &low);
+  Bf16RoundedHigh(U32x16(odd), &high);
+  *reinterpret_cast<U32x16u*>(p) = (low >> 16) | (high & 0xffff0000u);
 }
 
 // The heights of the blocks of output rows, in order: 6 while 6 fit, then

@@ -85,6 +85,21 @@ NEURONCC_INLINE void MapRow(const uint8_t* const* in, uint8_t* out, uint32_t n, 
   MapRowOf<O, I...>(in, out, n, body, std::index_sequence_for<decltype(I)...>{});
 }
 
+// A row sum's 32 lanes as two vectors for elements split into even and odd
+// ones (SplitBf16x32): lanes 0, 2, .., 30 and lanes 1, 3, .., 31.
+NEURONCC_INLINE void LoadEvenOddLanes(const float* lanes, V16* even, V16* odd) {
+  for (uint32_t j = 0; j < kW; ++j) {
+    (*even)[j] = lanes[2 * j];
+    (*odd)[j] = lanes[2 * j + 1];
+  }
+}
+NEURONCC_INLINE void StoreEvenOddLanes(const V16& even, const V16& odd, float* lanes) {
+  for (uint32_t j = 0; j < kW; ++j) {
+    lanes[2 * j] = even[j];
+    lanes[2 * j + 1] = odd[j];
+  }
+}
+
 // MapRow with one input, 32 elements (LaneSum's width) per call of
 // body(x, r): x[k] and r[k] hold elements kW k .. kW k + kW - 1 of the 32.
 // When `lanes` is given, each float32 result is also added to lanes[f % 32]
@@ -98,14 +113,9 @@ NEURONCC_INLINE void MapRowSum(const uint8_t* in, uint8_t* out, uint32_t n, floa
   V16 s[G] = {}, x[G], r[G];
   uint32_t i = 0;
   if constexpr (I == kBf16 && O == kBf16 && G == 2) {
-    // Even and odd elements apart (SplitBf16x32): s[0] holds lanes 0, 2,
-    // .., 30 and s[1] lanes 1, 3, .., 31, each still adding its elements in
-    // order.
-    if (lanes)
-      for (uint32_t j = 0; j < kW; ++j) {
-        s[0][j] = lanes[2 * j];
-        s[1][j] = lanes[2 * j + 1];
-      }
+    // Even and odd elements apart: s[0] holds the even lanes and s[1] the
+    // odd ones, each still adding its elements in order.
+    if (lanes) LoadEvenOddLanes(lanes, &s[0], &s[1]);
     for (; i + W <= n; i += W) {
       SplitBf16x32(in + 2 * i, &x[0], &x[1]);
       body(x, r);
@@ -115,11 +125,7 @@ NEURONCC_INLINE void MapRowSum(const uint8_t* in, uint8_t* out, uint32_t n, floa
         s[1] += r[1];
       }
     }
-    if (lanes)
-      for (uint32_t j = 0; j < kW; ++j) {
-        lanes[2 * j] = s[0][j];
-        lanes[2 * j + 1] = s[1][j];
-      }
+    if (lanes) StoreEvenOddLanes(s[0], s[1], lanes);
   } else {
     if (lanes)
       for (int k = 0; k < G; ++k) s[k] = Load16(lanes + kW * k);
@@ -346,26 +352,19 @@ NEURONCC_INLINE void StagedActivation(const uint8_t* a, uint8_t* c, uint32_t n, 
     }
     SleefN(fn, t, t, kW * groups);
     if constexpr (kSplit) {
-      // The sum's lanes as in MapRowSum: even lanes, then odd ones.
       V16 even_sum = {}, odd_sum = {};
       float* lanes = accum ? accum->lanes() : nullptr;
-      if (lanes)
-        for (uint32_t j = 0; j < kW; ++j) {
-          even_sum[j] = lanes[2 * j];
-          odd_sum[j] = lanes[2 * j + 1];
-        }
+      if (lanes) LoadEvenOddLanes(lanes, &even_sum, &odd_sum);
       for (uint32_t p = 0; p < paired; p += 2 * kW) {
         const V16 ye = Load16(y + p), te = Load16(t + p), yo = Load16(y + p + kW), to = Load16(t + p + kW);
         const V16 even = post(ye, te), odd = post(yo, to);
         JoinBf16x32(even, odd, dst + p * BO);
-        even_sum += even;
-        odd_sum += odd;
-      }
-      if (lanes)
-        for (uint32_t j = 0; j < kW; ++j) {
-          lanes[2 * j] = even_sum[j];
-          lanes[2 * j + 1] = odd_sum[j];
+        if (lanes) {
+          even_sum += even;
+          odd_sum += odd;
         }
+      }
+      if (lanes) StoreEvenOddLanes(even_sum, odd_sum, lanes);
     }
     for (uint32_t g = paired / kW; g < groups; ++g) {
       const V16 vy = Load16(y + kW * g), vt = Load16(t + kW * g);
