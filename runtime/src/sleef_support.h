@@ -43,15 +43,23 @@
 #endif
 
 // Hot loops get AVX-512 (x86-64-v4) and AVX2 copies next to the baseline
-// one; the loader's ifunc picks one per host. All compute the same IEEE
-// operations in the same order (no FMA: these files are built with
-// -ffp-contract=off), so the choice changes speed only.
+// one; the loader's ifunc picks one per host.
+// All compute the same IEEE operations in the same order (no contracted
+// FMA: these files are built with -ffp-contract=off; the only fused
+// multiply-adds are explicit, where they are exact, see DivideByScalar in
+// row_kernels.cc), so the choice changes speed only.
 // (Not under ThreadSanitizer: the loader runs the clones' resolvers before
 // the sanitizer's runtime is up. Not under AddressSanitizer either: every
 // copy makes the same memory accesses, so one is checked, and three would
 // triple the sanitizer build's longest compile.)
 #if defined(__x86_64__) && !defined(__SANITIZE_THREAD__) && !defined(__SANITIZE_ADDRESS__)
 #define NEURONCC_CLONES __attribute__((target_clones("arch=x86-64-v4", "avx2", "default")))
+#if !defined(__clang__)
+// GCC turns a 16-lane loop of fmaf into one vector FMA in the AVX-512 copy;
+// the others would call fmaf per lane (exact, but slow), so code that
+// relies on it runs only where the host takes the AVX-512 copy.
+#define NEURONCC_CLONES_AVX512_FMA 1
+#endif
 #else
 #define NEURONCC_CLONES
 #endif

@@ -162,6 +162,78 @@ TEST(RowKernels, AluScalarMatchesTheFloat32BlockPath) {
   });
 }
 
+// Division by one number per row may skip the per-element division (an
+// FMA sequence, row_kernels.cc) when the divisor and every element lie in
+// [2^-60, 2^60]; it must still give exactly x / s. For every sixteenth
+// significand of the divisor (scaled to exponents across the range): the
+// hardest quotients there are, within about 2^-48 of a midpoint between
+// two floats (where a sequence that is only nearly right rounds the wrong
+// way), quotients near representable values, and random ones; from float32
+// and from bfloat16. Then rows at the edges of the range.
+TEST(RowKernels, DivisionByARowScalarIsCorrectlyRounded) {
+  std::mt19937 rng(7);
+  std::uniform_int_distribution<uint32_t> significand(0, (1u << 23) - 1);
+  std::uniform_int_distribution<int> exponent(-29, 29);
+  constexpr uint32_t kRow = 48;  // three groups of 16
+  std::vector<float> x(kRow), got(kRow), widened(kRow);
+  std::vector<uint16_t> xb(kRow);
+  auto divides = [&](const std::vector<float>& row, DType dt, float s) {
+    const std::vector<uint8_t> bytes = [&] {
+      std::vector<uint8_t> b(row.size() * neff::DTypeSize(dt));
+      vm::Narrow(dt, row.data(), uint32_t(row.size()), b.data());
+      return b;
+    }();
+    vm::Widen(dt, bytes.data(), uint32_t(row.size()), widened.data());
+    vm::AluScalarRow(neff::DIV, {dt, bytes.data()}, s, false, {neff::F32, reinterpret_cast<uint8_t*>(got.data())},
+                     uint32_t(row.size()));
+    for (size_t i = 0; i < row.size(); ++i) {
+      const float want = widened[i] / s;
+      if (std::memcmp(&got[i], &want, 4) != 0) {
+        ADD_FAILURE() << neff::DTypeName(dt) << " " << std::hexfloat << widened[i] << " / " << s << " gave "
+                      << got[i] << ", not " << want;
+        return false;
+      }
+    }
+    return true;
+  };
+  for (uint32_t m = 0; m < (1u << 23); m += 16) {
+    // An odd 24-bit divisor S has an inverse modulo 2^25. For small odd r,
+    // M = r / S (mod 2^25), when it has 25 bits, makes M S - r a multiple
+    // of 2^25: X = (M S - r) / 2^25 is a float, and X / S lies r / (2^25 S)
+    // from M / 2^25, a midpoint.
+    const uint32_t S = (1u << 23) | m | 1u;
+    uint32_t inverse = S;
+    for (int k = 0; k < 5; ++k) inverse *= 2u - S * inverse;
+    const int es = exponent(rng);
+    const float s = std::ldexp(float(S), es - 23);
+    uint32_t i = 0;
+    for (int32_t r = 1; i < 16 && r < 200; r = r > 0 ? -r : 2 - r) {
+      const uint32_t M = (uint32_t(r) * inverse) & ((1u << 25) - 1);
+      if (M < (1u << 24)) continue;
+      const uint64_t X = (uint64_t(M) * S - uint64_t(int64_t(r))) >> 25;
+      x[i++] = std::ldexp(float(X), es - 23 + exponent(rng)) * (r % 4 == 1 ? 1.0f : -1.0f);
+    }
+    for (; i < kRow; ++i) {
+      // Near a representable quotient, or anywhere.
+      const float q = std::ldexp(1.0f + float(significand(rng)) * 0x1p-23f, exponent(rng));
+      x[i] = i < 32 ? float(double(q) * double(s)) : std::ldexp(1.0f + float(significand(rng)) * 0x1p-23f, exponent(rng));
+    }
+    if (!divides(x, neff::F32, m % 32 ? s : -s) || !divides(x, neff::BF16, s)) return;
+  }
+  // The divisor at the edges of the range and past them (those rows divide
+  // element by element).
+  for (float s : {0x1p-60f, 0x1p60f, std::nextafter(0x1p-60f, 0.0f), std::nextafter(0x1p60f, 1e38f),
+                  0x1.fffffep59f, 0x1.000002p-60f, 3.0f, 1.0f, -7.0f})
+    if (!divides(x, neff::F32, s)) return;
+  // Elements at the edges: exactly 2^-60 and 2^60, and just past them.
+  for (float edge : {0x1p-60f, 0x1p60f, std::nextafter(0x1p-60f, 0.0f), std::nextafter(0x1p60f, 1e38f)}) {
+    std::vector<float> row(kRow, 1.25f);
+    row[kRow - 1] = edge;
+    for (float s : {3.0f, 0x1.8p-59f})
+      if (!divides(row, neff::F32, s)) return;
+  }
+}
+
 TEST(RowKernels, ActivationsAndTheirAccumMatchTheFloat32BlockPath) {
   std::mt19937 rng(3);
   const neff::ActivationFunc funcs[] = {neff::IDENTITY, neff::EXP,     neff::RSQRT,      neff::SQRT,
