@@ -3,9 +3,7 @@
 
 #include <algorithm>
 #include <cmath>
-#include <cstdlib>
 #include <cstring>
-#include <string>
 #include <type_traits>
 #include <utility>
 
@@ -274,16 +272,10 @@ constexpr uint32_t kFmaDivisionHigh = (127 + 60) << 23;  // 2^60
 
 bool FmaDivision() {
 #ifdef NEURONCC_CLONES_AVX512_FMA
-  // The loader takes the AVX-512 copy on exactly these hosts. As with SLEEF's
-  // builds, NEURONCC_RT_NO_AVX512=1 or NEURONCC_RT_NO_AVX2=1 divides element
-  // by element instead (the same bits): for comparing the two.
-  static const bool yes = [] {
-    for (const char* name : {"NEURONCC_RT_NO_AVX512", "NEURONCC_RT_NO_AVX2"}) {
-      const char* off = std::getenv(name);
-      if (off && std::string(off) == "1") return false;
-    }
-    return __builtin_cpu_supports("x86-64-v4") != 0;
-  }();
+  // The loader takes the AVX-512 copy on exactly the x86-64-v4 hosts. The
+  // switches that keep SLEEF off its AVX-512 build (HasAvx512) also divide
+  // element by element here (the same bits): for comparing the two.
+  static const bool yes = HasAvx512() && __builtin_cpu_supports("x86-64-v4") != 0;
   return yes;
 #else
   return false;

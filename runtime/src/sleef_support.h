@@ -55,9 +55,10 @@
 #if defined(__x86_64__) && !defined(__SANITIZE_THREAD__) && !defined(__SANITIZE_ADDRESS__)
 #define NEURONCC_CLONES __attribute__((target_clones("arch=x86-64-v4", "avx2", "default")))
 #if !defined(__clang__)
-// GCC turns a 16-lane loop of fmaf into one vector FMA in the AVX-512 copy;
-// the others would call fmaf per lane (exact, but slow), so code that
-// relies on it runs only where the host takes the AVX-512 copy.
+// Kernels may call functions built for x86-64-v4 (explicit FMA intrinsics,
+// which a lambda inside the clones cannot hold), checking first that the
+// host is one the loader gives the AVX-512 copy. GCC only, as the SLEEF
+// builds below: a clang build (the fuzzers) keeps the plain path.
 #define NEURONCC_CLONES_AVX512_FMA 1
 #endif
 #else
@@ -76,5 +77,7 @@
 namespace neuroncc::rt::vm {
 #ifdef NEURONCC_SLEEF_AVX2
 bool HasAvx2Fma();
+// AVX-512F as well (NEURONCC_RT_NO_AVX512=1 or NEURONCC_RT_NO_AVX2=1 say no).
+bool HasAvx512();
 #endif
 }  // namespace neuroncc::rt::vm

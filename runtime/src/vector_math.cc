@@ -66,8 +66,6 @@ bool HasAvx2Fma() {
   return yes;
 }
 
-namespace {
-
 bool HasAvx512() {
   // NEURONCC_RT_NO_AVX512=1 keeps SLEEF's 8-lane build on a host that has
   // AVX-512 (the same bits): for comparing the two.
@@ -78,6 +76,8 @@ bool HasAvx512() {
   }();
   return yes;
 }
+
+namespace {
 
 #define NEURONCC_SLEEF_MAP1(Name, f16, f8, f1)                                              \
   __attribute__((target("avx512f"))) void Name##Avx512(const float* x, float* y, uint32_t n) { \

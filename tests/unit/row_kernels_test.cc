@@ -176,13 +176,9 @@ TEST(RowKernels, DivisionByARowScalarIsCorrectlyRounded) {
   std::uniform_int_distribution<int> exponent(-29, 29);
   constexpr uint32_t kRow = 48;  // three groups of 16
   std::vector<float> x(kRow), got(kRow), widened(kRow);
-  std::vector<uint16_t> xb(kRow);
   auto divides = [&](const std::vector<float>& row, DType dt, float s) {
-    const std::vector<uint8_t> bytes = [&] {
-      std::vector<uint8_t> b(row.size() * neff::DTypeSize(dt));
-      vm::Narrow(dt, row.data(), uint32_t(row.size()), b.data());
-      return b;
-    }();
+    std::vector<uint8_t> bytes(row.size() * neff::DTypeSize(dt));
+    vm::Narrow(dt, row.data(), uint32_t(row.size()), bytes.data());
     vm::Widen(dt, bytes.data(), uint32_t(row.size()), widened.data());
     vm::AluScalarRow(neff::DIV, {dt, bytes.data()}, s, false, {neff::F32, reinterpret_cast<uint8_t*>(got.data())},
                      uint32_t(row.size()));
