@@ -47,7 +47,7 @@
 // All compute the same IEEE operations in the same order (no contracted
 // FMA: these files are built with -ffp-contract=off; the only fused
 // multiply-adds are explicit, where they are exact, see DivideByScalar in
-// row_kernels.cc), so the choice changes speed only.
+// row_kernels_impl.inc), so the choice changes speed only.
 // (Not under ThreadSanitizer: the loader runs the clones' resolvers before
 // the sanitizer's runtime is up. Not under AddressSanitizer either: every
 // copy makes the same memory accesses, so one is checked, and three would

@@ -182,11 +182,15 @@ TEST(RowKernels, DivisionByARowScalarIsCorrectlyRounded) {
     vm::Widen(dt, bytes.data(), uint32_t(row.size()), widened.data());
     vm::AluScalarRow(neff::DIV, {dt, bytes.data()}, s, false, {neff::F32, reinterpret_cast<uint8_t*>(got.data())},
                      uint32_t(row.size()));
+    // Into bfloat16 too: the float32 quotient, rounded once more.
+    std::vector<uint16_t> got16(row.size());
+    vm::AluScalarRow(neff::DIV, {neff::F32, reinterpret_cast<const uint8_t*>(widened.data())}, s, false,
+                     {neff::BF16, reinterpret_cast<uint8_t*>(got16.data())}, uint32_t(row.size()));
     for (size_t i = 0; i < row.size(); ++i) {
       const float want = widened[i] / s;
-      if (std::memcmp(&got[i], &want, 4) != 0) {
+      if (std::memcmp(&got[i], &want, 4) != 0 || got16[i] != rt::FloatToBf16(want)) {
         ADD_FAILURE() << neff::DTypeName(dt) << " " << std::hexfloat << widened[i] << " / " << s << " gave "
-                      << got[i] << ", not " << want;
+                      << got[i] << " (bf16 " << got16[i] << "), not " << want;
         return false;
       }
     }
@@ -227,6 +231,44 @@ TEST(RowKernels, DivisionByARowScalarIsCorrectlyRounded) {
     row[kRow - 1] = edge;
     for (float s : {3.0f, 0x1.8p-59f})
       if (!divides(row, neff::F32, s)) return;
+  }
+}
+
+// Rounding to bfloat16, as every kernel with a bfloat16 output does it (on
+// hosts with AVX512-BF16, by its conversion instruction, except where a
+// group holds a float32 subnormal): the bits of FloatToBf16 for float32
+// patterns across the whole range (every 251st, and every pattern of the
+// subnormals' top, the largest finite values and the ties in between), and
+// for every bfloat16 pattern from a bfloat16 row, whose even and odd
+// elements are rounded apart.
+TEST(RowKernels, RoundingToBfloat16MatchesFloatToBf16) {
+  std::vector<uint32_t> patterns;
+  for (uint64_t u = 0; u < (uint64_t(1) << 32); u += 251) patterns.push_back(uint32_t(u));
+  for (uint32_t sign : {0u, 0x80000000u}) {
+    for (uint32_t u = 0x007f0000u; u < 0x00810000u; ++u) patterns.push_back(sign | u);  // subnormal to normal
+    for (uint32_t u = 0x7f7f0000u; u < 0x7f810000u; ++u) patterns.push_back(sign | u);  // to Inf, Inf, NaN
+    for (uint32_t e = 0; e < 256; ++e)
+      for (uint32_t low : {0x7fffu, 0x8000u, 0x8001u, 0x18000u})
+        patterns.push_back(sign | e << 23 | low);  // ties and their neighbours
+  }
+  constexpr uint32_t kChunk = 4096;
+  std::vector<uint16_t> got(kChunk);
+  for (size_t i0 = 0; i0 < patterns.size(); i0 += kChunk) {
+    const uint32_t n = uint32_t(std::min<size_t>(kChunk, patterns.size() - i0));
+    vm::AluScalarRow(neff::BYPASS, {neff::F32, reinterpret_cast<const uint8_t*>(patterns.data() + i0)}, 0.0f, false,
+                     {neff::BF16, reinterpret_cast<uint8_t*>(got.data())}, n);
+    for (uint32_t i = 0; i < n; ++i)
+      ASSERT_EQ(got[i], rt::FloatToBf16(BitsFloat(patterns[i0 + i])))
+          << std::hex << "float32 bits " << patterns[i0 + i];
+  }
+  std::vector<uint16_t> all(1 << 16), out(1 << 16);
+  for (uint32_t h = 0; h < all.size(); ++h) all[h] = uint16_t(h);
+  for (neff::AluOp op : {neff::BYPASS, neff::MUL}) {  // MUL by 1: the same value
+    vm::AluScalarRow(op, {neff::BF16, reinterpret_cast<const uint8_t*>(all.data())}, 1.0f, false,
+                     {neff::BF16, reinterpret_cast<uint8_t*>(out.data())}, uint32_t(all.size()));
+    for (uint32_t h = 0; h < all.size(); ++h)
+      ASSERT_EQ(out[h], rt::FloatToBf16(rt::Bf16ToFloat(uint16_t(h))))
+          << std::hex << neff::AluOp_Name(op) << " bfloat16 bits " << h;
   }
 }
 
