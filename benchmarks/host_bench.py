@@ -5,10 +5,12 @@ Every figure is measured here, in one process, side by side:
 
   kernels    nrt_execute of an -O2 NEFF (libnrt through ctypes, tensors
              already written) against PyTorch eager on the same inputs, and
-             against the memory-bandwidth roofline: the bytes the graph must
-             read and write (inputs + outputs) over the copy bandwidth this
-             machine reaches (numpy, measured below). Samples of the two
-             alternate; each figure is their median.
+             against the memory-bandwidth roofline: the time a numpy copy
+             takes to read and write as many bytes as the graph must
+             (inputs + outputs). Samples of the three alternate; each figure
+             is their median, so that the roofline is measured under the
+             same load as the kernel (on a shared host the copy bandwidth
+             alone varies by a third from one minute to the next).
   matmul     the same for a matmul, against OpenBLAS's sgemm with the same
              thread count (libopenblas through ctypes), as GFLOP/s; the two
              alternate in blocks of half the samples, half a second apart.
@@ -75,6 +77,13 @@ def copy_bandwidth():
     return 2 * src.nbytes / min(samples)
 
 
+def copier(moved):
+    """A numpy copy that reads and writes `moved` bytes in all."""
+    src = np.ones(max(1, moved // 8), dtype=np.float32)
+    dst = np.empty_like(src)
+    return lambda: np.copyto(dst, src)
+
+
 def alternate(fns, repeats, settle, block=1):
     """Median seconds of each fn, after one warm-up each. Samples are taken
     in turns of `block` calls per fn, with `settle` seconds before each turn:
@@ -102,7 +111,7 @@ def nrt_call(compiled, inputs):
     return lambda: compiled._rt.execute(compiled._model, compiled._in_set, compiled._out_set)
 
 
-def kernels(args, bandwidth):
+def kernels(args):
     rows, cols = args.rows, args.cols
     print("\n== elementwise and reduction kernels, %dx%d (goal: <= 3x roofline, faster than eager) ==" %
           (rows, cols))
@@ -118,8 +127,7 @@ def kernels(args, bandwidth):
             run = nrt_call(compiled, inputs)
             out = fn(*inputs)
             moved = sum(x.numel() * x.element_size() for x in inputs) + out.numel() * out.element_size()
-            nrt_s, eager_s = alternate([run, lambda: fn(*inputs)], args.repeats, 0.05)
-            roof = moved / bandwidth
+            nrt_s, eager_s, roof = alternate([run, lambda: fn(*inputs), copier(moved)], args.repeats, 0.05)
             print("%-18s %5s %10.2f %10.2f %10.2f %9.2f %9.2f" % (name, dname, nrt_s * 1e3, eager_s * 1e3, roof * 1e3,
                                                                   nrt_s / eager_s, nrt_s / roof))
             sys.stdout.flush()
@@ -230,11 +238,11 @@ def main():
     threads = int(os.environ.get("NEURONCC_RT_THREADS", os.cpu_count() or 1))
     torch.set_num_threads(threads)
     bandwidth = copy_bandwidth()
-    print("host: %d cores, copy bandwidth %.1f GB/s (numpy, read + write), torch %s with %d threads" %
+    print("host: %d cores, copy bandwidth %.1f GB/s now (numpy, read + write), torch %s with %d threads" %
           (os.cpu_count(), bandwidth / 1e9, torch.__version__, torch.get_num_threads()))
     work = tempfile.mkdtemp(prefix="neuroncc-host-bench-")
     if "kernels" in parts:
-        kernels(args, bandwidth)
+        kernels(args)
     if "matmul" in parts:
         matmul(args, threads)
     if "load" in parts:
