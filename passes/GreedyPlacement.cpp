@@ -18,6 +18,7 @@
 #include <algorithm>
 #include <map>
 #include <queue>
+#include <random>
 #include <set>
 
 #include "passes/PlannerInternal.h"
@@ -338,6 +339,33 @@ int64_t placeSkyline(const std::vector<Item>& items, const Sections& sections,
     if (limit && limit->reached(arena)) return arena;
   }
   return arena;
+}
+
+void reshuffleSkyline(const std::vector<Item>& items, const Sections& sections, std::vector<int>& order,
+                      std::vector<int64_t>& offsets, int64_t* arena, Budget& budget, uint64_t seed, int* tries) {
+  std::mt19937_64 rng(seed);
+  std::normal_distribution<double> shift(0.0, 1.0);
+  std::vector<std::pair<double, int>> keys(order.size());
+  std::vector<int> trial(order.size());
+  std::vector<int64_t> placed;
+  std::atomic<int64_t> stopAbove{0};
+  *tries = 0;
+  while (true) {
+    budget.charge(1 + int64_t(items.size()) / 64);
+    if (budget.exhausted()) break;
+    ++*tries;
+    for (size_t r = 0; r < order.size(); ++r) keys[r] = {double(r) + shift(rng), order[r]};
+    std::sort(keys.begin(), keys.end());
+    for (size_t r = 0; r < keys.size(); ++r) trial[r] = keys[r].second;
+    // A try that reaches the best arena can no longer beat it.
+    stopAbove = *arena - 1;
+    PlacementLimit limit{&stopAbove, &budget};
+    int64_t reached = placeSkyline(items, sections, trial, placed, &limit);
+    if (limit.stopped || reached >= *arena) continue;
+    *arena = reached;
+    order = trial;
+    offsets = placed;
+  }
 }
 
 }  // namespace neuroncc::planner

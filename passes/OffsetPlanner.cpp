@@ -55,6 +55,10 @@ constexpr size_t kParallelItems = 4096;
 // the optimum sits above the bound.
 constexpr double kQuickShare = 0.06;
 constexpr double kExtraHeuristicsShare = 0.3;
+// The share of what is left that reshuffling the skyline's ties takes before
+// region repair, and the seed of its first thread's stream of tries.
+constexpr double kReshuffleShare = 0.5;
+constexpr uint64_t kReshuffleSeed = 0x5ca1ab1e;
 
 int64_t arenaOf(const std::vector<Item>& items, const std::vector<int64_t>& offsets) {
   int64_t arena = 0;
@@ -161,9 +165,12 @@ PlanResult planOffsets(std::vector<PlannedBuffer>& buffers, const PlanOptions& o
     run.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
     return run;
   };
-  auto report = [&](std::string method, Run run) {
+  bool skylineWins = false;  // the best heuristic plan is a skyline's
+  auto report = [&](std::string method, Run run, bool skyline = false) {
     result.heuristics.push_back({method, run.arena, run.seconds, run.stopped, run.timedOut});
-    if (!run.stopped) consider(run.arena, std::move(method));
+    if (run.stopped) return;
+    if (run.arena < bestArena) skylineWins = skyline;
+    consider(run.arena, std::move(method));
   };
   // The budget covers the heuristics too, so a time limit bounds the whole call.
   bool budgeted = options.timeLimitSeconds > 0 || options.nodeLimit > 0;
@@ -216,6 +223,15 @@ PlanResult planOffsets(std::vector<PlannedBuffer>& buffers, const PlanOptions& o
     while (run.arena < seen && !smallest.compare_exchange_weak(seen, run.arena)) {
     }
   };
+  // The skyline with the smallest complete plan (the start of the
+  // reshuffling below), if any.
+  const Heuristic* bestSkyline = nullptr;
+  int64_t bestSkylineArena = INT64_MAX;
+  auto noteSkyline = [&](const Heuristic& h, const Run& run) {
+    if (h.kind != Heuristic::kSkyline || run.stopped || run.arena >= bestSkylineArena) return;
+    bestSkyline = &h;
+    bestSkylineArena = run.arena;
+  };
   report("online best-fit", timed([&](PlacementLimit*) { return placeOnline(items, trial); }));
   smallest = bestArena;
   auto goodEnough = [&] { return options.goodEnoughArena > 0 && bestArena <= options.goodEnoughArena; };
@@ -247,7 +263,8 @@ PlanResult planOffsets(std::vector<PlannedBuffer>& buffers, const PlanOptions& o
     for (std::thread& t : threads) t.join();
     for (size_t j = 0; j < kParallel; ++j) {
       trial = std::move(offsets[j]);
-      report(name(heuristics[j]), runs[j]);
+      noteSkyline(heuristics[j], runs[j]);
+      report(name(heuristics[j]), runs[j], heuristics[j].kind == Heuristic::kSkyline);
     }
     skylineGaveUp = runs[kClassic].arena == INT64_MAX;
     k = kParallel;
@@ -275,12 +292,13 @@ PlanResult planOffsets(std::vector<PlannedBuffer>& buffers, const PlanOptions& o
     Run run = timed([&](PlacementLimit* l) { return place(h, trial, l); }, limit);
     skylineGaveUp |= h.kind == Heuristic::kSkyline && run.arena == INT64_MAX;
     lowerSmallest(run);
-    report(name(h), run);
+    noteSkyline(h, run);
+    report(name(h), run, h.kind == Heuristic::kSkyline);
   }
 
   int64_t lower = result.lowerBound;
-  if (bestArena > lower && budgeted && sections.hasMembers && !goodEnough()) {
-    if (items.size() <= options.exactSearchMaxBuffers) {
+  if (bestArena > lower && budgeted && !goodEnough()) {
+    if (items.size() <= options.exactSearchMaxBuffers && sections.hasMembers) {
       // Two searches side by side, each on a thread with half the nodes
       // (and all the time). Here: the lower bound itself (every MiniMalloc
       // instance with a known optimum reaches it), with all of this share
@@ -311,13 +329,48 @@ PlanResult planOffsets(std::vector<PlannedBuffer>& buffers, const PlanOptions& o
           consider(n->best, method);
         }
     } else {
-      // Too large to search whole: repair the worst spots of the best plan,
-      // aiming halfway between the presumed bound and the current arena
-      // (arenas below `probe` are presumed infeasible: a repair there fell
-      // short).
+      // Too large to search whole. Where a skyline gave the best plan,
+      // first that skyline again under orders with reshuffled ties, on two
+      // threads (each its own stream of tries), with half of the time, or
+      // all of it where the repair below cannot run; only under a time
+      // limit, since each try costs as much as a whole heuristic (the
+      // compiler plans under a node limit and keeps its compile time).
+      if (skylineWins && options.timeLimitSeconds > 0 && !budget.exhausted()) {
+        Budget phase = budget.share(sections.hasMembers ? kReshuffleShare : 1.0);
+        struct Chain {
+          std::vector<int> order;
+          std::vector<int64_t> offsets;
+          int64_t arena;
+          Budget budget;
+          int tries = 0;
+        };
+        std::vector<int> start = ranked(bestSkyline->order);
+        Chain chains[2] = {{start, {}, bestSkylineArena, phase.beside(0.5)},
+                           {start, {}, bestSkylineArena, phase.beside(0.5)}};
+        auto run = [&](int c) {
+          reshuffleSkyline(items, sections, chains[c].order, chains[c].offsets, &chains[c].arena, chains[c].budget,
+                           kReshuffleSeed + uint64_t(c), &chains[c].tries);
+        };
+        std::thread second(run, 1);
+        run(0);
+        second.join();
+        for (Chain& c : chains) {
+          phase.absorb(c.budget);
+          result.reshuffleTries += c.tries;
+        }
+        budget.absorb(phase);
+        for (Chain& c : chains)
+          if (!c.offsets.empty() && c.arena < bestArena) {
+            trial = std::move(c.offsets);
+            consider(c.arena, name(*bestSkyline) + ", ties reshuffled");
+          }
+      }
+      // Then repair the worst spots of the best plan, aiming halfway
+      // between the presumed bound and the current arena (arenas below
+      // `probe` are presumed infeasible: a repair there fell short).
       int64_t probe = lower;
       bool repaired = false;
-      while (probe < bestArena && !budget.exhausted()) {
+      while (sections.hasMembers && probe < bestArena && !budget.exhausted()) {
         int64_t target = probe + (bestArena - probe) / 2;
         Budget part = budget.share(1.0 / 2);
         bool reached = repairPlan(items, sections, target, part, best);

@@ -54,6 +54,7 @@ struct PlanResult {
   bool provenOptimal = false; // arena == lowerBound, or the search exhausted every smaller arena
   std::string method;         // which heuristic or search produced the plan
   int64_t searchNodes = 0;    // nodes the exact search expanded
+  int reshuffleTries = 0;     // skyline placements with reshuffled ties (large instances, time limit)
   std::vector<HeuristicRun> heuristics;  // each heuristic that ran, in order
 };
 

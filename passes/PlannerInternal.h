@@ -154,6 +154,17 @@ int64_t placeSkyline(const std::vector<Item>& items, const Sections& sections,
                      const std::vector<int>& ranked, std::vector<int64_t>& offsets,
                      PlacementLimit* limit = nullptr);
 
+// Skyline placement again and again under orders near `order`, for as long
+// as `budget` lasts: each try shifts every item of the best order so far by
+// Gaussian noise of one rank (so it mostly breaks ties between buffers that
+// could go equally low another way) and keeps the order if its plan has a
+// smaller arena than `*arena`. On return `order`, `offsets` and `*arena` hold
+// the best try (unchanged if none was smaller); `*tries` counts them. Each try
+// is charged to `budget` as 1 + n/64 nodes; the random stream is fixed by
+// `seed`, so a node limit gives the same result on every run.
+void reshuffleSkyline(const std::vector<Item>& items, const Sections& sections, std::vector<int>& order,
+                      std::vector<int64_t>& offsets, int64_t* arena, Budget& budget, uint64_t seed, int* tries);
+
 // Items in time order, each in the smallest free block of a free list that
 // holds it (as a run-time best-fit allocator would), freed blocks merged.
 // O(n log n) whatever the overlap.

@@ -146,7 +146,11 @@ int runPlanMemory(int argc, char** argv) {
   std::printf("arena:       %lld bytes\n", (long long)result.arena);
   std::printf("ratio:       %.4f\n", ratio);
   std::printf("optimal:     %s\n", result.provenOptimal ? "yes (proven)" : "not proven");
-  std::printf("method:      %s (%lld search nodes)\n", result.method.c_str(), (long long)result.searchNodes);
+  if (result.reshuffleTries > 0)
+    std::printf("method:      %s (%lld search nodes, %d skylines with reshuffled ties)\n", result.method.c_str(),
+                (long long)result.searchNodes, result.reshuffleTries);
+  else
+    std::printf("method:      %s (%lld search nodes)\n", result.method.c_str(), (long long)result.searchNodes);
   std::printf("time:        %.3f s\n", took);
   for (const HeuristicRun& h : result.heuristics) {
     if (h.arena == INT64_MAX) {
