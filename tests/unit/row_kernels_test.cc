@@ -11,6 +11,7 @@
 
 #include <cmath>
 #include <cstring>
+#include <limits>
 #include <random>
 #include <string>
 #include <vector>
@@ -225,12 +226,26 @@ TEST(RowKernels, DivisionByARowScalarIsCorrectlyRounded) {
   for (float s : {0x1p-60f, 0x1p60f, std::nextafter(0x1p-60f, 0.0f), std::nextafter(0x1p60f, 1e38f),
                   0x1.fffffep59f, 0x1.000002p-60f, 3.0f, 1.0f, -7.0f})
     if (!divides(x, neff::F32, s)) return;
-  // Elements at the edges: exactly 2^-60 and 2^60, and just past them.
-  for (float edge : {0x1p-60f, 0x1p60f, std::nextafter(0x1p-60f, 0.0f), std::nextafter(0x1p60f, 1e38f)}) {
+  // Elements at the edges: exactly 2^-60 and 2^60, and just past them; and
+  // ones the FMA sequence gets wrong (infinities, a quotient that
+  // overflows), or that underflow, which the row must divide element by
+  // element.
+  for (float edge : {0x1p-60f, 0x1p60f, std::nextafter(0x1p-60f, 0.0f), std::nextafter(0x1p60f, 1e38f),
+                     std::numeric_limits<float>::infinity(), -std::numeric_limits<float>::infinity(),
+                     std::numeric_limits<float>::max(), std::numeric_limits<float>::denorm_min(), 0.0f, -0.0f}) {
     std::vector<float> row(kRow, 1.25f);
     row[kRow - 1] = edge;
-    for (float s : {3.0f, 0x1.8p-59f})
+    for (float s : {3.0f, 0x1.8p-59f}) {
       if (!divides(row, neff::F32, s)) return;
+      // In place too (the range is then checked before dividing).
+      std::vector<float> inplace = row;
+      auto* bytes = reinterpret_cast<uint8_t*>(inplace.data());
+      vm::AluScalarRow(neff::DIV, {neff::F32, bytes}, s, false, {neff::F32, bytes}, kRow);
+      for (uint32_t i = 0; i < kRow; ++i) {
+        const float want = row[i] / s;
+        ASSERT_EQ(0, std::memcmp(&inplace[i], &want, 4)) << row[i] << " / " << s << " in place";
+      }
+    }
   }
 }
 
