@@ -11,7 +11,8 @@
 // Both avoid comparing every pair of buffers: first fit looks at the offset
 // ranges taken during a lifetime through a segment tree of range unions
 // (OccupancyTree), skyline keeps per-section floors in a segment tree and a
-// priority queue of lazily refreshed offsets.
+// priority queue of lazily refreshed offsets. reshuffleSkyline reruns a
+// skyline under orders with randomly broken ties, keeping smaller plans.
 //
 //===----------------------------------------------------------------------===//
 

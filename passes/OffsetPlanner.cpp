@@ -23,8 +23,10 @@
 //    threads share no state: their plans are compared after both end (ties
 //    keep the first thread's), so a node limit gives the same plan on
 //    every run.
-// 3. Larger instances instead get the best heuristic plan repaired spot by
-//    spot (RegionRepair.cpp) toward targets chosen the same way.
+// 3. Larger instances instead: under a time limit, where a skyline gave the
+//    best plan, that skyline again with its ties reshuffled
+//    (reshuffleSkyline); then the best plan repaired spot by spot
+//    (RegionRepair.cpp) toward targets chosen the same way.
 //
 //===----------------------------------------------------------------------===//
 
@@ -165,11 +167,16 @@ PlanResult planOffsets(std::vector<PlannedBuffer>& buffers, const PlanOptions& o
     run.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
     return run;
   };
-  bool skylineWins = false;  // the best heuristic plan is a skyline's
-  auto report = [&](std::string method, Run run, bool skyline = false) {
+  struct Heuristic {
+    enum { kFirstFit, kBestFit, kSkyline } kind;
+    Preorder order;
+  };
+  // The heuristic whose plan is the best so far (null: the online one).
+  const Heuristic* winner = nullptr;
+  auto report = [&](std::string method, Run run, const Heuristic* h = nullptr) {
     result.heuristics.push_back({method, run.arena, run.seconds, run.stopped, run.timedOut});
     if (run.stopped) return;
-    if (run.arena < bestArena) skylineWins = skyline;
+    if (run.arena < bestArena) winner = h;
     consider(run.arena, std::move(method));
   };
   // The budget covers the heuristics too, so a time limit bounds the whole call.
@@ -178,10 +185,6 @@ PlanResult planOffsets(std::vector<PlannedBuffer>& buffers, const PlanOptions& o
   std::vector<int> all(items.size());
   std::iota(all.begin(), all.end(), 0);
   auto ranked = [&](Preorder p) { return preorderItems(items, sections, all, p, totals); };
-  struct Heuristic {
-    enum { kFirstFit, kBestFit, kSkyline } kind;
-    Preorder order;
-  };
   // The classic greedy orderings first (size and lifetime descending, each
   // with first and best fit): every plan is at least as good as the best of
   // them. All are O(n log n) in practice (OccupancyTree), whatever the number
@@ -223,15 +226,6 @@ PlanResult planOffsets(std::vector<PlannedBuffer>& buffers, const PlanOptions& o
     while (run.arena < seen && !smallest.compare_exchange_weak(seen, run.arena)) {
     }
   };
-  // The skyline with the smallest complete plan (the start of the
-  // reshuffling below), if any.
-  const Heuristic* bestSkyline = nullptr;
-  int64_t bestSkylineArena = INT64_MAX;
-  auto noteSkyline = [&](const Heuristic& h, const Run& run) {
-    if (h.kind != Heuristic::kSkyline || run.stopped || run.arena >= bestSkylineArena) return;
-    bestSkyline = &h;
-    bestSkylineArena = run.arena;
-  };
   report("online best-fit", timed([&](PlacementLimit*) { return placeOnline(items, trial); }));
   smallest = bestArena;
   auto goodEnough = [&] { return options.goodEnoughArena > 0 && bestArena <= options.goodEnoughArena; };
@@ -263,8 +257,7 @@ PlanResult planOffsets(std::vector<PlannedBuffer>& buffers, const PlanOptions& o
     for (std::thread& t : threads) t.join();
     for (size_t j = 0; j < kParallel; ++j) {
       trial = std::move(offsets[j]);
-      noteSkyline(heuristics[j], runs[j]);
-      report(name(heuristics[j]), runs[j], heuristics[j].kind == Heuristic::kSkyline);
+      report(name(heuristics[j]), runs[j], &heuristics[j]);
     }
     skylineGaveUp = runs[kClassic].arena == INT64_MAX;
     k = kParallel;
@@ -292,8 +285,7 @@ PlanResult planOffsets(std::vector<PlannedBuffer>& buffers, const PlanOptions& o
     Run run = timed([&](PlacementLimit* l) { return place(h, trial, l); }, limit);
     skylineGaveUp |= h.kind == Heuristic::kSkyline && run.arena == INT64_MAX;
     lowerSmallest(run);
-    noteSkyline(h, run);
-    report(name(h), run, h.kind == Heuristic::kSkyline);
+    report(name(h), run, &h);
   }
 
   int64_t lower = result.lowerBound;
@@ -335,7 +327,8 @@ PlanResult planOffsets(std::vector<PlannedBuffer>& buffers, const PlanOptions& o
       // all of it where the repair below cannot run; only under a time
       // limit, since each try costs as much as a whole heuristic (the
       // compiler plans under a node limit and keeps its compile time).
-      if (skylineWins && options.timeLimitSeconds > 0 && !budget.exhausted()) {
+      if (winner && winner->kind == Heuristic::kSkyline && options.timeLimitSeconds > 0 && !budget.exhausted()) {
+        const Heuristic& skyline = *winner;
         Budget phase = budget.share(sections.hasMembers ? kReshuffleShare : 1.0);
         struct Chain {
           std::vector<int> order;
@@ -344,9 +337,8 @@ PlanResult planOffsets(std::vector<PlannedBuffer>& buffers, const PlanOptions& o
           Budget budget;
           int tries = 0;
         };
-        std::vector<int> start = ranked(bestSkyline->order);
-        Chain chains[2] = {{start, {}, bestSkylineArena, phase.beside(0.5)},
-                           {start, {}, bestSkylineArena, phase.beside(0.5)}};
+        std::vector<int> start = ranked(skyline.order);
+        Chain chains[2] = {{start, {}, bestArena, phase.beside(0.5)}, {start, {}, bestArena, phase.beside(0.5)}};
         auto run = [&](int c) {
           reshuffleSkyline(items, sections, chains[c].order, chains[c].offsets, &chains[c].arena, chains[c].budget,
                            kReshuffleSeed + uint64_t(c), &chains[c].tries);
@@ -362,7 +354,7 @@ PlanResult planOffsets(std::vector<PlannedBuffer>& buffers, const PlanOptions& o
         for (Chain& c : chains)
           if (!c.offsets.empty() && c.arena < bestArena) {
             trial = std::move(c.offsets);
-            consider(c.arena, name(*bestSkyline) + ", ties reshuffled");
+            consider(c.arena, name(skyline) + ", ties reshuffled");
           }
       }
       // Then repair the worst spots of the best plan, aiming halfway
