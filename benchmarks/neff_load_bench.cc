@@ -14,7 +14,7 @@
 //   fragments    one kernel whose vector writes cut a partition's bytes into
 //                thousands of distinct segments, and whose scalar reads each
 //                span them all after waiting for every write: the race check
-//                and the kernel-boundary bookkeeping's worst case
+//                check's worst case
 //   boundaries   one kernel cuts a partition into thousands of segments, then
 //                many one-instruction kernels of the same dispatch read them
 //                all: the waits the dispatch model adds at kernel boundaries

@@ -6,7 +6,7 @@
 #include <queue>
 
 #include "absl/strings/str_cat.h"
-#include "access_history.h"
+#include "boundary_accesses.h"
 #include "race_check.h"
 
 namespace neuroncc::rt {
@@ -16,7 +16,7 @@ using neff::Instruction;
 namespace {
 
 constexpr uint32_t Q = neff::kMaxQueues;
-using QueueCounts = std::array<uint32_t, Q>;
+using QueueCounts = BoundaryAccesses::QueueCounts;
 
 // Every memory an instruction can touch, as one address space: a tag (which
 // memory) in the top bits, the byte address below. The arena is one memory,
@@ -69,18 +69,6 @@ void Footprint(const Instruction& inst, const neff::Executable& exe, std::vector
         inst.index_offset() + int64_t(inst.out().partitions()) - 1, false);
 }
 
-// Raises need[q] to the semaphore count of q's last instruction in `h` that
-// conflicts with `a`: one that wrote any of its bytes, or, when `a` writes,
-// read them.
-void Conflicts(const neff::AccessHistory& h, const Access& a, QueueCounts* need) {
-  h.ForEach(a.lo, a.hi, [&](const neff::QueueAccesses& s) {
-    for (uint32_t q = 0; q < Q; ++q) {
-      (*need)[q] = std::max((*need)[q], s.write[q]);
-      if (a.write) (*need)[q] = std::max((*need)[q], s.read[q]);
-    }
-  });
-}
-
 struct Entry {
   uint32_t kernel;
   uint32_t instruction;
@@ -93,43 +81,51 @@ absl::StatusOr<DispatchSchedule> Simulate(const std::vector<const neff::Kernel*>
   std::vector<std::vector<uint32_t>> queue(Q);  // entry ids in issue order
   std::vector<Entry> entries;
   std::vector<std::pair<uint32_t, uint32_t>> waits;  // (queue, count) over the whole dispatch
-  // Per memory byte, every queue's last writer and reader among the
-  // dispatch's earlier kernels, as semaphore counts.
-  neff::AccessHistory map;
-  std::vector<std::vector<Access>> footprints;
-  std::vector<uint32_t> base(Q);
   size_t total = 0;
   for (const neff::Kernel* k : kernels) total += size_t(k->instructions_size());
-  // The same linear bound as the race check's (race_check.h).
-  const uint64_t budget = neff::RaceCheckBudget(uint64_t(total));
   entries.reserve(total);
-  for (size_t j = 0; j < kernels.size(); ++j) {
+  // Kernel boundaries: only a dispatch of several kernels has any. Every
+  // instruction's footprint, flat: instruction n of the dispatch (in kernel
+  // order) has accesses [footprint_start[n], footprint_start[n + 1]).
+  const bool cross = exe != nullptr && kernels.size() > 1;
+  std::vector<Access> accesses, scratch;
+  std::vector<size_t> footprint_start(1, 0);
+  // Per queue, its last writer and reader of every byte among the dispatch's
+  // earlier kernels, as semaphore counts.
+  BoundaryAccesses history;
+  if (cross) {
+    footprint_start.reserve(total + 1);
+    for (size_t j = 0; j < kernels.size(); ++j) {
+      for (const Instruction& inst : kernels[j]->instructions()) {
+        Footprint(inst, *exe, &scratch);
+        accesses.insert(accesses.end(), scratch.begin(), scratch.end());
+        footprint_start.push_back(accesses.size());
+        // The last kernel's accesses are never recorded.
+        if (j + 1 < kernels.size())
+          for (const Access& a : scratch) history.Declare(neff::QueueIndex(inst.engine(), inst.queue()), a.lo, a.hi);
+      }
+    }
+    history.Build();
+  }
+  std::vector<uint32_t> base(Q);
+  for (size_t j = 0, n0 = 0; j < kernels.size(); n0 += size_t(kernels[j]->instructions_size()), ++j) {
     const neff::Kernel& k = *kernels[j];
     for (uint32_t q = 0; q < Q; ++q) base[q] = uint32_t(queue[q].size());
-    // Kernel boundaries: only a dispatch of several kernels has any.
-    const bool cross = exe != nullptr && kernels.size() > 1;
-    if (cross) footprints.resize(size_t(k.instructions_size()));
     for (int i = 0; i < k.instructions_size(); ++i) {
       const Instruction& inst = k.instructions(i);
       const uint32_t q = neff::QueueIndex(inst.engine(), inst.queue());
       Entry e{uint32_t(first_kernel + int(j)), uint32_t(i), uint32_t(waits.size()), 0};
       for (const neff::Wait& w : inst.waits())
         if (w.count() > 0) waits.push_back({w.queue(), base[w.queue()] + w.count()});
-      if (cross) {
-        Footprint(inst, *exe, &footprints[size_t(i)]);
-        if (j > 0) {
-          QueueCounts need{};
-          for (const Access& a : footprints[size_t(i)]) Conflicts(map, a, &need);
-          if (map.visited() > budget)
-            return absl::InvalidArgumentError(absl::StrCat(
-                "kernel '", k.name(), "': the waits at its kernel boundary would need more than ", budget,
-                " steps (", neff::kRaceCheckBaseVisits, " + ", neff::kRaceCheckVisitsPerInstruction,
-                " per instruction of the dispatch): earlier kernels cut the on-chip and HBM bytes into pieces "
-                "that every later access revisits; such a dispatch is refused rather than scheduled in "
-                "quadratic time"));
-          for (uint32_t r = 0; r < Q; ++r)
-            if (r != q && need[r] > 0) waits.push_back({r, need[r]});
-        }
+      if (cross && j > 0) {
+        // The last instruction of each other queue, in an earlier kernel, that
+        // wrote any of these bytes or, where this one writes, read them.
+        QueueCounts need{};
+        const size_t n = n0 + size_t(i);
+        for (size_t x = footprint_start[n]; x < footprint_start[n + 1]; ++x)
+          history.Conflicts(accesses[x].lo, accesses[x].hi, accesses[x].write, &need);
+        for (uint32_t r = 0; r < Q; ++r)
+          if (r != q && need[r] > 0) waits.push_back({r, need[r]});
       }
       e.wait_count = uint32_t(waits.size()) - e.first_wait;
       queue[q].push_back(uint32_t(entries.size()));
@@ -143,16 +139,9 @@ absl::StatusOr<DispatchSchedule> Simulate(const std::vector<const neff::Kernel*>
         const Instruction& inst = k.instructions(i);
         const uint32_t q = neff::QueueIndex(inst.engine(), inst.queue());
         const uint32_t count = ++position[q];
-        for (const Access& a : footprints[size_t(i)])
-          map.Update(a.lo, a.hi, [&](neff::QueueAccesses& s) {
-            uint32_t& last = a.write ? s.write[q] : s.read[q];
-            last = std::max(last, count);
-          });
-        if (map.visited() > budget)
-          return absl::InvalidArgumentError(absl::StrCat(
-              "kernel '", k.name(), "': recording its accesses for the next kernel's boundary would need "
-              "more than ", budget, " steps (", neff::kRaceCheckBaseVisits, " + ",
-              neff::kRaceCheckVisitsPerInstruction, " per instruction of the dispatch); refused"));
+        const size_t n = n0 + size_t(i);
+        for (size_t x = footprint_start[n]; x < footprint_start[n + 1]; ++x)
+          history.Record(q, accesses[x].lo, accesses[x].hi, accesses[x].write, count);
       }
     }
   }

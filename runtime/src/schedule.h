@@ -50,7 +50,7 @@ struct DispatchSchedule {
 // waits are the kernel's own (counted from the kernel's first instruction on
 // each queue) plus the kernel-boundary waits: for every earlier kernel of the
 // dispatch, the last instruction on each other queue that touches memory this
-// one touches, one of the two writing (see CrossKernelWaits). Durations come
+// one touches, one of the two writing (boundary_accesses.h). Durations come
 // from InstructionCostPs. Among the queue heads whose start time is known, the
 // earliest start runs next, ties going to the lower queue index; that order is
 // also the order in which the executor applies the instructions' effects.

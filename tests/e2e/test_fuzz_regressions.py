@@ -363,6 +363,15 @@ class FuzzRegressions(unittest.TestCase):
                                                 "splat_bias_O%d" % opt, opt)
             self.assertTrue(np.array_equal(outs[0].astype(np.float32), ref), "O%d" % opt)
 
+    def test_strided_stores_before_a_kernel_boundary_load(self):
+        """Seed 929292 case 127: a batched matmul stored transposed (every DMA reaching across the
+        whole result with a strided pattern) followed by another kernel in the same dispatch.
+        nrt_load refused it: the bookkeeping of the kernel-boundary waits cut the bytes into
+        thousands of pieces that every later DMA revisited, past its linear bound."""
+        for dtype in (torch.float32, torch.bfloat16):
+            x1, x21 = randn(513, 2, 1, dtype=dtype), randn(6, 513, 2, 1, dtype=dtype, seed=1)
+            self.check(lambda a, b: (torch.matmul(b, b.transpose(-2, -1)).transpose(0, -2) ** 3, a), [x1, x21])
+
     def test_softmax_over_two_billion_elements_compiles(self):
         """1 x 2^31 (an 8 GiB row): the row is spread over the partitions and the
         reductions split, so the program stays small (compiled here, not run)."""
