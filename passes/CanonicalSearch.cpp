@@ -318,10 +318,18 @@ class CanonicalSearch {
   SearchOutcome descend(int lo, int hi, const std::vector<int>& members,
                         const std::vector<Candidate>& parent, int64_t lastOffset, int lastRank) {
     if (++nodes_ > nodeLimit_ || !budget_.spend()) return SearchOutcome::kOutOfBudget;
-    std::vector<Candidate> candidates;
-    candidates.reserve(parent.size());
+    // Written field by field: a whole Candidate built on the stack and then
+    // copied made every copy wait on a store-forwarding stall.
+    std::vector<Candidate> candidates(parent.size());
+    size_t open = 0;
     for (const Candidate& c : parent)
-      if (offset_[size_t(c.item)] < 0) candidates.push_back({minOffset_[size_t(c.item)], c.rank, c.item});
+      if (offset_[size_t(c.item)] < 0) {
+        Candidate& d = candidates[open++];
+        d.offset = minOffset_[size_t(c.item)];
+        d.rank = c.rank;
+        d.item = c.item;
+      }
+    candidates.resize(open);
     if (candidates.empty()) {
       for (int i : members) solution_[size_t(i)] = offset_[size_t(i)];
       return SearchOutcome::kFound;
@@ -337,48 +345,30 @@ class CanonicalSearch {
         candidates[m] = candidates[m - 1];
       candidates[m] = c;
     }
-    // Sections a placement leaves alone keep floor + unplaced within the
-    // capacity (the parent checked that); they only need offset + unplaced
-    // within it. The largest unplaced amount answers that for most
-    // placements; for the others, the largest amounts before and after
-    // each section (built once per node, when first needed) do.
+    // Placing a buffer at `offset` leaves every section of [lo, hi) needing
+    // at least offset + what was unplaced there before: its own sections get
+    // the buffer's top as their floor and lose its size, the others keep
+    // their unplaced amounts and floors at least `offset` high. So no
+    // candidate at or above capacity - (the largest unplaced amount) can fit,
+    // and the candidates come by offset: the first such one ends the node,
+    // before any placement. Every candidate below it fits in the sections
+    // that the placement leaves alone (the parent checked their floors), so
+    // only the sections it changes need checking after placing.
     int64_t mostUnplaced = 0;
     for (int sec = lo; sec < hi; ++sec) mostUnplaced = std::max(mostUnplaced, unplaced_[size_t(sec)]);
-    size_t width = size_t(hi - lo), base = prefixMost_.size(), afterBase = base + width + 1;
-    bool runningMaxima = false;
-    auto outsideRun = [&](int changedLo, int changedHi) {
-      if (!runningMaxima) {
-        // By index: deeper calls grow the vector.
-        runningMaxima = true;
-        prefixMost_.resize(base + 2 * (width + 1));
-        prefixMost_[base] = 0;
-        for (size_t k = 0; k < width; ++k)
-          prefixMost_[base + k + 1] = std::max(prefixMost_[base + k], unplaced_[size_t(lo) + k]);
-        prefixMost_[afterBase + width] = 0;
-        for (size_t k = width; k > 0; --k)
-          prefixMost_[afterBase + k - 1] = std::max(prefixMost_[afterBase + k], unplaced_[size_t(lo) + k - 1]);
-      }
-      return std::max(prefixMost_[base + size_t(changedLo - lo)], prefixMost_[afterBase + size_t(changedHi - lo)]);
-    };
-    struct Release {
-      std::vector<int64_t>& v;
-      size_t size;
-      ~Release() { v.resize(size); }
-    } release{prefixMost_, base};
     int64_t lowestTop = INT64_MAX;
     for (const Candidate& c : candidates)
       lowestTop = std::min(lowestTop, c.offset + items_[size_t(c.item)].size);
     for (const Candidate& c : candidates) {
       if (c.offset >= lowestTop) break;  // dominated: see the file comment
+      if (c.offset + mostUnplaced > capacity_) break;
       if (c.offset < lastOffset || (c.offset == lastOffset && c.rank < lastRank)) continue;
       size_t floorMark = floorLog_.size(), offsetMark = offsetLog_.size();
       auto [changedLo, changedHi] = place(c.item, c.offset);
       changedLo = std::clamp(changedLo, lo, hi);
       changedHi = std::clamp(changedHi, changedLo, hi);
-      bool outsideFits = c.offset + mostUnplaced <= capacity_ ||
-                         c.offset + outsideRun(changedLo, changedHi) <= capacity_;
       SearchOutcome outcome = SearchOutcome::kInfeasible;
-      if (outsideFits && fits(changedLo, changedHi, c.offset))
+      if (fits(changedLo, changedHi, c.offset))
         outcome = afterPlacing(lo, hi, members, candidates, c);
       unplace(c.item, floorMark, offsetMark);
       if (outcome != SearchOutcome::kInfeasible) return outcome;
@@ -413,7 +403,7 @@ class CanonicalSearch {
 
   // Places `item`; returns the run of sections whose floor or unplaced
   // amount it may have changed.
-  std::pair<int, int> place(int item, int64_t offset) {
+  [[gnu::noinline]] std::pair<int, int> place(int item, int64_t offset) {
     const Item& it = items_[size_t(item)];
     offset_[size_t(item)] = offset;
     int64_t top = offset + it.size;
@@ -539,9 +529,6 @@ class CanonicalSearch {
   std::vector<std::pair<int, int>> floorLog_;  // runs (first section, count) of floorValues_
   std::vector<int64_t> floorValues_;
   std::vector<Change> offsetLog_;
-  // Per search depth, the running maxima of unplaced amounts (a stack:
-  // each descend() pushes its own and pops them on return).
-  std::vector<int64_t> prefixMost_;
   int64_t nodeLimit_ = 0, nodes_ = 0;
   Preorder order_ = Preorder::TotalLengthArea;
 };
