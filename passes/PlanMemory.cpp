@@ -336,9 +336,15 @@ struct PlanMemoryPass : impl::PlanMemoryBase<PlanMemoryPass> {
       for (auto [i, a] : llvm::enumerate(allocs))
         if (auto it = a->template getAttrOfType<IntegerAttr>("iteration");
             it && !(skipMarked && a->hasAttr("rotation"))) {
+          // The last iteration's tiles are held to its own end (where there
+          // are several): with exact lifetimes, its tiles would share bytes,
+          // and each would wait for the store draining the one before it (a
+          // chain of transfers that ended RMSNorm kernels storing 32
+          // transposed blocks per row tile). Iterations in flight hold as
+          // many bytes already.
           int64_t target = it.getInt() + depth;
-          if (depth > 1) target = std::min(target, lastIteration);
-          if (target <= it.getInt()) continue;  // the last iteration: exact lifetimes
+          if (depth > 1 || it.getInt() == lastIteration) target = std::min(target, lastIteration);
+          if (target < it.getInt() || (target == it.getInt() && iterationEnd.size() < 2)) continue;
           auto next = iterationEnd.find(target);
           if (next != iterationEnd.end()) buffers[i].end = std::max(buffers[i].end, next->second);
         }
@@ -364,9 +370,14 @@ struct PlanMemoryPass : impl::PlanMemoryBase<PlanMemoryPass> {
         Attribute group = allocs[i]->getAttr("rotation");
         if (!onlyMarked || group) groups[onlyMarked ? group : Attribute()].push_back(i);
       }
+      // The last `depth` tiles of a group (all of them in a group of fewer)
+      // have no such successor: they are held to the end of the kernel, or
+      // they would share bytes and each wait for the one before it.
       for (auto& [group, order] : groups)
-        for (size_t i = 0; i + size_t(depth) < order.size(); ++i)
-          buffers[order[i]].end = std::max(buffers[order[i]].end, exact[order[i + size_t(depth)]].start + 1);
+        for (size_t i = 0; i < order.size(); ++i)
+          buffers[order[i]].end = std::max(buffers[order[i]].end, i + size_t(depth) < order.size()
+                                                                      ? exact[order[i + size_t(depth)]].start + 1
+                                                                      : step);
       return buffers;
     };
     // SBUF is large next to one iteration's tiles: sixteen iterations in

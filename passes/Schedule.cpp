@@ -368,7 +368,12 @@ struct SchedulePass : impl::ScheduleBase<SchedulePass> {
         }
         uint64_t start = std::max(ready, queueFree[queue]);
         uint64_t end = start + cost;
-        if (end < bestEnd) {
+        // Among DMA queues that would finish it at the same time (all idle
+        // when it becomes ready), the one idle longest: always the first
+        // would stack every such transfer on one queue, which then sets the
+        // kernel's length wherever the timeline runs differently.
+        if (end < bestEnd || (end == bestEnd && engine == neff::DMA && bestEngine == neff::DMA &&
+                              queueFree[queue] < queueFree[bestQueue])) {
           bestEnd = end;
           bestQueue = queue;
           bestEngine = engine;

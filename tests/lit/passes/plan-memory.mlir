@@ -49,3 +49,30 @@ func.func @rotation(%x: tensor<200x300xf32>, %w: tensor<600x300xf32>) -> tensor<
   %y = aten.mm %x, %t : tensor<200x300xf32>, tensor<300x600xf32> -> tensor<200x600xf32>
   return %y : tensor<200x600xf32>
 }
+
+// -----
+
+// A value stored transposed: per row tile, three 128-column blocks go
+// through the TensorEngine into PSUM, are copied out to SBUF and stored. The
+// six PSUM tiles (fewer than the rotation depth) each keep a bank, so no
+// transpose waits for the copy out of the previous one; the last row tile's
+// staging tiles are held to its end like the iterations before it, so they
+// take bytes of their own (with exact lifetimes each took the bytes of the
+// one before it, or of the row tile's input, and waited for its store).
+// ROTATE-LABEL: func.func @stored_transposed
+// ROTATE: nc.alloc_psum {offset = 0 : i64} : memref<128x128xf32, 2>
+// ROTATE: nc.alloc_psum {offset = 2048 : i64} : memref<128x128xf32, 2>
+// ROTATE: nc.alloc_psum {offset = 4096 : i64} : memref<128x128xf32, 2>
+// ROTATE: nc.alloc_tile {iteration = 2 : i64, offset = 2304 : i64} : memref<128x384xbf16, 1>
+// ROTATE: nc.alloc_tile {iteration = 2 : i64, offset = 3072 : i64} : memref<128x384xbf16, 1>
+// ROTATE: nc.alloc_psum {offset = 6144 : i64} : memref<128x128xf32, 2>
+// ROTATE: nc.alloc_tile {iteration = 2 : i64, offset = 3840 : i64} : memref<128x128xbf16, 1>
+// ROTATE: nc.alloc_psum {offset = 8192 : i64} : memref<128x128xf32, 2>
+// ROTATE: nc.alloc_tile {iteration = 2 : i64, offset = 4096 : i64} : memref<128x128xbf16, 1>
+// ROTATE: nc.alloc_psum {offset = 10240 : i64} : memref<128x128xf32, 2>
+// ROTATE: nc.alloc_tile {iteration = 2 : i64, offset = 4352 : i64} : memref<128x128xbf16, 1>
+func.func @stored_transposed(%x: tensor<256x384xbf16>) -> tensor<384x256xbf16> {
+  %y = aten.exp %x : tensor<256x384xbf16> -> tensor<256x384xbf16>
+  %t = aten.t %y : tensor<256x384xbf16> -> tensor<384x256xbf16>
+  return %t : tensor<384x256xbf16>
+}
