@@ -218,7 +218,12 @@ int main(int argc, char** argv) {
   mlir::registerMLIRContextCLOptions();
   mlir::registerPassManagerCLOptions();
   mlir::registerDefaultTimingManagerCLOptions();
-  std::string title = "neuron-cc " + command;
+  // --help lists this tool's options, not the hundreds that the LLVM and
+  // MLIR libraries register; those still parse (--help-hidden lists them).
+  cl::HideUnrelatedOptions(category);
+  std::string title = "neuron-cc " + command +
+                      "\n\n  MLIR's debugging options (--mlir-timing, --mlir-print-ir-after-all, ...) are accepted "
+                      "too; --help-hidden lists every option";
   argv[1] = argv[0];
   if (!cl::ParseCommandLineOptions(argc - 1, argv + 1, title, &llvm::errs())) return 2;
   if (command == "list-operators") {
