@@ -43,7 +43,7 @@ import numpy as np
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(HERE, "..", "tools", "python"))
 import neuroncc  # noqa: E402
-from neuroncc import toolchain  # noqa: E402
+from neuroncc import nrt, toolchain  # noqa: E402
 
 import torch  # noqa: E402
 import torch.nn.functional as F  # noqa: E402
@@ -204,7 +204,7 @@ def compile_neff(fn, inputs, work, name):
 
 def load(args, work):
     print("\n== nrt_load (goals: <= 0.2 ms small, >= 1 GB/s large) ==")
-    rt = neuroncc.nrt.runtime()
+    rt = nrt.runtime()
     small, _ = compile_neff(lambda x: torch.relu(x) * 2, (torch.randn(1, 128),), work, "small")
     lin = torch.nn.Linear(args.large_features, args.large_features)
     with torch.no_grad():
