@@ -833,12 +833,30 @@ LogicalResult KernelLowering::run(int64_t& instructions, int64_t& dmas) {
   for (Value v : yield.getValues())
     for (auto it = sameTileAs.find(v); it != sameTileAs.end(); it = sameTileAs.find(it->second))
       yielded.insert(it->second);
+  // Integer graph inputs stay integers in HBM: embedding indices are read in
+  // place by the gather; elementwise ops and reductions load them (through
+  // any views) into float32 tiles, the DMA converting each value. The ops
+  // that read HBM themselves (matmul operands, cat operands, an embedding
+  // table) take only the dtype their tiles hold.
   for (BlockArgument arg : oldBody.getArguments()) {
     Type elem = hbmElementType(arg);
     if (!llvm::isa<IntegerType>(elem)) continue;
-    for (OpOperand& use : arg.getUses())
-      if (!llvm::isa<aten::EmbeddingOp>(use.getOwner()) || use.getOperandNumber() != 1)
-        return use.getOwner()->emitError("an integer graph input can only be used as embedding indices for now");
+    SmallVector<Value> reached{arg};
+    while (!reached.empty()) {
+      Value v = reached.pop_back_val();
+      for (OpOperand& use : v.getUses()) {
+        Operation* user = use.getOwner();
+        if (aten::isViewOp(user)) {
+          reached.push_back(user->getResult(0));
+          continue;
+        }
+        bool index = llvm::isa<aten::EmbeddingOp>(user) && use.getOperandNumber() == 1 && v == arg;
+        if (llvm::isa<aten::MmOp, aten::BmmOp, aten::AddmmOp, aten::CatOp, aten::EmbeddingOp>(user) && !index)
+          return user->emitError("an integer graph input can only be read by elementwise ops and reductions, or "
+                                 "as embedding indices; convert it (.float()) before a matmul, cat or embedding "
+                                 "table");
+      }
+    }
   }
   if (permutedInput) {
     auto it = viewOf.find(permutedInput);

@@ -130,9 +130,13 @@ LogicalResult verifyDma(Operation* op, Value hbm, Value tile, int64_t part_start
   if (failed(verifyTile(op, tile, "tile", /*allowPsum=*/false))) return failure();
   auto h = llvm::cast<MemRefType>(hbm.getType());
   auto t = llvm::cast<MemRefType>(tile.getType());
-  if (h.getElementType() != t.getElementType())
-    return op->emitOpError() << "DMA does not convert: HBM " << h.getElementType() << " vs tile "
-                             << t.getElementType();
+  // The one conversion: a load of integers (a graph input) into float32.
+  auto hbmInt = llvm::dyn_cast<IntegerType>(h.getElementType());
+  bool converting = llvm::isa<DmaLoadOp>(op) && hbmInt && (hbmInt.getWidth() == 32 || hbmInt.getWidth() == 64) &&
+                    t.getElementType().isF32();
+  if (h.getElementType() != t.getElementType() && !converting)
+    return op->emitOpError() << "DMA does not convert (but for integers loaded into f32): HBM "
+                             << h.getElementType() << " vs tile " << t.getElementType();
   if (ap.size() > 2 * kMaxAccessPatternDims)
     return op->emitOpError() << "access pattern has " << ap.size() / 2 << " dims; the DMA engines take at most "
                              << kMaxAccessPatternDims;

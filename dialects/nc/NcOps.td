@@ -83,6 +83,8 @@ def Nc_Tile : MemRefRankOf<[F32, BF16, F16], [2]>;
 // A PSUM tile: rank-2 f32 memref in memory space 2.
 def Nc_PsumTile : MemRefRankOf<[F32], [2]>;
 def Nc_Hbm : MemRefOf<[F32, BF16, F16]>;
+// What a dma_load reads: float data, or integers it converts into f32 tiles.
+def Nc_HbmSource : MemRefOf<[F32, BF16, F16, I32, I64]>;
 
 def Nc_AllocTileOp : Nc_Op<"alloc_tile"> {
   let summary = "an SBUF tile buffer";
@@ -111,7 +113,7 @@ class Nc_InstOp<string mnemonic, string op_summary, string example> : Nc_Op<mnem
 
 def Nc_DmaLoadOp : Nc_InstOp<"dma_load", "copy an HBM access pattern into tile partitions",
     "nc.dma_load %hbm -> %t {part_start = 0 : i64, offset = 0 : i64, ap = array<i64: 512, 4, 1, 512>} : memref<4x512xbf16>, memref<4x512xbf16, 1>"> {
-  let arguments = (ins Nc_Hbm:$hbm, Nc_Tile:$tile, I64Attr:$part_start, I64Attr:$offset,
+  let arguments = (ins Nc_HbmSource:$hbm, Nc_Tile:$tile, I64Attr:$part_start, I64Attr:$offset,
                        DenseI64ArrayAttr:$ap);
   let assemblyFormat = "$hbm `->` $tile attr-dict `:` type($hbm) `,` type($tile)";
 }

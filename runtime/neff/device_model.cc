@@ -230,9 +230,14 @@ const TileRef& DmaTile(const Instruction& inst) {
 
 }  // namespace
 
-uint64_t DmaBytes(const Instruction& inst) {
+uint64_t DmaBytes(const Instruction& inst, const Executable* exe) {
   const TileRef& tile = DmaTile(inst);
   size_t elem = tile.dtype() == F32 ? 4 : 2;
+  if (exe && inst.opcode() == DMA_LOAD && inst.hbm().tensor() < uint32_t(exe->tensors_size())) {
+    const DType from = exe->tensors(int(inst.hbm().tensor())).dtype();
+    if (from == I64) elem = 8;
+    if (from == I32) elem = 4;
+  }
   return uint64_t(tile.partitions()) * tile.num_elements() * elem;
 }
 
@@ -252,7 +257,7 @@ uint64_t GatherIndexBytes(const Instruction& inst, const Executable* exe) {
 }
 
 uint64_t DmaHbmBytes(const Instruction& inst, const Executable* exe) {
-  return DmaBytes(inst) + GatherIndexBytes(inst, exe);
+  return DmaBytes(inst, exe) + GatherIndexBytes(inst, exe);
 }
 
 uint64_t DmaRuns(const Instruction& inst) {
@@ -296,7 +301,7 @@ uint64_t CostOnEnginePs(const Instruction& inst, Engine engine, const DevicePara
     // A DMA is bound by its bytes at the queue's bandwidth or by its
     // descriptors (one per contiguous run), whichever is slower.
     const double bw = DmaQueueBytesPerNs(d);
-    double transfer = double(DmaBytes(inst)) / bw;
+    double transfer = double(DmaBytes(inst, exe)) / bw;
     double descriptors = double(DmaRuns(inst)) * d.dma_run_ns;
     double ns = d.dma_fixed_ns + std::max(transfer, descriptors);
     // ASSUMPTION (no public figure): a gather first reads its P indices, one

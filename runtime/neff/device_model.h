@@ -57,8 +57,11 @@ const char* OpcodeName(Opcode opcode);
 double DmaQueueBytesPerNs(const DeviceParams& device);
 
 // Bytes one DMA instruction moves between HBM and its SBUF tile (tile
-// elements x element size); for a DMA_GATHER, the table rows it copies.
-uint64_t DmaBytes(const Instruction& inst);
+// elements x element size); for a DMA_GATHER, the table rows it copies. A
+// DMA_LOAD that converts an integer tensor into a float32 tile reads the
+// tensor's bytes (tile elements x the integer size), which takes `exe` to
+// know; without it the tile's bytes are counted.
+uint64_t DmaBytes(const Instruction& inst, const Executable* exe = nullptr);
 
 // Bytes of HBM a DMA_GATHER reads for its indices: partitions x the index
 // tensor's element size, taken from `exe` (8, int64, when `exe` is null or

@@ -71,7 +71,8 @@ absl::Status Bad(const std::string& what) {
 // Tiles (SBUF, PSUM) and DMA loads/stores hold floating-point data only.
 bool ValidDType(DType d) { return d == F32 || d == BF16 || d == F16; }
 bool IsIntegerDType(DType d) { return d == I32 || d == I64; }
-// HBM tensors may also be integer: indices, read only by DMA_GATHER.
+// HBM tensors may also be integer: indices read by DMA_GATHER, and graph
+// inputs that a DMA_LOAD converts into a float32 tile.
 bool ValidTensorDType(DType d) { return ValidDType(d) || IsIntegerDType(d); }
 
 // Offsets are computed in bytes relative to the whole file, as the padding
@@ -325,8 +326,8 @@ namespace {
 absl::Status VerifyTile(const TileRef& t, const DeviceParams& dev, const std::string& where) {
   if (IsIntegerDType(t.dtype()))
     return Bad(absl::StrCat(where, ": tile has dtype ", DTypeName(t.dtype()),
-                            "; tiles hold float32, bfloat16 or float16 only (integer tensors are "
-                            "read only as dma_gather indices)"));
+                            "; tiles hold float32, bfloat16 or float16 only (integer HBM tensors are "
+                            "read as dma_gather indices or converted to float32 by a dma_load)"));
   if (!ValidDType(t.dtype())) return Bad(absl::StrCat(where, ": tile has an invalid dtype"));
   if (t.space() != SBUF && t.space() != PSUM)
     return Bad(absl::StrCat(where, ": tile has an invalid memory space ", int(t.space())));
@@ -405,13 +406,16 @@ absl::Status VerifyAccessPattern(const Instruction& inst, const TileRef& tile,
   if (ap.tensor() >= uint32_t(exe.tensors_size()))
     return Bad(absl::StrCat(where, ": DMA names tensor ", ap.tensor(), " of ", exe.tensors_size()));
   const Tensor& t = exe.tensors(int(ap.tensor()));
-  if (IsIntegerDType(t.dtype()))
-    return Bad(absl::StrCat(where, ": ", OpcodeName(inst.opcode()), " accesses ", DTypeName(t.dtype()),
-                            " tensor '", t.name(), "' as data; integer tensors are read only as "
-                            "dma_gather indices (index_tensor)"));
-  if (t.dtype() != tile.dtype())
+  if (IsIntegerDType(t.dtype())) {
+    if (inst.opcode() != DMA_LOAD || tile.dtype() != F32)
+      return Bad(absl::StrCat(where, ": ", OpcodeName(inst.opcode()), " accesses ", DTypeName(t.dtype()),
+                              " tensor '", t.name(), "' as ", DTypeName(tile.dtype()),
+                              " data; integer tensors are read as dma_gather indices (index_tensor) "
+                              "or by a dma_load into a float32 tile, which converts each value"));
+  } else if (t.dtype() != tile.dtype()) {
     return Bad(absl::StrCat(where, ": DMA between ", DTypeName(t.dtype()), " tensor and ",
                             DTypeName(tile.dtype()), " tile"));
+  }
   if (ap.dims_size() < 2 || ap.dims_size() > kMaxApDims)
     return Bad(absl::StrCat(where, ": access pattern has ", ap.dims_size(), " dims"));
   if (ap.dims(0).count() != int64_t(tile.partitions()))

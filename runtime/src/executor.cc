@@ -98,12 +98,14 @@ void CopyStrided(uint8_t* sbuf, uint8_t* hbm, int64_t stride, int64_t count, boo
   }
 }
 
-// Moves partitions [p0, p1) of a tile between SBUF and HBM along `ap`.
-// Partition p's HBM base is ap.offset + r * dims[0].stride with r = p, or
-// r = rows[p] for a gather.
-template <size_t ES, bool kLoad>
-void DmaRows(const neff::AccessPattern& ap, const TileRef& tile, uint8_t* hbm, uint8_t* sbuf,
-             uint64_t partition_bytes, uint32_t p0, uint32_t p1, const int64_t* rows, bool stream) {
+// Walks partitions [p0, p1) of a tile along `ap`: calls
+// run(sbuf bytes, first HBM element, stride, count) for each innermost run,
+// the SBUF side advancing by `tile_es` bytes an element. Partition p's HBM
+// base is ap.offset + r * dims[0].stride with r = p, or r = rows[p] for a
+// gather.
+template <typename Run>
+void WalkRows(const neff::AccessPattern& ap, const TileRef& tile, size_t tile_es, uint8_t* sbuf,
+              uint64_t partition_bytes, uint32_t p0, uint32_t p1, const int64_t* rows, Run run) {
   const int nd = ap.dims_size();  // >= 2: partition dim + at least one free dim
   int64_t count[8], stride[8], idx[8];
   for (int d = 0; d < nd; ++d) {
@@ -119,8 +121,7 @@ void DmaRows(const neff::AccessPattern& ap, const TileRef& tile, uint8_t* hbm, u
     size_t f = 0;
     for (int d = 1; d < inner; ++d) idx[d] = 0;
     while (true) {
-      CopyStrided<ES, kLoad>(row + f * ES, hbm + (base + outer) * int64_t(ES), stride[inner],
-                             count[inner], stream);
+      run(row + f * tile_es, base + outer, stride[inner], count[inner]);
       f += size_t(count[inner]);
       // Odometer over the outer free dims; the one just outside `inner` moves fastest.
       int d = inner - 1;
@@ -133,7 +134,34 @@ void DmaRows(const neff::AccessPattern& ap, const TileRef& tile, uint8_t* hbm, u
       if (d < 1) break;
     }
   }
+}
+
+// Moves partitions [p0, p1) of a tile between SBUF and HBM along `ap`.
+template <size_t ES, bool kLoad>
+void DmaRows(const neff::AccessPattern& ap, const TileRef& tile, uint8_t* hbm, uint8_t* sbuf,
+             uint64_t partition_bytes, uint32_t p0, uint32_t p1, const int64_t* rows, bool stream) {
+  WalkRows(ap, tile, ES, sbuf, partition_bytes, p0, p1, rows,
+           [&](uint8_t* at, int64_t element, int64_t stride, int64_t count) {
+             CopyStrided<ES, kLoad>(at, hbm + element * int64_t(ES), stride, count, stream);
+           });
   if (!kLoad && stream) vm::FinishHbmCopies();
+}
+
+// A load of integers (int32, or int64) into a float32 tile: each value is
+// converted to the nearest float32, as PyTorch's .float() does (exact up to
+// 2^24 in magnitude).
+template <typename Int>
+void LoadIntegersAsFloat(const neff::AccessPattern& ap, const TileRef& tile, const uint8_t* hbm, uint8_t* sbuf,
+                         uint64_t partition_bytes, uint32_t p0, uint32_t p1) {
+  WalkRows(ap, tile, sizeof(float), sbuf, partition_bytes, p0, p1, nullptr,
+           [&](uint8_t* at, int64_t element, int64_t stride, int64_t count) {
+             for (int64_t j = 0; j < count; ++j) {
+               Int v;
+               std::memcpy(&v, hbm + (element + j * stride) * int64_t(sizeof(Int)), sizeof(Int));
+               const float x = float(v);
+               std::memcpy(at + size_t(j) * sizeof(float), &x, sizeof(float));
+             }
+           });
 }
 
 // Whether the partitions of a store write disjoint HBM bytes, so that their
@@ -248,7 +276,15 @@ void Executor::ExecDma(const Instruction& inst, Rows rows, bool parallel) {
   uint8_t* hbm = hbm_[ap.tensor()];
   uint64_t pb = device_.sbuf_bytes_per_partition;
   if (inst.opcode() == neff::DMA_LOAD) {
-    if (neff::DTypeSize(inst.out().dtype()) == 4)
+    const neff::DType from = neff_.executable.tensors(int(ap.tensor())).dtype();
+    if (from == neff::I32 || from == neff::I64) {  // converting into float32 (the verifier checked)
+      ForRows(rows, inst.out().num_elements(), parallel, [&](uint32_t p) {
+        if (from == neff::I32)
+          LoadIntegersAsFloat<int32_t>(ap, inst.out(), hbm, sbuf_.get(), pb, p, p + 1);
+        else
+          LoadIntegersAsFloat<int64_t>(ap, inst.out(), hbm, sbuf_.get(), pb, p, p + 1);
+      });
+    } else if (neff::DTypeSize(inst.out().dtype()) == 4)
       DmaTile<4, true>(ap, inst.out(), hbm, sbuf_.get(), pb, rows, parallel);
     else
       DmaTile<2, true>(ap, inst.out(), hbm, sbuf_.get(), pb, rows, parallel);

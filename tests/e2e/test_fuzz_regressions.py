@@ -8,8 +8,9 @@ Classes: crashes (a splat matmul bias; a 3-D matmul result used twice), wrong re
 (a reduction over a dim an earlier reduction in the same kernel collapsed), an internal
 error (an invalid NEFF from a one-column matmul in a wider kernel), refusals of valid
 graphs (constants, views of computed values, cats, reductions over every dim, tril of a
-computed tensor, returned inputs and duplicates), fusion (sibling branches, returned
-views), and clear errors for an empty graph, an empty tensor and float64.
+computed tensor, returned inputs and duplicates, integer inputs in arithmetic), fusion
+(sibling branches, returned views), and clear errors for an empty graph, an empty tensor
+and float64.
 """
 import os
 import re
@@ -200,6 +201,26 @@ class FuzzRegressions(unittest.TestCase):
     def test_returned_inputs_and_duplicates(self):
         self.check(lambda x, y: (y, x, x * 2), [randn(4, 3), randn(2)])
         self.check(lambda x: ((x * 2,) * 2 + (x, x)), [randn(3, 4)])
+
+    def test_integer_graph_inputs_in_elementwise_ops(self):
+        """Seed 969696 case 2615: an integer graph input compared with another value was
+        refused (integer inputs were read only as embedding indices). They are now loaded into
+        float32 tiles, the DMA converting each value: a 0/1 int64 attention mask used in
+        arithmetic and through views (as Hugging Face models take it), masked_fill, int32
+        inputs, values up to 2^24, a reduction of the converted mask and a matmul after it."""
+        g = torch.Generator().manual_seed(3)
+        x = torch.randn(4, 300, generator=g)
+        mask = torch.randint(0, 2, (4, 300), generator=g)
+        large = torch.randint(-(1 << 24), 1 << 24, (4, 300), generator=g)
+        x3 = torch.randn(4, 3, 300, generator=g)
+        self.check(lambda x, m: x * m, [x, mask])
+        self.check(lambda x, m: x.masked_fill(m == 0, -1e4), [x, mask])
+        self.check(lambda x, m: x + (1.0 - m[:, None, :].float()) * -10000.0, [x3, mask])
+        self.check(lambda x, m: torch.where(m > 0, x, -x), [x, mask.to(torch.int32)])
+        self.check(lambda x, m: m.float() * 0.5 + x, [x, large])
+        self.check(lambda x, m: m.float().sum(-1, keepdim=True) + x, [x, mask])
+        self.check(lambda x, m: m.float() @ x.t(), [x, mask])
+        self.check(lambda x, m: (x * m).to(torch.bfloat16), [x, mask])
 
     def test_long_rows_after_a_reduction_through_a_view(self):
         """Needs the reduced value at every element of a 9000-long row: a kernel boundary."""

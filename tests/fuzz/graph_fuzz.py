@@ -71,7 +71,8 @@ _reshape_alias/_unsafe_view, comes from a custom `ncfuzz::reshape`. Every
 other overload of the list comes from plain PyTorch calls.
 
 Generator limitations (on purpose): graph inputs are float tensors and
-int32/int64 embedding indices only, and graph outputs are float only (the
+int32/int64 embedding indices (integers reach arithmetic only through those
+and generated values), and graph outputs are float only (the
 compiler documents bool/integer graph I/O as unsupported); no float64 values,
 no empty tensors, no float->int casts of computed values (documented as
 unsupported too); comparisons (and bool casts) read either values that are

@@ -438,7 +438,7 @@ const IsaBadCase kGatherBadCases[] = {
     {"gather of another dtype than the table", GatherExe,
      [](Executable* e) { Inst(e, 0, 0)->mutable_out()->set_dtype(BF16); }, "DMA between float32 tensor and bfloat16 tile"},
     {"gather from an integer table", GatherExe, [](Executable* e) { Inst(e, 0, 0)->mutable_hbm()->set_tensor(1); },
-     "dma_gather accesses int64 tensor 'ids' as data"},
+     "dma_gather accesses int64 tensor 'ids' as float32 data"},
     {"gather table tensor out of range", GatherExe,
      [](Executable* e) { Inst(e, 0, 0)->mutable_hbm()->set_tensor(7); }, "names tensor 7"},
     {"gather partition count differs from dims[0]", GatherExe,
@@ -451,9 +451,10 @@ const IsaBadCase kGatherBadCases[] = {
      "only dma_gather has index_tensor"},
     {"index_offset on a vector op", [] { return TwoKernelModel(4, 8); },
      [](Executable* e) { Inst(e, 0, 1)->set_index_offset(1); }, "only dma_gather has index_tensor"},
-    {"load of an integer tensor", GatherExe,
-     [](Executable* e) { *Inst(e, 0, 0) = DmaLoad(Tile(0, 3, 0, 2, F32), Ap(1, 0, {{2, 3}, {1, 2}}), 0); },
-     "dma_load accesses int64 tensor 'ids' as data; integer tensors are read only as dma_gather indices"},
+    {"load of an integer tensor into bfloat16", GatherExe,
+     [](Executable* e) { *Inst(e, 0, 0) = DmaLoad(Tile(0, 3, 0, 2, BF16), Ap(1, 0, {{2, 3}, {1, 2}}), 0); },
+     "dma_load accesses int64 tensor 'ids' as bfloat16 data; integer tensors are read as dma_gather indices "
+     "(index_tensor) or by a dma_load into a float32 tile"},
     {"load into an int32 tile", GatherExe,
      [](Executable* e) {
        uint32_t t = AddTensor(e, "i", INPUT, I32, {4, 4});
@@ -465,7 +466,7 @@ const IsaBadCase kGatherBadCases[] = {
        uint32_t t = AddTensor(e, "zi", OUTPUT, I32, {4, 4});
        Inst(e, 0, 1)->mutable_hbm()->set_tensor(t);
      },
-     "dma_store accesses int32 tensor 'zi' as data"},
+     "dma_store accesses int32 tensor 'zi' as float32 data"},
     {"integer tile in a vector op", [] { return TwoKernelModel(4, 8); },
      [](Executable* e) { Inst(e, 0, 1)->mutable_in1()->set_dtype(I32); }, "tile has dtype int32"},
     {"integer tile in a matmul", MatmulExe, [](Executable* e) { Inst(e, 0, 7)->mutable_in0()->set_dtype(I64); },

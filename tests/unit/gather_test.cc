@@ -386,5 +386,54 @@ TEST(GatherTiming, StatsCountRowsAndIndicesAsHbmReads) {
   }
 }
 
+// A dma_load of an integer tensor into a float32 tile converts each value to
+// the nearest float32, through a strided multi-dim pattern and partial
+// partitions; then a store. Values at and past 2^24 round as PyTorch's
+// .float() does; the extremes of both widths convert too.
+template <typename Int>
+void CheckIntegerLoad(DType dt) {
+  SCOPED_TRACE(DTypeName(dt));
+  // x: [3, 4, 6] integers; the load reads x[:, ::2, 1:5] transposed into a
+  // [3 x (2 x 4)] tile: partition p <- x[p], free dims {2 rows of stride 12,
+  // 4 columns of stride 1} from offset 1 (rows 0 and 2 of each block).
+  std::vector<Int> x(3 * 4 * 6);
+  for (size_t i = 0; i < x.size(); ++i) x[i] = Int(int64_t(i) * 37 - 400);
+  x[1] = Int((int64_t(1) << 24) + 1);                           // rounds to even: 2^24
+  x[2] = Int((int64_t(1) << 24) + 3);                           // rounds up: 2^24 + 4
+  x[3] = std::numeric_limits<Int>::max();                       // 2^31 or 2^63 after rounding
+  x[4] = std::numeric_limits<Int>::min();                       // exactly -2^31 or -2^63
+  x[24 + 13] = Int(-1);
+  Executable exe = EmptyExecutable("int_load");
+  uint32_t in = AddTensor(&exe, "x", INPUT, dt, {3, 4, 6});
+  uint32_t z = AddTensor(&exe, "z", OUTPUT, F32, {3, 8});
+  Kernel* k = exe.add_kernels();
+  k->set_name("convert");
+  *k->add_instructions() = DmaLoad(Tile(0, 3, 0, 8, F32), Ap(in, 1, {{24, 3}, {12, 2}, {1, 4}}), 2);
+  *k->add_instructions() = DmaStore(Tile(0, 3, 0, 8, F32), Ap(z, 0, {{8, 3}, {1, 8}}), 0, {W(kDma0 + 2, 1)});
+  GatherRun r = RunOnce(exe, {Raw(x)});
+  ASSERT_TRUE(r.status.ok()) << r.status;
+  std::vector<float> got(3 * 8);
+  std::memcpy(got.data(), r.outputs[0].data(), got.size() * 4);
+  for (int p = 0; p < 3; ++p)
+    for (int j = 0; j < 2; ++j)
+      for (int c = 0; c < 4; ++c) {
+        const Int v = x[size_t(1 + p * 24 + j * 12 + c)];
+        ASSERT_EQ(got[size_t(p * 8 + j * 4 + c)], float(v)) << p << " " << j << " " << c;
+      }
+  EXPECT_EQ(got[0], 16777216.0f);
+  EXPECT_EQ(got[1], 16777220.0f);
+  EXPECT_EQ(got[3], -std::ldexp(1.0f, int(sizeof(Int)) * 8 - 1));
+  // HBM traffic counts the integers' bytes, and so does the cost.
+  EXPECT_EQ(r.stats.hbm_read_bytes, uint64_t(3) * 8 * DTypeSize(dt));
+  const Instruction& load = exe.kernels(0).instructions(0);
+  EXPECT_GE(InstructionCostPs(load, *DeviceForTarget("trn1"), &exe),
+            InstructionCostPs(load, *DeviceForTarget("trn1")));
+}
+
+TEST(IntegerLoad, ConvertsEachValueToTheNearestFloat32) {
+  CheckIntegerLoad<int32_t>(I32);
+  CheckIntegerLoad<int64_t>(I64);
+}
+
 }  // namespace
 }  // namespace neuroncc
