@@ -30,8 +30,10 @@ neff::Tensor* addTensor(neff::Executable& exe, const std::string& name, neff::Te
                         Type type) {
   auto t = llvm::cast<RankedTensorType>(type);
   Type device = nc::deviceElementType(t.getElementType());
-  // Integer graph inputs (embedding indices) keep their integer type in HBM.
-  if (kind == neff::INPUT && llvm::isa<IntegerType>(t.getElementType()) && !t.getElementType().isInteger(1))
+  // int32/int64 graph inputs (embedding indices, masks) and outputs keep their
+  // integer type in HBM; DMAs convert them from and into f32 tiles.
+  if ((kind == neff::INPUT || kind == neff::OUTPUT) &&
+      (t.getElementType().isInteger(32) || t.getElementType().isInteger(64)))
     device = t.getElementType();
   neff::Tensor* tensor = exe.add_tensors();
   tensor->set_name(name);
@@ -70,7 +72,7 @@ absl::StatusOr<std::string> emitNeff(ModuleOp module, const EmitOptions& options
     if (!isDeviceIoType(arg.getType()) && !isIndexInputType(arg.getType()))
       return fail(absl::StrCat("graph input ", arg.getArgNumber(), " has element type ",
                                typeString(arg.getType()),
-                               "; graph inputs must be f32, bf16, f16, or i32/i64 indices for now"));
+                               "; graph inputs must be f32, bf16, f16, i32 or i64 for now"));
     std::string name = absl::StrCat("input", arg.getArgNumber());
     if (auto n = func.getArgAttrOfType<StringAttr>(arg.getArgNumber(), "nc.name"))
       name = n.getValue().str();
@@ -86,9 +88,9 @@ absl::StatusOr<std::string> emitNeff(ModuleOp module, const EmitOptions& options
                                "this is not supported yet"));
     if (tensorOf.count(v))
       return fail(absl::StrCat("graph output ", i, " repeats an earlier output; not supported yet"));
-    if (!isDeviceIoType(v.getType()))
+    if (!isDeviceIoType(v.getType()) && !isIndexInputType(v.getType()))
       return fail(absl::StrCat("graph output ", i, " has element type ", typeString(v.getType()),
-                               "; graph outputs must be f32, bf16 or f16 for now"));
+                               "; graph outputs must be f32, bf16, f16, i32 or i64 for now"));
     std::string name = absl::StrCat("output", i);
     if (auto n = func.getResultAttrOfType<StringAttr>(unsigned(i), "nc.name")) name = n.getValue().str();
     tensorOf[v] = uint32_t(exe.tensors_size());

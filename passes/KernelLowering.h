@@ -98,10 +98,20 @@ struct MatmulOperand {
   bool inRows() const { return kStride == 1 && fStride != 1; }
 };
 
+// Whether every element of `v`, a value of an unlowered kernel body, is a
+// whole number on the device: a value of an integer or bool type, or one
+// computed from such by ops that keep whole numbers whole (+, -, *, neg, abs,
+// relu, sum, amax, where, masked_fill, cat, views and casts, with whole
+// scalars). A cast of it to an integer type then has nothing to round.
+// `wholeResults`: kernel results (function values) known to be whole;
+// `memo` caches answers.
+bool isWholeValued(Value v, const llvm::DenseSet<Value>& wholeResults, llvm::DenseMap<Value, bool>& memo);
+
 class KernelLowering {
  public:
-  KernelLowering(nc::KernelOp kernel, int64_t maxFree, int64_t rowBudget)
-      : kernel(kernel), maxFree(maxFree), rowBudget(rowBudget) {}
+  KernelLowering(nc::KernelOp kernel, int64_t maxFree, int64_t rowBudget,
+                 const llvm::DenseSet<Value>* wholeResults = nullptr)
+      : kernel(kernel), maxFree(maxFree), rowBudget(rowBudget), wholeResults(wholeResults) {}
 
   LogicalResult run(int64_t& instructions, int64_t& dmas);
 
@@ -154,6 +164,8 @@ class KernelLowering {
   nc::KernelOp kernel;
   int64_t maxFree;
   int64_t rowBudget;
+  const llvm::DenseSet<Value>* wholeResults;
+  llvm::DenseMap<Value, bool> wholeMemo;
   Space space;
   // Chunked reduction: a row too long for SBUF is reduced chunk by chunk into
   // per-row accumulators; ops that need the reduced value run after the last

@@ -251,7 +251,11 @@ LogicalResult KernelLowering::lowerOp(Operation* op, int64_t p, int64_t f) {
         Type from = llvm::cast<RankedTensorType>(o.getSelf().getType()).getElementType();
         if (to.isInteger(1) && !from.isInteger(1))  // != 0, as PyTorch's bool cast
           return scalarOp(o.getSelf(), "not_equal", 0.0, false);
-        if (llvm::isa<IntegerType>(to) && aten::isFloatType(from))
+        // A whole number needs no rounding: the cast keeps the value (the
+        // cast back of PyTorch's promotion, int -> f32 -> op -> int).
+        static const llvm::DenseSet<Value> noResults;
+        if (llvm::isa<IntegerType>(to) && aten::isFloatType(from) &&
+            !isWholeValued(o.getSelf(), wholeResults ? *wholeResults : noResults, wholeMemo))
           return op->emitError("casting a computed float to an integer dtype on the device is not supported "
                                "(it needs rounding toward zero)");
         if (il.kind != Kind::Imm) {

@@ -565,15 +565,25 @@ void KernelLowering::setSource(Operation* inst, Operation* src) {
   ++numInst;
 }
 
-// Integer graph inputs (token ids) stay integers in HBM; the gather of an
-// embedding reads them directly. Every other value lives on the device in
-// its device type (bools and integers computed on the device as f32).
-Type KernelLowering::hbmElementType(BlockArgument arg) {
-  Type elem = llvm::cast<RankedTensorType>(arg.getType()).getElementType();
-  Value outer = kernel.getInputs()[arg.getArgNumber()];
-  bool graphInput = llvm::isa<BlockArgument>(outer);
-  if (graphInput && llvm::isa<IntegerType>(elem) && !elem.isInteger(1)) return elem;
-  return nc::deviceElementType(elem);
+// int32 and int64 values that cross the graph boundary (graph inputs such as
+// token ids or masks, and integer results the graph returns) stay integers
+// in HBM: loads convert them into f32 tiles and stores convert back. Every
+// other value lives in HBM in its device type (bools and integers computed
+// on the device as f32).
+static Type hbmTypeOf(Value outer) {
+  Type elem = llvm::cast<RankedTensorType>(outer.getType()).getElementType();
+  bool integer = elem.isInteger(32) || elem.isInteger(64);
+  bool crosses = llvm::isa<BlockArgument>(outer) ||
+                 llvm::any_of(outer.getUsers(), [](Operation* u) { return llvm::isa<func::ReturnOp>(u); });
+  return integer && crosses ? elem : nc::deviceElementType(elem);
+}
+
+Type KernelLowering::hbmElementType(BlockArgument arg) { return hbmTypeOf(kernel.getInputs()[arg.getArgNumber()]); }
+
+// The tile type of data bound for (or read from) an HBM memref: integers are
+// f32 on the device.
+static Type tileTypeFor(Value hbm) {
+  return nc::deviceElementType(llvm::cast<MemRefType>(hbm.getType()).getElementType());
 }
 
 LogicalResult KernelLowering::storeOutput(Value v, Value hbm, int64_t p, int64_t f) {
@@ -583,7 +593,7 @@ LogicalResult KernelLowering::storeOutput(Value v, Value hbm, int64_t p, int64_t
     if (failed(layoutOfView(aten::contiguousView(llvm::cast<RankedTensorType>(v.getType()).getShape()), fill)))
       return failure();
     int64_t width = fill.kind == Kind::Full ? f : 1;
-    Value tile = broadcastRow(Value(), l.imm, p, width, llvm::cast<MemRefType>(hbm.getType()).getElementType(),
+    Value tile = broadcastRow(Value(), l.imm, p, width, tileTypeFor(hbm),
                               v.getDefiningOp());
     emitDma(/*load=*/false, hbm, tile, fill, r0, p, c0, width);
     return success();
@@ -595,7 +605,7 @@ LogicalResult KernelLowering::storeOutput(Value v, Value hbm, int64_t p, int64_t
     const aten::StridedView& w = it->second;
     if (l.kind == Kind::Row && product(w.shape) == space.rows * space.cols && space.cols > 1) {
       // A row-constant value of full size: written across the row first.
-      Value full = broadcastRow(tiles[v], 0.0, p, f, llvm::cast<MemRefType>(hbm.getType()).getElementType(),
+      Value full = broadcastRow(tiles[v], 0.0, p, f, tileTypeFor(hbm),
                                 v.getDefiningOp());
       if (failed(layoutOfView(w, store))) return failure();
       store.kind = Kind::Full;
@@ -632,7 +642,7 @@ LogicalResult KernelLowering::storeOutput(Value v, Value hbm, int64_t p, int64_t
   if (l.kind == Kind::Row && t.getNumElements() == space.rows * space.cols && space.cols > 1) {
     // A per-row value returned at full width (an expanded column): write the
     // row value across the tile first.
-    Value full = broadcastRow(tiles[v], 0.0, p, f, llvm::cast<MemRefType>(hbm.getType()).getElementType(),
+    Value full = broadcastRow(tiles[v], 0.0, p, f, tileTypeFor(hbm),
                               v.getDefiningOp());
     Layout fullStore;
     if (failed(layoutOfView(aten::contiguousView(t.getShape()), fullStore))) return failure();
@@ -728,7 +738,7 @@ Block* KernelLowering::createIsaBody(Block& old, SmallVectorImpl<Value>& outHbm)
     if (aten::isViewOp(&op) && viewOf.count(op.getResult(0))) hbmOf[op.getResult(0)] = hbmOf[op.getOperand(0)];
   for (Value v : kernel.getResults()) {
     auto t = llvm::cast<RankedTensorType>(v.getType());
-    outHbm.push_back(body->addArgument(MemRefType::get(t.getShape(), nc::deviceElementType(t.getElementType())), loc));
+    outHbm.push_back(body->addArgument(MemRefType::get(t.getShape(), hbmTypeOf(v)), loc));
   }
   kernel.getBody().push_back(body);
   return body;
@@ -840,7 +850,7 @@ LogicalResult KernelLowering::run(int64_t& instructions, int64_t& dmas) {
   // table) take only the dtype their tiles hold.
   for (BlockArgument arg : oldBody.getArguments()) {
     Type elem = hbmElementType(arg);
-    if (!llvm::isa<IntegerType>(elem)) continue;
+    if (!llvm::isa<IntegerType>(elem) || !llvm::isa<BlockArgument>(kernel.getInputs()[arg.getArgNumber()])) continue;
     SmallVector<Value> reached{arg};
     while (!reached.empty()) {
       Value v = reached.pop_back_val();
@@ -1039,13 +1049,79 @@ using lowering::foldIntoActivation;
 using lowering::foldActivationSum;
 using lowering::fuseSquareSum;
 
+}  // namespace
+
+static bool wholeNumber(double x) { return std::isfinite(x) && x == std::trunc(x); }
+
+bool lowering::isWholeValued(Value v, const llvm::DenseSet<Value>& wholeResults,
+                             llvm::DenseMap<Value, bool>& memo) {
+  if (llvm::isa<IntegerType>(llvm::cast<RankedTensorType>(v.getType()).getElementType())) return true;
+  if (auto it = memo.find(v); it != memo.end()) return it->second;
+  memo[v] = false;  // cycles cannot occur in SSA; this also bounds the work
+  bool whole = false;
+  auto all = [&](ValueRange vs) {
+    return llvm::all_of(vs, [&](Value x) { return isWholeValued(x, wholeResults, memo); });
+  };
+  if (auto arg = llvm::dyn_cast<BlockArgument>(v)) {
+    if (auto k = llvm::dyn_cast<nc::KernelOp>(arg.getOwner()->getParentOp()))
+      whole = arg.getArgNumber() < k.getInputs().size() && wholeResults.contains(k.getInputs()[arg.getArgNumber()]);
+  } else {
+    Operation* op = v.getDefiningOp();
+    if (auto c = llvm::dyn_cast<arith::ConstantOp>(op)) {
+      if (auto d = llvm::dyn_cast<DenseFPElementsAttr>(c.getValue()))
+        whole = d.isSplat() ? wholeNumber(d.getSplatValue<APFloat>().convertToDouble())
+                            : d.getNumElements() <= (1 << 20) &&
+                                  llvm::all_of(d.getValues<APFloat>(),
+                                               [](const APFloat& x) { return wholeNumber(x.convertToDouble()); });
+    } else if (aten::isViewOp(op) || llvm::isa<aten::CloneOp, aten::ToCopyOp, aten::NegOp, aten::AbsOp,
+                                               aten::ReluOp, aten::SumDimIntListOp, aten::AmaxOp>(op)) {
+      whole = all(op->getOperand(0));
+    } else if (llvm::isa<aten::MulTensorOp, aten::CatOp>(op)) {
+      whole = all(op->getOperands());
+    } else if (auto o = llvm::dyn_cast<aten::AddTensorOp>(op)) {
+      whole = wholeNumber(o.getAlpha().convertToDouble()) && all(op->getOperands());
+    } else if (auto o = llvm::dyn_cast<aten::SubTensorOp>(op)) {
+      whole = wholeNumber(o.getAlpha().convertToDouble()) && all(op->getOperands());
+    } else if (auto o = llvm::dyn_cast<aten::MulScalarOp>(op)) {
+      whole = wholeNumber(o.getOther().convertToDouble()) && all(o.getSelf());
+    } else if (auto o = llvm::dyn_cast<aten::AddScalarOp>(op)) {
+      whole = wholeNumber(o.getOther().convertToDouble() * o.getAlpha().convertToDouble()) && all(o.getSelf());
+    } else if (auto o = llvm::dyn_cast<aten::SubScalarOp>(op)) {
+      whole = wholeNumber(o.getOther().convertToDouble() * o.getAlpha().convertToDouble()) && all(o.getSelf());
+    } else if (auto o = llvm::dyn_cast<aten::RsubScalarOp>(op)) {
+      whole = wholeNumber(o.getOther().convertToDouble()) && wholeNumber(o.getAlpha().convertToDouble()) &&
+              all(o.getSelf());
+    } else if (auto o = llvm::dyn_cast<aten::PowTensorScalarOp>(op)) {
+      double e = o.getOther().convertToDouble();
+      whole = wholeNumber(e) && e >= 0 && all(o.getSelf());
+    } else if (auto o = llvm::dyn_cast<aten::WhereSelfOp>(op)) {
+      whole = all(ValueRange{o.getSelf(), o.getOther()});
+    } else if (auto o = llvm::dyn_cast<aten::MaskedFillScalarOp>(op)) {
+      whole = wholeNumber(o.getValue().convertToDouble()) && all(o.getSelf());
+    }
+  }
+  return memo[v] = whole;
+}
+
+namespace {
+
 struct LowerToIsaPass : impl::LowerToIsaBase<LowerToIsaPass> {
   using LowerToIsaBase::LowerToIsaBase;
   void runOnOperation() override {
     SmallVector<nc::KernelOp> kernels;
     getOperation().walk([&](nc::KernelOp k) { kernels.push_back(k); });
+    // Kernel results that hold whole numbers, found before any body is
+    // lowered (a later kernel's cast to an integer type reads them).
+    llvm::DenseSet<Value> wholeResults;
+    llvm::DenseMap<Value, bool> memo;
     for (nc::KernelOp k : kernels) {
-      KernelLowering lowering(k, maxFreeElements, rowBudgetBytes);
+      if (k.isLowered()) continue;
+      auto yield = llvm::cast<nc::YieldOp>(k.getBody().front().getTerminator());
+      for (auto [i, v] : llvm::enumerate(yield.getValues()))
+        if (lowering::isWholeValued(v, wholeResults, memo)) wholeResults.insert(k.getResult(unsigned(i)));
+    }
+    for (nc::KernelOp k : kernels) {
+      KernelLowering lowering(k, maxFreeElements, rowBudgetBytes, &wholeResults);
       int64_t inst = 0, dmas = 0;
       if (failed(lowering.run(inst, dmas))) return signalPassFailure();
       inst -= foldIntoActivation(k.getBody().front());

@@ -130,12 +130,13 @@ LogicalResult verifyDma(Operation* op, Value hbm, Value tile, int64_t part_start
   if (failed(verifyTile(op, tile, "tile", /*allowPsum=*/false))) return failure();
   auto h = llvm::cast<MemRefType>(hbm.getType());
   auto t = llvm::cast<MemRefType>(tile.getType());
-  // The one conversion: a load of integers (a graph input) into float32.
+  // The one conversion: integers (graph inputs and outputs) loaded into, or
+  // stored from, float32 tiles.
   auto hbmInt = llvm::dyn_cast<IntegerType>(h.getElementType());
-  bool converting = llvm::isa<DmaLoadOp>(op) && hbmInt && (hbmInt.getWidth() == 32 || hbmInt.getWidth() == 64) &&
-                    t.getElementType().isF32();
+  bool converting = llvm::isa<DmaLoadOp, DmaStoreOp>(op) && hbmInt &&
+                    (hbmInt.getWidth() == 32 || hbmInt.getWidth() == 64) && t.getElementType().isF32();
   if (h.getElementType() != t.getElementType() && !converting)
-    return op->emitOpError() << "DMA does not convert (but for integers loaded into f32): HBM "
+    return op->emitOpError() << "DMA does not convert (but for integers and f32 tiles): HBM "
                              << h.getElementType() << " vs tile " << t.getElementType();
   if (ap.size() > 2 * kMaxAccessPatternDims)
     return op->emitOpError() << "access pattern has " << ap.size() / 2 << " dims; the DMA engines take at most "

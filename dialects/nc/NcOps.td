@@ -83,8 +83,9 @@ def Nc_Tile : MemRefRankOf<[F32, BF16, F16], [2]>;
 // A PSUM tile: rank-2 f32 memref in memory space 2.
 def Nc_PsumTile : MemRefRankOf<[F32], [2]>;
 def Nc_Hbm : MemRefOf<[F32, BF16, F16]>;
-// What a dma_load reads: float data, or integers it converts into f32 tiles.
-def Nc_HbmSource : MemRefOf<[F32, BF16, F16, I32, I64]>;
+// What a dma_load reads or a dma_store writes: float data, or integers
+// converted from or into f32 tiles (graph inputs and outputs).
+def Nc_HbmData : MemRefOf<[F32, BF16, F16, I32, I64]>;
 
 def Nc_AllocTileOp : Nc_Op<"alloc_tile"> {
   let summary = "an SBUF tile buffer";
@@ -113,14 +114,14 @@ class Nc_InstOp<string mnemonic, string op_summary, string example> : Nc_Op<mnem
 
 def Nc_DmaLoadOp : Nc_InstOp<"dma_load", "copy an HBM access pattern into tile partitions",
     "nc.dma_load %hbm -> %t {part_start = 0 : i64, offset = 0 : i64, ap = array<i64: 512, 4, 1, 512>} : memref<4x512xbf16>, memref<4x512xbf16, 1>"> {
-  let arguments = (ins Nc_HbmSource:$hbm, Nc_Tile:$tile, I64Attr:$part_start, I64Attr:$offset,
+  let arguments = (ins Nc_HbmData:$hbm, Nc_Tile:$tile, I64Attr:$part_start, I64Attr:$offset,
                        DenseI64ArrayAttr:$ap);
   let assemblyFormat = "$hbm `->` $tile attr-dict `:` type($hbm) `,` type($tile)";
 }
 
 def Nc_DmaStoreOp : Nc_InstOp<"dma_store", "copy tile partitions to an HBM access pattern",
     "nc.dma_store %t -> %hbm {part_start = 0 : i64, offset = 0 : i64, ap = array<i64: 512, 4, 1, 512>} : memref<4x512xbf16, 1>, memref<4x512xbf16>"> {
-  let arguments = (ins Nc_Tile:$tile, Nc_Hbm:$hbm, I64Attr:$part_start, I64Attr:$offset,
+  let arguments = (ins Nc_Tile:$tile, Nc_HbmData:$hbm, I64Attr:$part_start, I64Attr:$offset,
                        DenseI64ArrayAttr:$ap);
   let assemblyFormat = "$tile `->` $hbm attr-dict `:` type($tile) `,` type($hbm)";
 }

@@ -233,7 +233,7 @@ const TileRef& DmaTile(const Instruction& inst) {
 uint64_t DmaBytes(const Instruction& inst, const Executable* exe) {
   const TileRef& tile = DmaTile(inst);
   size_t elem = tile.dtype() == F32 ? 4 : 2;
-  if (exe && inst.opcode() == DMA_LOAD && inst.hbm().tensor() < uint32_t(exe->tensors_size())) {
+  if (exe && inst.opcode() != DMA_GATHER && inst.hbm().tensor() < uint32_t(exe->tensors_size())) {
     const DType from = exe->tensors(int(inst.hbm().tensor())).dtype();
     if (from == I64) elem = 8;
     if (from == I32) elem = 4;

@@ -58,9 +58,9 @@ double DmaQueueBytesPerNs(const DeviceParams& device);
 
 // Bytes one DMA instruction moves between HBM and its SBUF tile (tile
 // elements x element size); for a DMA_GATHER, the table rows it copies. A
-// DMA_LOAD that converts an integer tensor into a float32 tile reads the
-// tensor's bytes (tile elements x the integer size), which takes `exe` to
-// know; without it the tile's bytes are counted.
+// load or store that converts between an integer tensor and a float32 tile
+// moves the tensor's bytes (tile elements x the integer size), which takes
+// `exe` to know; without it the tile's bytes are counted.
 uint64_t DmaBytes(const Instruction& inst, const Executable* exe = nullptr);
 
 // Bytes of HBM a DMA_GATHER reads for its indices: partitions x the index

@@ -72,7 +72,8 @@ absl::Status Bad(const std::string& what) {
 bool ValidDType(DType d) { return d == F32 || d == BF16 || d == F16; }
 bool IsIntegerDType(DType d) { return d == I32 || d == I64; }
 // HBM tensors may also be integer: indices read by DMA_GATHER, and graph
-// inputs that a DMA_LOAD converts into a float32 tile.
+// inputs and outputs that DMA loads and stores convert from and into
+// float32 tiles.
 bool ValidTensorDType(DType d) { return ValidDType(d) || IsIntegerDType(d); }
 
 // Offsets are computed in bytes relative to the whole file, as the padding
@@ -407,11 +408,11 @@ absl::Status VerifyAccessPattern(const Instruction& inst, const TileRef& tile,
     return Bad(absl::StrCat(where, ": DMA names tensor ", ap.tensor(), " of ", exe.tensors_size()));
   const Tensor& t = exe.tensors(int(ap.tensor()));
   if (IsIntegerDType(t.dtype())) {
-    if (inst.opcode() != DMA_LOAD || tile.dtype() != F32)
+    if (gather || tile.dtype() != F32)
       return Bad(absl::StrCat(where, ": ", OpcodeName(inst.opcode()), " accesses ", DTypeName(t.dtype()),
                               " tensor '", t.name(), "' as ", DTypeName(tile.dtype()),
-                              " data; integer tensors are read as dma_gather indices (index_tensor) "
-                              "or by a dma_load into a float32 tile, which converts each value"));
+                              " data; integer tensors are read as dma_gather indices (index_tensor), or "
+                              "loaded into and stored from float32 tiles, the DMA converting each value"));
   } else if (t.dtype() != tile.dtype()) {
     return Bad(absl::StrCat(where, ": DMA between ", DTypeName(t.dtype()), " tensor and ",
                             DTypeName(tile.dtype()), " tile"));

@@ -5,6 +5,7 @@
 #include <cmath>
 #include <cstdio>
 #include <cstring>
+#include <limits>
 #include <map>
 #include <string>
 
@@ -164,6 +165,30 @@ void LoadIntegersAsFloat(const neff::AccessPattern& ap, const TileRef& tile, con
            });
 }
 
+// A store of a float32 tile into an integer tensor (a graph output): each
+// value is rounded toward zero, as PyTorch's .long() does; integer results
+// computed on the device are whole numbers already. NaN becomes 0 and values
+// past the integer's range its extremes (where the C++ cast is undefined).
+template <typename Int>
+void StoreFloatsAsIntegers(const neff::AccessPattern& ap, const TileRef& tile, uint8_t* hbm, uint8_t* sbuf,
+                           uint64_t partition_bytes, uint32_t p0, uint32_t p1) {
+  constexpr double lo = double(std::numeric_limits<Int>::min());
+  constexpr double hi = -lo;  // 2^31 or 2^63: the first value past the largest
+  WalkRows(ap, tile, sizeof(float), sbuf, partition_bytes, p0, p1, nullptr,
+           [&](uint8_t* at, int64_t element, int64_t stride, int64_t count) {
+             for (int64_t j = 0; j < count; ++j) {
+               float x;
+               std::memcpy(&x, at + size_t(j) * sizeof(float), sizeof(float));
+               const double t = std::trunc(double(x));
+               const Int v = std::isnan(t) ? Int(0)
+                             : t < lo     ? std::numeric_limits<Int>::min()
+                             : t >= hi    ? std::numeric_limits<Int>::max()
+                                          : Int(t);
+               std::memcpy(hbm + (element + j * stride) * int64_t(sizeof(Int)), &v, sizeof(Int));
+             }
+           });
+}
+
 // Whether the partitions of a store write disjoint HBM bytes, so that their
 // order cannot matter: the partition stride steps past every element a row
 // reaches.
@@ -289,8 +314,18 @@ void Executor::ExecDma(const Instruction& inst, Rows rows, bool parallel) {
     else
       DmaTile<2, true>(ap, inst.out(), hbm, sbuf_.get(), pb, rows, parallel);
   } else {
+    const neff::DType to = neff_.executable.tensors(int(ap.tensor())).dtype();
     const bool stream = neff_.executable.tensors(int(ap.tensor())).kind() == neff::OUTPUT;
-    if (neff::DTypeSize(inst.in0().dtype()) == 4)
+    if (to == neff::I32 || to == neff::I64) {  // converting from float32 (the verifier checked)
+      // The order of the partitions' writes matters only where they overlap.
+      if (!StoreRowsDisjoint(ap)) parallel = false;
+      ForRows(rows, inst.in0().num_elements(), parallel, [&](uint32_t p) {
+        if (to == neff::I32)
+          StoreFloatsAsIntegers<int32_t>(ap, inst.in0(), hbm, sbuf_.get(), pb, p, p + 1);
+        else
+          StoreFloatsAsIntegers<int64_t>(ap, inst.in0(), hbm, sbuf_.get(), pb, p, p + 1);
+      });
+    } else if (neff::DTypeSize(inst.in0().dtype()) == 4)
       DmaTile<4, false>(ap, inst.in0(), hbm, sbuf_.get(), pb, rows, parallel, nullptr, stream);
     else
       DmaTile<2, false>(ap, inst.in0(), hbm, sbuf_.get(), pb, rows, parallel, nullptr, stream);

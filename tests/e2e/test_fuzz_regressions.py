@@ -222,6 +222,39 @@ class FuzzRegressions(unittest.TestCase):
         self.check(lambda x, m: m.float() @ x.t(), [x, mask])
         self.check(lambda x, m: (x * m).to(torch.bfloat16), [x, mask])
 
+    def test_integer_results_returned_and_used(self):
+        """Integer results: counts of a comparison (sum of a bool), integer arithmetic on an
+        int64 input, int32 casts, results returned as int32/int64 graph outputs (the store
+        converting each value) and used by later ops and kernels. The cast back of PyTorch's
+        promotion (int -> f32 -> op -> int) is exact when the op keeps whole numbers whole; a
+        cast of a fraction stays refused."""
+        g = torch.Generator().manual_seed(5)
+        x = torch.randn(4, 300, generator=g)
+        w = torch.randn(300, 16, generator=g)
+        mask = torch.randint(0, 2, (4, 300), generator=g)
+        ids = torch.randint(-1000, 1000, (4, 300), generator=g)
+        cases = [
+            (lambda x: (x > 0).sum(-1), [x], [torch.int64]),
+            (lambda x: (x > 0).sum(-1).to(torch.int32), [x], [torch.int32]),
+            (lambda m: m * 3 - 1, [mask], [torch.int64]),
+            (lambda i, x: (i + 5, x * 2), [ids, x], [torch.int64, torch.float32]),
+            (lambda x, m: (m * 2, (m * 2).float() @ w), [x, mask], [torch.int64, torch.float32]),
+            (lambda x, m: (m + 1, x * (m + 1)), [x, mask], [torch.int64, torch.float32]),
+            (lambda x: ((x > 0).sum(-1, keepdim=True), ((x > 0).long() * 2).float() @ w), [x],
+             [torch.int64, torch.float32]),
+        ]
+        for fn, inputs, dtypes in cases:
+            for opt in (0, 2):
+                outs, _ = common.export_compile_run(fn, inputs, self.tmp, "intres_%d_O%d" % (len(dtypes), opt), opt)
+                refs = fn(*inputs)
+                refs = refs if isinstance(refs, tuple) else (refs,)
+                for out, ref, dtype in zip(outs, refs, dtypes):
+                    self.assertEqual(ref.dtype, dtype)
+                    self.assertEqual(out.dtype, ref.numpy().dtype)
+                    common.compare(out, ref, 1e-4)
+        self.assertIn("casting a computed float to an integer dtype on the device is not supported",
+                      self.compile_error(lambda x: (x * 2.5).long(), [x]))
+
     def test_long_rows_after_a_reduction_through_a_view(self):
         """Needs the reduced value at every element of a 9000-long row: a kernel boundary."""
         def f(x):
@@ -392,6 +425,17 @@ class FuzzRegressions(unittest.TestCase):
         for dtype in (torch.float32, torch.bfloat16):
             x1, x21 = randn(513, 2, 1, dtype=dtype), randn(6, 513, 2, 1, dtype=dtype, seed=1)
             self.check(lambda a, b: (torch.matmul(b, b.transpose(-2, -1)).transpose(0, -2) ** 3, a), [x1, x21])
+
+    def test_long_dot_product_broadcast_over_a_long_row(self):
+        """Seed 979797 case 758: a [1 x 22500] @ [22500 x 1] addmm times a 22500-vector. The
+        kernel's 8074 SBUF tiles include about 7900 of 4 bytes, which 32-byte alignment makes
+        take 32 each; the plan tried seven buffering depths that could not fit (1.3-1.9 s of
+        placement each, 19 s in all, past the fuzzer's timeout) before one that did. Depths
+        whose peak of aligned bytes exceeds SBUF are now skipped without placing anything."""
+        g = torch.Generator().manual_seed(9)
+        x2, x = torch.randn(22500, generator=g), torch.randn(1, 22500, generator=g)
+        w, bias = torch.randn(22500, 1, generator=g) / 150, torch.ones(1, 1)
+        self.check(lambda x2, x, w: x2 * torch.addmm(bias, x, w, beta=0.5, alpha=0.5), [x2, x, w])
 
     def test_softmax_over_two_billion_elements_compiles(self):
         """1 x 2^31 (an 8 GiB row): the row is spread over the partitions and the

@@ -385,6 +385,8 @@ TEST(NeffCorruption, VerifierAcceptsTheIsaAdditionsAtTheirLimits) {
 // Embedding lookups. One kernel: 0 dma_gather (DMA queue 0) of 4 rows of a
 // [10, 6] f32 table, 4 columns from column 2 (row stride 6), with int64 ids
 // [8] from index_offset 2, index_bound 10; 1 store (queue 1) to z [4, 4].
+Executable AddModelBf16() { return AddModel(4, 8, BF16); }
+
 // Both bounds are exact: row 9 ends at the table's last element (2 + 9 * 6
 // + 3 = 59), and the ids used are elements 2..5 of 8.
 Executable GatherExe() {
@@ -454,19 +456,19 @@ const IsaBadCase kGatherBadCases[] = {
     {"load of an integer tensor into bfloat16", GatherExe,
      [](Executable* e) { *Inst(e, 0, 0) = DmaLoad(Tile(0, 3, 0, 2, BF16), Ap(1, 0, {{2, 3}, {1, 2}}), 0); },
      "dma_load accesses int64 tensor 'ids' as bfloat16 data; integer tensors are read as dma_gather indices "
-     "(index_tensor) or by a dma_load into a float32 tile"},
+     "(index_tensor), or loaded into and stored from float32 tiles"},
     {"load into an int32 tile", GatherExe,
      [](Executable* e) {
        uint32_t t = AddTensor(e, "i", INPUT, I32, {4, 4});
        *Inst(e, 0, 0) = DmaLoad(Tile(0, 4, 0, 4, I32), Ap(t, 0, {{4, 4}, {1, 4}}), 0);
      },
      "tile has dtype int32"},
-    {"store into an integer tensor", GatherExe,
+    {"store of bfloat16 into an integer tensor", AddModelBf16,
      [](Executable* e) {
-       uint32_t t = AddTensor(e, "zi", OUTPUT, I32, {4, 4});
-       Inst(e, 0, 1)->mutable_hbm()->set_tensor(t);
+       uint32_t t = AddTensor(e, "zi", OUTPUT, I32, {4, 8});
+       Inst(e, 0, 3)->mutable_hbm()->set_tensor(t);
      },
-     "dma_store accesses int32 tensor 'zi' as float32 data"},
+     "dma_store accesses int32 tensor 'zi' as bfloat16 data"},
     {"integer tile in a vector op", [] { return TwoKernelModel(4, 8); },
      [](Executable* e) { Inst(e, 0, 1)->mutable_in1()->set_dtype(I32); }, "tile has dtype int32"},
     {"integer tile in a matmul", MatmulExe, [](Executable* e) { Inst(e, 0, 7)->mutable_in0()->set_dtype(I64); },

@@ -435,5 +435,34 @@ TEST(IntegerLoad, ConvertsEachValueToTheNearestFloat32) {
   CheckIntegerLoad<int64_t>(I64);
 }
 
+// A dma_store of a float32 tile into an integer tensor (a graph output)
+// rounds toward zero; NaN becomes 0 and values past the range its extremes.
+template <typename Int>
+void CheckIntegerStore(DType dt) {
+  SCOPED_TRACE(DTypeName(dt));
+  const float inf = std::numeric_limits<float>::infinity();
+  std::vector<float> x = {0.0f, -0.0f, 2.7f, -2.7f, 16777216.0f, -16777215.0f,
+                          std::nanf(""), inf, -inf, 1e30f, -1e30f, 3.0f};
+  Executable exe = EmptyExecutable("int_store");
+  uint32_t in = AddTensor(&exe, "x", INPUT, F32, {2, 6});
+  uint32_t z = AddTensor(&exe, "z", OUTPUT, dt, {2, 6});
+  Kernel* k = exe.add_kernels();
+  k->set_name("convert");
+  *k->add_instructions() = DmaLoad(Tile(0, 2, 0, 6, F32), Ap(in, 0, {{6, 2}, {1, 6}}), 0);
+  *k->add_instructions() = DmaStore(Tile(0, 2, 0, 6, F32), Ap(z, 0, {{6, 2}, {1, 6}}), 1, {W(kDma0, 1)});
+  GatherRun r = RunOnce(exe, {Raw(x)});
+  ASSERT_TRUE(r.status.ok()) << r.status;
+  std::vector<Int> got(12);
+  std::memcpy(got.data(), r.outputs[0].data(), got.size() * sizeof(Int));
+  const Int hi = std::numeric_limits<Int>::max(), lo = std::numeric_limits<Int>::min();
+  EXPECT_EQ(got, (std::vector<Int>{0, 0, 2, -2, 16777216, -16777215, 0, hi, lo, hi, lo, 3}));
+  EXPECT_EQ(r.stats.hbm_write_bytes, uint64_t(12) * DTypeSize(dt));
+}
+
+TEST(IntegerStore, RoundsTowardZeroAndSaturates) {
+  CheckIntegerStore<int32_t>(I32);
+  CheckIntegerStore<int64_t>(I64);
+}
+
 }  // namespace
 }  // namespace neuroncc

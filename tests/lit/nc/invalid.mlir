@@ -129,17 +129,17 @@ func.func @reduce_shape() {
 
 func.func @dma_converts(%m: memref<4x4xf32>) {
   %a = nc.alloc_tile : memref<4x4xbf16, 1>
-  // expected-error @+1 {{DMA does not convert (but for integers loaded into f32): HBM 'f32' vs tile 'bf16'}}
+  // expected-error @+1 {{DMA does not convert (but for integers and f32 tiles): HBM 'f32' vs tile 'bf16'}}
   nc.dma_load %m -> %a {part_start = 0, offset = 0, ap = array<i64: 4, 4, 1, 4>} : memref<4x4xf32>, memref<4x4xbf16, 1>
   return
 }
 
 // -----
 
-// Integers load into f32 only, and are never stored from a tile.
+// Integers load into (and store from) f32 tiles only.
 func.func @dma_integer_into_bf16(%m: memref<4x4xi64>) {
   %a = nc.alloc_tile : memref<4x4xbf16, 1>
-  // expected-error @+1 {{DMA does not convert (but for integers loaded into f32): HBM 'i64' vs tile 'bf16'}}
+  // expected-error @+1 {{DMA does not convert (but for integers and f32 tiles): HBM 'i64' vs tile 'bf16'}}
   nc.dma_load %m -> %a {part_start = 0, offset = 0, ap = array<i64: 4, 4, 1, 4>} : memref<4x4xi64>, memref<4x4xbf16, 1>
   return
 }
@@ -147,9 +147,9 @@ func.func @dma_integer_into_bf16(%m: memref<4x4xi64>) {
 // -----
 
 func.func @dma_store_into_integers(%m: memref<4x4xi32>) {
-  %a = nc.alloc_tile : memref<4x4xf32, 1>
-  // expected-error @+1 {{operand #1 must be memref of 32-bit float or bfloat16 type or 16-bit float values, but got 'memref<4x4xi32>'}}
-  nc.dma_store %a -> %m {part_start = 0, offset = 0, ap = array<i64: 4, 4, 1, 4>} : memref<4x4xf32, 1>, memref<4x4xi32>
+  %a = nc.alloc_tile : memref<4x4xf16, 1>
+  // expected-error @+1 {{DMA does not convert (but for integers and f32 tiles): HBM 'i32' vs tile 'f16'}}
+  nc.dma_store %a -> %m {part_start = 0, offset = 0, ap = array<i64: 4, 4, 1, 4>} : memref<4x4xf16, 1>, memref<4x4xi32>
   return
 }
 

@@ -111,3 +111,27 @@ func.func @long_rows(%x: tensor<4x10000xf32>) -> tensor<4x1xf32> {
   %e = aten.exp %m : tensor<4x1xf32> -> tensor<4x1xf32>
   return %e : tensor<4x1xf32>
 }
+
+// -----
+
+// Integers cross the graph boundary as integers in HBM: the int64 input is
+// loaded into an f32 tile (the DMA converts), and the integer results are
+// stored from f32 tiles into int64 outputs. The casts back to int64 of
+// PyTorch's promotion need no rounding: a sum of a bool, and an integer
+// times a whole number, are whole numbers.
+// CHECK-LABEL: func.func @integer_io
+// CHECK: nc.kernel "k0_fused_gt_to_copy_sum"
+// CHECK: nc.dma_store {{.*}} : memref<4x1xf32, 1>, memref<4x1xi64>
+// CHECK: nc.kernel "k1_fused_to_copy_mul"
+// CHECK: nc.dma_load {{.*}} : memref<4x300xi64>, memref<4x300xf32, 1>
+// CHECK: nc.dma_store {{.*}} : memref<4x300xf32, 1>, memref<4x300xi64>
+func.func @integer_io(%x: tensor<4x300xf32>, %m: tensor<4x300xi64>) -> (tensor<4x1xi64>, tensor<4x300xi64>) {
+  %c = aten.gt.Scalar %x, 0.0 : tensor<4x300xf32> -> tensor<4x300xi1>
+  %f = aten._to_copy %c : tensor<4x300xi1> -> tensor<4x300xf32>
+  %s = aten.sum.dim_IntList %f {dim = array<i64: -1>, keepdim = true} : tensor<4x300xf32> -> tensor<4x1xf32>
+  %n = aten._to_copy %s : tensor<4x1xf32> -> tensor<4x1xi64>
+  %mf = aten._to_copy %m : tensor<4x300xi64> -> tensor<4x300xf32>
+  %t = aten.mul.Scalar %mf, 3.0 : tensor<4x300xf32> -> tensor<4x300xf32>
+  %ti = aten._to_copy %t : tensor<4x300xf32> -> tensor<4x300xi64>
+  return %n, %ti : tensor<4x1xi64>, tensor<4x300xi64>
+}
