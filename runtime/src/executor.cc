@@ -148,43 +148,36 @@ void DmaRows(const neff::AccessPattern& ap, const TileRef& tile, uint8_t* hbm, u
   if (!kLoad && stream) vm::FinishHbmCopies();
 }
 
-// A load of integers (int32, or int64) into a float32 tile: each value is
-// converted to the nearest float32, as PyTorch's .float() does (exact up to
-// 2^24 in magnitude).
-template <typename Int>
-void LoadIntegersAsFloat(const neff::AccessPattern& ap, const TileRef& tile, const uint8_t* hbm, uint8_t* sbuf,
-                         uint64_t partition_bytes, uint32_t p0, uint32_t p1) {
-  WalkRows(ap, tile, sizeof(float), sbuf, partition_bytes, p0, p1, nullptr,
-           [&](uint8_t* at, int64_t element, int64_t stride, int64_t count) {
-             for (int64_t j = 0; j < count; ++j) {
-               Int v;
-               std::memcpy(&v, hbm + (element + j * stride) * int64_t(sizeof(Int)), sizeof(Int));
-               const float x = float(v);
-               std::memcpy(at + size_t(j) * sizeof(float), &x, sizeof(float));
-             }
-           });
-}
-
-// A store of a float32 tile into an integer tensor (a graph output): each
-// value is rounded toward zero, as PyTorch's .long() does; integer results
-// computed on the device are whole numbers already. NaN becomes 0 and values
-// past the integer's range its extremes (where the C++ cast is undefined).
-template <typename Int>
-void StoreFloatsAsIntegers(const neff::AccessPattern& ap, const TileRef& tile, uint8_t* hbm, uint8_t* sbuf,
-                           uint64_t partition_bytes, uint32_t p0, uint32_t p1) {
+// Moves partitions [p0, p1) between a float32 tile and an integer tensor (a
+// graph input or output), converting each value: a load to the nearest
+// float32, as PyTorch's .float() does (exact up to 2^24 in magnitude); a
+// store toward zero, as .long() does (integer results computed on the device
+// are whole numbers already), NaN becoming 0 and values past the integer's
+// range its extremes (where the C++ cast is undefined).
+template <typename Int, bool kLoad>
+void ConvertRows(const neff::AccessPattern& ap, const TileRef& tile, uint8_t* hbm, uint8_t* sbuf,
+                 uint64_t partition_bytes, uint32_t p0, uint32_t p1) {
   constexpr double lo = double(std::numeric_limits<Int>::min());
   constexpr double hi = -lo;  // 2^31 or 2^63: the first value past the largest
   WalkRows(ap, tile, sizeof(float), sbuf, partition_bytes, p0, p1, nullptr,
            [&](uint8_t* at, int64_t element, int64_t stride, int64_t count) {
              for (int64_t j = 0; j < count; ++j) {
+               uint8_t* h = hbm + (element + j * stride) * int64_t(sizeof(Int));
                float x;
-               std::memcpy(&x, at + size_t(j) * sizeof(float), sizeof(float));
-               const double t = std::trunc(double(x));
-               const Int v = std::isnan(t) ? Int(0)
-                             : t < lo     ? std::numeric_limits<Int>::min()
-                             : t >= hi    ? std::numeric_limits<Int>::max()
-                                          : Int(t);
-               std::memcpy(hbm + (element + j * stride) * int64_t(sizeof(Int)), &v, sizeof(Int));
+               Int v;
+               if constexpr (kLoad) {
+                 std::memcpy(&v, h, sizeof(Int));
+                 x = float(v);
+                 std::memcpy(at + size_t(j) * sizeof(float), &x, sizeof(float));
+               } else {
+                 std::memcpy(&x, at + size_t(j) * sizeof(float), sizeof(float));
+                 const double t = std::trunc(double(x));
+                 v = std::isnan(t) ? Int(0)
+                     : t < lo     ? std::numeric_limits<Int>::min()
+                     : t >= hi    ? std::numeric_limits<Int>::max()
+                                  : Int(t);
+                 std::memcpy(h, &v, sizeof(Int));
+               }
              }
            });
 }
@@ -300,32 +293,27 @@ void Executor::ExecDma(const Instruction& inst, Rows rows, bool parallel) {
   const neff::AccessPattern& ap = inst.hbm();
   uint8_t* hbm = hbm_[ap.tensor()];
   uint64_t pb = device_.sbuf_bytes_per_partition;
-  if (inst.opcode() == neff::DMA_LOAD) {
-    const neff::DType from = neff_.executable.tensors(int(ap.tensor())).dtype();
-    if (from == neff::I32 || from == neff::I64) {  // converting into float32 (the verifier checked)
-      ForRows(rows, inst.out().num_elements(), parallel, [&](uint32_t p) {
-        if (from == neff::I32)
-          LoadIntegersAsFloat<int32_t>(ap, inst.out(), hbm, sbuf_.get(), pb, p, p + 1);
-        else
-          LoadIntegersAsFloat<int64_t>(ap, inst.out(), hbm, sbuf_.get(), pb, p, p + 1);
-      });
-    } else if (neff::DTypeSize(inst.out().dtype()) == 4)
+  const bool load = inst.opcode() == neff::DMA_LOAD;
+  const neff::Tensor& tensor = neff_.executable.tensors(int(ap.tensor()));
+  if (tensor.dtype() == neff::I32 || tensor.dtype() == neff::I64) {  // to or from float32 (verified)
+    using Convert = void (*)(const neff::AccessPattern&, const TileRef&, uint8_t*, uint8_t*, uint64_t, uint32_t,
+                             uint32_t);
+    static constexpr Convert kConvert[2][2] = {{ConvertRows<int32_t, false>, ConvertRows<int32_t, true>},
+                                               {ConvertRows<int64_t, false>, ConvertRows<int64_t, true>}};
+    const Convert convert = kConvert[tensor.dtype() == neff::I64][load];
+    const TileRef& tile = load ? inst.out() : inst.in0();
+    // A store's partitions may run apart only where their bytes do.
+    if (!load && !StoreRowsDisjoint(ap)) parallel = false;
+    ForRows(rows, tile.num_elements(), parallel,
+            [&](uint32_t p) { convert(ap, tile, hbm, sbuf_.get(), pb, p, p + 1); });
+  } else if (load) {
+    if (neff::DTypeSize(inst.out().dtype()) == 4)
       DmaTile<4, true>(ap, inst.out(), hbm, sbuf_.get(), pb, rows, parallel);
     else
       DmaTile<2, true>(ap, inst.out(), hbm, sbuf_.get(), pb, rows, parallel);
   } else {
-    const neff::DType to = neff_.executable.tensors(int(ap.tensor())).dtype();
-    const bool stream = neff_.executable.tensors(int(ap.tensor())).kind() == neff::OUTPUT;
-    if (to == neff::I32 || to == neff::I64) {  // converting from float32 (the verifier checked)
-      // The order of the partitions' writes matters only where they overlap.
-      if (!StoreRowsDisjoint(ap)) parallel = false;
-      ForRows(rows, inst.in0().num_elements(), parallel, [&](uint32_t p) {
-        if (to == neff::I32)
-          StoreFloatsAsIntegers<int32_t>(ap, inst.in0(), hbm, sbuf_.get(), pb, p, p + 1);
-        else
-          StoreFloatsAsIntegers<int64_t>(ap, inst.in0(), hbm, sbuf_.get(), pb, p, p + 1);
-      });
-    } else if (neff::DTypeSize(inst.in0().dtype()) == 4)
+    const bool stream = tensor.kind() == neff::OUTPUT;
+    if (neff::DTypeSize(inst.in0().dtype()) == 4)
       DmaTile<4, false>(ap, inst.in0(), hbm, sbuf_.get(), pb, rows, parallel, nullptr, stream);
     else
       DmaTile<2, false>(ap, inst.in0(), hbm, sbuf_.get(), pb, rows, parallel, nullptr, stream);
