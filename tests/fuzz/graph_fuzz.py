@@ -70,10 +70,11 @@ exported graph. Likewise aten::reshape, which make_fx always decomposes into
 _reshape_alias/_unsafe_view, comes from a custom `ncfuzz::reshape`. Every
 other overload of the list comes from plain PyTorch calls.
 
-Generator limitations (on purpose): graph inputs are float tensors and
-int32/int64 embedding indices (integers reach arithmetic only through those
-and generated values), and graph outputs are float only (the
-compiler documents bool/integer graph I/O as unsupported); no float64 values,
+Generator limitations (on purpose): graph inputs are float tensors, int32/int64
+embedding indices and small int32/int64 tensors used in arithmetic (g_int_input),
+and graph outputs are float only (integer outputs are tested in
+tests/e2e/test_fuzz_regressions.py; bool graph I/O is documented as
+unsupported); no float64 values,
 no empty tensors, no float->int casts of computed values (documented as
 unsupported too); comparisons (and bool casts) read either values that are
 exact on every side (inputs, constants, arange, small-integer arithmetic,
@@ -1904,6 +1905,26 @@ def g_rotary(b):
     b.add("%s * %s + %s * %s" % (q, cos, rot, sin), [shape])
 
 
+def g_int_input(b):
+    """Integer graph inputs (int64 or int32, small values as masks and counts are) in
+    arithmetic: promoted against a float value, compared, masked_fill's mask, cast, and integer
+    arithmetic cast to float (the compiler's cast back of a whole-number result)."""
+    shape = b.random_shape(b.rng.choice([1, 2, 3]))
+    m = b.new_input(shape, dtype=b.rng.choice([torch.int64, torch.int64, torch.int32]), kind="int")
+    x = b.new_input(shape, kind=b.rng.choice(["normal", "unit"]))
+    r = b.rng.random()
+    if r < 0.25:
+        b.add("%s * %s" % (x, m), [shape])
+    elif r < 0.45:
+        b.add("torch.where(%s > 0, %s, -%s)" % (m, x, x), [shape])
+    elif r < 0.6:
+        b.add("%s.masked_fill(%s == 0, -3.0)" % (x, m), [shape])
+    elif r < 0.8:
+        b.add("%s.to(%s.dtype) * 0.5 + %s" % (m, x, x), [shape])
+    else:
+        b.add("(%s * 3 - 1).to(%s.dtype) + %s" % (m, x, x), [shape])
+
+
 GENERATORS = [
     (10, g_unary, ()), (12, g_binary, ()), (7, g_scalar, ()), (8, g_compare, ()),
     (9, g_reduce, ()), (5, g_softmax, ()), (4, g_layer_norm, ("aten::native_layer_norm",)),
@@ -1914,6 +1935,7 @@ GENERATORS = [
     (2.5, g_logsumexp, ("aten::amax", "aten::abs", "aten::log")), (4, g_reduce_bcast, ()),
     (2, g_attention, ("aten::bmm",)),
     (2, g_rotary, ("aten::cat", "aten::neg")),
+    (1.5, g_int_input, ()),
 ]
 
 
