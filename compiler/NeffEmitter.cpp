@@ -35,6 +35,8 @@ neff::Tensor* addTensor(neff::Executable& exe, const std::string& name, neff::Te
   if ((kind == neff::INPUT || kind == neff::OUTPUT) &&
       (t.getElementType().isInteger(32) || t.getElementType().isInteger(64)))
     device = t.getElementType();
+  if ((kind == neff::INPUT || kind == neff::OUTPUT) && t.getElementType().isInteger(1))
+    device = IntegerType::get(type.getContext(), 8);  // bools: one byte each
   neff::Tensor* tensor = exe.add_tensors();
   tensor->set_name(name);
   tensor->set_kind(kind);
@@ -65,14 +67,14 @@ absl::StatusOr<std::string> emitNeff(ModuleOp module, const EmitOptions& options
   };
   auto isIndexInputType = [](Type type) {
     Type e = llvm::cast<RankedTensorType>(type).getElementType();
-    return e.isInteger(32) || e.isInteger(64);
+    return e.isInteger(1) || e.isInteger(32) || e.isInteger(64);
   };
   llvm::DenseMap<Value, uint32_t> tensorOf;
   for (BlockArgument arg : func.getArguments()) {
     if (!isDeviceIoType(arg.getType()) && !isIndexInputType(arg.getType()))
       return fail(absl::StrCat("graph input ", arg.getArgNumber(), " has element type ",
                                typeString(arg.getType()),
-                               "; graph inputs must be f32, bf16, f16, i32 or i64 for now"));
+                               "; graph inputs must be f32, bf16, f16, i32, i64 or bool for now"));
     std::string name = absl::StrCat("input", arg.getArgNumber());
     if (auto n = func.getArgAttrOfType<StringAttr>(arg.getArgNumber(), "nc.name"))
       name = n.getValue().str();
@@ -90,7 +92,7 @@ absl::StatusOr<std::string> emitNeff(ModuleOp module, const EmitOptions& options
       return fail(absl::StrCat("graph output ", i, " repeats an earlier output; not supported yet"));
     if (!isDeviceIoType(v.getType()) && !isIndexInputType(v.getType()))
       return fail(absl::StrCat("graph output ", i, " has element type ", typeString(v.getType()),
-                               "; graph outputs must be f32, bf16, f16, i32 or i64 for now"));
+                               "; graph outputs must be f32, bf16, f16, i32, i64 or bool for now"));
     std::string name = absl::StrCat("output", i);
     if (auto n = func.getResultAttrOfType<StringAttr>(unsigned(i), "nc.name")) name = n.getValue().str();
     tensorOf[v] = uint32_t(exe.tensors_size());

@@ -31,6 +31,7 @@ neff::DType dtypeOf(Type elem) {
   if (elem.isF16()) return neff::F16;
   if (elem.isInteger(32)) return neff::I32;
   if (elem.isInteger(64)) return neff::I64;
+  if (elem.isInteger(8)) return neff::BOOL;  // graph I/O bools, one byte each
   return neff::DTYPE_INVALID;
 }
 

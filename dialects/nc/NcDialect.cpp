@@ -134,7 +134,8 @@ LogicalResult verifyDma(Operation* op, Value hbm, Value tile, int64_t part_start
   // stored from, float32 tiles.
   auto hbmInt = llvm::dyn_cast<IntegerType>(h.getElementType());
   bool converting = llvm::isa<DmaLoadOp, DmaStoreOp>(op) && hbmInt &&
-                    (hbmInt.getWidth() == 32 || hbmInt.getWidth() == 64) && t.getElementType().isF32();
+                    (hbmInt.getWidth() == 8 || hbmInt.getWidth() == 32 || hbmInt.getWidth() == 64) &&
+                    t.getElementType().isF32();
   if (h.getElementType() != t.getElementType() && !converting)
     return op->emitOpError() << "DMA does not convert (but for integers and f32 tiles): HBM "
                              << h.getElementType() << " vs tile " << t.getElementType();
@@ -195,7 +196,8 @@ LogicalResult KernelOp::verify() {
     auto m = llvm::dyn_cast<MemRefType>(arg.getType());
     auto t = llvm::cast<RankedTensorType>(type);
     bool typeOk = m && (m.getElementType() == deviceElementType(t.getElementType()) ||
-                        (llvm::isa<IntegerType>(t.getElementType()) && m.getElementType() == t.getElementType()));
+                        (llvm::isa<IntegerType>(t.getElementType()) && m.getElementType() == t.getElementType()) ||
+                        (t.getElementType().isInteger(1) && m.getElementType().isInteger(8)));
     if (!m || m.getShape() != t.getShape() || !typeOk || m.getMemorySpace())
       return emitOpError("lowered body argument ") << arg.getArgNumber()
                                                    << " must be an HBM memref holding " << type;

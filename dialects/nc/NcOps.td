@@ -83,9 +83,9 @@ def Nc_Tile : MemRefRankOf<[F32, BF16, F16], [2]>;
 // A PSUM tile: rank-2 f32 memref in memory space 2.
 def Nc_PsumTile : MemRefRankOf<[F32], [2]>;
 def Nc_Hbm : MemRefOf<[F32, BF16, F16]>;
-// What a dma_load reads or a dma_store writes: float data, or integers
-// converted from or into f32 tiles (graph inputs and outputs).
-def Nc_HbmData : MemRefOf<[F32, BF16, F16, I32, I64]>;
+// What a dma_load reads or a dma_store writes: float data, or integers (i8:
+// bools) converted from or into f32 tiles (graph inputs and outputs).
+def Nc_HbmData : MemRefOf<[F32, BF16, F16, I32, I64, I8]>;
 
 def Nc_AllocTileOp : Nc_Op<"alloc_tile"> {
   let summary = "an SBUF tile buffer";

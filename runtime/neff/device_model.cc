@@ -237,6 +237,7 @@ uint64_t DmaBytes(const Instruction& inst, const Executable* exe) {
     const DType from = exe->tensors(int(inst.hbm().tensor())).dtype();
     if (from == I64) elem = 8;
     if (from == I32) elem = 4;
+    if (from == BOOL) elem = 1;
   }
   return uint64_t(tile.partitions()) * tile.num_elements() * elem;
 }

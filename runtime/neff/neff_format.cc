@@ -70,7 +70,7 @@ absl::Status Bad(const std::string& what) {
 
 // Tiles (SBUF, PSUM) and DMA loads/stores hold floating-point data only.
 bool ValidDType(DType d) { return d == F32 || d == BF16 || d == F16; }
-bool IsIntegerDType(DType d) { return d == I32 || d == I64; }
+bool IsIntegerDType(DType d) { return d == I32 || d == I64 || d == BOOL; }
 // HBM tensors may also be integer: indices read by DMA_GATHER, and graph
 // inputs and outputs that DMA loads and stores convert from and into
 // float32 tiles.
@@ -91,6 +91,7 @@ size_t DTypeSize(DType dtype) {
     case F16: return 2;
     case I32: return 4;
     case I64: return 8;
+    case BOOL: return 1;
     default: return 0;
   }
 }
@@ -102,6 +103,7 @@ const char* DTypeName(DType dtype) {
     case F16: return "float16";
     case I32: return "int32";
     case I64: return "int64";
+    case BOOL: return "bool";
     default: return "invalid";
   }
 }
@@ -509,6 +511,8 @@ absl::Status VerifyInstruction(const Instruction& inst, const Kernel& k, const E
         return Bad(absl::StrCat(where, ": dma_gather index_tensor ", inst.index_tensor(), " of ",
                                 exe.tensors_size()));
       const Tensor& idx = exe.tensors(int(inst.index_tensor()));
+      if (idx.dtype() == BOOL)
+        return Bad(absl::StrCat(where, ": dma_gather index tensor '", idx.name(), "' is bool"));
       const int64_t idx_elems = int64_t(idx.size_bytes() / DTypeSize(idx.dtype()));
       // Both sides are below 2^41 here: the sum cannot overflow.
       if (inst.index_offset() < 0 || inst.index_offset() > idx_elems ||

@@ -153,19 +153,27 @@ void DmaRows(const neff::AccessPattern& ap, const TileRef& tile, uint8_t* hbm, u
 // float32, as PyTorch's .float() does (exact up to 2^24 in magnitude); a
 // store toward zero, as .long() does (integer results computed on the device
 // are whole numbers already), NaN becoming 0 and values past the integer's
-// range its extremes (where the C++ cast is undefined).
+// range its extremes (where the C++ cast is undefined). Bools (Int =
+// bool, one byte): any nonzero byte loads as 1; a store writes 1 for any
+// nonzero value, NaN included, as PyTorch's .bool() does.
 template <typename Int, bool kLoad>
 void ConvertRows(const neff::AccessPattern& ap, const TileRef& tile, uint8_t* hbm, uint8_t* sbuf,
                  uint64_t partition_bytes, uint32_t p0, uint32_t p1) {
-  constexpr double lo = double(std::numeric_limits<Int>::min());
-  constexpr double hi = -lo;  // 2^31 or 2^63: the first value past the largest
+  [[maybe_unused]] constexpr double lo = double(std::numeric_limits<Int>::min());
+  [[maybe_unused]] constexpr double hi = -lo;  // 2^31 or 2^63: the first value past the largest
   WalkRows(ap, tile, sizeof(float), sbuf, partition_bytes, p0, p1, nullptr,
            [&](uint8_t* at, int64_t element, int64_t stride, int64_t count) {
              for (int64_t j = 0; j < count; ++j) {
                uint8_t* h = hbm + (element + j * stride) * int64_t(sizeof(Int));
                float x;
-               Int v;
-               if constexpr (kLoad) {
+               [[maybe_unused]] Int v;
+               if constexpr (kLoad && std::is_same_v<Int, bool>) {
+                 x = *h != 0 ? 1.0f : 0.0f;
+                 std::memcpy(at + size_t(j) * sizeof(float), &x, sizeof(float));
+               } else if constexpr (std::is_same_v<Int, bool>) {
+                 std::memcpy(&x, at + size_t(j) * sizeof(float), sizeof(float));
+                 *h = x != 0.0f ? 1 : 0;  // NaN != 0
+               } else if constexpr (kLoad) {
                  std::memcpy(&v, h, sizeof(Int));
                  x = float(v);
                  std::memcpy(at + size_t(j) * sizeof(float), &x, sizeof(float));
@@ -295,12 +303,15 @@ void Executor::ExecDma(const Instruction& inst, Rows rows, bool parallel) {
   uint64_t pb = device_.sbuf_bytes_per_partition;
   const bool load = inst.opcode() == neff::DMA_LOAD;
   const neff::Tensor& tensor = neff_.executable.tensors(int(ap.tensor()));
-  if (tensor.dtype() == neff::I32 || tensor.dtype() == neff::I64) {  // to or from float32 (verified)
+  if (tensor.dtype() == neff::I32 || tensor.dtype() == neff::I64 || tensor.dtype() == neff::BOOL) {
+    // To or from float32 (the verifier checked).
     using Convert = void (*)(const neff::AccessPattern&, const TileRef&, uint8_t*, uint8_t*, uint64_t, uint32_t,
                              uint32_t);
-    static constexpr Convert kConvert[2][2] = {{ConvertRows<int32_t, false>, ConvertRows<int32_t, true>},
-                                               {ConvertRows<int64_t, false>, ConvertRows<int64_t, true>}};
-    const Convert convert = kConvert[tensor.dtype() == neff::I64][load];
+    static constexpr Convert kConvert[3][2] = {{ConvertRows<int32_t, false>, ConvertRows<int32_t, true>},
+                                               {ConvertRows<int64_t, false>, ConvertRows<int64_t, true>},
+                                               {ConvertRows<bool, false>, ConvertRows<bool, true>}};
+    const Convert convert =
+        kConvert[tensor.dtype() == neff::I32 ? 0 : tensor.dtype() == neff::I64 ? 1 : 2][load];
     const TileRef& tile = load ? inst.out() : inst.in0();
     // A store's partitions may run apart only where their bytes do.
     if (!load && !StoreRowsDisjoint(ap)) parallel = false;

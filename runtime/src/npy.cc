@@ -145,6 +145,7 @@ const char* ElementTypeName(ElementType t) {
     case ElementType::kFloat16: return "float16";
     case ElementType::kInt32: return "int32";
     case ElementType::kInt64: return "int64";
+    case ElementType::kBool: return "bool";
   }
   return "invalid";
 }
@@ -155,6 +156,7 @@ const char* ElementTypeDescr(ElementType t) {
     case ElementType::kFloat16: return "<f2";
     case ElementType::kInt32: return "<i4";
     case ElementType::kInt64: return "<i8";
+    case ElementType::kBool: return "|b1";
   }
   return "";
 }
@@ -165,6 +167,7 @@ size_t ElementSize(ElementType t) {
     case ElementType::kFloat16: return 2;
     case ElementType::kInt32: return 4;
     case ElementType::kInt64: return 8;
+    case ElementType::kBool: return 1;
   }
   return 0;
 }
@@ -226,13 +229,15 @@ absl::StatusOr<Array> Parse(std::string_view bytes, std::string_view what_view) 
     a.type = ElementType::kInt32;
   } else if (descr == "<i8") {
     a.type = ElementType::kInt64;
+  } else if (descr == "|b1") {
+    a.type = ElementType::kBool;
   } else if (descr == "<f8") {
     return bad("dtype is float64 ('<f8'); save the array with .astype(numpy.float32)");
   } else if (descr == ">f4" || descr == ">f2" || descr == ">i4" || descr == ">i8") {
     return bad(absl::StrCat("dtype '", descr, "' is big-endian; save a little-endian array"));
   } else {
     return bad(absl::StrCat("unsupported dtype '", descr,
-                            "' (supported: '<f4' float32, '<f2' float16, '<i4' int32, '<i8' int64)"));
+                            "' (supported: '<f4' float32, '<f2' float16, '<i4' int32, '<i8' int64, '|b1' bool)"));
   }
   if (fortran) return bad("fortran_order is True; save a C-ordered array (numpy.ascontiguousarray)");
   int64_t n = 1;

@@ -1,8 +1,8 @@
 // Reading and writing NumPy .npy files (format versions 1.0, 2.0 and 3.0).
 //
 // Only what the tools exchange with models is accepted: little-endian
-// float32 ('<f4'), float16 ('<f2'), int32 ('<i4') and int64 ('<i8', token
-// ids), C order. Anything else is refused with a message that says what was
+// float32 ('<f4'), float16 ('<f2'), int32 ('<i4'), int64 ('<i8', token
+// ids) and bool ('|b1', masks; one byte, 0 or 1), C order. Anything else is refused with a message that says what was
 // found and what to do. The parser never reads outside the given bytes,
 // whatever they contain.
 #pragma once
@@ -17,10 +17,10 @@
 
 namespace neuroncc::npy {
 
-enum class ElementType { kFloat32, kFloat16, kInt32, kInt64 };
+enum class ElementType { kFloat32, kFloat16, kInt32, kInt64, kBool };
 
-const char* ElementTypeName(ElementType t);  // "float32", "float16", "int32", "int64"
-const char* ElementTypeDescr(ElementType t);  // "<f4", "<f2", "<i4", "<i8"
+const char* ElementTypeName(ElementType t);  // "float32", "float16", "int32", "int64", "bool"
+const char* ElementTypeDescr(ElementType t);  // "<f4", "<f2", "<i4", "<i8", "|b1"
 size_t ElementSize(ElementType t);
 bool IsInteger(ElementType t);
 

@@ -403,6 +403,7 @@ nrt_dtype_t ToNrtDtype(nn::DType d) {
     case nn::F16: return NRT_DTYPE_FLOAT16;
     case nn::I32: return NRT_DTYPE_INT32;
     case nn::I64: return NRT_DTYPE_INT64;
+    case nn::BOOL: return NRT_DTYPE_UINT8;  // PyTorch's bool: one byte, 0 or 1
     default: return NRT_DTYPE_INVALID;
   }
 }

@@ -255,6 +255,30 @@ class FuzzRegressions(unittest.TestCase):
         self.assertIn("casting a computed float to an integer dtype on the device is not supported",
                       self.compile_error(lambda x: (x * 2.5).long(), [x]))
 
+    def test_bool_graph_inputs_and_outputs(self):
+        """Bool graph inputs (masks a caller passes, one byte each) are loaded into f32 tiles as
+        0/1; bool results (comparisons) are returned as bools; a bool input's count is an int64
+        result. They were refused at emission."""
+        g = torch.Generator().manual_seed(7)
+        x = torch.randn(4, 300, generator=g)
+        mask = torch.randint(0, 2, (4, 300), generator=g).bool()
+        cases = [
+            (lambda x, m: x.masked_fill(m, -1e4), [x, mask], [torch.float32]),
+            (lambda x, m: torch.where(m, x, x * 2), [x, mask], [torch.float32]),
+            (lambda x: x > 0, [x], [torch.bool]),
+            (lambda x, m: (torch.where(m, x > 0, x < -1), m.sum(-1)), [x, mask], [torch.bool, torch.int64]),
+            (lambda x, m: (x * m, (x * 2 > 1)), [x, mask.view(4, 300)], [torch.float32, torch.bool]),
+        ]
+        for n, (fn, inputs, dtypes) in enumerate(cases):
+            for opt in (0, 2):
+                outs, _ = common.export_compile_run(fn, inputs, self.tmp, "bools_%d_O%d" % (n, opt), opt)
+                refs = fn(*inputs)
+                refs = refs if isinstance(refs, tuple) else (refs,)
+                for out, ref, dtype in zip(outs, refs, dtypes):
+                    self.assertEqual(ref.dtype, dtype)
+                    self.assertEqual(out.dtype, ref.numpy().dtype)
+                    common.compare(out, ref, 1e-4)
+
     def test_long_rows_after_a_reduction_through_a_view(self):
         """Needs the reduced value at every element of a 9000-long row: a kernel boundary."""
         def f(x):

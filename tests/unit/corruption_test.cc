@@ -469,11 +469,17 @@ const IsaBadCase kGatherBadCases[] = {
        Inst(e, 0, 3)->mutable_hbm()->set_tensor(t);
      },
      "dma_store accesses int32 tensor 'zi' as bfloat16 data"},
+    {"bool gather indices", GatherExe,
+     [](Executable* e) {
+       e->mutable_tensors(1)->set_dtype(BOOL);
+       e->mutable_tensors(1)->set_size_bytes(6);
+     },
+     "dma_gather index tensor 'ids' is bool"},
     {"integer tile in a vector op", [] { return TwoKernelModel(4, 8); },
      [](Executable* e) { Inst(e, 0, 1)->mutable_in1()->set_dtype(I32); }, "tile has dtype int32"},
     {"integer tile in a matmul", MatmulExe, [](Executable* e) { Inst(e, 0, 7)->mutable_in0()->set_dtype(I64); },
      "tile has dtype int64"},
-    {"tensor dtype past int64", GatherExe, [](Executable* e) { e->mutable_tensors(1)->set_dtype(DType(6)); },
+    {"tensor dtype past bool", GatherExe, [](Executable* e) { e->mutable_tensors(1)->set_dtype(DType(7)); },
      "has an invalid dtype"},
     {"int64 tensor size counted in 4-byte elements", GatherExe,
      [](Executable* e) { e->mutable_tensors(1)->set_size_bytes(24); }, "size_bytes"},

@@ -459,6 +459,32 @@ void CheckIntegerStore(DType dt) {
   EXPECT_EQ(r.stats.hbm_write_bytes, uint64_t(12) * DTypeSize(dt));
 }
 
+// Bools (one byte): any nonzero byte loads as 1.0; a store writes 1 for any
+// nonzero value, NaN included, as PyTorch's .bool() does.
+TEST(IntegerLoad, BoolsLoadAsZeroOrOneAndStoreAsNonzero) {
+  const float nan = std::nanf("");
+  std::vector<uint8_t> mask = {0, 1, 7, 255, 0, 1};
+  std::vector<float> x = {0.0f, -0.0f, 0.5f, -3.0f, nan, 1.0f};
+  Executable exe = EmptyExecutable("bools");
+  uint32_t m = AddTensor(&exe, "m", INPUT, BOOL, {2, 3});
+  uint32_t in = AddTensor(&exe, "x", INPUT, F32, {2, 3});
+  uint32_t zf = AddTensor(&exe, "zf", OUTPUT, F32, {2, 3});
+  uint32_t zb = AddTensor(&exe, "zb", OUTPUT, BOOL, {2, 3});
+  Kernel* k = exe.add_kernels();
+  k->set_name("convert");
+  *k->add_instructions() = DmaLoad(Tile(0, 2, 0, 3, F32), Ap(m, 0, {{3, 2}, {1, 3}}), 0);
+  *k->add_instructions() = DmaLoad(Tile(0, 2, 16, 3, F32), Ap(in, 0, {{3, 2}, {1, 3}}), 1);
+  *k->add_instructions() = DmaStore(Tile(0, 2, 0, 3, F32), Ap(zf, 0, {{3, 2}, {1, 3}}), 2, {W(kDma0, 1)});
+  *k->add_instructions() = DmaStore(Tile(0, 2, 16, 3, F32), Ap(zb, 0, {{3, 2}, {1, 3}}), 3, {W(kDma0 + 1, 1)});
+  GatherRun r = RunOnce(exe, {Raw(mask), Raw(x)});
+  ASSERT_TRUE(r.status.ok()) << r.status;
+  std::vector<float> loaded(6);
+  std::memcpy(loaded.data(), r.outputs[0].data(), 24);
+  EXPECT_EQ(loaded, (std::vector<float>{0, 1, 1, 1, 0, 1}));
+  EXPECT_EQ(r.outputs[1], std::string("\x00\x00\x01\x01\x01\x01", 6));
+  EXPECT_EQ(r.stats.hbm_read_bytes, uint64_t(6) * 1 + 6 * 4);
+}
+
 TEST(IntegerStore, RoundsTowardZeroAndSaturates) {
   CheckIntegerStore<int32_t>(I32);
   CheckIntegerStore<int64_t>(I64);

@@ -115,6 +115,24 @@ TEST(Npy, IntegerArraysAsNumpyWritesThem) {
   EXPECT_FALSE(IsInteger(ElementType::kFloat16));
 }
 
+TEST(Npy, BoolArraysAsNumpyWritesThem) {
+  // np.save(f, np.array([[True, False, True], [False, False, True]])).
+  std::string dict = "{'descr': '|b1', 'fortran_order': False, 'shape': (2, 3), }";
+  dict.append(128 - 10 - dict.size() - 1, ' ');
+  dict += '\n';
+  const std::string data("\x01\x00\x01\x00\x00\x01", 6);
+  std::string file = WithHeader(1, dict, data);
+  absl::StatusOr<Array> a = Parse(file, "mask.npy");
+  ASSERT_TRUE(a.ok()) << a.status();
+  EXPECT_EQ(a->type, ElementType::kBool);
+  EXPECT_EQ(a->shape, (std::vector<int64_t>{2, 3}));
+  EXPECT_EQ(a->data, data);
+  EXPECT_EQ(ElementSize(a->type), 1u);
+  EXPECT_EQ(std::string(ElementTypeName(a->type)), "bool");
+  EXPECT_EQ(Serialize(*a), file);
+  ExpectError(WithHeader(1, dict, data.substr(0, 5)), "bool needs 6 data bytes but the file has 5");
+}
+
 TEST(Npy, ReadsVersions2And3AndDictVariants) {
   std::string data(8, '\0');
   EXPECT_TRUE(Parse(WithHeader(2, "{'descr': '<f2', 'fortran_order': False, 'shape': (4,), }\n", data), "v2").ok());
@@ -136,11 +154,12 @@ TEST(Npy, RefusesBadFilesWithClearMessages) {
   ExpectError(WithHeader(1, dict("<f4", "True", "(2, 3)"), d4), "fortran_order is True");
   ExpectError(WithHeader(1, dict("<f8", "False", "(3,)"), d4), "float64");
   ExpectError(WithHeader(1, dict(">f4", "False", "(2, 3)"), d4), "big-endian");
-  ExpectError(WithHeader(1, dict("|b1", "False", "(2, 3)"), d4), "unsupported dtype");
+  ExpectError(WithHeader(1, dict("|u1", "False", "(2, 3)"), d4), "unsupported dtype");
   ExpectError(WithHeader(1, dict(">i8", "False", "(3,)"), d4), "'>i8' is big-endian");
   ExpectError(WithHeader(1, dict(">i4", "False", "(2, 3)"), d4), "big-endian");
   ExpectError(WithHeader(1, dict("<u4", "False", "(2, 3)"), d4),
-              "unsupported dtype '<u4' (supported: '<f4' float32, '<f2' float16, '<i4' int32, '<i8' int64)");
+              "unsupported dtype '<u4' (supported: '<f4' float32, '<f2' float16, '<i4' int32, '<i8' int64, "
+              "'|b1' bool)");
   ExpectError(WithHeader(1, dict("<i2", "False", "(12,)"), d4), "unsupported dtype '<i2'");
   ExpectError(WithHeader(1, dict("<i8", "False", "(4,)"), d4), "int64 needs 32 data bytes but the file has 24");
   ExpectError(WithHeader(1, dict("<i4", "False", "(5,)"), d4), "trailing bytes");

@@ -39,6 +39,7 @@ const char* DtypeName(nrt_dtype_t dtype) {
     case NRT_DTYPE_FLOAT16: return "float16";
     case NRT_DTYPE_INT32: return "int32";
     case NRT_DTYPE_INT64: return "int64";
+    case NRT_DTYPE_UINT8: return "bool (uint8)";
     default: return "unsupported";
   }
 }
@@ -53,6 +54,7 @@ bool NpyTypeFor(nrt_dtype_t dtype, npy::ElementType* type) {
     case NRT_DTYPE_FLOAT16: *type = npy::ElementType::kFloat16; return true;
     case NRT_DTYPE_INT32: *type = npy::ElementType::kInt32; return true;
     case NRT_DTYPE_INT64: *type = npy::ElementType::kInt64; return true;
+    case NRT_DTYPE_UINT8: *type = npy::ElementType::kBool; return true;  // the runtime's bool tensors
     default: return false;
   }
 }
@@ -107,7 +109,8 @@ bool NpyToTensorBytes(const npy::Array& a, const ModelTensor& t, std::string* by
 npy::Array TensorBytesToNpy(const std::string& bytes, const ModelTensor& t) {
   npy::Array a;
   a.shape = t.shape;
-  if (t.dtype == NRT_DTYPE_FLOAT16 || t.dtype == NRT_DTYPE_INT32 || t.dtype == NRT_DTYPE_INT64) {
+  if (t.dtype == NRT_DTYPE_FLOAT16 || t.dtype == NRT_DTYPE_INT32 || t.dtype == NRT_DTYPE_INT64 ||
+      t.dtype == NRT_DTYPE_UINT8) {
     NpyTypeFor(t.dtype, &a.type);
     a.data = bytes;
   } else if (t.dtype == NRT_DTYPE_BFLOAT16) {
