@@ -63,6 +63,19 @@ class FuzzRegressions(unittest.TestCase):
             kernels[opt] = int(re.search(r"(\d+) kernels", info).group(1))
         return kernels
 
+    def check_dtypes(self, prefix, cases):
+        """Each case (fn, inputs, eager dtypes of its outputs) at -O0 and -O2: every output has
+        eager's dtype and matches it (integers and bools exactly)."""
+        for n, (fn, inputs, dtypes) in enumerate(cases):
+            refs = fn(*inputs)
+            refs = refs if isinstance(refs, tuple) else (refs,)
+            self.assertEqual([r.dtype for r in refs], dtypes)
+            for opt in (0, 2):
+                outs, _ = common.export_compile_run(fn, inputs, self.tmp, "%s_%d_O%d" % (prefix, n, opt), opt)
+                for out, ref in zip(outs, refs):
+                    self.assertEqual(out.dtype, ref.numpy().dtype)
+                    common.compare(out, ref, 1e-4)
+
     def run_mlir(self, name, text, inputs):
         """Compiles MLIR `text` at -O0 and -O2 and runs it on `inputs` (arrays, their own dtypes);
         returns the first output of each run."""
@@ -243,15 +256,7 @@ class FuzzRegressions(unittest.TestCase):
             (lambda x: ((x > 0).sum(-1, keepdim=True), ((x > 0).long() * 2).float() @ w), [x],
              [torch.int64, torch.float32]),
         ]
-        for fn, inputs, dtypes in cases:
-            for opt in (0, 2):
-                outs, _ = common.export_compile_run(fn, inputs, self.tmp, "intres_%d_O%d" % (len(dtypes), opt), opt)
-                refs = fn(*inputs)
-                refs = refs if isinstance(refs, tuple) else (refs,)
-                for out, ref, dtype in zip(outs, refs, dtypes):
-                    self.assertEqual(ref.dtype, dtype)
-                    self.assertEqual(out.dtype, ref.numpy().dtype)
-                    common.compare(out, ref, 1e-4)
+        self.check_dtypes("intres", cases)
         self.assertIn("casting a computed float to an integer dtype on the device is not supported",
                       self.compile_error(lambda x: (x * 2.5).long(), [x]))
 
@@ -269,15 +274,7 @@ class FuzzRegressions(unittest.TestCase):
             (lambda x, m: (torch.where(m, x > 0, x < -1), m.sum(-1)), [x, mask], [torch.bool, torch.int64]),
             (lambda x, m: (x * m, (x * 2 > 1)), [x, mask.view(4, 300)], [torch.float32, torch.bool]),
         ]
-        for n, (fn, inputs, dtypes) in enumerate(cases):
-            for opt in (0, 2):
-                outs, _ = common.export_compile_run(fn, inputs, self.tmp, "bools_%d_O%d" % (n, opt), opt)
-                refs = fn(*inputs)
-                refs = refs if isinstance(refs, tuple) else (refs,)
-                for out, ref, dtype in zip(outs, refs, dtypes):
-                    self.assertEqual(ref.dtype, dtype)
-                    self.assertEqual(out.dtype, ref.numpy().dtype)
-                    common.compare(out, ref, 1e-4)
+        self.check_dtypes("bools", cases)
 
     def test_long_rows_after_a_reduction_through_a_view(self):
         """Needs the reduced value at every element of a 9000-long row: a kernel boundary."""
