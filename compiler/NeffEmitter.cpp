@@ -29,14 +29,9 @@ std::string typeString(Type type) {
 neff::Tensor* addTensor(neff::Executable& exe, const std::string& name, neff::TensorKind kind,
                         Type type) {
   auto t = llvm::cast<RankedTensorType>(type);
-  Type device = nc::deviceElementType(t.getElementType());
-  // int32/int64 graph inputs (embedding indices, masks) and outputs keep their
-  // integer type in HBM; DMAs convert them from and into f32 tiles.
-  if ((kind == neff::INPUT || kind == neff::OUTPUT) &&
-      (t.getElementType().isInteger(32) || t.getElementType().isInteger(64)))
-    device = t.getElementType();
-  if ((kind == neff::INPUT || kind == neff::OUTPUT) && t.getElementType().isInteger(1))
-    device = IntegerType::get(type.getContext(), 8);  // bools: one byte each
+  // Graph inputs and outputs keep integer and bool dtypes in HBM.
+  Type device = kind == neff::INPUT || kind == neff::OUTPUT ? nc::boundaryElementType(t.getElementType())
+                                                            : nc::deviceElementType(t.getElementType());
   neff::Tensor* tensor = exe.add_tensors();
   tensor->set_name(name);
   tensor->set_kind(kind);
@@ -65,13 +60,13 @@ absl::StatusOr<std::string> emitNeff(ModuleOp module, const EmitOptions& options
     Type e = llvm::cast<RankedTensorType>(type).getElementType();
     return e.isF32() || e.isBF16() || e.isF16();
   };
-  auto isIndexInputType = [](Type type) {
+  auto isIntegerIoType = [](Type type) {
     Type e = llvm::cast<RankedTensorType>(type).getElementType();
     return e.isInteger(1) || e.isInteger(32) || e.isInteger(64);
   };
   llvm::DenseMap<Value, uint32_t> tensorOf;
   for (BlockArgument arg : func.getArguments()) {
-    if (!isDeviceIoType(arg.getType()) && !isIndexInputType(arg.getType()))
+    if (!isDeviceIoType(arg.getType()) && !isIntegerIoType(arg.getType()))
       return fail(absl::StrCat("graph input ", arg.getArgNumber(), " has element type ",
                                typeString(arg.getType()),
                                "; graph inputs must be f32, bf16, f16, i32, i64 or bool for now"));
@@ -90,7 +85,7 @@ absl::StatusOr<std::string> emitNeff(ModuleOp module, const EmitOptions& options
                                "this is not supported yet"));
     if (tensorOf.count(v))
       return fail(absl::StrCat("graph output ", i, " repeats an earlier output; not supported yet"));
-    if (!isDeviceIoType(v.getType()) && !isIndexInputType(v.getType()))
+    if (!isDeviceIoType(v.getType()) && !isIntegerIoType(v.getType()))
       return fail(absl::StrCat("graph output ", i, " has element type ", typeString(v.getType()),
                                "; graph outputs must be f32, bf16, f16, i32, i64 or bool for now"));
     std::string name = absl::StrCat("output", i);

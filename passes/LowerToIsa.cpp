@@ -565,18 +565,16 @@ void KernelLowering::setSource(Operation* inst, Operation* src) {
   ++numInst;
 }
 
-// int32, int64 and bool values that cross the graph boundary (graph inputs
-// such as token ids or masks, and integer or bool results the graph returns)
-// keep their dtype in HBM, bools as one byte (i8): loads convert them into
-// f32 tiles and stores convert back. Every other value lives in HBM in its
-// device type (bools and integers computed on the device as f32).
+// Values that cross the graph boundary (graph inputs such as token ids or
+// masks, and results the graph returns) have their boundary type in HBM
+// (integers and bools keep their dtype: loads convert them into f32 tiles
+// and stores convert back); every other value lives in HBM in its device
+// type (bools and integers computed on the device as f32).
 static Type hbmTypeOf(Value outer) {
   Type elem = llvm::cast<RankedTensorType>(outer.getType()).getElementType();
   bool crosses = llvm::isa<BlockArgument>(outer) ||
                  llvm::any_of(outer.getUsers(), [](Operation* u) { return llvm::isa<func::ReturnOp>(u); });
-  if (crosses && (elem.isInteger(32) || elem.isInteger(64))) return elem;
-  if (crosses && elem.isInteger(1)) return IntegerType::get(elem.getContext(), 8);
-  return nc::deviceElementType(elem);
+  return crosses ? nc::boundaryElementType(elem) : nc::deviceElementType(elem);
 }
 
 Type KernelLowering::hbmElementType(BlockArgument arg) { return hbmTypeOf(kernel.getInputs()[arg.getArgNumber()]); }

@@ -48,6 +48,12 @@ Type deviceElementType(Type elem) {
   return Float32Type::get(elem.getContext());
 }
 
+Type boundaryElementType(Type elem) {
+  if (elem.isInteger(32) || elem.isInteger(64)) return elem;
+  if (elem.isInteger(1)) return IntegerType::get(elem.getContext(), 8);
+  return deviceElementType(elem);
+}
+
 ArrayRef<StringRef> elementwiseAluNames() {
   static constexpr StringRef kNames[] = {"add", "sub", "mul", "div", "max", "min", "is_equal",
                                          "not_equal", "is_lt", "is_le", "is_gt", "is_ge", "pow"};
@@ -196,8 +202,7 @@ LogicalResult KernelOp::verify() {
     auto m = llvm::dyn_cast<MemRefType>(arg.getType());
     auto t = llvm::cast<RankedTensorType>(type);
     bool typeOk = m && (m.getElementType() == deviceElementType(t.getElementType()) ||
-                        (llvm::isa<IntegerType>(t.getElementType()) && m.getElementType() == t.getElementType()) ||
-                        (t.getElementType().isInteger(1) && m.getElementType().isInteger(8)));
+                        m.getElementType() == boundaryElementType(t.getElementType()));
     if (!m || m.getShape() != t.getShape() || !typeOk || m.getMemorySpace())
       return emitOpError("lowered body argument ") << arg.getArgNumber()
                                                    << " must be an HBM memref holding " << type;

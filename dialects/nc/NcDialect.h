@@ -36,6 +36,10 @@ bool isPsumTile(mlir::Type type);
 // The element type a tensor value has on the device: floats as they are;
 // bools and integers (masks, indices) as f32, exact below 2^24.
 mlir::Type deviceElementType(mlir::Type elem);
+// The element type a graph input or output has in HBM: int32 and int64 as
+// they are, bools as one byte (i8), the rest as deviceElementType. DMAs
+// convert the integers from and into f32 tiles.
+mlir::Type boundaryElementType(mlir::Type elem);
 
 // ALU operations and activation functions the ISA ops accept.
 llvm::ArrayRef<llvm::StringRef> elementwiseAluNames();
