@@ -109,6 +109,12 @@ Budget Budget::beside(double fraction) const {
   return part;
 }
 
+Budget Budget::besideAtMost(int64_t nodes) const {
+  Budget part = beside(1.0);
+  part.limit_ = std::min(part.limit_, std::max<int64_t>(1, nodes));
+  return part;
+}
+
 void Budget::absorb(const Budget& part) {
   used_ += part.used_;
   if (used_ >= limit_ || (hasDeadline_ && std::chrono::steady_clock::now() >= deadline_)) out_ = true;
@@ -229,17 +235,18 @@ class CanonicalSearch {
                   Budget& budget, const std::vector<int64_t>* lowest)
       : items_(items), sections_(sections), capacity_(capacity), budget_(budget) {
     size_t n = items.size(), s = size_t(sections.count);
-    // Items that share a section overlap in time; collect each item's list once.
+    // Items that share a section overlap in time. Those that begin no later
+    // than `i` are all live in its first section; the others begin inside
+    // its run. Listing both is O(overlapping pairs), where scanning every
+    // section of every item was O(items x sections x live).
     overlaps_.resize(n);
-    std::vector<int> seen(n, -1);
+    std::vector<std::vector<int>> beginning(s);
+    for (size_t i = 0; i < n; ++i) beginning[size_t(sections.first[i])].push_back(int(i));
     for (size_t i = 0; i < n; ++i) {
-      seen[i] = int(i);
-      for (int sec = sections.first[i]; sec < sections.last[i]; ++sec)
-        for (int j : sections.members[size_t(sec)])
-          if (seen[size_t(j)] != int(i)) {
-            seen[size_t(j)] = int(i);
-            overlaps_[i].push_back(j);
-          }
+      for (int j : sections.members[size_t(sections.first[i])])
+        if (j != int(i)) overlaps_[i].push_back(j);
+      for (int sec = sections.first[i] + 1; sec < sections.last[i]; ++sec)
+        overlaps_[i].insert(overlaps_[i].end(), beginning[size_t(sec)].begin(), beginning[size_t(sec)].end());
     }
     offset_.assign(n, -1);
     minOffset_.assign(n, 0);
@@ -320,30 +327,40 @@ class CanonicalSearch {
     if (++nodes_ > nodeLimit_ || !budget_.spend()) return SearchOutcome::kOutOfBudget;
     // Written field by field: a whole Candidate built on the stack and then
     // copied made every copy wait on a store-forwarding stall.
+    // The parent's order, less the placed item, with the offsets that the
+    // placement raised: the unraised candidates keep their order, the raised
+    // ones (often a thousand, all to the same top) are sorted apart and
+    // merged in from the back.
     std::vector<Candidate> candidates(parent.size());
+    raised_.clear();
     size_t open = 0;
-    for (const Candidate& c : parent)
-      if (offset_[size_t(c.item)] < 0) {
-        Candidate& d = candidates[open++];
-        d.offset = minOffset_[size_t(c.item)];
-        d.rank = c.rank;
-        d.item = c.item;
+    for (const Candidate& c : parent) {
+      if (offset_[size_t(c.item)] >= 0) continue;
+      int64_t offset = minOffset_[size_t(c.item)];
+      if (offset != c.offset) {
+        raised_.push_back({offset, c.rank, c.item});
+        continue;
       }
-    candidates.resize(open);
+      Candidate& d = candidates[open++];
+      d.offset = offset;
+      d.rank = c.rank;
+      d.item = c.item;
+    }
+    size_t total = open + raised_.size();
+    candidates.resize(total);
     if (candidates.empty()) {
       for (int i : members) solution_[size_t(i)] = offset_[size_t(i)];
       return SearchOutcome::kFound;
     }
-    // The parent's order with some offsets raised: nearly sorted, so an
-    // insertion sort costs about the number of items that moved.
-    for (size_t k = 1; k < candidates.size(); ++k) {
-      Candidate c = candidates[k];
-      size_t m = k;
-      for (; m > 0 && (c.offset < candidates[m - 1].offset ||
-                       (c.offset == candidates[m - 1].offset && c.rank < candidates[m - 1].rank));
-           --m)
-        candidates[m] = candidates[m - 1];
-      candidates[m] = c;
+    auto before = [](const Candidate& x, const Candidate& y) {
+      return x.offset < y.offset || (x.offset == y.offset && x.rank < y.rank);
+    };
+    std::sort(raised_.begin(), raised_.end(), before);
+    for (size_t out = total, kept = open, up = raised_.size(); up > 0;) {
+      if (kept > 0 && before(raised_[up - 1], candidates[kept - 1]))
+        candidates[--out] = candidates[--kept];
+      else
+        candidates[--out] = raised_[--up];
     }
     // Placing a buffer at `offset` leaves every section of [lo, hi) needing
     // at least offset + what was unplaced there before: its own sections get
@@ -529,6 +546,7 @@ class CanonicalSearch {
   std::vector<std::pair<int, int>> floorLog_;  // runs (first section, count) of floorValues_
   std::vector<int64_t> floorValues_;
   std::vector<Change> offsetLog_;
+  std::vector<Candidate> raised_;  // descend()'s scratch, empty across its recursion
   int64_t nodeLimit_ = 0, nodes_ = 0;
   Preorder order_ = Preorder::TotalLengthArea;
 };

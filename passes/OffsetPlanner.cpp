@@ -3,9 +3,11 @@
 // 1. Heuristics (GreedyPlacement.cpp): an online best-fit allocator in time
 //    order, the classic greedy orderings (size and lifetime descending, each
 //    with first fit and best fit), then skyline placement and first fit
-//    under more preorders; all about O(n log n). The smallest arena wins; if
-//    it equals the lower bound (peak live bytes) it is optimal and planning
-//    stops.
+//    under more preorders; all about O(n log n). On instances too large for
+//    the exact search, also the exact search of their long-lived buffers
+//    alone, the rest placed around them (placeAroundCore). The smallest
+//    arena wins; if it equals the lower bound (peak live bytes) it is
+//    optimal and planning stops.
 // 2. Otherwise, when a budget is given and the instance is small enough, the
 //    exact canonical search (CanonicalSearch.cpp) answers "does a plan fit
 //    in C bytes?" questions, on two threads, each with half the nodes and
@@ -116,6 +118,69 @@ void narrow(const std::vector<Item>& items, const Sections& sections, bool fromB
     }
     first = false;
   }
+}
+
+// Large instances whose bound is set by long-lived buffers: those buffers
+// (the "core": lifetimes at least kCoreLengthFactor times the median, at
+// most `maxCore` of them, the longest first) are an instance small enough
+// for the exact search, with far fewer overlapping pairs than the whole.
+// Their plan, taken by offset, then leads a first-fit pass that places every
+// other buffer, largest first, in the gaps around them: a first fit in
+// offset order puts no core buffer above where the search put it.
+constexpr int64_t kCoreLengthFactor = 10;
+constexpr size_t kMinCore = 32;
+// The core search's nodes per core buffer: a dive takes one per buffer, and
+// the search gives each of its three preorders two at first.
+constexpr int64_t kCoreSearchNodesPerItem = 6;
+
+std::vector<int> coreItems(const std::vector<Item>& items, size_t maxCore) {
+  std::vector<int64_t> lengths;
+  lengths.reserve(items.size());
+  for (const Item& it : items) lengths.push_back(it.end - it.start);
+  std::nth_element(lengths.begin(), lengths.begin() + lengths.size() / 2, lengths.end());
+  int64_t median = lengths[lengths.size() / 2];
+  int64_t threshold = median > INT64_MAX / kCoreLengthFactor ? INT64_MAX : median * kCoreLengthFactor;
+  std::vector<int> core;
+  for (size_t i = 0; i < items.size(); ++i)
+    if (items[i].end - items[i].start >= threshold) core.push_back(int(i));
+  std::sort(core.begin(), core.end(), [&](int a, int b) {
+    int64_t la = items[size_t(a)].end - items[size_t(a)].start, lb = items[size_t(b)].end - items[size_t(b)].start;
+    return la != lb ? la > lb : a < b;
+  });
+  if (core.size() > maxCore) core.resize(maxCore);
+  if (core.size() < kMinCore || core.size() * 2 > items.size()) core.clear();
+  return core;
+}
+
+// Searches the core within its own lower bound (the most its buffers hold
+// at once) and fills in the rest, stopping as `limit` says; returns the
+// arena (INT64_MAX when the search found no plan).
+int64_t placeAroundCore(const std::vector<Item>& items, const std::vector<int>& core, Budget& budget,
+                        std::vector<int64_t>& offsets, PlacementLimit* limit) {
+  std::vector<Item> coreItemsOnly;
+  coreItemsOnly.reserve(core.size());
+  for (int i : core) coreItemsOnly.push_back(items[size_t(i)]);
+  Sections coreSections = buildSections(coreItemsOnly, kMaxMembership);
+  if (!coreSections.hasMembers) return INT64_MAX;
+  std::vector<int64_t> totals = sectionTotals(coreItemsOnly, coreSections);
+  int64_t capacity = *std::max_element(totals.begin(), totals.end());
+  std::vector<int64_t> coreOffsets;
+  if (searchWithin(coreItemsOnly, coreSections, capacity, budget, coreOffsets) != SearchOutcome::kFound)
+    return INT64_MAX;
+  std::vector<int> order(core.size());
+  std::iota(order.begin(), order.end(), 0);
+  std::sort(order.begin(), order.end(), [&](int a, int b) {
+    return coreOffsets[size_t(a)] != coreOffsets[size_t(b)] ? coreOffsets[size_t(a)] < coreOffsets[size_t(b)] : a < b;
+  });
+  for (int& k : order) k = core[size_t(k)];
+  std::vector<char> inCore(items.size(), 0);
+  for (int i : core) inCore[size_t(i)] = 1;
+  std::vector<int> rest;
+  for (size_t i = 0; i < items.size(); ++i)
+    if (!inCore[i]) rest.push_back(int(i));
+  std::stable_sort(rest.begin(), rest.end(), [&](int a, int b) { return items[size_t(a)].size > items[size_t(b)].size; });
+  order.insert(order.end(), rest.begin(), rest.end());
+  return placeFirstFit(items, order, offsets, false, limit);
 }
 
 }  // namespace
@@ -234,18 +299,40 @@ PlanResult planOffsets(std::vector<PlannedBuffer>& buffers, const PlanOptions& o
   if (items.size() >= kParallelItems && bestArena > result.lowerBound && !goodEnough()) {
     // Large instances: the classic four and the first skyline on threads,
     // their results taken in the fixed order (the plan does not depend on
-    // timing).
+    // timing). Where the instance is too large for the exact search, its
+    // long-lived core is searched too (placeAroundCore), after the classic
+    // four and before the skyline: its plan can end the skyline early.
+    std::vector<int> core;
+    if (budgeted && (items.size() > options.exactSearchMaxBuffers || !sections.hasMembers))
+      core = coreItems(items, options.exactSearchMaxBuffers);
+    size_t jobs = kParallel + (core.empty() ? 0 : 1);
     std::vector<Run> runs(kParallel);
     std::vector<std::vector<int64_t>> offsets(kParallel);
+    std::vector<int64_t> coreOffsets;
+    Run coreRun;
+    coreRun.arena = INT64_MAX;  // no plan unless its search finds one
+    // A bounded effort: a dive and some backtracking under each preorder.
+    Budget coreBudget = budget.besideAtMost(kCoreSearchNodesPerItem * int64_t(core.size()));
     // As many threads as cores, taking them in order: the first ones (first
     // fit, usually the fastest) finish early, and their arena stops the
     // others sooner; the skyline then starts on the first thread free.
     std::vector<std::thread> threads;
     std::atomic<size_t> next{0};
     size_t cores = std::max<size_t>(1, std::thread::hardware_concurrency());
-    for (size_t w = 0; w < std::min(cores, kParallel); ++w)
+    for (size_t w = 0; w < std::min(cores, jobs); ++w)
       threads.emplace_back([&] {
-        for (size_t j; (j = next++) < kParallel;) {
+        for (size_t job; (job = next++) < jobs;) {
+          if (job == kClassic && !core.empty()) {
+            if (coreBudget.exhausted()) continue;  // the classic four took all the time
+            // Its first fit stops like the heuristics (it passes the gaps
+            // around the core: 1.2 s on trace-62k, beside the others).
+            PlacementLimit limit{&smallest, options.timeLimitSeconds > 0 ? &coreBudget : nullptr};
+            coreRun = timed([&](PlacementLimit* l) { return placeAroundCore(items, core, coreBudget, coreOffsets, l); },
+                            limit);
+            if (coreRun.arena != INT64_MAX) lowerSmallest(coreRun);
+            continue;
+          }
+          size_t j = core.empty() || job < kClassic ? job : job - 1;
           // The classic four run to their end; the skyline stops at the
           // time limit, as the heuristics after them do (only its thread
           // reads `budget` meanwhile).
@@ -259,6 +346,12 @@ PlanResult planOffsets(std::vector<PlannedBuffer>& buffers, const PlanOptions& o
       trial = std::move(offsets[j]);
       report(name(heuristics[j]), runs[j], &heuristics[j]);
     }
+    // Listed only if its search found a plan within its nodes.
+    if (!core.empty() && coreRun.arena != INT64_MAX) {
+      trial = std::move(coreOffsets);
+      report("search of a long-lived core of " + std::to_string(core.size()) + ", the rest by first fit", coreRun);
+    }
+    if (!core.empty()) budget.absorb(coreBudget);
     skylineGaveUp = runs[kClassic].arena == INT64_MAX;
     k = kParallel;
   }
@@ -374,9 +467,9 @@ PlanResult planOffsets(std::vector<PlannedBuffer>& buffers, const PlanOptions& o
       }
       if (repaired) result.method += " + region repair";
     }
-    result.searchNodes = budget.nodesUsed();
     if (lower >= bestArena) result.provenOptimal = true;
   }
+  result.searchNodes = budget.nodesUsed();
   if (bestArena == result.lowerBound) result.provenOptimal = true;
   for (size_t k = 0; k < items.size(); ++k) buffers[itemOf[k]].offset = best[k];
   result.arena = bestArena;

@@ -97,6 +97,8 @@ class Budget {
   // For a search running beside others: `fraction` of the nodes left, and
   // all of the time left.
   Budget beside(double fraction) const;
+  // Beside others too: at most `nodes` of the nodes left, and all of the time left.
+  Budget besideAtMost(int64_t nodes) const;
   // Once `*flag` is set, the budget counts as spent (checked with the clock).
   void cancelWhen(const std::atomic<bool>* flag) { cancel_ = flag; }
   void absorb(const Budget& part);

@@ -415,6 +415,56 @@ TEST(OffsetPlanner, TimeLimitedLargeInstancesGiveVerifiedPlans) {
   }
 }
 
+// Many short buffers under a few hundred long ones, as memory traces have
+// them (memplan_bench.py's trace-Nk, smaller).
+std::vector<PlannedBuffer> traceLike(std::mt19937_64& rng, int n, int64_t horizon) {
+  std::vector<PlannedBuffer> b;
+  for (int i = 0; i < n; ++i) {
+    if (rng() % 100 < 8) {
+      int64_t span = horizon / 5 + int64_t(rng() % uint64_t(horizon * 7 / 10));
+      int64_t start = int64_t(rng() % uint64_t(horizon - span));
+      b.push_back({start, start + span, 64 * (16 + int64_t(rng() % 4096))});
+    } else {
+      int64_t start = int64_t(rng() % uint64_t(horizon));
+      b.push_back({start, start + 1 + int64_t(rng() % 120), 64 * (1 + int64_t(rng() % 1024))});
+    }
+  }
+  return b;
+}
+
+// Too large for the exact search whole, such an instance has its long-lived
+// buffers searched alone and the rest placed around them. Under a node
+// limit the plan verifies, is the same on every run and no worse than any
+// heuristic; a time limit spent before that search starts (here at once)
+// leaves the heuristics' plan, which verifies too.
+TEST(OffsetPlanner, LongLivedCoreSearchGivesVerifiedDeterministicPlans) {
+  std::mt19937_64 rng(61);
+  std::vector<PlannedBuffer> b = traceLike(rng, 6000, 50000);
+  PlanOptions options;
+  options.nodeLimit = 200000;
+  std::vector<PlannedBuffer> first = b, second = b;
+  PlanResult r1 = planOffsets(first, options), r2 = planOffsets(second, options);
+  ASSERT_FALSE(verifyPlan(first, 1, r1.arena).has_value());
+  EXPECT_EQ(r1.arena, r2.arena);
+  EXPECT_EQ(r1.method, r2.method);
+  for (size_t i = 0; i < b.size(); ++i) ASSERT_EQ(first[i].offset, second[i].offset) << i;
+  bool coreRan = false;
+  for (const HeuristicRun& h : r1.heuristics) {
+    coreRan |= h.method.find("long-lived core") != std::string::npos;
+    if (!h.stopped) EXPECT_LE(r1.arena, h.arena) << h.method;
+  }
+  EXPECT_TRUE(coreRan) << r1.method;
+  EXPECT_LE(double(r1.arena), 1.01 * double(r1.lowerBound)) << r1.method;
+
+  std::vector<PlannedBuffer> rushed = b;
+  options.nodeLimit = 0;
+  options.timeLimitSeconds = 1e-6;
+  PlanResult r3 = planOffsets(rushed, options);
+  EXPECT_GE(r3.arena, r3.lowerBound);
+  auto err = verifyPlan(rushed, 1, r3.arena);
+  ASSERT_FALSE(err.has_value()) << *err;
+}
+
 // The section floors (raise a range, read a range's maximum) against a
 // plain array, on sizes that are and are not powers of two.
 TEST(OffsetPlanner, FloorTreeMatchesAPlainArray) {
