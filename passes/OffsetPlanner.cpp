@@ -37,6 +37,7 @@
 #include <algorithm>
 #include <atomic>
 #include <chrono>
+#include <mutex>
 #include <numeric>
 #include <optional>
 #include <thread>
@@ -129,9 +130,20 @@ void narrow(const std::vector<Item>& items, const Sections& sections, bool fromB
 // offset order puts no core buffer above where the search put it.
 constexpr int64_t kCoreLengthFactor = 10;
 constexpr size_t kMinCore = 32;
-// The core search's nodes per core buffer: a dive takes one per buffer, and
-// the search gives each of its three preorders two at first.
+// Each question to the core search gets this many nodes per core buffer: a
+// dive takes one per buffer, and the search gives each of its three
+// preorders two at first.
 constexpr int64_t kCoreSearchNodesPerItem = 6;
+// The core's capacities asked: its bound, then the bound plus 1/256 of it,
+// doubling that margin until a plan is found, up to kCoreMaxMargin; then
+// halving the interval between the tightest failure and the loosest
+// success while it is wider than kCoreFinestMargin. The tighter the core,
+// the more room the short buffers find beside it, mostly: on long-lived
+// (memplan_bench.py) a core at +0.8% gives 1.0052 of the whole bound, +1.7%
+// 1.0088, +2.5% 1.0242. A core that needs more than 3% rarely leaves a
+// whole plan the heuristics do not beat, and its questions would take the
+// time of the repair after them (llama-8x64: 1.0005 -> 1.0305 with 25%).
+constexpr double kCoreFirstMargin = 1.0 / 256, kCoreMaxMargin = 1.0 / 32, kCoreFinestMargin = 1.0 / 1024;
 
 std::vector<int> coreItems(const std::vector<Item>& items, size_t maxCore) {
   std::vector<int64_t> lengths;
@@ -152,9 +164,10 @@ std::vector<int> coreItems(const std::vector<Item>& items, size_t maxCore) {
   return core;
 }
 
-// Searches the core within its own lower bound (the most its buffers hold
-// at once) and fills in the rest, stopping as `limit` says; returns the
-// arena (INT64_MAX when the search found no plan).
+// Searches the core within capacities from its own lower bound (the most
+// its buffers hold at once) up, each plan found filled in with the rest;
+// returns the smallest whole arena (INT64_MAX if no question found a plan,
+// or every fill stopped as `limit` says; `limit` then says why).
 int64_t placeAroundCore(const std::vector<Item>& items, const std::vector<int>& core, Budget& budget,
                         std::vector<int64_t>& offsets, PlacementLimit* limit) {
   std::vector<Item> coreItemsOnly;
@@ -163,24 +176,62 @@ int64_t placeAroundCore(const std::vector<Item>& items, const std::vector<int>& 
   Sections coreSections = buildSections(coreItemsOnly, kMaxMembership);
   if (!coreSections.hasMembers) return INT64_MAX;
   std::vector<int64_t> totals = sectionTotals(coreItemsOnly, coreSections);
-  int64_t capacity = *std::max_element(totals.begin(), totals.end());
-  std::vector<int64_t> coreOffsets;
-  if (searchWithin(coreItemsOnly, coreSections, capacity, budget, coreOffsets) != SearchOutcome::kFound)
-    return INT64_MAX;
-  std::vector<int> order(core.size());
-  std::iota(order.begin(), order.end(), 0);
-  std::sort(order.begin(), order.end(), [&](int a, int b) {
-    return coreOffsets[size_t(a)] != coreOffsets[size_t(b)] ? coreOffsets[size_t(a)] < coreOffsets[size_t(b)] : a < b;
-  });
-  for (int& k : order) k = core[size_t(k)];
+  int64_t coreBound = *std::max_element(totals.begin(), totals.end());
   std::vector<char> inCore(items.size(), 0);
   for (int i : core) inCore[size_t(i)] = 1;
   std::vector<int> rest;
   for (size_t i = 0; i < items.size(); ++i)
     if (!inCore[i]) rest.push_back(int(i));
   std::stable_sort(rest.begin(), rest.end(), [&](int a, int b) { return items[size_t(a)].size > items[size_t(b)].size; });
-  order.insert(order.end(), rest.begin(), rest.end());
-  return placeFirstFit(items, order, offsets, false, limit);
+
+  int64_t best = INT64_MAX;
+  bool stopped = false, timedOut = false;
+  std::vector<int64_t> coreOffsets, filled;
+  // Fills in around a core plan; keeps the whole plan if it is the best.
+  auto fill = [&] {
+    std::vector<int> order(core.size());
+    std::iota(order.begin(), order.end(), 0);
+    std::sort(order.begin(), order.end(), [&](int a, int b) {
+      return coreOffsets[size_t(a)] != coreOffsets[size_t(b)] ? coreOffsets[size_t(a)] < coreOffsets[size_t(b)]
+                                                              : a < b;
+    });
+    for (int& k : order) k = core[size_t(k)];
+    order.insert(order.end(), rest.begin(), rest.end());
+    // A fresh limit per fill: one that stopped says nothing of the next.
+    PlacementLimit once{limit ? limit->stopAbove : nullptr, limit ? limit->deadline : nullptr};
+    int64_t arena = placeFirstFit(items, order, filled, false, &once);
+    stopped |= once.stopped;
+    timedOut |= once.timedOut;
+    if (!once.stopped && arena < best) {
+      best = arena;
+      offsets.swap(filled);
+    }
+  };
+  double failed = -1, found = -1;  // the tightest margin that failed, the loosest that found
+  for (double margin = 0; margin <= kCoreMaxMargin && !budget.exhausted() && !timedOut;) {
+    int64_t capacity = coreBound + int64_t(double(coreBound) * margin);
+    Budget question = budget.besideAtMost(kCoreSearchNodesPerItem * int64_t(core.size()));
+    SearchOutcome outcome = searchWithin(coreItemsOnly, coreSections, capacity, question, coreOffsets);
+    budget.absorb(question);
+    if (outcome == SearchOutcome::kFound) {
+      found = margin;
+      fill();
+      if (margin == 0) break;
+    } else {
+      failed = margin;
+    }
+    if (found < 0)
+      margin = margin == 0 ? kCoreFirstMargin : 2 * margin;
+    else if (found - failed > kCoreFinestMargin)
+      margin = (failed + found) / 2;
+    else
+      break;
+  }
+  if (best == INT64_MAX && limit) {
+    limit->stopped = stopped;
+    limit->timedOut = timedOut;
+  }
+  return best;
 }
 
 }  // namespace
@@ -285,11 +336,18 @@ PlanResult planOffsets(std::vector<PlannedBuffer>& buffers, const PlanOptions& o
                ? placeSkyline(items, sections, ranked(h.order), offsets, limit)
                : placeFirstFit(items, ranked(h.order), offsets, h.kind == Heuristic::kBestFit, limit);
   };
+  // Under a time limit, a plan at the lower bound ends the placements still
+  // running at once (through the budget they watch for the time): none can
+  // do better. Ties could: one earlier in the fixed order would have won,
+  // so this is only done where the plan may depend on timing anyway.
+  std::atomic<bool> boundReached{false};
+  if (options.timeLimitSeconds > 0) budget.cancelWhen(&boundReached);
   auto lowerSmallest = [&](const Run& run) {
     if (run.stopped) return;
     int64_t seen = smallest.load();
     while (run.arena < seen && !smallest.compare_exchange_weak(seen, run.arena)) {
     }
+    if (run.arena == result.lowerBound) boundReached = true;
   };
   report("online best-fit", timed([&](PlacementLimit*) { return placeOnline(items, trial); }));
   smallest = bestArena;
@@ -300,29 +358,54 @@ PlanResult planOffsets(std::vector<PlannedBuffer>& buffers, const PlanOptions& o
     // Large instances: the classic four and the first skyline on threads,
     // their results taken in the fixed order (the plan does not depend on
     // timing). Where the instance is too large for the exact search, its
-    // long-lived core is searched too (placeAroundCore), after the classic
-    // four and before the skyline: its plan can end the skyline early.
+    // long-lived core is searched too (placeAroundCore).
     std::vector<int> core;
     if (budgeted && (items.size() > options.exactSearchMaxBuffers || !sections.hasMembers))
       core = coreItems(items, options.exactSearchMaxBuffers);
-    size_t jobs = kParallel + (core.empty() ? 0 : 1);
+    // Jobs: heuristics[0, kParallel) by index, kCoreJob the core. The core
+    // goes third, on the first thread free after the first two orderings,
+    // so that it has time to finish (0.5-0.7 s on trace-28k) while the other
+    // thread runs the rest of them; but under a time limit, if those two
+    // took more than kCoreLateShare of it, after all of them (the classic
+    // four run to their end, and on trace-62k they take the whole second
+    // on both threads).
+    constexpr size_t kCoreJob = SIZE_MAX;
+    constexpr double kCoreLateShare = 0.25;
+    std::vector<size_t> queue;
+    for (size_t j = 0; j < kParallel; ++j) {
+      if (j == 2 && !core.empty()) queue.push_back(kCoreJob);
+      queue.push_back(j);
+    }
+    std::mutex queueLock;
+    size_t taken = 0;
+    auto started = std::chrono::steady_clock::now();
+    auto nextJob = [&]() -> std::optional<size_t> {
+      std::lock_guard<std::mutex> hold(queueLock);
+      if (taken == queue.size()) return std::nullopt;
+      if (queue[taken] == kCoreJob && options.timeLimitSeconds > 0 && queue[taken + 1] < kClassic &&
+          std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count() >
+              kCoreLateShare * options.timeLimitSeconds)
+        std::rotate(queue.begin() + ptrdiff_t(taken), queue.begin() + ptrdiff_t(taken) + 1,
+                    queue.begin() + ptrdiff_t(kClassic) + 1);
+      return queue[taken++];
+    };
     std::vector<Run> runs(kParallel);
     std::vector<std::vector<int64_t>> offsets(kParallel);
     std::vector<int64_t> coreOffsets;
     Run coreRun;
     coreRun.arena = INT64_MAX;  // no plan unless its search finds one
-    // A bounded effort: a dive and some backtracking under each preorder.
-    Budget coreBudget = budget.besideAtMost(kCoreSearchNodesPerItem * int64_t(core.size()));
-    // As many threads as cores, taking them in order: the first ones (first
+    // Its questions take their nodes from here (all that is left, and all
+    // the time).
+    Budget coreBudget = budget.beside(1.0);
+    // As many threads as cores, taking jobs in order: the first ones (first
     // fit, usually the fastest) finish early, and their arena stops the
     // others sooner; the skyline then starts on the first thread free.
     std::vector<std::thread> threads;
-    std::atomic<size_t> next{0};
     size_t cores = std::max<size_t>(1, std::thread::hardware_concurrency());
-    for (size_t w = 0; w < std::min(cores, jobs); ++w)
+    for (size_t w = 0; w < std::min(cores, queue.size()); ++w)
       threads.emplace_back([&] {
-        for (size_t job; (job = next++) < jobs;) {
-          if (job == kClassic && !core.empty()) {
+        while (std::optional<size_t> job = nextJob()) {
+          if (*job == kCoreJob) {
             if (coreBudget.exhausted()) continue;  // the classic four took all the time
             // Its first fit stops like the heuristics (it passes the gaps
             // around the core: 1.2 s on trace-62k, beside the others).
@@ -332,7 +415,7 @@ PlanResult planOffsets(std::vector<PlannedBuffer>& buffers, const PlanOptions& o
             if (coreRun.arena != INT64_MAX) lowerSmallest(coreRun);
             continue;
           }
-          size_t j = core.empty() || job < kClassic ? job : job - 1;
+          size_t j = *job;
           // The classic four run to their end; the skyline stops at the
           // time limit, as the heuristics after them do (only its thread
           // reads `budget` meanwhile).
