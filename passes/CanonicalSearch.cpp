@@ -211,6 +211,7 @@ std::vector<int> preorderItems(const std::vector<Item>& items, const Sections& s
       case Preorder::TotalAreaLength: keys.push_back({total(i), area, length, i}); break;
       case Preorder::LengthAreaTotal: keys.push_back({length, area, total(i), i}); break;
       case Preorder::Size: keys.push_back({it.size, length, 0, i}); break;
+      case Preorder::SizeStart: keys.push_back({it.size, -it.start, 0, i}); break;
       case Preorder::Start: keys.push_back({-it.start, it.size, 0, i}); break;
     }
   }

@@ -112,8 +112,10 @@ class Budget {
 
 // Static orders the searches and greedy passes try (ties: lower index).
 // "Total" is the largest sum of sizes over the sections an item covers,
-// "length" its lifetime, "area" size times lifetime; all descending.
-enum class Preorder { TotalLengthArea, TotalAreaLength, LengthAreaTotal, Size, Start };
+// "length" its lifetime, "area" size times lifetime; all descending. Size
+// breaks ties by length; SizeStart by start, ascending (buffers of one size
+// placed in start order pack as an interval colouring does, with no gaps).
+enum class Preorder { TotalLengthArea, TotalAreaLength, LengthAreaTotal, Size, SizeStart, Start };
 inline constexpr Preorder kSearchPreorders[] = {Preorder::LengthAreaTotal, Preorder::TotalAreaLength,
                                                 Preorder::TotalLengthArea};
 // Sum of item sizes per section.
