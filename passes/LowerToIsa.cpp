@@ -974,18 +974,33 @@ relower:
       int64_t p = std::min<int64_t>(nc::kNumPartitions, space.rows - r0);
       if (space.rowBlock > 0) p = std::min(p, space.rowBlock - r0 % space.rowBlock);
       accumulators.clear();
+      // Per-row values of this row tile's first column tile (loads of
+      // inputs broadcast along the row, a matmul with one column, and what
+      // is computed from such values alone): the later column tiles read
+      // their tiles instead of loading or computing them again. Without chunking, a row tile with
+      // several column tiles has no reduction, so every per-row value
+      // depends on the row alone.
+      llvm::DenseMap<Value, Value> perRowTiles;
       for (c0 = block; c0 < std::min(space.cols, block + blockCols); c0 += chunk) {
         int64_t f = std::min(chunk, space.cols - c0);
         tiles.clear();
+        for (auto [v, tile] : perRowTiles) tiles[v] = tile;
         ++iteration;
         accumulating = chunked;
         // Issue every input load up front so the DMA queues start while the
         // engines are still busy with the previous row tile.
-        for (Value v : hbmValues) tileOf(v);
+        for (Value v : hbmValues) {
+          tileOf(v);
+          if (!chunked && layouts[v].kind == Kind::Row) perRowTiles[v] = tiles[v];
+        }
         for (Operation& op : oldBody.without_terminator()) {
           if (chunked && afterReduction.contains(&op)) continue;
           if (aliasTile(op) || llvm::isa<arith::ConstantOp>(op) || aten::isViewOp(&op)) continue;
+          if (op.getNumResults() == 1 && perRowTiles.count(op.getResult(0))) continue;
           if (failed(lowerOp(&op, p, f))) return fail();
+          if (!chunked && op.getNumResults() == 1 && layouts[op.getResult(0)].kind == Kind::Row &&
+              tiles.count(op.getResult(0)))
+            perRowTiles[op.getResult(0)] = tiles[op.getResult(0)];
         }
         for (auto [v, hbm] : llvm::zip(yield.getValues(), outHbm))
           if ((!chunked || storedPerChunk(v)) && failed(storeOutput(v, hbm, p, f))) return fail();
