@@ -217,7 +217,8 @@ int64_t placeAroundCore(const std::vector<Item>& items, const std::vector<int>& 
   // Where a cheap placement already fits the core within its bound (as
   // online best fit does for a core of one size: an interval colouring),
   // that is the plan, with no search (which may not find it in its nodes).
-  for (int cheap = 0; cheap < 2; ++cheap) {
+  bool placedCheaply = false;
+  for (int cheap = 0; cheap < 2 && !placedCheaply; ++cheap) {
     int64_t arena = cheap == 0 ? placeOnline(coreItemsOnly, coreOffsets)
                                : placeFirstFit(coreItemsOnly,
                                                preorderItems(coreItemsOnly, coreSections, allOf(core.size()),
@@ -225,11 +226,11 @@ int64_t placeAroundCore(const std::vector<Item>& items, const std::vector<int>& 
                                                coreOffsets);
     if (arena <= coreBound) {
       fill();
-      return best;
+      placedCheaply = true;
     }
   }
   double failed = -1, found = -1;  // the tightest margin that failed, the loosest that found
-  for (double margin = 0; margin <= kCoreMaxMargin && !budget.exhausted() && !timedOut;) {
+  for (double margin = 0; !placedCheaply && margin <= kCoreMaxMargin && !budget.exhausted() && !timedOut;) {
     int64_t capacity = coreBound + int64_t(double(coreBound) * margin);
     Budget question = budget.besideAtMost(kCoreSearchNodesPerItem * int64_t(core.size()));
     SearchOutcome outcome = searchWithin(coreItemsOnly, coreSections, capacity, question, coreOffsets);
