@@ -463,6 +463,23 @@ TEST(OffsetPlanner, LongLivedCoreSearchGivesVerifiedDeterministicPlans) {
   EXPECT_GE(r3.arena, r3.lowerBound);
   auto err = verifyPlan(rushed, 1, r3.arena);
   ASSERT_FALSE(err.has_value()) << *err;
+
+  // Per-buffer alignments and an arena alignment, and a core of one size
+  // (placed without a search): the plans still verify.
+  for (int variant = 0; variant < 2; ++variant) {
+    std::vector<PlannedBuffer> aligned = traceLike(rng, 5000, 40000);
+    for (PlannedBuffer& x : aligned) {
+      x.alignment = int64_t(1) << (rng() % 7);
+      if (variant == 1 && x.end - x.start > 1000) x.size = 65536;
+    }
+    PlanOptions o;
+    o.nodeLimit = 100000;
+    o.alignment = 32;
+    PlanResult r = planOffsets(aligned, o);
+    auto bad = verifyPlan(aligned, o.alignment, r.arena);
+    ASSERT_FALSE(bad.has_value()) << "variant " << variant << ": " << *bad;
+    EXPECT_GE(r.arena, r.lowerBound);
+  }
 }
 
 // Buffers of a few sizes, as a compiler's tensors are: first fit by size
