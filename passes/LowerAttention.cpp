@@ -46,7 +46,7 @@ namespace neuroncc::lowering {
 
 namespace {
 constexpr int64_t kKeyBlock = 512;  // one PSUM bank of f32 scores per query row
-constexpr int64_t kGroup = 4;       // query blocks interleaved step by step
+constexpr int64_t kGroup = 8;       // query blocks interleaved step by step
 // K^T and V of one batch stay in SBUF for all its query blocks up to this
 // many bytes per partition; beyond, each block loads its own.
 constexpr int64_t kKeepKeysBytes = 48 * 1024;
