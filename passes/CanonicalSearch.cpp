@@ -547,7 +547,7 @@ class CanonicalSearch {
   std::vector<std::pair<int, int>> floorLog_;  // runs (first section, count) of floorValues_
   std::vector<int64_t> floorValues_;
   std::vector<Change> offsetLog_;
-  std::vector<Candidate> raised_;  // descend()'s scratch, empty across its recursion
+  std::vector<Candidate> raised_;  // descend()'s scratch, read only before it recurses
   int64_t nodeLimit_ = 0, nodes_ = 0;
   Preorder order_ = Preorder::TotalLengthArea;
 };

@@ -977,9 +977,9 @@ relower:
       // Per-row values of this row tile's first column tile (loads of
       // inputs broadcast along the row, a matmul with one column, and what
       // is computed from such values alone): the later column tiles read
-      // their tiles instead of loading or computing them again. Without chunking, a row tile with
-      // several column tiles has no reduction, so every per-row value
-      // depends on the row alone.
+      // their tiles instead of loading or computing them again. Without
+      // chunking, a row tile with several column tiles has no reduction, so
+      // every per-row value depends on the row alone.
       llvm::DenseMap<Value, Value> perRowTiles;
       for (c0 = block; c0 < std::min(space.cols, block + blockCols); c0 += chunk) {
         int64_t f = std::min(chunk, space.cols - c0);
@@ -998,9 +998,8 @@ relower:
           if (aliasTile(op) || llvm::isa<arith::ConstantOp>(op) || aten::isViewOp(&op)) continue;
           if (op.getNumResults() == 1 && perRowTiles.count(op.getResult(0))) continue;
           if (failed(lowerOp(&op, p, f))) return fail();
-          if (!chunked && op.getNumResults() == 1 && layouts[op.getResult(0)].kind == Kind::Row &&
-              tiles.count(op.getResult(0)))
-            perRowTiles[op.getResult(0)] = tiles[op.getResult(0)];
+          if (!chunked && op.getNumResults() == 1 && layouts[op.getResult(0)].kind == Kind::Row)
+            if (auto t = tiles.find(op.getResult(0)); t != tiles.end()) perRowTiles[t->first] = t->second;
         }
         for (auto [v, hbm] : llvm::zip(yield.getValues(), outHbm))
           if ((!chunked || storedPerChunk(v)) && failed(storeOutput(v, hbm, p, f))) return fail();

@@ -320,8 +320,7 @@ PlanResult planOffsets(std::vector<PlannedBuffer>& buffers, const PlanOptions& o
   // The budget covers the heuristics too, so a time limit bounds the whole call.
   bool budgeted = options.timeLimitSeconds > 0 || options.nodeLimit > 0;
   Budget budget(options.nodeLimit, options.timeLimitSeconds);
-  std::vector<int> all(items.size());
-  std::iota(all.begin(), all.end(), 0);
+  std::vector<int> all = allOf(items.size());
   auto ranked = [&](Preorder p) { return preorderItems(items, sections, all, p, totals); };
   // The classic greedy orderings first (size and lifetime descending, each
   // with first and best fit): every plan is at least as good as the best of
