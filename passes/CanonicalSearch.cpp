@@ -22,6 +22,7 @@
 //===----------------------------------------------------------------------===//
 
 #include <algorithm>
+#include <memory>
 
 #include "passes/PlannerInternal.h"
 
@@ -109,8 +110,8 @@ Budget Budget::beside(double fraction) const {
   return part;
 }
 
-Budget Budget::besideAtMost(int64_t nodes) const {
-  Budget part = beside(1.0);
+Budget Budget::besideAtMost(int64_t nodes, double fraction) const {
+  Budget part = beside(fraction);
   part.limit_ = std::min(part.limit_, std::max<int64_t>(1, nodes));
   return part;
 }
@@ -557,8 +558,16 @@ class CanonicalSearch {
 SearchOutcome searchWithin(const std::vector<Item>& items, const Sections& sections,
                            int64_t capacity, Budget& budget, std::vector<int64_t>& offsets,
                            const std::vector<int64_t>* lowest) {
+  return searchWithinAny(items, sections, {capacity}, budget, offsets, lowest);
+}
+
+SearchOutcome searchWithinAny(const std::vector<Item>& items, const Sections& sections,
+                              const std::vector<int64_t>& capacities, Budget& budget,
+                              std::vector<int64_t>& offsets, const std::vector<int64_t>* lowest) {
   if (items.empty()) return SearchOutcome::kFound;
-  CanonicalSearch search(items, sections, capacity, budget, lowest);
+  std::vector<std::unique_ptr<CanonicalSearch>> searches;
+  for (int64_t capacity : capacities)
+    searches.push_back(std::make_unique<CanonicalSearch>(items, sections, capacity, budget, lowest));
   // Round robin over the preorders with a doubling node limit: a preorder
   // that suits the instance usually finishes fast, so none may monopolize
   // the budget. A completed search with any preorder is a proof.
@@ -566,9 +575,13 @@ SearchOutcome searchWithin(const std::vector<Item>& items, const Sections& secti
   while (true) {
     limit *= 2;
     for (Preorder order : kSearchPreorders) {
-      SearchOutcome o = search.run(order, limit, offsets);
-      if (o != SearchOutcome::kOutOfBudget) return o;
-      if (budget.exhausted()) return SearchOutcome::kOutOfBudget;
+      for (size_t k = 0; k < searches.size(); ++k) {
+        if (!searches[k]) continue;
+        SearchOutcome o = searches[k]->run(order, limit, offsets);
+        if (o == SearchOutcome::kFound || (o == SearchOutcome::kInfeasible && k == 0)) return o;
+        if (o == SearchOutcome::kInfeasible) searches[k].reset();
+        if (budget.exhausted()) return SearchOutcome::kOutOfBudget;
+      }
     }
   }
 }

@@ -98,25 +98,34 @@ struct Narrowing {
 // needs it (`fromBound`), or a quick one halfway, with a small share, which
 // presumes nothing when it runs out (the optimum may well lie below it).
 // Then each asks halfway between the presumed bound and the best plan, with
-// half of what is left.
-void narrow(const std::vector<Item>& items, const Sections& sections, bool fromBound, Narrowing& n) {
+// half of what is left. Capacities are multiples of `granule`, as `lower` is
+// (see granuleOf). Each question above the bound also searches one granule
+// below its capacity, in turns (searchWithinAny): the nodes a search needs
+// swing by 10x and more between neighbouring capacities (MiniMalloc's J:
+// 7k nodes find a plan within 1036288 bytes, 16k within 1035264, but 240k
+// find none within 1037312 or 1034240), so two tries miss less often than
+// one.
+void narrow(const std::vector<Item>& items, const Sections& sections, int64_t granule, bool fromBound,
+            Narrowing& n) {
   int64_t probe = n.lower;
   bool first = true;
   std::vector<int64_t> trial;
   while (n.best > probe && !n.budget.exhausted()) {
     bool atBound = first && fromBound, quick = first && !fromBound;
-    int64_t capacity = atBound ? probe : probe + (n.best - probe) / 2;
+    int64_t capacity = atBound ? probe : probe + (n.best - probe) / 2 / granule * granule;
     Budget part = n.budget.share(atBound ? 1.0 : quick ? kQuickShare : 1.0 / 2);
-    SearchOutcome outcome = searchWithin(items, sections, capacity, part, trial);
+    std::vector<int64_t> capacities{capacity};
+    if (!atBound && capacity - granule >= probe) capacities.push_back(capacity - granule);
+    SearchOutcome outcome = searchWithinAny(items, sections, capacities, part, trial);
     n.budget.absorb(part);
     if (outcome == SearchOutcome::kFound) {
       n.best = arenaOf(items, trial);
       n.offsets = trial;
       n.found = true;
     } else if (outcome == SearchOutcome::kInfeasible) {
-      n.lower = probe = capacity + 1;
+      n.lower = probe = capacity + granule;
     } else if (!quick) {
-      probe = capacity + 1;
+      probe = capacity + granule;
     }
     first = false;
   }
@@ -135,8 +144,8 @@ constexpr size_t kMinCore = 32;
 // dive takes one per buffer, and the search gives each of its three
 // preorders two at first.
 constexpr int64_t kCoreSearchNodesPerItem = 6;
-// The core's capacities asked: its bound, then the bound plus 1/256 of it,
-// doubling that margin until a plan is found, up to kCoreMaxMargin; then
+// The core's capacities asked: its bound, and beside it the bound plus
+// 1/256 of it, doubling that margin until a plan is found, up to kCoreMaxMargin; then
 // halving the interval between the tightest failure and the loosest
 // success while it is wider than kCoreFinestMargin. The tighter the core,
 // the more room the short buffers find beside it, mostly: on long-lived
@@ -145,6 +154,20 @@ constexpr int64_t kCoreSearchNodesPerItem = 6;
 // whole plan the heuristics do not beat, and its questions would take the
 // time of the repair after them (llama-8x64: 1.0005 -> 1.0305 with 25%).
 constexpr double kCoreFirstMargin = 1.0 / 256, kCoreMaxMargin = 1.0 / 32, kCoreFinestMargin = 1.0 / 1024;
+
+// The largest number dividing every size and every alignment above one: the
+// offsets of a plan whose buffers each rest on another's top (or on zero),
+// aligned up, are all multiples of it, and so is its arena. Any plan can be
+// pushed down into such a plan, so no arena between two multiples needs
+// asking about: a question at a multiple answers for the whole step above it.
+int64_t granuleOf(const std::vector<Item>& items) {
+  int64_t g = 0;
+  for (const Item& it : items) {
+    g = std::gcd(g, it.size);
+    if (it.align > 1) g = std::gcd(g, it.align);
+  }
+  return std::max<int64_t>(g, 1);
+}
 
 std::vector<int> allOf(size_t n) {
   std::vector<int> all(n);
@@ -229,25 +252,50 @@ int64_t placeAroundCore(const std::vector<Item>& items, const std::vector<int>& 
       placedCheaply = true;
     }
   }
-  double failed = -1, found = -1;  // the tightest margin that failed, the loosest that found
-  for (double margin = 0; !placedCheaply && margin <= kCoreMaxMargin && !budget.exhausted() && !timedOut;) {
+  // The question at the core's own bound runs on a thread of its own,
+  // beside the looser ones: the heuristics' threads are mostly done by now,
+  // and a failed question costs a fifth of a second on long-lived
+  // (memplan_bench.py). Each side has half of the nodes left, so that under
+  // a node limit both ask the same questions on every run.
+  const int64_t questionNodes = kCoreSearchNodesPerItem * int64_t(core.size());
+  const bool timeLimited = limit && limit->deadline;
+  std::atomic<bool> boundFound{false};
+  std::vector<int64_t> boundOffsets;
+  Budget boundQuestion = budget.besideAtMost(questionNodes, 0.5), looser = budget.beside(0.5);
+  std::thread atBound;
+  if (!placedCheaply)
+    atBound = std::thread([&] {
+      if (searchWithin(coreItemsOnly, coreSections, coreBound, boundQuestion, boundOffsets) == SearchOutcome::kFound)
+        boundFound = true;
+    });
+  // Then the margins from kCoreFirstMargin: the tightest that failed (the
+  // bound presumed so), the loosest that found.
+  double failed = 0, found = -1;
+  for (double margin = kCoreFirstMargin; !placedCheaply && margin <= kCoreMaxMargin && !looser.exhausted() &&
+                                         !timedOut && !(timeLimited && boundFound);) {
     int64_t capacity = coreBound + int64_t(double(coreBound) * margin);
-    Budget question = budget.besideAtMost(kCoreSearchNodesPerItem * int64_t(core.size()));
+    Budget question = looser.besideAtMost(questionNodes);
     SearchOutcome outcome = searchWithin(coreItemsOnly, coreSections, capacity, question, coreOffsets);
-    budget.absorb(question);
+    looser.absorb(question);
     if (outcome == SearchOutcome::kFound) {
       found = margin;
       fill();
-      if (margin == 0) break;
     } else {
       failed = margin;
     }
     if (found < 0)
-      margin = margin == 0 ? kCoreFirstMargin : 2 * margin;
+      margin *= 2;
     else if (found - failed > kCoreFinestMargin)
       margin = (failed + found) / 2;
     else
       break;
+  }
+  if (atBound.joinable()) atBound.join();
+  budget.absorb(boundQuestion);
+  budget.absorb(looser);
+  if (boundFound && !timedOut) {
+    coreOffsets = std::move(boundOffsets);
+    fill();
   }
   if (best == INT64_MAX && limit) {
     limit->stopped = stopped;
@@ -278,6 +326,7 @@ PlanResult planOffsets(std::vector<PlannedBuffer>& buffers, const PlanOptions& o
     result.provenOptimal = true;
     return result;
   }
+  const int64_t granule = granuleOf(items);
   Sections sections = buildSections(items, kMaxMembership);
   std::vector<int64_t> totals = sectionTotals(items, sections);
 
@@ -519,8 +568,8 @@ PlanResult planOffsets(std::vector<PlannedBuffer>& buffers, const PlanOptions& o
       Narrowing atBound{bestArena, lower, {}, false, budget.beside(0.5)};
       Narrowing beside{bestArena, lower, {}, false, budget.beside(0.5)};
       beside.budget.cancelWhen(&proven);
-      std::thread narrower([&] { narrow(items, sections, false, beside); });
-      narrow(items, sections, true, atBound);
+      std::thread narrower([&] { narrow(items, sections, granule, false, beside); });
+      narrow(items, sections, granule, true, atBound);
       // Nothing the other thread finds can beat a proven optimum (and equal
       // arenas keep this thread's plan), so stopping it then changes no
       // result.
@@ -578,14 +627,14 @@ PlanResult planOffsets(std::vector<PlannedBuffer>& buffers, const PlanOptions& o
       int64_t probe = lower;
       bool repaired = false;
       while (sections.hasMembers && probe < bestArena && !budget.exhausted()) {
-        int64_t target = probe + (bestArena - probe) / 2;
+        int64_t target = probe + (bestArena - probe) / 2 / granule * granule;
         Budget part = budget.share(1.0 / 2);
         bool reached = repairPlan(items, sections, target, part, best);
         budget.absorb(part);
         int64_t arena = arenaOf(items, best);
         repaired |= arena < bestArena;
         bestArena = arena;
-        if (!reached) probe = target + 1;
+        if (!reached) probe = target + granule;
       }
       if (repaired) result.method += " + region repair";
     }

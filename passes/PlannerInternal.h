@@ -97,8 +97,9 @@ class Budget {
   // For a search running beside others: `fraction` of the nodes left, and
   // all of the time left.
   Budget beside(double fraction) const;
-  // Beside others too: at most `nodes` of the nodes left, and all of the time left.
-  Budget besideAtMost(int64_t nodes) const;
+  // Beside others too: at most `nodes`, and at most `fraction`, of the nodes
+  // left, and all of the time left.
+  Budget besideAtMost(int64_t nodes, double fraction = 1.0) const;
   // Once `*flag` is set, the budget counts as spent (checked with the clock).
   void cancelWhen(const std::atomic<bool>* flag) { cancel_ = flag; }
   void absorb(const Budget& part);
@@ -192,6 +193,13 @@ enum class SearchOutcome { kFound, kInfeasible, kOutOfBudget };
 SearchOutcome searchWithin(const std::vector<Item>& items, const Sections& sections,
                            int64_t capacity, Budget& budget, std::vector<int64_t>& offsets,
                            const std::vector<int64_t>* lowest = nullptr);
+// The same question with searches at several capacities, the first the
+// largest, taking turns: a plan found by any answers it (searches at nearby
+// capacities differ widely in the nodes they need); only the first one's
+// failure proves there is none.
+SearchOutcome searchWithinAny(const std::vector<Item>& items, const Sections& sections,
+                              const std::vector<int64_t>& capacities, Budget& budget,
+                              std::vector<int64_t>& offsets, const std::vector<int64_t>* lowest = nullptr);
 
 // Large-neighbourhood improvement of a complete plan: every section whose
 // height exceeds `target` is repaired by searching again the buffers of a

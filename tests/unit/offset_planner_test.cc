@@ -152,6 +152,25 @@ TEST(OffsetPlanner, ExactSearchMatchesBruteForceOnTinyInstances) {
     for (size_t i = 0; i < b.size(); ++i) EXPECT_LE(offsets[i] + b[i].size, optimum);
     ASSERT_EQ(planner::searchWithin(items, sections, optimum - 1, budget, offsets),
               planner::SearchOutcome::kInfeasible) << "trial " << trial;
+    // Searches at several capacities: a plan from any of them answers, but
+    // only the first (largest) one's failure is a proof.
+    ASSERT_EQ(planner::searchWithinAny(items, sections, {optimum + 3, optimum}, budget, offsets),
+              planner::SearchOutcome::kFound);
+    for (size_t i = 0; i < b.size(); ++i) EXPECT_LE(offsets[i] + b[i].size, optimum + 3);
+    ASSERT_EQ(planner::searchWithinAny(items, sections, {optimum - 1, optimum - 2}, budget, offsets),
+              planner::SearchOutcome::kInfeasible);
+    ASSERT_EQ(planner::searchWithinAny(items, sections, {optimum, optimum - 1}, budget, offsets),
+              planner::SearchOutcome::kFound) << "trial " << trial;
+    // Sizes in multiples of 64: the narrowing steps in 64s and still ends
+    // at the optimum, proven.
+    std::vector<PlannedBuffer> scaled = b;
+    for (PlannedBuffer& x : scaled) x.size *= 64;
+    PlanOptions scaledOptions;
+    scaledOptions.nodeLimit = 1000000;
+    PlanResult scaledResult = planOffsets(scaled, scaledOptions);
+    ASSERT_FALSE(verifyPlan(scaled, 1, 0).has_value());
+    EXPECT_EQ(scaledResult.arena, 64 * optimum) << "trial " << trial;
+    EXPECT_TRUE(scaledResult.provenOptimal) << "trial " << trial;
     std::vector<PlannedBuffer> greedy = b;
     PlanResult heuristic = planOffsets(greedy, PlanOptions{});
     PlanOptions options;
@@ -177,6 +196,12 @@ TEST(OffsetPlanner, ExactSearchProvesAnOptimumAboveTheBound) {
   PlanResult r = planOffsets(b, options);
   EXPECT_EQ(r.lowerBound, 21);
   EXPECT_EQ(r.arena, 22);
+  EXPECT_TRUE(r.provenOptimal);
+  EXPECT_FALSE(verifyPlan(b, 1, 0).has_value());
+  // In units of 64 bytes: refuting 21 units proves nothing below 22.
+  for (PlannedBuffer& x : b) x.size *= 64;
+  r = planOffsets(b, options);
+  EXPECT_EQ(r.arena, 22 * 64);
   EXPECT_TRUE(r.provenOptimal);
   EXPECT_FALSE(verifyPlan(b, 1, 0).has_value());
 }
@@ -590,6 +615,18 @@ TEST(OffsetPlanner, SearchThreadsGiveVerifiedDeterministicPlans) {
   EXPECT_EQ(r1.arena, r2.arena);
   EXPECT_EQ(r1.searchNodes, r2.searchNodes);
   for (size_t i = 0; i < first.size(); ++i) ASSERT_EQ(first[i].offset, second[i].offset) << i;
+
+  // A search below D's peak live bytes fails at once; one within 1031168
+  // bytes needs thousands of nodes. Taking turns, the quick failure must
+  // not answer for the whole question.
+  std::vector<planner::Item> items;
+  for (const PlannedBuffer& x : csv.buffers) items.push_back({x.start, x.end, x.size, 1});
+  planner::Sections sections = planner::buildSections(items);
+  planner::Budget budget(1000000, 0);
+  std::vector<int64_t> offsets;
+  ASSERT_EQ(planner::searchWithinAny(items, sections, {1031168, r1.lowerBound - 1024}, budget, offsets),
+            planner::SearchOutcome::kFound);
+  for (size_t i = 0; i < items.size(); ++i) EXPECT_LE(offsets[i] + items[i].size, 1031168);
 }
 
 TEST(OffsetPlanner, VerifierCatchesAPlantedOverlapInALargePlan) {
