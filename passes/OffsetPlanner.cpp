@@ -19,6 +19,8 @@
 //      then halving the gap between the presumed bound and the best plan
 //      (gains where the optimum is far above the bound, which the question
 //      at the bound cannot reach).
+//    Capacities go in steps of the sizes' common divisor (granuleOf); each
+//    question above the bound also tries one step below its capacity.
 //    A found plan lowers `best` to its actual arena; a completed search
 //    that finds nothing raises `lower` (a proof); a question that runs out
 //    of its share proves nothing, but later questions presume it. The
@@ -145,8 +147,8 @@ constexpr size_t kMinCore = 32;
 // preorders two at first.
 constexpr int64_t kCoreSearchNodesPerItem = 6;
 // The core's capacities asked: its bound, and beside it the bound plus
-// 1/256 of it, doubling that margin until a plan is found, up to kCoreMaxMargin; then
-// halving the interval between the tightest failure and the loosest
+// 1/256 of it, doubling that margin until a plan is found, up to
+// kCoreMaxMargin; then halving the interval between the tightest failure and the loosest
 // success while it is wider than kCoreFinestMargin. The tighter the core,
 // the more room the short buffers find beside it, mostly: on long-lived
 // (memplan_bench.py) a core at +0.8% gives 1.0052 of the whole bound, +1.7%
