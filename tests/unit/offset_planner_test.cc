@@ -627,6 +627,16 @@ TEST(OffsetPlanner, SearchThreadsGiveVerifiedDeterministicPlans) {
   ASSERT_EQ(planner::searchWithinAny(items, sections, {1031168, r1.lowerBound - 1024}, budget, offsets),
             planner::SearchOutcome::kFound);
   for (size_t i = 0; i < items.size(); ++i) EXPECT_LE(offsets[i] + items[i].size, 1031168);
+
+  // Searches paused at their node limit go on from where they stopped: a
+  // plan within 1025024 bytes takes 76k nodes that way (the preorders taking
+  // turns), where starting each turn over from the root took 156k.
+  planner::Budget paused(100000, 0);
+  ASSERT_EQ(planner::searchWithin(items, sections, 1025024, paused, offsets), planner::SearchOutcome::kFound);
+  for (size_t i = 0; i < items.size(); ++i) EXPECT_LE(offsets[i] + items[i].size, 1025024);
+  std::vector<PlannedBuffer> plan = csv.buffers;
+  for (size_t i = 0; i < plan.size(); ++i) plan[i].offset = offsets[i];
+  EXPECT_FALSE(verifyPlan(plan, 1, 1025024).has_value());
 }
 
 TEST(OffsetPlanner, VerifierCatchesAPlantedOverlapInALargePlan) {
