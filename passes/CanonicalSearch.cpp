@@ -28,6 +28,7 @@
 #include <algorithm>
 #include <exception>
 #include <functional>
+#include <limits>
 #include <memory>
 #include <new>
 #include <utility>
@@ -58,34 +59,41 @@ Sections buildSections(const std::vector<Item>& items, size_t maxMembership) {
     if (a.isStart != b.isStart) return !a.isStart;
     return a.item < b.item;
   });
-  // Live items in a vector with positions, so removal is O(1).
+  // Live items in a vector with positions, so removal is O(1). The first
+  // sweep only counts: where the member lists would pass `maxMembership`
+  // they are not built at all (on a trace of 62k buffers, building 20M
+  // entries to drop them took a quarter of a second, mostly page faults).
   std::vector<int> live, position(n, -1);
-  bool bornSinceLastSection = false;
-  size_t membership = 0;
-  result.hasMembers = true;
-  for (const Event& e : events) {
-    if (e.isStart) {
-      position[size_t(e.item)] = int(live.size());
-      live.push_back(e.item);
-      result.first[size_t(e.item)] = result.count;  // it is in the next section
-      bornSinceLastSection = true;
-      continue;
-    }
-    if (bornSinceLastSection) {
-      ++result.count;
-      membership += live.size();
-      if (membership > maxMembership && result.hasMembers) {
-        result.hasMembers = false;
-        std::vector<std::vector<int>>().swap(result.members);
+  auto sweep = [&](bool keepMembers) {
+    bool bornSinceLastSection = false;
+    size_t membership = 0;
+    result.count = 0;
+    for (const Event& e : events) {
+      if (e.isStart) {
+        position[size_t(e.item)] = int(live.size());
+        live.push_back(e.item);
+        result.first[size_t(e.item)] = result.count;  // it is in the next section
+        bornSinceLastSection = true;
+        continue;
       }
-      if (result.hasMembers) result.members.push_back(live);
-      bornSinceLastSection = false;
+      if (bornSinceLastSection) {
+        ++result.count;
+        membership += live.size();
+        if (keepMembers) result.members.push_back(live);
+        bornSinceLastSection = false;
+      }
+      result.last[size_t(e.item)] = result.count;
+      int p = position[size_t(e.item)];
+      live[size_t(p)] = live.back();
+      position[size_t(live[size_t(p)])] = p;
+      live.pop_back();
     }
-    result.last[size_t(e.item)] = result.count;
-    int p = position[size_t(e.item)];
-    live[size_t(p)] = live.back();
-    position[size_t(live[size_t(p)])] = p;
-    live.pop_back();
+    return membership;
+  };
+  result.hasMembers = sweep(false) <= maxMembership;
+  if (result.hasMembers) {
+    result.members.reserve(size_t(result.count));
+    sweep(true);
   }
   return result;
 }
@@ -96,6 +104,11 @@ Budget::Budget(int64_t nodes, double seconds)
     deadline_ = std::chrono::steady_clock::now() +
                 std::chrono::duration_cast<std::chrono::steady_clock::duration>(
                     std::chrono::duration<double>(seconds));
+}
+
+double Budget::secondsLeft() const {
+  if (!hasDeadline_) return std::numeric_limits<double>::infinity();
+  return std::chrono::duration<double>(deadline_ - std::chrono::steady_clock::now()).count();
 }
 
 Budget Budget::share(double fraction) const {
@@ -716,27 +729,29 @@ SearchOutcome searchWithinAny(const std::vector<Item>& items, const Sections& se
   // half of every search on ground already covered: MiniMalloc's D needs
   // 156k nodes that way to find a plan within 1025024 bytes, 76k with
   // fibers). A completed search with any preorder is a proof.
+  // A search's state (a copy of the section member lists among it) is
+  // built on its first turn: often the first preorder's first dive finds a
+  // plan, and the others are never needed.
   struct Task {
     size_t capacity;  // index into `capacities`
+    Preorder order;
     SearchOutcome outcome = SearchOutcome::kOutOfBudget;
     std::vector<int64_t> offsets;
     std::unique_ptr<CanonicalSearch> search;
     std::unique_ptr<Fiber> fiber;  // declared last: destroyed first, while its search still exists
   };
   std::vector<Task> tasks;
-  tasks.reserve(std::size(kSearchPreorders) * capacities.size());  // the fibers hold pointers to them
-  for (Preorder order : kSearchPreorders) {
-    for (size_t k = 0; k < capacities.size(); ++k) {
-      Task& t = tasks.emplace_back();
-      t.capacity = k;
-      t.search = std::make_unique<CanonicalSearch>(items, sections, overlaps, capacities[k], lowest);
-      t.fiber = std::make_unique<Fiber>([&t, order] { t.outcome = t.search->run(order, t.fiber.get(), t.offsets); });
-    }
-  }
+  for (Preorder order : kSearchPreorders)
+    for (size_t k = 0; k < capacities.size(); ++k) tasks.push_back({k, order});
   std::vector<bool> refuted(capacities.size(), false);
   for (int64_t limit = 2 * int64_t(items.size());; limit *= 2) {
     for (Task& t : tasks) {
       if (refuted[t.capacity]) continue;
+      if (!t.search) {
+        // `tasks` no longer grows, so the fiber may hold a reference to `t`.
+        t.search = std::make_unique<CanonicalSearch>(items, sections, overlaps, capacities[t.capacity], lowest);
+        t.fiber = std::make_unique<Fiber>([&t] { t.outcome = t.search->run(t.order, t.fiber.get(), t.offsets); });
+      }
       t.search->allow(limit, &budget);
       if (t.fiber->resume()) {
         if (t.outcome == SearchOutcome::kFound) {

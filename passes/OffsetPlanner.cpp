@@ -467,7 +467,7 @@ PlanResult planOffsets(std::vector<PlannedBuffer>& buffers, const PlanOptions& o
     // their end, and on trace-62k they take the whole second on both
     // threads).
     constexpr size_t kCoreJob = SIZE_MAX;
-    constexpr double kCoreLateShare = 0.25;
+    constexpr double kCoreLateShare = 0.25, kCoreMinShare = 0.25;
     std::vector<size_t> queue = {0, 1};
     if (fewSizes) queue.push_back(kSizeStart);
     if (!core.empty()) queue.push_back(kCoreJob);
@@ -502,7 +502,12 @@ PlanResult planOffsets(std::vector<PlannedBuffer>& buffers, const PlanOptions& o
       threads.emplace_back([&] {
         while (std::optional<size_t> job = nextJob()) {
           if (*job == kCoreJob) {
-            if (coreBudget.exhausted()) continue;  // the classic four took all the time
+            // The classic four took all the time, or so much that the core
+            // job could not end before the limit (it would overrun it: its
+            // search's setup and its fill take a quarter of a second and
+            // more on trace-62k, whose classic four take nearly a second).
+            if (coreBudget.exhausted() || coreBudget.secondsLeft() < kCoreMinShare * options.timeLimitSeconds)
+              continue;
             // Its first fit stops like the heuristics (it passes the gaps
             // around the core: 1.2 s on trace-62k, beside the others).
             PlacementLimit limit{&smallest, options.timeLimitSeconds > 0 ? &coreBudget : nullptr};

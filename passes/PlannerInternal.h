@@ -92,6 +92,8 @@ class Budget {
   void charge(int64_t nodes);
   bool exhausted();
   int64_t nodesUsed() const { return used_; }
+  // Seconds to the deadline (at most 0 once passed; infinite without one).
+  double secondsLeft() const;
   // A budget holding `fraction` of what is left; `absorb` its use afterwards.
   Budget share(double fraction) const;
   // For a search running beside others: `fraction` of the nodes left, and

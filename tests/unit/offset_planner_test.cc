@@ -553,6 +553,44 @@ TEST(OffsetPlanner, FloorTreeMatchesAPlainArray) {
   }
 }
 
+// Sections against their definition: every overlapping pair shares one,
+// the members of one all overlap, and each item covers a run of them. Past
+// the membership limit the same sections come without member lists.
+TEST(OffsetPlanner, SectionsMatchTheDefinitionWithAndWithoutMembers) {
+  std::mt19937_64 rng(41);
+  for (int trial = 0; trial < 200; ++trial) {
+    std::vector<planner::Item> items;
+    int n = 1 + int(rng() % 60);
+    for (int i = 0; i < n; ++i) {
+      int64_t start = int64_t(rng() % 50), length = 1 + int64_t(rng() % (trial % 2 ? 5 : 40));
+      items.push_back({start, start + length, 1, 1});
+    }
+    planner::Sections whole = planner::buildSections(items);
+    ASSERT_TRUE(whole.hasMembers);
+    size_t membership = 0;
+    for (const auto& m : whole.members) membership += m.size();
+    for (int s = 0; s < whole.count; ++s)
+      for (int i : whole.members[size_t(s)]) {
+        ASSERT_LE(whole.first[size_t(i)], s);
+        ASSERT_LT(s, whole.last[size_t(i)]);
+      }
+    for (int i = 0; i < n; ++i)
+      for (int j = 0; j < n; ++j) {
+        bool overlap = items[size_t(i)].start < items[size_t(j)].end && items[size_t(j)].start < items[size_t(i)].end;
+        bool share = whole.first[size_t(i)] < whole.last[size_t(j)] && whole.first[size_t(j)] < whole.last[size_t(i)];
+        ASSERT_EQ(overlap, share) << "trial " << trial << " items " << i << ", " << j;
+      }
+    planner::Sections exact = planner::buildSections(items, membership);
+    EXPECT_TRUE(exact.hasMembers);
+    planner::Sections limited = planner::buildSections(items, membership - 1);
+    EXPECT_FALSE(limited.hasMembers);
+    EXPECT_TRUE(limited.members.empty());
+    EXPECT_EQ(limited.count, whole.count);
+    EXPECT_EQ(limited.first, whole.first);
+    EXPECT_EQ(limited.last, whole.last);
+  }
+}
+
 // Preorders by section total: with long lifetimes the totals come from a
 // sparse table of range maxima instead of a scan of each lifetime; the order
 // must be the one the definition gives (keys compared by brute force here).
