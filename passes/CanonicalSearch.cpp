@@ -409,6 +409,7 @@ class CanonicalSearch {
       openCount_[sec] = int(open_[sec].size());
       for (size_t k = 0; k < open_[sec].size(); ++k) slotOf(open_[sec][k], int(sec)) = int(k);
     }
+    witness_.assign(s, -1);
     for (size_t sec = 0; sec < s; ++sec) raiseToLowestFree(int(sec));
     floorLog_.clear();  // the starting state is never undone
     floorValues_.clear();
@@ -602,10 +603,19 @@ class CanonicalSearch {
   void raiseToLowestFree(int sec) {
     int64_t floor = floor_[size_t(sec)];
     int64_t harmless = std::max(floor, capacity_ - unplaced_[size_t(sec)]);
+    // The open item that answered last time usually still does: low
+    // enough, and not placed since (a dense core's sections hold thousands
+    // of open items, which the scan below would otherwise pass again).
+    int seen = witness_[size_t(sec)];
+    if (seen >= 0 && offset_[size_t(seen)] < 0 && minOffset_[size_t(seen)] <= harmless) return;
     const int* open = open_[size_t(sec)].data();
     int count = openCount_[size_t(sec)];
-    if (count > 0 && minOffset_[size_t(open[0])] <= harmless) return;  // the common case, without a call
-    int64_t lowest = lowestOpenOffset(open, count, harmless);
+    int at = 0;
+    int64_t lowest = lowestOpenOffset(open, count, harmless, &at);
+    if (lowest <= harmless) {
+      witness_[size_t(sec)] = open[at];
+      return;
+    }
     if (lowest != INT64_MAX && lowest > floor) {
       saveFloors(sec, sec + 1);
       floor_[size_t(sec)] = lowest;
@@ -616,11 +626,14 @@ class CanonicalSearch {
   // value <= `harmless` as soon as one is found. Out of line, so that the
   // running minimum stays in a register (inlined into descend() it was kept
   // in memory, a store-to-load chain through every item).
-  [[gnu::noinline]] int64_t lowestOpenOffset(const int* open, int count, int64_t harmless) const {
+  // `*at` is where it stopped.
+  [[gnu::noinline]] int64_t lowestOpenOffset(const int* open, int count, int64_t harmless, int* at) const {
     const int64_t* minOffset = minOffset_.data();
     int64_t lowest = INT64_MAX;
-    for (int k = 0; k < count; ++k)
+    int k = 0;
+    for (; k < count; ++k)
       if ((lowest = std::min(lowest, minOffset[open[k]])) <= harmless) break;
+    *at = k;
     return lowest;
   }
 
@@ -698,6 +711,7 @@ class CanonicalSearch {
   std::vector<int> cuts_;
   std::vector<std::vector<int>> open_;
   std::vector<int> openCount_, slot_;
+  std::vector<int> witness_;  // per section: an open item found low enough (a hint, checked before use)
   std::vector<size_t> slotBase_;
   std::vector<std::pair<int, int>> floorLog_;  // runs (first section, count) of floorValues_
   std::vector<int64_t> floorValues_;
