@@ -387,6 +387,7 @@ class CanonicalSearch {
     size_t n = items.size(), s = size_t(sections.count);
     offset_.assign(n, -1);
     minOffset_.assign(n, 0);
+    raisedBy_.assign(n, 0);
     if (lowest)
       for (size_t i = 0; i < n; ++i) minOffset_[i] = alignUp((*lowest)[i], items[i].align);
     floor_.assign(s, 0);
@@ -449,7 +450,16 @@ class CanonicalSearch {
   int64_t capacity() const { return capacity_; }
 
  private:
+  // A buffer not yet placed, in a node's list of them: sorted by the lowest
+  // offset it can take (minOffset_, as it was at that node: the nodes below
+  // put it back) and then by rank. Eight bytes, with the offset left out: a
+  // dense core of 2,500 buffers keeps 2,500 such lists along one dive.
   struct Candidate {
+    int rank;
+    int item;
+  };
+  // descend()'s scratch: a raised candidate with its new offset.
+  struct Raised {
     int64_t offset;
     int rank;
     int item;
@@ -466,33 +476,30 @@ class CanonicalSearch {
     std::vector<int> ranked = preorderItems(items_, sections_, members, order_, unplaced_);
     std::vector<Candidate> candidates;
     candidates.reserve(ranked.size());
-    for (size_t r = 0; r < ranked.size(); ++r) candidates.push_back({0, int(r), ranked[r]});
+    for (size_t r = 0; r < ranked.size(); ++r) candidates.push_back({int(r), ranked[r]});
+    std::stable_sort(candidates.begin(), candidates.end(), [&](const Candidate& x, const Candidate& y) {
+      return minOffset_[size_t(x.item)] < minOffset_[size_t(y.item)];
+    });
     return descend(lo, hi, members, candidates, 0, -1);
   }
 
   SearchOutcome descend(int lo, int hi, const std::vector<int>& members,
                         const std::vector<Candidate>& parent, int64_t lastOffset, int lastRank) {
     if ((++nodes_ > nodeLimit_ || !budget_->spend()) && !pauseForMore()) return SearchOutcome::kOutOfBudget;
-    // Written field by field: a whole Candidate built on the stack and then
-    // copied made every copy wait on a store-forwarding stall.
-    // The parent's order, less the placed item, with the offsets that the
-    // placement raised: the unraised candidates keep their order, the raised
-    // ones (often a thousand, all to the same top) are sorted apart and
-    // merged in from the back.
+    // The parent's order, less the placed item and those the placement
+    // raised (marked with its stamp): the others keep their order, the
+    // raised ones (often a thousand, all to the same top) are sorted apart
+    // and merged in from the back.
     std::vector<Candidate> candidates(parent.size());
     raised_.clear();
     size_t open = 0;
     for (const Candidate& c : parent) {
       if (offset_[size_t(c.item)] >= 0) continue;
-      int64_t offset = minOffset_[size_t(c.item)];
-      if (offset != c.offset) {
-        raised_.push_back({offset, c.rank, c.item});
+      if (raisedBy_[size_t(c.item)] == placements_) {
+        raised_.push_back({minOffset_[size_t(c.item)], c.rank, c.item});
         continue;
       }
-      Candidate& d = candidates[open++];
-      d.offset = offset;
-      d.rank = c.rank;
-      d.item = c.item;
+      candidates[open++] = c;
     }
     size_t total = open + raised_.size();
     candidates.resize(total);
@@ -500,15 +507,21 @@ class CanonicalSearch {
       for (int i : members) solution_[size_t(i)] = offset_[size_t(i)];
       return SearchOutcome::kFound;
     }
-    auto before = [](const Candidate& x, const Candidate& y) {
+    std::sort(raised_.begin(), raised_.end(), [](const Raised& x, const Raised& y) {
       return x.offset < y.offset || (x.offset == y.offset && x.rank < y.rank);
-    };
-    std::sort(raised_.begin(), raised_.end(), before);
+    });
     for (size_t out = total, kept = open, up = raised_.size(); up > 0;) {
-      if (kept > 0 && before(raised_[up - 1], candidates[kept - 1]))
-        candidates[--out] = candidates[--kept];
-      else
-        candidates[--out] = raised_[--up];
+      const Raised& r = raised_[up - 1];
+      if (kept > 0) {
+        const Candidate& k = candidates[kept - 1];
+        int64_t offset = minOffset_[size_t(k.item)];
+        if (r.offset < offset || (r.offset == offset && r.rank < k.rank)) {
+          candidates[--out] = candidates[--kept];
+          continue;
+        }
+      }
+      candidates[--out] = {r.rank, r.item};
+      --up;
     }
     // Placing a buffer at `offset` leaves every section of [lo, hi) needing
     // at least offset + what was unplaced there before: its own sections get
@@ -523,18 +536,19 @@ class CanonicalSearch {
     for (int sec = lo; sec < hi; ++sec) mostUnplaced = std::max(mostUnplaced, unplaced_[size_t(sec)]);
     int64_t lowestTop = INT64_MAX;
     for (const Candidate& c : candidates)
-      lowestTop = std::min(lowestTop, c.offset + items_[size_t(c.item)].size);
+      lowestTop = std::min(lowestTop, minOffset_[size_t(c.item)] + items_[size_t(c.item)].size);
     for (const Candidate& c : candidates) {
-      if (c.offset >= lowestTop) break;  // dominated: see the file comment
-      if (c.offset + mostUnplaced > capacity_) break;
-      if (c.offset < lastOffset || (c.offset == lastOffset && c.rank < lastRank)) continue;
+      const int64_t offset = minOffset_[size_t(c.item)];
+      if (offset >= lowestTop) break;  // dominated: see the file comment
+      if (offset + mostUnplaced > capacity_) break;
+      if (offset < lastOffset || (offset == lastOffset && c.rank < lastRank)) continue;
       size_t floorMark = floorLog_.size(), offsetMark = offsetLog_.size();
-      auto [changedLo, changedHi] = place(c.item, c.offset);
+      auto [changedLo, changedHi] = place(c.item, offset);
       changedLo = std::clamp(changedLo, lo, hi);
       changedHi = std::clamp(changedHi, changedLo, hi);
       SearchOutcome outcome = SearchOutcome::kInfeasible;
-      if (fits(changedLo, changedHi, c.offset))
-        outcome = afterPlacing(lo, hi, members, candidates, c);
+      if (fits(changedLo, changedHi, offset))
+        outcome = afterPlacing(lo, hi, members, candidates, c, offset);
       unplace(c.item, floorMark, offsetMark);
       if (outcome != SearchOutcome::kInfeasible) return outcome;
     }
@@ -543,15 +557,15 @@ class CanonicalSearch {
 
   // Continues below a placement, splitting the problem where it falls apart.
   SearchOutcome afterPlacing(int lo, int hi, const std::vector<int>& members,
-                             const std::vector<Candidate>& candidates, const Candidate& placed) {
+                             const std::vector<Candidate>& candidates, const Candidate& placed, int64_t offset) {
     int first = sections_.first[size_t(placed.item)], last = sections_.last[size_t(placed.item)];
     std::vector<int> splits;
     for (int b = first; b + 1 < last; ++b)
       if (--cuts_[size_t(b)] == 0) splits.push_back(b + 1);
-    solution_[size_t(placed.item)] = placed.offset;
+    solution_[size_t(placed.item)] = offset;
     SearchOutcome outcome;
     if (splits.empty()) {
-      outcome = descend(lo, hi, members, candidates, placed.offset, placed.rank);
+      outcome = descend(lo, hi, members, candidates, offset, placed.rank);
     } else {
       splits.push_back(hi);
       int from = lo;
@@ -572,6 +586,7 @@ class CanonicalSearch {
     const Item& it = items_[size_t(item)];
     offset_[size_t(item)] = offset;
     int64_t top = offset + it.size;
+    ++placements_;
     // Every raised buffer overlaps `item`, so the sections they cover form
     // one run around `item`'s own.
     int touchedLo = INT32_MAX, touchedHi = -1;
@@ -581,6 +596,7 @@ class CanonicalSearch {
       if (minOffset_[size_t(o)] >= raised) continue;
       offsetLog_.push_back({o, minOffset_[size_t(o)]});
       minOffset_[size_t(o)] = raised;
+      raisedBy_[size_t(o)] = placements_;
       touchedLo = std::min(touchedLo, sections_.first[size_t(o)]);
       touchedHi = std::max(touchedHi, sections_.last[size_t(o)]);
     }
@@ -716,7 +732,11 @@ class CanonicalSearch {
   std::vector<std::pair<int, int>> floorLog_;  // runs (first section, count) of floorValues_
   std::vector<int64_t> floorValues_;
   std::vector<Change> offsetLog_;
-  std::vector<Candidate> raised_;  // descend()'s scratch, read only before it recurses
+  std::vector<Raised> raised_;  // descend()'s scratch, read only before it recurses
+  // Placements so far, and for each buffer the placement that last raised
+  // it: the buffers a node's child finds raised are those of its placement.
+  uint64_t placements_ = 0;
+  std::vector<uint64_t> raisedBy_;
   int64_t nodeLimit_ = 0, nodes_ = 0;
   Preorder order_ = Preorder::TotalLengthArea;
   Fiber* fiber_ = nullptr;
