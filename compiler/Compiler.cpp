@@ -26,7 +26,8 @@ OwningOpRef<ModuleOp> importGraph(const std::string& path, MLIRContext& context,
     return nullptr;
   }
   if (ext != "mlir")
-    return importAtenGraph((*buffer)->getBuffer().str(), ext == "pbtxt", path, context, unsupportedOps);
+    return importAtenGraph(std::string_view((*buffer)->getBufferStart(), (*buffer)->getBufferSize()), ext == "pbtxt",
+                           path, context, unsupportedOps);
   llvm::SourceMgr sourceMgr;
   sourceMgr.AddNewSourceBuffer(std::move(*buffer), llvm::SMLoc());
   return parseSourceFile<ModuleOp>(sourceMgr, &context);

@@ -3,6 +3,7 @@
 #pragma once
 
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "mlir/IR/BuiltinOps.h"
@@ -16,7 +17,7 @@ namespace neuroncc {
 // lists each with its number of uses and its first node.
 // `*unsupportedOps` (when given) is set when the failure is unsupported
 // operators, so drivers can report it under its own error code.
-mlir::OwningOpRef<mlir::ModuleOp> importAtenGraph(const std::string& bytes, bool text,
+mlir::OwningOpRef<mlir::ModuleOp> importAtenGraph(std::string_view bytes, bool text,
                                                   const std::string& filename,
                                                   mlir::MLIRContext& context,
                                                   bool* unsupportedOps = nullptr);

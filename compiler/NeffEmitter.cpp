@@ -1,5 +1,7 @@
 #include "compiler/NeffEmitter.h"
 
+#include <deque>
+
 #include "absl/strings/str_cat.h"
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/Func/IR/FuncOps.h"
@@ -101,7 +103,10 @@ absl::StatusOr<std::string> emitNeff(ModuleOp module, const EmitOptions& options
   const bool eager = options.optLevel == "O0";
   exe.set_dispatch_model(eager ? neff::DISPATCH_PER_SOURCE_OP : neff::DISPATCH_WHOLE_GRAPH);
   IntegerAttr previousSourceId;
-  std::vector<std::string> segments;
+  // Segments are views: of a constant's own bytes where the device keeps
+  // them as they are (no copy of a model's weights), else of `converted`.
+  std::vector<std::string_view> segments;
+  std::deque<std::string> converted;
   for (Operation& op : func.getBody().front()) {
     auto kernel = llvm::dyn_cast<nc::KernelOp>(op);
     if (!kernel) continue;
@@ -131,14 +136,17 @@ absl::StatusOr<std::string> emitNeff(ModuleOp module, const EmitOptions& options
         if (nc::deviceElementType(elem) == elem) {
           // A splat stores its one element; the segment holds every element.
           ArrayRef<char> raw = dense.getRawData();
-          size_t copies = dense.isSplat() ? size_t(dense.getNumElements()) : 1;
-          std::string bytes;
-          bytes.reserve(raw.size() * copies);
-          for (size_t i = 0; i < copies; ++i) bytes.append(raw.begin(), raw.end());
-          segments.push_back(std::move(bytes));
+          if (!dense.isSplat()) {
+            segments.push_back(std::string_view(raw.data(), raw.size()));
+          } else {
+            std::string& bytes = converted.emplace_back();
+            bytes.reserve(raw.size() * size_t(dense.getNumElements()));
+            for (int64_t i = 0; i < dense.getNumElements(); ++i) bytes.append(raw.begin(), raw.end());
+            segments.push_back(bytes);
+          }
         } else {
           // Bools, integers and f64 live on the device as f32.
-          std::string bytes;
+          std::string& bytes = converted.emplace_back();
           bytes.reserve(size_t(dense.getNumElements()) * 4);
           auto push = [&](float f) { bytes.append(reinterpret_cast<const char*>(&f), 4); };
           if (elem.isInteger(1)) {
@@ -148,7 +156,7 @@ absl::StatusOr<std::string> emitNeff(ModuleOp module, const EmitOptions& options
           } else {
             for (const APFloat& v : dense.getValues<APFloat>()) push(float(v.convertToDouble()));
           }
-          segments.push_back(std::move(bytes));
+          segments.push_back(bytes);
         }
         tensorOf[in] = uint32_t(exe.tensors_size());
         neff::Tensor* t = addTensor(exe, absl::StrCat("const", segments.size() - 1), neff::CONSTANT,

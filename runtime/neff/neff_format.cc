@@ -194,6 +194,14 @@ absl::StatusOr<std::string> SerializeNeff(Executable exe,
                                           const std::vector<std::string>& segments,
                                           std::string_view name,
                                           std::string_view build_version) {
+  return SerializeNeff(std::move(exe), std::vector<std::string_view>(segments.begin(), segments.end()), name,
+                       build_version);
+}
+
+absl::StatusOr<std::string> SerializeNeff(Executable exe,
+                                          const std::vector<std::string_view>& segments,
+                                          std::string_view name,
+                                          std::string_view build_version) {
   exe.set_format_version(kFormatVersion);
   exe.clear_segments();
   // Segment offsets depend on the executable's size, which depends on the
@@ -203,7 +211,7 @@ absl::StatusOr<std::string> SerializeNeff(Executable exe,
     std::string before = exe_bytes;
     size_t off = FirstSegmentOffset(exe_bytes.size());
     exe.clear_segments();
-    for (const std::string& s : segments) {
+    for (std::string_view s : segments) {
       ConstantSegment* seg = exe.add_segments();
       seg->set_offset(off);
       seg->set_size(s.size());
@@ -214,22 +222,37 @@ absl::StatusOr<std::string> SerializeNeff(Executable exe,
       return absl::InternalError("protobuf serialization failed");
     if (exe_bytes.size() == before.size() && attempt > 0) break;
   }
-  std::string payload(8, '\0');
-  PutLE<uint64_t>(payload, 0, exe_bytes.size());
-  payload += exe_bytes;
+  // The whole file in one string, sized once: the header's bytes first
+  // (written last, once the payload's hash is known), then the payload.
+  // Grown piece by piece and then prefixed with the header, a 100 MB model
+  // was copied three more times (each copy into fresh pages).
+  size_t payload_size = 8 + exe_bytes.size();
+  if (exe.segments_size() > 0)
+    payload_size = std::max<size_t>(payload_size, exe.segments(exe.segments_size() - 1).offset() +
+                                                      segments.back().size());
+  std::string file;
+  file.reserve(kHeaderSize + payload_size);
+  file.resize(kHeaderSize + 8, '\0');
+  std::string length(8, '\0');
+  PutLE<uint64_t>(length, 0, exe_bytes.size());
+  file.replace(kHeaderSize, 8, length);
+  file += exe_bytes;
   for (int i = 0; i < exe.segments_size(); ++i) {
-    payload.resize(exe.segments(i).offset(), '\0');
-    payload += segments[size_t(i)];
+    file.resize(kHeaderSize + exe.segments(i).offset(), '\0');
+    file += segments[size_t(i)];
   }
-  if (absl::Status st = VerifyExecutable(exe, payload.size()); !st.ok()) return st;
+  const size_t payload_bytes = file.size() - kHeaderSize;
+  if (absl::Status st = VerifyExecutable(exe, payload_bytes); !st.ok()) return st;
 
   Header h;
-  h.data_size = payload.size();
+  h.data_size = payload_bytes;
   h.neff_build_version = std::string(build_version);
-  h.hash = Sha256(payload.data(), payload.size());
+  h.hash = Sha256(file.data() + kHeaderSize, payload_bytes);
   std::copy(h.hash.begin() + 16, h.hash.end(), h.uuid.begin());
   h.name = std::string(name);
-  return SerializeHeader(h) + payload;
+  const std::string header = SerializeHeader(h);
+  file.replace(0, kHeaderSize, header);
+  return file;
 }
 
 std::vector<KernelRange> Dispatches(const Executable& exe) {

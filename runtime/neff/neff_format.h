@@ -55,6 +55,11 @@ struct Neff {
 // Serializes header + payload. `segments[i]` becomes constant segment i; the
 // offsets in the executable's segment table are filled in here.
 absl::StatusOr<std::string> SerializeNeff(Executable executable,
+                                          const std::vector<std::string_view>& segments,
+                                          std::string_view name,
+                                          std::string_view build_version);
+// The same, from segments held as strings.
+absl::StatusOr<std::string> SerializeNeff(Executable executable,
                                           const std::vector<std::string>& segments,
                                           std::string_view name,
                                           std::string_view build_version);

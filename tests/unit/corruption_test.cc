@@ -523,9 +523,9 @@ TEST(NeffCorruption, VerifierAcceptsGathersAtTheirLimits) {
   *k->add_instructions() = DmaGather(Tile(0, 1, 0, 8, BF16), Ap(table, 120, {{-8, 1}, {1, 8}}), idx[0], 127, 16, q++);
   // (SerializeNeff runs the same verifier and lays out the constant's segment.)
   auto verify = [](const Executable& e) {
-    return SerializeNeff(e, {std::string(512, '\0')}, "limits", "test").status();
+    return SerializeNeff(e, std::vector<std::string>{std::string(512, '\0')}, "limits", "test").status();
   };
-  absl::StatusOr<std::string> bytes = SerializeNeff(exe, {std::string(512, '\0')}, "limits", "test");
+  absl::StatusOr<std::string> bytes = SerializeNeff(exe, std::vector<std::string>{std::string(512, '\0')}, "limits", "test");
   ASSERT_TRUE(bytes.ok()) << bytes.status();
   absl::StatusOr<Neff> neff = ParseNeff(*bytes);
   EXPECT_TRUE(neff.ok()) << neff.status();
