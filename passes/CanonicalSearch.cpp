@@ -420,7 +420,7 @@ class CanonicalSearch {
   }
 
   // Runs the search with one preorder; the state is restored afterwards.
-  // Each time it has used the node limit (setNodeLimit), it pauses on
+  // Each time it has used the node limit (allow), it pauses on
   // `fiber` (if it runs on one) and goes on from there once resumed, or
   // returns kOutOfBudget.
   SearchOutcome run(Preorder order, Fiber* fiber, std::vector<int64_t>& offsets) {
@@ -446,8 +446,6 @@ class CanonicalSearch {
     nodeLimit_ = nodeLimit;
     budget_ = budget;
   }
-  int64_t nodesUsed() const { return nodes_; }
-  int64_t capacity() const { return capacity_; }
 
  private:
   // A buffer not yet placed, in a node's list of them: sorted by the lowest

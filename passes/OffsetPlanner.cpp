@@ -327,7 +327,7 @@ int64_t placeAroundCore(const std::vector<Item>& items, const std::vector<int>& 
   if (atBound.joinable()) atBound.join();
   budget.absorb(boundQuestion);
   budget.absorb(looser);
-  if (boundFound && !timedOut) {
+  if (boundFound) {  // fill() itself declines after the deadline
     coreOffsets = std::move(boundOffsets);
     fill();
   }

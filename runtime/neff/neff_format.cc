@@ -233,9 +233,7 @@ absl::StatusOr<std::string> SerializeNeff(Executable exe,
   std::string file;
   file.reserve(kHeaderSize + payload_size);
   file.resize(kHeaderSize + 8, '\0');
-  std::string length(8, '\0');
-  PutLE<uint64_t>(length, 0, exe_bytes.size());
-  file.replace(kHeaderSize, 8, length);
+  PutLE<uint64_t>(file, kHeaderSize, exe_bytes.size());
   file += exe_bytes;
   for (int i = 0; i < exe.segments_size(); ++i) {
     file.resize(kHeaderSize + exe.segments(i).offset(), '\0');
@@ -250,8 +248,7 @@ absl::StatusOr<std::string> SerializeNeff(Executable exe,
   h.hash = Sha256(file.data() + kHeaderSize, payload_bytes);
   std::copy(h.hash.begin() + 16, h.hash.end(), h.uuid.begin());
   h.name = std::string(name);
-  const std::string header = SerializeHeader(h);
-  file.replace(0, kHeaderSize, header);
+  file.replace(0, kHeaderSize, SerializeHeader(h));
   return file;
 }
 
