@@ -151,6 +151,8 @@ class KernelLowering {
   LogicalResult lowerAttention(const AttentionMatch& m, Value out, const aten::StridedView& outLayout);
   struct AttentionMask;
   std::optional<AttentionMask> attentionMask(const AttentionMatch& m);
+  LogicalResult lowerMaskInPlace(Operation* op, Value chainIn, int64_t p, int64_t k0, int64_t nk,
+                                 ArrayRef<std::pair<int64_t, int64_t>> masked);
 
   LogicalResult storeOutput(Value v, Value hbm, int64_t p, int64_t f);
   Type hbmElementType(BlockArgument arg);

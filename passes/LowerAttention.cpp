@@ -21,13 +21,14 @@
 // constant branch; casts may follow) whose condition is a compile-time
 // constant, each 128-key chunk of a query block is classified: a chunk the
 // mask fills entirely with -inf contributes exp(-inf - m) = 0 and is never
-// computed (the causal mask's upper chunks); a chunk it does not touch
-// skips the mask op. Key blocks are runs of chunks of one class within one
-// 512-key block of K^T. A finite fill of -1e30 or below is skipped as well
+// computed (the causal mask's upper chunks). Key blocks are runs of the
+// other chunks within one 512-key block of K^T; the mask op is applied in
+// place to the chunks it touches only (the causal diagonal), not to the
+// block. A finite fill of -1e30 or below is skipped as well
 // when every query row has an unmasked key: exp(fill - m) is then 0 in f32
 // for any row maximum above fill + 104, as in eager.
 //
-// Interleaving. Query blocks go in groups of four, step by step (see
+// Interleaving. Query blocks go in groups of eight, step by step (see
 // lowerAttention), so that the engines' in-order queues overlap.
 //
 // A row whose every score is -inf gives 0 / 0 = NaN, as eager does: the
@@ -147,6 +148,49 @@ std::optional<KernelLowering::AttentionMask> KernelLowering::attentionMask(const
   return mask;
 }
 
+// The mask of a key block applied to the column ranges it touches
+// (`masked`, from the block's start k0), each written in place over the
+// scores; the other columns keep them as they are. The whole block is
+// masked instead where the scores' tile cannot take the result in place
+// (in PSUM, or of another dtype): the result is the same, at the cost of
+// the wider select.
+LogicalResult KernelLowering::lowerMaskInPlace(Operation* op, Value chainIn, int64_t p, int64_t k0, int64_t nk,
+                                               ArrayRef<std::pair<int64_t, int64_t>> masked) {
+  Value scores = tiles[chainIn], result = op->getResult(0);
+  auto type = llvm::dyn_cast<MemRefType>(scores.getType());
+  Type elem = nc::deviceElementType(llvm::cast<RankedTensorType>(result.getType()).getElementType());
+  bool whole = masked.size() == 1 && masked.front().first == 0 && masked.front().second == nk;
+  if (whole || !type || nc::isPsumTile(type) || type.getElementType() != elem || layouts[chainIn].kind != Kind::Full)
+    return lowerOp(op, p, nk);
+  // The mask's condition is loaded for each column range.
+  auto forgetLoads = [&] {
+    for (Value v : op->getOperands())
+      if (v != chainIn && viewOf.count(v)) tiles.erase(v);
+  };
+  const int64_t blockC0 = c0, blockColumns = inputColumns;
+  for (auto [column, n] : masked) {
+    forgetLoads();
+    Value slice = tileColumns(*b, loc, scores, column, n);
+    tiles[chainIn] = slice;
+    c0 = k0 + column;
+    inputColumns = n;
+    if (failed(lowerOp(op, p, n))) return failure();
+    Value out = tiles[result];
+    auto alloc = out.getDefiningOp<nc::AllocTileOp>();
+    if (!alloc || out.getType() != slice.getType())
+      return op->emitError("internal: an attention mask's result is not a tile of its scores' type");
+    out.replaceAllUsesWith(slice);
+    alloc.erase();
+  }
+  forgetLoads();
+  c0 = blockC0;
+  inputColumns = blockColumns;
+  tiles[chainIn] = scores;
+  tiles[result] = scores;
+  layouts[result] = layouts[chainIn];
+  return success();
+}
+
 LogicalResult KernelLowering::runAttention(int64_t& instructions, int64_t& dmas) {
   Block& old = kernel.getBody().front();
   auto yield = llvm::cast<nc::YieldOp>(old.getTerminator());
@@ -240,12 +284,14 @@ LogicalResult KernelLowering::lowerAttention(const AttentionMatch& m, Value out,
   int64_t keyBytes = ((D + P - 1) / P) * T * (qe.getIntOrFloatBitWidth() / 8) +
                      ((T + P - 1) / P) * Dv * (ve.getIntOrFloatBitWidth() / 8);
   bool keepKeys = keyBytes <= kKeepKeysBytes;
-  // Key blocks: runs of 128-key chunks the mask treats alike (none masked,
-  // some, all: skipped), within one 512-key block of K^T. The same for
-  // every batch unless the mask varies along the batch dims.
+  // Key blocks: runs of computed 128-key chunks within one 512-key block of
+  // K^T, with the column ranges (from the block's start) the mask must be
+  // applied to: the chunks it fills some or all of. Chunks it fills entirely
+  // are not computed when skippable. The same for every batch unless the
+  // mask varies along the batch dims.
   struct KeyBlock {
     int64_t k0, nk;
-    AttentionMask::Class cls;
+    SmallVector<std::pair<int64_t, int64_t>, 2> masked;  // (column, count)
   };
   std::map<std::pair<int64_t, int64_t>, SmallVector<KeyBlock>> keyBlocksOf;
   auto keyBlocks = [&](int64_t batch, int64_t q0, int64_t p) -> const SmallVector<KeyBlock>& {
@@ -254,16 +300,18 @@ LogicalResult KernelLowering::lowerAttention(const AttentionMatch& m, Value out,
     if (!added) return blocks;
     for (int64_t k = 0; k < T; k += P) {
       const int64_t n = std::min(P, T - k);
-      AttentionMask::Class cls = mask ? mask->classify(batch, q0, p, k, n) : AttentionMask::Some;
+      AttentionMask::Class cls = mask ? mask->classify(batch, q0, p, k, n) : AttentionMask::None;
       if (mask && mask->skippable && cls == AttentionMask::All) continue;
-      if (!blocks.empty()) {
-        KeyBlock& last = blocks.back();
-        if (last.cls == cls && last.k0 + last.nk == k && last.k0 / kKeyBlock == k / kKeyBlock) {
-          last.nk += n;
-          continue;
-        }
+      if (blocks.empty() || blocks.back().k0 + blocks.back().nk != k || blocks.back().k0 / kKeyBlock != k / kKeyBlock)
+        blocks.push_back({k, 0, {}});
+      KeyBlock& block = blocks.back();
+      if (cls != AttentionMask::None) {
+        if (!block.masked.empty() && block.masked.back().first + block.masked.back().second == block.nk)
+          block.masked.back().second += n;
+        else
+          block.masked.push_back({block.nk, n});
       }
-      blocks.push_back({k, n, cls});
+      block.nk += n;
     }
     return blocks;
   };
@@ -323,13 +371,17 @@ LogicalResult KernelLowering::lowerAttention(const AttentionMatch& m, Value out,
           tiles[m.shapedScores()] = scores;
           layouts[m.shapedScores()].kind = Kind::Full;
           for (auto [i, op] : llvm::enumerate(m.transforms)) {
-            if (mask && op == mask->op && block.cls == AttentionMask::None) {
+            if (mask && op == mask->op) {
               Value chainIn = i == 0 ? m.shapedScores() : m.transforms[i - 1]->getResult(0);
-              tiles[op->getResult(0)] = tiles[chainIn];
-              layouts[op->getResult(0)] = layouts[chainIn];
-              continue;
+              if (block.masked.empty()) {
+                tiles[op->getResult(0)] = tiles[chainIn];
+                layouts[op->getResult(0)] = layouts[chainIn];
+                continue;
+              }
+              if (failed(lowerMaskInPlace(op, chainIn, p, k0, nk, block.masked))) return failure();
+            } else if (failed(lowerOp(op, p, nk))) {
+              return failure();
             }
-            if (failed(lowerOp(op, p, nk))) return failure();
             if (layouts[op->getResult(0)].kind != Kind::Full)
               return op->emitError("internal: an attention's score op gave a per-row value");
           }

@@ -12,8 +12,9 @@ Cases: a causal mask as LLaMA applies it (masked_fill of -inf from a
 constant boolean buffer, softmax in f32, probabilities cast back), GPT-2's
 where(mask, scores, finfo.min), an additive float mask, no mask, cross
 attention (queries and keys of different lengths), head dims above 128 and
-value widths above 512, and a mask that leaves rows fully masked (NaN rows,
-as eager gives). The -O2 profile shows fewer TensorEngine instructions for
+value widths above 512, a mask that touches some chunks of a key block and
+not others (applied to those only), and a mask that leaves rows fully
+masked (NaN rows, as eager gives). The -O2 profile shows fewer TensorEngine instructions for
 the causal mask than without it (the blocks above the diagonal are skipped).
 """
 import math
@@ -161,6 +162,36 @@ class AttentionEndToEnd(unittest.TestCase):
                     kernels = self.run_case(fn, inputs, "%s_%s" % (name, str(dtype)[6:]))
                     self.assertEqual(len(kernels), 2, kernels)
                     self.assertTrue(kernels[0].endswith("_attention"), kernels)
+
+    def test_masked_chunks_inside_key_blocks(self):
+        """A causal mask with a gap (keys 200..255 of every 256 masked) classes the 128-key
+        chunks of a 512-key block as untouched, partly and entirely masked in turn: the mask
+        is applied in place to several column ranges of one block (scaled scores), to the
+        whole block (the mask straight on the scores, still in PSUM), and with a finite fill
+        that cannot be skipped (every chunk computed, the filled ones masked)."""
+        t = 700
+        keys, queries = torch.arange(t), torch.arange(t)[:, None]
+        masked = (keys > queries) | (keys % 256 >= 200)
+        masked[:, 0] = False  # every row keeps a key
+
+        def scaled(q, k, v):
+            s = (torch.matmul(q, k.transpose(-1, -2)) / 8.0).masked_fill(masked, float("-inf"))
+            return torch.matmul(torch.softmax(s.float(), dim=-1).to(q.dtype), v)
+
+        def unscaled(q, k, v):
+            s = torch.matmul(q, k.transpose(-1, -2)).masked_fill(masked, float("-inf"))
+            return torch.matmul(torch.softmax(s, dim=-1), v)
+
+        def finite(q, k, v):
+            s = (torch.matmul(q, k.transpose(-1, -2)) * 0.125).masked_fill(masked, -1e4)
+            return torch.matmul(torch.softmax(s, dim=-1), v)
+
+        for fn in (scaled, unscaled, finite):
+            for dtype in (torch.float32, torch.bfloat16):
+                with self.subTest(fn=fn.__name__, dtype=dtype):
+                    inputs = self.qkv(1, 2, t, t, 64, 64, dtype, seed=17)
+                    kernels = self.run_case(fn, inputs, "gaps_%s_%s" % (fn.__name__, str(dtype)[6:]))
+                    self.assertTrue(any(k.endswith("_attention") for k in kernels), kernels)
 
     def test_fully_masked_rows_are_nan(self):
         mask = torch.zeros(130, 600, dtype=torch.bool)
