@@ -43,6 +43,26 @@ bool isMatmul(Operation* op) { return llvm::isa<aten::MmOp, aten::BmmOp, aten::A
 
 bool isReduction(Operation* op) { return !aten::reducedDims(op).empty(); }
 
+// The number of trailing dims of `shape` that flatten into `cols` over
+// `rows` leading elements (the fewest that do), or 0.
+int64_t trailingDimsOf(ArrayRef<int64_t> shape, int64_t rows, int64_t cols) {
+  int64_t inner = 1;
+  for (int64_t k = 1; k <= int64_t(shape.size()); ++k) {
+    inner *= shape[shape.size() - size_t(k)];
+    if (inner == cols) {
+      int64_t outer = 1;
+      for (size_t i = 0; i + size_t(k) < shape.size(); ++i) outer *= shape[i];
+      if (outer == rows) return k;
+    }
+    if (inner > cols) break;
+  }
+  return 0;
+}
+
+// Output columns of one matmul tile (a PSUM bank of f32): an op over split
+// columns needs its innermost dim within one.
+constexpr int64_t kMatmulTileColumns = 512;
+
 // Marks the reshapes sinkSqueezes makes (a per-row value in its rows' shape
 // dropping the unit dims), so that only those move.
 constexpr const char kSqueezeAttr[] = "nc.squeeze";
@@ -110,6 +130,10 @@ struct Group {
   bool hasMatmul = false;
   bool merged = false;  // emptied into a sibling kernel
   bool attention = false;  // one attention (AttentionPattern.h), lowered by LowerAttention.cpp
+  // Not empty: ops of this shape share the kernel of a matmul whose output
+  // columns they split in two dims ([tokens, heads, head_dim] over the
+  // matmul's [tokens, heads * head_dim]; see joinsSplitColumns).
+  SmallVector<int64_t> splitShape;
   llvm::SmallPtrSet<Operation*, 16> members;
 };
 
@@ -344,6 +368,7 @@ struct FormKernelsPass : impl::FormKernelsBase<FormKernelsPass> {
   std::string mergeRefusal(int other, int into) {
     Group &a = groups[size_t(other)], &b = groups[size_t(into)];
     if (!a.fusible || !b.fusible) return "the sibling kernel cannot be fused";
+    if (!a.splitShape.empty() || !b.splitShape.empty()) return "a kernel's columns are split";
     if (a.hasMatmul && b.hasMatmul) return "both kernels hold a matmul";
     if ((a.hasMatmul && b.space.reduces) || (b.hasMatmul && a.space.reduces))
       return "reductions do not join a matmul's kernel yet";
@@ -404,9 +429,82 @@ struct FormKernelsPass : impl::FormKernelsBase<FormKernelsPass> {
     a.merged = true;
   }
 
+  // Whether `op` joins the kernel `g` of a matmul [M, N] over split columns:
+  // its shape ends in two dims that flatten into N over M leading elements
+  // ([1, M, heads, head_dim]), so that each of the matmul's output tiles
+  // holds whole [rows x head_dim] blocks of it. Values computed in the
+  // kernel are read through reshapes that keep the tile, and a cat along
+  // the last dim takes slices of such values (rotate_half), copied in SBUF.
+  // Every other op of the kernel must broadcast its operands against the
+  // split shape as well.
+  bool joinsSplitColumns(Operation* op, const RowSpace& s, int g) {
+    Group& grp = groups[size_t(g)];
+    if (!grp.hasMatmul || grp.space.reduces || s.reduces || op->getNumResults() != 1 || isMatmul(op)) return false;
+    auto rt = llvm::dyn_cast<RankedTensorType>(op->getResult(0).getType());
+    if (!rt) return false;
+    ArrayRef<int64_t> shape = rt.getShape();
+    int64_t rows = 1;
+    for (int64_t d : grp.space.rows) rows *= d;
+    if (trailingDimsOf(shape, rows, grp.space.cols) != 2 || shape.back() > kMatmulTileColumns) return false;
+    if (!grp.splitShape.empty() && ArrayRef<int64_t>(grp.splitShape) != shape) return false;
+    auto computedHere = [&](Value v) { return producerGroup(chainOf(v).root) == g; };
+    auto keepsTile = [&](Operation* view) {
+      if (!llvm::isa<aten::ViewShapeOp, aten::UnsafeViewOp, aten::ReshapeOp, aten::ReshapeAliasOp>(view)) return false;
+      for (Type t : {view->getOperand(0).getType(), view->getResult(0).getType()})
+        if (trailingDimsOf(llvm::cast<RankedTensorType>(t).getShape(), rows, grp.space.cols) == 0) return false;
+      return true;
+    };
+    // The kernel's other ops: a matmul with a bias of one element at most,
+    // ops of the split shape, others reading only what the kernel computes.
+    for (Operation* member : grp.ops) {
+      if (aten::isViewOp(member) || llvm::isa<aten::MmOp, aten::BmmOp>(member)) continue;
+      if (auto addmm = llvm::dyn_cast<aten::AddmmOp>(member)) {
+        if (llvm::cast<RankedTensorType>(addmm.getSelf().getType()).getNumElements() != 1) return false;
+        continue;
+      }
+      auto mt = llvm::dyn_cast<RankedTensorType>(member->getResult(0).getType());
+      if (mt && mt.getShape() == shape) continue;
+      // (Of lower rank, so that the split shape sets the lowering's space.)
+      if (!mt || mt.getRank() >= rt.getRank()) return false;
+      for (Value v : member->getOperands())
+        if (llvm::cast<RankedTensorType>(v.getType()).getNumElements() != 1 && !computedHere(v)) return false;
+    }
+    auto cat = llvm::dyn_cast<aten::CatOp>(op);
+    if (cat && cat.getDim() != rt.getRank() - 1 && cat.getDim() != -1) return false;
+    for (Value v : op->getOperands()) {
+      Chain c = chainOf(v);
+      if (!computedHere(v)) {
+        if (cat) return false;  // a cat's pieces come from the kernel's tiles
+        continue;
+      }
+      ArrayRef<Operation*> views = c.ops;
+      if (cat) {
+        auto slice = views.empty() ? aten::SliceTensorOp() : llvm::dyn_cast<aten::SliceTensorOp>(views.back());
+        auto st = slice ? llvm::cast<RankedTensorType>(slice.getSelf().getType()) : RankedTensorType();
+        if (!slice || slice.getStep() != 1 || (slice.getDim() != st.getRank() - 1 && slice.getDim() != -1) ||
+            st.getShape() != shape)
+          return false;
+        views = views.drop_back();
+      }
+      if (!llvm::all_of(views, keepsTile)) return false;
+      auto root = llvm::cast<RankedTensorType>(c.root.getType());
+      if (trailingDimsOf(root.getShape(), rows, grp.space.cols) == 0) return false;
+    }
+    return true;
+  }
+
   // Why `op` (with row space `s`) cannot join group `g`; empty if it can.
   std::string refusal(Operation* op, const RowSpace& s, int g, ArrayRef<int> producer_groups) {
     Group& grp = groups[size_t(g)];
+    const bool split = grp.fusible && joinsSplitColumns(op, s, g);
+    if (!split && !grp.splitShape.empty() &&
+        (op->getNumResults() != 1 ||
+         llvm::cast<RankedTensorType>(op->getResult(0).getType()).getRank() >= int64_t(grp.splitShape.size())))
+      return "the kernel's columns are split; an op of another shape must have a lower rank";
+    if (!split && !grp.splitShape.empty())
+      for (Value v : op->getOperands())
+        if (llvm::cast<RankedTensorType>(v.getType()).getNumElements() != 1 && producerGroup(chainOf(v).root) != g)
+          return "the kernel's columns are split; an op of another shape may only read what the kernel computes";
     if (!grp.fusible) return "the producer kernel cannot be fused";
     // A matmul is a root: it starts a kernel that its epilogue may join.
     if (isMatmul(op)) return "a matmul starts its own kernel";
@@ -417,16 +515,16 @@ struct FormKernelsPass : impl::FormKernelsBase<FormKernelsPass> {
     if (grp.hasMatmul && isReduction(op)) return "reductions do not join a matmul's kernel yet";
     if (llvm::isa<aten::CatOp>(op)) {
       for (Value v : op->getOperands())
-        if (producerGroup(chainOf(v).root) == g) return "a cat reads its operands from HBM";
+        if (!split && producerGroup(chainOf(v).root) == g) return "a cat reads its operands from HBM";
       if (llvm::any_of(grp.ops, reducesSeveralDims))
         return "a cat's column ranges do not join a reduction over several dims";
     }
     if (reducesSeveralDims(op) && llvm::any_of(grp.ops, [](Operation* o) { return llvm::isa<aten::CatOp>(o); }))
       return "a reduction over several dims does not join a cat's column ranges";
-    if (s.rows != grp.space.rows && !sameRowsReshaped(op, s, grp))
+    if (!split && s.rows != grp.space.rows && !sameRowsReshaped(op, s, grp))
       return "row spaces differ (" + std::to_string(s.rows.size()) + "-d vs " +
              std::to_string(grp.space.rows.size()) + "-d leading dims or different sizes)";
-    if (s.cols != grp.space.cols && s.cols != 1 && grp.space.cols != 1)
+    if (!split && s.cols != grp.space.cols && s.cols != 1 && grp.space.cols != 1)
       return "innermost lengths differ (" + std::to_string(s.cols) + " vs " +
              std::to_string(grp.space.cols) + ")";
     bool reduces = s.reduces || grp.space.reduces;
@@ -447,7 +545,7 @@ struct FormKernelsPass : impl::FormKernelsBase<FormKernelsPass> {
     for (Value v : op->getOperands()) {
       Chain c = chainOf(v);
       if (storesLayout(c.root, g)) return "it reads a layout its producer kernel stores to HBM";
-      bool sameRows = llvm::all_of(c.ops, [](Operation* o) { return aten::isRowPreservingReshape(o); });
+      bool sameRows = split || llvm::all_of(c.ops, [](Operation* o) { return aten::isRowPreservingReshape(o); });
       if (!c.ops.empty() && producerGroup(c.root) == g && !sameRows)
         return "a view of a value computed in the kernel needs a copy through HBM";
     }
@@ -727,6 +825,144 @@ struct FormKernelsPass : impl::FormKernelsBase<FormKernelsPass> {
     for (Operation* op : dead) op->erase();
   }
 
+  // Elementwise ops, slices and cats applied to a permutation of a matmul's
+  // result (the head split: view [s, h, d], transpose to [h, s, d]) run on
+  // the unpermuted value instead, and the permutation moves after them:
+  // op(permute(y), c) = permute(op(y, permute^-1(c))) elementwise, where an
+  // operand c that the permutation affects is read through the inverse
+  // permutation of its broadcast (a view, folded into its loads). The ops
+  // then see the matmul's rows (tokens), so they may join its kernel as an
+  // epilogue over split columns (the rotary embedding of q and k), and the
+  // readers of the result see the permutation as a view, as they see v's.
+  void movePermutationsPastEpilogues(func::FuncOp func) {
+    SmallVector<Operation*> perms;
+    for (Operation& op : func.getBody().front())
+      if (llvm::isa<aten::TransposeIntOp, aten::PermuteOp>(op)) perms.push_back(&op);
+    for (Operation* permOp : perms) {
+      auto tType = llvm::cast<RankedTensorType>(permOp->getResult(0).getType());
+      int64_t rank = tType.getRank();
+      if (rank < 2) continue;
+      // perm[i]: the dim of the operand that dim i of the result is.
+      SmallVector<int64_t> perm(rank, 0);
+      for (int64_t i = 0; i < rank; ++i) perm[size_t(i)] = i;
+      if (auto t = llvm::dyn_cast<aten::TransposeIntOp>(permOp)) {
+        int64_t a = t.getDim0() < 0 ? t.getDim0() + rank : t.getDim0();
+        int64_t c = t.getDim1() < 0 ? t.getDim1() + rank : t.getDim1();
+        if (a < 0 || c < 0 || a >= rank || c >= rank) continue;
+        std::swap(perm[size_t(a)], perm[size_t(c)]);
+      } else {
+        ArrayRef<int64_t> dims = llvm::cast<aten::PermuteOp>(permOp).getDims();
+        if (int64_t(dims.size()) != rank) continue;
+        for (int64_t i = 0; i < rank; ++i) perm[size_t(i)] = dims[size_t(i)] < 0 ? dims[size_t(i)] + rank : dims[size_t(i)];
+      }
+      SmallVector<int64_t> inverse(rank, 0);
+      for (int64_t i = 0; i < rank; ++i) inverse[size_t(perm[size_t(i)])] = i;
+      // The permuted value must be a reshape of a matmul's result.
+      Value y = permOp->getOperand(0);
+      Operation* root = y.getDefiningOp();
+      while (root && llvm::isa<aten::ViewShapeOp, aten::UnsafeViewOp, aten::ReshapeOp, aten::ReshapeAliasOp>(root))
+        root = root->getOperand(0).getDefiningOp();
+      if (!root || !llvm::isa<aten::MmOp, aten::AddmmOp>(root)) continue;
+      // Only where the ops can then join the matmul's kernel (joinsSplitColumns).
+      if (auto addmm = llvm::dyn_cast<aten::AddmmOp>(root);
+          addmm && llvm::cast<RankedTensorType>(addmm.getSelf().getType()).getNumElements() != 1)
+        continue;
+      auto mmType = llvm::cast<RankedTensorType>(root->getResult(0).getType());
+      ArrayRef<int64_t> yShape = llvm::cast<RankedTensorType>(y.getType()).getShape();
+      if (trailingDimsOf(yShape, mmType.getDimSize(0), mmType.getDimSize(1)) != 2 ||
+          yShape.back() > kMatmulTileColumns)
+        continue;
+      auto unpermuted = [&](ArrayRef<int64_t> shape) {
+        SmallVector<int64_t> s(shape.size());
+        for (int64_t i = 0; i < rank; ++i) s[size_t(perm[size_t(i)])] = shape[size_t(i)];
+        return s;
+      };
+      auto normalized = [&](int64_t d) { return d < 0 ? d + rank : d; };
+      // Which ops move: in program order, those whose permuted operands
+      // are the permutation or ops that move.
+      llvm::DenseSet<Value> domain{permOp->getResult(0)};
+      SmallVector<Operation*> moving;
+      bool computes = false;
+      for (Operation* op = permOp->getNextNode(); op; op = op->getNextNode()) {
+        if (op->getNumResults() != 1 || llvm::none_of(op->getOperands(), [&](Value v) { return domain.contains(v); }))
+          continue;
+        auto rt = llvm::dyn_cast<RankedTensorType>(op->getResult(0).getType());
+        if (!rt || rt.getRank() != rank) continue;
+        bool ok = false;
+        if (auto s = llvm::dyn_cast<aten::SliceTensorOp>(op)) {
+          // Along the last dim (the halves of rotate_half), kept last.
+          ok = normalized(s.getDim()) == rank - 1 && perm[size_t(rank - 1)] == rank - 1;
+        } else if (auto c = llvm::dyn_cast<aten::CatOp>(op)) {
+          // Only along a dim the permutation keeps last (a cat inside a kernel).
+          ok = normalized(c.getDim()) == rank - 1 && perm[size_t(rank - 1)] == rank - 1 &&
+               llvm::all_of(c.getTensors(), [&](Value v) { return domain.contains(v); });
+        } else if (aten::isElementwise(op)) {
+          ok = llvm::all_of(op->getOperands(), [&](Value v) {
+            auto vt = llvm::cast<RankedTensorType>(v.getType());
+            return domain.contains(v) ? vt.getShape() == rt.getShape() : vt.getRank() <= rank;
+          });
+          computes |= ok;
+        }
+        if (!ok) continue;
+        domain.insert(op->getResult(0));
+        moving.push_back(op);
+      }
+      if (!computes) continue;
+      IRMapping mapped;
+      mapped.map(permOp->getResult(0), y);
+      OpBuilder b(func.getContext());
+      for (Operation* op : moving) {
+        b.setInsertionPoint(op);
+        auto rt = llvm::cast<RankedTensorType>(op->getResult(0).getType());
+        SmallVector<Value> operands;
+        for (Value v : op->getOperands()) {
+          if (Value m = mapped.lookupOrNull(v)) {
+            operands.push_back(m);
+            continue;
+          }
+          auto vt = llvm::cast<RankedTensorType>(v.getType());
+          int64_t q = vt.getRank();
+          bool unaffected = vt.getNumElements() == 1;
+          if (!unaffected) {
+            unaffected = true;
+            for (int64_t i = rank - q; i < rank; ++i) unaffected &= perm[size_t(i)] == i;
+          }
+          if (unaffected) {
+            operands.push_back(v);
+            continue;
+          }
+          // Broadcast to the op's shape, then the inverse permutation.
+          Value full = v;
+          if (vt.getShape() != rt.getShape())
+            full = b.create<aten::ExpandOp>(op->getLoc(), vt.clone(rt.getShape()), v, b.getDenseI64ArrayAttr(rt.getShape()));
+          operands.push_back(b.create<aten::PermuteOp>(op->getLoc(), vt.clone(unpermuted(rt.getShape())), full,
+                                                       b.getDenseI64ArrayAttr(inverse)));
+        }
+        Operation* moved = b.clone(*op);
+        moved->setOperands(operands);
+        moved->getResult(0).setType(rt.clone(unpermuted(rt.getShape())));
+        if (auto s = llvm::dyn_cast<aten::SliceTensorOp>(moved))
+          s.setDim(perm[size_t(normalized(s.getDim()))]);
+        if (auto c = llvm::dyn_cast<aten::CatOp>(moved)) c.setDim(rank - 1);
+        mapped.map(op->getResult(0), moved->getResult(0));
+      }
+      // Readers of the moved values that did not move read them permuted.
+      llvm::SmallPtrSet<Operation*, 16> moved(moving.begin(), moving.end());
+      for (Operation* op : moving) {
+        Value r = op->getResult(0);
+        if (llvm::all_of(r.getUsers(), [&](Operation* u) { return moved.contains(u); })) continue;
+        Value m = mapped.lookup(r);
+        b.setInsertionPointAfterValue(m);
+        Operation* again = b.clone(*permOp);
+        again->setOperand(0, m);
+        again->getResult(0).setType(r.getType());
+        r.replaceUsesWithIf(again->getResult(0), [&](OpOperand& use) { return !moved.contains(use.getOwner()); });
+      }
+      for (Operation* op : llvm::reverse(moving)) op->erase();
+      if (permOp->use_empty()) permOp->erase();
+    }
+  }
+
   // A matmul transposes its left operand [M, K] (K contiguous) on the
   // TensorEngine, 128 x 128 blocks at a time, once for every block of output
   // columns whose right-operand slices it keeps in SBUF: several times when
@@ -819,6 +1055,82 @@ struct FormKernelsPass : impl::FormKernelsBase<FormKernelsPass> {
     storedLayouts.insert(stored);
   }
 
+  static int64_t bytesOf(Value v) {
+    auto t = llvm::cast<RankedTensorType>(v.getType());
+    return t.getNumElements() * std::max<int64_t>(1, t.getElementTypeBitWidth() / 8);
+  }
+
+  // An elementwise op joins its producer's kernel greedily, before its
+  // users are seen. Where every user then sits in one other kernel, that
+  // kernel may compute the op itself from the op's operands: fewer HBM
+  // bytes when the operands are smaller than the result (a cast to f32) or
+  // are written out anyway (the residual sum that a layer norm after a
+  // matmul's epilogue reads: before, the matmul kernel also wrote the sum
+  // in f32 and its square, 4x the bytes of the sum each). Reverse program
+  // order, so a chain moves from its last op back. Returns the ops moved.
+  int sinkIntoConsumers() {
+    int moved = 0;
+    for (Operation* op : llvm::reverse(allOps)) {
+      auto git = groupOf.find(op);
+      if (git == groupOf.end() || op->getNumResults() != 1 || !aten::isElementwise(op) ||
+          transposedCopyOf.count(op) || materializedBy.count(op->getResult(0)))
+        continue;
+      int from = git->second;
+      Group& src = groups[size_t(from)];
+      if (!src.fusible || src.merged || src.attention) continue;
+      Value result = op->getResult(0);
+      int to = -1;
+      bool ok = !result.use_empty();
+      for (Operation* user : result.getUsers()) {
+        auto uit = groupOf.find(user);
+        if (uit == groupOf.end() || aten::isViewOp(user) || isMatmul(user) ||
+            llvm::isa<aten::EmbeddingOp, aten::CatOp>(user) || (to >= 0 && uit->second != to)) {
+          ok = false;
+          break;
+        }
+        to = uit->second;
+      }
+      if (!ok || to == from) continue;
+      Group& dst = groups[size_t(to)];
+      if (!dst.fusible || dst.merged || dst.attention || !dst.splitShape.empty() || !src.splitShape.empty()) continue;
+      // The kernel keeps another op: emptying it would need its edges redone.
+      if (llvm::none_of(src.ops, [&](Operation* o) { return o != op && !aten::isViewOp(o); })) continue;
+      auto inGroup = [&](Operation* o, int g) { return o && groupOf.count(o) && groupOf.lookup(o) == g; };
+      int64_t before = 2 * bytesOf(result), after = 0;
+      for (OpOperand& use : op->getOpOperands()) {
+        Value v = use.get();
+        if (isInlineConstant(use)) continue;
+        Operation* def = v.getDefiningOp();
+        bool computedHere = inGroup(def, from) && !aten::isViewOp(def);
+        if (!computedHere && def && !llvm::isa<arith::ConstantOp>(def)) {
+          ok = false;  // another kernel's value, or one read through views
+          break;
+        }
+        bool readThere = false, writtenAnyway = !computedHere;
+        for (Operation* user : v.getUsers()) {
+          if (user == op) continue;
+          readThere |= inGroup(user, to);
+          writtenAnyway |= !inGroup(user, from);
+        }
+        if (!readThere) after += bytesOf(v);
+        if (!writtenAnyway) after += bytesOf(v);
+      }
+      if (!ok || after >= before) continue;
+      std::optional<RowSpace> space = rowSpaceOf(op);
+      if (!space || !refusal(op, *space, to, {from}).empty()) continue;
+      src.ops.erase(llvm::find(src.ops, op));
+      src.members.erase(op);
+      src.derived.erase(result);
+      dst.ops.push_back(op);
+      dst.members.insert(op);
+      llvm::sort(dst.ops, [&](Operation* x, Operation* y) { return position.lookup(x) < position.lookup(y); });
+      dst.space.cols = std::max(dst.space.cols, space->cols);
+      groupOf[op] = to;
+      ++moved;
+    }
+    return moved;
+  }
+
   // One kernel for the ops of `m`, with the views its inputs are read through.
   void formAttention(const AttentionMatch& m) {
     int index = int(groups.size());
@@ -857,6 +1169,7 @@ struct FormKernelsPass : impl::FormKernelsBase<FormKernelsPass> {
     if (fuse) {
       sinkSqueezes(func);
       hoistNegationsOutOfCats(func);
+      movePermutationsPastEpilogues(func);
       transposeMatmulOperands(func);
     }
     // A returned compile-time constant or graph input, or a value returned
@@ -955,6 +1268,9 @@ struct FormKernelsPass : impl::FormKernelsBase<FormKernelsPass> {
           gs.reduces |= space->reduces;
         }
       }
+      if (fuse && space && !started && joinsSplitColumns(op, *space, target))
+        groups[size_t(target)].splitShape.assign(llvm::cast<RankedTensorType>(op->getResult(0).getType()).getShape().begin(),
+                                                 llvm::cast<RankedTensorType>(op->getResult(0).getType()).getShape().end());
       Group& grp = groups[size_t(target)];
       grp.hasMatmul |= isMatmul(op);
       for (const Chain& c : chains)
@@ -985,6 +1301,7 @@ struct FormKernelsPass : impl::FormKernelsBase<FormKernelsPass> {
       if (report && fuse && started && space && producer_groups.empty())
         op->emitRemark("starts a kernel: it reads no value computed in another kernel");
     }
+    if (fuse) sinkIntoConsumers();
     // A view the graph returns of a value a kernel computes is stored by
     // that kernel through the view's inverse access pattern when the view is
     // one-to-one; any other returned view is written out by a copy kernel.

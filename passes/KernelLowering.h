@@ -127,6 +127,7 @@ class KernelLowering {
   Value alloc(int64_t p, int64_t f, Type elem);
   Value allocPsum(int64_t p, int64_t f);
   Value tileOf(Value v);
+  int64_t columnTile() const;
   int64_t transposedColumnStride(const Layout& l, ArrayRef<int64_t> offs, int64_t f);
   bool loadTransposed(Value v, Value tile, const Layout& l, int64_t p, int64_t f);
   bool storeTransposed(Value hbm, Value tile, const Layout& l, ArrayRef<int64_t> offs, int64_t col0, int64_t f);
@@ -158,6 +159,7 @@ class KernelLowering {
   Type hbmElementType(BlockArgument arg);
   LogicalResult foldViews(Block& old, bool allowTileAliases);
   bool storedViewChain(Operation* view);
+  bool keepsTile(Operation* view);
   Block* createIsaBody(Block& old, SmallVectorImpl<Value>& outHbm);
   void finishBody(Block& old, int64_t& instructions, int64_t& dmas);
   Value broadcastRow(Value rowTile, double imm, int64_t p, int64_t f, Type elem, Operation* source);

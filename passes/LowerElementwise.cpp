@@ -328,8 +328,14 @@ LogicalResult KernelLowering::lowerOp(Operation* op, int64_t p, int64_t f) {
       .Case([&](aten::CatOp o) -> LogicalResult {
         // Along the last dim (FormKernels): each operand, an HBM value, is
         // loaded into its column range of one tile.
-        if (space.trail.size() != 1 || space.split > 1)
+        // Columns split in two dims ([heads, head_dim], a matmul's
+        // epilogue): the cat is along the inner one, and each column tile
+        // holds whole inner rows (periods); otherwise the columns are one
+        // dim and the tile one period when it holds the whole row.
+        const bool splitColumns = space.trail.size() == 2;
+        if ((space.trail.size() != 1 && !splitColumns) || space.split > 1)
           return op->emitError("internal: a cat in a kernel whose columns are not one dim");
+        const int64_t period = splitColumns ? space.trail[1] : space.cols;
         layouts[result].kind = Kind::Full;
         Value out = alloc(p, f, resultElem);  // DMAs copy bytes: the operands' dtype
         // A slice of the last dim of a value this row tile already holds
@@ -337,18 +343,34 @@ LogicalResult KernelLowering::lowerOp(Operation* op, int64_t p, int64_t f) {
         // column, or null.
         auto heldSlice = [&](Value piece, int64_t width) -> std::pair<Value, int64_t> {
           auto slice = piece.getDefiningOp<aten::SliceTensorOp>();
-          if (!slice || c0 != 0 || f != space.cols) return {};
+          if (!slice || c0 % period != 0 || f % period != 0 || (!splitColumns && f != space.cols)) return {};
           Value src = slice.getSelf();
           auto st = llvm::cast<RankedTensorType>(src.getType());
           int64_t rank = st.getRank(), from = slice.getStart() < 0 ? slice.getStart() + st.getShape().back()
                                                                    : slice.getStart();
           auto it = layouts.find(src);
           bool lastDim = rank > 0 && (slice.getDim() == rank - 1 || slice.getDim() == -1) && slice.getStep() == 1;
-          if (!lastDim || st.getShape().back() != space.cols || st.getElementType() != o.getType().getElementType() ||
-              it == layouts.end() || it->second.kind != Kind::Full || from < 0 || from + width > space.cols)
+          if (!lastDim || st.getShape().back() != period || st.getElementType() != o.getType().getElementType() ||
+              it == layouts.end() || it->second.kind != Kind::Full || from < 0 || from + width > period)
             return {};
           return {src, from};
         };
+        if (splitColumns) {
+          int64_t start = 0;
+          for (Value piece : o.getTensors()) {
+            int64_t width = llvm::cast<RankedTensorType>(piece.getType()).getShape().back();
+            auto [src, from] = heldSlice(piece, width);
+            if (!src) return op->emitError("internal: a cat over split columns of a value the tile does not hold");
+            Value held = tileOf(src);
+            for (int64_t col = 0; col < f; col += period)
+              if (width > 0)
+                copyTile(tileColumns(*b, loc, out, col + start, width), tileColumns(*b, loc, held, col + from, width),
+                         op);
+            start += width;
+          }
+          tiles[result] = out;
+          return success();
+        }
         int64_t start = 0;
         for (Value piece : o.getTensors()) {
           int64_t width = llvm::cast<RankedTensorType>(piece.getType()).getShape().back();

@@ -181,6 +181,22 @@ LogicalResult KernelLowering::computeSpace() {
     return success();
   }
   int64_t k = std::min<int64_t>(trailing, int64_t(full.size()));
+  // A matmul's epilogue over split columns (FormKernels' joinsSplitColumns):
+  // the columns are the trailing dims that flatten into the matmul's N.
+  for (Operation& op : body.without_terminator()) {
+    if (!llvm::isa<aten::MmOp, aten::AddmmOp>(op) || space.reduces) continue;
+    auto mm = llvm::cast<RankedTensorType>(op.getResult(0).getType());
+    int64_t inner = 1;
+    for (int64_t j = 1; j <= int64_t(full.size()); ++j) {
+      inner *= full[full.size() - size_t(j)];
+      if (inner == mm.getDimSize(1) && product(full) == mm.getNumElements()) {
+        k = j;
+        break;
+      }
+      if (inner > mm.getDimSize(1)) break;
+    }
+    break;
+  }
   space.lead.assign(full.begin(), full.end() - k);
   space.trail.assign(full.end() - k, full.end());
   // Every instruction is unrolled, so the iteration space must stay sane.
@@ -363,6 +379,12 @@ void KernelLowering::emitDma(bool load, Value hbm, Value tile, const Layout& l, 
   int64_t colBase = 0;
   if (l.kind == Kind::Row) {
     freeAp = {1, 1};
+  } else if (space.trail.size() == 2 && f != space.cols) {
+    // Whole innermost rows of split columns (run() keeps column tiles to
+    // multiples of the innermost dim).
+    int64_t inner = space.trail[1];
+    freeAp = {l.colStrides[0], f / inner, l.colStrides[1], inner};
+    colBase = col0 / inner * l.colStrides[0];
   } else if (space.trail.size() == 1 || f != space.cols) {
     // A chunk of one innermost dim (chunking only happens without reductions,
     // where the columns are a single dim).
@@ -423,6 +445,16 @@ Value KernelLowering::alloc(int64_t p, int64_t f, Type elem) {
   return tile;
 }
 
+// Columns per tile: a whole row where a reduction needs it, else one PSUM
+// bank for a matmul or the free-size limit. Split columns (a matmul's
+// epilogue over [heads, head_dim]) take whole innermost rows.
+int64_t KernelLowering::columnTile() const {
+  int64_t chunk = space.reduces && !chunked ? space.cols : std::min(space.cols, space.matmul ? matmulColumns : maxFree);
+  if (space.trail.size() == 2 && !space.reduces && chunk < space.cols && space.trail[1] <= chunk)
+    chunk = chunk / space.trail[1] * space.trail[1];
+  return chunk;
+}
+
 Value KernelLowering::tileOf(Value v) {
   auto it = tiles.find(v);
   if (it != tiles.end()) return it->second;
@@ -430,10 +462,7 @@ Value KernelLowering::tileOf(Value v) {
   const Layout& l = layouts[v];
   int64_t p = std::min<int64_t>(nc::kNumPartitions, space.rows - r0);
   if (space.rowBlock > 0) p = std::min(p, space.rowBlock - r0 % space.rowBlock);
-  int64_t f = l.kind == Kind::Row ? 1
-              : inputColumns > 0 ? inputColumns
-              : std::min(space.cols - c0, space.reduces && !chunked ? space.cols
-                                          : space.matmul ? matmulColumns : maxFree);
+  int64_t f = l.kind == Kind::Row ? 1 : inputColumns > 0 ? inputColumns : std::min(space.cols - c0, columnTile());
   bool rowInvariant = llvm::all_of(l.rowStrides, [](int64_t s) { return s == 0; });
   bool broadcast = llvm::is_contained(l.rowStrides, 0);
   auto elem = nc::deviceElementType(llvm::cast<RankedTensorType>(v.getType()).getElementType());
@@ -696,6 +725,24 @@ bool KernelLowering::storedViewChain(Operation* view) {
 // Views of inputs are folded into access patterns: they emit nothing. With
 // `allowTileAliases`, a reshape that keeps the rows of a value computed in
 // the kernel is that value's tile.
+// A reshape of a computed value between shapes whose trailing dims both
+// flatten into the space's columns over its rows: the same tile.
+bool KernelLowering::keepsTile(Operation* view) {
+  if (!llvm::isa<aten::ViewShapeOp, aten::UnsafeViewOp, aten::ReshapeOp, aten::ReshapeAliasOp>(view) || space.split > 1)
+    return false;
+  for (Type t : {view->getOperand(0).getType(), view->getResult(0).getType()}) {
+    ArrayRef<int64_t> shape = llvm::cast<RankedTensorType>(t).getShape();
+    int64_t inner = 1;
+    bool found = false;
+    for (size_t j = shape.size(); j-- > 0 && !found;) {
+      inner *= shape[j];
+      found = inner == space.cols && product(shape) == space.rows * space.cols;
+    }
+    if (!found) return false;
+  }
+  return true;
+}
+
 LogicalResult KernelLowering::foldViews(Block& old, bool allowTileAliases) {
   for (BlockArgument arg : old.getArguments())
     viewOf[arg] = aten::contiguousView(llvm::cast<RankedTensorType>(arg.getType()).getShape());
@@ -707,10 +754,17 @@ LogicalResult KernelLowering::foldViews(Block& old, bool allowTileAliases) {
       // reshape that keeps the rows of a value with a tile reuses the tile.
       bool returnedOnly = allowTileAliases && yielded.contains(op.getResult(0)) && storedViewChain(&op);
       if (returnedOnly) continue;
-      if (allowTileAliases && aten::isRowPreservingReshape(&op) && !tilelessViews.contains(op.getOperand(0))) {
+      if (allowTileAliases && (aten::isRowPreservingReshape(&op) || keepsTile(&op)) &&
+          !tilelessViews.contains(op.getOperand(0))) {
         sameTileAs[op.getResult(0)] = op.getOperand(0);
         continue;
       }
+      // A slice along the last dim that only cats read: they copy its
+      // columns from the tile of the value it slices (LowerElementwise.cpp).
+      if (auto slice = llvm::dyn_cast<aten::SliceTensorOp>(op);
+          allowTileAliases && slice && !op.use_empty() &&
+          llvm::all_of(op.getUsers(), [](Operation* u) { return llvm::isa<aten::CatOp>(u); }))
+        continue;
       if (allowTileAliases && storedViewChain(&op)) {
         tilelessViews.insert(op.getResult(0));
         continue;
@@ -918,8 +972,9 @@ LogicalResult KernelLowering::run(int64_t& instructions, int64_t& dmas) {
   chunked = space.reduces && space.trail.size() == 1 && space.cols > maxFree &&
             space.cols * 4 * 4 > rowBudget;
   // A matmul's output tile is one 2 KiB PSUM bank: 512 f32 columns.
-  int64_t chunk = space.reduces && !chunked ? space.cols
-                  : std::min(space.cols, space.matmul ? matmulColumns : maxFree);
+  int64_t chunk = columnTile();
+  if (space.trail.size() == 2 && !space.reduces && chunk % space.trail[1] != 0)
+    return kernel.emitError("internal: split columns of ") << space.trail[1] << " exceed one column tile";
   auto fail = [&]() {
     body->erase();
     return failure();

@@ -72,7 +72,7 @@ def FormKernels : Pass<"ncc-form-kernels", "mlir::func::FuncOp"> {
     row spaces line up join one kernel, including a reduction that is broadcast
     back over its reduced axis, as long as a row fits the SBUF budget.
   }];
-  let dependentDialects = ["::neuroncc::nc::NcDialect"];
+  let dependentDialects = ["::neuroncc::nc::NcDialect", "::mlir::arith::ArithDialect"];
   let options = [
     Option<"fuse", "fuse", "bool", /*default=*/"true", "Fuse ops into shared kernels">,
     Option<"report", "report", "bool", /*default=*/"false",

@@ -193,6 +193,50 @@ class AttentionEndToEnd(unittest.TestCase):
                     kernels = self.run_case(fn, inputs, "gaps_%s_%s" % (fn.__name__, str(dtype)[6:]))
                     self.assertTrue(any(k.endswith("_attention") for k in kernels), kernels)
 
+    def test_rotary_in_the_projection_epilogue(self):
+        """LLaMA's rotary embedding of q and k (head split, then q * cos + rotate_half(q) * sin)
+        runs in the projection's kernel, over its output tiles of whole heads: 512 columns of
+        four 128-wide heads (two column tiles), 480 of five 96-wide ones, and 512 then 128
+        columns of 64-wide ones; 300 and 200 tokens (a partial row tile). The projections of
+        q and k, of v and the attention are then four kernels. With a bias on the projections
+        the rotary stays a kernel of its own (six kernels), and the results still match."""
+        def rotate_half(x):
+            half = x.shape[-1] // 2
+            return torch.cat((-x[..., half:], x[..., :half]), dim=-1)
+
+        def make(seq, heads, head_dim, dtype, bias):
+            inv = 1.0 / (10000.0 ** (torch.arange(0, head_dim, 2, dtype=torch.float32) / head_dim))
+            emb = torch.outer(torch.arange(seq, dtype=torch.float32), inv)
+            emb = torch.cat((emb, emb), dim=-1)
+            cos, sin = emb.cos().to(dtype), emb.sin().to(dtype)
+            mask = torch.ones(seq, seq, dtype=torch.bool).triu(1)
+
+            def fn(x, wq, wk, wv, b):
+                s = x.shape[1]
+                def split(w):
+                    y = F.linear(x, w, b if bias else None)
+                    return y.view(1, s, heads, head_dim).transpose(1, 2)
+                q, k, v = split(wq), split(wk), split(wv)
+                q = q * cos + rotate_half(q) * sin
+                k = k * cos + rotate_half(k) * sin
+                scores = torch.matmul(q, k.transpose(2, 3)) / math.sqrt(head_dim)
+                probs = F.softmax(scores.masked_fill(mask, float("-inf")), dim=-1, dtype=torch.float32).to(dtype)
+                return torch.matmul(probs, v).transpose(1, 2).reshape(1, s, -1)
+            return fn
+
+        for seq, heads, head_dim, bias in ((300, 8, 128, False), (200, 10, 96, False), (200, 10, 64, False),
+                                           (200, 4, 64, True)):
+            hidden = heads * head_dim
+            for dtype in (torch.float32, torch.bfloat16):
+                with self.subTest(heads=heads, head_dim=head_dim, bias=bias, dtype=dtype):
+                    scale = 1.0 / math.sqrt(hidden)
+                    inputs = [randn(1, seq, hidden, seed=21, dtype=dtype)] + \
+                        [(randn(hidden, hidden, seed=22 + i) * scale).to(dtype) for i in range(3)] + \
+                        [randn(hidden, seed=25, dtype=dtype)]
+                    name = "rotary_%d_%d_%s_%s" % (heads, head_dim, bias, str(dtype)[6:])
+                    kernels = self.run_case(make(seq, heads, head_dim, dtype, bias), inputs, name)
+                    self.assertEqual(len(kernels), 7 if bias else 5, kernels)
+
     def test_fully_masked_rows_are_nan(self):
         mask = torch.zeros(130, 600, dtype=torch.bool)
         mask[5] = True            # every key masked: NaN, as in eager

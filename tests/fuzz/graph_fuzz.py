@@ -52,7 +52,8 @@ mask by masked_fill(-inf) or where(finfo.min / -1e4), another mask, or an
 added bias; -O2 makes it one flash-attention kernel; `--focus attention`
 draws it 25 times as often), embedding (int64 or int32 indices), cat (also
 of operands of different float dtypes, and of constants made in forward),
-split/chunk, select, slice/narrow, tril/triu of computed values,
+split/chunk, select, slice/narrow, tril/triu of computed values, the rotary
+embedding on a head-split view (of an input or of a projection),
 permute/transpose/t/view/reshape/flatten/unsqueeze/squeeze/expand/clone
 between ops, arange/full/ones/zeros/scalar_tensor constants, parameters and
 buffers that are random, splat (zeros, ones, full(c)), arange-valued or small
@@ -1878,7 +1879,8 @@ def g_attention(b):
 
 
 def g_rotary(b):
-    """The rotary embedding on a head-split view: q * cos + rotate_half(q) * sin, rotate_half
+    """The rotary embedding on a head-split view (of an input, or of a projection's output):
+    q * cos + rotate_half(q) * sin, rotate_half
     being cat((-x2, x1), dim=-1) of the halves of the last dim (which -O2 reads as one cat of
     slices into column ranges, the negation a product with a constant sign row), and cat along
     the last dim of negated and plain slices in other orders."""
@@ -1888,7 +1890,23 @@ def g_rotary(b):
         raise Reject("rotary too large")
     S, H, D = (b.sym(s),), (b.sym(h),), (b.sym(d),)
     E = dim_expr(D)
-    x = b.new_input((S, H, D), kind=b.rng.choice(["normal", "unit"]))
+    if b.rng.random() < 0.4:
+        # A projection split into heads (-O2 runs the rotary in the matmul's kernel when the
+        # matmul has no bias), or with a bias (a kernel of its own).
+        k = b.rng.choice([8, 64, 130])
+        if max(s, h * d) * k > ELEMENT_LIMIT:
+            raise Reject("rotary projection too large")
+        K = (b.sym(k),)
+        a = b.new_input((S, K), kind=b.rng.choice(["normal", "unit"]))
+        w = b.new_input((H + D, K), kind="normal")
+        if b.rng.random() < 0.3:
+            bias = b.new_input((H + D,), kind=b.rng.choice(["normal", "zeros"]))
+            y = b.add("torch.addmm(%s, %s, %s.t())" % (bias, a, w), [(S, H + D)])
+        else:
+            y = b.add("%s @ %s.t()" % (a, w), [(S, H + D)])
+        x = b.add("%s.view%s" % (y, shape_src((S, H, D))), [(S, H, D)])
+    else:
+        x = b.new_input((S, H, D), kind=b.rng.choice(["normal", "unit"]))
     q = b.add("%s.transpose(0, 1)" % x, [(H, S, D)]) if b.rng.random() < 0.7 else x
     shape = (H, S, D) if q != x else (S, H, D)
     lo, hi = "%s[..., :#{(%s) // 2}]" % (q, E), "%s[..., #{(%s) // 2}:]" % (q, E)
