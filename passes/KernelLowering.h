@@ -206,6 +206,9 @@ class KernelLowering {
   std::map<std::tuple<void*, std::vector<int64_t>, int64_t, int64_t>, Value> repeatedLoads;
   int64_t repeatedLoadBytes = 0;
   static constexpr int64_t kRepeatedLoadBytes = 16 * 1024;
+  // Loads that every column tile of the current row tile shares (tileOf).
+  llvm::DenseMap<Value, Value> rowTileLoads;
+  int64_t rowTileLoadsRow = -1;
   int64_t inputColumns = 0;  // > 0: the width of input tiles (an attention's key block)
   // The stationary slices of the current row tile, reused by each of its
   // column tiles while they stay small next to a partition.

@@ -466,6 +466,18 @@ Value KernelLowering::tileOf(Value v) {
   bool rowInvariant = llvm::all_of(l.rowStrides, [](int64_t s) { return s == 0; });
   bool broadcast = llvm::is_contained(l.rowStrides, 0);
   auto elem = nc::deviceElementType(llvm::cast<RankedTensorType>(v.getType()).getElementType());
+  // Over split columns [heads, d], a value broadcast over the heads (a
+  // rotary table) is the same in every column tile of a row tile: loaded by
+  // its first one, read by the others.
+  bool sameInRowTile = l.kind == Kind::Full && space.trail.size() == 2 && l.colStrides[0] == 0 && !rowInvariant &&
+                       f == columnTile();
+  if (sameInRowTile) {
+    if (rowTileLoadsRow != r0) {
+      rowTileLoads.clear();
+      rowTileLoadsRow = r0;
+    }
+    if (auto h = rowTileLoads.find(v); h != rowTileLoads.end()) return tiles[v] = h->second;
+  }
   std::tuple<void*, std::vector<int64_t>, int64_t, int64_t> key;
   if (broadcast) {
     SmallVector<int64_t> offs = rowOffsets(l, r0, p);
@@ -475,6 +487,7 @@ Value KernelLowering::tileOf(Value v) {
   Value tile = alloc(p, f, elem);
   if (!loadTransposed(v, tile, l, p, f)) emitDma(/*load=*/true, hbmOf[v], tile, l, r0, p, c0, f);
   int64_t bytes = f * (elem.getIntOrFloatBitWidth() / 8);
+  if (sameInRowTile) rowTileLoads[v] = tile;
   if (rowInvariant || (broadcast && repeatedLoadBytes + bytes <= kRepeatedLoadBytes)) {
     repeatedLoads[key] = tile;
     if (!rowInvariant) repeatedLoadBytes += bytes;
@@ -1095,6 +1108,9 @@ relower:
     tiles.clear();
     repeatedLoads.clear();
     repeatedLoadBytes = 0;
+    rowTileLoads.clear();
+    rowTileLoadsRow = -1;
+    constantTiles.clear();  // (written in the body just erased)
     stationaryCache.clear();
     stationaryRow = -1;
     movingCache.clear();
