@@ -891,7 +891,7 @@ struct FormKernelsPass : impl::FormKernelsBase<FormKernelsPass> {
         bool ok = false;
         if (auto s = llvm::dyn_cast<aten::SliceTensorOp>(op)) {
           // Along the last dim (the halves of rotate_half), kept last.
-          ok = normalized(s.getDim()) == rank - 1 && perm[size_t(rank - 1)] == rank - 1;
+          ok = normalized(s.getDim()) == rank - 1 && perm[size_t(rank - 1)] == rank - 1 && s.getStep() == 1;
         } else if (auto c = llvm::dyn_cast<aten::CatOp>(op)) {
           // Only along a dim the permutation keeps last (a cat inside a kernel).
           ok = normalized(c.getDim()) == rank - 1 && perm[size_t(rank - 1)] == rank - 1 &&

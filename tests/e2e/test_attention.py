@@ -197,18 +197,22 @@ class AttentionEndToEnd(unittest.TestCase):
         """LLaMA's rotary embedding of q and k (head split, then q * cos + rotate_half(q) * sin)
         runs in the projection's kernel, over its output tiles of whole heads: 512 columns of
         four 128-wide heads (two column tiles), 480 of five 96-wide ones, and 512 then 128
-        columns of 64-wide ones; 300 and 200 tokens (a partial row tile). The projections of
-        q and k, of v and the attention are then four kernels. With a bias on the projections
-        the rotary stays a kernel of its own (six kernels), and the results still match."""
+        columns of 64-wide ones (with the tables as recent transformers shape them,
+        [1, 1, s, d]); 300 and 200 tokens (a partial row tile). The projections of
+        q and k, of v, the attention and the returned head merge (a copy kernel) are then five
+        kernels. With a bias on the projections the rotary stays a kernel of its own (seven
+        kernels), and the results still match."""
         def rotate_half(x):
             half = x.shape[-1] // 2
             return torch.cat((-x[..., half:], x[..., :half]), dim=-1)
 
-        def make(seq, heads, head_dim, dtype, bias):
+        def make(seq, heads, head_dim, dtype, bias, hf_tables=False):
             inv = 1.0 / (10000.0 ** (torch.arange(0, head_dim, 2, dtype=torch.float32) / head_dim))
             emb = torch.outer(torch.arange(seq, dtype=torch.float32), inv)
             emb = torch.cat((emb, emb), dim=-1)
             cos, sin = emb.cos().to(dtype), emb.sin().to(dtype)
+            if hf_tables:  # as recent transformers pass them: [batch, seq, d], unsqueezed over the heads
+                cos, sin = cos[None].unsqueeze(1), sin[None].unsqueeze(1)
             mask = torch.ones(seq, seq, dtype=torch.bool).triu(1)
 
             def fn(x, wq, wk, wv, b):
@@ -224,17 +228,17 @@ class AttentionEndToEnd(unittest.TestCase):
                 return torch.matmul(probs, v).transpose(1, 2).reshape(1, s, -1)
             return fn
 
-        for seq, heads, head_dim, bias in ((300, 8, 128, False), (200, 10, 96, False), (200, 10, 64, False),
-                                           (200, 4, 64, True)):
+        for seq, heads, head_dim, bias, hf in ((300, 8, 128, False, False), (200, 10, 96, False, False),
+                                               (200, 10, 64, False, True), (200, 4, 64, True, False)):
             hidden = heads * head_dim
             for dtype in (torch.float32, torch.bfloat16):
-                with self.subTest(heads=heads, head_dim=head_dim, bias=bias, dtype=dtype):
+                with self.subTest(heads=heads, head_dim=head_dim, bias=bias, hf_tables=hf, dtype=dtype):
                     scale = 1.0 / math.sqrt(hidden)
                     inputs = [randn(1, seq, hidden, seed=21, dtype=dtype)] + \
                         [(randn(hidden, hidden, seed=22 + i) * scale).to(dtype) for i in range(3)] + \
                         [randn(hidden, seed=25, dtype=dtype)]
                     name = "rotary_%d_%d_%s_%s" % (heads, head_dim, bias, str(dtype)[6:])
-                    kernels = self.run_case(make(seq, heads, head_dim, dtype, bias), inputs, name)
+                    kernels = self.run_case(make(seq, heads, head_dim, dtype, bias, hf), inputs, name)
                     self.assertEqual(len(kernels), 7 if bias else 5, kernels)
 
     def test_fully_masked_rows_are_nan(self):
