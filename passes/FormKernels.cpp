@@ -59,6 +59,13 @@ int64_t trailingDimsOf(ArrayRef<int64_t> shape, int64_t rows, int64_t cols) {
   return 0;
 }
 
+// One element, or one row of `cols` (every other dim 1): what broadcasts
+// the same way against [rows, cols] and against split columns [.., h, d].
+bool isScalarOrColumnsRow(Value v, int64_t cols) {
+  auto t = llvm::cast<RankedTensorType>(v.getType());
+  return t.getNumElements() == 1 || (t.getRank() > 0 && t.getShape().back() == cols && t.getNumElements() == cols);
+}
+
 // Output columns of one matmul tile (a PSUM bank of f32): an op over split
 // columns needs its innermost dim within one.
 constexpr int64_t kMatmulTileColumns = 512;
@@ -454,20 +461,21 @@ struct FormKernelsPass : impl::FormKernelsBase<FormKernelsPass> {
         if (trailingDimsOf(llvm::cast<RankedTensorType>(t).getShape(), rows, grp.space.cols) == 0) return false;
       return true;
     };
-    // The kernel's other ops: a matmul with a bias of one element at most,
-    // ops of the split shape, others reading only what the kernel computes.
+    // The kernel's other ops: the matmul (its bias a scalar or a row of N),
+    // ops of the split shape, others of a lower rank (so that the split
+    // shape sets the lowering's space) reading scalars, rows of N or what the
+    // kernel computes.
     for (Operation* member : grp.ops) {
       if (aten::isViewOp(member) || llvm::isa<aten::MmOp, aten::BmmOp>(member)) continue;
       if (auto addmm = llvm::dyn_cast<aten::AddmmOp>(member)) {
-        if (llvm::cast<RankedTensorType>(addmm.getSelf().getType()).getNumElements() != 1) return false;
+        if (!isScalarOrColumnsRow(addmm.getSelf(), grp.space.cols)) return false;
         continue;
       }
       auto mt = llvm::dyn_cast<RankedTensorType>(member->getResult(0).getType());
       if (mt && mt.getShape() == shape) continue;
-      // (Of lower rank, so that the split shape sets the lowering's space.)
       if (!mt || mt.getRank() >= rt.getRank()) return false;
       for (Value v : member->getOperands())
-        if (llvm::cast<RankedTensorType>(v.getType()).getNumElements() != 1 && !computedHere(v)) return false;
+        if (!isScalarOrColumnsRow(v, grp.space.cols) && !computedHere(v)) return false;
     }
     auto cat = llvm::dyn_cast<aten::CatOp>(op);
     if (cat && cat.getDim() != rt.getRank() - 1 && cat.getDim() != -1) return false;
@@ -503,8 +511,9 @@ struct FormKernelsPass : impl::FormKernelsBase<FormKernelsPass> {
       return "the kernel's columns are split; an op of another shape must have a lower rank";
     if (!split && !grp.splitShape.empty())
       for (Value v : op->getOperands())
-        if (llvm::cast<RankedTensorType>(v.getType()).getNumElements() != 1 && producerGroup(chainOf(v).root) != g)
-          return "the kernel's columns are split; an op of another shape may only read what the kernel computes";
+        if (!isScalarOrColumnsRow(v, grp.space.cols) && producerGroup(chainOf(v).root) != g)
+          return "the kernel's columns are split; an op of another shape may only read scalars, rows of all the "
+                 "columns and what the kernel computes";
     if (!grp.fusible) return "the producer kernel cannot be fused";
     // A matmul is a root: it starts a kernel that its epilogue may join.
     if (isMatmul(op)) return "a matmul starts its own kernel";
@@ -864,10 +873,10 @@ struct FormKernelsPass : impl::FormKernelsBase<FormKernelsPass> {
         root = root->getOperand(0).getDefiningOp();
       if (!root || !llvm::isa<aten::MmOp, aten::AddmmOp>(root)) continue;
       // Only where the ops can then join the matmul's kernel (joinsSplitColumns).
-      if (auto addmm = llvm::dyn_cast<aten::AddmmOp>(root);
-          addmm && llvm::cast<RankedTensorType>(addmm.getSelf().getType()).getNumElements() != 1)
-        continue;
       auto mmType = llvm::cast<RankedTensorType>(root->getResult(0).getType());
+      if (auto addmm = llvm::dyn_cast<aten::AddmmOp>(root);
+          addmm && !isScalarOrColumnsRow(addmm.getSelf(), mmType.getDimSize(1)))
+        continue;
       ArrayRef<int64_t> yShape = llvm::cast<RankedTensorType>(y.getType()).getShape();
       if (trailingDimsOf(yShape, mmType.getDimSize(0), mmType.getDimSize(1)) != 2 ||
           yShape.back() > kMatmulTileColumns)

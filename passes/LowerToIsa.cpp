@@ -273,6 +273,16 @@ LogicalResult KernelLowering::layoutOfView(const aten::StridedView& given, Layou
         view.strides = *strides;
       }
   }
+  // Split columns [heads, d]: a value whose last dim is all the columns (a
+  // matmul's bias over [heads * d]) is read as [heads, d].
+  if (space.trail.size() == 2 && space.split == 1 && !view.shape.empty() && view.shape.back() == space.cols &&
+      space.cols > 1) {
+    int64_t s = view.strides.back();
+    view.shape.back() = space.trail[0];
+    view.strides.back() = s * space.trail[1];
+    view.shape.push_back(space.trail[1]);
+    view.strides.push_back(s);
+  }
   ArrayRef<int64_t> shape = view.shape;
   ArrayRef<int64_t> strides = view.strides;
   out.offset = view.offset;
