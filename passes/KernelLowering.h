@@ -131,6 +131,14 @@ class KernelLowering {
   int64_t transposedColumnStride(const Layout& l, ArrayRef<int64_t> offs, int64_t f);
   bool loadTransposed(Value v, Value tile, const Layout& l, int64_t p, int64_t f);
   bool storeTransposed(Value hbm, Value tile, const Layout& l, ArrayRef<int64_t> offs, int64_t col0, int64_t f);
+  // Transposed blocks of consecutive row tiles gathered for one store.
+  struct PendingTransposedStore {
+    Value hbm, tile;
+    int64_t colOffset, colStride, firstRow, rows, partitions, capacity;
+  };
+  static constexpr int64_t kTransposedRows = 4 * 128;
+  std::map<std::pair<void*, int64_t>, PendingTransposedStore> pendingTransposed;
+  void flushTransposed(const PendingTransposedStore& pending);
   LogicalResult lowerOp(Operation* op, int64_t p, int64_t f);
   LogicalResult lowerMatmul(Operation* op, Value a, Value bm, Value bias, double beta, double alpha,
                             int64_t p, int64_t f, Type elem);
