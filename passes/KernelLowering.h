@@ -137,7 +137,8 @@ class KernelLowering {
     int64_t colOffset, colStride, firstRow, rows, partitions, capacity;
   };
   static constexpr int64_t kTransposedRows = 4 * 128;
-  std::map<std::pair<void*, int64_t>, PendingTransposedStore> pendingTransposed;
+  // By output (argument number) and column offset: a deterministic order.
+  std::map<std::pair<int64_t, int64_t>, PendingTransposedStore> pendingTransposed;
   void flushTransposed(const PendingTransposedStore& pending);
   LogicalResult lowerOp(Operation* op, int64_t p, int64_t f);
   LogicalResult lowerMatmul(Operation* op, Value a, Value bm, Value bias, double beta, double alpha,

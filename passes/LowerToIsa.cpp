@@ -275,8 +275,8 @@ LogicalResult KernelLowering::layoutOfView(const aten::StridedView& given, Layou
   }
   // Split columns [heads, d]: a value whose last dim is all the columns (a
   // matmul's bias over [heads * d]) is read as [heads, d].
-  if (space.trail.size() == 2 && space.split == 1 && !view.shape.empty() && view.shape.back() == space.cols &&
-      space.cols > 1) {
+  if (space.matmul && space.trail.size() == 2 && space.split == 1 && !view.shape.empty() &&
+      view.shape.back() == space.cols && space.cols > 1) {
     int64_t s = view.strides.back();
     view.shape.back() = space.trail[0];
     view.strides.back() = s * space.trail[1];
@@ -575,7 +575,8 @@ bool KernelLowering::storeTransposed(Value hbm, Value tile, const Layout& l, Arr
   for (int64_t c = 0; c < f; c += P) {
     int64_t w = std::min(P, f - c);
     int64_t colOffset = l.offset + (col0 + c) * colStride;
-    auto key = std::make_pair(hbm.getAsOpaquePointer(), colOffset);
+    auto output = llvm::dyn_cast<BlockArgument>(hbm);  // (the kernel's results are)
+    auto key = std::make_pair(output ? int64_t(output.getArgNumber()) : -1, colOffset);
     auto it = pendingTransposed.find(key);
     if (it != pendingTransposed.end() &&
         (it->second.firstRow + it->second.rows != offs[0] || it->second.partitions != w)) {
@@ -587,7 +588,7 @@ bool KernelLowering::storeTransposed(Value hbm, Value tile, const Layout& l, Arr
       // Room for the row tiles up to kTransposedRows rows, the end of the
       // rows, or of a batch.
       int64_t end = space.rowBlock > 0 ? std::min(space.rows, (r0 / space.rowBlock + 1) * space.rowBlock) : space.rows;
-      int64_t capacity = space.matmul ? p : std::min(kTransposedRows, end - r0);
+      int64_t capacity = space.matmul || !output ? p : std::min(kTransposedRows, end - r0);
       PendingTransposedStore fresh{hbm, alloc(w, capacity, elem), colOffset, colStride, offs[0], 0, w, capacity};
       it = pendingTransposed.emplace(key, fresh).first;
     }
