@@ -69,6 +69,9 @@ bool isScalarOrColumnsRow(Value v, int64_t cols) {
 // Output columns of one matmul tile (a PSUM bank of f32): an op over split
 // columns needs its innermost dim within one.
 constexpr int64_t kMatmulTileColumns = 512;
+// A cat over split columns copies its pieces head by head: below this
+// innermost length the copies' fixed costs outweigh a kernel of its own.
+constexpr int64_t kMinSplitCatLength = 32;
 
 // Marks the reshapes sinkSqueezes makes (a per-row value in its rows' shape
 // dropping the unit dims), so that only those move.
@@ -478,7 +481,8 @@ struct FormKernelsPass : impl::FormKernelsBase<FormKernelsPass> {
         if (!isScalarOrColumnsRow(v, grp.space.cols) && !computedHere(v)) return false;
     }
     auto cat = llvm::dyn_cast<aten::CatOp>(op);
-    if (cat && cat.getDim() != rt.getRank() - 1 && cat.getDim() != -1) return false;
+    if (cat && ((cat.getDim() != rt.getRank() - 1 && cat.getDim() != -1) || shape.back() < kMinSplitCatLength))
+      return false;
     for (Value v : op->getOperands()) {
       Chain c = chainOf(v);
       if (!computedHere(v)) {
@@ -916,7 +920,9 @@ struct FormKernelsPass : impl::FormKernelsBase<FormKernelsPass> {
         domain.insert(op->getResult(0));
         moving.push_back(op);
       }
-      if (!computes) continue;
+      if (!computes || (yShape.back() < kMinSplitCatLength &&
+                        llvm::any_of(moving, [](Operation* o) { return llvm::isa<aten::CatOp>(o); })))
+        continue;
       IRMapping mapped;
       mapped.map(permOp->getResult(0), y);
       OpBuilder b(func.getContext());
