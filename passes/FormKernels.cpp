@@ -7,9 +7,14 @@
 // agree (equal L; equal C, or one side is a per-row value with C == 1), when
 // joining would not create a cycle between kernels, and when a kernel that
 // reduces still keeps a row within the SBUF budget. Otherwise it starts a new
-// kernel. Known weakness: greedy, first-fit over producers; it never splits a
-// kernel to enable a better grouping, and it does not duplicate cheap
-// producers into several consumers.
+// kernel. Afterwards an elementwise op whose users all sit in one other
+// kernel moves there when that saves HBM bytes (sinkIntoConsumers). Before
+// grouping, elementwise epilogues of a head split move before its
+// permutation so that they may join the matmul's kernel over split columns
+// (movePermutationsPastEpilogues, joinsSplitColumns). Known weakness:
+// greedy, first-fit over producers; it never splits a kernel to enable a
+// better grouping, and it does not duplicate cheap producers into several
+// consumers.
 //
 //===----------------------------------------------------------------------===//
 
