@@ -1891,8 +1891,8 @@ def g_rotary(b):
     S, H, D = (b.sym(s),), (b.sym(h),), (b.sym(d),)
     E = dim_expr(D)
     if b.rng.random() < 0.4:
-        # A projection split into heads (-O2 runs the rotary in the matmul's kernel when the
-        # matmul has no bias), or with a bias (a kernel of its own).
+        # A projection split into heads, with or without a bias: -O2 runs the rotary in the
+        # matmul's kernel, over split columns, for heads of 32 or more.
         k = b.rng.choice([8, 64, 130])
         if max(s, h * d) * k > ELEMENT_LIMIT:
             raise Reject("rotary projection too large")
