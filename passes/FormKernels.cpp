@@ -1340,8 +1340,20 @@ struct FormKernelsPass : impl::FormKernelsBase<FormKernelsPass> {
       }
       std::reverse(whole.begin(), whole.end());
       aten::StridedView inverse;
-      if (g >= 0 && groups[size_t(g)].fusible && !groups[size_t(g)].merged &&
-          !llvm::isa<BlockArgument>(c.root) && aten::invertViewChain(whole, inverse)) {
+      // An attention kernel returns one value (LowerAttention.cpp): it may
+      // store a returned view of its output that nothing else reads.
+      auto onlyThisView = [&]() {
+        Value link = c.root;
+        for (Operation* view : c.ops) {
+          if (!link.hasOneUse() || *link.getUsers().begin() != view) return false;
+          link = view->getResult(0);
+        }
+        return llvm::all_of(link.getUsers(), [](Operation* u) { return llvm::isa<func::ReturnOp>(u); }) &&
+               llvm::none_of(materializedBy, [&](const auto& entry) { return entry.second == g; });
+      };
+      bool storable = g >= 0 && (groups[size_t(g)].fusible || (groups[size_t(g)].attention && onlyThisView()));
+      if (storable && !groups[size_t(g)].merged && !llvm::isa<BlockArgument>(c.root) &&
+          aten::invertViewChain(whole, inverse)) {
         Group& grp = groups[size_t(g)];
         for (Operation* o : c.ops)
           if (grp.members.insert(o).second) grp.ops.push_back(o);

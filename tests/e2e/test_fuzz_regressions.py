@@ -495,6 +495,24 @@ class FuzzRegressions(unittest.TestCase):
         w = randn(64, 16, seed=7)
         self.assertEqual(self.check(lambda x: (x @ w).view(2, 4, 16), [randn(8, 64)])[2], 1)
 
+    def test_attention_output_returned_and_read_through_views(self):
+        """An attention kernel returns one value: it stores a returned view of its output
+        only when nothing else reads the output (graph_fuzz seed 4040404 case 74 returned the
+        output and a strided slice of it: 'the ops of an attention kernel do not form an
+        attention')."""
+        def f(q, k, v):
+            o = torch.matmul(torch.softmax(torch.matmul(q, k.transpose(-1, -2)), dim=-1), v)
+            return o[:, ::2], o
+
+        self.check(f, [randn(1, 7, 64), randn(1, 200, 64, seed=3), randn(1, 200, 1, seed=4)])
+
+        def merged(q, k, v):
+            o = torch.matmul(torch.softmax(torch.matmul(q, k.transpose(-1, -2)) * 0.125, dim=-1), v)
+            return o.transpose(0, 1).reshape(130, -1)
+
+        self.assertEqual(self.check(merged, [randn(2, 130, 64), randn(2, 130, 64, seed=3),
+                                             randn(2, 130, 64, seed=4)])[2], 1)
+
     # -- clear errors ----------------------------------------------------------------
 
     def test_empty_graph(self):
