@@ -48,22 +48,6 @@ bool isMatmul(Operation* op) { return llvm::isa<aten::MmOp, aten::BmmOp, aten::A
 
 bool isReduction(Operation* op) { return !aten::reducedDims(op).empty(); }
 
-// The number of trailing dims of `shape` that flatten into `cols` over
-// `rows` leading elements (the fewest that do), or 0.
-int64_t trailingDimsOf(ArrayRef<int64_t> shape, int64_t rows, int64_t cols) {
-  int64_t inner = 1;
-  for (int64_t k = 1; k <= int64_t(shape.size()); ++k) {
-    inner *= shape[shape.size() - size_t(k)];
-    if (inner == cols) {
-      int64_t outer = 1;
-      for (size_t i = 0; i + size_t(k) < shape.size(); ++i) outer *= shape[i];
-      if (outer == rows) return k;
-    }
-    if (inner > cols) break;
-  }
-  return 0;
-}
-
 // One element, or one row of `cols` (every other dim 1): what broadcasts
 // the same way against [rows, cols] and against split columns [.., h, d].
 bool isScalarOrColumnsRow(Value v, int64_t cols) {
@@ -460,13 +444,13 @@ struct FormKernelsPass : impl::FormKernelsBase<FormKernelsPass> {
     ArrayRef<int64_t> shape = rt.getShape();
     int64_t rows = 1;
     for (int64_t d : grp.space.rows) rows *= d;
-    if (trailingDimsOf(shape, rows, grp.space.cols) != 2 || shape.back() > kMatmulTileColumns) return false;
+    if (aten::trailingDimsOf(shape, rows, grp.space.cols) != 2 || shape.back() > kMatmulTileColumns) return false;
     if (!grp.splitShape.empty() && ArrayRef<int64_t>(grp.splitShape) != shape) return false;
     auto computedHere = [&](Value v) { return producerGroup(chainOf(v).root) == g; };
     auto keepsTile = [&](Operation* view) {
       if (!llvm::isa<aten::ViewShapeOp, aten::UnsafeViewOp, aten::ReshapeOp, aten::ReshapeAliasOp>(view)) return false;
       for (Type t : {view->getOperand(0).getType(), view->getResult(0).getType()})
-        if (trailingDimsOf(llvm::cast<RankedTensorType>(t).getShape(), rows, grp.space.cols) == 0) return false;
+        if (aten::trailingDimsOf(llvm::cast<RankedTensorType>(t).getShape(), rows, grp.space.cols) == 0) return false;
       return true;
     };
     // The kernel's other ops: the matmul (its bias a scalar or a row of N),
@@ -505,7 +489,7 @@ struct FormKernelsPass : impl::FormKernelsBase<FormKernelsPass> {
       }
       if (!llvm::all_of(views, keepsTile)) return false;
       auto root = llvm::cast<RankedTensorType>(c.root.getType());
-      if (trailingDimsOf(root.getShape(), rows, grp.space.cols) == 0) return false;
+      if (aten::trailingDimsOf(root.getShape(), rows, grp.space.cols) == 0) return false;
     }
     return true;
   }
@@ -887,7 +871,7 @@ struct FormKernelsPass : impl::FormKernelsBase<FormKernelsPass> {
           addmm && !isScalarOrColumnsRow(addmm.getSelf(), mmType.getDimSize(1)))
         continue;
       ArrayRef<int64_t> yShape = llvm::cast<RankedTensorType>(y.getType()).getShape();
-      if (trailingDimsOf(yShape, mmType.getDimSize(0), mmType.getDimSize(1)) != 2 ||
+      if (aten::trailingDimsOf(yShape, mmType.getDimSize(0), mmType.getDimSize(1)) != 2 ||
           yShape.back() > kMatmulTileColumns)
         continue;
       auto unpermuted = [&](ArrayRef<int64_t> shape) {
@@ -1087,9 +1071,8 @@ struct FormKernelsPass : impl::FormKernelsBase<FormKernelsPass> {
   // are written out anyway (the residual sum that a layer norm after a
   // matmul's epilogue reads: before, the matmul kernel also wrote the sum
   // in f32 and its square, 4x the bytes of the sum each). Reverse program
-  // order, so a chain moves from its last op back. Returns the ops moved.
-  int sinkIntoConsumers() {
-    int moved = 0;
+  // order, so a chain moves from its last op back.
+  void sinkIntoConsumers() {
     for (Operation* op : llvm::reverse(allOps)) {
       auto git = groupOf.find(op);
       if (git == groupOf.end() || op->getNumResults() != 1 || !aten::isElementwise(op) ||
@@ -1146,9 +1129,7 @@ struct FormKernelsPass : impl::FormKernelsBase<FormKernelsPass> {
       llvm::sort(dst.ops, [&](Operation* x, Operation* y) { return position.lookup(x) < position.lookup(y); });
       dst.space.cols = std::max(dst.space.cols, space->cols);
       groupOf[op] = to;
-      ++moved;
     }
-    return moved;
   }
 
   // One kernel for the ops of `m`, with the views its inputs are read through.

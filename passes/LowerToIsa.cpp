@@ -186,15 +186,7 @@ LogicalResult KernelLowering::computeSpace() {
   for (Operation& op : body.without_terminator()) {
     if (!llvm::isa<aten::MmOp, aten::AddmmOp>(op) || space.reduces) continue;
     auto mm = llvm::cast<RankedTensorType>(op.getResult(0).getType());
-    int64_t inner = 1;
-    for (int64_t j = 1; j <= int64_t(full.size()); ++j) {
-      inner *= full[full.size() - size_t(j)];
-      if (inner == mm.getDimSize(1) && product(full) == mm.getNumElements()) {
-        k = j;
-        break;
-      }
-      if (inner > mm.getDimSize(1)) break;
-    }
+    if (int64_t split = aten::trailingDimsOf(full, mm.getDimSize(0), mm.getDimSize(1))) k = split;
     break;
   }
   space.lead.assign(full.begin(), full.end() - k);
@@ -791,16 +783,8 @@ bool KernelLowering::storedViewChain(Operation* view) {
 bool KernelLowering::keepsTile(Operation* view) {
   if (!llvm::isa<aten::ViewShapeOp, aten::UnsafeViewOp, aten::ReshapeOp, aten::ReshapeAliasOp>(view) || space.split > 1)
     return false;
-  for (Type t : {view->getOperand(0).getType(), view->getResult(0).getType()}) {
-    ArrayRef<int64_t> shape = llvm::cast<RankedTensorType>(t).getShape();
-    int64_t inner = 1;
-    bool found = false;
-    for (size_t j = shape.size(); j-- > 0 && !found;) {
-      inner *= shape[j];
-      found = inner == space.cols && product(shape) == space.rows * space.cols;
-    }
-    if (!found) return false;
-  }
+  for (Type t : {view->getOperand(0).getType(), view->getResult(0).getType()})
+    if (aten::trailingDimsOf(llvm::cast<RankedTensorType>(t).getShape(), space.rows, space.cols) == 0) return false;
   return true;
 }
 

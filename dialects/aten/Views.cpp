@@ -114,6 +114,20 @@ bool isRowPreservingReshape(mlir::Operation* op) {
   return in.getShape().back() == out.getShape().back();
 }
 
+int64_t trailingDimsOf(llvm::ArrayRef<int64_t> shape, int64_t rows, int64_t cols) {
+  int64_t inner = 1;
+  for (int64_t k = 1; k <= int64_t(shape.size()); ++k) {
+    inner *= shape[shape.size() - size_t(k)];
+    if (inner == cols) {
+      int64_t outer = 1;
+      for (size_t i = 0; i + size_t(k) < shape.size(); ++i) outer *= shape[i];
+      if (outer == rows) return k;
+    }
+    if (inner > cols) break;
+  }
+  return 0;
+}
+
 bool isViewOp(mlir::Operation* op) {
   return llvm::isa<TransposeIntOp, TOp, PermuteOp, UnsqueezeOp, SqueezeDimOp, ExpandOp, SliceTensorOp,
                    SelectIntOp, ViewShapeOp, UnsafeViewOp, ReshapeOp, ReshapeAliasOp, CloneOp>(op);

@@ -25,6 +25,11 @@ bool isViewOp(mlir::Operation* op);
 // dims gives the same rows, so on the device it is the same tile.
 bool isRowPreservingReshape(mlir::Operation* op);
 
+// The fewest trailing dims of `shape` that flatten into `cols` over `rows`
+// leading elements, or 0 if none do ([1, s, h, d] over rows s and cols
+// h * d: 2). Two shapes with such a split hold the same [rows x cols] tile.
+int64_t trailingDimsOf(llvm::ArrayRef<int64_t> shape, int64_t rows, int64_t cols);
+
 // Applies the view op `op` (one of the ops isViewOp accepts) to `in`.
 // Returns false with `*error` set for invalid arguments, and false with
 // `*notAView` set when the result is well defined but not expressible as a
