@@ -1067,8 +1067,23 @@ relower:
       blockCols = std::max<int64_t>(1, movingBudget / bytesPerColumnTile) * chunk;
     }
   }
-  blockColumnTiles = (blockCols + chunk - 1) / chunk;
-  for (int64_t block = 0; block < space.cols; block += blockCols) {
+  // Blocks of as even a width as their number allows (22 column tiles in
+  // blocks of at most 3: six of 3 and two of 2, not seven of 3 and one of
+  // 1): a narrow last block's row tiles do little TensorEngine work for the
+  // stationary slices each loads again, so its DMA, not the TensorEngine,
+  // would set its pace.
+  int64_t columnTiles = (space.cols + chunk - 1) / chunk;
+  int64_t maxBlockTiles = (blockCols + chunk - 1) / chunk;
+  int64_t numBlocks = (columnTiles + maxBlockTiles - 1) / maxBlockTiles;
+  SmallVector<int64_t> blockStarts;
+  for (int64_t b = 0, tile = 0; b < numBlocks; ++b) {
+    blockStarts.push_back(tile * chunk);
+    tile += columnTiles / numBlocks + (b < columnTiles % numBlocks ? 1 : 0);
+  }
+  blockStarts.push_back(space.cols);
+  blockColumnTiles = (columnTiles + numBlocks - 1) / numBlocks;
+  for (size_t b = 0; b + 1 < blockStarts.size(); ++b) {
+    int64_t block = blockStarts[b], blockEnd = blockStarts[b + 1];
     movingCache.clear();
     for (r0 = 0; r0 < space.rows;) {
       int64_t p = std::min<int64_t>(nc::kNumPartitions, space.rows - r0);
@@ -1081,7 +1096,7 @@ relower:
       // chunking, a row tile with several column tiles has no reduction, so
       // every per-row value depends on the row alone.
       llvm::DenseMap<Value, Value> perRowTiles;
-      for (c0 = block; c0 < std::min(space.cols, block + blockCols); c0 += chunk) {
+      for (c0 = block; c0 < blockEnd; c0 += chunk) {
         int64_t f = std::min(chunk, space.cols - c0);
         tiles.clear();
         for (auto [v, tile] : perRowTiles) tiles[v] = tile;
