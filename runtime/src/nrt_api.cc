@@ -15,6 +15,8 @@
 #include <map>
 #include <memory>
 #include <mutex>
+#include <new>
+#include <optional>
 #include <set>
 #include <string>
 #include <unordered_map>
@@ -30,6 +32,7 @@
 #include "nrt/nrt_experimental.h"
 #include "nrt/nrt_ext.h"
 #include "nrt/nrt_profile.h"
+#include "nrt/nrt_sys_trace.h"
 #include "ntff_format.h"
 #include "json.h"
 #include "profile.h"
@@ -78,8 +81,35 @@ struct nrt_model {
   std::map<std::string, size_t> output_index;  // name -> graph output position
 };
 
+// The activities of an inspect session (nrt_inspect_config_set_activity).
+enum InspectActivity : uint32_t {
+  kSystemProfile = 1,  // trace.json
+  kDeviceProfile = 2,  // NEFF copies and NTFFs
+  kHostMemory = 4,     // accepted; this runtime writes no host memory profile
+  kCpuUtil = 8,        // accepted; this runtime writes no CPU utilization profile
+  kAllActivities = 15,
+};
+
 struct nrt_inspect_config {
   std::string output_dir = "./output";
+  int session_id = 1;
+  bool enable_inspect = false;  // as the public header's defaults: nothing captured until enabled
+  bool enable_inspect_on_fail = false;
+  uint32_t activities = kAllActivities;
+  neuroncc::rt::TraceFilter sys_trace;
+};
+
+struct nrt_profile_continuous_options {
+  std::string output_dir = "./output";
+};
+
+struct nrt_sys_trace_config {
+  neuroncc::rt::TraceFilter filter;
+};
+
+struct nrt_sys_trace_fetch_options {
+  uint64_t max_events_per_nc = UINT64_MAX;
+  std::optional<uint32_t> nc;
 };
 
 namespace {
@@ -144,16 +174,39 @@ struct InspectModel {
   ntff::Profile profile;
 };
 
-struct Inspect {
-  std::string dir;
-  bool from_environment = false;
-  // The session clock: host time since the session began, except that each
-  // execution lasts its modeled device time instead of the host time its
-  // simulation took (skew_ps adds up the difference).
+// A system trace being recorded (an inspect session's, or one started by
+// nrt_sys_trace_start) and its clock: host time since it began, except that
+// each execution lasts its modeled device time instead of the host time its
+// simulation took (skew_ps adds up the difference).
+struct TraceSession {
   uint64_t origin_ps = 0;
   int64_t skew_ps = 0;
   rt::SystemTrace trace;
+  std::map<const nrt_model*, uint64_t> executions;  // each model's, since the session began
+};
+
+struct Inspect {
+  std::string dir;
+  bool from_environment = false;
+  bool capture = true;  // false: nrt_inspect_config_set_enable_inspect was not set; nothing is written
+  uint32_t activities = kAllActivities;
+  int session_id = 1;
+  TraceSession system;
   std::vector<InspectModel> models;
+  bool SystemProfile() const { return capture && (activities & kSystemProfile); }
+  bool DeviceProfile() const { return capture && (activities & kDeviceProfile); }
+};
+
+// Continuous profiling (nrt_profile_continuous_start .. _stop): each
+// NeuronCore's latest execution, ready for nrt_profile_continuous_save.
+struct Continuous {
+  struct Latest {
+    const nrt_model* model = nullptr;  // null once unloaded
+    std::string image;                 // the NEFF it ran, copied when the model changes
+    uint64_t hash = 0;
+    ntff::Profile profile;             // that execution alone
+  };
+  std::map<int32_t, Latest> latest;
 };
 
 enum class State { kUninitialized, kInitialized, kClosed };
@@ -167,6 +220,11 @@ struct Runtime {
   Handles<TensorSet> sets;
   std::vector<Capture> captures;
   std::unique_ptr<Inspect> inspect;
+  std::unique_ptr<TraceSession> sys_trace;  // nrt_sys_trace_start .. nrt_sys_trace_stop
+  std::unique_ptr<Continuous> continuous;
+  std::unique_ptr<TraceSession> legacy_trace;  // nrt_trace_start .. nrt_trace_stop
+  NRT_ASYNC_EXEC_STATUS_CALLBACK async_callback = nullptr;
+  void* async_callback_params = nullptr;
   std::condition_variable completed;  // an execution wrote its outputs
 };
 
@@ -242,17 +300,26 @@ uint64_t HostNowPs() {
 }
 
 // A host instant on the session clock (0 for instants before the session).
-uint64_t SessionPs(const Inspect& in, uint64_t host_ps) {
+uint64_t SessionPs(const TraceSession& in, uint64_t host_ps) {
   int64_t t = int64_t(host_ps - in.origin_ps) + in.skew_ps;
   return t > 0 ? uint64_t(t) : 0;
 }
 
 // Records a host-only call on the framework lane, as long as it took.
-void TraceHostCall(const char* name, uint64_t began_ps, std::string args = "") {
-  Inspect* in = R().inspect.get();
-  if (!in) return;
-  uint64_t start = SessionPs(*in, began_ps), end = SessionPs(*in, HostNowPs());
-  in->trace.Add(rt::SystemTrace::kFramework, name, start, end - start, std::move(args));
+// The system traces being recorded: the inspect session's, the sys trace's.
+std::vector<TraceSession*> TraceSessions() {
+  std::vector<TraceSession*> v;
+  if (R().inspect && R().inspect->SystemProfile()) v.push_back(&R().inspect->system);
+  if (R().sys_trace) v.push_back(R().sys_trace.get());
+  if (R().legacy_trace) v.push_back(R().legacy_trace.get());
+  return v;
+}
+
+void TraceHostCall(const char* name, uint64_t began_ps, std::string args = "", uint32_t nc = 0) {
+  for (TraceSession* in : TraceSessions()) {
+    uint64_t start = SessionPs(*in, began_ps), end = SessionPs(*in, HostNowPs());
+    in->trace.Add(rt::SystemTrace::kFramework, name, name, start, end - start, args, nc);
+  }
 }
 
 InspectModel& InspectEntry(Inspect& in, const nrt_model* m) {
@@ -264,16 +331,38 @@ InspectModel& InspectEntry(Inspect& in, const nrt_model* m) {
   return in.models.back();
 }
 
-NRT_STATUS BeginInspect(const std::string& dir) {
+// The options of a session nrt_inspect_begin() or NEURON_RT_INSPECT_ENABLE=1
+// starts: from the environment variables of the public runtime (a profile
+// type is left out when its variable is 0).
+nrt_inspect_config InspectOptionsFromEnvironment() {
+  nrt_inspect_config options;
+  const char* dir = std::getenv("NEURON_RT_INSPECT_OUTPUT_DIR");
+  if (dir && *dir) options.output_dir = dir;
+  options.enable_inspect = true;
+  auto off = [](const char* variable) {
+    const char* v = std::getenv(variable);
+    return v && std::string(v) == "0";
+  };
+  if (off("NEURON_RT_INSPECT_SYSTEM_PROFILE")) options.activities &= ~uint32_t(kSystemProfile);
+  if (off("NEURON_RT_INSPECT_DEVICE_PROFILE")) options.activities &= ~uint32_t(kDeviceProfile);
+  return options;
+}
+
+NRT_STATUS BeginInspect(const std::string& dir, const nrt_inspect_config& options) {
   if (R().inspect)
     return Fail(NRT_INVALID, absl::StrCat("nrt_inspect_begin: a session writing to '",
                                           R().inspect->dir, "' is already running"));
   if (dir.empty()) return Fail(NRT_INVALID, "nrt_inspect_begin: empty output directory");
-  if (absl::Status st = neuroncc::files::MakeDirs(dir); !st.ok())
+  if (absl::Status st = options.enable_inspect ? neuroncc::files::MakeDirs(dir) : absl::OkStatus(); !st.ok())
     return Fail(NRT_FAILURE, absl::StrCat("nrt_inspect_begin: ", st.message()));
   R().inspect = std::make_unique<Inspect>();
-  R().inspect->dir = dir;
-  R().inspect->origin_ps = HostNowPs();
+  Inspect& in = *R().inspect;
+  in.dir = dir;
+  in.capture = options.enable_inspect;
+  in.activities = options.activities;
+  in.session_id = options.session_id;
+  in.system.origin_ps = HostNowPs();
+  in.system.trace.SetFilter(options.sys_trace);
   return NRT_SUCCESS;
 }
 
@@ -281,6 +370,7 @@ NRT_STATUS BeginInspect(const std::string& dir) {
 NRT_STATUS StopInspect() {
   std::unique_ptr<Inspect> in = std::move(R().inspect);
   if (!in) return Fail(NRT_INVALID, "nrt_inspect_stop: no profiling session is running");
+  if (!in->capture || !(in->activities & (kSystemProfile | kDeviceProfile))) return NRT_SUCCESS;
   // Marks the directory as being written until its last file is in place, so
   // that a viewer can tell a profile cut short by a kill from a whole one.
   const std::string marker = absl::StrCat(in->dir, "/", ntff::kIncompleteMarker);
@@ -288,7 +378,8 @@ NRT_STATUS StopInspect() {
       !st.ok())
     return Fail(NRT_FAILURE, absl::StrCat("nrt_inspect_stop: ", st.message()));
   for (const InspectModel& e : in->models) {
-    if (e.profile.execution_count() == 0) continue;  // loaded but never run: no trace to show
+    // Loaded but never run: no trace to show.
+    if (!in->DeviceProfile() || e.profile.execution_count() == 0) continue;
     std::string neff_path = absl::StrCat(in->dir, "/", ntff::NeffFileName(e.hash));
     std::string ntff_path =
         absl::StrCat(in->dir, "/", ntff::NtffFileName(e.hash, e.instance, uint32_t(e.vnc)));
@@ -296,13 +387,20 @@ NRT_STATUS StopInspect() {
     if (st.ok()) st = nn::WriteFileAtomic(ntff_path, ntff::SerializeNtff(e.profile));
     if (!st.ok()) return Fail(NRT_FAILURE, absl::StrCat("nrt_inspect_stop: ", st.message()));
   }
-  absl::Status st = nn::WriteFileAtomic(absl::StrCat(in->dir, "/trace.json"), in->trace.Render());
-  if (!st.ok()) return Fail(NRT_FAILURE, absl::StrCat("nrt_inspect_stop: ", st.message()));
+  if (in->SystemProfile()) {
+    absl::Status st = nn::WriteFileAtomic(absl::StrCat(in->dir, "/trace.json"),
+                                          in->system.trace.Render(absl::StrCat("\"session_id\":", in->session_id)));
+    if (!st.ok()) return Fail(NRT_FAILURE, absl::StrCat("nrt_inspect_stop: ", st.message()));
+  }
   std::remove(marker.c_str());
   return NRT_SUCCESS;
 }
 
 void UnloadLocked(nrt_model* m) {
+  if (R().continuous)
+    for (auto& [vnc, latest] : R().continuous->latest)
+      if (latest.model == m) latest.model = nullptr;
+  for (TraceSession* in : TraceSessions()) in->executions.erase(m);
   if (R().inspect)
     for (InspectModel& e : R().inspect->models)
       if (e.model == m) e.model = nullptr;
@@ -380,16 +478,26 @@ NRT_STATUS ExecuteLocked(nrt_model* m, const TensorSet* in_set, TensorSet* out_s
   }
   for (Capture& c : R().captures)
     if (c.model == m) rt::AppendExecution(m->neff, m->executor->schedules(), &c.profile);
-  if (Inspect* in = R().inspect.get()) {
-    InspectModel& e = InspectEntry(*in, m);
-    rt::AppendExecution(m->neff, m->executor->schedules(), &e.profile);
+  if (Continuous* c = R().continuous.get()) {
+    Continuous::Latest& latest = c->latest[m->vnc];
+    if (latest.model != m) {
+      latest.model = m;
+      latest.image = m->neff.image;
+      latest.hash = m->hash;
+    }
+    latest.profile = rt::NewProfile(m->neff, *m->device);
+    rt::AppendExecution(m->neff, m->executor->schedules(), &latest.profile);
+  }
+  if (Inspect* in = R().inspect.get(); in && in->DeviceProfile())
+    rt::AppendExecution(m->neff, m->executor->schedules(), &InspectEntry(*in, m).profile);
+  for (TraceSession* in : TraceSessions()) {
     uint64_t dt = m->executor->stats().device_time_ps, start = SessionPs(*in, began);
-    in->trace.Add(rt::SystemTrace::kFramework, "nrt_execute", start, dt,
-                  absl::StrCat("{\"neff\":", neuroncc::json::Quote(m->neff.header.name),
-                               ",\"neff_hash\":\"", m->hash, "\",\"execution\":",
-                               e.profile.execution_count() - 1, timing_only ? ",\"timing_only\":true" : "",
-                               "}"));
-    in->trace.AddExecution(m->neff, m->executor->schedules(), m->hash, start);
+    in->trace.Add(rt::SystemTrace::kFramework, "nrt_execute", "nrt_execute", start, dt,
+                  absl::StrCat("{\"neff\":", neuroncc::json::Quote(m->neff.header.name), ",\"neff_hash\":\"",
+                               m->hash, "\",\"execution\":", in->executions[m]++,
+                               timing_only ? ",\"timing_only\":true" : "", "}"),
+                  uint32_t(m->vnc));
+    in->trace.AddExecution(m->neff, m->executor->schedules(), m->hash, start, uint32_t(m->vnc));
     // From now on the clock reads as if the execution had lasted dt.
     in->skew_ps += int64_t(start + dt) - int64_t(SessionPs(*in, HostNowPs()));
   }
@@ -441,7 +549,7 @@ NRT_API const char* nrt_get_status_as_str(NRT_STATUS status) {
     NRT_CASE(NRT_UNINITIALIZED)
     NRT_CASE(NRT_CLOSED)
     NRT_CASE(NRT_QUEUE_EMPTY)
-    NRT_CASE(NRT_EXEC_UNIT_DISABLED)
+    NRT_CASE(NRT_EXEC_UNIT_UNRECOVERABLE)
     NRT_CASE(NRT_EXEC_BAD_INPUT)
     NRT_CASE(NRT_EXEC_COMPLETED_WITH_NUM_ERR)
     NRT_CASE(NRT_EXEC_COMPLETED_WITH_ERR)
@@ -486,7 +594,7 @@ NRT_API NRT_STATUS nrt_get_instance_info(nrt_instance_info_t* info, size_t insta
   std::memset(info, 0, sizeof(*info));
   bool trn2 = R().simulated_target == "trn2";
   info->family = trn2 ? NRT_INSTANCE_TRN2 : NRT_INSTANCE_TRN1;
-  info->size = 0;  // NRT_INSTANCE_SIZE_1XL
+  info->size = NRT_INSTANCE_SIZE_1XL;
   std::snprintf(info->arch_name, sizeof(info->arch_name), "%s", trn2 ? "trn2" : "trn1");
   std::snprintf(info->device_revision, sizeof(info->device_revision), "sim");
   return NRT_SUCCESS;
@@ -504,8 +612,8 @@ NRT_API NRT_STATUS nrt_init(nrt_framework_type_t framework, const char* fw_versi
   R().state = State::kInitialized;
   const char* enable = std::getenv("NEURON_RT_INSPECT_ENABLE");
   if (enable && std::string(enable) == "1" && !R().inspect) {
-    const char* dir = std::getenv("NEURON_RT_INSPECT_OUTPUT_DIR");
-    if (NRT_STATUS s = BeginInspect(dir && *dir ? dir : "./output"); s != NRT_SUCCESS) {
+    nrt_inspect_config options = InspectOptionsFromEnvironment();
+    if (NRT_STATUS s = BeginInspect(options.output_dir, options); s != NRT_SUCCESS) {
       R().state = State::kUninitialized;
       return s;
     }
@@ -1125,6 +1233,72 @@ NRT_API NRT_STATUS nrt_profile_stop(const char* filename) {
   return NRT_SUCCESS;
 }
 
+NRT_API NRT_STATUS nrt_profile_continuous_options_allocate(nrt_profile_continuous_options_t** options) {
+  std::lock_guard<std::mutex> lock(R().mu);
+  if (!options) return Fail(NRT_INVALID, "nrt_profile_continuous_options_allocate: options is NULL");
+  *options = new (std::nothrow) nrt_profile_continuous_options;
+  return *options ? NRT_SUCCESS : Fail(NRT_RESOURCE, "nrt_profile_continuous_options_allocate: out of memory");
+}
+
+NRT_API NRT_STATUS nrt_profile_continuous_options_free(nrt_profile_continuous_options_t* options) {
+  delete options;
+  return NRT_SUCCESS;
+}
+
+NRT_API NRT_STATUS nrt_profile_continuous_options_set_output_dir(nrt_profile_continuous_options_t* options,
+                                                                const char* output_dir) {
+  std::lock_guard<std::mutex> lock(R().mu);
+  if (!options) return Fail(NRT_INVALID, "nrt_profile_continuous_options_set_output_dir: options is NULL");
+  if (!output_dir || !*output_dir)
+    return Fail(NRT_INVALID, "nrt_profile_continuous_options_set_output_dir: empty directory");
+  options->output_dir = output_dir;
+  return NRT_SUCCESS;
+}
+
+NRT_API NRT_STATUS nrt_profile_continuous_start(nrt_profile_continuous_options_t* options) {
+  (void)options;  // (the output directory is the one given to each save)
+  std::lock_guard<std::mutex> lock(R().mu);
+  if (R().continuous) return Fail(NRT_INVALID, "nrt_profile_continuous_start: continuous profiling is already running");
+  if (R().inspect && R().inspect->DeviceProfile())
+    return Fail(NRT_INVALID, "nrt_profile_continuous_start: an inspect session is capturing device profiles");
+  R().continuous = std::make_unique<Continuous>();
+  return NRT_SUCCESS;
+}
+
+// Writes the latest execution on `vnc` as <H>_instid_<i>_vnc_<vnc>.ntff, i the
+// first index not taken in the directory, beside a copy of its NEFF.
+NRT_API NRT_STATUS nrt_profile_continuous_save(uint32_t vnc, nrt_profile_continuous_options_t* options) {
+  std::lock_guard<std::mutex> lock(R().mu);
+  const char* fn = "nrt_profile_continuous_save";
+  if (!R().continuous) return Fail(NRT_INVALID, absl::StrCat(fn, ": continuous profiling is not running"));
+  auto it = vnc <= uint32_t(INT32_MAX) ? R().continuous->latest.find(int32_t(vnc)) : R().continuous->latest.end();
+  if (it == R().continuous->latest.end())
+    return Fail(NRT_INVALID, absl::StrCat(fn, ": nothing executed on VNC ", vnc,
+                                          " since continuous profiling started"));
+  const Continuous::Latest& latest = it->second;
+  const nrt_profile_continuous_options defaults;
+  const std::string& dir = (options ? *options : defaults).output_dir;
+  if (absl::Status st = neuroncc::files::MakeDirs(dir); !st.ok())
+    return Fail(NRT_FAILURE, absl::StrCat(fn, ": ", st.message()));
+  std::string ntff_path;
+  for (uint32_t instance = 0;; ++instance) {
+    ntff_path = absl::StrCat(dir, "/", ntff::NtffFileName(latest.hash, instance, vnc));
+    struct stat info;
+    if (stat(ntff_path.c_str(), &info) != 0) break;
+  }
+  absl::Status st = nn::WriteFileAtomic(absl::StrCat(dir, "/", ntff::NeffFileName(latest.hash)), latest.image);
+  if (st.ok()) st = nn::WriteFileAtomic(ntff_path, ntff::SerializeNtff(latest.profile));
+  if (!st.ok()) return Fail(NRT_FAILURE, absl::StrCat(fn, ": ", st.message()));
+  return NRT_SUCCESS;
+}
+
+NRT_API NRT_STATUS nrt_profile_continuous_stop(void) {
+  std::lock_guard<std::mutex> lock(R().mu);
+  if (!R().continuous) return Fail(NRT_INVALID, "nrt_profile_continuous_stop: continuous profiling is not running");
+  R().continuous.reset();
+  return NRT_SUCCESS;
+}
+
 NRT_API NRT_STATUS nrt_inspect_config_allocate(nrt_inspect_config_t** options) {
   std::lock_guard<std::mutex> lock(R().mu);
   if (!options) return Fail(NRT_INVALID, "nrt_inspect_config_allocate: options is NULL");
@@ -1156,13 +1330,14 @@ NRT_API NRT_STATUS nrt_inspect_config_set_output_dir(nrt_inspect_config_t* optio
 
 NRT_API NRT_STATUS nrt_inspect_begin_with_options(nrt_inspect_config_t* options) {
   std::lock_guard<std::mutex> lock(R().mu);
-  return BeginInspect(options ? options->output_dir : nrt_inspect_config{}.output_dir);
+  const nrt_inspect_config defaults;
+  return BeginInspect(options ? options->output_dir : defaults.output_dir, options ? *options : defaults);
 }
 
 NRT_API NRT_STATUS nrt_inspect_begin(void) {
   std::lock_guard<std::mutex> lock(R().mu);
-  const char* dir = std::getenv("NEURON_RT_INSPECT_OUTPUT_DIR");
-  return BeginInspect(dir && *dir ? dir : "./output");
+  nrt_inspect_config options = InspectOptionsFromEnvironment();
+  return BeginInspect(options.output_dir, options);
 }
 
 NRT_API NRT_STATUS nrt_inspect_stop(void) {
@@ -1174,7 +1349,7 @@ NRT_API NRT_STATUS nrt_inspect_get_time(uint64_t* session_ps) {
   std::lock_guard<std::mutex> lock(R().mu);
   if (!session_ps) return Fail(NRT_INVALID, "nrt_inspect_get_time: output pointer is NULL");
   if (!R().inspect) return Fail(NRT_INVALID, "nrt_inspect_get_time: no profiling session is running");
-  *session_ps = SessionPs(*R().inspect, HostNowPs());
+  *session_ps = SessionPs(R().inspect->system, HostNowPs());
   return NRT_SUCCESS;
 }
 
@@ -1208,9 +1383,265 @@ NRT_API NRT_STATUS nrt_inspect_add_framework_event(const char* name, uint64_t st
                     neuroncc::json::Quote(arg_values[i]));
   }
   if (!args.empty()) args += "}";
-  R().inspect->trace.Add(rt::SystemTrace::kFramework, name, start_ps, end_ps - start_ps, std::move(args));
+  if (R().inspect->SystemProfile())
+    R().inspect->system.trace.Add(rt::SystemTrace::kFramework, "application", name, start_ps, end_ps - start_ps,
+                                  std::move(args));
   return NRT_SUCCESS;
 }
+
+namespace {
+
+const std::vector<std::pair<std::string, uint32_t>>& ActivityTypes() {
+  static const std::vector<std::pair<std::string, uint32_t>> kTypes = {
+      {"system_profile", kSystemProfile}, {"device_profile", kDeviceProfile}, {"host_memory", kHostMemory},
+      {"cpu_util", kCpuUtil}};
+  return kTypes;
+}
+
+// A malloc'ed array of malloc'ed copies, as the public API hands out
+// string lists (the caller may free them with free() or the matching
+// nrt_*_free_* function).
+NRT_STATUS StringList(const std::vector<std::string>& names, const char*** out, size_t* count, const char* fn) {
+  if (!out || !count) return Fail(NRT_INVALID, absl::StrCat(fn, ": output pointer is NULL"));
+  *out = nullptr;
+  *count = 0;
+  auto** list = static_cast<const char**>(std::calloc(names.empty() ? 1 : names.size(), sizeof(char*)));
+  if (!list) return Fail(NRT_RESOURCE, absl::StrCat(fn, ": out of memory"));
+  for (size_t i = 0; i < names.size(); ++i) {
+    list[i] = strdup(names[i].c_str());
+    if (!list[i]) {
+      for (size_t j = 0; j < i; ++j) std::free(const_cast<char*>(list[j]));
+      std::free(list);
+      return Fail(NRT_RESOURCE, absl::StrCat(fn, ": out of memory"));
+    }
+  }
+  *out = list;
+  *count = names.size();
+  return NRT_SUCCESS;
+}
+
+void FreeStringList(const char** list, size_t count) {
+  if (!list) return;
+  for (size_t i = 0; i < count; ++i) std::free(const_cast<char*>(list[i]));
+  std::free(list);
+}
+
+NRT_STATUS SetEventType(rt::TraceFilter& filter, const char* event_type, bool enabled, const char* fn) {
+  const std::vector<std::string>& types = rt::SystemTraceEventTypes();
+  if (!event_type || std::find(types.begin(), types.end(), event_type) == types.end())
+    return Fail(NRT_INVALID, absl::StrCat(fn, ": unknown event type '", event_type ? event_type : "(null)",
+                                          "' (types: ", absl::StrJoin(types, ", "), ")"));
+  if (enabled) filter.disabled_types.erase(event_type);
+  else filter.disabled_types.insert(event_type);
+  return NRT_SUCCESS;
+}
+
+void SetNc(rt::TraceFilter& filter, uint32_t nc, bool enabled) {
+  if (enabled) filter.disabled_ncs.erase(nc);
+  else filter.disabled_ncs.insert(nc);
+}
+
+std::vector<std::string> EnabledEventTypes(const rt::TraceFilter& filter) {
+  std::vector<std::string> v;
+  for (const std::string& t : rt::SystemTraceEventTypes())
+    if (!filter.disabled_types.count(t)) v.push_back(t);
+  return v;
+}
+
+}  // namespace
+
+#define NRT_CHECK_OPTIONS(fn)                                              \
+  std::lock_guard<std::mutex> lock(R().mu);                                \
+  if (!options) return Fail(NRT_INVALID, fn ": options is NULL")
+
+NRT_API NRT_STATUS nrt_inspect_config_set_session_id(nrt_inspect_config_t* options, int session_id) {
+  NRT_CHECK_OPTIONS("nrt_inspect_config_set_session_id");
+  options->session_id = session_id;
+  return NRT_SUCCESS;
+}
+
+NRT_API NRT_STATUS nrt_inspect_config_set_sys_trace_max_events_per_nc(nrt_inspect_config_t* options,
+                                                                      uint64_t sys_trace_max_events_per_nc) {
+  NRT_CHECK_OPTIONS("nrt_inspect_config_set_sys_trace_max_events_per_nc");
+  options->sys_trace.max_events_per_nc =
+      sys_trace_max_events_per_nc ? sys_trace_max_events_per_nc : rt::TraceFilter::kDefaultMaxEventsPerNc;
+  return NRT_SUCCESS;
+}
+
+NRT_API NRT_STATUS nrt_inspect_config_set_capture_enabled_for_nc(nrt_inspect_config_t* options, uint32_t nc_idx,
+                                                                bool enabled) {
+  NRT_CHECK_OPTIONS("nrt_inspect_config_set_capture_enabled_for_nc");
+  SetNc(options->sys_trace, nc_idx, enabled);
+  return NRT_SUCCESS;
+}
+
+NRT_API NRT_STATUS nrt_inspect_config_set_capture_enabled_for_event_type_string(nrt_inspect_config_t* options,
+                                                                               const char* event_type,
+                                                                               bool enabled) {
+  NRT_CHECK_OPTIONS("nrt_inspect_config_set_capture_enabled_for_event_type_string");
+  return SetEventType(options->sys_trace, event_type, enabled,
+                      "nrt_inspect_config_set_capture_enabled_for_event_type_string");
+}
+
+NRT_API NRT_STATUS nrt_inspect_config_set_enable_inspect(nrt_inspect_config_t* options, bool enable_inspect) {
+  NRT_CHECK_OPTIONS("nrt_inspect_config_set_enable_inspect");
+  options->enable_inspect = enable_inspect;
+  return NRT_SUCCESS;
+}
+
+NRT_API NRT_STATUS nrt_inspect_config_set_enable_inspect_on_fail(nrt_inspect_config_t* options,
+                                                                bool enable_inspect_on_fail) {
+  NRT_CHECK_OPTIONS("nrt_inspect_config_set_enable_inspect_on_fail");
+  options->enable_inspect_on_fail = enable_inspect_on_fail;
+  return NRT_SUCCESS;
+}
+
+NRT_API NRT_STATUS nrt_inspect_config_set_activity(nrt_inspect_config_t* options, const char* activity_type,
+                                                  bool enabled) {
+  NRT_CHECK_OPTIONS("nrt_inspect_config_set_activity");
+  uint32_t bits = 0;
+  if (activity_type && std::string(activity_type) == "all") bits = kAllActivities;
+  for (const auto& [name, bit] : ActivityTypes())
+    if (activity_type && name == activity_type) bits = bit;
+  if (!bits)
+    return Fail(NRT_INVALID, absl::StrCat("nrt_inspect_config_set_activity: unknown activity type '",
+                                          activity_type ? activity_type : "(null)",
+                                          "' (system_profile, device_profile, host_memory, cpu_util, all)"));
+  if (enabled) options->activities |= bits;
+  else options->activities &= ~bits;
+  return NRT_SUCCESS;
+}
+
+NRT_API NRT_STATUS nrt_inspect_config_get_all_activity_types(const char*** activity_types, size_t* count) {
+  std::lock_guard<std::mutex> lock(R().mu);
+  std::vector<std::string> names;
+  for (const auto& [name, bit] : ActivityTypes()) names.push_back(name);
+  return StringList(names, activity_types, count, "nrt_inspect_config_get_all_activity_types");
+}
+
+NRT_API NRT_STATUS nrt_inspect_config_get_enabled_activity_types(nrt_inspect_config_t* options,
+                                                                const char*** activity_types, size_t* count) {
+  NRT_CHECK_OPTIONS("nrt_inspect_config_get_enabled_activity_types");
+  std::vector<std::string> names;
+  for (const auto& [name, bit] : ActivityTypes())
+    if (options->activities & bit) names.push_back(name);
+  return StringList(names, activity_types, count, "nrt_inspect_config_get_enabled_activity_types");
+}
+
+NRT_API void nrt_inspect_config_free_activity_types(const char** activity_types, size_t count) {
+  FreeStringList(activity_types, count);
+}
+
+// ---------------------------------------------------------------------------
+// System trace (nrt/nrt_sys_trace.h): the events a trace.json would hold,
+// kept in memory per NeuronCore and handed out as the same JSON.
+
+NRT_API NRT_STATUS nrt_sys_trace_config_allocate(nrt_sys_trace_config_t** options) {
+  std::lock_guard<std::mutex> lock(R().mu);
+  if (!options) return Fail(NRT_INVALID, "nrt_sys_trace_config_allocate: options is NULL");
+  *options = new (std::nothrow) nrt_sys_trace_config;
+  return *options ? NRT_SUCCESS : Fail(NRT_RESOURCE, "nrt_sys_trace_config_allocate: out of memory");
+}
+
+NRT_API void nrt_sys_trace_config_set_defaults(nrt_sys_trace_config_t* options) {
+  if (options) *options = nrt_sys_trace_config{};
+}
+
+NRT_API void nrt_sys_trace_config_free(nrt_sys_trace_config_t* options) { delete options; }
+
+NRT_API void nrt_sys_trace_config_set_max_events_per_nc(nrt_sys_trace_config_t* options,
+                                                        uint64_t max_events_per_nc) {
+  if (options)
+    options->filter.max_events_per_nc = max_events_per_nc ? max_events_per_nc : rt::TraceFilter::kDefaultMaxEventsPerNc;
+}
+
+NRT_API void nrt_sys_trace_config_set_capture_enabled_for_nc(nrt_sys_trace_config_t* options, uint32_t nc_idx,
+                                                            bool enabled) {
+  if (options) SetNc(options->filter, nc_idx, enabled);
+}
+
+NRT_API NRT_STATUS nrt_sys_trace_config_set_capture_enabled_for_event_type(nrt_sys_trace_config_t* options,
+                                                                          const char* event_type, bool enabled) {
+  NRT_CHECK_OPTIONS("nrt_sys_trace_config_set_capture_enabled_for_event_type");
+  return SetEventType(options->filter, event_type, enabled, "nrt_sys_trace_config_set_capture_enabled_for_event_type");
+}
+
+NRT_API NRT_STATUS nrt_sys_trace_get_event_types(const char*** event_types, size_t* count) {
+  std::lock_guard<std::mutex> lock(R().mu);
+  return StringList(rt::SystemTraceEventTypes(), event_types, count, "nrt_sys_trace_get_event_types");
+}
+
+NRT_API void nrt_sys_trace_free_event_types(const char** event_types, size_t count) {
+  FreeStringList(event_types, count);
+}
+
+NRT_API NRT_STATUS nrt_sys_trace_config_get_enabled_event_types(nrt_sys_trace_config_t* options,
+                                                               const char*** event_types, size_t* count) {
+  NRT_CHECK_OPTIONS("nrt_sys_trace_config_get_enabled_event_types");
+  return StringList(EnabledEventTypes(options->filter), event_types, count,
+                    "nrt_sys_trace_config_get_enabled_event_types");
+}
+
+NRT_API NRT_STATUS nrt_sys_trace_start(nrt_sys_trace_config_t* options) {
+  std::lock_guard<std::mutex> lock(R().mu);
+  if (R().sys_trace) return Fail(NRT_INVALID, "nrt_sys_trace_start: a system trace capture is already running");
+  auto session = std::make_unique<TraceSession>();
+  session->origin_ps = HostNowPs();
+  session->trace.SetFilter(options ? options->filter : rt::TraceFilter{});
+  R().sys_trace = std::move(session);
+  return NRT_SUCCESS;
+}
+
+NRT_API NRT_STATUS nrt_sys_trace_stop(void) {
+  std::lock_guard<std::mutex> lock(R().mu);
+  if (!R().sys_trace) return Fail(NRT_INVALID, "nrt_sys_trace_stop: no system trace capture is running");
+  R().sys_trace.reset();
+  return NRT_SUCCESS;
+}
+
+NRT_API NRT_STATUS nrt_sys_trace_fetch_options_allocate(nrt_sys_trace_fetch_options_t** options) {
+  std::lock_guard<std::mutex> lock(R().mu);
+  if (!options) return Fail(NRT_INVALID, "nrt_sys_trace_fetch_options_allocate: options is NULL");
+  *options = new (std::nothrow) nrt_sys_trace_fetch_options;
+  return *options ? NRT_SUCCESS : Fail(NRT_RESOURCE, "nrt_sys_trace_fetch_options_allocate: out of memory");
+}
+
+NRT_API void nrt_sys_trace_fetch_options_set_defaults(nrt_sys_trace_fetch_options_t* options) {
+  if (options) *options = nrt_sys_trace_fetch_options{};
+}
+
+NRT_API void nrt_sys_trace_fetch_options_free(nrt_sys_trace_fetch_options_t* options) { delete options; }
+
+NRT_API void nrt_sys_trace_fetch_options_set_max_events_per_nc(nrt_sys_trace_fetch_options_t* options,
+                                                              uint64_t max_events_per_nc) {
+  if (options) options->max_events_per_nc = max_events_per_nc;
+}
+
+NRT_API void nrt_sys_trace_fetch_options_set_nc_idx(nrt_sys_trace_fetch_options_t* options, uint64_t nc_idx) {
+  if (options) options->nc = nc_idx > UINT32_MAX ? UINT32_MAX : uint32_t(nc_idx);
+}
+
+NRT_API NRT_STATUS nrt_sys_trace_fetch_events(char** buffer, size_t* written_size,
+                                             const nrt_sys_trace_fetch_options_t* options) {
+  std::lock_guard<std::mutex> lock(R().mu);
+  if (!buffer || !written_size) return Fail(NRT_INVALID, "nrt_sys_trace_fetch_events: output pointer is NULL");
+  *buffer = nullptr;
+  *written_size = 0;
+  if (!R().sys_trace) return Fail(NRT_INVALID, "nrt_sys_trace_fetch_events: no system trace capture is running");
+  const nrt_sys_trace_fetch_options defaults;
+  const nrt_sys_trace_fetch_options& o = options ? *options : defaults;
+  std::string json = R().sys_trace->trace.Take(o.max_events_per_nc, o.nc).Render();
+  char* out = static_cast<char*>(std::malloc(json.size() + 1));
+  if (!out) return Fail(NRT_RESOURCE, "nrt_sys_trace_fetch_events: out of memory");
+  std::memcpy(out, json.c_str(), json.size() + 1);
+  *buffer = out;
+  *written_size = json.size();
+  return NRT_SUCCESS;
+}
+
+NRT_API void nrt_sys_trace_buffer_free(char* buffer) { std::free(buffer); }
+
+#undef NRT_CHECK_OPTIONS
 
 // ---------------------------------------------------------------------------
 // The rest of the public surface (see nrt.h): a world of one device.
@@ -1256,6 +1687,79 @@ NRT_API NRT_STATUS nrt_cc_global_comm_init(uint32_t vnc, uint32_t g_device_id, u
     if (NRT_STATUS s = CheckInitialized("nrt_cc_global_comm_init"); s != NRT_SUCCESS) return s;
   }
   return CheckWorldOfOne("nrt_cc_global_comm_init", int64_t(vnc), g_device_id, g_device_count);
+}
+
+NRT_API NRT_STATUS nrt_barrier(int32_t vnc, uint32_t g_device_id, uint32_t g_device_count) {
+  {
+    std::lock_guard<std::mutex> lock(R().mu);
+    if (NRT_STATUS s = CheckInitialized("nrt_barrier"); s != NRT_SUCCESS) return s;
+  }
+  return CheckWorldOfOne("nrt_barrier", vnc, g_device_id, g_device_count);
+}
+
+NRT_API NRT_STATUS nrt_all_gather(int32_t vnc, uint32_t g_device_id, uint32_t g_device_count,
+                                  uint32_t rank_input_size, void* input, void* output) {
+  {
+    std::lock_guard<std::mutex> lock(R().mu);
+    if (NRT_STATUS s = CheckInitialized("nrt_all_gather"); s != NRT_SUCCESS) return s;
+  }
+  if (NRT_STATUS s = CheckWorldOfOne("nrt_all_gather", vnc, g_device_id, g_device_count); s != NRT_SUCCESS)
+    return s;
+  if (rank_input_size && (!input || !output))
+    return Fail(NRT_INVALID, "nrt_all_gather: input or output is NULL");
+  if (rank_input_size) std::memmove(output, input, rank_input_size);
+  return NRT_SUCCESS;
+}
+
+NRT_API NRT_STATUS nrt_register_async_exec_callback(NRT_ASYNC_EXEC_STATUS_CALLBACK callback, void* params) {
+  std::lock_guard<std::mutex> lock(R().mu);
+  R().async_callback = callback;
+  R().async_callback_params = params;
+  return NRT_SUCCESS;
+}
+
+NRT_API NRT_STATUS nrt_async_drain_queued_execs(int32_t vnc) {
+  std::lock_guard<std::mutex> lock(R().mu);
+  if (NRT_STATUS s = CheckInitialized("nrt_async_drain_queued_execs"); s != NRT_SUCCESS) return s;
+  if (vnc != 0)
+    return Fail(NRT_INVALID, absl::StrCat("nrt_async_drain_queued_execs: VNC ", vnc, " does not exist (only 0 is simulated)"));
+  return NRT_SUCCESS;
+}
+
+NRT_API NRT_STATUS nrt_memcpy_to_device(void* dest, const void* src, size_t size) {
+  std::lock_guard<std::mutex> lock(R().mu);
+  const char* fn = "nrt_memcpy_to_device";
+  if (NRT_STATUS s = CheckInitialized(fn); s != NRT_SUCCESS) return s;
+  if (size == 0) return NRT_SUCCESS;
+  if (!dest || !src) return Fail(NRT_INVALID, absl::StrCat(fn, ": dest or src is NULL"));
+  const auto d = reinterpret_cast<uintptr_t>(dest);
+  for (const nrt_tensor* t : R().tensors.All()) {
+    const auto begin = reinterpret_cast<uintptr_t>(t->data());
+    if (!t->data() || d < begin || d - begin > t->size || size > t->size - (d - begin)) continue;
+    std::memmove(dest, src, size);
+    return NRT_SUCCESS;
+  }
+  return Fail(NRT_INVALID, absl::StrCat(fn, ": [dest, dest + ", size, ") is not within an allocated tensor"));
+}
+
+NRT_API NRT_STATUS nrt_trace_start(bool trace_mem) {
+  (void)trace_mem;  // no memory allocation events are recorded
+  std::lock_guard<std::mutex> lock(R().mu);
+  if (R().legacy_trace) return Fail(NRT_INVALID, "nrt_trace_start: tracing is already running");
+  R().legacy_trace = std::make_unique<TraceSession>();
+  R().legacy_trace->origin_ps = HostNowPs();
+  return NRT_SUCCESS;
+}
+
+NRT_API NRT_STATUS nrt_trace_stop(const char* filename) {
+  std::lock_guard<std::mutex> lock(R().mu);
+  if (!R().legacy_trace) return Fail(NRT_INVALID, "nrt_trace_stop: tracing is not running");
+  if (!filename || !*filename) return Fail(NRT_INVALID, "nrt_trace_stop: empty filename");
+  // On a failed write the tracing goes on, its events kept for another try.
+  if (absl::Status st = nn::WriteFileAtomic(filename, R().legacy_trace->trace.Render()); !st.ok())
+    return Fail(NRT_FAILURE, absl::StrCat("nrt_trace_stop: ", st.message()));
+  R().legacy_trace.reset();
+  return NRT_SUCCESS;
 }
 
 NRT_API NRT_STATUS nrt_tensor_get_device_allocation_info(const nrt_tensor_t* tensor,

@@ -94,24 +94,59 @@ void AppendExecution(const neff::Neff& neff, const std::vector<DispatchSchedule>
   profile->set_execution_count(execution + 1);
 }
 
-void SystemTrace::Add(Lane lane, std::string name, uint64_t start_ps, uint64_t duration_ps,
-                      std::string args_json) {
-  events_.push_back({lane, std::move(name), start_ps, duration_ps, std::move(args_json)});
+const std::vector<std::string>& SystemTraceEventTypes() {
+  static const std::vector<std::string> kTypes = {"nrt_load",        "nrt_unload",      "nrt_execute",
+                                                  "nrta_execute_schedule", "nc_exec_running", "kernel"};
+  return kTypes;
+}
+
+void SystemTrace::Add(Lane lane, std::string type, std::string name, uint64_t start_ps, uint64_t duration_ps,
+                      std::string args_json, uint32_t nc) {
+  if (!filter_.Accepts(type, nc)) return;
+  uint64_t& held = per_nc_[nc];
+  if (held >= filter_.max_events_per_nc) {
+    // A full ring buffer drops its NeuronCore's oldest event.
+    auto oldest = std::find_if(events_.begin(), events_.end(), [&](const Event& e) { return e.nc == nc; });
+    if (oldest == events_.end()) return;  // (a limit of zero keeps nothing)
+    events_.erase(oldest);
+    --held;
+  }
+  events_.push_back({lane, std::move(type), std::move(name), start_ps, duration_ps, std::move(args_json), nc});
+  ++held;
+}
+
+SystemTrace SystemTrace::Take(uint64_t max_per_nc, std::optional<uint32_t> only_nc) {
+  SystemTrace taken;
+  std::map<uint32_t, uint64_t> count;
+  std::deque<Event> kept;
+  for (Event& e : events_) {
+    if ((!only_nc || e.nc == *only_nc) && count[e.nc] < max_per_nc) {
+      ++count[e.nc];
+      --per_nc_[e.nc];
+      taken.events_.push_back(std::move(e));
+    } else {
+      kept.push_back(std::move(e));
+    }
+  }
+  events_ = std::move(kept);
+  return taken;
 }
 
 void SystemTrace::AddExecution(const neff::Neff& neff, const std::vector<DispatchSchedule>& schedules,
-                               uint64_t profile_hash, uint64_t start_ps) {
+                               uint64_t profile_hash, uint64_t start_ps, uint32_t nc) {
   uint64_t t = start_ps;
   for (size_t d = 0; d < schedules.size(); ++d) {
     const DispatchSchedule& s = schedules[d];
     const uint64_t base = t + s.launch_overhead_ps;
     const std::string& first_name = neff.executable.kernels(s.first_kernel).name();
-    Add(kRuntime, "nrta_execute_schedule", t, s.device_time_ps(),
+    Add(kRuntime, "nrta_execute_schedule", "nrta_execute_schedule", t, s.device_time_ps(),
         absl::StrCat("{\"dispatch\":", d, ",\"kernels\":", s.kernels.size(), ",\"first_kernel\":",
-                     json::Quote(first_name), ",\"neff_hash\":\"", profile_hash, "\"}"));
-    Add(kHardware, "nc_exec_running", base, s.makespan_ps,
+                     json::Quote(first_name), ",\"neff_hash\":\"", profile_hash, "\"}"),
+        nc);
+    Add(kHardware, "nc_exec_running", "nc_exec_running", base, s.makespan_ps,
         absl::StrCat("{\"dispatch\":", d, ",\"kernels\":", s.kernels.size(), ",\"neff_hash\":\"",
-                     profile_hash, "\"}"));
+                     profile_hash, "\"}"),
+        nc);
     // Slices on one track must nest, but the kernels of a dispatch may
     // overlap, so each slice starts where the previous one ends if that is
     // later than its first instruction; the args keep the exact extent.
@@ -122,22 +157,24 @@ void SystemTrace::AddExecution(const neff::Neff& neff, const std::vector<Dispatc
       const uint64_t start = std::max(base + x.start, previous_end);
       const uint64_t end = std::max(start, base + x.end);
       previous_end = end;
-      Add(kHardware, neff.executable.kernels(k).name(), start, end - start,
+      Add(kHardware, "kernel", neff.executable.kernels(k).name(), start, end - start,
           absl::StrCat("{\"kernel_index\":", k, ",\"dispatch\":", d, ",\"instructions\":",
                        x.instruction_count, ",\"first_instruction_start_us\":",
                        json::Number(double(base + x.start) / 1e6), ",\"last_instruction_end_us\":",
-                       json::Number(double(base + x.end) / 1e6), "}"));
+                       json::Number(double(base + x.end) / 1e6), "}"),
+          nc);
     }
     t += s.device_time_ps();
   }
 }
 
-std::string SystemTrace::Render() const {
+std::string SystemTrace::Render(const std::string& other_data) const {
   static const char* kLaneNames[] = {"framework", "runtime", "hardware"};
-  std::string out =
+  std::string out = absl::StrCat(
       "{\"displayTimeUnit\":\"ns\",\n\"otherData\":{\"producer\":\"neuron-cc runtime\","
       "\"clock\":\"session clock: host time since the session began, each execution lasting "
-      "its modeled device time\"},\n\"traceEvents\":[\n";
+      "its modeled device time\"",
+      other_data.empty() ? "" : ",", other_data, "},\n\"traceEvents\":[\n");
   bool first = true;
   auto sep = [&] {
     if (!first) out += ",\n";
@@ -158,7 +195,7 @@ std::string SystemTrace::Render() const {
     sep();
     // Chrome trace timestamps are microseconds; 6 decimals keep picoseconds.
     absl::StrAppend(&out, "{\"name\":", json::Quote(e.name), ",\"cat\":\"", kLaneNames[e.lane],
-                    "\",\"ph\":\"X\",\"pid\":", int(e.lane) + 1, ",\"tid\":0,\"ts\":",
+                    "\",\"ph\":\"X\",\"pid\":", int(e.lane) + 1, ",\"tid\":", e.nc, ",\"ts\":",
                     json::Number(double(e.start_ps) / 1e6), ",\"dur\":",
                     json::Number(double(e.duration_ps) / 1e6));
     if (!e.args_json.empty()) absl::StrAppend(&out, ",\"args\":", e.args_json);

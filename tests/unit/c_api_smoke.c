@@ -12,6 +12,7 @@
 #include "nrt/nrt_experimental.h"
 #include "nrt/nrt_ext.h"
 #include "nrt/nrt_profile.h"
+#include "nrt/nrt_sys_trace.h"
 
 static int failures = 0;
 
@@ -193,6 +194,32 @@ int main(int argc, char **argv) {
     CHECK(nrt_get_hbm_mmap_va(0, 0, &va, &len) == NRT_INVALID && va == NULL);
     len = sizeof bdf;
     CHECK(nrt_get_attached_efa_bdf(nrt_tensor_get_va(x), bdf, &len) == NRT_INVALID);
+  }
+  /* System trace capture and fetch, as a C client of the public header uses them. */
+  {
+    nrt_sys_trace_config_t *cfg = NULL;
+    nrt_sys_trace_fetch_options_t *fetch = NULL;
+    const char **types = NULL;
+    size_t ntypes = 0, written = 0;
+    char *events = NULL;
+    CHECK(nrt_sys_trace_config_allocate(&cfg) == NRT_SUCCESS);
+    nrt_sys_trace_config_set_max_events_per_nc(cfg, 1000);
+    nrt_sys_trace_config_set_capture_enabled_for_nc(cfg, 0, true);
+    CHECK(nrt_sys_trace_get_event_types(&types, &ntypes) == NRT_SUCCESS && ntypes > 0);
+    CHECK(nrt_sys_trace_config_set_capture_enabled_for_event_type(cfg, types[0], true) == NRT_SUCCESS);
+    nrt_sys_trace_free_event_types(types, ntypes);
+    CHECK(nrt_sys_trace_start(cfg) == NRT_SUCCESS);
+    nrt_sys_trace_config_free(cfg);
+    CHECK(nrt_execute(model, in, out) == NRT_SUCCESS);
+    CHECK(nrt_sys_trace_fetch_options_allocate(&fetch) == NRT_SUCCESS);
+    nrt_sys_trace_fetch_options_set_nc_idx(fetch, 0);
+    nrt_sys_trace_fetch_options_set_max_events_per_nc(fetch, 10000);
+    CHECK(nrt_sys_trace_fetch_events(&events, &written, fetch) == NRT_SUCCESS);
+    CHECK(events != NULL && written == strlen(events));
+    CHECK(events != NULL && strstr(events, "\"nc_exec_running\"") != NULL);
+    nrt_sys_trace_buffer_free(events);
+    nrt_sys_trace_fetch_options_free(fetch);
+    CHECK(nrt_sys_trace_stop() == NRT_SUCCESS);
   }
   /* Batched reads and writes: checked whole before any byte moves. */
   {

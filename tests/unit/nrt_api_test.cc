@@ -20,6 +20,7 @@
 #include "nrt/nrt_experimental.h"
 #include "nrt/nrt_ext.h"
 #include "nrt/nrt_profile.h"
+#include "nrt/nrt_sys_trace.h"
 #include "ntff_format.h"
 #include "test_neffs.h"
 
@@ -567,6 +568,7 @@ TEST_F(NrtApi, InspectSessionWritesTheProfileDirectory) {
   ASSERT_EQ(nrt_inspect_config_allocate(&opts), NRT_SUCCESS);
   EXPECT_EQ(nrt_inspect_config_set_output_dir(opts, ""), NRT_INVALID);
   ASSERT_EQ(nrt_inspect_config_set_output_dir(opts, dir.c_str()), NRT_SUCCESS);
+  ASSERT_EQ(nrt_inspect_config_set_enable_inspect(opts, true), NRT_SUCCESS);
   ASSERT_EQ(nrt_inspect_begin_with_options(opts), NRT_SUCCESS) << LastError();
   EXPECT_EQ(nrt_inspect_begin_with_options(opts), NRT_INVALID);  // one session at a time
   nrt_inspect_config_free(opts);
@@ -597,6 +599,232 @@ TEST_F(NrtApi, InspectSessionWritesTheProfileDirectory) {
   nrt_destroy_tensor_set(&out);
 }
 
+size_t Count(const std::string& text, const std::string& what) {
+  size_t n = 0;
+  for (size_t at = text.find(what); at != std::string::npos; at = text.find(what, at + 1)) ++n;
+  return n;
+}
+
+// The public header's defaults: a session begun without
+// nrt_inspect_config_set_enable_inspect(true) captures nothing.
+TEST_F(NrtApi, InspectOptionsControlWhatIsWritten) {
+  std::string neff_bytes = Serialize(AddModel(4, 8));
+  uint64_t h = neff::ProfileHash(*neff::ParseHeader(neff_bytes));
+  std::string H = std::to_string(h);
+  nrt_model_t* m = Load(neff_bytes);
+  nrt_tensor_set_t *in, *out;
+  nrt_tensor_t* z;
+  AddSets(4, 8, &in, &out, &z);
+  auto session = [&](const std::string& dir, auto configure) {
+    nrt_inspect_config_t* opts = nullptr;
+    EXPECT_EQ(nrt_inspect_config_allocate(&opts), NRT_SUCCESS);
+    EXPECT_EQ(nrt_inspect_config_set_output_dir(opts, dir.c_str()), NRT_SUCCESS);
+    configure(opts);
+    EXPECT_EQ(nrt_inspect_begin_with_options(opts), NRT_SUCCESS) << LastError();
+    nrt_inspect_config_free(opts);
+    EXPECT_EQ(nrt_execute(m, in, out), NRT_SUCCESS);
+    EXPECT_EQ(nrt_execute(m, in, out), NRT_SUCCESS);
+    EXPECT_EQ(nrt_inspect_stop(), NRT_SUCCESS) << LastError();
+  };
+  std::string off = TempDir() + "/inspect_off";
+  session(off, [](nrt_inspect_config_t*) {});
+  EXPECT_FALSE(std::filesystem::exists(off));
+
+  std::string device_only = TempDir() + "/device_only";
+  session(device_only, [](nrt_inspect_config_t* o) {
+    EXPECT_EQ(nrt_inspect_config_set_enable_inspect(o, true), NRT_SUCCESS);
+    EXPECT_EQ(nrt_inspect_config_set_activity(o, "system_profile", false), NRT_SUCCESS);
+    EXPECT_EQ(nrt_inspect_config_set_activity(o, "gpu_util", true), NRT_INVALID);
+  });
+  EXPECT_EQ(ListDir(device_only), (std::set<std::string>{"neff_" + H + ".neff", H + "_instid_0_vnc_0.ntff"}));
+
+  std::string system_only = TempDir() + "/system_only";
+  session(system_only, [](nrt_inspect_config_t* o) {
+    EXPECT_EQ(nrt_inspect_config_set_enable_inspect(o, true), NRT_SUCCESS);
+    EXPECT_EQ(nrt_inspect_config_set_activity(o, "all", false), NRT_SUCCESS);
+    EXPECT_EQ(nrt_inspect_config_set_activity(o, "system_profile", true), NRT_SUCCESS);
+    const char** types = nullptr;
+    size_t count = 0;
+    EXPECT_EQ(nrt_inspect_config_get_enabled_activity_types(o, &types, &count), NRT_SUCCESS);
+    ASSERT_EQ(count, 1u);
+    EXPECT_STREQ(types[0], "system_profile");
+    nrt_inspect_config_free_activity_types(types, count);
+    EXPECT_EQ(nrt_inspect_config_set_session_id(o, 7), NRT_SUCCESS);
+    EXPECT_EQ(nrt_inspect_config_set_capture_enabled_for_event_type_string(o, "kernel", false), NRT_SUCCESS);
+    EXPECT_EQ(nrt_inspect_config_set_capture_enabled_for_event_type_string(o, "no_such_type", false),
+              NRT_INVALID);
+    // Of the two executions' three events each, the newest four.
+    EXPECT_EQ(nrt_inspect_config_set_sys_trace_max_events_per_nc(o, 4), NRT_SUCCESS);
+  });
+  EXPECT_EQ(ListDir(system_only), (std::set<std::string>{"trace.json"}));
+  std::string trace = Slurp(system_only + "/trace.json");
+  EXPECT_NE(trace.find("\"session_id\":7"), std::string::npos);
+  EXPECT_EQ(Count(trace, "\"ph\":\"X\""), 4u) << trace;
+  EXPECT_EQ(Count(trace, "\"nrt_execute\""), 1u);  // the second execution's; the first one's dropped
+  EXPECT_EQ(Count(trace, "\"nc_exec_running\""), 2u);
+  EXPECT_EQ(trace.find("\"k0_"), std::string::npos);  // kernels left out
+
+  const char** all = nullptr;
+  size_t count = 0;
+  ASSERT_EQ(nrt_inspect_config_get_all_activity_types(&all, &count), NRT_SUCCESS);
+  EXPECT_EQ(count, 4u);
+  nrt_inspect_config_free_activity_types(all, count);
+  EXPECT_EQ(NRT_EXEC_UNIT_UNRECOVERABLE, 101);
+  ASSERT_EQ(nrt_unload(m), NRT_SUCCESS);
+  nrt_destroy_tensor_set(&in);
+  nrt_destroy_tensor_set(&out);
+}
+
+TEST_F(NrtApi, SystemTraceCapturesAndFetchesEvents) {
+  char* buffer = nullptr;
+  size_t size = 0;
+  EXPECT_EQ(nrt_sys_trace_fetch_events(&buffer, &size, nullptr), NRT_INVALID);  // not started
+  EXPECT_EQ(nrt_sys_trace_stop(), NRT_INVALID);
+  const char** types = nullptr;
+  size_t count = 0;
+  ASSERT_EQ(nrt_sys_trace_get_event_types(&types, &count), NRT_SUCCESS);
+  std::set<std::string> names(types, types + count);
+  nrt_sys_trace_free_event_types(types, count);
+  EXPECT_EQ(names, (std::set<std::string>{"nrt_load", "nrt_unload", "nrt_execute", "nrta_execute_schedule",
+                                          "nc_exec_running", "kernel"}));
+
+  nrt_sys_trace_config_t* cfg = nullptr;
+  ASSERT_EQ(nrt_sys_trace_config_allocate(&cfg), NRT_SUCCESS);
+  EXPECT_EQ(nrt_sys_trace_config_set_capture_enabled_for_event_type(cfg, "nrt_load", false), NRT_SUCCESS);
+  EXPECT_EQ(nrt_sys_trace_config_set_capture_enabled_for_event_type(cfg, "bogus", true), NRT_INVALID);
+  ASSERT_EQ(nrt_sys_trace_config_get_enabled_event_types(cfg, &types, &count), NRT_SUCCESS);
+  EXPECT_EQ(count, 5u);
+  nrt_sys_trace_free_event_types(types, count);
+  ASSERT_EQ(nrt_sys_trace_start(cfg), NRT_SUCCESS) << LastError();
+  EXPECT_EQ(nrt_sys_trace_start(cfg), NRT_INVALID);  // one capture at a time
+  nrt_sys_trace_config_free(cfg);
+
+  nrt_model_t* m = Load(Serialize(AddModel(4, 8)));
+  nrt_tensor_set_t *in, *out;
+  nrt_tensor_t* z;
+  AddSets(4, 8, &in, &out, &z);
+  ASSERT_EQ(nrt_execute(m, in, out), NRT_SUCCESS);
+  ASSERT_EQ(nrt_execute(m, in, out), NRT_SUCCESS);
+
+  // Another NeuronCore has no events; the fetch hands out none and keeps the rest.
+  nrt_sys_trace_fetch_options_t* fetch = nullptr;
+  ASSERT_EQ(nrt_sys_trace_fetch_options_allocate(&fetch), NRT_SUCCESS);
+  nrt_sys_trace_fetch_options_set_nc_idx(fetch, 1);
+  ASSERT_EQ(nrt_sys_trace_fetch_events(&buffer, &size, fetch), NRT_SUCCESS) << LastError();
+  EXPECT_EQ(Count(buffer, "\"ph\":\"X\""), 0u);
+  EXPECT_EQ(size, std::strlen(buffer));
+  nrt_sys_trace_buffer_free(buffer);
+
+  // The two oldest events of NeuronCore 0: the first execution's nrt_execute and its dispatch.
+  nrt_sys_trace_fetch_options_set_defaults(fetch);
+  nrt_sys_trace_fetch_options_set_max_events_per_nc(fetch, 2);
+  ASSERT_EQ(nrt_sys_trace_fetch_events(&buffer, &size, fetch), NRT_SUCCESS);
+  std::string first(buffer, size);
+  nrt_sys_trace_buffer_free(buffer);
+  EXPECT_EQ(Count(first, "\"ph\":\"X\""), 2u) << first;
+  EXPECT_NE(first.find("\"nrt_execute\""), std::string::npos);
+  EXPECT_NE(first.find("\"traceEvents\""), std::string::npos);
+  EXPECT_EQ(first.find("\"nrt_load\""), std::string::npos);  // disabled
+
+  // The rest, once: per execution nrt_execute, its dispatch, nc_exec_running
+  // and one kernel (4 events), 8 in all, 2 fetched before.
+  ASSERT_EQ(nrt_sys_trace_fetch_events(&buffer, &size, nullptr), NRT_SUCCESS);
+  std::string rest(buffer, size);
+  nrt_sys_trace_buffer_free(buffer);
+  EXPECT_EQ(Count(rest, "\"ph\":\"X\""), 6u) << rest;
+  EXPECT_EQ(Count(rest, "\"nrt_execute\""), 1u);
+  ASSERT_EQ(nrt_sys_trace_fetch_events(&buffer, &size, nullptr), NRT_SUCCESS);
+  EXPECT_EQ(Count(buffer, "\"ph\":\"X\""), 0u);
+  nrt_sys_trace_buffer_free(buffer);
+  nrt_sys_trace_fetch_options_free(fetch);
+
+  ASSERT_EQ(nrt_unload(m), NRT_SUCCESS);
+  ASSERT_EQ(nrt_sys_trace_fetch_events(&buffer, &size, nullptr), NRT_SUCCESS);
+  EXPECT_EQ(Count(buffer, "\"nrt_unload\""), 1u);
+  nrt_sys_trace_buffer_free(buffer);
+  EXPECT_EQ(nrt_sys_trace_stop(), NRT_SUCCESS);
+  EXPECT_EQ(nrt_sys_trace_fetch_events(&buffer, &size, nullptr), NRT_INVALID);
+  nrt_destroy_tensor_set(&in);
+  nrt_destroy_tensor_set(&out);
+}
+
+TEST_F(NrtApi, ContinuousProfilingSavesTheLatestExecution) {
+  std::string neff_bytes = Serialize(AddModel(4, 8));
+  std::string H = std::to_string(neff::ProfileHash(*neff::ParseHeader(neff_bytes)));
+  nrt_profile_continuous_options_t* opts = nullptr;
+  ASSERT_EQ(nrt_profile_continuous_options_allocate(&opts), NRT_SUCCESS);
+  std::string dir = TempDir() + "/continuous";
+  EXPECT_EQ(nrt_profile_continuous_options_set_output_dir(opts, ""), NRT_INVALID);
+  ASSERT_EQ(nrt_profile_continuous_options_set_output_dir(opts, dir.c_str()), NRT_SUCCESS);
+  EXPECT_EQ(nrt_profile_continuous_save(0, opts), NRT_INVALID);  // not running
+  EXPECT_EQ(nrt_profile_continuous_stop(), NRT_INVALID);
+  ASSERT_EQ(nrt_profile_continuous_start(opts), NRT_SUCCESS);
+  EXPECT_EQ(nrt_profile_continuous_start(opts), NRT_INVALID);
+  EXPECT_EQ(nrt_profile_continuous_save(0, opts), NRT_INVALID);  // nothing executed yet
+  nrt_model_t* m = Load(neff_bytes);
+  nrt_tensor_set_t *in, *out;
+  nrt_tensor_t* z;
+  AddSets(4, 8, &in, &out, &z);
+  ASSERT_EQ(nrt_execute(m, in, out), NRT_SUCCESS);
+  ASSERT_EQ(nrt_execute(m, in, out), NRT_SUCCESS);
+  ASSERT_EQ(nrt_profile_continuous_save(0, opts), NRT_SUCCESS) << LastError();
+  ASSERT_EQ(nrt_unload(m), NRT_SUCCESS);                          // what was kept stays
+  ASSERT_EQ(nrt_profile_continuous_save(0, opts), NRT_SUCCESS);  // a second file, not over the first
+  EXPECT_EQ(nrt_profile_continuous_save(1, opts), NRT_INVALID);
+  EXPECT_EQ(ListDir(dir), (std::set<std::string>{"neff_" + H + ".neff", H + "_instid_0_vnc_0.ntff",
+                                                  H + "_instid_1_vnc_0.ntff"}));
+  EXPECT_EQ(Slurp(dir + "/neff_" + H + ".neff"), neff_bytes);
+  absl::StatusOr<ntff::Profile> p = ntff::ParseNtff(Slurp(dir + "/" + H + "_instid_0_vnc_0.ntff"));
+  ASSERT_TRUE(p.ok()) << p.status();
+  EXPECT_EQ(p->execution_count(), 1u);  // the latest execution alone
+  ASSERT_EQ(nrt_profile_continuous_stop(), NRT_SUCCESS);
+  nrt_profile_continuous_options_free(opts);
+  nrt_destroy_tensor_set(&in);
+  nrt_destroy_tensor_set(&out);
+}
+
+TEST_F(NrtApi, ExperimentalCallsOfAWorldOfOneDevice) {
+  // Legacy tracing writes trace.json's format to the file it is given.
+  EXPECT_EQ(nrt_trace_stop("x.json"), NRT_INVALID);
+  ASSERT_EQ(nrt_trace_start(true), NRT_SUCCESS);
+  EXPECT_EQ(nrt_trace_start(false), NRT_INVALID);
+  nrt_model_t* m = Load(Serialize(AddModel(4, 8)));
+  nrt_tensor_set_t *in, *out;
+  nrt_tensor_t* z;
+  AddSets(4, 8, &in, &out, &z);
+  ASSERT_EQ(nrt_execute(m, in, out), NRT_SUCCESS);
+  std::string file = TempDir() + "/legacy_trace.json";
+  ASSERT_EQ(nrt_trace_stop(file.c_str()), NRT_SUCCESS) << LastError();
+  std::string trace = Slurp(file);
+  EXPECT_EQ(Count(trace, "\"nrt_execute\""), 1u);
+  EXPECT_EQ(Count(trace, "\"nc_exec_running\""), 1u);
+  EXPECT_EQ(nrt_trace_stop(file.c_str()), NRT_INVALID);
+
+  // Copies into a tensor's storage, and nowhere else.
+  float values[4] = {1, 2, 3, 4}, elsewhere[4] = {0, 0, 0, 0};
+  auto* va = static_cast<float*>(nrt_tensor_get_va(z));
+  ASSERT_NE(va, nullptr);
+  ASSERT_EQ(nrt_memcpy_to_device(va + 1, values, sizeof values), NRT_SUCCESS) << LastError();
+  EXPECT_EQ(va[1], 1.0f);
+  EXPECT_EQ(va[4], 4.0f);
+  EXPECT_EQ(nrt_memcpy_to_device(va + 30, values, sizeof values), NRT_INVALID);  // runs past its end
+  EXPECT_EQ(nrt_memcpy_to_device(elsewhere, values, sizeof values), NRT_INVALID);
+  EXPECT_EQ(elsewhere[0], 0.0f);
+
+  float input[3] = {5, 6, 7}, gathered[3] = {0, 0, 0};
+  EXPECT_EQ(nrt_all_gather(0, 0, 1, sizeof input, input, gathered), NRT_SUCCESS);
+  EXPECT_EQ(gathered[2], 7.0f);
+  EXPECT_EQ(nrt_all_gather(0, 0, 2, sizeof input, input, gathered), NRT_INVALID);
+  EXPECT_EQ(nrt_barrier(-1, 0, 1), NRT_SUCCESS);
+  EXPECT_EQ(nrt_barrier(0, 1, 2), NRT_INVALID);
+  EXPECT_EQ(nrt_register_async_exec_callback(nullptr, nullptr), NRT_SUCCESS);
+  EXPECT_EQ(nrt_async_drain_queued_execs(0), NRT_SUCCESS);
+  EXPECT_EQ(nrt_async_drain_queued_execs(3), NRT_INVALID);
+  ASSERT_EQ(nrt_unload(m), NRT_SUCCESS);
+  nrt_destroy_tensor_set(&in);
+  nrt_destroy_tensor_set(&out);
+}
+
 TEST_F(NrtApi, InspectClockAndFrameworkEvents) {
   uint64_t now = 0;
   EXPECT_EQ(nrt_inspect_get_time(&now), NRT_INVALID);  // no session
@@ -605,6 +833,7 @@ TEST_F(NrtApi, InspectClockAndFrameworkEvents) {
   nrt_inspect_config_t* opts = nullptr;
   ASSERT_EQ(nrt_inspect_config_allocate(&opts), NRT_SUCCESS);
   ASSERT_EQ(nrt_inspect_config_set_output_dir(opts, dir.c_str()), NRT_SUCCESS);
+  ASSERT_EQ(nrt_inspect_config_set_enable_inspect(opts, true), NRT_SUCCESS);
   ASSERT_EQ(nrt_inspect_begin_with_options(opts), NRT_SUCCESS) << LastError();
   nrt_inspect_config_free(opts);
   nrt_model_t* m = Load(Serialize(AddModel(4, 8)));

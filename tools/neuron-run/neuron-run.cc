@@ -147,6 +147,7 @@ int Run(const Options& o) {
     nrt_inspect_config_t* cfg = nullptr;
     NRT_STATUS st = nrt_inspect_config_allocate(&cfg);
     if (st == NRT_SUCCESS) st = nrt_inspect_config_set_output_dir(cfg, o.profile_dir.c_str());
+    if (st == NRT_SUCCESS) st = nrt_inspect_config_set_enable_inspect(cfg, true);
     if (st == NRT_SUCCESS) st = nrt_inspect_begin_with_options(cfg);
     nrt_inspect_config_free(cfg);
     if (st != NRT_SUCCESS) return Fail(NrtError("cannot start profiling", st));

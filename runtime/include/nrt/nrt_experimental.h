@@ -5,6 +5,7 @@
 #ifndef NRT_NRT_EXPERIMENTAL_H
 #define NRT_NRT_EXPERIMENTAL_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -51,6 +52,35 @@ typedef struct nrt_model_info {
 /* info_size_in: the caller's sizeof(nrt_model_info_t); *info_size_out: bytes written. */
 NRT_STATUS nrt_get_model_info(const nrt_model_t *model, nrt_model_info_t *info, size_t info_size_in,
                               size_t *info_size_out);
+
+/* Legacy tracing: nrt_trace_start starts recording the events of a system
+ * trace capture (nrt/nrt_sys_trace.h; trace_mem is accepted, no memory
+ * events are recorded), nrt_trace_stop writes them to `filename` in
+ * trace.json's format and ends it. NRT_INVALID: starting twice, stopping
+ * with none running. Independent of nrt_sys_trace_start. */
+NRT_STATUS nrt_trace_start(bool trace_mem);
+NRT_STATUS nrt_trace_stop(const char *filename);
+
+/* Copies `size` bytes to device memory: in this simulator, to the storage of
+ * an allocated tensor (nrt_tensor_get_va); [dest, dest + size) must lie
+ * within one, else NRT_INVALID and nothing is copied. */
+NRT_STATUS nrt_memcpy_to_device(void *dest, const void *src, size_t size);
+
+/* Executions are synchronous here (there is no asynchronous execution
+ * mode), so a registered callback is kept but never called, and nothing is
+ * ever queued for nrt_async_drain_queued_execs to wait for (it returns at
+ * once for VNC 0; NRT_INVALID for another). */
+typedef void (*NRT_ASYNC_EXEC_STATUS_CALLBACK)(void *params, uint32_t model_id, uint32_t vnc, uint64_t job_id,
+                                               NRT_STATUS status);
+NRT_STATUS nrt_register_async_exec_callback(NRT_ASYNC_EXEC_STATUS_CALLBACK callback, void *params);
+NRT_STATUS nrt_async_drain_queued_execs(int32_t vnc);
+
+/* Collectives over a world of one device (device 0 of 1, VNC 0 or -1):
+ * the barrier returns at once, the all-gather copies the rank's input to
+ * the output. Any other world is NRT_INVALID. */
+NRT_STATUS nrt_barrier(int32_t vnc, uint32_t g_device_id, uint32_t g_device_count);
+NRT_STATUS nrt_all_gather(int32_t vnc, uint32_t g_device_id, uint32_t g_device_count, uint32_t rank_input_size,
+                          void *input, void *output);
 
 #ifdef __cplusplus
 }

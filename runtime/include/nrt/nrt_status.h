@@ -28,7 +28,8 @@ typedef enum {
   NRT_UNINITIALIZED = 13,      /* called before nrt_init() */
   NRT_CLOSED = 14,             /* called after nrt_close() */
   NRT_QUEUE_EMPTY = 15,
-  NRT_EXEC_UNIT_DISABLED = 101,
+  NRT_EXEC_UNIT_UNRECOVERABLE = 101, /* the name in current public headers */
+  NRT_EXEC_UNIT_DISABLED = 101,      /* its older name */
   NRT_EXEC_BAD_INPUT = 1002,
   NRT_EXEC_COMPLETED_WITH_NUM_ERR = 1003,
   NRT_EXEC_COMPLETED_WITH_ERR = 1004,

@@ -111,6 +111,7 @@ class Libnrt:
         lib.nrt_inspect_config_allocate.argtypes = [pp]
         lib.nrt_inspect_config_free.argtypes = [vp]
         lib.nrt_inspect_config_set_output_dir.argtypes = [vp, ctypes.c_char_p]
+        lib.nrt_inspect_config_set_enable_inspect.argtypes = [vp, ctypes.c_bool]
         lib.nrt_inspect_begin_with_options.argtypes = [vp]
         lib.nrt_inspect_get_time.argtypes = [ctypes.POINTER(u64)]
         lib.nrt_inspect_add_framework_event.argtypes = [ctypes.c_char_p, u64, u64, ctypes.POINTER(ctypes.c_char_p),
@@ -183,6 +184,8 @@ class Libnrt:
         try:
             self.check(self.lib.nrt_inspect_config_set_output_dir(opts, os.fsencode(output_dir)),
                        "nrt_inspect_config_set_output_dir")
+            self.check(self.lib.nrt_inspect_config_set_enable_inspect(opts, True),
+                       "nrt_inspect_config_set_enable_inspect")
             self.check(self.lib.nrt_inspect_begin_with_options(opts), "nrt_inspect_begin_with_options")
         finally:
             self.lib.nrt_inspect_config_free(opts)
