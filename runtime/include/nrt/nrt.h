@@ -35,6 +35,34 @@ extern "C" {
 
 typedef struct nrt_model nrt_model_t;
 typedef struct nrt_tensor nrt_tensor_t;
+/* Out-of-NEFF collectives (the public header's types; the calls that take
+ * them, in nrt_async.h, are not provided: see docs/runtime.md). */
+typedef struct nrt_cc_context nrt_cc_context_t;
+
+/* Reduction operators of collectives (values as in the public header). */
+typedef enum nrt_op_type {
+  NRT_OP_ADD = 0x0,
+  NRT_OP_FMA = 0x1,
+  NRT_OP_MAX = 0x2,
+  NRT_OP_MIN = 0x3,
+  NRT_OP_INVALID = 0xF
+} nrt_op_type_t;
+
+typedef enum nrt_cc_op_type { NRT_CC_ALLGATHER, NRT_CC_ALLREDUCE, NRT_CC_REDUCESCATTER } nrt_cc_op_type_t;
+
+typedef struct nrt_cc_comm {
+  uint32_t *replica_group; /* the participants */
+  uint32_t rank;           /* this one's place in replica_group */
+  uint32_t rank_n;         /* the size of replica_group */
+  uint32_t ctx_device_id;
+  uint32_t ctx_device_count;
+  uint32_t vnc;
+} nrt_cc_comm_t;
+
+typedef struct nrt_tensor_list {
+  nrt_tensor_t **tensors;
+  size_t num_tensors;
+} nrt_tensor_list_t;
 
 /* Where a tensor's storage lives. On the simulator all three are host memory;
  * the value is recorded and otherwise has no effect. */
