@@ -305,8 +305,8 @@ uint64_t SessionPs(const TraceSession& in, uint64_t host_ps) {
   return t > 0 ? uint64_t(t) : 0;
 }
 
-// Records a host-only call on the framework lane, as long as it took.
-// The system traces being recorded: the inspect session's, the sys trace's.
+// The system traces being recorded: the inspect session's (when it captures
+// a system profile), nrt_sys_trace_start's and nrt_trace_start's.
 std::vector<TraceSession*> TraceSessions() {
   std::vector<TraceSession*> v;
   if (R().inspect && R().inspect->SystemProfile()) v.push_back(&R().inspect->system);
@@ -315,6 +315,7 @@ std::vector<TraceSession*> TraceSessions() {
   return v;
 }
 
+// Records a host-only call on the framework lane, as long as it took.
 void TraceHostCall(const char* name, uint64_t began_ps, std::string args = "", uint32_t nc = 0) {
   for (TraceSession* in : TraceSessions()) {
     uint64_t start = SessionPs(*in, began_ps), end = SessionPs(*in, HostNowPs());
@@ -732,7 +733,7 @@ NRT_API NRT_STATUS nrt_load(const void* neff_bytes, size_t size, int32_t vnc, in
   nrt_model* loaded = m.release();
   loaded->handle = R().models.Add(loaded);
   *model = static_cast<nrt_model_t*>(loaded->handle);
-  if (R().inspect) InspectEntry(*R().inspect, loaded);
+  if (R().inspect && R().inspect->DeviceProfile()) InspectEntry(*R().inspect, loaded);
   TraceHostCall("nrt_load", began,
                 absl::StrCat("{\"neff\":", neuroncc::json::Quote(loaded->neff.header.name),
                              ",\"neff_hash\":\"", loaded->hash, "\"}"));
