@@ -1234,11 +1234,39 @@ NRT_API NRT_STATUS nrt_profile_stop(const char* filename) {
   return NRT_SUCCESS;
 }
 
-NRT_API NRT_STATUS nrt_profile_continuous_options_allocate(nrt_profile_continuous_options_t** options) {
+namespace {
+
+// The options objects of the profiling calls: allocated with their defaults.
+template <typename Options>
+NRT_STATUS AllocateOptions(Options** options, const char* fn) {
   std::lock_guard<std::mutex> lock(R().mu);
-  if (!options) return Fail(NRT_INVALID, "nrt_profile_continuous_options_allocate: options is NULL");
-  *options = new (std::nothrow) nrt_profile_continuous_options;
-  return *options ? NRT_SUCCESS : Fail(NRT_RESOURCE, "nrt_profile_continuous_options_allocate: out of memory");
+  if (!options) return Fail(NRT_INVALID, absl::StrCat(fn, ": options is NULL"));
+  *options = new (std::nothrow) Options;
+  return *options ? NRT_SUCCESS : Fail(NRT_RESOURCE, absl::StrCat(fn, ": out of memory"));
+}
+
+template <typename Options>
+NRT_STATUS SetOutputDir(Options* options, const char* output_dir, const char* fn) {
+  std::lock_guard<std::mutex> lock(R().mu);
+  if (!options) return Fail(NRT_INVALID, absl::StrCat(fn, ": options is NULL"));
+  if (!output_dir || !*output_dir) return Fail(NRT_INVALID, absl::StrCat(fn, ": empty directory"));
+  options->output_dir = output_dir;
+  return NRT_SUCCESS;
+}
+
+// Ends a capture held in `slot`; NRT_INVALID when none is running.
+template <typename Capture>
+NRT_STATUS EndCapture(std::unique_ptr<Capture>& slot, const char* fn, const char* what) {
+  std::lock_guard<std::mutex> lock(R().mu);
+  if (!slot) return Fail(NRT_INVALID, absl::StrCat(fn, ": ", what, " is not running"));
+  slot.reset();
+  return NRT_SUCCESS;
+}
+
+}  // namespace
+
+NRT_API NRT_STATUS nrt_profile_continuous_options_allocate(nrt_profile_continuous_options_t** options) {
+  return AllocateOptions(options, "nrt_profile_continuous_options_allocate");
 }
 
 NRT_API NRT_STATUS nrt_profile_continuous_options_free(nrt_profile_continuous_options_t* options) {
@@ -1248,12 +1276,7 @@ NRT_API NRT_STATUS nrt_profile_continuous_options_free(nrt_profile_continuous_op
 
 NRT_API NRT_STATUS nrt_profile_continuous_options_set_output_dir(nrt_profile_continuous_options_t* options,
                                                                 const char* output_dir) {
-  std::lock_guard<std::mutex> lock(R().mu);
-  if (!options) return Fail(NRT_INVALID, "nrt_profile_continuous_options_set_output_dir: options is NULL");
-  if (!output_dir || !*output_dir)
-    return Fail(NRT_INVALID, "nrt_profile_continuous_options_set_output_dir: empty directory");
-  options->output_dir = output_dir;
-  return NRT_SUCCESS;
+  return SetOutputDir(options, output_dir, "nrt_profile_continuous_options_set_output_dir");
 }
 
 NRT_API NRT_STATUS nrt_profile_continuous_start(nrt_profile_continuous_options_t* options) {
@@ -1294,17 +1317,11 @@ NRT_API NRT_STATUS nrt_profile_continuous_save(uint32_t vnc, nrt_profile_continu
 }
 
 NRT_API NRT_STATUS nrt_profile_continuous_stop(void) {
-  std::lock_guard<std::mutex> lock(R().mu);
-  if (!R().continuous) return Fail(NRT_INVALID, "nrt_profile_continuous_stop: continuous profiling is not running");
-  R().continuous.reset();
-  return NRT_SUCCESS;
+  return EndCapture(R().continuous, "nrt_profile_continuous_stop", "continuous profiling");
 }
 
 NRT_API NRT_STATUS nrt_inspect_config_allocate(nrt_inspect_config_t** options) {
-  std::lock_guard<std::mutex> lock(R().mu);
-  if (!options) return Fail(NRT_INVALID, "nrt_inspect_config_allocate: options is NULL");
-  *options = new nrt_inspect_config;
-  return NRT_SUCCESS;
+  return AllocateOptions(options, "nrt_inspect_config_allocate");
 }
 
 NRT_API NRT_STATUS nrt_inspect_config_set_defaults(nrt_inspect_config_t* options) {
@@ -1321,12 +1338,7 @@ NRT_API NRT_STATUS nrt_inspect_config_free(nrt_inspect_config_t* options) {
 
 NRT_API NRT_STATUS nrt_inspect_config_set_output_dir(nrt_inspect_config_t* options,
                                                      const char* output_dir) {
-  std::lock_guard<std::mutex> lock(R().mu);
-  if (!options) return Fail(NRT_INVALID, "nrt_inspect_config_set_output_dir: options is NULL");
-  if (!output_dir || !*output_dir)
-    return Fail(NRT_INVALID, "nrt_inspect_config_set_output_dir: empty directory");
-  options->output_dir = output_dir;
-  return NRT_SUCCESS;
+  return SetOutputDir(options, output_dir, "nrt_inspect_config_set_output_dir");
 }
 
 NRT_API NRT_STATUS nrt_inspect_begin_with_options(nrt_inspect_config_t* options) {
@@ -1538,10 +1550,7 @@ NRT_API void nrt_inspect_config_free_activity_types(const char** activity_types,
 // kept in memory per NeuronCore and handed out as the same JSON.
 
 NRT_API NRT_STATUS nrt_sys_trace_config_allocate(nrt_sys_trace_config_t** options) {
-  std::lock_guard<std::mutex> lock(R().mu);
-  if (!options) return Fail(NRT_INVALID, "nrt_sys_trace_config_allocate: options is NULL");
-  *options = new (std::nothrow) nrt_sys_trace_config;
-  return *options ? NRT_SUCCESS : Fail(NRT_RESOURCE, "nrt_sys_trace_config_allocate: out of memory");
+  return AllocateOptions(options, "nrt_sys_trace_config_allocate");
 }
 
 NRT_API void nrt_sys_trace_config_set_defaults(nrt_sys_trace_config_t* options) {
@@ -1594,17 +1603,11 @@ NRT_API NRT_STATUS nrt_sys_trace_start(nrt_sys_trace_config_t* options) {
 }
 
 NRT_API NRT_STATUS nrt_sys_trace_stop(void) {
-  std::lock_guard<std::mutex> lock(R().mu);
-  if (!R().sys_trace) return Fail(NRT_INVALID, "nrt_sys_trace_stop: no system trace capture is running");
-  R().sys_trace.reset();
-  return NRT_SUCCESS;
+  return EndCapture(R().sys_trace, "nrt_sys_trace_stop", "a system trace capture");
 }
 
 NRT_API NRT_STATUS nrt_sys_trace_fetch_options_allocate(nrt_sys_trace_fetch_options_t** options) {
-  std::lock_guard<std::mutex> lock(R().mu);
-  if (!options) return Fail(NRT_INVALID, "nrt_sys_trace_fetch_options_allocate: options is NULL");
-  *options = new (std::nothrow) nrt_sys_trace_fetch_options;
-  return *options ? NRT_SUCCESS : Fail(NRT_RESOURCE, "nrt_sys_trace_fetch_options_allocate: out of memory");
+  return AllocateOptions(options, "nrt_sys_trace_fetch_options_allocate");
 }
 
 NRT_API void nrt_sys_trace_fetch_options_set_defaults(nrt_sys_trace_fetch_options_t* options) {
