@@ -3,6 +3,7 @@
 // handle validation airtight (a handle checked under the lock cannot be freed
 // by another thread before it is used).
 
+#include <sys/eventfd.h>
 #include <sys/stat.h>
 
 #include <algorithm>
@@ -29,6 +30,7 @@
 #include "file_util.h"
 #include "neff_format.h"
 #include "nrt/nrt.h"
+#include "nrt/nrt_async.h"
 #include "nrt/nrt_experimental.h"
 #include "nrt/nrt_ext.h"
 #include "nrt/nrt_profile.h"
@@ -1837,4 +1839,223 @@ NRT_API NRT_STATUS nrt_get_hbm_mmap_va(int, int, void** addr, size_t* size) {
 
 NRT_API NRT_STATUS nrt_get_attached_efa_bdf(const void*, char*, size_t*) {
   return Unsupported("nrt_get_attached_efa_bdf", "no EFA network adapter is attached to a simulated device");
+}
+
+// ---------------------------------------------------------------------------
+// Asynchronous requests (nrt/nrt_async.h): each runs to completion when it
+// is scheduled.
+
+struct nrta_error_tracker {
+  std::vector<nrta_error_t> errors;
+};
+
+struct nrt_cc_context {
+  std::vector<std::pair<nrt_tensor_t*, nrt_tensor_t*>> pairs;  // input -> output handles
+  std::vector<size_t> bytes;
+};
+
+namespace {
+
+constexpr int kMaxAsyncQueue = 255;
+
+struct AsyncRequests {
+  std::mutex mu;                       // held while a request runs: each unit's order is strict
+  std::map<uint16_t, uint64_t> last;  // execution unit id -> last sequence number handed out
+};
+
+AsyncRequests& Async() {
+  static AsyncRequests* a = new AsyncRequests;
+  return *a;
+}
+
+uint16_t XuId(nrta_xu_t xu, int queue) { return uint16_t((uint32_t(xu) << 8) | uint32_t(queue)); }
+
+// Statuses that refuse a request (nothing ran) rather than report a failed run.
+bool Refusal(NRT_STATUS s) {
+  return s == NRT_INVALID || s == NRT_INVALID_HANDLE || s == NRT_UNINITIALIZED || s == NRT_CLOSED;
+}
+
+template <typename Work>
+NRT_STATUS Schedule(nrta_xu_t xu, int queue, bool queueZeroOnly, nrta_error_tracker_t* err, nrta_seq_t* req,
+                    const char* fn, Work work) {
+  if (queue < 0 || queue > (queueZeroOnly ? 0 : kMaxAsyncQueue)) {
+    std::lock_guard<std::mutex> lock(R().mu);
+    return Fail(NRT_INVALID, absl::StrCat(fn, ": queue ", queue, queueZeroOnly ? " (must be 0)" : " (0 to 255)"));
+  }
+  std::lock_guard<std::mutex> lock(Async().mu);
+  NRT_STATUS status = work();
+  if (Refusal(status)) return status;
+  const uint16_t id = XuId(xu, queue);
+  const nrta_seq_t seq = (nrta_seq_t(id) << 48) | ++Async().last[id];
+  if (req) *req = seq;
+  if (status != NRT_SUCCESS && err) err->errors.push_back({seq, uint64_t(status)});
+  return NRT_SUCCESS;
+}
+
+// Whether `seq` was handed out.
+bool KnownSequence(nrta_seq_t seq) {
+  std::lock_guard<std::mutex> lock(Async().mu);
+  auto it = Async().last.find(uint16_t(NRTA_SEQ_GET_XU_ID(seq)));
+  uint64_t n = NRTA_SEQ_GET_SEQ_NUM(seq);
+  return it != Async().last.end() && n >= 1 && n <= it->second;
+}
+
+NRT_STATUS InvalidSequence(const char* fn, nrta_seq_t seq) {
+  std::lock_guard<std::mutex> lock(R().mu);
+  return Fail(NRT_INVALID, absl::StrCat(fn, ": sequence id ", seq, " was never handed out"));
+}
+
+}  // namespace
+
+NRT_API NRT_STATUS nrta_tensor_write(nrt_tensor_t* tensor, const void* buf, uint64_t offset, uint64_t size, int queue,
+                                     nrta_error_tracker_t* err, nrta_seq_t* req_sequence) {
+  return Schedule(NRTA_XU_TENSOR_WRITE, queue, false, err, req_sequence, "nrta_tensor_write",
+                  [&] { return nrt_tensor_write(tensor, buf, size_t(offset), size_t(size)); });
+}
+
+NRT_API NRT_STATUS nrta_tensor_read(void* buf, nrt_tensor_t* tensor, uint64_t offset, uint64_t size, int queue,
+                                    nrta_error_tracker_t* err, nrta_seq_t* req_sequence) {
+  return Schedule(NRTA_XU_TENSOR_READ, queue, false, err, req_sequence, "nrta_tensor_read",
+                  [&] { return nrt_tensor_read(tensor, buf, size_t(offset), size_t(size)); });
+}
+
+NRT_API NRT_STATUS nrta_tensor_copy(nrt_tensor_t* src, uint64_t src_offset, nrt_tensor_t* dst, uint64_t dst_offset,
+                                    uint64_t size, int queue, nrta_error_tracker_t* err, nrta_seq_t* req_sequence) {
+  return Schedule(NRTA_XU_TENSOR_OP, queue, false, err, req_sequence, "nrta_tensor_copy", [&] {
+    return nrt_tensor_copy(src, size_t(src_offset), dst, size_t(dst_offset), size_t(size));
+  });
+}
+
+NRT_API NRT_STATUS nrta_execute_schedule(nrt_model_t* model, const nrt_tensor_set_t* input, nrt_tensor_set_t* output,
+                                         int queue, nrta_error_tracker_t* err, nrta_seq_t* req_sequence) {
+  return Schedule(NRTA_XU_COMPUTE, queue, true, err, req_sequence, "nrta_execute_schedule",
+                  [&] { return nrt_execute(model, input, output); });
+}
+
+NRT_API NRT_STATUS nrta_cc_prepare(nrt_cc_comm_t* comm, nrt_tensor_list_t* input, nrt_tensor_list_t* output,
+                                   nrt_dtype_t dtype, nrt_op_type_t op, nrt_cc_op_type_t cc_op,
+                                   nrt_cc_context_t** cc_ctx) {
+  const char* fn = "nrta_cc_prepare";
+  std::lock_guard<std::mutex> lock(R().mu);
+  if (!cc_ctx) return Fail(NRT_INVALID, absl::StrCat(fn, ": cc_ctx is NULL"));
+  *cc_ctx = nullptr;
+  if (NRT_STATUS s = CheckInitialized(fn); s != NRT_SUCCESS) return s;
+  if (!comm || !input || !output) return Fail(NRT_INVALID, absl::StrCat(fn, ": comm, input or output is NULL"));
+  if (comm->rank_n != 1 || comm->rank != 0 || !comm->replica_group || comm->replica_group[0] != 0 ||
+      comm->ctx_device_count != 1 || comm->ctx_device_id != 0 || comm->vnc != 0)
+    return Fail(NRT_INVALID, absl::StrCat(fn, ": rank ", comm->rank, " of ", comm->rank_n, ", device ",
+                                          comm->ctx_device_id, " of ", comm->ctx_device_count,
+                                          ": one device is simulated, so collectives span a world of one "
+                                          "(rank 0 of 1, device 0 of 1, VNC 0)"));
+  if (cc_op != NRT_CC_ALLGATHER && cc_op != NRT_CC_ALLREDUCE && cc_op != NRT_CC_REDUCESCATTER)
+    return Fail(NRT_INVALID, absl::StrCat(fn, ": unknown collective ", int(cc_op)));
+  if (cc_op != NRT_CC_ALLGATHER && op != NRT_OP_ADD && op != NRT_OP_FMA && op != NRT_OP_MAX && op != NRT_OP_MIN)
+    return Fail(NRT_INVALID, absl::StrCat(fn, ": unknown reduction ", int(op)));
+  (void)dtype;  // one rank: the bytes are copied, whatever their type
+  if (input->num_tensors != output->num_tensors || (input->num_tensors && (!input->tensors || !output->tensors)))
+    return Fail(NRT_INVALID, absl::StrCat(fn, ": ", input->num_tensors, " inputs and ", output->num_tensors,
+                                          " outputs (one output for each input)"));
+  auto ctx = std::make_unique<nrt_cc_context>();
+  for (size_t i = 0; i < input->num_tensors; ++i) {
+    const nrt_tensor* in = input->tensors[i];
+    const nrt_tensor* out = output->tensors[i];
+    if (NRT_STATUS s = CheckTensor(in, fn); s != NRT_SUCCESS) return s;
+    if (NRT_STATUS s = CheckTensor(out, fn); s != NRT_SUCCESS) return s;
+    if (in->size != out->size)
+      return Fail(NRT_INVALID, absl::StrCat(fn, ": tensor pair ", i, ": ", in->size, " input bytes, ", out->size,
+                                            " output bytes (one rank: the same)"));
+    ctx->pairs.push_back({input->tensors[i], output->tensors[i]});
+    ctx->bytes.push_back(in->size);
+  }
+  *cc_ctx = ctx.release();
+  return NRT_SUCCESS;
+}
+
+NRT_API NRT_STATUS nrta_cc_schedule(nrt_cc_context_t** cc_ctx, int queue, nrta_error_tracker_t* err,
+                                    nrta_seq_t* req_sequence) {
+  if (!cc_ctx || !*cc_ctx) {
+    std::lock_guard<std::mutex> lock(R().mu);
+    return Fail(NRT_INVALID, "nrta_cc_schedule: no collective context");
+  }
+  NRT_STATUS s = Schedule(NRTA_XU_COLLECTIVES, queue, true, err, req_sequence, "nrta_cc_schedule", [&] {
+    for (size_t i = 0; i < (*cc_ctx)->pairs.size(); ++i)
+      if (NRT_STATUS c = nrt_tensor_copy((*cc_ctx)->pairs[i].first, 0, (*cc_ctx)->pairs[i].second, 0,
+                                         (*cc_ctx)->bytes[i]);
+          c != NRT_SUCCESS)
+        return c;
+    return NRT_SUCCESS;
+  });
+  if (s == NRT_SUCCESS) {  // a refused request keeps its context for another try
+    delete *cc_ctx;
+    *cc_ctx = nullptr;
+  }
+  return s;
+}
+
+NRT_API NRT_STATUS nrta_is_completed(nrta_seq_t seq, bool* is_completed) {
+  if (!is_completed) {
+    std::lock_guard<std::mutex> lock(R().mu);
+    return Fail(NRT_INVALID, "nrta_is_completed: is_completed is NULL");
+  }
+  *is_completed = false;
+  if (!KnownSequence(seq)) return InvalidSequence("nrta_is_completed", seq);
+  *is_completed = true;
+  return NRT_SUCCESS;
+}
+
+NRT_API NRT_STATUS nrta_get_sequence(uint32_t lnc, nrta_xu_t xu, int queue, nrta_seq_t* seq) {
+  if (!seq || lnc != 0 || int(xu) < 0 || xu >= NRTA_XU_TYPE_NUM || queue < 0 || queue > kMaxAsyncQueue) {
+    std::lock_guard<std::mutex> lock(R().mu);
+    return Fail(NRT_INVALID, absl::StrCat("nrta_get_sequence: LNC ", lnc, ", unit ", int(xu), ", queue ", queue,
+                                          seq ? "" : ", seq NULL", ": LNC 0, a unit below NRTA_XU_TYPE_NUM and "
+                                          "queue 0 to 255 exist"));
+  }
+  std::lock_guard<std::mutex> lock(Async().mu);
+  const uint16_t id = XuId(xu, queue);
+  auto it = Async().last.find(id);
+  *seq = (nrta_seq_t(id) << 48) | (it == Async().last.end() ? 0 : it->second);
+  return NRT_SUCCESS;
+}
+
+NRT_API NRT_STATUS nrta_get_completion_handle(nrta_seq_t seq, int* fd) {
+  if (!fd) {
+    std::lock_guard<std::mutex> lock(R().mu);
+    return Fail(NRT_INVALID, "nrta_get_completion_handle: fd is NULL");
+  }
+  *fd = -1;
+  if (!KnownSequence(seq)) return InvalidSequence("nrta_get_completion_handle", seq);
+  int handle = eventfd(1, EFD_CLOEXEC);  // readable from the start: the request is complete
+  if (handle < 0) {
+    std::lock_guard<std::mutex> lock(R().mu);
+    return Fail(NRT_RESOURCE, absl::StrCat("nrta_get_completion_handle: eventfd: ", std::strerror(errno)));
+  }
+  *fd = handle;
+  return NRT_SUCCESS;
+}
+
+NRT_API NRT_STATUS nrta_error_tracker_create(uint32_t lnc_idx, nrta_error_tracker_t** error_tracker) {
+  std::lock_guard<std::mutex> lock(R().mu);
+  if (!error_tracker) return Fail(NRT_INVALID, "nrta_error_tracker_create: error_tracker is NULL");
+  *error_tracker = nullptr;
+  if (lnc_idx != 0)
+    return Fail(NRT_INVALID, absl::StrCat("nrta_error_tracker_create: LNC ", lnc_idx, " does not exist (only 0)"));
+  *error_tracker = new (std::nothrow) nrta_error_tracker;
+  return *error_tracker ? NRT_SUCCESS : Fail(NRT_RESOURCE, "nrta_error_tracker_create: out of memory");
+}
+
+NRT_API void nrta_error_tracker_destroy(nrta_error_tracker_t* error_tracker) {
+  std::lock_guard<std::mutex> lock(Async().mu);  // not while a request writes to it
+  delete error_tracker;
+}
+
+NRT_API NRT_STATUS nrta_error_tracker_get_list(nrta_error_tracker_t* error_tracker, const nrta_error_t** list,
+                                               size_t* error_count) {
+  if (!error_tracker || !list || !error_count) {
+    std::lock_guard<std::mutex> lock(R().mu);
+    return Fail(NRT_INVALID, "nrta_error_tracker_get_list: an argument is NULL");
+  }
+  std::lock_guard<std::mutex> lock(Async().mu);
+  *list = error_tracker->errors.empty() ? nullptr : error_tracker->errors.data();
+  *error_count = error_tracker->errors.size();
+  return NRT_SUCCESS;
 }

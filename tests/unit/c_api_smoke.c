@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include "nrt/nrt.h"
+#include "nrt/nrt_async.h"
 #include "nrt/nrt_experimental.h"
 #include "nrt/nrt_ext.h"
 #include "nrt/nrt_profile.h"
@@ -220,6 +221,20 @@ int main(int argc, char **argv) {
     nrt_sys_trace_buffer_free(events);
     nrt_sys_trace_fetch_options_free(fetch);
     CHECK(nrt_sys_trace_stop() == NRT_SUCCESS);
+  }
+  /* Asynchronous requests (run when scheduled). */
+  {
+    nrta_error_tracker_t *tracker = NULL;
+    nrta_seq_t seq = 0, last = 0;
+    const nrta_error_t *errors = NULL;
+    size_t nerrors = 1;
+    bool done = false;
+    CHECK(nrta_error_tracker_create(0, &tracker) == NRT_SUCCESS);
+    CHECK(nrta_execute_schedule(model, in, out, 0, tracker, &seq) == NRT_SUCCESS);
+    CHECK(nrta_is_completed(seq, &done) == NRT_SUCCESS && done);
+    CHECK(nrta_get_sequence(0, NRTA_XU_COMPUTE, 0, &last) == NRT_SUCCESS && last == seq);
+    CHECK(nrta_error_tracker_get_list(tracker, &errors, &nerrors) == NRT_SUCCESS && nerrors == 0);
+    nrta_error_tracker_destroy(tracker);
   }
   /* Batched reads and writes: checked whole before any byte moves. */
   {

@@ -1,6 +1,7 @@
 // The libnrt-style C API: status codes for every kind of misuse, execution
 // through tensor sets, tensor info, and the profile files.
 #include <dirent.h>
+#include <poll.h>
 #include <gtest/gtest.h>
 #include <stdlib.h>
 #include <unistd.h>
@@ -17,6 +18,7 @@
 
 #include "neff_format.h"
 #include "nrt/nrt.h"
+#include "nrt/nrt_async.h"
 #include "nrt/nrt_experimental.h"
 #include "nrt/nrt_ext.h"
 #include "nrt/nrt_profile.h"
@@ -464,6 +466,19 @@ TEST_F(NrtApi, GatherLooksUpRowsAndABadIndexIsAnOutOfBoundsExecution) {
   ASSERT_EQ(nrt_tensor_write(ids, bad.data(), 0, 32), NRT_SUCCESS);
   EXPECT_EQ(nrt_execute_repeat(m, in, out, 3), NRT_EXEC_OOB);
   EXPECT_NE(LastError().find("looks up row -5 "), std::string::npos) << LastError();
+  // Scheduled asynchronously, the failed run gets its sequence id and leaves
+  // its status in the error tracker.
+  nrta_error_tracker_t* tracker = nullptr;
+  ASSERT_EQ(nrta_error_tracker_create(0, &tracker), NRT_SUCCESS);
+  nrta_seq_t seq = 0;
+  EXPECT_EQ(nrta_execute_schedule(m, in, out, 0, tracker, &seq), NRT_SUCCESS);
+  const nrta_error_t* failures = nullptr;
+  size_t failed = 0;
+  ASSERT_EQ(nrta_error_tracker_get_list(tracker, &failures, &failed), NRT_SUCCESS);
+  ASSERT_EQ(failed, 1u);
+  EXPECT_EQ(failures[0].seq_id, seq);
+  EXPECT_EQ(failures[0].error_code, uint64_t(NRT_EXEC_OOB));
+  nrta_error_tracker_destroy(tracker);
 
   // Good indices: rows come back, and the stats count the indices read.
   std::vector<int64_t> good = {9, 0, 9, 4};
@@ -820,6 +835,78 @@ TEST_F(NrtApi, ExperimentalCallsOfAWorldOfOneDevice) {
   EXPECT_EQ(nrt_register_async_exec_callback(nullptr, nullptr), NRT_SUCCESS);
   EXPECT_EQ(nrt_async_drain_queued_execs(0), NRT_SUCCESS);
   EXPECT_EQ(nrt_async_drain_queued_execs(3), NRT_INVALID);
+  ASSERT_EQ(nrt_unload(m), NRT_SUCCESS);
+  nrt_destroy_tensor_set(&in);
+  nrt_destroy_tensor_set(&out);
+}
+
+// nrt_async.h: requests run when scheduled; sequence ids, completion and
+// the error tracker behave as for requests that completed at once.
+TEST_F(NrtApi, AsyncRequestsRunInOrderAndReportFailures) {
+  nrt_model_t* m = Load(Serialize(AddModel(4, 8)));
+  nrt_tensor_set_t *in, *out;
+  nrt_tensor_t* z;
+  AddSets(4, 8, &in, &out, &z);
+  nrta_error_tracker_t* errors = nullptr;
+  EXPECT_EQ(nrta_error_tracker_create(1, &errors), NRT_INVALID);
+  ASSERT_EQ(nrta_error_tracker_create(0, &errors), NRT_SUCCESS);
+  nrta_seq_t none = 0, s1 = 0, s2 = 0, s3 = 0;
+  ASSERT_EQ(nrta_get_sequence(0, NRTA_XU_COMPUTE, 0, &none), NRT_SUCCESS);
+  EXPECT_EQ(NRTA_SEQ_GET_SEQ_NUM(none), 0u);
+  ASSERT_EQ(nrta_execute_schedule(m, in, out, 0, errors, &s1), NRT_SUCCESS) << LastError();
+  ASSERT_EQ(nrta_execute_schedule(m, in, out, 0, errors, &s2), NRT_SUCCESS);
+  EXPECT_EQ(nrta_execute_schedule(m, in, out, 1, errors, &s3), NRT_INVALID);  // compute: queue 0 only
+  EXPECT_EQ(NRTA_SEQ_GET_SEQ_NUM(s1), 1u);
+  EXPECT_EQ(NRTA_SEQ_GET_SEQ_NUM(s2), 2u);
+  EXPECT_EQ(NRTA_SEQ_GET_XU_ID(s1), NRTA_SEQ_GET_XU_ID(s2));
+  nrta_seq_t last = 0;
+  ASSERT_EQ(nrta_get_sequence(0, NRTA_XU_COMPUTE, 0, &last), NRT_SUCCESS);
+  EXPECT_EQ(last, s2);
+  bool done = false;
+  ASSERT_EQ(nrta_is_completed(s2, &done), NRT_SUCCESS);
+  EXPECT_TRUE(done);
+  EXPECT_EQ(nrta_is_completed(s2 + 1, &done), NRT_INVALID);  // never handed out
+  int fd = -1;
+  ASSERT_EQ(nrta_get_completion_handle(s1, &fd), NRT_SUCCESS);
+  pollfd p{fd, POLLIN, 0};
+  EXPECT_EQ(poll(&p, 1, 0), 1);  // readable: complete
+  close(fd);
+
+  // Tensor requests: a write, a copy and a read, on their own units.
+  std::vector<float> values(32), back(32, 0.0f);
+  for (size_t i = 0; i < values.size(); ++i) values[i] = float(i) - 3.5f;
+  nrt_tensor_t* other = Tensor(values.size() * 4, "other");
+  nrta_seq_t w = 0, c = 0, r = 0;
+  ASSERT_EQ(nrta_tensor_write(other, values.data(), 0, 128, 3, errors, &w), NRT_SUCCESS);
+  ASSERT_EQ(nrta_tensor_copy(other, 0, z, 0, 128, 0, errors, &c), NRT_SUCCESS);
+  ASSERT_EQ(nrta_tensor_read(back.data(), z, 0, 128, 0, errors, &r), NRT_SUCCESS);
+  EXPECT_EQ(back, values);
+  EXPECT_NE(NRTA_SEQ_GET_XU_ID(w), NRTA_SEQ_GET_XU_ID(r));
+  EXPECT_EQ(nrta_tensor_read(back.data(), z, 100, 128, 0, errors, &r), NRT_INVALID);  // out of range: refused
+  EXPECT_EQ(nrta_tensor_write(other, values.data(), 0, 4, 256, errors, &w), NRT_INVALID);
+
+  // A collective of one rank copies each input to its output.
+  uint32_t group[1] = {0};
+  nrt_cc_comm_t comm{group, 0, 1, 0, 1, 0};
+  nrt_tensor_t* ins[1] = {other};
+  nrt_tensor_t* outs[1] = {z};
+  nrt_tensor_list_t input{ins, 1}, output{outs, 1};
+  nrt_cc_context_t* ctx = nullptr;
+  ASSERT_EQ(nrta_cc_prepare(&comm, &input, &output, NRT_DTYPE_FLOAT32, NRT_OP_ADD, NRT_CC_ALLREDUCE, &ctx),
+            NRT_SUCCESS)
+      << LastError();
+  nrta_seq_t cc = 0;
+  ASSERT_EQ(nrta_cc_schedule(&ctx, 0, errors, &cc), NRT_SUCCESS);
+  EXPECT_EQ(ctx, nullptr);
+  comm.rank_n = 2;
+  EXPECT_EQ(nrta_cc_prepare(&comm, &input, &output, NRT_DTYPE_FLOAT32, NRT_OP_ADD, NRT_CC_ALLREDUCE, &ctx),
+            NRT_INVALID);
+
+  const nrta_error_t* list = nullptr;
+  size_t count = 7;
+  ASSERT_EQ(nrta_error_tracker_get_list(errors, &list, &count), NRT_SUCCESS);
+  EXPECT_EQ(count, 0u);  // nothing failed while running
+  nrta_error_tracker_destroy(errors);
   ASSERT_EQ(nrt_unload(m), NRT_SUCCESS);
   nrt_destroy_tensor_set(&in);
   nrt_destroy_tensor_set(&out);

@@ -35,8 +35,8 @@ extern "C" {
 
 typedef struct nrt_model nrt_model_t;
 typedef struct nrt_tensor nrt_tensor_t;
-/* Out-of-NEFF collectives (the public header's types; the calls that take
- * them, in nrt_async.h, are not provided: see docs/runtime.md). */
+/* Out-of-NEFF collectives (the public header's types; nrt_async.h's
+ * nrta_cc_prepare takes them). */
 typedef struct nrt_cc_context nrt_cc_context_t;
 
 /* Reduction operators of collectives (values as in the public header). */
