@@ -31,6 +31,7 @@
 #include "neff_format.h"
 #include "nrt/nrt.h"
 #include "nrt/nrt_async.h"
+#include "nrt/nrt_async_sendrecv.h"
 #include "nrt/nrt_experimental.h"
 #include "nrt/nrt_ext.h"
 #include "nrt/nrt_profile.h"
@@ -1824,6 +1825,72 @@ NRT_API NRT_STATUS nrt_host_device_id_rid_map_get(uint32_t* count, uint32_t* hos
   host_did_to_rid_map[0] = 0;
   *count = 1;
   return NRT_SUCCESS;
+}
+
+NRT_API NRT_STATUS nrt_set_pool_eng_ucode(const nrt_ucode_info*) {
+  return Unsupported("nrt_set_pool_eng_ucode", "the simulated engines load no microcode");
+}
+
+NRT_API void* nrt_get_libnccl_net(int* err, char* err_msg, size_t err_msg_size) {
+  static constexpr char kWhy[] = "nrt_get_libnccl_net: the simulated device has no network plugin";
+  if (err) *err = 1;
+  if (err_msg && err_msg_size) std::snprintf(err_msg, err_msg_size, "%s", kWhy);
+  Fail(NRT_INVALID, kWhy);
+  return nullptr;
+}
+
+// Point-to-point transfers between hosts (nrt_async_sendrecv.h): no network.
+NRT_API NRT_STATUS nrt_async_sendrecv_get_max_num_communicators_per_lnc(int* num) {
+  if (!num) return Fail(NRT_INVALID, "nrt_async_sendrecv_get_max_num_communicators_per_lnc: num is NULL");
+  *num = 0;
+  return NRT_SUCCESS;
+}
+
+NRT_API NRT_STATUS nrt_async_sendrecv_get_max_num_pending_request(int* num) {
+  if (!num) return Fail(NRT_INVALID, "nrt_async_sendrecv_get_max_num_pending_request: num is NULL");
+  *num = 0;
+  return NRT_SUCCESS;
+}
+
+namespace {
+constexpr char kNoNetwork[] = "the simulated device has no network to send tensors over";
+}  // namespace
+
+NRT_API NRT_STATUS nrt_async_sendrecv_init(int) { return Unsupported("nrt_async_sendrecv_init", kNoNetwork); }
+NRT_API NRT_STATUS nrt_async_sendrecv_close(int) { return Unsupported("nrt_async_sendrecv_close", kNoNetwork); }
+NRT_API NRT_STATUS nrt_async_sendrecv_flush(int) { return Unsupported("nrt_async_sendrecv_flush", kNoNetwork); }
+
+NRT_API NRT_STATUS nrt_async_sendrecv_connect(const char*, int, int, nrt_async_sendrecv_comm_t** send_comm) {
+  if (send_comm) *send_comm = nullptr;
+  return Unsupported("nrt_async_sendrecv_connect", kNoNetwork);
+}
+
+NRT_API NRT_STATUS nrt_async_sendrecv_accept(const char*, int, int, nrt_async_sendrecv_comm_t** recv_comm) {
+  if (recv_comm) *recv_comm = nullptr;
+  return Unsupported("nrt_async_sendrecv_accept", kNoNetwork);
+}
+
+NRT_API NRT_STATUS nrt_async_sendrecv_test_comm(nrt_async_sendrecv_comm_t*, bool* done) {
+  if (done) *done = false;
+  return Unsupported("nrt_async_sendrecv_test_comm", kNoNetwork);
+}
+
+NRT_API NRT_STATUS nrt_async_sendrecv_send_tensor(nrt_tensor_t*, size_t, size_t, nrt_async_sendrecv_comm_t*,
+                                                  nrt_async_sendrecv_request_t** request) {
+  if (request) *request = nullptr;
+  return Unsupported("nrt_async_sendrecv_send_tensor", kNoNetwork);
+}
+
+NRT_API NRT_STATUS nrt_async_sendrecv_recv_tensor(nrt_tensor_t*, size_t, size_t, nrt_async_sendrecv_comm_t*,
+                                                  nrt_async_sendrecv_request_t** request) {
+  if (request) *request = nullptr;
+  return Unsupported("nrt_async_sendrecv_recv_tensor", kNoNetwork);
+}
+
+NRT_API NRT_STATUS nrt_async_sendrecv_test_request(nrt_async_sendrecv_request_t*, bool* done, size_t* size) {
+  if (done) *done = false;
+  if (size) *size = 0;
+  return Unsupported("nrt_async_sendrecv_test_request", kNoNetwork);
 }
 
 NRT_API NRT_STATUS nrt_get_dmabuf_fd(uint64_t, uint64_t, int* fd) {

@@ -19,6 +19,7 @@
 #include "neff_format.h"
 #include "nrt/nrt.h"
 #include "nrt/nrt_async.h"
+#include "nrt/nrt_async_sendrecv.h"
 #include "nrt/nrt_experimental.h"
 #include "nrt/nrt_ext.h"
 #include "nrt/nrt_profile.h"
@@ -835,6 +836,20 @@ TEST_F(NrtApi, ExperimentalCallsOfAWorldOfOneDevice) {
   EXPECT_EQ(nrt_register_async_exec_callback(nullptr, nullptr), NRT_SUCCESS);
   EXPECT_EQ(nrt_async_drain_queued_execs(0), NRT_SUCCESS);
   EXPECT_EQ(nrt_async_drain_queued_execs(3), NRT_INVALID);
+  // No network and no microcode: refusals that say so, never a crash.
+  int limit = -1;
+  EXPECT_EQ(nrt_async_sendrecv_get_max_num_communicators_per_lnc(&limit), NRT_SUCCESS);
+  EXPECT_EQ(limit, 0);
+  nrt_async_sendrecv_comm_t* comm = reinterpret_cast<nrt_async_sendrecv_comm_t*>(&limit);
+  EXPECT_EQ(nrt_async_sendrecv_connect("127.0.0.1", 0, 0, &comm), NRT_INVALID);
+  EXPECT_EQ(comm, nullptr);
+  EXPECT_NE(LastError().find("no network"), std::string::npos) << LastError();
+  EXPECT_EQ(nrt_set_pool_eng_ucode(nullptr), NRT_INVALID);
+  int nccl_err = 0;
+  char why[128] = "";
+  EXPECT_EQ(nrt_get_libnccl_net(&nccl_err, why, sizeof why), nullptr);
+  EXPECT_EQ(nccl_err, 1);
+  EXPECT_NE(std::string(why).find("no network plugin"), std::string::npos) << why;
   ASSERT_EQ(nrt_unload(m), NRT_SUCCESS);
   nrt_destroy_tensor_set(&in);
   nrt_destroy_tensor_set(&out);

@@ -82,6 +82,22 @@ NRT_STATUS nrt_barrier(int32_t vnc, uint32_t g_device_id, uint32_t g_device_coun
 NRT_STATUS nrt_all_gather(int32_t vnc, uint32_t g_device_id, uint32_t g_device_count, uint32_t rank_input_size,
                           void *input, void *output);
 
+/* Hooks of the real runtime's internals, not available here: no pooling
+ * engine microcode is loaded (NRT_INVALID), and there is no libnccl network
+ * plugin (NULL, *err set to 1 and err_msg to the reason). */
+typedef struct nrt_ucode_img {
+  uint8_t *bin;
+  size_t size;
+} nrt_ucode_img;
+
+typedef struct nrt_ucode_info {
+  nrt_ucode_img iram;
+  nrt_ucode_img dram;
+} nrt_ucode_info;
+
+NRT_STATUS nrt_set_pool_eng_ucode(const nrt_ucode_info *ucode_info);
+void *nrt_get_libnccl_net(int *err, char *err_msg, size_t err_msg_size);
+
 #ifdef __cplusplus
 }
 #endif
