@@ -247,6 +247,45 @@ LogicalResult compare(NodeImporter& n) {
   return n.create<ScalarOp>(self, n.b.getF64FloatAttr(other));
 }
 
+// Logical ops on masks: and, or, xor and not of bool tensors (bitwise_* on
+// bools, as `m1 | m2`, `~m` write them; logical_* on any dtype, whose
+// operands count as true where nonzero), composed of where and the
+// comparisons: a and b = where(a, b, false), a or b = where(a, true, b),
+// a xor b = a != b, not a = a == 0. Bitwise ops on integers are refused.
+LogicalResult logicalOp(NodeImporter& n, StringRef kind, bool bitwise) {
+  FailureOr<RankedTensorType> type = n.resultType();
+  if (failed(type)) return failure();
+  Type i1 = n.b.getI1Type();
+  auto name = [](Type t) {
+    std::string text;
+    llvm::raw_string_ostream os(text);
+    t.print(os);
+    return text;
+  };
+  auto toBool = [&](Value v) -> FailureOr<Value> {
+    auto t = llvm::cast<RankedTensorType>(v.getType());
+    if (t.getElementType().isInteger(1)) return v;
+    if (bitwise)
+      return n.error("bitwise ops are supported on bool tensors only (masks); this operand is " +
+                     name(t.getElementType()));
+    return n.b.create<aten::NeScalarOp>(n.loc, t.clone(i1), v, n.b.getF64FloatAttr(0.0))->getResult(0);
+  };
+  if (!type->getElementType().isInteger(1))
+    return n.error("bitwise ops are supported on bool tensors only (masks); the result is " +
+                   name(type->getElementType()));
+  NCC_TRY(a0, n.tensor(0, "self"));
+  NCC_TRY(a, toBool(a0));
+  if (kind == "not")
+    return n.define(n.b.create<aten::EqScalarOp>(n.loc, *type, a, n.b.getF64FloatAttr(0.0)));
+  NCC_TRY(b0, n.tensor(1, "other"));
+  NCC_TRY(b, toBool(b0));
+  if (kind == "xor") return n.define(n.b.create<aten::NeTensorOp>(n.loc, *type, a, b));
+  auto scalarType = RankedTensorType::get({}, i1);
+  Value fixed = n.b.create<arith::ConstantOp>(n.loc, DenseElementsAttr::get(scalarType, kind == "or"));
+  return n.define(kind == "or" ? n.b.create<aten::WhereSelfOp>(n.loc, *type, a, fixed, b)
+                               : n.b.create<aten::WhereSelfOp>(n.loc, *type, a, b, fixed));
+}
+
 // A view keeps its operand's dtype, whatever it is.
 template <typename OpTy>
 LogicalResult sameTypeView(NodeImporter& n) {
@@ -412,6 +451,14 @@ const std::map<std::string, Builder>& registry() {
       {"aten::gt.Scalar", compare<aten::GtTensorOp, aten::GtScalarOp>},
       {"aten::ge.Tensor", compare<aten::GeTensorOp, aten::GeScalarOp>},
       {"aten::ge.Scalar", compare<aten::GeTensorOp, aten::GeScalarOp>},
+      {"aten::bitwise_and.Tensor", [](NodeImporter& n) { return logicalOp(n, "and", true); }},
+      {"aten::bitwise_or.Tensor", [](NodeImporter& n) { return logicalOp(n, "or", true); }},
+      {"aten::bitwise_xor.Tensor", [](NodeImporter& n) { return logicalOp(n, "xor", true); }},
+      {"aten::bitwise_not", [](NodeImporter& n) { return logicalOp(n, "not", true); }},
+      {"aten::logical_and", [](NodeImporter& n) { return logicalOp(n, "and", false); }},
+      {"aten::logical_or", [](NodeImporter& n) { return logicalOp(n, "or", false); }},
+      {"aten::logical_xor", [](NodeImporter& n) { return logicalOp(n, "xor", false); }},
+      {"aten::logical_not", [](NodeImporter& n) { return logicalOp(n, "not", false); }},
       {"aten::where.self",
        [](NodeImporter& n) -> LogicalResult {
          NCC_TRY(cond, n.tensor(0, "condition"));

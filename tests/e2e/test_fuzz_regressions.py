@@ -76,6 +76,27 @@ class FuzzRegressions(unittest.TestCase):
                     self.assertEqual(out.dtype, ref.numpy().dtype)
                     common.compare(out, ref, 1e-4)
 
+    def test_mask_logic_ops(self):
+        """Masks combined with |, &, ^ and ~ (bitwise ops on bools) and the logical_* ops on any
+        dtype (nonzero counts as true, NaN too): bool outputs exact, and a padding mask built
+        with | applied to scores. Bitwise ops on integers are refused with a clear error."""
+        x, y = randn(6, 40, seed=1), randn(6, 40, seed=2)
+        x[0, 0], x[1, 1], y[2, 2] = float("nan"), 0.0, 0.0
+        m1, m2 = x > 0, y < 0.5
+        pad = torch.ones(6, 40, dtype=torch.int64)
+        pad[:, 33:] = 0
+        self.check_dtypes("masks", [
+            (lambda a, b: (a | b, a & b, a ^ b, ~a), (m1, m2), [torch.bool] * 4),
+            (lambda a, b: (torch.logical_and(a, b), torch.logical_or(a, b), torch.logical_xor(a, b),
+                           torch.logical_not(a)), (x, y), [torch.bool] * 4),
+            (lambda a, b: torch.logical_or(a > 0, b), (x, m2), [torch.bool]),
+            (lambda a, p: a.masked_fill((a > 1) | (p == 0), -1e4), (x, pad), [torch.float32]),
+            (lambda a, b: (~(a & b)).float() * 2 - 1, (m1, m2), [torch.float32]),
+        ])
+        i = torch.arange(12, dtype=torch.int64).reshape(3, 4)
+        with self.assertRaisesRegex(common.CaseFailure, "bitwise ops are supported on bool tensors only"):
+            common.export_compile_run(lambda a, b: a | b, (i, i), self.tmp, "int_or", 2)
+
     def run_mlir(self, name, text, inputs):
         """Compiles MLIR `text` at -O0 and -O2 and runs it on `inputs` (arrays, their own dtypes);
         returns the first output of each run."""

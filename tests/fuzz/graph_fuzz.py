@@ -33,7 +33,8 @@ with M and K drawn from {1, 7, 127, 128, 129, 513}. Operators:
 unary (neg exp log rsqrt sqrt tanh sigmoid relu silu gelu pow abs), binary
 Tensor ops with broadcasting and alpha, Scalar overloads (add/sub/mul/div.Scalar,
 rsub.Scalar, Python-scalar operands), comparisons (.Tensor and .Scalar)
-feeding where, masked_fill or a cast, causal masks from tril/triu of constants
+feeding where, masked_fill or a cast, masks combined with | & ^ ~ and
+logical_or/and/xor/not, causal masks from tril/triu of constants
 or from arange comparisons, bool casts of computed floats (x.bool(),
 relu(x).bool(), masked x .bool(), (x > c).to(dtype)), sum/mean/amax/var_mean
 over any set of dims (int, tuple or list; keepdim both ways; var_mean with
@@ -1113,6 +1114,25 @@ def computed_mask(b, target_shape):
 
 
 def make_mask(b, target_shape, computed=True):
+    """A bool value broadcastable to target_shape (simple_mask), sometimes two of them combined
+    with |, &, ^ (or logical_or/and/xor) or one negated with ~ (or logical_not)."""
+    m = simple_mask(b, target_shape, computed)
+    r = b.rng.random()
+    if r < 0.15 and "aten::bitwise_or.Tensor" in b.supported and "aten::logical_or" in b.supported:
+        o = simple_mask(b, target_shape, computed)
+        shape = broadcast(b.v(m).shape, b.v(o).shape)
+        if shape is not None and broadcast(target_shape, shape) == target_shape:
+            op = b.rng.choice(["|", "&", "^"])
+            fn = {"|": "torch.logical_or", "&": "torch.logical_and", "^": "torch.logical_xor"}[op]
+            e = b.rng.choice(["(%s %s %s)" % (m, op, o), "%s(%s, %s)" % (fn, m, o)])
+            return b.add(e, [shape], dict(exact=True))
+    elif r < 0.22 and "aten::bitwise_not" in b.supported and "aten::logical_not" in b.supported:
+        e = b.rng.choice(["(~%s)" % m, "torch.logical_not(%s)" % m])
+        return b.add(e, [b.v(m).shape], dict(exact=True))
+    return m
+
+
+def simple_mask(b, target_shape, computed=True):
     """A bool value broadcastable to target_shape: from exact values (inputs, constants, arange,
     small-integer arithmetic) or, when computed, also from a computed float far from the threshold."""
     r = b.rng.random()
