@@ -483,6 +483,8 @@ const std::map<std::string, Builder>& registry() {
       {"aten::relu", unary<aten::ReluOp>},
       {"aten::silu", unary<aten::SiluOp>},
       {"aten::abs", unary<aten::AbsOp>},
+      {"aten::sin", unary<aten::SinOp>},
+      {"aten::cos", unary<aten::CosOp>},
       {"aten::gelu",
        [](NodeImporter& n) -> LogicalResult {
          NCC_TRY(self, n.tensor(0, "self"));

@@ -73,6 +73,8 @@ neff::ActivationFunc funcFromName(StringRef name) {
       .Case("gelu_tanh", neff::GELU_TANH)
       .Case("silu", neff::SILU)
       .Case("abs", neff::ABS)
+      .Case("sin", neff::SIN)
+      .Case("cos", neff::COS)
       .Default(neff::ACT_INVALID);
 }
 

@@ -272,6 +272,8 @@ LogicalResult KernelLowering::lowerOp(Operation* op, int64_t p, int64_t f) {
         return activationOf(o.getSelf(), "identity");
       })
       .Case([&](aten::TanhOp o) { return activationOf(o.getSelf(), "tanh"); })
+      .Case([&](aten::SinOp o) { return activationOf(o.getSelf(), "sin"); })
+      .Case([&](aten::CosOp o) { return activationOf(o.getSelf(), "cos"); })
       .Case([&](aten::SigmoidOp o) { return activationOf(o.getSelf(), "sigmoid"); })
       .Case([&](aten::ReluOp o) { return activationOf(o.getSelf(), "relu"); })
       .Case([&](aten::SiluOp o) { return activationOf(o.getSelf(), "silu"); })

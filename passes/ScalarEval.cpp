@@ -65,6 +65,8 @@ std::optional<std::function<double(ArrayRef<double>)>> scalarFunction(Operation*
       .Case([&](aten::LogOp) { return unary(std::log); })
       .Case([&](aten::SqrtOp) { return unary(std::sqrt); })
       .Case([&](aten::TanhOp) { return unary(std::tanh); })
+      .Case([&](aten::SinOp) { return unary(std::sin); })
+      .Case([&](aten::CosOp) { return unary(std::cos); })
       .Case([&](aten::RsqrtOp) -> Fn { return [](ArrayRef<double> a) { return 1.0 / std::sqrt(a[0]); }; })
       .Case([&](aten::SigmoidOp) -> Fn { return [](ArrayRef<double> a) { return sigmoid(a[0]); }; })
       .Case([&](aten::AbsOp) -> Fn { return [](ArrayRef<double> a) { return std::fabs(a[0]); }; })

@@ -168,6 +168,8 @@ NEURON_SAME_INFER(SigmoidOp)
 NEURON_SAME_INFER(ReluOp)
 NEURON_SAME_INFER(SiluOp)
 NEURON_SAME_INFER(AbsOp)
+NEURON_SAME_INFER(SinOp)
+NEURON_SAME_INFER(CosOp)
 NEURON_SAME_INFER(GeluOp)
 
 LogicalResult GeluOp::verify() {
@@ -198,7 +200,7 @@ NEURON_REDUCTION(AmaxOp)
 bool isElementwise(Operation* op) {
   return llvm::isa<MulTensorOp, DivTensorOp, AddTensorOp, SubTensorOp, MulScalarOp, DivScalarOp, AddScalarOp,
                    SubScalarOp, RsubScalarOp, PowTensorScalarOp, NegOp, ExpOp, LogOp, SqrtOp, RsqrtOp, TanhOp,
-                   SigmoidOp, ReluOp, SiluOp, GeluOp, AbsOp, ToCopyOp, EqTensorOp, NeTensorOp, LtTensorOp,
+                   SigmoidOp, ReluOp, SiluOp, GeluOp, AbsOp, SinOp, CosOp, ToCopyOp, EqTensorOp, NeTensorOp, LtTensorOp,
                    LeTensorOp, GtTensorOp, GeTensorOp, EqScalarOp, NeScalarOp, LtScalarOp, LeScalarOp, GtScalarOp,
                    GeScalarOp, WhereSelfOp, MaskedFillScalarOp>(op);
 }

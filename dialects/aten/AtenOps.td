@@ -229,6 +229,8 @@ def Aten_SigmoidOp : Aten_UnaryOp<"sigmoid", "1 / (1 + e ** -self)">;
 def Aten_ReluOp : Aten_UnaryOp<"relu", "max(self, 0)">;
 def Aten_SiluOp : Aten_UnaryOp<"silu", "self * sigmoid(self)">;
 def Aten_AbsOp : Aten_UnaryOp<"abs", "|self|">;
+def Aten_SinOp : Aten_UnaryOp<"sin", "sine (radians)">;
+def Aten_CosOp : Aten_UnaryOp<"cos", "cosine (radians)">;
 def Aten_GeluOp : Aten_Op<"gelu"> {
   let summary = "Gaussian error linear unit";
   let description = [{

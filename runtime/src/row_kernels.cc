@@ -145,6 +145,8 @@ bool CallsSleef(neff::ActivationFunc f) {
     case neff::EXP:
     case neff::LOG:
     case neff::TANH:
+    case neff::SIN:
+    case neff::COS:
     case neff::SIGMOID:
     case neff::SILU:
     case neff::GELU:

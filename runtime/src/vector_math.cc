@@ -132,6 +132,9 @@ void PowN(const float* x, const float* e, float* y, uint32_t n) {
 NEURONCC_SLEEF_MAP1(ExpN, Sleef_finz_expf16_u10avx512f, Sleef_finz_expf8_u10avx2, Sleef_finz_expf1_u10purecfma)
 NEURONCC_SLEEF_MAP1(LogN, Sleef_finz_logf16_u10avx512f, Sleef_finz_logf8_u10avx2, Sleef_finz_logf1_u10purecfma)
 NEURONCC_SLEEF_MAP1(ErfN, Sleef_finz_erff16_u10avx512f, Sleef_finz_erff8_u10avx2, Sleef_finz_erff1_u10purecfma)
+// sin and cos: 1.0 ulp, whatever the argument (SLEEF reduces large ones exactly).
+NEURONCC_SLEEF_MAP1(SinN, Sleef_finz_sinf16_u10avx512f, Sleef_finz_sinf8_u10avx2, Sleef_finz_sinf1_u10purecfma)
+NEURONCC_SLEEF_MAP1(CosN, Sleef_finz_cosf16_u10avx512f, Sleef_finz_cosf8_u10avx2, Sleef_finz_cosf1_u10purecfma)
 // 3.5 ulp: SLEEF's 1-ulp tanh costs 2.7x as much (2.75 against 1.02 ns per
 // value here), and tanh is the whole cost of gelu(approximate='tanh').
 NEURONCC_SLEEF_MAP1(TanhN, Sleef_finz_tanhf16_u35avx512f, Sleef_finz_tanhf8_u35avx2,
@@ -146,6 +149,8 @@ void SleefN(SleefFunc f, const float* x, float* y, uint32_t n) {
     case SleefFunc::kLog: return LogN(x, y, n);
     case SleefFunc::kErf: return ErfN(x, y, n);
     case SleefFunc::kTanh: return TanhN(x, y, n);
+    case SleefFunc::kSin: return SinN(x, y, n);
+    case SleefFunc::kCos: return CosN(x, y, n);
   }
 }
 
@@ -354,6 +359,8 @@ void Activation(neff::ActivationFunc f, const float* a, float scale, float bias,
       case neff::EXP: ExpN(y, out, m); break;
       case neff::LOG: LogN(y, out, m); break;
       case neff::TANH: TanhN(y, out, m); break;
+      case neff::SIN: SinN(y, out, m); break;
+      case neff::COS: CosN(y, out, m); break;
       case neff::SIGMOID:  // 1 / (1 + exp(-y))
         Negate(y, t, m);
         ExpN(t, t, m);
@@ -662,6 +669,8 @@ void FinishHbmCopies() {
 float ExpRef(float x) { return Sleef_finz_expf1_u10purecfma(x); }
 float LogRef(float x) { return Sleef_finz_logf1_u10purecfma(x); }
 float TanhRef(float x) { return Sleef_finz_tanhf1_u35purecfma(x); }
+float SinRef(float x) { return Sleef_finz_sinf1_u10purecfma(x); }
+float CosRef(float x) { return Sleef_finz_cosf1_u10purecfma(x); }
 float ErfRef(float x) { return Sleef_finz_erff1_u10purecfma(x); }
 float PowRef(float x, float y) { return Sleef_finz_powf1_u10purecfma(x, y); }
 

@@ -30,7 +30,7 @@ Inputs of rank 0 to 5 whose dims are drawn from {1, 2, 3, 4, 5, 7, 8, 16, 31,
 at most ~64k elements per tensor; 5% of the cases start from rows of 30000
 elements (beyond the SBUF row budget); a quarter start from a matmul operand
 with M and K drawn from {1, 7, 127, 128, 129, 513}. Operators:
-unary (neg exp log rsqrt sqrt tanh sigmoid relu silu gelu pow abs), binary
+unary (neg exp log rsqrt sqrt tanh sigmoid relu silu gelu pow abs sin cos), binary
 Tensor ops with broadcasting and alpha, Scalar overloads (add/sub/mul/div.Scalar,
 rsub.Scalar, Python-scalar operands), comparisons (.Tensor and .Scalar)
 feeding where, masked_fill or a cast, masks combined with | & ^ ~ and
@@ -1006,9 +1006,14 @@ class Builder:
 def g_unary(b):
     a = b.pick_float()
     var = b.v(a)
-    op = b.rng.choice(["neg", "exp", "log", "rsqrt", "sqrt", "tanh", "sigmoid", "relu", "silu", "gelu", "pow",
-                       "abs", "abs"])
+    ops = ["neg", "exp", "log", "rsqrt", "sqrt", "tanh", "sigmoid", "relu", "silu", "gelu", "pow", "abs", "abs"]
+    ops += [o for o in ("sin", "cos") if "aten::" + o in b.supported]
+    op = b.rng.choice(ops)
     attrs = {}
+    # sin and cos pass on their argument's absolute error: keep it small (a
+    # large computed argument differs from float64's by more than the tolerance).
+    if op in ("sin", "cos") and b.v(a).attrs.get("maxabs", 99) > 8:
+        a = b.add("torch.tanh(%s) * 3.0" % a, [var.shape])
     if op in ("log", "rsqrt", "sqrt"):
         a = b.ensure_pos(a)
     if op == "exp" and b.v(a).attrs.get("maxabs", 99) > 6:

@@ -56,6 +56,8 @@ std::vector<Case> Cases() {
       {neff::EXP, [](double x) { return std::exp(x); }, rt::vm::ExpRef, 1.0},
       {neff::LOG, [](double x) { return std::log(x); }, rt::vm::LogRef, 1.0},
       {neff::TANH, [](double x) { return std::tanh(x); }, rt::vm::TanhRef, 3.5},
+      {neff::SIN, [](double x) { return std::sin(x); }, rt::vm::SinRef, 1.0},
+      {neff::COS, [](double x) { return std::cos(x); }, rt::vm::CosRef, 1.0},
   };
 }
 
