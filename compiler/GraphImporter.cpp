@@ -286,6 +286,42 @@ LogicalResult logicalOp(NodeImporter& n, StringRef kind, bool bitwise) {
                                : n.b.create<aten::WhereSelfOp>(n.loc, *type, a, b, fixed));
 }
 
+// clamp(x, min, max) with Scalar bounds (either may be None): values below
+// min become min, then values above max become max, as masked_fills (a NaN
+// compares false and stays NaN, as in eager). An integer tensor is clamped
+// as f32 (exact: integers live as f32 on the device) and cast back.
+LogicalResult clamp(NodeImporter& n) {
+  NCC_TRY(self, n.tensor(0, "self"));
+  FailureOr<RankedTensorType> type = n.resultType();
+  if (failed(type)) return failure();
+  auto bound = [&](size_t pos, const char* name) -> FailureOr<std::optional<double>> {
+    const Argument* a = n.arg(pos, name);
+    if (!a || a->value_case() == Argument::kNone) return std::optional<double>();
+    FailureOr<double> v = n.number(pos, name);
+    if (failed(v)) return failure();
+    return std::optional<double>(*v);
+  };
+  NCC_TRY(lo, bound(1, "min"));
+  NCC_TRY(hi, bound(2, "max"));
+  Type compute = aten::isFloatType(type->getElementType()) ? type->getElementType() : n.b.getF32Type();
+  auto selfType = llvm::cast<RankedTensorType>(self.getType());
+  Value x = self;
+  if (selfType.getElementType() != compute) x = n.b.create<aten::ToCopyOp>(n.loc, selfType.clone(compute), x);
+  auto xType = llvm::cast<RankedTensorType>(x.getType());
+  auto maskType = xType.clone(n.b.getI1Type());
+  if (lo) {
+    Value below = n.b.create<aten::LtScalarOp>(n.loc, maskType, x, n.b.getF64FloatAttr(*lo));
+    x = n.b.create<aten::MaskedFillScalarOp>(n.loc, xType, x, below, n.b.getF64FloatAttr(*lo));
+  }
+  if (hi) {
+    Value above = n.b.create<aten::GtScalarOp>(n.loc, maskType, x, n.b.getF64FloatAttr(*hi));
+    x = n.b.create<aten::MaskedFillScalarOp>(n.loc, xType, x, above, n.b.getF64FloatAttr(*hi));
+  }
+  if (xType != *type) x = n.b.create<aten::ToCopyOp>(n.loc, *type, x);
+  else if (x == self) x = n.b.create<aten::CloneOp>(n.loc, *type, x);  // clamp(x) with no bounds: a copy
+  return n.define(x.getDefiningOp());
+}
+
 // A view keeps its operand's dtype, whatever it is.
 template <typename OpTy>
 LogicalResult sameTypeView(NodeImporter& n) {
@@ -451,6 +487,50 @@ const std::map<std::string, Builder>& registry() {
       {"aten::gt.Scalar", compare<aten::GtTensorOp, aten::GtScalarOp>},
       {"aten::ge.Tensor", compare<aten::GeTensorOp, aten::GeScalarOp>},
       {"aten::ge.Scalar", compare<aten::GeTensorOp, aten::GeScalarOp>},
+      {"aten::maximum",
+       [](NodeImporter& n) -> LogicalResult {
+         NCC_TRY(self, n.tensor(0, "self"));
+         NCC_TRY(other, n.tensor(1, "other"));
+         return n.create<aten::MaximumOp>(self, other);
+       }},
+      {"aten::minimum",
+       [](NodeImporter& n) -> LogicalResult {
+         NCC_TRY(self, n.tensor(0, "self"));
+         NCC_TRY(other, n.tensor(1, "other"));
+         return n.create<aten::MinimumOp>(self, other);
+       }},
+      {"aten::clamp", clamp},
+      {"aten::split_with_sizes",
+       [](NodeImporter& n) -> LogicalResult {
+         // Each piece is a slice; getitem picks them.
+         NCC_TRY(self, n.tensor(0, "self"));
+         NCC_TRY(sizes, n.ints(1, "split_sizes"));
+         NCC_TRY(dim, n.integer(2, "dim", 0));
+         auto t = llvm::cast<RankedTensorType>(self.getType());
+         if (t.getRank() == 0) return n.error("split of a 0-d tensor");
+         int64_t d = dim < 0 ? dim + t.getRank() : dim;
+         if (d < 0 || d >= t.getRank()) return n.error("split dim out of range");
+         int64_t total = 0;
+         for (int64_t s : sizes) {
+           if (s < 0) return n.error("split_with_sizes: a negative size");
+           total += s;
+         }
+         if (total != t.getDimSize(d))
+           return n.error("split_with_sizes: the sizes add up to " + std::to_string(total) + ", the dim has " +
+                          std::to_string(t.getDimSize(d)));
+         SmallVector<Value> pieces;
+         int64_t start = 0;
+         for (auto [i, size] : llvm::enumerate(sizes)) {
+           NCC_TRY(type, n.resultType(i));
+           pieces.push_back(n.b.create<aten::SliceTensorOp>(n.loc, type, self, n.b.getI64IntegerAttr(d),
+                                                            n.b.getI64IntegerAttr(start),
+                                                            n.b.getI64IntegerAttr(start + size),
+                                                            n.b.getI64IntegerAttr(1)));
+           start += size;
+         }
+         n.values[n.node.name()] = pieces;
+         return success();
+       }},
       {"aten::bitwise_and.Tensor", [](NodeImporter& n) { return logicalOp(n, "and", true); }},
       {"aten::bitwise_or.Tensor", [](NodeImporter& n) { return logicalOp(n, "or", true); }},
       {"aten::bitwise_xor.Tensor", [](NodeImporter& n) { return logicalOp(n, "xor", true); }},

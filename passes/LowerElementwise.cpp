@@ -191,6 +191,8 @@ LogicalResult KernelLowering::lowerOp(Operation* op, int64_t p, int64_t f) {
 
   return llvm::TypeSwitch<Operation*, LogicalResult>(op)
       .Case([&](aten::MulTensorOp o) { return binary(o.getSelf(), o.getOther(), "mul", 1.0); })
+      .Case([&](aten::MaximumOp o) { return binary(o.getSelf(), o.getOther(), "max", 1.0); })
+      .Case([&](aten::MinimumOp o) { return binary(o.getSelf(), o.getOther(), "min", 1.0); })
       .Case([&](aten::DivTensorOp o) { return binary(o.getSelf(), o.getOther(), "div", 1.0); })
       .Case([&](aten::AddTensorOp o) {
         return binary(o.getSelf(), o.getOther(), "add", o.getAlpha().convertToDouble());

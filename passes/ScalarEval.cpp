@@ -27,6 +27,12 @@ std::optional<std::function<double(ArrayRef<double>)>> scalarFunction(Operation*
   auto unary = [](double (*f)(double)) -> Fn { return [f](ArrayRef<double> a) { return f(a[0]); }; };
   return llvm::TypeSwitch<Operation*, std::optional<Fn>>(op)
       .Case([&](aten::MulTensorOp) -> Fn { return [](ArrayRef<double> a) { return a[0] * a[1]; }; })
+      .Case([&](aten::MaximumOp) -> Fn {
+        return [](ArrayRef<double> a) { return std::isnan(a[0]) || std::isnan(a[1]) ? NAN : std::max(a[0], a[1]); };
+      })
+      .Case([&](aten::MinimumOp) -> Fn {
+        return [](ArrayRef<double> a) { return std::isnan(a[0]) || std::isnan(a[1]) ? NAN : std::min(a[0], a[1]); };
+      })
       .Case([&](aten::DivTensorOp) -> Fn { return [](ArrayRef<double> a) { return a[0] / a[1]; }; })
       .Case([&](aten::AddTensorOp o) -> Fn {
         double alpha = o.getAlpha().convertToDouble();

@@ -93,6 +93,8 @@ LogicalResult inferReduction(std::optional<Location> loc, Value self, ArrayRef<i
     return inferBinary(loc, adaptor.getSelf(), adaptor.getOther(), results); \
   }
 NEURON_BINARY_INFER(MulTensorOp)
+NEURON_BINARY_INFER(MaximumOp)
+NEURON_BINARY_INFER(MinimumOp)
 NEURON_BINARY_INFER(AddTensorOp)
 NEURON_BINARY_INFER(SubTensorOp)
 
@@ -198,7 +200,7 @@ NEURON_REDUCTION(SumDimIntListOp)
 NEURON_REDUCTION(AmaxOp)
 
 bool isElementwise(Operation* op) {
-  return llvm::isa<MulTensorOp, DivTensorOp, AddTensorOp, SubTensorOp, MulScalarOp, DivScalarOp, AddScalarOp,
+  return llvm::isa<MulTensorOp, DivTensorOp, AddTensorOp, SubTensorOp, MaximumOp, MinimumOp, MulScalarOp, DivScalarOp, AddScalarOp,
                    SubScalarOp, RsubScalarOp, PowTensorScalarOp, NegOp, ExpOp, LogOp, SqrtOp, RsqrtOp, TanhOp,
                    SigmoidOp, ReluOp, SiluOp, GeluOp, AbsOp, SinOp, CosOp, ToCopyOp, EqTensorOp, NeTensorOp, LtTensorOp,
                    LeTensorOp, GtTensorOp, GeTensorOp, EqScalarOp, NeScalarOp, LtScalarOp, LeScalarOp, GtScalarOp,

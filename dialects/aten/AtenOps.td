@@ -67,6 +67,10 @@ def Aten_MulTensorOp : Aten_BinaryTensorOp<"mul.Tensor", "self * other",
   "%r = aten.mul.Tensor %x, %x : tensor<4x512xbf16>, tensor<4x512xbf16> -> tensor<4x512xbf16>">;
 def Aten_DivTensorOp : Aten_BinaryTensorOp<"div.Tensor", "self / other",
   "%r = aten.div.Tensor %x, %n : tensor<4x512xf32>, tensor<4x1xf32> -> tensor<4x512xf32>">;
+def Aten_MaximumOp : Aten_BinaryTensorOp<"maximum", "max(self, other) elementwise; NaN if either is NaN",
+  "%r = aten.maximum %x, %y : tensor<4x512xf32>, tensor<4x1xf32> -> tensor<4x512xf32>">;
+def Aten_MinimumOp : Aten_BinaryTensorOp<"minimum", "min(self, other) elementwise; NaN if either is NaN",
+  "%r = aten.minimum %x, %y : tensor<4x512xf32>, tensor<4x1xf32> -> tensor<4x512xf32>">;
 def Aten_AddTensorOp : Aten_BinaryAlphaOp<"add.Tensor", "self + alpha * other",
   "%r = aten.add.Tensor %m, %eps : tensor<4x1xbf16>, tensor<f32> -> tensor<4x1xbf16>">;
 def Aten_SubTensorOp : Aten_BinaryAlphaOp<"sub.Tensor", "self - alpha * other",

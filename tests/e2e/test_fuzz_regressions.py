@@ -97,6 +97,29 @@ class FuzzRegressions(unittest.TestCase):
         with self.assertRaisesRegex(common.CaseFailure, "bitwise ops are supported on bool tensors only"):
             common.export_compile_run(lambda a, b: a | b, (i, i), self.tmp, "int_or", 2)
 
+    def test_clamp_maximum_minimum_split_with_sizes(self):
+        """clamp with Scalar bounds (both, min only, max only; NaN stays NaN; an int64 tensor),
+        maximum/minimum with broadcasting (NaN propagates), and split_with_sizes as a fused
+        q/k/v projection is split."""
+        x, y = randn(6, 40, seed=3), randn(6, 1, seed=4)
+        x[0, 0], y[3, 0] = float("nan"), float("nan")
+        i = torch.arange(-20, 20, dtype=torch.int64).reshape(4, 10)
+        self.check_dtypes("clamp", [
+            (lambda a: (torch.clamp(a, -0.5, 0.7), a.clamp(min=0.1), a.clamp(max=-0.2)), (x,),
+             [torch.float32] * 3),
+            (lambda a: a.clamp(-3, 5), (i,), [torch.int64]),
+            (lambda a, b: (torch.maximum(a, b), torch.minimum(b, a), torch.maximum(a, a * 0.5)), (x, y),
+             [torch.float32] * 3),
+        ])
+        w = randn(48, 16, seed=5)
+        h = randn(10, 16, seed=6)
+
+        def qkv(a, wt):
+            q, k, v = (a @ wt.t()).split([16, 16, 16], dim=-1)
+            return q * 2 + k, v.split([10, 6], -1)[1]
+        for dtype in (torch.float32, torch.bfloat16):
+            self.check(qkv, (h.to(dtype), w.to(dtype)))
+
     def run_mlir(self, name, text, inputs):
         """Compiles MLIR `text` at -O0 and -O2 and runs it on `inputs` (arrays, their own dtypes);
         returns the first output of each run."""

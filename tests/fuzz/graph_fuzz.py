@@ -30,8 +30,8 @@ Inputs of rank 0 to 5 whose dims are drawn from {1, 2, 3, 4, 5, 7, 8, 16, 31,
 at most ~64k elements per tensor; 5% of the cases start from rows of 30000
 elements (beyond the SBUF row budget); a quarter start from a matmul operand
 with M and K drawn from {1, 7, 127, 128, 129, 513}. Operators:
-unary (neg exp log rsqrt sqrt tanh sigmoid relu silu gelu pow abs sin cos), binary
-Tensor ops with broadcasting and alpha, Scalar overloads (add/sub/mul/div.Scalar,
+unary (neg exp log rsqrt sqrt tanh sigmoid relu silu gelu pow abs sin cos clamp),
+binary Tensor ops with broadcasting and alpha (and maximum/minimum), Scalar overloads (add/sub/mul/div.Scalar,
 rsub.Scalar, Python-scalar operands), comparisons (.Tensor and .Scalar)
 feeding where, masked_fill or a cast, masks combined with | & ^ ~ and
 logical_or/and/xor/not, causal masks from tril/triu of constants
@@ -1007,7 +1007,7 @@ def g_unary(b):
     a = b.pick_float()
     var = b.v(a)
     ops = ["neg", "exp", "log", "rsqrt", "sqrt", "tanh", "sigmoid", "relu", "silu", "gelu", "pow", "abs", "abs"]
-    ops += [o for o in ("sin", "cos") if "aten::" + o in b.supported]
+    ops += [o for o in ("sin", "cos", "clamp") if "aten::" + o in b.supported]
     op = b.rng.choice(ops)
     attrs = {}
     # sin and cos pass on their argument's absolute error: keep it small (a
@@ -1032,6 +1032,10 @@ def g_unary(b):
         e = b.rng.choice(["F.gelu(%s)", "F.gelu(%s, approximate='tanh')"]) % a
     elif op == "silu":
         e = "F.silu(%s)" % a
+    elif op == "clamp":
+        lo, hi = b.rng.choice([(-0.5, 0.75), (0.0, None), (None, 1.0), (-1.0, 1.0)])
+        e = b.rng.choice(["torch.clamp(%s, %r, %r)" % (a, lo, hi), "%s.clamp(min=%r, max=%r)" % (a, lo, hi)])
+        attrs = dict(exact=b.v(a).attrs.get("exact"))
     elif op == "sigmoid":
         e = b.rng.choice(["torch.sigmoid(%s)", "%s.sigmoid()"]) % a
     elif op == "pow":
@@ -1051,7 +1055,9 @@ def g_unary(b):
 def g_binary(b):
     a = b.pick_float()
     o = b.partner(a)
-    op = b.rng.choice(["add", "sub", "mul", "div", "add_alpha", "sub_alpha"])
+    ops = ["add", "sub", "mul", "div", "add_alpha", "sub_alpha"]
+    ops += [o for o in ("maximum", "minimum") if "aten::" + o in b.supported]
+    op = b.rng.choice(ops)
     if op == "div":
         o = b.ensure_nonzero(o)
     if b.rng.random() < 0.06 and b.v(o).dtype != torch.float32:   # mixed dtypes: promotion to f32
@@ -1064,9 +1070,11 @@ def g_binary(b):
     forms = {"add": ["%s + %s", "torch.add(%s, %s)"], "sub": ["%s - %s", "torch.sub(%s, %s)"],
              "mul": ["%s * %s", "torch.mul(%s, %s)"], "div": ["%s / %s", "torch.div(%s, %s)"],
              "add_alpha": ["torch.add(%s, %s, alpha=2.0)", "torch.add(%s, %s, alpha=0.5)"],
-             "sub_alpha": ["torch.sub(%s, %s, alpha=2)", "torch.sub(%s, %s, alpha=0.25)"]}
+             "sub_alpha": ["torch.sub(%s, %s, alpha=2)", "torch.sub(%s, %s, alpha=0.25)"],
+             "maximum": ["torch.maximum(%s, %s)", "torch.max(%s, %s)"],
+             "minimum": ["torch.minimum(%s, %s)", "torch.min(%s, %s)"]}
     e = b.rng.choice(forms[op]) % (x, y)
-    ints = b.v(a).attrs.get("intval") and b.v(o).attrs.get("intval") and op in ("add", "sub", "mul") and \
+    ints = b.v(a).attrs.get("intval") and b.v(o).attrs.get("intval") and op in ("add", "sub", "mul", "maximum", "minimum") and \
         b.v(a).attrs.get("exact") and b.v(o).attrs.get("exact")
     b.add(e, [shape], dict(exact=bool(ints), intval=bool(ints)))
 
