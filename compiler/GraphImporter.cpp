@@ -322,6 +322,34 @@ LogicalResult clamp(NodeImporter& n) {
   return n.define(x.getDefiningOp());
 }
 
+// An op of two tensors, `self` and `other`.
+template <typename OpTy>
+LogicalResult binaryTensor(NodeImporter& n) {
+  NCC_TRY(self, n.tensor(0, "self"));
+  NCC_TRY(other, n.tensor(1, "other"));
+  return n.create<OpTy>(self, other);
+}
+
+// split.Tensor and split_with_sizes: each piece a slice of dim `dim` of
+// `self` (pieces of `sizes`, the last one possibly shorter); getitem picks them.
+LogicalResult splitPieces(NodeImporter& n, Value self, int64_t dim, ArrayRef<int64_t> sizes) {
+  auto t = llvm::cast<RankedTensorType>(self.getType());
+  if (t.getRank() == 0) return n.error("split of a 0-d tensor");
+  int64_t d = dim < 0 ? dim + t.getRank() : dim;
+  if (d < 0 || d >= t.getRank()) return n.error("split dim out of range");
+  SmallVector<Value> pieces;
+  int64_t start = 0;
+  for (auto [i, size] : llvm::enumerate(sizes)) {
+    NCC_TRY(type, n.resultType(i));
+    pieces.push_back(n.b.create<aten::SliceTensorOp>(n.loc, type, self, n.b.getI64IntegerAttr(d),
+                                                     n.b.getI64IntegerAttr(start),
+                                                     n.b.getI64IntegerAttr(start + size), n.b.getI64IntegerAttr(1)));
+    start += size;
+  }
+  n.values[n.node.name()] = pieces;
+  return success();
+}
+
 // A view keeps its operand's dtype, whatever it is.
 template <typename OpTy>
 LogicalResult sameTypeView(NodeImporter& n) {
@@ -487,49 +515,25 @@ const std::map<std::string, Builder>& registry() {
       {"aten::gt.Scalar", compare<aten::GtTensorOp, aten::GtScalarOp>},
       {"aten::ge.Tensor", compare<aten::GeTensorOp, aten::GeScalarOp>},
       {"aten::ge.Scalar", compare<aten::GeTensorOp, aten::GeScalarOp>},
-      {"aten::maximum",
-       [](NodeImporter& n) -> LogicalResult {
-         NCC_TRY(self, n.tensor(0, "self"));
-         NCC_TRY(other, n.tensor(1, "other"));
-         return n.create<aten::MaximumOp>(self, other);
-       }},
-      {"aten::minimum",
-       [](NodeImporter& n) -> LogicalResult {
-         NCC_TRY(self, n.tensor(0, "self"));
-         NCC_TRY(other, n.tensor(1, "other"));
-         return n.create<aten::MinimumOp>(self, other);
-       }},
+      {"aten::maximum", binaryTensor<aten::MaximumOp>},
+      {"aten::minimum", binaryTensor<aten::MinimumOp>},
       {"aten::clamp", clamp},
       {"aten::split_with_sizes",
        [](NodeImporter& n) -> LogicalResult {
-         // Each piece is a slice; getitem picks them.
          NCC_TRY(self, n.tensor(0, "self"));
          NCC_TRY(sizes, n.ints(1, "split_sizes"));
          NCC_TRY(dim, n.integer(2, "dim", 0));
          auto t = llvm::cast<RankedTensorType>(self.getType());
-         if (t.getRank() == 0) return n.error("split of a 0-d tensor");
-         int64_t d = dim < 0 ? dim + t.getRank() : dim;
-         if (d < 0 || d >= t.getRank()) return n.error("split dim out of range");
          int64_t total = 0;
-         for (int64_t s : sizes) {
-           if (s < 0) return n.error("split_with_sizes: a negative size");
-           total += s;
+         for (int64_t size : sizes) {
+           if (size < 0) return n.error("split_with_sizes: a negative size");
+           total += size;
          }
-         if (total != t.getDimSize(d))
+         int64_t d = dim < 0 ? dim + t.getRank() : dim;
+         if (t.getRank() > 0 && d >= 0 && d < t.getRank() && total != t.getDimSize(d))
            return n.error("split_with_sizes: the sizes add up to " + std::to_string(total) + ", the dim has " +
                           std::to_string(t.getDimSize(d)));
-         SmallVector<Value> pieces;
-         int64_t start = 0;
-         for (auto [i, size] : llvm::enumerate(sizes)) {
-           NCC_TRY(type, n.resultType(i));
-           pieces.push_back(n.b.create<aten::SliceTensorOp>(n.loc, type, self, n.b.getI64IntegerAttr(d),
-                                                            n.b.getI64IntegerAttr(start),
-                                                            n.b.getI64IntegerAttr(start + size),
-                                                            n.b.getI64IntegerAttr(1)));
-           start += size;
-         }
-         n.values[n.node.name()] = pieces;
-         return success();
+         return splitPieces(n, self, dim, sizes);
        }},
       {"aten::bitwise_and.Tensor", [](NodeImporter& n) { return logicalOp(n, "and", true); }},
       {"aten::bitwise_or.Tensor", [](NodeImporter& n) { return logicalOp(n, "or", true); }},
@@ -695,7 +699,6 @@ const std::map<std::string, Builder>& registry() {
        }},
       {"aten::split.Tensor",
        [](NodeImporter& n) -> LogicalResult {
-         // Each piece is a slice; getitem picks them.
          NCC_TRY(self, n.tensor(0, "self"));
          NCC_TRY(splitSize, n.integer(1, "split_size"));
          NCC_TRY(dim, n.integer(2, "dim", 0));
@@ -703,16 +706,12 @@ const std::map<std::string, Builder>& registry() {
          if (t.getRank() == 0 || splitSize <= 0) return n.error("split of a 0-d tensor or by a non-positive size");
          int64_t d = dim < 0 ? dim + t.getRank() : dim;
          if (d < 0 || d >= t.getRank()) return n.error("split dim out of range");
-         SmallVector<Value> pieces;
-         for (int64_t start = 0, i = 0; start < std::max<int64_t>(t.getDimSize(d), 1); start += splitSize, ++i) {
-           NCC_TRY(type, n.resultType(size_t(i)));
-           pieces.push_back(n.b.create<aten::SliceTensorOp>(n.loc, type, self, n.b.getI64IntegerAttr(d),
-                                                            n.b.getI64IntegerAttr(start),
-                                                            n.b.getI64IntegerAttr(start + splitSize),
-                                                            n.b.getI64IntegerAttr(1)));
-         }
-         n.values[n.node.name()] = pieces;
-         return success();
+         // Pieces of splitSize; the last one ends at the dim's end (a slice
+         // past the end is clamped), and a dim of 0 still gives one piece.
+         SmallVector<int64_t> sizes;
+         for (int64_t start = 0; start < std::max<int64_t>(t.getDimSize(d), 1); start += splitSize)
+           sizes.push_back(splitSize);
+         return splitPieces(n, self, dim, sizes);
        }},
       {"aten::embedding",
        [](NodeImporter& n) -> LogicalResult {
