@@ -1,6 +1,7 @@
 /*
  * neuron-cc runtime: profiling, as in the public libnrt header of the same
- * name. Two ways to capture a device trace:
+ * name. Three ways to capture a device trace (the third, continuous
+ * profiling, is described with its functions below):
  *
  *  1. nrt_profile_start(model, file) ... executions ... nrt_profile_stop(file):
  *     writes one NTFF (runtime/neff/ntff.proto) holding every execution of
