@@ -9,212 +9,14 @@
 
 #include "compiler/GraphImporter.h"
 
-#include <functional>
-#include <map>
-
-#include "aten_graph.pb.h"
-#include "dialects/aten/AtenDialect.h"
-#include "dialects/aten/TypeRules.h"
+#include "compiler/NodeImporter.h"
 #include "google/protobuf/text_format.h"
-#include "llvm/ADT/StringMap.h"
-#include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/Func/IR/FuncOps.h"
-#include "mlir/IR/Builders.h"
 #include "mlir/IR/Verifier.h"
 
-using namespace mlir;
-
 namespace neuroncc {
+using namespace importer;
 namespace {
-
-using graph::Argument;
-
-class NodeImporter;
-using Builder = std::function<LogicalResult(NodeImporter&)>;
-
-Type elementType(graph::DType dtype, MLIRContext* ctx) {
-  switch (dtype) {
-    case graph::FLOAT32: return Float32Type::get(ctx);
-    case graph::BFLOAT16: return BFloat16Type::get(ctx);
-    case graph::FLOAT16: return Float16Type::get(ctx);
-    case graph::FLOAT64: return Float64Type::get(ctx);
-    case graph::INT64: return IntegerType::get(ctx, 64);
-    case graph::INT32: return IntegerType::get(ctx, 32);
-    case graph::BOOL: return IntegerType::get(ctx, 1);
-    default: return Type();
-  }
-}
-
-// Reads one node's arguments and builds its op(s).
-class NodeImporter {
- public:
-  NodeImporter(const graph::Node& node, OpBuilder& b, Location loc,
-               llvm::StringMap<SmallVector<Value>>& values)
-      : node(node), b(b), loc(loc), values(values) {}
-
-  const graph::Node& node;
-  OpBuilder& b;
-  Location loc;
-  llvm::StringMap<SmallVector<Value>>& values;
-
-  // The argument at schema position `pos` or with keyword `name`.
-  const Argument* arg(size_t pos, StringRef name) const {
-    for (const Argument& a : node.args())
-      if (!a.name().empty() && a.name() == name) return &a;
-    size_t positional = 0;
-    for (const Argument& a : node.args()) {
-      if (!a.name().empty()) continue;
-      if (positional++ == pos) return &a;
-    }
-    return nullptr;
-  }
-
-  FailureOr<Value> tensor(size_t pos, StringRef name) {
-    const Argument* a = arg(pos, name);
-    if (!a || a->value_case() != Argument::kTensor)
-      return error("argument '" + name.str() + "' must be a tensor");
-    auto it = values.find(a->tensor());
-    if (it == values.end() || it->second.size() != 1)
-      return error("argument '" + name.str() + "' names unknown value '" + a->tensor() + "'");
-    return it->second.front();
-  }
-  bool isTensor(size_t pos, StringRef name) const {
-    const Argument* a = arg(pos, name);
-    return a && a->value_case() == Argument::kTensor;
-  }
-  FailureOr<double> number(size_t pos, StringRef name, std::optional<double> fallback = std::nullopt) {
-    const Argument* a = arg(pos, name);
-    if (!a || a->value_case() == Argument::kNone) {
-      if (fallback) return *fallback;
-      return error("missing number argument '" + name.str() + "'");
-    }
-    switch (a->value_case()) {
-      case Argument::kFloatValue: return a->float_value();
-      case Argument::kIntValue: return double(a->int_value());
-      case Argument::kBoolValue: return a->bool_value() ? 1.0 : 0.0;
-      default: return error("argument '" + name.str() + "' must be a number");
-    }
-  }
-  bool isFloatScalar(size_t pos, StringRef name) const {
-    const Argument* a = arg(pos, name);
-    return a && a->value_case() == Argument::kFloatValue;
-  }
-  FailureOr<int64_t> integer(size_t pos, StringRef name, std::optional<int64_t> fallback = std::nullopt) {
-    const Argument* a = arg(pos, name);
-    if (!a || a->value_case() == Argument::kNone) {
-      if (fallback) return *fallback;
-      return error("missing integer argument '" + name.str() + "'");
-    }
-    if (a->value_case() == Argument::kIntValue) return a->int_value();
-    if (a->value_case() == Argument::kBoolValue) return int64_t(a->bool_value());
-    return error("argument '" + name.str() + "' must be an integer");
-  }
-  FailureOr<bool> boolean(size_t pos, StringRef name, bool fallback) {
-    const Argument* a = arg(pos, name);
-    if (!a || a->value_case() == Argument::kNone) return fallback;
-    if (a->value_case() == Argument::kBoolValue) return a->bool_value();
-    if (a->value_case() == Argument::kIntValue) return a->int_value() != 0;
-    return error("argument '" + name.str() + "' must be a bool");
-  }
-  FailureOr<SmallVector<int64_t>> ints(size_t pos, StringRef name,
-                                       std::optional<SmallVector<int64_t>> fallback = std::nullopt) {
-    const Argument* a = arg(pos, name);
-    if (!a || a->value_case() == Argument::kNone) {
-      if (fallback) return *fallback;
-      return error("missing integer list argument '" + name.str() + "'");
-    }
-    if (a->value_case() == Argument::kIntValue) return SmallVector<int64_t>{a->int_value()};
-    if (a->value_case() != Argument::kIntList)
-      return error("argument '" + name.str() + "' must be a list of integers");
-    return SmallVector<int64_t>(a->int_list().values().begin(), a->int_list().values().end());
-  }
-  FailureOr<std::string> string(size_t pos, StringRef name, std::string fallback) {
-    const Argument* a = arg(pos, name);
-    if (!a || a->value_case() == Argument::kNone) return fallback;
-    if (a->value_case() != Argument::kStringValue)
-      return error("argument '" + name.str() + "' must be a string");
-    return a->string_value();
-  }
-
-  FailureOr<RankedTensorType> resultType(size_t i = 0) {
-    if (int(i) >= node.outputs_size()) return error("node has no metadata for result " + std::to_string(i));
-    const graph::TensorMeta& m = node.outputs(int(i));
-    Type elem = elementType(m.dtype(), b.getContext());
-    if (!elem) return error("result has an unsupported dtype");
-    SmallVector<int64_t> shape(m.shape().begin(), m.shape().end());
-    for (int64_t d : shape)
-      if (d < 0) return error("result has a negative dimension");
-    bool fromConstants = llvm::all_of(node.args(), [&](const Argument& a) {
-      if (a.value_case() != Argument::kTensor) return true;
-      auto it = values.find(a.tensor());
-      return it == values.end() || llvm::all_of(it->second, [](Value v) { return v.getDefiningOp<arith::ConstantOp>(); });
-    });
-    if (llvm::any_of(shape, [](int64_t d) { return d == 0; }) && !fromConstants)
-      return error("result of shape " + aten::shapeToString(shape) +
-                   " is an empty tensor (0 elements); empty tensors are not supported");
-    // f64 is computed at compile time only (constants fold); the device
-    // computes in f32, bf16 and f16.
-    if (elem.isF64() && !fromConstants)
-      return error("float64 results are not supported (the device computes in f32, bf16 and f16); "
-                   "cast to float32 before exporting");
-    return RankedTensorType::get(shape, elem);
-  }
-
-  FailureOr<SmallVector<Type>> resultTypes(size_t count) {
-    SmallVector<Type> types;
-    for (size_t i = 0; i < count; ++i) {
-      FailureOr<RankedTensorType> t = resultType(i);
-      if (failed(t)) return failure();
-      types.push_back(*t);
-    }
-    return types;
-  }
-
-  // Records `op`'s results as this node's value(s).
-  LogicalResult define(Operation* op) {
-    auto& slot = values[node.name()];
-    slot.assign(op->result_begin(), op->result_end());
-    return success();
-  }
-
-  template <typename OpTy, typename... Args>
-  LogicalResult create(Args&&... args) {
-    FailureOr<RankedTensorType> type = resultType();
-    if (failed(type)) return failure();
-    return define(b.create<OpTy>(loc, *type, std::forward<Args>(args)...));
-  }
-
-  // Ops that only take float tensors here (unary math, ops with a Scalar,
-  // reductions, softmax) are also defined by PyTorch on integer and bool
-  // tensors. Such an operand is cast to the result's float dtype (f32 when
-  // the result is an integer, as for arange(n) * 2), and an integer result
-  // is cast back, so the graph keeps PyTorch's types at every node.
-  template <typename OpTy, typename... Args>
-  LogicalResult createOnFloat(Value self, Args&&... args) {
-    FailureOr<RankedTensorType> type = resultType();
-    if (failed(type)) return failure();
-    auto selfType = llvm::cast<RankedTensorType>(self.getType());
-    if (aten::isFloatType(selfType.getElementType()) && aten::isFloatType(type->getElementType()))
-      return define(b.create<OpTy>(loc, *type, self, std::forward<Args>(args)...));
-    Type compute = aten::isFloatType(type->getElementType()) ? type->getElementType() : b.getF32Type();
-    if (!aten::isFloatType(selfType.getElementType()))
-      self = b.create<aten::ToCopyOp>(loc, selfType.clone(compute), self);
-    auto op = b.create<OpTy>(loc, type->clone(compute), self, std::forward<Args>(args)...);
-    if (compute == type->getElementType()) return define(op);
-    return define(b.create<aten::ToCopyOp>(loc, *type, op->getResult(0)));
-  }
-
-  LogicalResult error(const std::string& msg) {
-    emitError(loc) << node.target() << ": " << msg;
-    return failure();
-  }
-};
-
-// FailureOr<T> from a helper that already reported its error.
-#define NCC_TRY(var, expr)        \
-  auto var##_or = (expr);         \
-  if (failed(var##_or)) return failure(); \
-  auto var = *var##_or;
 
 LogicalResult binaryArith(NodeImporter& n, StringRef kind) {
   NCC_TRY(self, n.tensor(0, "self"));
@@ -290,19 +92,21 @@ LogicalResult logicalOp(NodeImporter& n, StringRef kind, bool bitwise) {
 // min become min, then values above max become max, as masked_fills (a NaN
 // compares false and stays NaN, as in eager). An integer tensor is clamped
 // as f32 (exact: integers live as f32 on the device) and cast back.
-LogicalResult clamp(NodeImporter& n) {
+// clamp_min and clamp_max take one bound (at position 1): the other's
+// position is 0, none.
+LogicalResult clamp(NodeImporter& n, size_t minPos, size_t maxPos) {
   NCC_TRY(self, n.tensor(0, "self"));
   FailureOr<RankedTensorType> type = n.resultType();
   if (failed(type)) return failure();
   auto bound = [&](size_t pos, const char* name) -> FailureOr<std::optional<double>> {
-    const Argument* a = n.arg(pos, name);
+    const Argument* a = pos ? n.arg(pos, name) : nullptr;
     if (!a || a->value_case() == Argument::kNone) return std::optional<double>();
     FailureOr<double> v = n.number(pos, name);
     if (failed(v)) return failure();
     return std::optional<double>(*v);
   };
-  NCC_TRY(lo, bound(1, "min"));
-  NCC_TRY(hi, bound(2, "max"));
+  NCC_TRY(lo, bound(minPos, "min"));
+  NCC_TRY(hi, bound(maxPos, "max"));
   Type compute = aten::isFloatType(type->getElementType()) ? type->getElementType() : n.b.getF32Type();
   auto selfType = llvm::cast<RankedTensorType>(self.getType());
   Value x = self;
@@ -481,7 +285,8 @@ LogicalResult triangle(NodeImporter& n, bool lower) {
 }
 
 const std::map<std::string, Builder>& registry() {
-  static const std::map<std::string, Builder> table = {
+  static const std::map<std::string, Builder> table = [] {
+    std::map<std::string, Builder> t = {
       {"aten::add.Tensor", [](NodeImporter& n) { return binaryArith(n, "add"); }},
       {"aten::add.Scalar", [](NodeImporter& n) { return binaryArith(n, "add"); }},
       {"aten::sub.Tensor", [](NodeImporter& n) { return binaryArith(n, "sub"); }},
@@ -517,7 +322,11 @@ const std::map<std::string, Builder>& registry() {
       {"aten::ge.Scalar", compare<aten::GeTensorOp, aten::GeScalarOp>},
       {"aten::maximum", binaryTensor<aten::MaximumOp>},
       {"aten::minimum", binaryTensor<aten::MinimumOp>},
-      {"aten::clamp", clamp},
+      {"aten::clamp", [](NodeImporter& n) { return clamp(n, 1, 2); }},
+      {"aten::clamp_min", [](NodeImporter& n) { return clamp(n, 1, 0); }},
+      {"aten::clamp_max", [](NodeImporter& n) { return clamp(n, 0, 1); }},
+      {"aten::max.other", binaryTensor<aten::MaximumOp>},
+      {"aten::min.other", binaryTensor<aten::MinimumOp>},
       {"aten::split_with_sizes",
        [](NodeImporter& n) -> LogicalResult {
          NCC_TRY(self, n.tensor(0, "self"));
@@ -569,6 +378,13 @@ const std::map<std::string, Builder>& registry() {
       {"aten::abs", unary<aten::AbsOp>},
       {"aten::sin", unary<aten::SinOp>},
       {"aten::cos", unary<aten::CosOp>},
+      {"aten::erf", unary<aten::ErfOp>},
+      {"aten::expm1", unary<aten::Expm1Op>},
+      {"aten::log1p", unary<aten::Log1pOp>},
+      {"aten::floor", unary<aten::FloorOp>},
+      {"aten::ceil", unary<aten::CeilOp>},
+      {"aten::trunc", unary<aten::TruncOp>},
+      {"aten::round", unary<aten::RoundOp>},
       {"aten::gelu",
        [](NodeImporter& n) -> LogicalResult {
          NCC_TRY(self, n.tensor(0, "self"));
@@ -745,6 +561,18 @@ const std::map<std::string, Builder>& registry() {
       {"aten::zeros", [](NodeImporter& n) { return constantFill(n, 0.0, 0, ""); }},
       {"aten::full", [](NodeImporter& n) { return constantFill(n, std::nullopt, 1, "fill_value"); }},
       {"aten::scalar_tensor", [](NodeImporter& n) { return constantFill(n, std::nullopt, 0, "s"); }},
+      // Tensors shaped like another: only the recorded type is read (an
+      // empty tensor's values are unspecified; zeros here).
+      {"aten::zeros_like", [](NodeImporter& n) { return constantFill(n, 0.0, 0, ""); }},
+      {"aten::ones_like", [](NodeImporter& n) { return constantFill(n, 1.0, 0, ""); }},
+      {"aten::empty_like", [](NodeImporter& n) { return constantFill(n, 0.0, 0, ""); }},
+      {"aten::full_like", [](NodeImporter& n) { return constantFill(n, std::nullopt, 1, "fill_value"); }},
+      {"aten::new_zeros", [](NodeImporter& n) { return constantFill(n, 0.0, 0, ""); }},
+      {"aten::new_ones", [](NodeImporter& n) { return constantFill(n, 1.0, 0, ""); }},
+      {"aten::new_empty", [](NodeImporter& n) { return constantFill(n, 0.0, 0, ""); }},
+      {"aten::new_full", [](NodeImporter& n) { return constantFill(n, std::nullopt, 2, "fill_value"); }},
+      {"aten::empty.memory_format", [](NodeImporter& n) { return constantFill(n, 0.0, 0, ""); }},
+      {"aten::fill.Scalar", [](NodeImporter& n) { return constantFill(n, std::nullopt, 1, "value"); }},
       {"aten::tril", [](NodeImporter& n) { return triangle(n, true); }},
       {"aten::arange", [](NodeImporter& n) { return arange(n, false, false); }},
       {"aten::arange.start", [](NodeImporter& n) { return arange(n, true, false); }},
@@ -766,7 +594,10 @@ const std::map<std::string, Builder>& registry() {
          }
          return n.create<aten::RmsNormOp>(input, weight, n.b.getDenseI64ArrayAttr(shape), eps);
        }},
-  };
+    };
+    addComposedOps(t);
+    return t;
+  }();
   return table;
 }
 

@@ -75,6 +75,13 @@ neff::ActivationFunc funcFromName(StringRef name) {
       .Case("abs", neff::ABS)
       .Case("sin", neff::SIN)
       .Case("cos", neff::COS)
+      .Case("erf", neff::ERF)
+      .Case("expm1", neff::EXPM1)
+      .Case("log1p", neff::LOG1P)
+      .Case("floor", neff::FLOOR)
+      .Case("ceil", neff::CEIL)
+      .Case("trunc", neff::TRUNC)
+      .Case("round", neff::ROUND)
       .Default(neff::ACT_INVALID);
 }
 

@@ -187,7 +187,7 @@ LogicalResult KernelLowering::lowerMaskInPlace(Operation* op, Value chainIn, int
   inputColumns = blockColumns;
   tiles[chainIn] = scores;
   tiles[result] = scores;
-  layouts[result] = layouts[chainIn];
+  layouts[result] = layouts.lookup(chainIn);
   return success();
 }
 
@@ -374,8 +374,8 @@ LogicalResult KernelLowering::lowerAttention(const AttentionMatch& m, Value out,
             if (mask && op == mask->op) {
               Value chainIn = i == 0 ? m.shapedScores() : m.transforms[i - 1]->getResult(0);
               if (block.masked.empty()) {
-                tiles[op->getResult(0)] = tiles[chainIn];
-                layouts[op->getResult(0)] = layouts[chainIn];
+                tiles[op->getResult(0)] = tiles.lookup(chainIn);
+                layouts[op->getResult(0)] = layouts.lookup(chainIn);
                 continue;
               }
               if (failed(lowerMaskInPlace(op, chainIn, p, k0, nk, block.masked))) return failure();

@@ -42,7 +42,10 @@ LogicalResult KernelLowering::lowerOp(Operation* op, int64_t p, int64_t f) {
         cast && yielded.contains(cast.getResult()) && aten::isFloatType(cast.getType().getElementType()) &&
         aten::isFloatType(llvm::cast<RankedTensorType>(result.getType()).getElementType()))
       elem = nc::deviceElementType(cast.getType().getElementType());
-  auto layoutOf = [&](Value v) -> Layout& { return layouts[v]; };
+  // By value: a reference into `layouts` dangles once a result's layout is
+  // inserted (the map may grow), and the kinds read after that would be
+  // whatever the freed memory held.
+  auto layoutOf = [&](Value v) -> Layout { return layouts.lookup(v); };
 
   auto tensorScalar = [&](Value out, Value in, Value scalar, StringRef alu, double imm, bool reverse) {
     this->tensorScalar(out, in, scalar, alu, imm, op, reverse);
@@ -55,7 +58,7 @@ LogicalResult KernelLowering::lowerOp(Operation* op, int64_t p, int64_t f) {
 
   // Binary: combine two operands of any kind with `alu`.
   auto binary = [&](Value lhs, Value rhs, StringRef alu, double alpha) -> LogicalResult {
-    Layout &ll = layoutOf(lhs), &rl = layoutOf(rhs);
+    const Layout ll = layoutOf(lhs), rl = layoutOf(rhs);
     if (ll.kind == Kind::Imm && rl.kind == Kind::Imm)
       return op->emitError("operations on two compile-time constants are not supported yet");
     Kind outKind = (ll.kind == Kind::Full || rl.kind == Kind::Full) ? Kind::Full : Kind::Row;
@@ -89,7 +92,7 @@ LogicalResult KernelLowering::lowerOp(Operation* op, int64_t p, int64_t f) {
   };
 
   auto unary = [&](Value in, auto emit) -> LogicalResult {
-    Layout& il = layoutOf(in);
+    const Layout il = layoutOf(in);
     if (il.kind == Kind::Imm)
       return op->emitError("operations on compile-time constants are not supported yet");
     layouts[result].kind = il.kind;
@@ -144,7 +147,7 @@ LogicalResult KernelLowering::lowerOp(Operation* op, int64_t p, int64_t f) {
   };
 
   auto reduce = [&](Value in, StringRef alu, bool mean) -> LogicalResult {
-    Layout& il = layoutOf(in);
+    const Layout il = layoutOf(in);
     int64_t count = reducedCount(op);
     if (il.kind == Kind::Imm) {  // a splat reduces to a splat
       layouts[result].kind = Kind::Imm;
@@ -192,6 +195,7 @@ LogicalResult KernelLowering::lowerOp(Operation* op, int64_t p, int64_t f) {
   return llvm::TypeSwitch<Operation*, LogicalResult>(op)
       .Case([&](aten::MulTensorOp o) { return binary(o.getSelf(), o.getOther(), "mul", 1.0); })
       .Case([&](aten::MaximumOp o) { return binary(o.getSelf(), o.getOther(), "max", 1.0); })
+      .Case([&](aten::PowTensorTensorOp o) { return binary(o.getSelf(), o.getOther(), "pow", 1.0); })
       .Case([&](aten::MinimumOp o) { return binary(o.getSelf(), o.getOther(), "min", 1.0); })
       .Case([&](aten::DivTensorOp o) { return binary(o.getSelf(), o.getOther(), "div", 1.0); })
       .Case([&](aten::AddTensorOp o) {
@@ -248,18 +252,20 @@ LogicalResult KernelLowering::lowerOp(Operation* op, int64_t p, int64_t f) {
         // tile that already holds the target dtype, or a widening to an f32
         // intermediate (exact), is reused as it is.
         elem = resultElem;
-        Layout& il = layoutOf(o.getSelf());
+        const Layout il = layoutOf(o.getSelf());
         Type to = o.getType().getElementType();
         Type from = llvm::cast<RankedTensorType>(o.getSelf().getType()).getElementType();
         if (to.isInteger(1) && !from.isInteger(1))  // != 0, as PyTorch's bool cast
           return scalarOp(o.getSelf(), "not_equal", 0.0, false);
         // A whole number needs no rounding: the cast keeps the value (the
-        // cast back of PyTorch's promotion, int -> f32 -> op -> int).
+        // cast back of PyTorch's promotion, int -> f32 -> op -> int). Any
+        // other float is rounded toward zero, as .long() does, so that the
+        // integer's users in the kernel see the integer (its store to an
+        // integer tensor clamps to the integer's range, NaN giving 0).
         static const llvm::DenseSet<Value> noResults;
         if (llvm::isa<IntegerType>(to) && aten::isFloatType(from) &&
             !isWholeValued(o.getSelf(), wholeResults ? *wholeResults : noResults, wholeMemo))
-          return op->emitError("casting a computed float to an integer dtype on the device is not supported "
-                               "(it needs rounding toward zero)");
+          return activationOf(o.getSelf(), "trunc");
         if (il.kind != Kind::Imm) {
           Value in = tileOf(o.getSelf());
           Type inElem = llvm::cast<MemRefType>(in.getType()).getElementType();
@@ -276,6 +282,13 @@ LogicalResult KernelLowering::lowerOp(Operation* op, int64_t p, int64_t f) {
       .Case([&](aten::TanhOp o) { return activationOf(o.getSelf(), "tanh"); })
       .Case([&](aten::SinOp o) { return activationOf(o.getSelf(), "sin"); })
       .Case([&](aten::CosOp o) { return activationOf(o.getSelf(), "cos"); })
+      .Case([&](aten::ErfOp o) { return activationOf(o.getSelf(), "erf"); })
+      .Case([&](aten::Expm1Op o) { return activationOf(o.getSelf(), "expm1"); })
+      .Case([&](aten::Log1pOp o) { return activationOf(o.getSelf(), "log1p"); })
+      .Case([&](aten::FloorOp o) { return activationOf(o.getSelf(), "floor"); })
+      .Case([&](aten::CeilOp o) { return activationOf(o.getSelf(), "ceil"); })
+      .Case([&](aten::TruncOp o) { return activationOf(o.getSelf(), "trunc"); })
+      .Case([&](aten::RoundOp o) { return activationOf(o.getSelf(), "round"); })
       .Case([&](aten::SigmoidOp o) { return activationOf(o.getSelf(), "sigmoid"); })
       .Case([&](aten::ReluOp o) { return activationOf(o.getSelf(), "relu"); })
       .Case([&](aten::SiluOp o) { return activationOf(o.getSelf(), "silu"); })

@@ -461,7 +461,7 @@ Value KernelLowering::tileOf(Value v) {
   auto it = tiles.find(v);
   if (it != tiles.end()) return it->second;
   // A kernel input: load it for this iteration (or reuse a row-invariant load).
-  const Layout& l = layouts[v];
+  const Layout l = layouts.lookup(v);  // a copy: `layouts` may grow below
   int64_t p = std::min<int64_t>(nc::kNumPartitions, space.rows - r0);
   if (space.rowBlock > 0) p = std::min(p, space.rowBlock - r0 % space.rowBlock);
   int64_t f = l.kind == Kind::Row ? 1 : inputColumns > 0 ? inputColumns : std::min(space.cols - c0, columnTile());
@@ -668,7 +668,7 @@ static Type tileTypeFor(Value hbm) {
 }
 
 LogicalResult KernelLowering::storeOutput(Value v, Value hbm, int64_t p, int64_t f) {
-  Layout& l = layouts[v];
+  const Layout l = layouts.lookup(v);  // a copy: see LowerElementwise's layoutOf
   if (l.kind == Kind::Imm) {  // written across the tile (or one per row)
     Layout fill;
     if (failed(layoutOfView(aten::contiguousView(llvm::cast<RankedTensorType>(v.getType()).getShape()), fill)))
@@ -833,7 +833,7 @@ Block* KernelLowering::createIsaBody(Block& old, SmallVectorImpl<Value>& outHbm)
     hbmOf[arg] = body->addArgument(MemRefType::get(t.getShape(), hbmElementType(arg)), arg.getLoc());
   }
   for (Operation& op : old.without_terminator())
-    if (aten::isViewOp(&op) && viewOf.count(op.getResult(0))) hbmOf[op.getResult(0)] = hbmOf[op.getOperand(0)];
+    if (aten::isViewOp(&op) && viewOf.count(op.getResult(0))) hbmOf[op.getResult(0)] = hbmOf.lookup(op.getOperand(0));
   for (Value v : kernel.getResults()) {
     auto t = llvm::cast<RankedTensorType>(v.getType());
     outHbm.push_back(body->addArgument(MemRefType::get(t.getShape(), hbmTypeOf(v)), loc));
@@ -1028,8 +1028,8 @@ LogicalResult KernelLowering::run(int64_t& instructions, int64_t& dmas) {
   auto aliasTile = [&](Operation& op) {
     auto alias = sameTileAs.find(op.getNumResults() ? op.getResult(0) : Value());
     if (alias == sameTileAs.end()) return false;
-    tiles[alias->first] = tiles[alias->second];
-    layouts[alias->first] = layouts[alias->second];
+    tiles[alias->first] = tiles.lookup(alias->second);
+    layouts[alias->first] = layouts.lookup(alias->second);
     return true;
   };
   // With chunked rows, only full-width values computed before the reductions
@@ -1197,7 +1197,11 @@ bool lowering::isWholeValued(Value v, const llvm::DenseSet<Value>& wholeResults,
   };
   if (auto arg = llvm::dyn_cast<BlockArgument>(v)) {
     if (auto k = llvm::dyn_cast<nc::KernelOp>(arg.getOwner()->getParentOp()))
-      whole = arg.getArgNumber() < k.getInputs().size() && wholeResults.contains(k.getInputs()[arg.getArgNumber()]);
+      if (arg.getArgNumber() < k.getInputs().size()) {
+        // Another kernel's result, or a constant or graph input outside.
+        Value in = k.getInputs()[arg.getArgNumber()];
+        whole = wholeResults.contains(in) || isWholeValued(in, wholeResults, memo);
+      }
   } else {
     Operation* op = v.getDefiningOp();
     if (auto c = llvm::dyn_cast<arith::ConstantOp>(op)) {
@@ -1206,11 +1210,18 @@ bool lowering::isWholeValued(Value v, const llvm::DenseSet<Value>& wholeResults,
                             : d.getNumElements() <= (1 << 20) &&
                                   llvm::all_of(d.getValues<APFloat>(),
                                                [](const APFloat& x) { return wholeNumber(x.convertToDouble()); });
+    } else if (llvm::isa<aten::FloorOp, aten::CeilOp, aten::TruncOp, aten::RoundOp>(op)) {
+      whole = true;
     } else if (aten::isViewOp(op) || llvm::isa<aten::CloneOp, aten::ToCopyOp, aten::NegOp, aten::AbsOp,
                                                aten::ReluOp, aten::SumDimIntListOp, aten::AmaxOp>(op)) {
       whole = all(op->getOperand(0));
-    } else if (llvm::isa<aten::MulTensorOp, aten::CatOp>(op)) {
+    } else if (llvm::isa<aten::MulTensorOp, aten::CatOp, aten::MaximumOp, aten::MinimumOp, aten::MmOp,
+                         aten::BmmOp>(op)) {
+      // A rounded product or sum of whole numbers is whole (every float
+      // beyond the mantissa's reach is).
       whole = all(op->getOperands());
+    } else if (auto o = llvm::dyn_cast<aten::EmbeddingOp>(op)) {
+      whole = all(o.getWeight());
     } else if (auto o = llvm::dyn_cast<aten::AddTensorOp>(op)) {
       whole = wholeNumber(o.getAlpha().convertToDouble()) && all(op->getOperands());
     } else if (auto o = llvm::dyn_cast<aten::SubTensorOp>(op)) {

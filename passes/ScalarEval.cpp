@@ -34,6 +34,7 @@ std::optional<std::function<double(ArrayRef<double>)>> scalarFunction(Operation*
         return [](ArrayRef<double> a) { return std::isnan(a[0]) || std::isnan(a[1]) ? NAN : std::min(a[0], a[1]); };
       })
       .Case([&](aten::DivTensorOp) -> Fn { return [](ArrayRef<double> a) { return a[0] / a[1]; }; })
+      .Case([&](aten::PowTensorTensorOp) -> Fn { return [](ArrayRef<double> a) { return std::pow(a[0], a[1]); }; })
       .Case([&](aten::AddTensorOp o) -> Fn {
         double alpha = o.getAlpha().convertToDouble();
         return [alpha](ArrayRef<double> a) { return a[0] + alpha * a[1]; };
@@ -73,6 +74,13 @@ std::optional<std::function<double(ArrayRef<double>)>> scalarFunction(Operation*
       .Case([&](aten::TanhOp) { return unary(std::tanh); })
       .Case([&](aten::SinOp) { return unary(std::sin); })
       .Case([&](aten::CosOp) { return unary(std::cos); })
+      .Case([&](aten::ErfOp) { return unary(std::erf); })
+      .Case([&](aten::Expm1Op) { return unary(std::expm1); })
+      .Case([&](aten::Log1pOp) { return unary(std::log1p); })
+      .Case([&](aten::FloorOp) { return unary(std::floor); })
+      .Case([&](aten::CeilOp) { return unary(std::ceil); })
+      .Case([&](aten::TruncOp) { return unary(std::trunc); })
+      .Case([&](aten::RoundOp) { return unary(std::nearbyint); })
       .Case([&](aten::RsqrtOp) -> Fn { return [](ArrayRef<double> a) { return 1.0 / std::sqrt(a[0]); }; })
       .Case([&](aten::SigmoidOp) -> Fn { return [](ArrayRef<double> a) { return sigmoid(a[0]); }; })
       .Case([&](aten::AbsOp) -> Fn { return [](ArrayRef<double> a) { return std::fabs(a[0]); }; })

@@ -8,7 +8,7 @@ PACKAGES=(
   libprotobuf-dev protobuf-compiler libabsl-dev libgtest-dev libssl-dev libsleef-dev
   libopenblas0-pthread
   python3-torch python3-numpy python3-protobuf
-  chromium python3-pil
+  chromium python3-pil valgrind
   zlib1g-dev libzstd-dev libedit-dev libcurl4-openssl-dev libxml2-dev
 )
 missing=()

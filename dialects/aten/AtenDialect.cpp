@@ -95,6 +95,7 @@ LogicalResult inferReduction(std::optional<Location> loc, Value self, ArrayRef<i
 NEURON_BINARY_INFER(MulTensorOp)
 NEURON_BINARY_INFER(MaximumOp)
 NEURON_BINARY_INFER(MinimumOp)
+NEURON_BINARY_INFER(PowTensorTensorOp)
 NEURON_BINARY_INFER(AddTensorOp)
 NEURON_BINARY_INFER(SubTensorOp)
 
@@ -172,6 +173,13 @@ NEURON_SAME_INFER(SiluOp)
 NEURON_SAME_INFER(AbsOp)
 NEURON_SAME_INFER(SinOp)
 NEURON_SAME_INFER(CosOp)
+NEURON_SAME_INFER(ErfOp)
+NEURON_SAME_INFER(Expm1Op)
+NEURON_SAME_INFER(Log1pOp)
+NEURON_SAME_INFER(FloorOp)
+NEURON_SAME_INFER(CeilOp)
+NEURON_SAME_INFER(TruncOp)
+NEURON_SAME_INFER(RoundOp)
 NEURON_SAME_INFER(GeluOp)
 
 LogicalResult GeluOp::verify() {
@@ -200,9 +208,9 @@ NEURON_REDUCTION(SumDimIntListOp)
 NEURON_REDUCTION(AmaxOp)
 
 bool isElementwise(Operation* op) {
-  return llvm::isa<MulTensorOp, DivTensorOp, AddTensorOp, SubTensorOp, MaximumOp, MinimumOp, MulScalarOp, DivScalarOp, AddScalarOp,
+  return llvm::isa<MulTensorOp, DivTensorOp, AddTensorOp, SubTensorOp, MaximumOp, MinimumOp, PowTensorTensorOp, MulScalarOp, DivScalarOp, AddScalarOp,
                    SubScalarOp, RsubScalarOp, PowTensorScalarOp, NegOp, ExpOp, LogOp, SqrtOp, RsqrtOp, TanhOp,
-                   SigmoidOp, ReluOp, SiluOp, GeluOp, AbsOp, SinOp, CosOp, ToCopyOp, EqTensorOp, NeTensorOp, LtTensorOp,
+                   SigmoidOp, ReluOp, SiluOp, GeluOp, AbsOp, SinOp, CosOp, ErfOp, Expm1Op, Log1pOp, FloorOp, CeilOp, TruncOp, RoundOp, ToCopyOp, EqTensorOp, NeTensorOp, LtTensorOp,
                    LeTensorOp, GtTensorOp, GeTensorOp, EqScalarOp, NeScalarOp, LtScalarOp, LeScalarOp, GtScalarOp,
                    GeScalarOp, WhereSelfOp, MaskedFillScalarOp>(op);
 }

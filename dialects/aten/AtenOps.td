@@ -71,6 +71,8 @@ def Aten_MaximumOp : Aten_BinaryTensorOp<"maximum", "max(self, other) elementwis
   "%r = aten.maximum %x, %y : tensor<4x512xf32>, tensor<4x1xf32> -> tensor<4x512xf32>">;
 def Aten_MinimumOp : Aten_BinaryTensorOp<"minimum", "min(self, other) elementwise; NaN if either is NaN",
   "%r = aten.minimum %x, %y : tensor<4x512xf32>, tensor<4x1xf32> -> tensor<4x512xf32>">;
+def Aten_PowTensorTensorOp : Aten_BinaryTensorOp<"pow.Tensor_Tensor", "self ** other elementwise (powf)",
+  "%r = aten.pow.Tensor_Tensor %x, %e : tensor<4x512xf32>, tensor<f32> -> tensor<4x512xf32>">;
 def Aten_AddTensorOp : Aten_BinaryAlphaOp<"add.Tensor", "self + alpha * other",
   "%r = aten.add.Tensor %m, %eps : tensor<4x1xbf16>, tensor<f32> -> tensor<4x1xbf16>">;
 def Aten_SubTensorOp : Aten_BinaryAlphaOp<"sub.Tensor", "self - alpha * other",
@@ -235,6 +237,13 @@ def Aten_SiluOp : Aten_UnaryOp<"silu", "self * sigmoid(self)">;
 def Aten_AbsOp : Aten_UnaryOp<"abs", "|self|">;
 def Aten_SinOp : Aten_UnaryOp<"sin", "sine (radians)">;
 def Aten_CosOp : Aten_UnaryOp<"cos", "cosine (radians)">;
+def Aten_ErfOp : Aten_UnaryOp<"erf", "the error function">;
+def Aten_Expm1Op : Aten_UnaryOp<"expm1", "e ** self - 1">;
+def Aten_Log1pOp : Aten_UnaryOp<"log1p", "natural logarithm of 1 + self">;
+def Aten_FloorOp : Aten_UnaryOp<"floor", "the largest whole number not above self">;
+def Aten_CeilOp : Aten_UnaryOp<"ceil", "the smallest whole number not below self">;
+def Aten_TruncOp : Aten_UnaryOp<"trunc", "self rounded toward zero">;
+def Aten_RoundOp : Aten_UnaryOp<"round", "self rounded to the nearest whole number, ties to even">;
 def Aten_GeluOp : Aten_Op<"gelu"> {
   let summary = "Gaussian error linear unit";
   let description = [{

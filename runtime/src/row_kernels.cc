@@ -147,6 +147,9 @@ bool CallsSleef(neff::ActivationFunc f) {
     case neff::TANH:
     case neff::SIN:
     case neff::COS:
+    case neff::ERF:
+    case neff::EXPM1:
+    case neff::LOG1P:
     case neff::SIGMOID:
     case neff::SILU:
     case neff::GELU:

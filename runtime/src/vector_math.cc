@@ -132,6 +132,20 @@ void PowN(const float* x, const float* e, float* y, uint32_t n) {
 NEURONCC_SLEEF_MAP1(ExpN, Sleef_finz_expf16_u10avx512f, Sleef_finz_expf8_u10avx2, Sleef_finz_expf1_u10purecfma)
 NEURONCC_SLEEF_MAP1(LogN, Sleef_finz_logf16_u10avx512f, Sleef_finz_logf8_u10avx2, Sleef_finz_logf1_u10purecfma)
 NEURONCC_SLEEF_MAP1(ErfN, Sleef_finz_erff16_u10avx512f, Sleef_finz_erff8_u10avx2, Sleef_finz_erff1_u10purecfma)
+// expm1 and log1p: 1.0 ulp, and exact to the last bit near 0 where exp(x) - 1
+// and log(1 + x) would cancel.
+NEURONCC_SLEEF_MAP1(Expm1N, Sleef_finz_expm1f16_u10avx512f, Sleef_finz_expm1f8_u10avx2, Sleef_finz_expm1f1_u10purecfma)
+NEURONCC_SLEEF_MAP1(Log1pSleefN, Sleef_finz_log1pf16_u10avx512f, Sleef_finz_log1pf8_u10avx2,
+                    Sleef_finz_log1pf1_u10purecfma)
+// SLEEF's log1pf returns inf for arguments near FLT_MAX (1 + x overflows in
+// its reduction). Beyond 2^64, log(1 + x) - log(x) < 2^-64 is far below half
+// an ulp of log(x) > 44, so log(x) stands for it.
+constexpr float kLog1pAsLog = 0x1p64f;
+void Log1pN(const float* x, float* y, uint32_t n) {
+  Log1pSleefN(x, y, n);
+  for (uint32_t i = 0; i < n; ++i)
+    if (x[i] > kLog1pAsLog) y[i] = Sleef_finz_logf1_u10purecfma(x[i]);
+}
 // sin and cos: 1.0 ulp, whatever the argument (SLEEF reduces large ones exactly).
 NEURONCC_SLEEF_MAP1(SinN, Sleef_finz_sinf16_u10avx512f, Sleef_finz_sinf8_u10avx2, Sleef_finz_sinf1_u10purecfma)
 NEURONCC_SLEEF_MAP1(CosN, Sleef_finz_cosf16_u10avx512f, Sleef_finz_cosf8_u10avx2, Sleef_finz_cosf1_u10purecfma)
@@ -148,6 +162,8 @@ void SleefN(SleefFunc f, const float* x, float* y, uint32_t n) {
     case SleefFunc::kExp: return ExpN(x, y, n);
     case SleefFunc::kLog: return LogN(x, y, n);
     case SleefFunc::kErf: return ErfN(x, y, n);
+    case SleefFunc::kExpm1: return Expm1N(x, y, n);
+    case SleefFunc::kLog1p: return Log1pN(x, y, n);
     case SleefFunc::kTanh: return TanhN(x, y, n);
     case SleefFunc::kSin: return SinN(x, y, n);
     case SleefFunc::kCos: return CosN(x, y, n);
@@ -198,6 +214,11 @@ NEURONCC_CLONES void SimpleActivation(neff::ActivationFunc f, const float* y, fl
     // max(y, +0): NaN propagates and -0 becomes +0, as MAX does.
     case neff::RELU: return Map1(y, c, n, [](float v) { return MaxSel(v, 0.0f); });
     case neff::ABS: return Map1(y, c, n, [](float v) { return std::fabs(v); });
+    case neff::FLOOR: return Map1(y, c, n, [](float v) { return std::floor(v); });
+    case neff::CEIL: return Map1(y, c, n, [](float v) { return std::ceil(v); });
+    case neff::TRUNC: return Map1(y, c, n, [](float v) { return std::trunc(v); });
+    // The default rounding mode, to nearest with ties to even (torch.round).
+    case neff::ROUND: return Map1(y, c, n, [](float v) { return std::nearbyint(v); });
     default: return Map1(y, c, n, [](float v) { return v; });
   }
 }
@@ -361,6 +382,9 @@ void Activation(neff::ActivationFunc f, const float* a, float scale, float bias,
       case neff::TANH: TanhN(y, out, m); break;
       case neff::SIN: SinN(y, out, m); break;
       case neff::COS: CosN(y, out, m); break;
+      case neff::ERF: ErfN(y, out, m); break;
+      case neff::EXPM1: Expm1N(y, out, m); break;
+      case neff::LOG1P: Log1pN(y, out, m); break;
       case neff::SIGMOID:  // 1 / (1 + exp(-y))
         Negate(y, t, m);
         ExpN(t, t, m);
@@ -671,6 +695,10 @@ float LogRef(float x) { return Sleef_finz_logf1_u10purecfma(x); }
 float TanhRef(float x) { return Sleef_finz_tanhf1_u35purecfma(x); }
 float SinRef(float x) { return Sleef_finz_sinf1_u10purecfma(x); }
 float CosRef(float x) { return Sleef_finz_cosf1_u10purecfma(x); }
+float Expm1Ref(float x) { return Sleef_finz_expm1f1_u10purecfma(x); }
+float Log1pRef(float x) {
+  return x > kLog1pAsLog ? Sleef_finz_logf1_u10purecfma(x) : Sleef_finz_log1pf1_u10purecfma(x);
+}
 float ErfRef(float x) { return Sleef_finz_erff1_u10purecfma(x); }
 float PowRef(float x, float y) { return Sleef_finz_powf1_u10purecfma(x, y); }
 

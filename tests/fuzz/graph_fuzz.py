@@ -1008,15 +1008,19 @@ def g_unary(b):
     var = b.v(a)
     ops = ["neg", "exp", "log", "rsqrt", "sqrt", "tanh", "sigmoid", "relu", "silu", "gelu", "pow", "abs", "abs"]
     ops += [o for o in ("sin", "cos", "clamp") if "aten::" + o in b.supported]
+    # Imported as compositions (compiler/ComposedOps.cpp).
+    ops += [o for o in ("erf", "expm1", "log1p", "softplus", "elu", "reciprocal") if "aten::" + o in b.supported]
     op = b.rng.choice(ops)
     attrs = {}
     # sin and cos pass on their argument's absolute error: keep it small (a
     # large computed argument differs from float64's by more than the tolerance).
     if op in ("sin", "cos") and b.v(a).attrs.get("maxabs", 99) > 8:
         a = b.add("torch.tanh(%s) * 3.0" % a, [var.shape])
-    if op in ("log", "rsqrt", "sqrt"):
+    if op in ("log", "rsqrt", "sqrt", "log1p"):
         a = b.ensure_pos(a)
-    if op == "exp" and b.v(a).attrs.get("maxabs", 99) > 6:
+    if op == "reciprocal":
+        a = b.ensure_nonzero(a)
+    if op in ("exp", "expm1", "softplus", "elu") and b.v(a).attrs.get("maxabs", 99) > 6:
         a = b.add("torch.tanh(%s) * 3.0" % a, [var.shape])
     shape = b.v(a).shape
     if op == "neg":
@@ -1032,6 +1036,12 @@ def g_unary(b):
         e = b.rng.choice(["F.gelu(%s)", "F.gelu(%s, approximate='tanh')"]) % a
     elif op == "silu":
         e = "F.silu(%s)" % a
+    elif op == "softplus":
+        e = b.rng.choice(["F.softplus(%s)", "F.softplus(%s, beta=2.0, threshold=4.0)"]) % a
+    elif op == "elu":
+        e = b.rng.choice(["F.elu(%s)", "F.elu(%s, alpha=0.5)", "F.selu(%s)", "F.celu(%s, alpha=2.0)"]) % a
+    elif op == "reciprocal":
+        e = b.rng.choice(["torch.reciprocal(%s)", "%s.reciprocal()"]) % a
     elif op == "clamp":
         lo, hi = b.rng.choice([(-0.5, 0.75), (0.0, None), (None, 1.0), (-1.0, 1.0)])
         e = b.rng.choice(["torch.clamp(%s, %r, %r)" % (a, lo, hi), "%s.clamp(min=%r, max=%r)" % (a, lo, hi)])
@@ -1276,14 +1286,16 @@ def g_reduce(b):
     a = pick_reduce_operand(b)
     s = b.v(a).shape
     rank = len(s)
-    kind = b.rng.choice(["sum", "mean", "amax", "var_mean", "var_mean", "sum", "mean"])
+    kinds = ["sum", "mean", "amax", "var_mean", "var_mean", "sum", "mean"]
+    kinds += [k for k, op in (("amin", "aten::amin"), ("norm", "aten::linalg_vector_norm")) if op in b.supported]
+    kind = b.rng.choice(kinds)
     keep = b.rng.random() < 0.5
     whole = b.rng.random() < 0.3
-    ex_attrs = dict(exact=kind == "amax" and b.v(a).attrs.get("exact"),
-                    intval=kind == "amax" and b.v(a).attrs.get("intval"))
+    ex_attrs = dict(exact=kind in ("amax", "amin") and b.v(a).attrs.get("exact"),
+                    intval=kind in ("amax", "amin") and b.v(a).attrs.get("intval"))
     if whole:
         # Over every dim, no dim argument: aten::sum / aten::mean, amax(dim=[]), var_mean(dim=None).
-        if kind != "amax":
+        if kind not in ("amax", "amin"):
             b.check_sum(a)
         if kind == "var_mean":
             corr = b.rng.choice([0, 1])
@@ -1300,17 +1312,18 @@ def g_reduce(b):
                 b.add("%s[%d]" % (t, i), [out])
             return
         forms = {"sum": ["%s.sum()", "torch.sum(%s)"], "mean": ["%s.mean()", "torch.mean(%s)"],
-                 "amax": ["%s.amax()", "torch.amax(%s)"]}
+                 "amax": ["%s.amax()", "torch.amax(%s)"], "amin": ["%s.amin()", "%s.min()"],
+                 "norm": ["%s.norm()", "torch.linalg.vector_norm(%s)"]}
         b.add(b.rng.choice(forms[kind]) % a, [()], ex_attrs)
         return
     dims = reduce_dims(b, rank) if rank else [0]
     dsrc = dims_src(b, dims, rank) if dims else "[]"
-    if not dims and kind == "var_mean":
+    if not dims and kind in ("var_mean", "norm", "amin"):
         kind = "mean"
     if not dims:
         keep = False   # dim=[] with keepdim: torch keeps nothing either way; avoid ambiguity
     out = reduced_shape(s, dims, keep) if rank else ()
-    if kind != "amax":
+    if kind not in ("amax", "amin"):
         b.check_sum(a, dims)
     if kind == "var_mean":
         corr = b.rng.choice([0, 1])
@@ -1328,7 +1341,9 @@ def g_reduce(b):
         return
     forms = {"sum": ["%s.sum(dim=%s, keepdim=%s)", "torch.sum(%s, %s, keepdim=%s)"],
              "mean": ["%s.mean(dim=%s, keepdim=%s)", "torch.mean(%s, %s, %s)"],
-             "amax": ["%s.amax(dim=%s, keepdim=%s)", "torch.amax(%s, %s, %s)"]}
+             "amax": ["%s.amax(dim=%s, keepdim=%s)", "torch.amax(%s, %s, %s)"],
+             "amin": ["%s.amin(dim=%s, keepdim=%s)", "torch.amin(%s, %s, %s)"],
+             "norm": ["%s.norm(dim=%s, keepdim=%s)", "torch.linalg.vector_norm(%s, 2, %s, %s)"]}
     e = b.rng.choice(forms[kind]) % (a, dsrc, keep)
     b.add(e, [out], ex_attrs)
 

@@ -15,3 +15,8 @@ config.environment["PATH"] = os.pathsep.join(
      config.environment.get("PATH", os.environ.get("PATH", ""))])
 config.substitutions.append(("%examples", os.path.join(config.neuron_source_dir, "examples")))
 config.substitutions.append(("%python", "/usr/bin/python3"))
+
+# valgrind (installed by scripts/setup.sh) runs the compiler in memcheck.test.
+import shutil  # noqa: E402
+if shutil.which("valgrind"):
+    config.available_features.add("valgrind")

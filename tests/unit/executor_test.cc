@@ -598,6 +598,14 @@ TEST(ExecutorIsa, NewActivationFunctionsFollowTheirFormulas) {
        }},
       {SILU, [](float y) { return y * (1.0f / (1.0f + rt::vm::ExpRef(-y))); }},
       {ABS, [](float y) { return std::fabs(y); }},
+      {ERF, [](float y) { return rt::vm::ErfRef(y); }},
+      {EXPM1, [](float y) { return rt::vm::Expm1Ref(y); }},
+      {LOG1P, [](float y) { return rt::vm::Log1pRef(y); }},
+      // y = a * 1.5 + 0.25 holds the ties -3.5 and 8.5: ROUND gives -4 and 8.
+      {FLOOR, [](float y) { return std::floor(y); }},
+      {CEIL, [](float y) { return std::ceil(y); }},
+      {TRUNC, [](float y) { return std::trunc(y); }},
+      {ROUND, [](float y) { return std::nearbyint(y); }},
   });
 }
 

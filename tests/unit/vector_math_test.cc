@@ -58,6 +58,16 @@ std::vector<Case> Cases() {
       {neff::TANH, [](double x) { return std::tanh(x); }, rt::vm::TanhRef, 3.5},
       {neff::SIN, [](double x) { return std::sin(x); }, rt::vm::SinRef, 1.0},
       {neff::COS, [](double x) { return std::cos(x); }, rt::vm::CosRef, 1.0},
+      // erf: 1.09 ulp at subnormal arguments, where 2/sqrt(pi) * x lands on a
+      // subnormal; 1.0 elsewhere.
+      {neff::ERF, [](double x) { return std::erf(x); }, rt::vm::ErfRef, 1.1},
+      {neff::EXPM1, [](double x) { return std::expm1(x); }, rt::vm::Expm1Ref, 1.0},
+      {neff::LOG1P, [](double x) { return std::log1p(x); }, rt::vm::Log1pRef, 1.0},
+      // The rounding functions are exact (ROUND: ties to even).
+      {neff::FLOOR, [](double x) { return std::floor(x); }, [](float x) { return std::floor(x); }, 0.0},
+      {neff::CEIL, [](double x) { return std::ceil(x); }, [](float x) { return std::ceil(x); }, 0.0},
+      {neff::TRUNC, [](double x) { return std::trunc(x); }, [](float x) { return std::trunc(x); }, 0.0},
+      {neff::ROUND, [](double x) { return std::nearbyint(x); }, [](float x) { return std::nearbyint(x); }, 0.0},
   };
 }
 

@@ -28,13 +28,3 @@ func.func @too_many_tiles(%x: tensor<268435456x4xf32>) -> tensor<268435456x4xf32
   return %r : tensor<268435456x4xf32>
 }
 
-// -----
-
-// A fraction cast to an integer would need rounding toward zero.
-func.func @fraction_to_integer(%m: tensor<4x300xi64>) -> tensor<4x300xi64> {
-  %mf = aten._to_copy %m : tensor<4x300xi64> -> tensor<4x300xf32>
-  %t = aten.mul.Scalar %mf, 2.5 : tensor<4x300xf32> -> tensor<4x300xf32>
-  // expected-error @+1 {{casting a computed float to an integer dtype on the device is not supported}}
-  %ti = aten._to_copy %t : tensor<4x300xf32> -> tensor<4x300xi64>
-  return %ti : tensor<4x300xi64>
-}

@@ -167,3 +167,22 @@ func.func @stationary_reuse(%x: tensor<128x256xf32>, %w: tensor<1536x256xf32>) -
   %y = aten.mm %x, %t : tensor<128x256xf32>, tensor<256x1536xf32> -> tensor<128x1536xf32>
   return %y : tensor<128x1536xf32>
 }
+
+// -----
+
+// A fraction cast to an integer is rounded toward zero (the trunc activation)
+// so that the integer's users in the kernel read whole numbers; a cast of a
+// value whole by construction (floor) needs no rounding.
+// CHECK-LABEL: func.func @fraction_to_integer
+// CHECK: nc.activation {{.*}}func = "trunc"
+// CHECK: nc.activation {{.*}}func = "floor"
+// CHECK-NOT: func = "trunc"
+// CHECK: return
+func.func @fraction_to_integer(%m: tensor<4x300xi64>) -> (tensor<4x300xi64>, tensor<4x300xi64>) {
+  %mf = aten._to_copy %m : tensor<4x300xi64> -> tensor<4x300xf32>
+  %t = aten.mul.Scalar %mf, 2.5 : tensor<4x300xf32> -> tensor<4x300xf32>
+  %ti = aten._to_copy %t : tensor<4x300xf32> -> tensor<4x300xi64>
+  %f = aten.floor %t : tensor<4x300xf32> -> tensor<4x300xf32>
+  %fi = aten._to_copy %f : tensor<4x300xf32> -> tensor<4x300xi64>
+  return %ti, %fi : tensor<4x300xi64>, tensor<4x300xi64>
+}

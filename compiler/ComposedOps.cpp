@@ -1,0 +1,1204 @@
+//===- ComposedOps.cpp - ATen operators imported as compositions ----------===//
+//
+// Operators with no op of their own in the aten dialect, each built at import
+// from ops that have one (reductions, comparisons, where, views, cat, mm,
+// embedding), so that kernel formation, fusion, folding and every lowering
+// apply to them unchanged. Each composition follows the eager CPU kernel's
+// definition where it is observable: the first index of a maximum (the last
+// NaN in a pooling window), NaN propagation, the order of a window's sum,
+// reduced-precision reductions computed in f32 and rounded once.
+//
+//===----------------------------------------------------------------------===//
+
+#include <cmath>
+#include <limits>
+#include <numeric>
+
+#include "compiler/NodeImporter.h"
+
+namespace neuroncc::importer {
+namespace {
+
+RankedTensorType typeOf(Value v) { return llvm::cast<RankedTensorType>(v.getType()); }
+
+// Builds ops at the node's location, computing each result type the way the
+// ops' own inference does (broadcasting, promotion, reduced dims).
+class Composer {
+ public:
+  explicit Composer(NodeImporter& n) : n(n), b(n.b), loc(n.loc) {}
+  NodeImporter& n;
+  OpBuilder& b;
+  Location loc;
+
+  Type f32() { return b.getF32Type(); }
+  Type i1() { return b.getI1Type(); }
+
+  Value constant(ArrayRef<int64_t> shape, Type elem, ArrayRef<double> values) {
+    auto type = RankedTensorType::get(shape, elem);
+    SmallVector<Attribute> attrs;
+    for (double v : values) attrs.push_back(attrOf(elem, v));
+    if (attrs.size() == 1 && type.getNumElements() != 1)
+      return b.create<arith::ConstantOp>(loc, DenseElementsAttr::get(type, attrs.front()));
+    return b.create<arith::ConstantOp>(loc, DenseElementsAttr::get(type, attrs));
+  }
+  Value scalar(double v, Type elem) { return constant({}, elem, {v}); }
+  Value splat(ArrayRef<int64_t> shape, Type elem, double v) { return constant(shape, elem, {v}); }
+
+  Value cast(Value v, Type elem) {
+    auto t = typeOf(v);
+    if (t.getElementType() == elem) return v;
+    return b.create<aten::ToCopyOp>(loc, t.clone(elem), v);
+  }
+  // A float dtype to compute in: the tensor's own, or f32 for integers and bools.
+  Type floatOf(Type elem) { return aten::isFloatType(elem) ? elem : f32(); }
+  Value toFloat(Value v) { return cast(v, floatOf(typeOf(v).getElementType())); }
+
+  template <typename OpTy>
+  Value unary(Value x) {
+    return b.create<OpTy>(loc, typeOf(x), x);
+  }
+  template <typename OpTy, typename... Attrs>
+  Value binary(Value x, Value y, Attrs... attrs) {
+    auto shape = *aten::broadcastShapes(typeOf(x).getShape(), typeOf(y).getShape());
+    Type elem = aten::promoteTypes(typeOf(x), typeOf(y));
+    return b.create<OpTy>(loc, RankedTensorType::get(shape, elem), x, y, attrs...);
+  }
+  Value add(Value x, Value y, double alpha = 1.0) { return binary<aten::AddTensorOp>(x, y, b.getF64FloatAttr(alpha)); }
+  Value sub(Value x, Value y, double alpha = 1.0) { return binary<aten::SubTensorOp>(x, y, b.getF64FloatAttr(alpha)); }
+  Value mul(Value x, Value y) { return binary<aten::MulTensorOp>(x, y); }
+  Value div(Value x, Value y) { return binary<aten::DivTensorOp>(x, y); }
+  Value maximum(Value x, Value y) { return binary<aten::MaximumOp>(x, y); }
+  Value minimum(Value x, Value y) { return binary<aten::MinimumOp>(x, y); }
+  Value mulScalar(Value x, double s) { return b.create<aten::MulScalarOp>(loc, typeOf(x), x, b.getF64FloatAttr(s)); }
+  Value addScalar(Value x, double s) {
+    return b.create<aten::AddScalarOp>(loc, typeOf(x), x, b.getF64FloatAttr(s), b.getF64FloatAttr(1.0));
+  }
+  Value powScalar(Value x, double e) { return b.create<aten::PowTensorScalarOp>(loc, typeOf(x), x, b.getF64FloatAttr(e)); }
+
+  template <typename OpTy>
+  Value compare(Value x, Value y) {
+    auto shape = *aten::broadcastShapes(typeOf(x).getShape(), typeOf(y).getShape());
+    return b.create<OpTy>(loc, RankedTensorType::get(shape, i1()), x, y);
+  }
+  template <typename OpTy>
+  Value compareScalar(Value x, double s) {
+    return b.create<OpTy>(loc, typeOf(x).clone(i1()), x, b.getF64FloatAttr(s));
+  }
+  Value where(Value c, Value x, Value y) {
+    auto xy = *aten::broadcastShapes(typeOf(x).getShape(), typeOf(y).getShape());
+    auto shape = *aten::broadcastShapes(typeOf(c).getShape(), xy);
+    return b.create<aten::WhereSelfOp>(loc, RankedTensorType::get(shape, aten::promoteTypes(typeOf(x), typeOf(y))), c, x, y);
+  }
+  Value logicalOr(Value x, Value y) { return where(x, scalar(1, i1()), y); }
+  Value logicalAnd(Value x, Value y) { return where(x, y, scalar(0, i1())); }
+  Value isNan(Value x) { return compare<aten::NeTensorOp>(x, x); }
+
+  // Reduced dims (negative ones counted from the end; none: every dim).
+  SmallVector<int64_t> reducedShape(RankedTensorType t, ArrayRef<int64_t> dims, bool keepdim) {
+    SmallVector<bool> reduced(t.getRank(), dims.empty());
+    for (int64_t d : dims) reduced[d < 0 ? d + t.getRank() : d] = true;
+    SmallVector<int64_t> shape;
+    for (int64_t i = 0; i < t.getRank(); ++i) {
+      if (!reduced[i]) shape.push_back(t.getDimSize(i));
+      else if (keepdim) shape.push_back(1);
+    }
+    return shape;
+  }
+  template <typename OpTy>
+  Value reduce(Value x, ArrayRef<int64_t> dims, bool keepdim) {
+    auto t = typeOf(x);
+    return b.create<OpTy>(loc, RankedTensorType::get(reducedShape(t, dims, keepdim), t.getElementType()), x,
+                          b.getDenseI64ArrayAttr(dims), b.getBoolAttr(keepdim));
+  }
+  Value sum(Value x, ArrayRef<int64_t> dims, bool keepdim) { return reduce<aten::SumDimIntListOp>(x, dims, keepdim); }
+  Value amax(Value x, ArrayRef<int64_t> dims, bool keepdim) { return reduce<aten::AmaxOp>(x, dims, keepdim); }
+  Value amin(Value x, ArrayRef<int64_t> dims, bool keepdim) {
+    return unary<aten::NegOp>(amax(unary<aten::NegOp>(x), dims, keepdim));
+  }
+
+  Value reshape(Value x, ArrayRef<int64_t> shape) {
+    if (typeOf(x).getShape() == shape) return x;
+    return b.create<aten::ReshapeOp>(loc, typeOf(x).clone(shape), x, b.getDenseI64ArrayAttr(shape));
+  }
+  Value permute(Value x, ArrayRef<int64_t> perm) {
+    auto t = typeOf(x);
+    SmallVector<int64_t> shape;
+    bool identity = true;
+    for (auto [i, p] : llvm::enumerate(perm)) {
+      shape.push_back(t.getDimSize(p));
+      identity &= p == int64_t(i);
+    }
+    if (identity) return x;
+    return b.create<aten::PermuteOp>(loc, t.clone(shape), x, b.getDenseI64ArrayAttr(perm));
+  }
+  Value slice(Value x, int64_t dim, int64_t start, int64_t end, int64_t step = 1) {
+    auto t = typeOf(x);
+    int64_t size = t.getDimSize(dim);
+    if (start == 0 && end >= size && step == 1) return x;
+    SmallVector<int64_t> shape(t.getShape());
+    shape[dim] = end > start ? (end - start + step - 1) / step : 0;
+    return b.create<aten::SliceTensorOp>(loc, t.clone(shape), x, b.getI64IntegerAttr(dim), b.getI64IntegerAttr(start),
+                                         b.getI64IntegerAttr(end), b.getI64IntegerAttr(step));
+  }
+  Value cat(ArrayRef<Value> xs, int64_t dim) {
+    if (xs.size() == 1) return xs.front();
+    SmallVector<int64_t> shape(typeOf(xs.front()).getShape());
+    shape[dim] = 0;
+    for (Value x : xs) shape[dim] += typeOf(x).getDimSize(dim);
+    return b.create<aten::CatOp>(loc, typeOf(xs.front()).clone(shape), xs, b.getI64IntegerAttr(dim));
+  }
+  Value unsqueeze(Value x, int64_t dim) {
+    SmallVector<int64_t> shape(typeOf(x).getShape());
+    shape.insert(shape.begin() + dim, 1);
+    return b.create<aten::UnsqueezeOp>(loc, typeOf(x).clone(shape), x, b.getI64IntegerAttr(dim));
+  }
+  Value expand(Value x, ArrayRef<int64_t> shape) {
+    if (typeOf(x).getShape() == shape) return x;
+    return b.create<aten::ExpandOp>(loc, typeOf(x).clone(shape), x, b.getDenseI64ArrayAttr(shape));
+  }
+  Value mm(Value x, Value y) {
+    auto shape = {typeOf(x).getDimSize(0), typeOf(y).getDimSize(1)};
+    return b.create<aten::MmOp>(loc, RankedTensorType::get(shape, typeOf(x).getElementType()), x, y);
+  }
+  Value addmm(Value bias, Value x, Value y) {
+    auto shape = {typeOf(x).getDimSize(0), typeOf(y).getDimSize(1)};
+    return b.create<aten::AddmmOp>(loc, RankedTensorType::get(shape, typeOf(x).getElementType()), bias, x, y,
+                                   b.getF64FloatAttr(1.0), b.getF64FloatAttr(1.0));
+  }
+  // A copy where a composition would otherwise return its operand itself.
+  Value fresh(Value result, Value operand) {
+    return result == operand ? b.create<aten::CloneOp>(loc, typeOf(result), result).getResult() : result;
+  }
+
+  // Ends the node: `v` in the node's recorded shape and dtype.
+  LogicalResult finish(Value v, size_t result = 0) {
+    FailureOr<RankedTensorType> type = n.resultType(result);
+    if (failed(type)) return failure();
+    if (typeOf(v).getNumElements() != type->getNumElements())
+      return n.error("composition gives " + aten::shapeToString(typeOf(v).getShape()) + ", the graph records " +
+                     aten::shapeToString(type->getShape()));
+    return define(cast(reshape(v, type->getShape()), type->getElementType()), result);
+  }
+  LogicalResult define(Value v, size_t result = 0) {
+    auto& slot = n.values[n.node.name()];
+    if (slot.size() <= result) slot.resize(result + 1);
+    slot[result] = v;
+    return success();
+  }
+
+ private:
+  Attribute attrOf(Type elem, double v) {
+    if (elem.isInteger(1)) return b.getBoolAttr(v != 0);
+    if (auto it = llvm::dyn_cast<IntegerType>(elem)) return b.getIntegerAttr(it, int64_t(v));
+    return b.getFloatAttr(elem, v);
+  }
+};
+
+int64_t normalizeDim(int64_t d, int64_t rank) { return d < 0 ? d + std::max<int64_t>(rank, 1) : d; }
+
+// An optional tensor argument (None or absent: a null Value).
+FailureOr<Value> optionalTensor(NodeImporter& n, size_t pos, StringRef name) {
+  if (!n.isTensor(pos, name)) return Value();
+  return n.tensor(pos, name);
+}
+
+// An int[k] argument: one int stands for all k, an empty list takes `fallback`.
+FailureOr<SmallVector<int64_t>> spatialInts(NodeImporter& n, size_t pos, StringRef name, size_t k,
+                                            ArrayRef<int64_t> fallback) {
+  FailureOr<SmallVector<int64_t>> v = n.ints(pos, name, SmallVector<int64_t>{});
+  if (failed(v)) return failure();
+  if (v->empty()) return SmallVector<int64_t>(fallback);
+  if (v->size() == 1) return SmallVector<int64_t>(k, v->front());
+  if (v->size() != k) return n.error("argument '" + name.str() + "' needs " + std::to_string(k) + " values");
+  return *v;
+}
+
+bool isReducedFloat(Type t) { return t.isBF16() || t.isF16(); }
+
+//===----------------------------------------------------------------------===//
+// Reductions: max/min with indices, argmax/argmin, amin, var/std, norms, any/all
+//===----------------------------------------------------------------------===//
+
+// The maximum (or minimum) of `self` along `dim` (all elements when none) and
+// the first index where it lies, as the eager kernels find it: a NaN is the
+// extremum, its first occurrence the index.
+LogicalResult extremum(NodeImporter& n, std::optional<int64_t> dim, bool keepdim, bool isMax, int valuesResult,
+                       int indicesResult) {
+  Composer c(n);
+  NCC_TRY(self, n.tensor(0, "self"));
+  Value x = c.toFloat(self);
+  if (!dim || typeOf(x).getRank() == 0) x = c.reshape(x, {typeOf(x).getNumElements()});
+  int64_t rank = typeOf(x).getRank();
+  int64_t d = dim ? normalizeDim(*dim, typeOf(self).getRank()) : 0;
+  if (typeOf(self).getRank() == 0) d = 0;
+  if (d < 0 || d >= rank) return n.error("dim " + std::to_string(*dim) + " is out of range");
+  Value y = isMax ? x : c.unary<aten::NegOp>(x);
+  Value top = c.amax(y, {d}, true);
+  if (valuesResult >= 0) {
+    Value values = isMax ? top : c.unary<aten::NegOp>(top);
+    if (!keepdim && dim) values = c.reshape(values, c.reducedShape(typeOf(x), {d}, false));
+    if (failed(c.finish(values, size_t(valuesResult)))) return failure();
+  }
+  if (indicesResult < 0) return success();
+  int64_t length = typeOf(x).getDimSize(d);
+  if (length > (int64_t(1) << 24)) return n.error("an index above 2^24 is not exact in f32, the device's index type");
+  SmallVector<int64_t> iotaShape(rank, 1);
+  iotaShape[d] = length;
+  SmallVector<double> iota(length);
+  std::iota(iota.begin(), iota.end(), 0.0);
+  Value positions = c.constant(iotaShape, c.f32(), iota);
+  Value hit = c.logicalOr(c.compare<aten::EqTensorOp>(y, top), c.isNan(y));
+  Value candidates = c.where(hit, positions, c.scalar(double(length), c.f32()));
+  Value first = c.amin(candidates, {d}, keepdim && dim);
+  return c.finish(first, size_t(indicesResult));
+}
+
+LogicalResult maxMinDim(NodeImporter& n, bool isMax) {
+  NCC_TRY(dim, n.integer(1, "dim"));
+  NCC_TRY(keepdim, n.boolean(2, "keepdim", false));
+  return extremum(n, dim, keepdim, isMax, 0, 1);
+}
+
+LogicalResult argExtremum(NodeImporter& n, bool isMax) {
+  std::optional<int64_t> dim;
+  if (const Argument* a = n.arg(1, "dim"); a && a->value_case() != Argument::kNone) {
+    NCC_TRY(d, n.integer(1, "dim"));
+    dim = d;
+  }
+  NCC_TRY(keepdim, n.boolean(2, "keepdim", false));
+  return extremum(n, dim, keepdim, isMax, -1, 0);
+}
+
+LogicalResult amin(NodeImporter& n) {
+  Composer c(n);
+  NCC_TRY(self, n.tensor(0, "self"));
+  NCC_TRY(dims, n.ints(1, "dim", SmallVector<int64_t>{}));
+  NCC_TRY(keepdim, n.boolean(2, "keepdim", false));
+  Value x = c.toFloat(self);
+  if (typeOf(x).getRank() == 0) return c.finish(c.fresh(x, self));
+  return c.finish(c.amin(x, dims, keepdim));
+}
+
+// var and std with a correction (var.correction, var.dim's `unbiased`, var's
+// over every dim); reduced-precision inputs in f32, rounded once.
+LogicalResult varianceOrStd(NodeImporter& n, bool isStd, int form) {
+  Composer c(n);
+  NCC_TRY(self, n.tensor(0, "self"));
+  SmallVector<int64_t> dims;
+  double correction = 1;
+  bool keepdim = false;
+  if (form == 0) {  // var.correction(self, dim?, *, correction?, keepdim)
+    NCC_TRY(d, n.ints(1, "dim", SmallVector<int64_t>{}));
+    NCC_TRY(corr, n.number(2, "correction", 1.0));
+    NCC_TRY(k, n.boolean(3, "keepdim", false));
+    dims = d, correction = corr, keepdim = k;
+  } else if (form == 1) {  // var.dim(self, dim?, unbiased, keepdim)
+    NCC_TRY(d, n.ints(1, "dim", SmallVector<int64_t>{}));
+    NCC_TRY(unbiased, n.boolean(2, "unbiased", true));
+    NCC_TRY(k, n.boolean(3, "keepdim", false));
+    dims = d, correction = unbiased ? 1 : 0, keepdim = k;
+  } else {  // var(self, unbiased)
+    NCC_TRY(unbiased, n.boolean(1, "unbiased", true));
+    correction = unbiased ? 1 : 0;
+  }
+  if (correction != std::trunc(correction)) return n.error("a fractional correction is not supported");
+  NCC_TRY(type, n.resultType());
+  Type compute = isReducedFloat(type.getElementType()) ? c.f32() : type.getElementType();
+  if (!aten::isFloatType(compute)) return n.error("var/std of an integer result");
+  Value x = c.cast(self, compute);
+  auto shape = c.reducedShape(typeOf(x), dims, keepdim);
+  auto t = RankedTensorType::get(shape, compute);
+  auto op = n.b.create<aten::VarMeanCorrectionOp>(n.loc, TypeRange{t, t}, x, n.b.getDenseI64ArrayAttr(dims),
+                                                  n.b.getI64IntegerAttr(int64_t(correction)),
+                                                  n.b.getBoolAttr(keepdim));
+  Value v = op.getVar();
+  if (isStd) v = c.unary<aten::SqrtOp>(v);
+  return c.finish(v);
+}
+
+// Vector p-norms: sqrt(sum x^2), sum |x|, max |x|, min |x|, count of nonzeros,
+// or (sum |x|^p)^(1/p); reduced-precision inputs in f32, rounded once.
+LogicalResult pNorm(NodeImporter& n, Value self, double p, ArrayRef<int64_t> dims, bool keepdim) {
+  Composer c(n);
+  NCC_TRY(type, n.resultType());
+  if (!aten::isFloatType(type.getElementType())) return n.error("a norm needs a float result");
+  Type compute = isReducedFloat(type.getElementType()) ? c.f32() : type.getElementType();
+  Value x = c.cast(self, compute);
+  if (typeOf(x).getRank() == 0) x = c.reshape(x, {1});
+  Value a = c.unary<aten::AbsOp>(x);
+  Value r;
+  if (p == 2) r = c.unary<aten::SqrtOp>(c.sum(c.mul(x, x), dims, keepdim));
+  else if (p == 1) r = c.sum(a, dims, keepdim);
+  else if (std::isinf(p)) r = p > 0 ? c.amax(a, dims, keepdim) : c.amin(a, dims, keepdim);
+  else if (p == 0) r = c.sum(c.cast(c.compareScalar<aten::NeScalarOp>(x, 0.0), compute), dims, keepdim);
+  else r = c.powScalar(c.sum(c.powScalar(a, p), dims, keepdim), 1.0 / p);
+  return c.finish(r);
+}
+
+LogicalResult anyOrAll(NodeImporter& n, bool isAny, bool hasDim) {
+  Composer c(n);
+  NCC_TRY(self, n.tensor(0, "self"));
+  SmallVector<int64_t> dims;
+  bool keepdim = false;
+  if (hasDim) {
+    NCC_TRY(d, n.ints(1, "dim", SmallVector<int64_t>{}));
+    NCC_TRY(k, n.boolean(2, "keepdim", false));
+    dims = d, keepdim = k;
+  }
+  // any: some element is nonzero (NaN counts); all: no element is zero.
+  bool isBool = typeOf(self).getElementType().isInteger(1);
+  Value flag = isAny ? (isBool ? self : c.compareScalar<aten::NeScalarOp>(c.toFloat(self), 0.0))
+                     : c.compareScalar<aten::EqScalarOp>(isBool ? self : c.toFloat(self), 0.0);
+  Value x = c.cast(flag, c.f32());
+  if (typeOf(x).getRank() == 0) x = c.reshape(x, {1});
+  Value found = c.amax(x, dims, keepdim);
+  return c.finish(isAny ? c.compareScalar<aten::GtScalarOp>(found, 0.0)
+                        : c.compareScalar<aten::EqScalarOp>(found, 0.0));
+}
+
+//===----------------------------------------------------------------------===//
+// Elementwise
+//===----------------------------------------------------------------------===//
+
+LogicalResult reciprocal(NodeImporter& n) {
+  Composer c(n);
+  NCC_TRY(self, n.tensor(0, "self"));
+  Value x = c.toFloat(self);
+  return c.finish(c.div(c.scalar(1.0, c.f32()), x));
+}
+
+// sign: 1, -1 or 0 (NaN gives 0, as torch 1.13's CPU kernel does).
+LogicalResult sign(NodeImporter& n) {
+  Composer c(n);
+  NCC_TRY(self, n.tensor(0, "self"));
+  if (typeOf(self).getElementType().isInteger(1)) return c.finish(c.fresh(self, self));
+  Value x = c.toFloat(self);
+  Type t = typeOf(x).getElementType();
+  Value negative = c.where(c.compareScalar<aten::LtScalarOp>(x, 0.0), c.scalar(-1, t), c.scalar(0, t));
+  return c.finish(c.where(c.compareScalar<aten::GtScalarOp>(x, 0.0), c.scalar(1, t), negative));
+}
+
+// nan_to_num: NaN, +inf and -inf replaced (by 0 and the dtype's largest
+// finite values unless given).
+LogicalResult nanToNum(NodeImporter& n) {
+  Composer c(n);
+  NCC_TRY(self, n.tensor(0, "self"));
+  Type elem = typeOf(self).getElementType();
+  if (!aten::isFloatType(elem)) return c.finish(c.fresh(self, self));
+  double largest = elem.isBF16() ? 3.3895313892515355e38 : elem.isF16() ? 65504.0 : 3.4028234663852886e38;
+  NCC_TRY(nan, n.number(1, "nan", 0.0));
+  NCC_TRY(posinf, n.number(2, "posinf", largest));
+  NCC_TRY(neginf, n.number(3, "neginf", -largest));
+  double inf = std::numeric_limits<double>::infinity();
+  Value x = c.where(c.isNan(self), c.scalar(nan, elem), self);
+  x = c.where(c.compareScalar<aten::EqScalarOp>(self, inf), c.scalar(posinf, elem), x);
+  x = c.where(c.compareScalar<aten::EqScalarOp>(self, -inf), c.scalar(neginf, elem), x);
+  return c.finish(x);
+}
+
+LogicalResult floatClass(NodeImporter& n, StringRef kind) {
+  Composer c(n);
+  NCC_TRY(self, n.tensor(0, "self"));
+  if (!aten::isFloatType(typeOf(self).getElementType()))
+    return c.finish(c.splat(typeOf(self).getShape(), c.i1(), kind == "isfinite" ? 1 : 0));
+  double inf = std::numeric_limits<double>::infinity();
+  if (kind == "isnan") return c.finish(c.isNan(self));
+  if (kind == "isposinf") return c.finish(c.compareScalar<aten::EqScalarOp>(self, inf));
+  if (kind == "isneginf") return c.finish(c.compareScalar<aten::EqScalarOp>(self, -inf));
+  Value a = c.unary<aten::AbsOp>(self);
+  if (kind == "isinf") return c.finish(c.compareScalar<aten::EqScalarOp>(a, inf));
+  return c.finish(c.compareScalar<aten::LtScalarOp>(a, inf));  // isfinite: NaN compares false
+}
+
+// pow with a tensor exponent (pow.Tensor_Tensor) or a Scalar base
+// (pow.Scalar): the pow ALU op (powf; a Scalar base is the immediate of a
+// reversed tensor_scalar), in the result's float dtype.
+LogicalResult powTensor(NodeImporter& n, bool scalarBase) {
+  Composer c(n);
+  NCC_TRY(type, n.resultType());
+  Type compute = c.floatOf(type.getElementType());
+  NCC_TRY(exponent, n.tensor(1, "exponent"));
+  Value base;
+  if (scalarBase) {
+    NCC_TRY(s, n.number(0, "self"));
+    base = c.scalar(s, compute);
+  } else {
+    NCC_TRY(s, n.tensor(0, "self"));
+    base = c.cast(s, compute);
+  }
+  return c.finish(c.binary<aten::PowTensorTensorOp>(base, c.cast(exponent, compute)));
+}
+
+// Division with rounding and the remainders, from the quotient q = a / b in
+// f32 (or f32-or-wider: the result's dtype; integers' results are exact
+// below 2^24):
+//   div(rounding_mode='trunc') = trunc(q), 'floor' (and floor_divide) = floor(q);
+//   remainder = a - b * floor(q) (the sign of b), fmod = a - b * trunc(q)
+//   (the sign of a).
+// For floats, eager computes the floor quotient and the remainders through
+// fmod, exactly: where q rounds onto a whole number these may differ from
+// eager's by one step of b.
+LogicalResult roundedDivision(NodeImporter& n, StringRef kind, bool scalarOther) {
+  Composer c(n);
+  NCC_TRY(self, n.tensor(0, "self"));
+  NCC_TRY(type, n.resultType());
+  // Reduced precision in f32, rounded once.
+  Type compute = isReducedFloat(type.getElementType()) ? c.f32() : c.floatOf(type.getElementType());
+  Value a = c.cast(self, compute), b;
+  if (scalarOther || !n.isTensor(1, "other")) {  // make_fx records `x // 3.0` with a Scalar
+    NCC_TRY(s, n.number(1, "other"));
+    b = c.scalar(s, compute);
+  } else {
+    NCC_TRY(o, n.tensor(1, "other"));
+    b = c.cast(o, compute);
+  }
+  std::string mode = kind.str();
+  if (kind == "div") {
+    NCC_TRY(m, n.string(2, "rounding_mode", ""));
+    if (!m.empty() && m != "trunc" && m != "floor") return n.error("rounding_mode must be 'trunc' or 'floor'");
+    mode = m.empty() ? "true" : m;
+  }
+  Value q = c.div(a, b);
+  if (mode == "true") return c.finish(q);
+  if (mode == "trunc") return c.finish(c.unary<aten::TruncOp>(q));
+  if (mode == "floor") return c.finish(c.unary<aten::FloorOp>(q));
+  Value whole = mode == "remainder" ? c.unary<aten::FloorOp>(q) : c.unary<aten::TruncOp>(q);
+  return c.finish(c.sub(a, c.mul(b, whole)));
+}
+
+// round.decimals: round(x * 10^d) / 10^d, as eager computes it (d < 0
+// divides first).
+LogicalResult roundDecimals(NodeImporter& n) {
+  Composer c(n);
+  NCC_TRY(self, n.tensor(0, "self"));
+  NCC_TRY(decimals, n.integer(1, "decimals", 0));
+  Value x = c.toFloat(self);
+  if (decimals == 0) return c.finish(c.unary<aten::RoundOp>(x));
+  double ten = std::pow(10.0, double(std::abs(decimals)));
+  auto scaled = [&](Value v, bool up) -> Value {
+    if (up == (decimals > 0)) return c.mulScalar(v, ten);
+    return n.b.create<aten::DivScalarOp>(n.loc, typeOf(v), v, n.b.getF64FloatAttr(ten));
+  };
+  return c.finish(scaled(c.unary<aten::RoundOp>(scaled(x, true)), false));
+}
+
+// clamp with tensor bounds: max(x, min) then min(., max), NaN propagating.
+LogicalResult clampTensor(NodeImporter& n, size_t minPos, size_t maxPos) {
+  Composer c(n);
+  NCC_TRY(self, n.tensor(0, "self"));
+  NCC_TRY(lo, minPos ? optionalTensor(n, minPos, "min") : FailureOr<Value>(Value()));
+  NCC_TRY(hi, maxPos ? optionalTensor(n, maxPos, "max") : FailureOr<Value>(Value()));
+  NCC_TRY(type, n.resultType());
+  Type compute = c.floatOf(type.getElementType());
+  Value x = c.cast(self, compute);
+  if (lo) x = c.maximum(x, c.cast(lo, compute));
+  if (hi) x = c.minimum(x, c.cast(hi, compute));
+  return c.finish(c.fresh(x, self));
+}
+
+// lerp as eager computes it (in f32 for reduced precision): weight below 0.5
+// in magnitude steps from self, otherwise back from end.
+LogicalResult lerp(NodeImporter& n, bool tensorWeight) {
+  Composer c(n);
+  NCC_TRY(self, n.tensor(0, "self"));
+  NCC_TRY(end, n.tensor(1, "end"));
+  NCC_TRY(type, n.resultType());
+  Type compute = isReducedFloat(type.getElementType()) ? c.f32() : type.getElementType();
+  Value start = c.cast(self, compute), stop = c.cast(end, compute);
+  Value diff = c.sub(stop, start);
+  if (!tensorWeight) {
+    NCC_TRY(w, n.number(2, "weight"));
+    if (std::abs(w) < 0.5) return c.finish(c.add(start, c.mulScalar(diff, w)));
+    return c.finish(c.sub(stop, c.mulScalar(diff, 1.0 - w)));
+  }
+  NCC_TRY(weight0, n.tensor(2, "weight"));
+  Value w = c.cast(weight0, compute);
+  Value low = c.add(start, c.mul(w, diff));
+  Value high = c.sub(stop, c.mul(diff, c.sub(c.scalar(1.0, compute), w)));
+  Value small = c.compareScalar<aten::LtScalarOp>(c.unary<aten::AbsOp>(w), 0.5);
+  return c.finish(c.where(small, low, high));
+}
+
+// Activations built on exp/expm1/log1p/tanh, as eager's CPU kernels write
+// them (reduced precision computed in f32 and rounded once):
+//   softplus: x * beta > threshold ? x : log1p(exp(x * beta)) / beta
+//   elu:      x <= 0 ? expm1(x * input_scale) * (alpha * scale) : x * scale
+//             (selu exports as elu; celu is elu with input_scale 1 / alpha)
+//   mish:     x * tanh(log1p(exp(x)))
+LogicalResult activation(NodeImporter& n, StringRef kind) {
+  Composer c(n);
+  NCC_TRY(self, n.tensor(0, "self"));
+  NCC_TRY(type, n.resultType());
+  Type compute = isReducedFloat(type.getElementType()) ? c.f32() : c.floatOf(type.getElementType());
+  Value x = c.cast(self, compute);
+  if (kind == "softplus") {
+    NCC_TRY(beta, n.number(1, "beta", 1.0));
+    NCC_TRY(threshold, n.number(2, "threshold", 20.0));
+    if (beta == 0) return n.error("softplus with beta 0");
+    Value xb = beta == 1.0 ? x : c.mulScalar(x, beta);
+    Value soft = c.unary<aten::Log1pOp>(c.unary<aten::ExpOp>(xb));
+    if (beta != 1.0) soft = n.b.create<aten::DivScalarOp>(n.loc, typeOf(soft), soft, n.b.getF64FloatAttr(beta));
+    return c.finish(c.where(c.compareScalar<aten::GtScalarOp>(xb, threshold), x, soft));
+  }
+  if (kind == "elu" || kind == "celu") {  // celu(x, a) = elu(x, a, 1, 1 / a), as eager computes it
+    NCC_TRY(alpha, n.number(1, "alpha", 1.0));
+    NCC_TRY(scale, kind == "elu" ? n.number(2, "scale", 1.0) : FailureOr<double>(1.0));
+    NCC_TRY(inputScale, kind == "elu" ? n.number(3, "input_scale", 1.0) : FailureOr<double>(1.0 / alpha));
+    if (alpha == 0 && kind == "celu") return n.error("celu with alpha 0");
+    Value scaledIn = inputScale == 1.0 ? x : c.mulScalar(x, inputScale);
+    Value negative = c.mulScalar(c.unary<aten::Expm1Op>(scaledIn), alpha * scale);
+    Value positive = scale == 1.0 ? x : c.mulScalar(x, scale);
+    return c.finish(c.where(c.compareScalar<aten::LeScalarOp>(x, 0.0), negative, positive));
+  }
+  // mish
+  Value soft = c.unary<aten::Log1pOp>(c.unary<aten::ExpOp>(x));
+  return c.finish(c.mul(x, c.unary<aten::TanhOp>(soft)));
+}
+
+//===----------------------------------------------------------------------===//
+// Shape ops: pad, repeat, roll, flip, index_select, cumsum, *_like
+//===----------------------------------------------------------------------===//
+
+// Pads of (left, right) per dim from the last one; negative pads cut.
+Value padDim(Composer& c, Value x, int64_t dim, int64_t left, int64_t right, double value) {
+  int64_t size = typeOf(x).getDimSize(dim);
+  x = c.slice(x, dim, std::max<int64_t>(0, -left), size - std::max<int64_t>(0, -right));
+  SmallVector<Value> pieces;
+  Type elem = typeOf(x).getElementType();
+  auto piece = [&](int64_t length) {
+    SmallVector<int64_t> shape(typeOf(x).getShape());
+    shape[dim] = length;
+    return c.splat(shape, elem, value);
+  };
+  if (left > 0) pieces.push_back(piece(left));
+  pieces.push_back(x);
+  if (right > 0) pieces.push_back(piece(right));
+  return c.cat(pieces, dim);
+}
+
+LogicalResult constantPad(NodeImporter& n) {
+  Composer c(n);
+  NCC_TRY(self, n.tensor(0, "self"));
+  NCC_TRY(pad, n.ints(1, "pad"));
+  NCC_TRY(value, n.number(2, "value", 0.0));
+  int64_t rank = typeOf(self).getRank();
+  if (pad.size() % 2 != 0 || int64_t(pad.size()) > 2 * rank)
+    return n.error("pad needs an even number of values, two per padded dim at most");
+  Value x = self;
+  for (size_t i = 0; i < pad.size() / 2; ++i) {
+    int64_t dim = rank - 1 - int64_t(i);
+    if (typeOf(x).getDimSize(dim) + pad[2 * i] + pad[2 * i + 1] <= 0)
+      return n.error("pad leaves dim " + std::to_string(dim) + " with no elements");
+    x = padDim(c, x, dim, pad[2 * i], pad[2 * i + 1], value);
+  }
+  return c.finish(c.fresh(x, self));
+}
+
+LogicalResult repeat(NodeImporter& n) {
+  Composer c(n);
+  NCC_TRY(self, n.tensor(0, "self"));
+  NCC_TRY(repeats, n.ints(1, "repeats"));
+  auto t = typeOf(self);
+  if (int64_t(repeats.size()) < t.getRank()) return n.error("repeat needs a count for every dim");
+  SmallVector<int64_t> shape(repeats.size() - size_t(t.getRank()), 1);
+  shape.append(t.getShape().begin(), t.getShape().end());
+  Value x = c.reshape(self, shape);
+  for (auto [i, r] : llvm::enumerate(repeats)) {
+    if (r == 1) continue;
+    // [.., s, ..] -> [.., 1, s, ..] -> [.., r, s, ..] -> [.., r * s, ..]
+    SmallVector<int64_t> grown(typeOf(x).getShape());
+    x = c.unsqueeze(x, int64_t(i));
+    grown.insert(grown.begin() + int64_t(i), r);
+    x = c.expand(x, grown);
+    grown[i] *= grown[i + 1];
+    grown.erase(grown.begin() + int64_t(i) + 1);
+    x = c.reshape(x, grown);
+  }
+  return c.finish(c.fresh(x, self));
+}
+
+LogicalResult roll(NodeImporter& n) {
+  Composer c(n);
+  NCC_TRY(self, n.tensor(0, "self"));
+  NCC_TRY(shifts, n.ints(1, "shifts"));
+  NCC_TRY(dims, n.ints(2, "dims", SmallVector<int64_t>{}));
+  Value x = self;
+  if (dims.empty()) {
+    if (shifts.size() != 1) return n.error("roll without dims takes one shift");
+    x = c.reshape(x, {typeOf(x).getNumElements()});
+    dims = {0};
+  }
+  if (shifts.size() != dims.size()) return n.error("roll needs one shift per dim");
+  for (auto [shift, dim0] : llvm::zip(shifts, dims)) {
+    int64_t dim = normalizeDim(dim0, typeOf(x).getRank());
+    if (dim < 0 || dim >= typeOf(x).getRank()) return n.error("roll dim out of range");
+    int64_t size = typeOf(x).getDimSize(dim);
+    int64_t s = ((shift % size) + size) % size;
+    if (s != 0) x = c.cat({c.slice(x, dim, size - s, size), c.slice(x, dim, 0, size - s)}, dim);
+  }
+  return c.finish(c.fresh(x, self));
+}
+
+// Reversal as a cat of single-element slices: each costs a copy, so a long dim
+// is refused rather than compiled into thousands of pieces.
+constexpr int64_t kMaxFlipLength = 256;
+
+LogicalResult flip(NodeImporter& n) {
+  Composer c(n);
+  NCC_TRY(self, n.tensor(0, "self"));
+  NCC_TRY(dims, n.ints(1, "dims"));
+  Value x = self;
+  for (int64_t dim0 : dims) {
+    int64_t dim = normalizeDim(dim0, typeOf(x).getRank());
+    if (dim < 0 || dim >= std::max<int64_t>(typeOf(x).getRank(), 1)) return n.error("flip dim out of range");
+    if (typeOf(x).getRank() == 0) break;
+    int64_t size = typeOf(x).getDimSize(dim);
+    if (size > kMaxFlipLength)
+      return n.error("flip of a dim of " + std::to_string(size) + " elements: at most " +
+                     std::to_string(kMaxFlipLength) + " are supported");
+    SmallVector<Value> pieces;
+    for (int64_t i = size - 1; i >= 0; --i) pieces.push_back(c.slice(x, dim, i, i + 1));
+    x = c.cat(pieces, dim);
+  }
+  return c.finish(c.fresh(x, self));
+}
+
+// index_select: the selected dim moved to the front, the rest flattened into
+// rows of an embedding table, gathered by the indices, and moved back.
+LogicalResult indexSelect(NodeImporter& n) {
+  Composer c(n);
+  NCC_TRY(self, n.tensor(0, "self"));
+  NCC_TRY(dim0, n.integer(1, "dim"));
+  NCC_TRY(index, n.tensor(2, "index"));
+  if (!llvm::isa<IntegerType>(typeOf(index).getElementType()) || typeOf(index).getElementType().isInteger(1))
+    return n.error("index_select needs integer indices");
+  if (typeOf(index).getRank() > 1) return n.error("index_select needs a 0-d or 1-d index");
+  Value x = c.toFloat(self);
+  if (typeOf(x).getRank() == 0) x = c.reshape(x, {1});
+  int64_t rank = typeOf(x).getRank(), dim = normalizeDim(dim0, rank);
+  if (dim < 0 || dim >= rank) return n.error("index_select dim out of range");
+  SmallVector<int64_t> perm{dim};
+  for (int64_t i = 0; i < rank; ++i)
+    if (i != dim) perm.push_back(i);
+  Value front = c.permute(x, perm);
+  int64_t rows = typeOf(front).getDimSize(0), rest = typeOf(front).getNumElements() / rows;
+  Value table = c.reshape(front, {rows, rest});
+  Value flatIndex = c.reshape(index, {typeOf(index).getNumElements()});
+  int64_t picked = typeOf(flatIndex).getDimSize(0);
+  auto gatheredType = RankedTensorType::get({picked, rest}, typeOf(table).getElementType());
+  Value gathered = n.b.create<aten::EmbeddingOp>(n.loc, gatheredType, table, flatIndex, n.b.getI64IntegerAttr(-1));
+  SmallVector<int64_t> shape(typeOf(front).getShape());
+  shape[0] = picked;
+  SmallVector<int64_t> inverse(rank);
+  for (int64_t i = 0; i < rank; ++i) inverse[perm[i]] = i;
+  return c.finish(c.permute(c.reshape(gathered, shape), inverse));
+}
+
+// Inclusive prefix sums along the last dim of [rows, n]: products with an
+// upper-triangular matrix of ones, in blocks of 128 whose totals are summed
+// the same way (so the constant stays 128 x 128 at most).
+constexpr int64_t kScanBlock = 128;
+
+Value prefixSums(Composer& c, Value x) {
+  auto t = typeOf(x);
+  int64_t rows = t.getDimSize(0), n = t.getDimSize(1);
+  Type elem = t.getElementType();
+  auto ones = [&](int64_t size) {
+    SmallVector<double> u(size_t(size * size), 0.0);
+    for (int64_t i = 0; i < size; ++i)
+      for (int64_t j = i; j < size; ++j) u[size_t(i * size + j)] = 1.0;
+    return c.constant({size, size}, elem, u);
+  };
+  if (n <= kScanBlock) return c.mm(x, ones(n));
+  int64_t blocks = (n + kScanBlock - 1) / kScanBlock;
+  Value padded = padDim(c, x, 1, 0, blocks * kScanBlock - n, 0.0);
+  Value within = c.mm(c.reshape(padded, {rows * blocks, kScanBlock}), ones(kScanBlock));
+  Value totals = c.reshape(c.slice(within, 1, kScanBlock - 1, kScanBlock), {rows, blocks});
+  Value before = c.sub(prefixSums(c, totals), totals);  // exclusive: the blocks before each one
+  Value sums = c.add(c.reshape(within, {rows, blocks, kScanBlock}), c.unsqueeze(before, 2));
+  return c.slice(c.reshape(sums, {rows, blocks * kScanBlock}), 1, 0, n);
+}
+
+LogicalResult cumsum(NodeImporter& n) {
+  Composer c(n);
+  NCC_TRY(self, n.tensor(0, "self"));
+  NCC_TRY(dim0, n.integer(1, "dim"));
+  NCC_TRY(type, n.resultType());
+  Value x = c.cast(self, c.floatOf(type.getElementType()));
+  if (typeOf(x).getRank() == 0) return c.finish(c.fresh(x, self));
+  int64_t rank = typeOf(x).getRank(), dim = normalizeDim(dim0, rank);
+  if (dim < 0 || dim >= rank) return n.error("cumsum dim out of range");
+  SmallVector<int64_t> perm;
+  for (int64_t i = 0; i < rank; ++i)
+    if (i != dim) perm.push_back(i);
+  perm.push_back(dim);
+  Value last = c.permute(x, perm);
+  int64_t length = typeOf(last).getDimSize(rank - 1);
+  Value sums = prefixSums(c, c.reshape(last, {typeOf(last).getNumElements() / length, length}));
+  SmallVector<int64_t> inverse(rank);
+  for (int64_t i = 0; i < rank; ++i) inverse[perm[i]] = i;
+  return c.finish(c.permute(c.reshape(sums, typeOf(last).getShape()), inverse));
+}
+
+// beta * self + alpha * (batch1 @ batch2); reduced precision in f32 (the
+// products and the sum) and rounded once, as eager's kernel does.
+LogicalResult baddbmm(NodeImporter& n) {
+  Composer c(n);
+  NCC_TRY(self, n.tensor(0, "self"));
+  NCC_TRY(b1, n.tensor(1, "batch1"));
+  NCC_TRY(b2, n.tensor(2, "batch2"));
+  NCC_TRY(beta, n.number(3, "beta", 1.0));
+  NCC_TRY(alpha, n.number(4, "alpha", 1.0));
+  NCC_TRY(type, n.resultType());
+  Type compute = isReducedFloat(type.getElementType()) ? c.f32() : type.getElementType();
+  if (!aten::isFloatType(compute)) return n.error("baddbmm needs float tensors");
+  auto shape = {typeOf(b1).getDimSize(0), typeOf(b1).getDimSize(1), typeOf(b2).getDimSize(2)};
+  Value p = n.b.create<aten::BmmOp>(n.loc, RankedTensorType::get(shape, compute), c.cast(b1, compute),
+                                    c.cast(b2, compute));
+  if (alpha != 1.0) p = c.mulScalar(p, alpha);
+  // beta == 0 ignores self (NaN included), as eager does.
+  if (beta != 0.0) p = c.add(p, c.cast(self, compute), beta);
+  return c.finish(p);
+}
+
+//===----------------------------------------------------------------------===//
+// Convolution, pooling and the batch/group norms
+//===----------------------------------------------------------------------===//
+
+// The window offsets of a pooling or convolution over the k spatial dims
+// after the first `lead` dims: for each offset (row-major over the kernel),
+// the strided slice of the padded input it reads, of the output's spatial
+// shape. The input must already be padded.
+SmallVector<Value> windowSlices(Composer& c, Value padded, int64_t lead, ArrayRef<int64_t> kernel,
+                                ArrayRef<int64_t> stride, ArrayRef<int64_t> dilation, ArrayRef<int64_t> out) {
+  SmallVector<Value> slices;
+  size_t k = kernel.size();
+  SmallVector<int64_t> at(k, 0);
+  while (true) {
+    Value s = padded;
+    for (size_t i = 0; i < k; ++i) {
+      int64_t start = at[i] * dilation[i];
+      s = c.slice(s, lead + int64_t(i), start, start + (out[i] - 1) * stride[i] + 1, stride[i]);
+    }
+    slices.push_back(s);
+    size_t i = k;
+    while (i > 0 && ++at[i - 1] == kernel[i - 1]) at[--i] = 0;
+    if (i == 0) break;
+  }
+  return slices;
+}
+
+// The output length of a window sweep: with ceil_mode, a last window that
+// starts inside the input or its left padding counts.
+int64_t windowCount(int64_t size, int64_t kernel, int64_t stride, int64_t pad, int64_t dilation, bool ceilMode) {
+  int64_t span = size + 2 * pad - dilation * (kernel - 1) - 1;
+  if (span < 0) return 0;
+  int64_t out = (ceilMode ? (span + stride - 1) / stride : span / stride) + 1;
+  if (ceilMode && (out - 1) * stride >= size + pad) --out;
+  return out;
+}
+
+// Pads the spatial dims (after `lead`) by `pad` on the left and enough on the
+// right for every window of `out` outputs.
+Value padSpatial(Composer& c, Value x, int64_t lead, ArrayRef<int64_t> kernel, ArrayRef<int64_t> stride,
+                 ArrayRef<int64_t> pad, ArrayRef<int64_t> dilation, ArrayRef<int64_t> out, double value) {
+  for (size_t i = 0; i < kernel.size(); ++i) {
+    int64_t dim = lead + int64_t(i), size = typeOf(x).getDimSize(dim);
+    int64_t needed = (out[i] - 1) * stride[i] + dilation[i] * (kernel[i] - 1) + 1;
+    int64_t right = std::max<int64_t>(needed - size - pad[i], 0);
+    // A window may end before the padded right edge: cut what no window reads.
+    int64_t cut = std::min<int64_t>(0, needed - size - pad[i]);
+    x = padDim(c, x, dim, pad[i], right + cut, value);
+  }
+  return x;
+}
+
+// Convolution (1-d, 2-d, 3-d; any stride, padding, dilation, groups):
+// the window slices of the zero-padded input, stacked on the channel dim,
+// times the weight as one matmul per group (im2col), the bias as the
+// matmul's addend. One input channel per group (depthwise) is a weighted
+// sum of the slices instead.
+LogicalResult convolution(NodeImporter& n) {
+  Composer c(n);
+  NCC_TRY(input, n.tensor(0, "input"));
+  NCC_TRY(weight, n.tensor(1, "weight"));
+  NCC_TRY(bias, optionalTensor(n, 2, "bias"));
+  NCC_TRY(transposed, n.boolean(6, "transposed", false));
+  NCC_TRY(groups, n.integer(8, "groups", 1));
+  NCC_TRY(type, n.resultType());
+  if (transposed) return n.error("transposed convolution is not supported");
+  auto it = typeOf(input), wt = typeOf(weight);
+  int64_t k = wt.getRank() - 2;
+  if (k < 1 || k > 3 || it.getRank() != k + 2)
+    return n.error("convolution needs a batched [N, C, spatial...] input with 1 to 3 spatial dims");
+  NCC_TRY(stride, spatialInts(n, 3, "stride", size_t(k), SmallVector<int64_t>(k, 1)));
+  NCC_TRY(pad, spatialInts(n, 4, "padding", size_t(k), SmallVector<int64_t>(k, 0)));
+  NCC_TRY(dilation, spatialInts(n, 5, "dilation", size_t(k), SmallVector<int64_t>(k, 1)));
+  int64_t batch = it.getDimSize(0), cin = it.getDimSize(1), cout = wt.getDimSize(0);
+  if (groups < 1 || cin % groups != 0 || cout % groups != 0 || wt.getDimSize(1) * groups != cin)
+    return n.error("convolution channels do not match the weight and groups");
+  Type elem = type.getElementType();
+  if (!aten::isFloatType(elem)) return n.error("convolution needs float tensors");
+  Value x = c.cast(input, elem), w = c.cast(weight, elem);
+  SmallVector<int64_t> kernel(wt.getShape().begin() + 2, wt.getShape().end()), out;
+  int64_t positions = batch, taps = 1;
+  for (int64_t i = 0; i < k; ++i) {
+    out.push_back(windowCount(it.getDimSize(2 + i), kernel[i], stride[i], pad[i], dilation[i], false));
+    if (out.back() <= 0) return n.error("convolution window larger than its padded input");
+    positions *= out.back(), taps *= kernel[i];
+  }
+  SmallVector<Value> slices =
+      windowSlices(c, padSpatial(c, x, 2, kernel, stride, pad, dilation, out, 0.0), 2, kernel, stride, dilation, out);
+  SmallVector<int64_t> outShape{batch, cout};
+  outShape.append(out);
+  int64_t cinGroup = cin / groups, coutGroup = cout / groups;
+  if (cinGroup == 1 && groups > 1) {
+    // Depthwise: output channel o reads input channel o / (cout / groups).
+    Value acc;
+    for (auto [tap, s] : llvm::enumerate(slices)) {
+      if (coutGroup > 1) {
+        SmallVector<int64_t> wide(typeOf(s).getShape());
+        wide.insert(wide.begin() + 2, coutGroup);
+        s = c.reshape(c.expand(c.unsqueeze(s, 2), wide), outShape);
+      }
+      SmallVector<int64_t> perChannel(size_t(k), 1);
+      perChannel.insert(perChannel.begin(), cout);
+      Value tapWeight = c.reshape(c.slice(c.reshape(w, {cout, taps}), 1, int64_t(tap), int64_t(tap) + 1), perChannel);
+      Value term = c.mul(s, tapWeight);
+      acc = acc ? c.add(acc, term) : term;
+    }
+    if (bias) {
+      SmallVector<int64_t> perChannel(size_t(k), 1);
+      perChannel.insert(perChannel.begin(), cout);
+      acc = c.add(acc, c.reshape(c.cast(bias, elem), perChannel));
+    }
+    return c.finish(acc);
+  }
+  // [N, C, out...] per tap -> [N, out..., taps * C] (tap-major, channel-minor).
+  SmallVector<int64_t> toLast{0};
+  for (int64_t i = 0; i < k; ++i) toLast.push_back(2 + i);
+  toLast.push_back(1);
+  SmallVector<Value> results;
+  for (int64_t g = 0; g < groups; ++g) {
+    SmallVector<Value> columns;
+    for (Value s : slices) columns.push_back(c.permute(c.slice(s, 1, g * cinGroup, (g + 1) * cinGroup), toLast));
+    Value cols = c.reshape(c.cat(columns, k + 1), {positions, taps * cinGroup});
+    // weight [cout_g, cin_g, kernel...] -> [kernel..., cin_g, cout_g] -> [taps * cin_g, cout_g]
+    Value wg = c.slice(w, 0, g * coutGroup, (g + 1) * coutGroup);
+    SmallVector<int64_t> wPerm;
+    for (int64_t i = 0; i < k; ++i) wPerm.push_back(2 + i);
+    wPerm.append({1, 0});
+    Value wMat = c.reshape(c.permute(wg, wPerm), {taps * cinGroup, coutGroup});
+    Value r = bias ? c.addmm(c.slice(c.cast(bias, elem), 0, g * coutGroup, (g + 1) * coutGroup), cols, wMat)
+                   : c.mm(cols, wMat);
+    SmallVector<int64_t> shape{batch};
+    shape.append(out);
+    shape.push_back(coutGroup);
+    SmallVector<int64_t> toChannels{0, k + 1};
+    for (int64_t i = 0; i < k; ++i) toChannels.push_back(1 + i);
+    results.push_back(c.permute(c.reshape(r, shape), toChannels));
+  }
+  return c.finish(c.cat(results, 1));
+}
+
+// The spatial arguments of a 2-d pooling op.
+struct Pooling {
+  SmallVector<int64_t> kernel, stride, pad, dilation, out;
+  bool ceilMode = false;
+};
+
+FailureOr<Pooling> poolingArgs(NodeImporter& n, Value self, bool hasDilation) {
+  Pooling p;
+  int64_t rank = typeOf(self).getRank();
+  if (rank != 3 && rank != 4) return n.error("2-d pooling needs a [C, H, W] or [N, C, H, W] input");
+  NCC_TRY(kernel, spatialInts(n, 1, "kernel_size", 2, {}));
+  if (kernel.size() != 2) return n.error("pooling needs a kernel size");
+  NCC_TRY(stride, spatialInts(n, 2, "stride", 2, kernel));
+  NCC_TRY(pad, spatialInts(n, 3, "padding", 2, {0, 0}));
+  SmallVector<int64_t> dilation{1, 1};
+  if (hasDilation) {
+    NCC_TRY(d, spatialInts(n, 4, "dilation", 2, {1, 1}));
+    dilation = d;
+  }
+  NCC_TRY(ceilMode, n.boolean(hasDilation ? 5 : 4, "ceil_mode", false));
+  for (int i = 0; i < 2; ++i) {
+    if (kernel[i] < 1 || stride[i] < 1 || dilation[i] < 1 || pad[i] < 0 || 2 * pad[i] > kernel[i])
+      return n.error("pooling needs positive kernel, stride and dilation, and padding at most half the kernel");
+    int64_t o = windowCount(typeOf(self).getDimSize(rank - 2 + i), kernel[i], stride[i], pad[i], dilation[i], ceilMode);
+    if (o <= 0) return n.error("pooling window larger than its padded input");
+    p.out.push_back(o);
+  }
+  p.kernel = kernel, p.stride = stride, p.pad = pad, p.dilation = dilation, p.ceilMode = ceilMode;
+  return p;
+}
+
+// max_pool2d_with_indices: the maximum of the window slices of the input
+// padded with -inf (NaN propagating), and the flat index into H x W of the
+// first maximum of each window, or of its last NaN, as the eager kernel
+// scans; padding never matches.
+LogicalResult maxPool2d(NodeImporter& n) {
+  Composer c(n);
+  NCC_TRY(self, n.tensor(0, "self"));
+  NCC_TRY(p, poolingArgs(n, self, true));
+  Value x = c.toFloat(self);
+  int64_t lead = typeOf(x).getRank() - 2;
+  int64_t height = typeOf(x).getDimSize(lead), width = typeOf(x).getDimSize(lead + 1);
+  double inf = std::numeric_limits<double>::infinity();
+  SmallVector<Value> slices = windowSlices(
+      c, padSpatial(c, x, lead, p.kernel, p.stride, p.pad, p.dilation, p.out, -inf), lead, p.kernel, p.stride,
+      p.dilation, p.out);
+  Value top = slices.front();
+  for (Value s : ArrayRef<Value>(slices).drop_front()) top = c.maximum(top, s);
+  if (failed(c.finish(top, 0))) return failure();
+  if (n.node.outputs_size() < 2) return success();
+  // Per tap: the input position each output reads, and whether it is real.
+  SmallVector<std::pair<Value, Value>> taps;  // (index map, valid map)
+  for (int64_t kh = 0; kh < p.kernel[0]; ++kh)
+    for (int64_t kw = 0; kw < p.kernel[1]; ++kw) {
+      SmallVector<double> index, valid;
+      for (int64_t oh = 0; oh < p.out[0]; ++oh)
+        for (int64_t ow = 0; ow < p.out[1]; ++ow) {
+          int64_t h = oh * p.stride[0] + kh * p.dilation[0] - p.pad[0];
+          int64_t w = ow * p.stride[1] + kw * p.dilation[1] - p.pad[1];
+          bool real = h >= 0 && h < height && w >= 0 && w < width;
+          index.push_back(real ? double(h * width + w) : 0.0);
+          valid.push_back(real ? 1.0 : 0.0);
+        }
+      taps.push_back({c.constant(p.out, c.f32(), index), c.constant(p.out, c.i1(), valid)});
+    }
+  Value chosen = c.scalar(0, c.f32());
+  for (size_t t = slices.size(); t-- > 0;)
+    chosen = c.where(c.logicalAnd(taps[t].second, c.compare<aten::EqTensorOp>(slices[t], top)), taps[t].first, chosen);
+  for (size_t t = 0; t < slices.size(); ++t)
+    chosen = c.where(c.logicalAnd(taps[t].second, c.isNan(slices[t])), taps[t].first, chosen);
+  return c.finish(c.expand(chosen, typeOf(top).getShape()), 1);
+}
+
+// avg_pool2d: the window sums over the zero-padded input, in the kernel's
+// row-major order, divided by the window size eager uses (the kernel
+// clipped to the padded input, or the real elements only without
+// count_include_pad, or divisor_override).
+LogicalResult avgPool2d(NodeImporter& n) {
+  Composer c(n);
+  NCC_TRY(self, n.tensor(0, "self"));
+  NCC_TRY(p, poolingArgs(n, self, false));
+  NCC_TRY(includePad, n.boolean(5, "count_include_pad", true));
+  std::optional<int64_t> divisor;
+  if (const Argument* a = n.arg(6, "divisor_override"); a && a->value_case() != Argument::kNone) {
+    NCC_TRY(d, n.integer(6, "divisor_override"));
+    if (d == 0) return n.error("divisor_override must be nonzero");
+    divisor = d;
+  }
+  NCC_TRY(type, n.resultType());
+  Value x = c.cast(self, c.floatOf(type.getElementType()));
+  int64_t lead = typeOf(x).getRank() - 2;
+  int64_t height = typeOf(x).getDimSize(lead), width = typeOf(x).getDimSize(lead + 1);
+  SmallVector<Value> slices = windowSlices(
+      c, padSpatial(c, x, lead, p.kernel, p.stride, p.pad, p.dilation, p.out, 0.0), lead, p.kernel, p.stride,
+      p.dilation, p.out);
+  Value total = slices.front();
+  for (Value s : ArrayRef<Value>(slices).drop_front()) total = c.add(total, s);
+  SmallVector<double> counts;
+  for (int64_t oh = 0; oh < p.out[0]; ++oh)
+    for (int64_t ow = 0; ow < p.out[1]; ++ow) {
+      int64_t h0 = oh * p.stride[0] - p.pad[0], w0 = ow * p.stride[1] - p.pad[1];
+      int64_t h1 = std::min(h0 + p.kernel[0], height + p.pad[0]), w1 = std::min(w0 + p.kernel[1], width + p.pad[1]);
+      int64_t area = (h1 - h0) * (w1 - w0);
+      if (!includePad)
+        area = (std::min(h1, height) - std::max<int64_t>(h0, 0)) * (std::min(w1, width) - std::max<int64_t>(w0, 0));
+      counts.push_back(divisor ? double(*divisor) : double(area));
+    }
+  return c.finish(c.div(total, c.constant(p.out, c.f32(), counts)));
+}
+
+// Per-channel [C] values as [C, 1, ...] against an [N, C, ...] tensor.
+Value perChannel(Composer& c, Value v, int64_t rank) {
+  SmallVector<int64_t> shape{typeOf(v).getNumElements()};
+  shape.append(size_t(std::max<int64_t>(rank - 2, 0)), 1);
+  return c.reshape(v, shape);
+}
+
+// native_batch_norm: with running statistics (inference), x * scale + shift
+// with scale = weight / sqrt(var + eps) and shift = bias - mean * scale per
+// channel (folded when they are constants); in training mode, the batch's
+// own statistics over every dim but the channels. The saved mean and
+// inverse std (results 1 and 2) are the batch's, or empty in inference.
+LogicalResult batchNorm(NodeImporter& n, bool legitNoTraining) {
+  Composer c(n);
+  NCC_TRY(input, n.tensor(0, "input"));
+  NCC_TRY(weight, optionalTensor(n, 1, "weight"));
+  NCC_TRY(bias, optionalTensor(n, 2, "bias"));
+  NCC_TRY(runningMean, optionalTensor(n, 3, "running_mean"));
+  NCC_TRY(runningVar, optionalTensor(n, 4, "running_var"));
+  bool training = false;
+  if (!legitNoTraining) {
+    NCC_TRY(t, n.boolean(5, "training", false));
+    training = t;
+  }
+  NCC_TRY(eps, n.number(legitNoTraining ? 6 : 7, "eps"));
+  NCC_TRY(type, n.resultType());
+  int64_t rank = typeOf(input).getRank();
+  if (rank < 2) return n.error("batch norm needs an [N, C, ...] input");
+  Type elem = type.getElementType();
+  if (!aten::isFloatType(elem)) return n.error("batch norm needs float tensors");
+  // Reduced precision computes in f32 and rounds once, as eager does.
+  Type stats = isReducedFloat(elem) ? c.f32() : elem;
+  Value x = c.cast(input, stats);
+  Value mean, invStd;
+  if (training || !runningMean || !runningVar) {
+    SmallVector<int64_t> dims{0};
+    for (int64_t i = 2; i < rank; ++i) dims.push_back(i);
+    auto st = RankedTensorType::get({typeOf(x).getDimSize(1)}, stats);
+    auto vm = n.b.create<aten::VarMeanCorrectionOp>(n.loc, TypeRange{st, st}, x, n.b.getDenseI64ArrayAttr(dims),
+                                                    n.b.getI64IntegerAttr(0), n.b.getBoolAttr(false));
+    mean = vm.getMean();
+    invStd = c.unary<aten::RsqrtOp>(c.addScalar(vm.getVar(), eps));
+  } else {
+    mean = c.cast(runningMean, stats);
+    invStd = c.unary<aten::RsqrtOp>(c.addScalar(c.cast(runningVar, stats), eps));
+  }
+  Value scale = weight ? c.mul(invStd, c.cast(weight, stats)) : invStd;
+  Value shift = c.unary<aten::NegOp>(c.mul(mean, scale));
+  if (bias) shift = c.add(shift, c.cast(bias, stats));
+  Value y = c.add(c.mul(x, perChannel(c, scale, rank)), perChannel(c, shift, rank));
+  if (failed(c.finish(y, 0))) return failure();
+  for (int r = 1; r < 3 && r < n.node.outputs_size(); ++r) {
+    const graph::TensorMeta& m = n.node.outputs(r);
+    SmallVector<int64_t> shape(m.shape().begin(), m.shape().end());
+    Type t = elementType(m.dtype(), n.b.getContext());
+    if (!t) return n.error("result has an unsupported dtype");
+    if (llvm::any_of(shape, [](int64_t d) { return d == 0; })) {
+      (void)c.define(c.constant(shape, t, {}), size_t(r));  // empty in inference: never read on the device
+      continue;
+    }
+    if (failed(c.finish(r == 1 ? mean : invStd, size_t(r)))) return failure();
+  }
+  return success();
+}
+
+// native_group_norm: the channels split into groups, each normalized over its
+// channels and positions (statistics in f32 for reduced precision), then the
+// per-channel weight and bias; results 1 and 2 are the [N, groups] mean and
+// inverse std.
+LogicalResult groupNorm(NodeImporter& n) {
+  Composer c(n);
+  NCC_TRY(input, n.tensor(0, "input"));
+  NCC_TRY(weight, optionalTensor(n, 1, "weight"));
+  NCC_TRY(bias, optionalTensor(n, 2, "bias"));
+  NCC_TRY(groups, n.integer(6, "group"));
+  NCC_TRY(eps, n.number(7, "eps"));
+  NCC_TRY(type, n.resultType());
+  auto it = typeOf(input);
+  if (it.getRank() < 2) return n.error("group norm needs an [N, C, ...] input");
+  int64_t batch = it.getDimSize(0), channels = it.getDimSize(1);
+  if (groups < 1 || channels % groups != 0) return n.error("group norm: the channels do not divide into groups");
+  Type elem = type.getElementType();
+  if (!aten::isFloatType(elem)) return n.error("group norm needs float tensors");
+  Type stats = isReducedFloat(elem) ? c.f32() : elem;  // rounded once at the end, as eager
+  Value x = c.reshape(c.cast(input, stats), {batch, groups, it.getNumElements() / std::max<int64_t>(batch * groups, 1)});
+  auto st = RankedTensorType::get({batch, groups, 1}, stats);
+  auto vm = n.b.create<aten::VarMeanCorrectionOp>(n.loc, TypeRange{st, st}, x, n.b.getDenseI64ArrayAttr({2}),
+                                                  n.b.getI64IntegerAttr(0), n.b.getBoolAttr(true));
+  Value invStd = c.unary<aten::RsqrtOp>(c.addScalar(vm.getVar(), eps));
+  // As eager's kernel: per (sample, channel) scale = rstd * weight and
+  // shift = bias - scale * mean, then x * scale + shift.
+  auto perSampleChannel = [&](Value v) {  // [N, G, 1] -> [N, C, 1, ...]
+    Value wide = c.expand(v, {batch, groups, channels / groups});
+    SmallVector<int64_t> shape{batch, channels};
+    shape.append(size_t(it.getRank() - 2), 1);
+    return c.reshape(wide, shape);
+  };
+  SmallVector<int64_t> channelShape{channels};
+  channelShape.append(size_t(it.getRank() - 2), 1);
+  Value scale = perSampleChannel(invStd);
+  if (weight) scale = c.mul(scale, c.reshape(c.cast(weight, stats), channelShape));
+  Value shift = c.unary<aten::NegOp>(c.mul(scale, perSampleChannel(vm.getMean())));
+  if (bias) shift = c.add(shift, c.reshape(c.cast(bias, stats), channelShape));
+  Value y = c.add(c.mul(c.reshape(x, it.getShape()), scale), shift);
+  if (failed(c.finish(y, 0))) return failure();
+  if (n.node.outputs_size() > 1 && failed(c.finish(vm.getMean(), 1))) return failure();
+  if (n.node.outputs_size() > 2 && failed(c.finish(invStd, 2))) return failure();
+  return success();
+}
+
+}  // namespace
+
+void addComposedOps(std::map<std::string, Builder>& table) {
+  auto add = [&](const char* name, Builder builder) { table.emplace(name, std::move(builder)); };
+  add("aten::max.dim", [](NodeImporter& n) { return maxMinDim(n, true); });
+  add("aten::min.dim", [](NodeImporter& n) { return maxMinDim(n, false); });
+  add("aten::max", [](NodeImporter& n) { return extremum(n, std::nullopt, false, true, 0, -1); });
+  add("aten::min", [](NodeImporter& n) { return extremum(n, std::nullopt, false, false, 0, -1); });
+  add("aten::argmax", [](NodeImporter& n) { return argExtremum(n, true); });
+  add("aten::argmin", [](NodeImporter& n) { return argExtremum(n, false); });
+  add("aten::amin", amin);
+  add("aten::var.correction", [](NodeImporter& n) { return varianceOrStd(n, false, 0); });
+  add("aten::var.dim", [](NodeImporter& n) { return varianceOrStd(n, false, 1); });
+  add("aten::var", [](NodeImporter& n) { return varianceOrStd(n, false, 2); });
+  add("aten::std.correction", [](NodeImporter& n) { return varianceOrStd(n, true, 0); });
+  add("aten::std.dim", [](NodeImporter& n) { return varianceOrStd(n, true, 1); });
+  add("aten::std", [](NodeImporter& n) { return varianceOrStd(n, true, 2); });
+  add("aten::linalg_vector_norm", [](NodeImporter& n) -> LogicalResult {
+    NCC_TRY(self, n.tensor(0, "self"));
+    NCC_TRY(ord, n.number(1, "ord", 2.0));
+    NCC_TRY(dims, n.ints(2, "dim", SmallVector<int64_t>{}));
+    NCC_TRY(keepdim, n.boolean(3, "keepdim", false));
+    return pNorm(n, self, ord, dims, keepdim);
+  });
+  add("aten::norm.ScalarOpt_dim", [](NodeImporter& n) -> LogicalResult {
+    NCC_TRY(self, n.tensor(0, "self"));
+    NCC_TRY(p, n.number(1, "p", 2.0));
+    NCC_TRY(dims, n.ints(2, "dim", SmallVector<int64_t>{}));
+    NCC_TRY(keepdim, n.boolean(3, "keepdim", false));
+    return pNorm(n, self, p, dims, keepdim);
+  });
+  add("aten::norm.Scalar", [](NodeImporter& n) -> LogicalResult {
+    NCC_TRY(self, n.tensor(0, "self"));
+    NCC_TRY(p, n.number(1, "p", 2.0));
+    return pNorm(n, self, p, {}, false);
+  });
+  add("aten::any.dim", [](NodeImporter& n) { return anyOrAll(n, true, true); });
+  add("aten::any", [](NodeImporter& n) { return anyOrAll(n, true, false); });
+  add("aten::all.dim", [](NodeImporter& n) { return anyOrAll(n, false, true); });
+  add("aten::all", [](NodeImporter& n) { return anyOrAll(n, false, false); });
+  add("aten::reciprocal", reciprocal);
+  add("aten::div.Tensor_mode", [](NodeImporter& n) { return roundedDivision(n, "div", false); });
+  add("aten::div.Scalar_mode", [](NodeImporter& n) { return roundedDivision(n, "div", true); });
+  add("aten::floor_divide", [](NodeImporter& n) { return roundedDivision(n, "floor", false); });
+  add("aten::floor_divide.Scalar", [](NodeImporter& n) { return roundedDivision(n, "floor", true); });
+  add("aten::remainder.Tensor", [](NodeImporter& n) { return roundedDivision(n, "remainder", false); });
+  add("aten::remainder.Scalar", [](NodeImporter& n) { return roundedDivision(n, "remainder", true); });
+  add("aten::fmod.Tensor", [](NodeImporter& n) { return roundedDivision(n, "fmod", false); });
+  add("aten::fmod.Scalar", [](NodeImporter& n) { return roundedDivision(n, "fmod", true); });
+  add("aten::round.decimals", roundDecimals);
+  add("aten::pow.Tensor_Tensor", [](NodeImporter& n) { return powTensor(n, false); });
+  add("aten::pow.Scalar", [](NodeImporter& n) { return powTensor(n, true); });
+  add("aten::softplus", [](NodeImporter& n) { return activation(n, "softplus"); });
+  add("aten::elu", [](NodeImporter& n) { return activation(n, "elu"); });
+  add("aten::mish", [](NodeImporter& n) { return activation(n, "mish"); });
+  add("aten::celu", [](NodeImporter& n) { return activation(n, "celu"); });
+  add("aten::nan_to_num", nanToNum);
+  add("aten::sign", sign);
+  for (const char* kind : {"isnan", "isinf", "isfinite", "isposinf", "isneginf"})
+    add((std::string("aten::") + kind).c_str(), [kind](NodeImporter& n) { return floatClass(n, kind); });
+  add("aten::clamp.Tensor", [](NodeImporter& n) { return clampTensor(n, 1, 2); });
+  add("aten::clamp_min.Tensor", [](NodeImporter& n) { return clampTensor(n, 1, 0); });
+  add("aten::clamp_max.Tensor", [](NodeImporter& n) { return clampTensor(n, 0, 1); });
+  add("aten::lerp.Scalar", [](NodeImporter& n) { return lerp(n, false); });
+  add("aten::lerp.Tensor", [](NodeImporter& n) { return lerp(n, true); });
+  add("aten::constant_pad_nd", constantPad);
+  add("aten::repeat", repeat);
+  add("aten::roll", roll);
+  add("aten::flip", flip);
+  add("aten::index_select", indexSelect);
+  add("aten::cumsum", cumsum);
+  add("aten::baddbmm", baddbmm);
+  add("aten::convolution", convolution);
+  add("aten::max_pool2d_with_indices", maxPool2d);
+  add("aten::avg_pool2d", avgPool2d);
+  add("aten::native_batch_norm", [](NodeImporter& n) { return batchNorm(n, false); });
+  add("aten::_native_batch_norm_legit_no_training", [](NodeImporter& n) { return batchNorm(n, true); });
+  add("aten::native_group_norm", groupNorm);
+}
+
+}  // namespace neuroncc::importer
