@@ -447,7 +447,7 @@ LogicalResult roundedDivision(NodeImporter& n, StringRef kind, bool scalarOther)
   Value a = c.cast(self, compute), b;
   if (scalarOther || !n.isTensor(1, "other")) {  // make_fx records `x // 3.0` with a Scalar
     NCC_TRY(s, n.number(1, "other"));
-    b = c.scalar(s, compute);
+    b = c.scalar(asTensorScalar(s, self), compute);
   } else {
     NCC_TRY(o, n.tensor(1, "other"));
     b = c.cast(o, compute);
@@ -663,35 +663,153 @@ LogicalResult flip(NodeImporter& n) {
   return c.finish(c.fresh(x, self));
 }
 
-// index_select: the selected dim moved to the front, the rest flattened into
-// rows of an embedding table, gathered by the indices, and moved back.
+// Rows of `x` along `dim` picked by the integer `index` (any shape, read
+// flat): the dim moved to the front, the rest flattened into the rows of an
+// embedding table, gathered, and moved back; the result has the dim
+// replaced by the index's element count.
+FailureOr<Value> gatherAlong(Composer& c, Value x, int64_t dim, Value index) {
+  int64_t rank = typeOf(x).getRank();
+  SmallVector<int64_t> perm{dim};
+  for (int64_t i = 0; i < rank; ++i)
+    if (i != dim) perm.push_back(i);
+  Value front = c.permute(x, perm);
+  int64_t rows = typeOf(front).getDimSize(0), rest = typeOf(front).getNumElements() / std::max<int64_t>(rows, 1);
+  Value table = c.reshape(front, {rows, rest});
+  Value flatIndex = c.reshape(index, {typeOf(index).getNumElements()});
+  int64_t picked = typeOf(flatIndex).getDimSize(0);
+  auto gatheredType = RankedTensorType::get({picked, rest}, typeOf(table).getElementType());
+  Value gathered = c.b.create<aten::EmbeddingOp>(c.loc, gatheredType, table, flatIndex, c.b.getI64IntegerAttr(-1));
+  SmallVector<int64_t> shape(typeOf(front).getShape());
+  shape[0] = picked;
+  SmallVector<int64_t> inverse(rank);
+  for (int64_t i = 0; i < rank; ++i) inverse[perm[i]] = i;
+  return c.permute(c.reshape(gathered, shape), inverse);
+}
+
+bool isIndexType(Type t) { return llvm::isa<IntegerType>(t) && !t.isInteger(1); }
+
 LogicalResult indexSelect(NodeImporter& n) {
   Composer c(n);
   NCC_TRY(self, n.tensor(0, "self"));
   NCC_TRY(dim0, n.integer(1, "dim"));
   NCC_TRY(index, n.tensor(2, "index"));
-  if (!llvm::isa<IntegerType>(typeOf(index).getElementType()) || typeOf(index).getElementType().isInteger(1))
-    return n.error("index_select needs integer indices");
+  if (!isIndexType(typeOf(index).getElementType())) return n.error("index_select needs integer indices");
   if (typeOf(index).getRank() > 1) return n.error("index_select needs a 0-d or 1-d index");
   Value x = c.toFloat(self);
   if (typeOf(x).getRank() == 0) x = c.reshape(x, {1});
+  int64_t dim = normalizeDim(dim0, typeOf(x).getRank());
+  if (dim < 0 || dim >= typeOf(x).getRank()) return n.error("index_select dim out of range");
+  NCC_TRY(r, gatherAlong(c, x, dim, index));
+  return c.finish(r);
+}
+
+// index.Tensor (x[idx], x[:, i, j], x[i, :, j]): integer index tensors on
+// some dims, broadcast together to a shape B. Their dims are merged into one
+// (moved to the front first when they are not adjacent, where eager puts B
+// first) and gathered with the flat index sum(idx_k * stride_k); negative
+// indices count from the end, and an index out of its dim's range makes the
+// flat index out of range too, so the execution fails as eager raises.
+LogicalResult indexTensor(NodeImporter& n) {
+  Composer c(n);
+  NCC_TRY(self, n.tensor(0, "self"));
+  const Argument* list = n.arg(1, "indices");
+  if (!list || list->value_case() != Argument::kTensorList) return n.error("argument 'indices' must be a list");
+  SmallVector<int64_t> dims;
+  SmallVector<Value> indices;
+  for (auto [i, name] : llvm::enumerate(list->tensor_list().values())) {
+    if (name.empty()) continue;
+    auto it = n.values.find(name);
+    if (it == n.values.end() || it->second.size() != 1) return n.error("index names unknown value '" + name + "'");
+    if (!isIndexType(typeOf(it->second.front()).getElementType()))
+      return n.error("indexing with a bool mask is not supported (its result's shape depends on the values)");
+    dims.push_back(int64_t(i));
+    indices.push_back(it->second.front());
+  }
+  if (indices.empty()) return n.error("indexing needs an index tensor");
+  Value x = c.toFloat(self);
+  int64_t rank = typeOf(x).getRank();
+  if (dims.back() >= rank) return n.error("more indices than dims");
+  bool adjacent = dims.back() - dims.front() + 1 == int64_t(dims.size());
+  if (!adjacent) {
+    SmallVector<int64_t> perm(dims);
+    for (int64_t d = 0; d < rank; ++d)
+      if (!llvm::is_contained(dims, d)) perm.push_back(d);
+    x = c.permute(x, perm);
+    for (auto [k, d] : llvm::enumerate(dims)) d = int64_t(k);
+  }
+  int64_t first = dims.front(), merged = 1;
+  for (int64_t d : dims) merged *= typeOf(x).getDimSize(d);
+  if (merged > (int64_t(1) << 24)) return n.error("indexed dims of more than 2^24 elements together");
+  Value flat, valid;
+  int64_t stride = merged;
+  for (auto [d, idx] : llvm::zip(dims, indices)) {
+    int64_t size = typeOf(x).getDimSize(d);
+    stride /= size;
+    Value f = c.cast(idx, c.f32());
+    f = c.where(c.compareScalar<aten::LtScalarOp>(f, 0.0), c.addScalar(f, double(size)), f);
+    Value ok = c.logicalAnd(c.compareScalar<aten::GeScalarOp>(f, 0.0), c.compareScalar<aten::LtScalarOp>(f, double(size)));
+    Value term = stride == 1 ? f : c.mulScalar(f, double(stride));
+    flat = flat ? c.add(flat, term) : term;
+    valid = valid ? c.logicalAnd(valid, ok) : ok;
+  }
+  if (indices.size() > 1) flat = c.where(valid, flat, c.scalar(double(merged), c.f32()));
+  auto broadcastShape = typeOf(flat).getShape();
+  SmallVector<int64_t> mergedShape(typeOf(x).getShape().take_front(first));
+  mergedShape.push_back(merged);
+  mergedShape.append(typeOf(x).getShape().begin() + first + int64_t(dims.size()), typeOf(x).getShape().end());
+  Value table = c.reshape(x, mergedShape);
+  Type i64 = c.b.getIntegerType(64);
+  NCC_TRY(r, gatherAlong(c, table, first, c.cast(flat, i64)));
+  SmallVector<int64_t> shape(mergedShape.begin(), mergedShape.begin() + first);
+  shape.append(broadcastShape.begin(), broadcastShape.end());
+  shape.append(mergedShape.begin() + first + 1, mergedShape.end());
+  return c.finish(c.reshape(r, shape));
+}
+
+// gather(self, dim, index): out[.., j, ..] = self[.., index[.., j, ..], ..],
+// as a selection over the dim: where(index == position, self, 0) summed
+// along it (one term is nonzero, so the sum is exact); self is first cut to
+// the index's extent in the other dims.
+constexpr int64_t kMaxGatherTerms = int64_t(1) << 28;
+
+LogicalResult gather(NodeImporter& n) {
+  Composer c(n);
+  NCC_TRY(self, n.tensor(0, "self"));
+  NCC_TRY(dim0, n.integer(1, "dim"));
+  NCC_TRY(index, n.tensor(2, "index"));
+  if (!isIndexType(typeOf(index).getElementType())) return n.error("gather needs integer indices");
+  Value x = c.toFloat(self);
+  if (typeOf(x).getRank() == 0) x = c.reshape(x, {1});
+  if (typeOf(index).getRank() == 0) index = c.reshape(index, {1});
   int64_t rank = typeOf(x).getRank(), dim = normalizeDim(dim0, rank);
-  if (dim < 0 || dim >= rank) return n.error("index_select dim out of range");
-  SmallVector<int64_t> perm{dim};
-  for (int64_t i = 0; i < rank; ++i)
-    if (i != dim) perm.push_back(i);
-  Value front = c.permute(x, perm);
-  int64_t rows = typeOf(front).getDimSize(0), rest = typeOf(front).getNumElements() / rows;
-  Value table = c.reshape(front, {rows, rest});
-  Value flatIndex = c.reshape(index, {typeOf(index).getNumElements()});
-  int64_t picked = typeOf(flatIndex).getDimSize(0);
-  auto gatheredType = RankedTensorType::get({picked, rest}, typeOf(table).getElementType());
-  Value gathered = n.b.create<aten::EmbeddingOp>(n.loc, gatheredType, table, flatIndex, n.b.getI64IntegerAttr(-1));
-  SmallVector<int64_t> shape(typeOf(front).getShape());
-  shape[0] = picked;
+  if (dim < 0 || dim >= rank || typeOf(index).getRank() != rank)
+    return n.error("gather needs an index of the input's rank and a dim in range");
+  for (int64_t d = 0; d < rank; ++d) {
+    if (d == dim) continue;
+    if (typeOf(index).getDimSize(d) > typeOf(x).getDimSize(d))
+      return n.error("gather index is larger than the input in dim " + std::to_string(d));
+    x = c.slice(x, d, 0, typeOf(index).getDimSize(d));
+  }
+  SmallVector<int64_t> perm;
+  for (int64_t d = 0; d < rank; ++d)
+    if (d != dim) perm.push_back(d);
+  perm.push_back(dim);
+  Value xl = c.permute(x, perm), il = c.permute(index, perm);
+  int64_t length = typeOf(xl).getDimSize(rank - 1);
+  if (typeOf(il).getNumElements() * length > kMaxGatherTerms)
+    return n.error("gather of " + std::to_string(typeOf(il).getNumElements()) + " elements over a dim of " +
+                   std::to_string(length) + ": at most 2^28 comparisons are supported");
+  SmallVector<double> iota(length);
+  std::iota(iota.begin(), iota.end(), 0.0);
+  SmallVector<int64_t> iotaShape(rank + 1, 1);
+  iotaShape.back() = length;
+  Value hit = c.compare<aten::EqTensorOp>(c.unsqueeze(c.cast(il, c.f32()), rank),
+                                          c.constant(iotaShape, c.f32(), iota));
+  Value picked = c.where(hit, c.unsqueeze(xl, rank - 1), c.scalar(0.0, typeOf(xl).getElementType()));
+  Value sums = c.sum(picked, {rank}, false);
   SmallVector<int64_t> inverse(rank);
   for (int64_t i = 0; i < rank; ++i) inverse[perm[i]] = i;
-  return c.finish(c.permute(c.reshape(gathered, shape), inverse));
+  return c.finish(c.permute(sums, inverse));
 }
 
 // Inclusive prefix sums along the last dim of [rows, n]: products with an
@@ -1191,6 +1309,8 @@ void addComposedOps(std::map<std::string, Builder>& table) {
   add("aten::roll", roll);
   add("aten::flip", flip);
   add("aten::index_select", indexSelect);
+  add("aten::index.Tensor", indexTensor);
+  add("aten::gather", gather);
   add("aten::cumsum", cumsum);
   add("aten::baddbmm", baddbmm);
   add("aten::convolution", convolution);

@@ -31,7 +31,7 @@ LogicalResult binaryArith(NodeImporter& n, StringRef kind) {
     return n.create<aten::DivTensorOp>(self, other);
   }
   NCC_TRY(other, n.number(1, "other"));
-  auto o = n.b.getF64FloatAttr(other);
+  auto o = n.b.getF64FloatAttr(asTensorScalar(other, self));
   if (kind == "add") return n.createOnFloat<aten::AddScalarOp>(self, o, alphaAttr);
   if (kind == "sub") return n.createOnFloat<aten::SubScalarOp>(self, o, alphaAttr);
   if (kind == "mul") return n.createOnFloat<aten::MulScalarOp>(self, o);
@@ -46,7 +46,7 @@ LogicalResult compare(NodeImporter& n) {
     return n.create<TensorOp>(self, other);
   }
   NCC_TRY(other, n.number(1, "other"));
-  return n.create<ScalarOp>(self, n.b.getF64FloatAttr(other));
+  return n.create<ScalarOp>(self, n.b.getF64FloatAttr(asTensorScalar(other, self)));
 }
 
 // Logical ops on masks: and, or, xor and not of bool tensors (bitwise_* on
@@ -103,7 +103,7 @@ LogicalResult clamp(NodeImporter& n, size_t minPos, size_t maxPos) {
     if (!a || a->value_case() == Argument::kNone) return std::optional<double>();
     FailureOr<double> v = n.number(pos, name);
     if (failed(v)) return failure();
-    return std::optional<double>(*v);
+    return std::optional<double>(asTensorScalar(*v, self));  // eager converts the bound to the tensor's dtype
   };
   NCC_TRY(lo, bound(minPos, "min"));
   NCC_TRY(hi, bound(maxPos, "max"));
@@ -300,7 +300,8 @@ const std::map<std::string, Builder>& registry() {
          NCC_TRY(self, n.tensor(0, "self"));
          NCC_TRY(other, n.number(1, "other"));
          NCC_TRY(alpha, n.number(2, "alpha", 1.0));
-         return n.createOnFloat<aten::RsubScalarOp>(self, n.b.getF64FloatAttr(other), n.b.getF64FloatAttr(alpha));
+         return n.createOnFloat<aten::RsubScalarOp>(self, n.b.getF64FloatAttr(asTensorScalar(other, self)),
+                                                    n.b.getF64FloatAttr(alpha));
        }},
       {"aten::pow.Tensor_Scalar",
        [](NodeImporter& n) -> LogicalResult {

@@ -14,6 +14,7 @@
 #include "aten_graph.pb.h"
 #include "dialects/aten/AtenDialect.h"
 #include "dialects/aten/TypeRules.h"
+#include "llvm/ADT/APFloat.h"
 #include "llvm/ADT/StringMap.h"
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/IR/Builders.h"
@@ -212,6 +213,20 @@ class NodeImporter {
   auto var##_or = (expr);         \
   if (failed(var##_or)) return failure(); \
   auto var = *var##_or;
+
+// A Python number combined with a bf16 or f16 tensor is first converted to
+// the tensor's dtype by eager (a "wrapped number" takes the tensor's type):
+// bf16 `x * 2.7` multiplies by 2.703125 and `x > 0.1` compares with
+// 0.10009765625. The device computes with the converted value too, so that
+// comparisons and casts to integers agree with eager at the boundaries.
+inline double asTensorScalar(double v, Value tensor) {
+  Type elem = llvm::cast<RankedTensorType>(tensor.getType()).getElementType();
+  if (!elem.isBF16() && !elem.isF16()) return v;
+  bool lost = false;
+  APFloat f(v);
+  f.convert(llvm::cast<FloatType>(elem).getFloatSemantics(), APFloat::rmNearestTiesToEven, &lost);
+  return f.convertToDouble();
+}
 
 // The builders of the operators imported as compositions of other aten ops
 // (ComposedOps.cpp), added to the importer's registry.

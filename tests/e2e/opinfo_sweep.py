@@ -95,6 +95,8 @@ EXTRA_OPINFOS = {
     "std": ["std", "std_mean"],
     "isposinf": ["isposinf"],
     "empty.memory_format": ["empty"],
+    "index.Tensor": ["__getitem__", "take_along_dim"],
+    "gather": ["gather", "take_along_dim"],
 }
 
 

@@ -190,6 +190,23 @@ class ComposedOps(unittest.TestCase):
                                   torch.log1p(a.abs()), torch.special.erf(a * 0.1)), (x.to(dtype),))
         self.check(F.mish, (x,))  # eager has no bf16 mish on the CPU
 
+    def test_gather_and_indexing(self):
+        """gather along any dim (the index smaller than the input in the other dims), and
+        x[idx] / x[:, idx] / x[i, j] / x[i, :, j] with integer index tensors of any shape
+        (broadcast together; separated ones put their shape first), negative ones included."""
+        x = randn(4, 7, 9, seed=23)
+        g = torch.Generator().manual_seed(4)
+        last = torch.randint(0, 9, (4, 7, 3), generator=g)
+        mid = torch.randint(0, 7, (2, 5, 9), generator=g)
+        ids = torch.tensor([[0, -1], [3, 2]])
+        for dtype in DTYPES:
+            self.check(lambda a, i, j, k: (a.gather(-1, i), torch.gather(a, 1, j), a[k], a[:, k], a[..., k.flatten()],
+                                           torch.take_along_dim(a, i, dim=2), a[k, k % 7], a[k[0], :, k],
+                                           a[:, k[1:], k[:, :1]]),
+                       (x.to(dtype), last, mid, ids))
+        logits, labels = randn(2, 5, 50, seed=24), torch.randint(0, 50, (2, 5), generator=g)
+        self.check(lambda l, y: F.log_softmax(l, -1).gather(-1, y.unsqueeze(-1)).squeeze(-1), (logits, labels))
+
     def test_pow_with_tensor_exponents(self):
         x, e = randn(4, 16, seed=19), randn(4, 1, seed=20)
         for dtype in DTYPES:
