@@ -207,6 +207,28 @@ class ComposedOps(unittest.TestCase):
         logits, labels = randn(2, 5, 50, seed=24), torch.randint(0, 50, (2, 5), generator=g)
         self.check(lambda l, y: F.log_softmax(l, -1).gather(-1, y.unsqueeze(-1)).squeeze(-1), (logits, labels))
 
+    def test_transformer_fast_paths(self):
+        """Under no_grad, nn.MultiheadAttention and nn.TransformerEncoderLayer run fused
+        ops (_native_multi_head_attention, _transformer_encoder_layer_fwd) that the exporter
+        decomposes: attention weights (averaged and per head), key padding masks, post- and
+        pre-norm layers with relu and gelu, a two-layer encoder; f32 and bf16."""
+        x = randn(2, 10, 32, seed=25)
+        pad = torch.zeros(2, 10, dtype=torch.bool)
+        pad[1, 6:] = True
+        for dtype in DTYPES:
+            torch.manual_seed(1)
+            mha = nn.MultiheadAttention(32, 4, batch_first=True).eval().to(dtype)
+            layer = nn.TransformerEncoderLayer(32, 4, 64, batch_first=True).eval().to(dtype)
+            pre = nn.TransformerEncoderLayer(32, 4, 64, batch_first=True, norm_first=True,
+                                             activation="gelu").eval().to(dtype)
+            stack = nn.TransformerEncoder(nn.TransformerEncoderLayer(32, 4, 64, batch_first=True), 2,
+                                          enable_nested_tensor=False).eval().to(dtype)
+            a = x.to(dtype)
+            self.check(lambda q: (mha(q, q, q), mha(q, q, q, key_padding_mask=pad, average_attn_weights=False),
+                                  mha(q, q, q, need_weights=False)[0]), (a,))
+            self.check(lambda s: (layer(s), layer(s, src_key_padding_mask=pad), pre(s), stack(s),
+                                  stack(s, src_key_padding_mask=pad)), (a,))
+
     def test_pow_with_tensor_exponents(self):
         x, e = randn(4, 16, seed=19), randn(4, 1, seed=20)
         for dtype in DTYPES:

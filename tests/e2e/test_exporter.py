@@ -36,6 +36,12 @@ def node(graph, target):
     return found[0]
 
 
+
+def table_keeping_fast_paths():
+    """The exporter's decomposition table without its decompositions of the fused fast paths."""
+    fused = (aten._native_multi_head_attention.default, aten._transformer_encoder_layer_fwd.default)
+    return {k: v for k, v in ex.default_decompositions().items() if k not in fused}
+
 class GeneratedModule(unittest.TestCase):
     def test_checked_in_pb2_matches_schema(self):
         """aten_graph_pb2.py is protoc's output for compiler/graph/aten_graph.proto."""
@@ -205,6 +211,8 @@ class Exporter(unittest.TestCase):
     def test_decomposition_table_stays_in_aten(self):
         x, y, z = torch.randn(4, 6), torch.randn(4, 6), torch.randn(4, 6).abs() + 1
         m, v = torch.randn(6, 6), torch.randn(6)
+        qkv_w, qkv_b = torch.randn(18, 6), torch.randn(18)
+        ffn_w1, ffn_b1, ffn_w2 = torch.randn(12, 6), torch.randn(12), torch.randn(6, 12)
         F = torch.nn.functional
         cases = {
             aten.new_zeros.default: lambda x: x.new_zeros(3, 2) + 1,
@@ -222,13 +230,20 @@ class Exporter(unittest.TestCase):
             aten.mv.default: lambda x: torch.mv(m, v) + x[0],
             aten.dot.default: lambda x: torch.dot(v, v) + x,
             aten.masked_fill.Tensor: lambda x: x.masked_fill(x > 0, torch.tensor(2.0)),
+            # the fused fast paths, called directly (nn modules take them under no_grad)
+            aten._native_multi_head_attention.default:
+                lambda x: torch._native_multi_head_attention(x[None], x[None], x[None], 6, 2, qkv_w, qkv_b, m, v)[0],
+            aten._transformer_encoder_layer_fwd.default:
+                lambda x: torch._transformer_encoder_layer_fwd(x[None], 6, 2, qkv_w, qkv_b, m, v, True, False, 1e-5,
+                                                               v, v, v, v, ffn_w1, ffn_b1, ffn_w2, v),
         }
         self.assertEqual(set(cases), set(ex.DECOMPOSITION_OPS))
         for op, fn in cases.items():
             with self.subTest(op=str(op)):
                 graph, outs, eager, _ = self.round_trip(fn, (x,))
                 self.assertNotIn(ex.target_name(op), node_targets(graph))
-                self.assertTrue(all(t.startswith("aten::") for t in node_targets(graph)), node_targets(graph))
+                self.assertTrue(all(t.startswith("aten::") or t == "getitem" for t in node_targets(graph)),
+                                node_targets(graph))
                 torch.testing.assert_close(outs[0], eager[0])
 
     def test_masked_fill_with_a_tensor_input_value(self):
@@ -249,11 +264,13 @@ class Exporter(unittest.TestCase):
         exp = ex.export_aten(module, inputs, None)
         self.assertNotIn("aten::_transformer_encoder_layer_fwd", exp.targets())
         self.assertIn("aten::bmm", exp.targets())
-        # Without grad the inference fast path is one fused op (so the check above can fail).
+        # Without grad the inference fast path is one fused op (so the check above can fail),
+        # seen with a table that does not decompose it; by default it is decomposed.
         for p in module.parameters():
             p.requires_grad_(False)
-        exp = ex.export_aten(module, inputs, None)
+        exp = ex.export_aten(module, inputs, None, decompositions=table_keeping_fast_paths())
         self.assertIn("aten::_transformer_encoder_layer_fwd", exp.targets())
+        self.assertNotIn("aten::_transformer_encoder_layer_fwd", ex.export_aten(module, inputs, None).targets())
 
     def test_names_are_unique_and_inputs_named_after_the_signature(self):
         class M(torch.nn.Module):
@@ -353,8 +370,9 @@ class FakeTracing(unittest.TestCase):
         module, inputs = models.MODELS["tel_bf"].build(torch.float32)
         for p in module.parameters():
             p.requires_grad_(False)
-        _, fake = self.assertSameExport(module, inputs)
+        _, fake = self.assertSameExport(module, inputs, decompositions=table_keeping_fast_paths())
         self.assertIn("aten::_transformer_encoder_layer_fwd", fake.targets())
+        self.assertSameExport(module, inputs)  # and decomposed alike
 
     def test_functions_constants_and_functionalization(self):
         def f(x):

@@ -42,7 +42,13 @@ How a graph is made (torch 1.13, Debian's python3-torch):
      of ops the compiler does not implement, each with an ATen-level
      decomposition in torch._decomp) are decomposed, during tracing.
      `decompositions=` replaces the table. Any prims.* op in the result is an
-     error (ExportError) naming it: neuron-cc consumes ATen only.
+     error (ExportError) naming it: neuron-cc consumes ATen only. The fused
+     inference fast paths of nn.MultiheadAttention and
+     nn.TransformerEncoderLayer (_native_multi_head_attention,
+     _transformer_encoder_layer_fwd, taken under no_grad) are decomposed by
+     our own functions into projections, attention and layer norms; the
+     nested tensors nn.TransformerEncoder makes from src_key_padding_mask
+     cannot be traced (build it with enable_nested_tensor=False).
   4. No-op nodes (detach, alias, lift_fresh, lift_fresh_copy) are removed and
      dead code is dropped.
   5. Every node's outputs are measured by running the graph on the example
@@ -146,6 +152,7 @@ import collections
 import importlib
 import inspect
 import json
+import math
 import operator
 import os
 import re
@@ -186,6 +193,10 @@ DECOMPOSITION_OPS = [
     aten.mv.default,             # -> mm
     aten.dot.default,            # -> mul, sum
     aten.masked_fill.Tensor,     # 0-d tensor fill value -> where (ours, below)
+    # The inference fast paths of nn.MultiheadAttention and
+    # nn.TransformerEncoderLayer (taken under no_grad): ours, below.
+    aten._native_multi_head_attention.default,
+    aten._transformer_encoder_layer_fwd.default,
 ]
 
 
@@ -219,8 +230,71 @@ def _squeeze_dims(t, dims):
     return t
 
 
+def _attention_heads(query, key, value, embed_dim, num_head, qkv_weight, qkv_bias, mask, mask_type):
+    """The fast path's attention: q, k, v projected from one packed weight, q
+    scaled by 1/sqrt(head_dim) first, a bool mask (True: masked) as -inf before
+    the softmax (mask_type 1: a [B, S] key padding mask; 0: an [L, S] or
+    broadcastable attention mask, bool or added); returns the merged heads
+    before the output projection and the probabilities [B, H, L, S]."""
+    import torch.nn.functional as F
+    batch, length, _ = query.shape
+    head_dim = embed_dim // num_head
+    wq, wk, wv = torch.split(qkv_weight, embed_dim)
+    bq, bk, bv = torch.split(qkv_bias, embed_dim)
+
+    def heads(x, w, b):
+        return F.linear(x, w, b).reshape(batch, x.shape[1], num_head, head_dim).transpose(1, 2)
+    q = heads(query, wq, bq) / math.sqrt(head_dim)
+    k, v = heads(key, wk, bk), heads(value, wv, bv)
+    scores = torch.matmul(q, k.transpose(-2, -1))
+    if mask is not None:
+        m = mask[:, None, None, :] if mask_type == 1 else mask
+        scores = scores.masked_fill(m, float("-inf")) if m.dtype == torch.bool else scores + m
+    probs = torch.softmax(scores, -1)
+    merged = torch.matmul(probs, v).transpose(1, 2).reshape(batch, length, embed_dim)
+    return merged, probs
+
+
+def _native_multi_head_attention(query, key, value, embed_dim, num_head, qkv_weight, qkv_bias, proj_weight,
+                                 proj_bias, mask=None, need_weights=True, average_attn_weights=True, mask_type=None):
+    import torch.nn.functional as F
+    merged, probs = _attention_heads(query, key, value, embed_dim, num_head, qkv_weight, qkv_bias, mask, mask_type)
+    out = F.linear(merged, proj_weight, proj_bias)
+    if not need_weights:
+        return out, query.new_empty((0,))
+    return out, probs.mean(1) if average_attn_weights else probs
+
+
+def _transformer_encoder_layer_fwd(src, embed_dim, num_heads, qkv_weight, qkv_bias, proj_weight, proj_bias,
+                                   use_gelu, norm_first, eps, norm_weight_1, norm_bias_1, norm_weight_2,
+                                   norm_bias_2, ffn_weight_1, ffn_bias_1, ffn_weight_2, ffn_bias_2, mask=None,
+                                   mask_type=None):
+    import torch.nn.functional as F
+
+    def attention(x):
+        merged, _ = _attention_heads(x, x, x, embed_dim, num_heads, qkv_weight, qkv_bias, mask, mask_type)
+        return F.linear(merged, proj_weight, proj_bias)
+
+    def feed_forward(x):
+        h = F.linear(x, ffn_weight_1, ffn_bias_1)
+        return F.linear(F.gelu(h) if use_gelu else F.relu(h), ffn_weight_2, ffn_bias_2)
+
+    def norm1(x):
+        return F.layer_norm(x, (embed_dim,), norm_weight_1, norm_bias_1, eps)
+
+    def norm2(x):
+        return F.layer_norm(x, (embed_dim,), norm_weight_2, norm_bias_2, eps)
+    if norm_first:
+        x = src + attention(norm1(src))
+        return x + feed_forward(norm2(x))
+    x = norm1(src + attention(src))
+    return norm2(x + feed_forward(x))
+
+
 # Our own ATen-level decompositions, used instead of torch._decomp's.
-CUSTOM_DECOMPOSITIONS = {aten.masked_fill.Tensor: _masked_fill_tensor, aten.logsumexp.default: _logsumexp}
+CUSTOM_DECOMPOSITIONS = {aten.masked_fill.Tensor: _masked_fill_tensor, aten.logsumexp.default: _logsumexp,
+                         aten._native_multi_head_attention.default: _native_multi_head_attention,
+                         aten._transformer_encoder_layer_fwd.default: _transformer_encoder_layer_fwd}
 
 
 def default_decompositions():
@@ -807,8 +881,17 @@ def export_aten(fn_or_module, example_inputs, path=None, params="constants", inp
             if meta:
                 raise ExportError("%s: meta-device tensors have no values to trace with; use "
                                   "tracing_mode='fake'" % ", ".join(meta))
-        gm, placeholders, values = _trace_make_fx(fn_or_module, example_inputs, state, decompositions,
-                                                  tracing_mode)
+        try:
+            gm, placeholders, values = _trace_make_fx(fn_or_module, example_inputs, state, decompositions,
+                                                      tracing_mode)
+        except RuntimeError as e:
+            if "NestedTensor" not in str(e):
+                raise
+            # nn.TransformerEncoder turns its input into a nested tensor under no_grad
+            # when given src_key_padding_mask; nested tensors cannot be traced.
+            raise ExportError("the traced code uses nested tensors, which cannot be exported (%s); for "
+                              "nn.TransformerEncoder with src_key_padding_mask, build it with "
+                              "enable_nested_tensor=False" % str(e).splitlines()[0]) from e
         slots = state + [_Slot(n, x, "input") for n, x in zip(user_names, example_inputs)]
         results = _run_for_metas(gm, values) if tracing_mode == "real" else _cpu_dtypes(gm, _meta_values(gm))
     elif tracer == "export":
