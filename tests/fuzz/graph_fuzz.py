@@ -1698,6 +1698,44 @@ def g_split(b):
         b.add("%s[%s]" % (t, which), [tuple((size,) if i == d else x for i, x in enumerate(s))], attrs)
 
 
+def g_composed(b):
+    """Operators the importer builds from others (compiler/ComposedOps.cpp) on a computed value:
+    cumsum, flip, roll, max along a dim, std, clamp and lerp with a tensor partner."""
+    a, s = pick_ranked(b)
+    d = b.rng.randrange(len(s))
+    ops = [o for o, t in (("cumsum", "aten::cumsum"), ("flip", "aten::flip"), ("roll", "aten::roll"),
+                          ("maxdim", "aten::max.dim"), ("std", "aten::std.correction"),
+                          ("clamp", "aten::clamp.Tensor"), ("lerp", "aten::lerp.Scalar")) if t in b.supported]
+    if not ops:
+        raise Reject("no composed ops")
+    op = b.rng.choice(ops)
+    keep_exact = dict(exact=b.v(a).attrs.get("exact"), intval=b.v(a).attrs.get("intval"))
+    if op == "cumsum":
+        b.check_sum(a, [d])
+        b.add("torch.cumsum(%s, %d)" % (a, d), [s])
+    elif op == "flip":
+        if b.dim_val(s[d]) > 256:
+            raise Reject("flip of a long dim")
+        b.add("%s.flip(%d)" % (a, d), [s], keep_exact)
+    elif op == "roll":
+        b.add("%s.roll(%d, %d)" % (a, b.rng.choice([1, -2, 5]), d), [s], keep_exact)
+    elif op == "maxdim":
+        keep = b.rng.random() < 0.5
+        b.add("%s.max(%d, keepdim=%s)[0]" % (a, d, keep), [reduced_shape(s, [d], keep)], keep_exact)
+    elif op == "std":
+        keep = b.rng.random() < 0.5
+        b.check_sum(a, [d])
+        b.add("%s.std(%d, unbiased=False, keepdim=%s)" % (a, d, keep), [reduced_shape(s, [d], keep)])
+    else:
+        o = b.partner(a)
+        if broadcast(s, b.v(o).shape) != s:
+            raise Reject("partner widens the shape")
+        if op == "clamp":
+            b.add(b.rng.choice(["torch.clamp(%s, min=%s)", "torch.clamp(%s, max=%s)"]) % (a, o), [s])
+        else:
+            b.add("torch.lerp(%s, %s, %r)" % (a, o, b.rng.choice([0.25, 0.75])), [s])
+
+
 def g_select(b):
     a, s = pick_ranked(b)
     d = b.rng.randrange(len(s))
@@ -2002,6 +2040,7 @@ GENERATORS = [
     (2, g_attention, ("aten::bmm",)),
     (2, g_rotary, ("aten::cat", "aten::neg")),
     (1.5, g_int_input, ()),
+    (3, g_composed, ()),
 ]
 
 
