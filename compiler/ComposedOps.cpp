@@ -215,6 +215,38 @@ FailureOr<SmallVector<int64_t>> spatialInts(NodeImporter& n, size_t pos, StringR
 
 bool isReducedFloat(Type t) { return t.isBF16() || t.isF16(); }
 
+// Operands read from the graph that an op combines elementwise must
+// broadcast together (a malformed graph is refused, not built).
+LogicalResult checkBroadcast(NodeImporter& n, ArrayRef<Value> values) {
+  SmallVector<int64_t> shape;
+  for (Value v : values) {
+    if (!v) continue;
+    auto next = aten::broadcastShapes(shape, typeOf(v).getShape());
+    if (!next)
+      return n.error("operand of shape " + aten::shapeToString(typeOf(v).getShape()) + " does not broadcast with " +
+                     aten::shapeToString(shape));
+    shape = *next;
+  }
+  return success();
+}
+
+// A per-channel parameter read from the graph must have one value per channel.
+LogicalResult checkChannels(NodeImporter& n, Value v, int64_t channels, StringRef what) {
+  if (v && typeOf(v).getNumElements() != channels)
+    return n.error(what.str() + " has " + std::to_string(typeOf(v).getNumElements()) + " elements for " +
+                   std::to_string(channels) + " channels");
+  return success();
+}
+
+// Reduced dims read from the graph: each within [-rank, rank) (a 0-d tensor
+// counts as rank 1, as PyTorch's dim wrapping does).
+LogicalResult checkDims(NodeImporter& n, ArrayRef<int64_t> dims, int64_t rank) {
+  int64_t r = std::max<int64_t>(rank, 1);
+  for (int64_t d : dims)
+    if (d < -r || d >= r) return n.error("dim " + std::to_string(d) + " is out of range for rank " + std::to_string(rank));
+  return success();
+}
+
 //===----------------------------------------------------------------------===//
 // Reductions: max/min with indices, argmax/argmin, amin, var/std, norms, any/all
 //===----------------------------------------------------------------------===//
@@ -274,6 +306,7 @@ LogicalResult amin(NodeImporter& n) {
   NCC_TRY(self, n.tensor(0, "self"));
   NCC_TRY(dims, n.ints(1, "dim", SmallVector<int64_t>{}));
   NCC_TRY(keepdim, n.boolean(2, "keepdim", false));
+  if (failed(checkDims(n, dims, typeOf(self).getRank()))) return failure();
   Value x = c.toFloat(self);
   if (typeOf(x).getRank() == 0) return c.finish(c.fresh(x, self));
   return c.finish(c.amin(x, dims, keepdim));
@@ -302,6 +335,7 @@ LogicalResult varianceOrStd(NodeImporter& n, bool isStd, int form) {
     correction = unbiased ? 1 : 0;
   }
   if (correction != std::trunc(correction)) return n.error("a fractional correction is not supported");
+  if (failed(checkDims(n, dims, typeOf(self).getRank()))) return failure();
   NCC_TRY(type, n.resultType());
   Type compute = isReducedFloat(type.getElementType()) ? c.f32() : type.getElementType();
   if (!aten::isFloatType(compute)) return n.error("var/std of an integer result");
@@ -323,6 +357,7 @@ LogicalResult pNorm(NodeImporter& n, Value self, double p, ArrayRef<int64_t> dim
   NCC_TRY(type, n.resultType());
   if (!aten::isFloatType(type.getElementType())) return n.error("a norm needs a float result");
   Type compute = isReducedFloat(type.getElementType()) ? c.f32() : type.getElementType();
+  if (failed(checkDims(n, dims, typeOf(self).getRank()))) return failure();
   Value x = c.cast(self, compute);
   if (typeOf(x).getRank() == 0) x = c.reshape(x, {1});
   Value a = c.unary<aten::AbsOp>(x);
@@ -344,6 +379,7 @@ LogicalResult anyOrAll(NodeImporter& n, bool isAny, bool hasDim) {
     NCC_TRY(d, n.ints(1, "dim", SmallVector<int64_t>{}));
     NCC_TRY(k, n.boolean(2, "keepdim", false));
     dims = d, keepdim = k;
+    if (failed(checkDims(n, dims, typeOf(self).getRank()))) return failure();
   }
   // any: some element is nonzero (NaN counts); all: no element is zero.
   bool isBool = typeOf(self).getElementType().isInteger(1);
@@ -426,6 +462,7 @@ LogicalResult powTensor(NodeImporter& n, bool scalarBase) {
     NCC_TRY(s, n.tensor(0, "self"));
     base = c.cast(s, compute);
   }
+  if (failed(checkBroadcast(n, {base, exponent}))) return failure();
   return c.finish(c.binary<aten::PowTensorTensorOp>(base, c.cast(exponent, compute)));
 }
 
@@ -452,6 +489,7 @@ LogicalResult roundedDivision(NodeImporter& n, StringRef kind, bool scalarOther)
     NCC_TRY(o, n.tensor(1, "other"));
     b = c.cast(o, compute);
   }
+  if (failed(checkBroadcast(n, {a, b}))) return failure();
   std::string mode = kind.str();
   if (kind == "div") {
     NCC_TRY(m, n.string(2, "rounding_mode", ""));
@@ -488,6 +526,7 @@ LogicalResult clampTensor(NodeImporter& n, size_t minPos, size_t maxPos) {
   NCC_TRY(self, n.tensor(0, "self"));
   NCC_TRY(lo, minPos ? optionalTensor(n, minPos, "min") : FailureOr<Value>(Value()));
   NCC_TRY(hi, maxPos ? optionalTensor(n, maxPos, "max") : FailureOr<Value>(Value()));
+  if (failed(checkBroadcast(n, {self, lo, hi}))) return failure();
   NCC_TRY(type, n.resultType());
   Type compute = c.floatOf(type.getElementType());
   Value x = c.cast(self, compute);
@@ -502,6 +541,7 @@ LogicalResult lerp(NodeImporter& n, bool tensorWeight) {
   Composer c(n);
   NCC_TRY(self, n.tensor(0, "self"));
   NCC_TRY(end, n.tensor(1, "end"));
+  if (failed(checkBroadcast(n, {self, end}))) return failure();
   NCC_TRY(type, n.resultType());
   Type compute = isReducedFloat(type.getElementType()) ? c.f32() : type.getElementType();
   Value start = c.cast(self, compute), stop = c.cast(end, compute);
@@ -512,6 +552,7 @@ LogicalResult lerp(NodeImporter& n, bool tensorWeight) {
     return c.finish(c.sub(stop, c.mulScalar(diff, 1.0 - w)));
   }
   NCC_TRY(weight0, n.tensor(2, "weight"));
+  if (failed(checkBroadcast(n, {self, end, weight0}))) return failure();
   Value w = c.cast(weight0, compute);
   Value low = c.add(start, c.mul(w, diff));
   Value high = c.sub(stop, c.mul(diff, c.sub(c.scalar(1.0, compute), w)));
@@ -600,6 +641,7 @@ LogicalResult repeat(NodeImporter& n) {
   NCC_TRY(repeats, n.ints(1, "repeats"));
   auto t = typeOf(self);
   if (int64_t(repeats.size()) < t.getRank()) return n.error("repeat needs a count for every dim");
+  if (llvm::any_of(repeats, [](int64_t r) { return r < 1; })) return n.error("repeat counts must be positive");
   SmallVector<int64_t> shape(repeats.size() - size_t(t.getRank()), 1);
   shape.append(t.getShape().begin(), t.getShape().end());
   Value x = c.reshape(self, shape);
@@ -726,6 +768,7 @@ LogicalResult indexTensor(NodeImporter& n) {
     indices.push_back(it->second.front());
   }
   if (indices.empty()) return n.error("indexing needs an index tensor");
+  if (failed(checkBroadcast(n, indices))) return failure();
   Value x = c.toFloat(self);
   int64_t rank = typeOf(x).getRank();
   if (dims.back() >= rank) return n.error("more indices than dims");
@@ -870,7 +913,12 @@ LogicalResult baddbmm(NodeImporter& n) {
   NCC_TRY(type, n.resultType());
   Type compute = isReducedFloat(type.getElementType()) ? c.f32() : type.getElementType();
   if (!aten::isFloatType(compute)) return n.error("baddbmm needs float tensors");
+  if (typeOf(b1).getRank() != 3 || typeOf(b2).getRank() != 3 || typeOf(b1).getDimSize(0) != typeOf(b2).getDimSize(0) ||
+      typeOf(b1).getDimSize(2) != typeOf(b2).getDimSize(1))
+    return n.error("baddbmm needs batches [B, M, K] and [B, K, N]");
   auto shape = {typeOf(b1).getDimSize(0), typeOf(b1).getDimSize(1), typeOf(b2).getDimSize(2)};
+  if (!aten::broadcastShapes(typeOf(self).getShape(), SmallVector<int64_t>(shape)))
+    return n.error("baddbmm's self does not broadcast to the product");
   Value p = n.b.create<aten::BmmOp>(n.loc, RankedTensorType::get(shape, compute), c.cast(b1, compute),
                                     c.cast(b2, compute));
   if (alpha != 1.0) p = c.mulScalar(p, alpha);
@@ -952,9 +1000,13 @@ LogicalResult convolution(NodeImporter& n) {
   NCC_TRY(stride, spatialInts(n, 3, "stride", size_t(k), SmallVector<int64_t>(k, 1)));
   NCC_TRY(pad, spatialInts(n, 4, "padding", size_t(k), SmallVector<int64_t>(k, 0)));
   NCC_TRY(dilation, spatialInts(n, 5, "dilation", size_t(k), SmallVector<int64_t>(k, 1)));
+  for (int64_t i = 0; i < k; ++i)
+    if (stride[i] < 1 || dilation[i] < 1 || pad[i] < 0)
+      return n.error("convolution needs positive strides and dilations and non-negative padding");
   int64_t batch = it.getDimSize(0), cin = it.getDimSize(1), cout = wt.getDimSize(0);
   if (groups < 1 || cin % groups != 0 || cout % groups != 0 || wt.getDimSize(1) * groups != cin)
     return n.error("convolution channels do not match the weight and groups");
+  if (failed(checkChannels(n, bias, cout, "bias"))) return failure();
   Type elem = type.getElementType();
   if (!aten::isFloatType(elem)) return n.error("convolution needs float tensors");
   Value x = c.cast(input, elem), w = c.cast(weight, elem);
@@ -1129,6 +1181,108 @@ LogicalResult avgPool2d(NodeImporter& n) {
   return c.finish(c.div(total, c.constant(p.out, c.f32(), counts)));
 }
 
+// upsample_nearest2d (.vec and the sized overload): each output row and
+// column reads the input's min(floor(dst * scale), in - 1), with eager's
+// float32 scale (1 / scale_factor when given, else in / out). A whole factor
+// k whose indices are dst / k is an expand and reshape; other sizes gather
+// rows and columns by constant indices.
+LogicalResult upsampleNearest2d(NodeImporter& n, bool vec) {
+  Composer c(n);
+  NCC_TRY(self, n.tensor(0, "input"));
+  NCC_TRY(type, n.resultType());
+  int64_t rank = typeOf(self).getRank();
+  if (rank != 4 || type.getRank() != 4) return n.error("nearest upsampling needs an [N, C, H, W] input");
+  SmallVector<double> factors;
+  if (vec) {
+    const Argument* a = n.arg(2, "scale_factors");
+    if (a && a->value_case() == Argument::kFloatList)
+      factors.assign(a->float_list().values().begin(), a->float_list().values().end());
+  } else {
+    for (auto [pos, name] : {std::pair<size_t, const char*>{2, "scales_h"}, {3, "scales_w"}}) {
+      const Argument* a = n.arg(pos, name);
+      if (!a || a->value_case() == Argument::kNone) break;
+      NCC_TRY(f, n.number(pos, name));
+      factors.push_back(f);
+    }
+  }
+  Value x = self;
+  for (int i = 0; i < 2; ++i) {
+    int64_t dim = 2 + i, in = typeOf(x).getDimSize(dim), out = type.getDimSize(dim);
+    float scale = factors.size() == 2 && factors[size_t(i)] > 0 ? float(1.0 / factors[size_t(i)])
+                                                                  : float(in) / float(out);
+    SmallVector<int64_t> index;
+    bool whole = out >= in && out % in == 0;
+    int64_t factor = whole ? out / in : 1;
+    for (int64_t dst = 0; dst < out; ++dst) {
+      int64_t src = out == in ? dst : out == 2 * in ? dst >> 1
+                                                    : std::min<int64_t>(int64_t(std::floor(float(dst) * scale)), in - 1);
+      index.push_back(src);
+      whole &= src == dst / factor;
+    }
+    if (whole) {  // [.., in, ..] -> [.., in, k, ..] -> [.., in * k, ..]
+      SmallVector<int64_t> wide(typeOf(x).getShape());
+      wide.insert(wide.begin() + dim + 1, out / in);
+      x = c.reshape(c.expand(c.unsqueeze(x, dim + 1), wide), [&] {
+        SmallVector<int64_t> shape(typeOf(x).getShape());
+        shape[size_t(dim)] = out;
+        return shape;
+      }());
+      continue;
+    }
+    SmallVector<double> values(index.begin(), index.end());
+    Value indices = c.constant({out}, c.b.getIntegerType(64), values);
+    Value f = c.toFloat(x);
+    NCC_TRY(g, gatherAlong(c, f, dim, indices));
+    x = g;
+  }
+  return c.finish(c.fresh(x, self));
+}
+
+// _adaptive_avg_pool2d: output cell (i, j) averages rows [floor(i * H / oh),
+// ceil((i + 1) * H / oh)) and the columns likewise: per output row a sum of
+// a slice of rows, then per output column a sum of a slice of those (each
+// reduced dim moved last first), divided by the window sizes. In f32 for
+// reduced precision, rounded once; a NaN or inf stays in its windows.
+LogicalResult adaptiveAvgPool2d(NodeImporter& n) {
+  Composer c(n);
+  NCC_TRY(self, n.tensor(0, "self"));
+  NCC_TRY(size, n.ints(1, "output_size"));
+  NCC_TRY(type, n.resultType());
+  int64_t rank = typeOf(self).getRank();
+  if ((rank != 3 && rank != 4) || size.size() != 2 || size[0] < 1 || size[1] < 1)
+    return n.error("adaptive pooling needs a [C, H, W] or [N, C, H, W] input and two output sizes");
+  Type compute = isReducedFloat(type.getElementType()) ? c.f32() : type.getElementType();
+  Value x = c.cast(self, compute);
+  int64_t height = typeOf(x).getDimSize(rank - 2), width = typeOf(x).getDimSize(rank - 1);
+  auto window = [](int64_t i, int64_t in, int64_t out) {
+    return std::pair<int64_t, int64_t>{i * in / out, ((i + 1) * in + out - 1) / out};
+  };
+  SmallVector<int64_t> swap;
+  for (int64_t d = 0; d < rank - 2; ++d) swap.push_back(d);
+  swap.append({rank - 1, rank - 2});
+  // Rows: [.., W, H] -> per output row the sum over its rows -> [.., W, oh].
+  Value rowsLast = c.permute(x, swap);
+  SmallVector<Value> rowSums;
+  for (int64_t i = 0; i < size[0]; ++i) {
+    auto [h0, h1] = window(i, height, size[0]);
+    rowSums.push_back(c.sum(c.slice(rowsLast, rank - 1, h0, h1), {rank - 1}, true));
+  }
+  Value byRow = c.permute(c.cat(rowSums, rank - 1), swap);  // [.., oh, W]
+  SmallVector<Value> sums;
+  for (int64_t j = 0; j < size[1]; ++j) {
+    auto [w0, w1] = window(j, width, size[1]);
+    sums.push_back(c.sum(c.slice(byRow, rank - 1, w0, w1), {rank - 1}, true));
+  }
+  SmallVector<double> counts;
+  for (int64_t i = 0; i < size[0]; ++i)
+    for (int64_t j = 0; j < size[1]; ++j) {
+      auto [h0, h1] = window(i, height, size[0]);
+      auto [w0, w1] = window(j, width, size[1]);
+      counts.push_back(double((h1 - h0) * (w1 - w0)));
+    }
+  return c.finish(c.div(c.cat(sums, rank - 1), c.constant({size[0], size[1]}, compute, counts)));
+}
+
 // Per-channel [C] values as [C, 1, ...] against an [N, C, ...] tensor.
 Value perChannel(Composer& c, Value v, int64_t rank) {
   SmallVector<int64_t> shape{typeOf(v).getNumElements()};
@@ -1157,6 +1311,9 @@ LogicalResult batchNorm(NodeImporter& n, bool legitNoTraining) {
   NCC_TRY(type, n.resultType());
   int64_t rank = typeOf(input).getRank();
   if (rank < 2) return n.error("batch norm needs an [N, C, ...] input");
+  for (auto [v, what] : {std::pair<Value, const char*>{weight, "weight"}, {bias, "bias"}, {runningMean, "running_mean"},
+                         {runningVar, "running_var"}})
+    if (failed(checkChannels(n, v, typeOf(input).getDimSize(1), what))) return failure();
   Type elem = type.getElementType();
   if (!aten::isFloatType(elem)) return n.error("batch norm needs float tensors");
   // Reduced precision computes in f32 and rounds once, as eager does.
@@ -1210,6 +1367,8 @@ LogicalResult groupNorm(NodeImporter& n) {
   if (it.getRank() < 2) return n.error("group norm needs an [N, C, ...] input");
   int64_t batch = it.getDimSize(0), channels = it.getDimSize(1);
   if (groups < 1 || channels % groups != 0) return n.error("group norm: the channels do not divide into groups");
+  if (failed(checkChannels(n, weight, channels, "weight")) || failed(checkChannels(n, bias, channels, "bias")))
+    return failure();
   Type elem = type.getElementType();
   if (!aten::isFloatType(elem)) return n.error("group norm needs float tensors");
   Type stats = isReducedFloat(elem) ? c.f32() : elem;  // rounded once at the end, as eager
@@ -1316,6 +1475,9 @@ void addComposedOps(std::map<std::string, Builder>& table) {
   add("aten::convolution", convolution);
   add("aten::max_pool2d_with_indices", maxPool2d);
   add("aten::avg_pool2d", avgPool2d);
+  add("aten::_adaptive_avg_pool2d", adaptiveAvgPool2d);
+  add("aten::upsample_nearest2d.vec", [](NodeImporter& n) { return upsampleNearest2d(n, true); });
+  add("aten::upsample_nearest2d", [](NodeImporter& n) { return upsampleNearest2d(n, false); });
   add("aten::native_batch_norm", [](NodeImporter& n) { return batchNorm(n, false); });
   add("aten::_native_batch_norm_legit_no_training", [](NodeImporter& n) { return batchNorm(n, true); });
   add("aten::native_group_norm", groupNorm);

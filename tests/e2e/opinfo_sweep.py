@@ -84,6 +84,8 @@ EXTRA_OPINFOS = {
     "convolution": ["nn.functional.conv1d", "nn.functional.conv2d"],
     "max_pool2d_with_indices": ["nn.functional.max_pool2d"],
     "avg_pool2d": ["nn.functional.avg_pool2d"],
+    "_adaptive_avg_pool2d": ["nn.functional.adaptive_avg_pool2d"],
+    "upsample_nearest2d": ["nn.functional.interpolate", "nn.functional.upsample_nearest"],
     "native_batch_norm": ["nn.functional.batch_norm"],
     "native_group_norm": ["nn.functional.group_norm"],
     "constant_pad_nd": ["nn.functional.pad"],

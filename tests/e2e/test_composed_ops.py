@@ -127,6 +127,20 @@ class ComposedOps(unittest.TestCase):
     def test_cnn(self):
         self.models(SmallCnn, (randn(2, 3, 16, 16, seed=1),))
 
+    def test_resampling(self):
+        """Nearest upsampling by whole and fractional factors and to given sizes (down too),
+        and adaptive average pooling to sizes that do and do not divide the input; a NaN and
+        an inf stay in their windows."""
+        x = randn(2, 3, 6, 8, seed=26)
+        x[0, 0, 1, 1], x[1, 2, 0, 0] = float("inf"), float("nan")
+        for dtype in DTYPES:
+            self.check(lambda a: (F.interpolate(a, scale_factor=2, mode="nearest"),
+                                  F.interpolate(a, scale_factor=1.5, mode="nearest"),
+                                  F.interpolate(a, size=(5, 7), mode="nearest"),
+                                  F.interpolate(a, scale_factor=(3, 0.5), mode="nearest"),
+                                  F.adaptive_avg_pool2d(a, (3, 2)), F.adaptive_avg_pool2d(a, (5, 3)),
+                                  F.adaptive_avg_pool2d(a[0], 4)), (x.to(dtype),))
+
     def test_batch_norm_training_mode(self):
         w, b = randn(6, seed=3), randn(6, seed=4)  # no running statistics: the batch's own
         for dtype in DTYPES:
