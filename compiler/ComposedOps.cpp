@@ -1238,6 +1238,60 @@ LogicalResult upsampleNearest2d(NodeImporter& n, bool vec) {
   return c.finish(c.fresh(x, self));
 }
 
+// upsample_bilinear2d (.vec and the sized overload), as eager's CPU kernel:
+// per output row the source position r = align_corners ? dst * (in - 1) /
+// (out - 1) : max((dst + 0.5) * scale - 0.5, 0) (float32; scale 1 / factor
+// when given, else in / out), its rows i0 = floor(r) and i0 + 1 (i0 at the
+// last row) with weights 1 - (r - i0) and r - i0; the same per column.
+// Computed as gathers of rows and columns by constant indices and weighted
+// sums with constant weights: h0 * (w0 * x00 + w1 * x01) + h1 * (w0 * x10 +
+// w1 * x11), in f32 for reduced precision, rounded once.
+LogicalResult upsampleBilinear2d(NodeImporter& n, bool vec) {
+  Composer c(n);
+  NCC_TRY(self, n.tensor(0, "input"));
+  NCC_TRY(alignCorners, n.boolean(2, "align_corners", false));
+  NCC_TRY(type, n.resultType());
+  if (typeOf(self).getRank() != 4 || type.getRank() != 4) return n.error("bilinear upsampling needs an [N, C, H, W] input");
+  SmallVector<double> factors;
+  if (vec) {
+    const Argument* a = n.arg(3, "scale_factors");
+    if (a && a->value_case() == Argument::kFloatList)
+      factors.assign(a->float_list().values().begin(), a->float_list().values().end());
+  } else {
+    for (auto [pos, name] : {std::pair<size_t, const char*>{3, "scales_h"}, {4, "scales_w"}}) {
+      const Argument* a = n.arg(pos, name);
+      if (!a || a->value_case() == Argument::kNone) break;
+      NCC_TRY(f, n.number(pos, name));
+      factors.push_back(f);
+    }
+  }
+  Type compute = isReducedFloat(type.getElementType()) ? c.f32() : type.getElementType();
+  if (!aten::isFloatType(compute)) return n.error("bilinear upsampling needs a float tensor");
+  Value x = c.cast(self, compute);
+  Type i64 = c.b.getIntegerType(64);
+  for (int i = 1; i >= 0; --i) {  // columns first: eager's order of the sums
+    int64_t dim = 2 + i, in = typeOf(x).getDimSize(dim), out = type.getDimSize(dim);
+    float scale = alignCorners ? (out > 1 ? float(in - 1) / float(out - 1) : 0.0f)
+                  : factors.size() == 2 && factors[size_t(i)] > 0 ? float(1.0 / factors[size_t(i)])
+                                                                  : float(in) / float(out);
+    SmallVector<double> lo, hi, wLo, wHi;
+    for (int64_t dst = 0; dst < out; ++dst) {
+      float r = alignCorners ? scale * float(dst) : std::max(scale * (float(dst) + 0.5f) - 0.5f, 0.0f);
+      int64_t i0 = std::min<int64_t>(int64_t(r), in - 1);
+      int64_t step = i0 < in - 1 ? 1 : 0;
+      float lambda1 = r - float(i0), lambda0 = 1.0f - lambda1;
+      lo.push_back(double(i0)), hi.push_back(double(i0 + step));
+      wLo.push_back(lambda0), wHi.push_back(lambda1);
+    }
+    NCC_TRY(a, gatherAlong(c, x, dim, c.constant({out}, i64, lo)));
+    NCC_TRY(b, gatherAlong(c, x, dim, c.constant({out}, i64, hi)));
+    SmallVector<int64_t> weightShape(4, 1);
+    weightShape[size_t(dim)] = out;
+    x = c.add(c.mul(a, c.constant(weightShape, compute, wLo)), c.mul(b, c.constant(weightShape, compute, wHi)));
+  }
+  return c.finish(x);
+}
+
 // _adaptive_avg_pool2d: output cell (i, j) averages rows [floor(i * H / oh),
 // ceil((i + 1) * H / oh)) and the columns likewise: per output row a sum of
 // a slice of rows, then per output column a sum of a slice of those (each
@@ -1478,6 +1532,8 @@ void addComposedOps(std::map<std::string, Builder>& table) {
   add("aten::_adaptive_avg_pool2d", adaptiveAvgPool2d);
   add("aten::upsample_nearest2d.vec", [](NodeImporter& n) { return upsampleNearest2d(n, true); });
   add("aten::upsample_nearest2d", [](NodeImporter& n) { return upsampleNearest2d(n, false); });
+  add("aten::upsample_bilinear2d.vec", [](NodeImporter& n) { return upsampleBilinear2d(n, true); });
+  add("aten::upsample_bilinear2d", [](NodeImporter& n) { return upsampleBilinear2d(n, false); });
   add("aten::native_batch_norm", [](NodeImporter& n) { return batchNorm(n, false); });
   add("aten::_native_batch_norm_legit_no_training", [](NodeImporter& n) { return batchNorm(n, true); });
   add("aten::native_group_norm", groupNorm);

@@ -86,6 +86,7 @@ EXTRA_OPINFOS = {
     "avg_pool2d": ["nn.functional.avg_pool2d"],
     "_adaptive_avg_pool2d": ["nn.functional.adaptive_avg_pool2d"],
     "upsample_nearest2d": ["nn.functional.interpolate", "nn.functional.upsample_nearest"],
+    "upsample_bilinear2d": ["nn.functional.interpolate", "nn.functional.upsample_bilinear"],
     "native_batch_norm": ["nn.functional.batch_norm"],
     "native_group_norm": ["nn.functional.group_norm"],
     "constant_pad_nd": ["nn.functional.pad"],
