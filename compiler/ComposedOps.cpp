@@ -253,24 +253,21 @@ LogicalResult checkDims(NodeImporter& n, ArrayRef<int64_t> dims, int64_t rank) {
 
 // The maximum (or minimum) of `self` along `dim` (all elements when none) and
 // the first index where it lies, as the eager kernels find it: a NaN is the
-// extremum, its first occurrence the index.
-LogicalResult extremum(NodeImporter& n, std::optional<int64_t> dim, bool keepdim, bool isMax, int valuesResult,
+// extremum, its first occurrence the index. keepdim needs no argument: it only
+// shapes the results, which finish() gives their recorded shapes.
+LogicalResult extremum(NodeImporter& n, std::optional<int64_t> dim, bool isMax, int valuesResult,
                        int indicesResult) {
   Composer c(n);
   NCC_TRY(self, n.tensor(0, "self"));
+  if (dim && failed(checkDims(n, {*dim}, typeOf(self).getRank()))) return failure();
   Value x = c.toFloat(self);
   if (!dim || typeOf(x).getRank() == 0) x = c.reshape(x, {typeOf(x).getNumElements()});
   int64_t rank = typeOf(x).getRank();
-  int64_t d = dim ? normalizeDim(*dim, typeOf(self).getRank()) : 0;
-  if (typeOf(self).getRank() == 0) d = 0;
-  if (d < 0 || d >= rank) return n.error("dim " + std::to_string(*dim) + " is out of range");
+  int64_t d = dim && typeOf(self).getRank() > 0 ? normalizeDim(*dim, rank) : 0;
   Value y = isMax ? x : c.unary<aten::NegOp>(x);
   Value top = c.amax(y, {d}, true);
-  if (valuesResult >= 0) {
-    Value values = isMax ? top : c.unary<aten::NegOp>(top);
-    if (!keepdim && dim) values = c.reshape(values, c.reducedShape(typeOf(x), {d}, false));
-    if (failed(c.finish(values, size_t(valuesResult)))) return failure();
-  }
+  if (valuesResult >= 0 && failed(c.finish(isMax ? top : c.unary<aten::NegOp>(top), size_t(valuesResult))))
+    return failure();
   if (indicesResult < 0) return success();
   int64_t length = typeOf(x).getDimSize(d);
   if (length > (int64_t(1) << 24)) return n.error("an index above 2^24 is not exact in f32, the device's index type");
@@ -281,14 +278,13 @@ LogicalResult extremum(NodeImporter& n, std::optional<int64_t> dim, bool keepdim
   Value positions = c.constant(iotaShape, c.f32(), iota);
   Value hit = c.logicalOr(c.compare<aten::EqTensorOp>(y, top), c.isNan(y));
   Value candidates = c.where(hit, positions, c.scalar(double(length), c.f32()));
-  Value first = c.amin(candidates, {d}, keepdim && dim);
+  Value first = c.amin(candidates, {d}, false);
   return c.finish(first, size_t(indicesResult));
 }
 
 LogicalResult maxMinDim(NodeImporter& n, bool isMax) {
   NCC_TRY(dim, n.integer(1, "dim"));
-  NCC_TRY(keepdim, n.boolean(2, "keepdim", false));
-  return extremum(n, dim, keepdim, isMax, 0, 1);
+  return extremum(n, dim, isMax, 0, 1);
 }
 
 LogicalResult argExtremum(NodeImporter& n, bool isMax) {
@@ -297,8 +293,7 @@ LogicalResult argExtremum(NodeImporter& n, bool isMax) {
     NCC_TRY(d, n.integer(1, "dim"));
     dim = d;
   }
-  NCC_TRY(keepdim, n.boolean(2, "keepdim", false));
-  return extremum(n, dim, keepdim, isMax, -1, 0);
+  return extremum(n, dim, isMax, -1, 0);
 }
 
 LogicalResult amin(NodeImporter& n) {
@@ -421,7 +416,7 @@ LogicalResult nanToNum(NodeImporter& n) {
   NCC_TRY(self, n.tensor(0, "self"));
   Type elem = typeOf(self).getElementType();
   if (!aten::isFloatType(elem)) return c.finish(c.fresh(self, self));
-  double largest = elem.isBF16() ? 3.3895313892515355e38 : elem.isF16() ? 65504.0 : 3.4028234663852886e38;
+  double largest = APFloat::getLargest(llvm::cast<FloatType>(elem).getFloatSemantics()).convertToDouble();
   NCC_TRY(nan, n.number(1, "nan", 0.0));
   NCC_TRY(posinf, n.number(2, "posinf", largest));
   NCC_TRY(neginf, n.number(3, "neginf", -largest));
@@ -1181,6 +1176,33 @@ LogicalResult avgPool2d(NodeImporter& n) {
   return c.finish(c.div(total, c.constant(p.out, c.f32(), counts)));
 }
 
+// The scale factors of an upsampling node: the .vec overload's float list at
+// `pos`, or the sized overload's scales_h and scales_w at `pos` and after
+// (absent: none).
+FailureOr<SmallVector<double>> upsampleFactors(NodeImporter& n, bool vec, size_t pos) {
+  SmallVector<double> factors;
+  if (vec) {
+    const Argument* a = n.arg(pos, "scale_factors");
+    if (a && a->value_case() == Argument::kFloatList)
+      factors.assign(a->float_list().values().begin(), a->float_list().values().end());
+    return factors;
+  }
+  for (auto [at, name] : {std::pair<size_t, const char*>{pos, "scales_h"}, {pos + 1, "scales_w"}}) {
+    const Argument* a = n.arg(at, name);
+    if (!a || a->value_case() == Argument::kNone) break;
+    NCC_TRY(f, n.number(at, name));
+    factors.push_back(f);
+  }
+  return factors;
+}
+
+// Eager's float32 ratio of input to output positions along spatial dim i:
+// 1 / factor when both factors are given, else in / out.
+float upsampleScale(ArrayRef<double> factors, int i, int64_t in, int64_t out) {
+  if (factors.size() == 2 && factors[size_t(i)] > 0) return float(1.0 / factors[size_t(i)]);
+  return float(in) / float(out);
+}
+
 // upsample_nearest2d (.vec and the sized overload): each output row and
 // column reads the input's min(floor(dst * scale), in - 1), with eager's
 // float32 scale (1 / scale_factor when given, else in / out). A whole factor
@@ -1192,47 +1214,29 @@ LogicalResult upsampleNearest2d(NodeImporter& n, bool vec) {
   NCC_TRY(type, n.resultType());
   int64_t rank = typeOf(self).getRank();
   if (rank != 4 || type.getRank() != 4) return n.error("nearest upsampling needs an [N, C, H, W] input");
-  SmallVector<double> factors;
-  if (vec) {
-    const Argument* a = n.arg(2, "scale_factors");
-    if (a && a->value_case() == Argument::kFloatList)
-      factors.assign(a->float_list().values().begin(), a->float_list().values().end());
-  } else {
-    for (auto [pos, name] : {std::pair<size_t, const char*>{2, "scales_h"}, {3, "scales_w"}}) {
-      const Argument* a = n.arg(pos, name);
-      if (!a || a->value_case() == Argument::kNone) break;
-      NCC_TRY(f, n.number(pos, name));
-      factors.push_back(f);
-    }
-  }
+  NCC_TRY(factors, upsampleFactors(n, vec, 2));
   Value x = self;
   for (int i = 0; i < 2; ++i) {
     int64_t dim = 2 + i, in = typeOf(x).getDimSize(dim), out = type.getDimSize(dim);
-    float scale = factors.size() == 2 && factors[size_t(i)] > 0 ? float(1.0 / factors[size_t(i)])
-                                                                  : float(in) / float(out);
-    SmallVector<int64_t> index;
+    float scale = upsampleScale(factors, i, in, out);
+    SmallVector<double> index;
     bool whole = out >= in && out % in == 0;
     int64_t factor = whole ? out / in : 1;
     for (int64_t dst = 0; dst < out; ++dst) {
       int64_t src = out == in ? dst : out == 2 * in ? dst >> 1
                                                     : std::min<int64_t>(int64_t(std::floor(float(dst) * scale)), in - 1);
-      index.push_back(src);
+      index.push_back(double(src));
       whole &= src == dst / factor;
     }
+    SmallVector<int64_t> shape(typeOf(x).getShape());
+    shape[size_t(dim)] = out;
     if (whole) {  // [.., in, ..] -> [.., in, k, ..] -> [.., in * k, ..]
       SmallVector<int64_t> wide(typeOf(x).getShape());
-      wide.insert(wide.begin() + dim + 1, out / in);
-      x = c.reshape(c.expand(c.unsqueeze(x, dim + 1), wide), [&] {
-        SmallVector<int64_t> shape(typeOf(x).getShape());
-        shape[size_t(dim)] = out;
-        return shape;
-      }());
+      wide.insert(wide.begin() + dim + 1, factor);
+      x = c.reshape(c.expand(c.unsqueeze(x, dim + 1), wide), shape);
       continue;
     }
-    SmallVector<double> values(index.begin(), index.end());
-    Value indices = c.constant({out}, c.b.getIntegerType(64), values);
-    Value f = c.toFloat(x);
-    NCC_TRY(g, gatherAlong(c, f, dim, indices));
+    NCC_TRY(g, gatherAlong(c, c.toFloat(x), dim, c.constant({out}, c.b.getIntegerType(64), index)));
     x = g;
   }
   return c.finish(c.fresh(x, self));
@@ -1252,19 +1256,7 @@ LogicalResult upsampleBilinear2d(NodeImporter& n, bool vec) {
   NCC_TRY(alignCorners, n.boolean(2, "align_corners", false));
   NCC_TRY(type, n.resultType());
   if (typeOf(self).getRank() != 4 || type.getRank() != 4) return n.error("bilinear upsampling needs an [N, C, H, W] input");
-  SmallVector<double> factors;
-  if (vec) {
-    const Argument* a = n.arg(3, "scale_factors");
-    if (a && a->value_case() == Argument::kFloatList)
-      factors.assign(a->float_list().values().begin(), a->float_list().values().end());
-  } else {
-    for (auto [pos, name] : {std::pair<size_t, const char*>{3, "scales_h"}, {4, "scales_w"}}) {
-      const Argument* a = n.arg(pos, name);
-      if (!a || a->value_case() == Argument::kNone) break;
-      NCC_TRY(f, n.number(pos, name));
-      factors.push_back(f);
-    }
-  }
+  NCC_TRY(factors, upsampleFactors(n, vec, 3));
   Type compute = isReducedFloat(type.getElementType()) ? c.f32() : type.getElementType();
   if (!aten::isFloatType(compute)) return n.error("bilinear upsampling needs a float tensor");
   Value x = c.cast(self, compute);
@@ -1272,8 +1264,7 @@ LogicalResult upsampleBilinear2d(NodeImporter& n, bool vec) {
   for (int i = 1; i >= 0; --i) {  // columns first: eager's order of the sums
     int64_t dim = 2 + i, in = typeOf(x).getDimSize(dim), out = type.getDimSize(dim);
     float scale = alignCorners ? (out > 1 ? float(in - 1) / float(out - 1) : 0.0f)
-                  : factors.size() == 2 && factors[size_t(i)] > 0 ? float(1.0 / factors[size_t(i)])
-                                                                  : float(in) / float(out);
+                               : upsampleScale(factors, i, in, out);
     SmallVector<double> lo, hi, wLo, wHi;
     for (int64_t dst = 0; dst < out; ++dst) {
       float r = alignCorners ? scale * float(dst) : std::max(scale * (float(dst) + 0.5f) - 0.5f, 0.0f);
@@ -1458,8 +1449,8 @@ void addComposedOps(std::map<std::string, Builder>& table) {
   auto add = [&](const char* name, Builder builder) { table.emplace(name, std::move(builder)); };
   add("aten::max.dim", [](NodeImporter& n) { return maxMinDim(n, true); });
   add("aten::min.dim", [](NodeImporter& n) { return maxMinDim(n, false); });
-  add("aten::max", [](NodeImporter& n) { return extremum(n, std::nullopt, false, true, 0, -1); });
-  add("aten::min", [](NodeImporter& n) { return extremum(n, std::nullopt, false, false, 0, -1); });
+  add("aten::max", [](NodeImporter& n) { return extremum(n, std::nullopt, true, 0, -1); });
+  add("aten::min", [](NodeImporter& n) { return extremum(n, std::nullopt, false, 0, -1); });
   add("aten::argmax", [](NodeImporter& n) { return argExtremum(n, true); });
   add("aten::argmin", [](NodeImporter& n) { return argExtremum(n, false); });
   add("aten::amin", amin);
