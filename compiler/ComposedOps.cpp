@@ -850,50 +850,25 @@ LogicalResult gather(NodeImporter& n) {
   return c.finish(c.permute(sums, inverse));
 }
 
-// Inclusive prefix sums along the last dim of [rows, n]: products with an
-// upper-triangular matrix of ones, in blocks of 128 whose totals are summed
-// the same way (so the constant stays 128 x 128 at most).
-constexpr int64_t kScanBlock = 128;
-
-Value prefixSums(Composer& c, Value x) {
-  auto t = typeOf(x);
-  int64_t rows = t.getDimSize(0), n = t.getDimSize(1);
-  Type elem = t.getElementType();
-  auto ones = [&](int64_t size) {
-    SmallVector<double> u(size_t(size * size), 0.0);
-    for (int64_t i = 0; i < size; ++i)
-      for (int64_t j = i; j < size; ++j) u[size_t(i * size + j)] = 1.0;
-    return c.constant({size, size}, elem, u);
-  };
-  if (n <= kScanBlock) return c.mm(x, ones(n));
-  int64_t blocks = (n + kScanBlock - 1) / kScanBlock;
-  Value padded = padDim(c, x, 1, 0, blocks * kScanBlock - n, 0.0);
-  Value within = c.mm(c.reshape(padded, {rows * blocks, kScanBlock}), ones(kScanBlock));
-  Value totals = c.reshape(c.slice(within, 1, kScanBlock - 1, kScanBlock), {rows, blocks});
-  Value before = c.sub(prefixSums(c, totals), totals);  // exclusive: the blocks before each one
-  Value sums = c.add(c.reshape(within, {rows, blocks, kScanBlock}), c.unsqueeze(before, 2));
-  return c.slice(c.reshape(sums, {rows, blocks * kScanBlock}), 1, 0, n);
-}
-
+// cumsum: a scan of log2(n) steps along the dim, each adding the running
+// sums shifted by 1, 2, 4, ... places (zeros shifted in). Additions only, so
+// an inf or NaN reaches exactly the sums after it, as eager's sequential
+// sums do (a product with a triangular matrix of ones would spread 0 * inf
+// = NaN to the sums before it). In f32 for reduced precision, rounded once
+// (eager accumulates in f32); exact on integers below 2^24.
 LogicalResult cumsum(NodeImporter& n) {
   Composer c(n);
   NCC_TRY(self, n.tensor(0, "self"));
   NCC_TRY(dim0, n.integer(1, "dim"));
   NCC_TRY(type, n.resultType());
-  Value x = c.cast(self, c.floatOf(type.getElementType()));
+  if (failed(checkDims(n, {dim0}, typeOf(self).getRank()))) return failure();
+  Type compute = isReducedFloat(type.getElementType()) ? c.f32() : c.floatOf(type.getElementType());
+  Value x = c.cast(self, compute);
   if (typeOf(x).getRank() == 0) return c.finish(c.fresh(x, self));
-  int64_t rank = typeOf(x).getRank(), dim = normalizeDim(dim0, rank);
-  if (dim < 0 || dim >= rank) return n.error("cumsum dim out of range");
-  SmallVector<int64_t> perm;
-  for (int64_t i = 0; i < rank; ++i)
-    if (i != dim) perm.push_back(i);
-  perm.push_back(dim);
-  Value last = c.permute(x, perm);
-  int64_t length = typeOf(last).getDimSize(rank - 1);
-  Value sums = prefixSums(c, c.reshape(last, {typeOf(last).getNumElements() / length, length}));
-  SmallVector<int64_t> inverse(rank);
-  for (int64_t i = 0; i < rank; ++i) inverse[perm[i]] = i;
-  return c.finish(c.permute(c.reshape(sums, typeOf(last).getShape()), inverse));
+  int64_t dim = normalizeDim(dim0, typeOf(x).getRank()), length = typeOf(x).getDimSize(dim);
+  for (int64_t shift = 1; shift < length; shift *= 2)
+    x = c.add(x, padDim(c, c.slice(x, dim, 0, length - shift), dim, shift, 0, 0.0));
+  return c.finish(c.fresh(x, self));
 }
 
 // beta * self + alpha * (batch1 @ batch2); reduced precision in f32 (the

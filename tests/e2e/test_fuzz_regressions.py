@@ -120,6 +120,18 @@ class FuzzRegressions(unittest.TestCase):
         for dtype in (torch.float32, torch.bfloat16):
             self.check(qkv, (h.to(dtype), w.to(dtype)))
 
+    def test_cumsum_of_infinities(self):
+        """cumsum of masked values (-inf) and NaN: the sums before them stay finite. cumsum
+        was a product with a triangular matrix of ones, whose 0 * -inf = NaN spread to every
+        sum (graph_fuzz seed 6060606 case 879, focus composed)."""
+        x = randn(3, 2, 129, 7, seed=9)
+        x[0, 0, 5, 3] = float("-inf")
+        x[1, 1, 100, 0] = float("nan")
+        x[2, 0, 7, 1], x[2, 0, 9, 1] = float("inf"), float("-inf")
+        for dtype in (torch.float32, torch.bfloat16):
+            self.check(lambda a: (torch.cumsum(a.masked_fill(a > 1.5, float("-inf")), 3), a.cumsum(2), a.cumsum(-1)),
+                       (x.to(dtype),))
+
     def run_mlir(self, name, text, inputs):
         """Compiles MLIR `text` at -O0 and -O2 and runs it on `inputs` (arrays, their own dtypes);
         returns the first output of each run."""
