@@ -450,6 +450,19 @@ const std::map<std::string, Builder>& registry() {
          NCC_TRY(dim, n.integer(1, "dim"));
          return n.create<aten::UnsqueezeOp>(self, n.b.getI64IntegerAttr(dim));
        }},
+      {"aten::squeeze",
+       [](NodeImporter& n) -> LogicalResult {
+         NCC_TRY(self, n.tensor(0, "self"));
+         NCC_TRY(type, n.resultType());
+         auto t = llvm::cast<RankedTensorType>(self.getType());
+         SmallVector<int64_t> kept;
+         for (int64_t d : t.getShape())
+           if (d != 1) kept.push_back(d);
+         if (type.getShape() != ArrayRef<int64_t>(kept) || type.getElementType() != t.getElementType())
+           return n.error("squeeze of " + aten::shapeToString(t.getShape()) + " recorded as " +
+                          aten::shapeToString(type.getShape()));
+         return n.create<aten::ReshapeOp>(self, n.b.getDenseI64ArrayAttr(kept));
+       }},
       {"aten::squeeze.dim",
        [](NodeImporter& n) -> LogicalResult {
          NCC_TRY(self, n.tensor(0, "self"));
@@ -597,6 +610,12 @@ const std::map<std::string, Builder>& registry() {
        }},
     };
     addComposedOps(t);
+    addComposedMathOps(t);
+    addComposedIndexingOps(t);
+    // The unsafe_ variants (LSTM and GRU cells use them) differ only in
+    // aliasing, which values do not see.
+    t["aten::unsafe_split.Tensor"] = t.at("aten::split.Tensor");
+    t["aten::unsafe_split_with_sizes"] = t.at("aten::split_with_sizes");
     return t;
   }();
   return table;

@@ -231,5 +231,9 @@ inline double asTensorScalar(double v, Value tensor) {
 // The builders of the operators imported as compositions of other aten ops
 // (ComposedOps.cpp), added to the importer's registry.
 void addComposedOps(std::map<std::string, Builder>& table);
+// Math operators, products and scans, diagonals and losses (ComposedMath.cpp).
+void addComposedMathOps(std::map<std::string, Builder>& table);
+// Sorting and selection, writes into a copy, layout ops (ComposedIndexing.cpp).
+void addComposedIndexingOps(std::map<std::string, Builder>& table);
 
 }  // namespace neuroncc::importer

@@ -1,0 +1,763 @@
+//===- ComposedIndexing.cpp - ordering and writes, as compositions --------===//
+//
+// Sorting and selection (sort, topk, kthvalue, median), binary search
+// (bucketize, searchsorted), and the writes into a copy (scatter,
+// scatter_add, index_put, index_add, slice/select_scatter, fill, and
+// masked_fill with a tensor value), plus pixel_shuffle, reflection and
+// replication padding, block_diag and cross. Each is built from ops with
+// their own lowering: comparisons, where, reductions, views and embedding.
+//
+// Order: NaN is larger than every number (ascending sorts put NaNs last),
+// as eager orders it; equal values keep their index order (a stable sort;
+// eager's order among equal values is unspecified).
+//
+//===----------------------------------------------------------------------===//
+
+#include <cmath>
+#include <limits>
+#include <numeric>
+
+#include "compiler/Composer.h"
+
+namespace neuroncc::importer {
+namespace {
+
+constexpr double kInf = std::numeric_limits<double>::infinity();
+// Compositions that compare every element with every other element of a dim
+// (or every index with every position) build tensors of this many elements
+// at most.
+constexpr int64_t kMaxPairs = int64_t(1) << 28;
+
+Value logicalNot(Composer& c, Value x) { return c.where(x, c.scalar(0, c.i1()), c.scalar(1, c.i1())); }
+
+// [1, ..., 1, n] of the given rank.
+SmallVector<int64_t> alongLast(int64_t rank, int64_t n) {
+  SmallVector<int64_t> shape(rank - 1, 1);
+  shape.push_back(n);
+  return shape;
+}
+
+Value iota(Composer& c, int64_t n, ArrayRef<int64_t> shape) {
+  SmallVector<double> v(n);
+  std::iota(v.begin(), v.end(), 0.0);
+  return c.constant(shape, c.f32(), v);
+}
+
+// `x` with `dim` moved last, and the permutation that moves it back.
+std::pair<Value, SmallVector<int64_t>> dimLast(Composer& c, Value x, int64_t dim) {
+  int64_t rank = typeOf(x).getRank();
+  SmallVector<int64_t> perm;
+  for (int64_t d = 0; d < rank; ++d)
+    if (d != dim) perm.push_back(d);
+  perm.push_back(dim);
+  SmallVector<int64_t> inverse(rank);
+  for (int64_t i = 0; i < rank; ++i) inverse[perm[i]] = i;
+  return {c.permute(x, perm), inverse};
+}
+
+// Each element's position in the sorted order of the last dim (f32, exact):
+// the count of elements that come before it. Elements compare by a key (NaN
+// as +inf) and, on equal keys, by a tie rank t: the index, plus n for a NaN
+// (ascending: after an equal +inf) or for a number (descending: NaNs first).
+// Two row operands per pair, so that long rows fit the chunked reduction.
+Value sortedPositions(Composer& c, Value x, bool descending) {
+  int64_t n = typeOf(x).getShape().back(), rank = typeOf(x).getRank();
+  Type elem = typeOf(x).getElementType();
+  Value isNan = c.isNan(x);
+  Value key = c.where(isNan, c.scalar(kInf, elem), x);
+  Value late = descending ? logicalNot(c, isNan) : isNan;
+  Value tie = c.add(iota(c, n, alongLast(rank, n)), c.where(late, c.scalar(double(n), c.f32()), c.scalar(0.0, c.f32())));
+  // pairs [..., i, j], counted over the last dim (a reduction over the
+  // innermost dim, which the lowering chunks when rows are long)
+  Value keyI = c.unsqueeze(key, rank), keyJ = c.unsqueeze(key, rank - 1);
+  Value tieI = c.unsqueeze(tie, rank), tieJ = c.unsqueeze(tie, rank - 1);
+  Value ahead = descending ? c.compare<aten::GtTensorOp>(keyJ, keyI) : c.compare<aten::LtTensorOp>(keyJ, keyI);
+  Value tieFirst = c.logicalAnd(c.compare<aten::EqTensorOp>(keyJ, keyI), c.compare<aten::LtTensorOp>(tieJ, tieI));
+  return c.sum(c.cast(c.logicalOr(ahead, tieFirst), c.f32()), {rank}, false);
+}
+
+// The elements at sorted positions [0, count) of the last dim, and their
+// indices (f32): the element whose position is r, picked by a comparison
+// (one match per r, so the sums are exact).
+std::pair<Value, Value> pickSorted(Composer& c, Value x, Value positions, int64_t count) {
+  int64_t n = typeOf(x).getShape().back(), rank = typeOf(x).getRank();
+  Value hit = c.compare<aten::EqTensorOp>(c.unsqueeze(positions, rank - 1), iota(c, count, {count, 1}));  // [..., r, i]
+  Type elem = typeOf(x).getElementType();
+  Value values = c.sum(c.where(hit, c.unsqueeze(x, rank - 1), c.scalar(0.0, elem)), {rank}, false);
+  Value indices = c.sum(c.where(hit, iota(c, n, {1, n}), c.scalar(0.0, c.f32())), {rank}, false);
+  return {values, indices};
+}
+
+LogicalResult checkPairs(NodeImporter& n, Value x, int64_t count, StringRef what) {
+  int64_t elems = typeOf(x).getNumElements(), length = typeOf(x).getShape().back();
+  if (elems * std::max(length, count) > kMaxPairs)
+    return n.error(what.str() + " of " + std::to_string(elems) + " elements along a dim of " + std::to_string(length) +
+                   ": at most 2^28 pairwise comparisons are supported");
+  return success();
+}
+
+// Sorted values and indices along `dim` (count of them: all, or topk's k).
+FailureOr<std::pair<Value, Value>> sortAlong(NodeImporter& n, Composer& c, Value x, int64_t dim, bool descending,
+                                            int64_t count, StringRef what) {
+  auto [last, inverse] = dimLast(c, x, dim);
+  if (failed(checkPairs(n, last, count, what))) return failure();
+  Value positions = sortedPositions(c, last, descending);
+  auto [values, indices] = pickSorted(c, last, positions, count);
+  return std::make_pair(c.permute(values, inverse), c.permute(indices, inverse));
+}
+
+// The input as a float tensor of rank >= 1 and the normalized dim.
+FailureOr<std::pair<Value, int64_t>> orderedInput(NodeImporter& n, Composer& c, Value self, int64_t dim0) {
+  if (failed(checkDims(n, {dim0}, typeOf(self).getRank()))) return failure();
+  Value x = c.toFloat(self);
+  if (typeOf(x).getRank() == 0) x = c.reshape(x, {1});
+  int64_t dim = normalizeDim(dim0, typeOf(x).getRank());
+  if (typeOf(x).getDimSize(dim) > (int64_t(1) << 24)) return n.error("a dim of more than 2^24 elements");
+  return std::make_pair(x, dim);
+}
+
+// sort(self, dim, descending) and sort.stable(self, stable, dim, descending).
+LogicalResult sort(NodeImporter& n, bool hasStable) {
+  Composer c(n);
+  size_t base = hasStable ? 1 : 0;
+  NCC_TRY(self, n.tensor(0, "self"));
+  NCC_TRY(dim0, n.integer(base + 1, "dim", -1));
+  NCC_TRY(descending, n.boolean(base + 2, "descending", false));
+  NCC_TRY(in, orderedInput(n, c, self, dim0));
+  NCC_TRY(r, sortAlong(n, c, in.first, in.second, descending, typeOf(in.first).getDimSize(in.second), "sort"));
+  if (failed(c.finish(r.first, 0))) return failure();
+  return c.finish(r.second, 1);
+}
+
+// topk(self, k, dim, largest, sorted): the k largest (smallest) in sorted
+// order (sorted=False returns them sorted too). Small k selects k times (a
+// maximum, its first index, then that element taken out); larger k sorts.
+constexpr int64_t kMaxSelectionRounds = 16;
+
+LogicalResult topk(NodeImporter& n) {
+  Composer c(n);
+  NCC_TRY(self, n.tensor(0, "self"));
+  NCC_TRY(k, n.integer(1, "k"));
+  NCC_TRY(dim0, n.integer(2, "dim", -1));
+  NCC_TRY(largest, n.boolean(3, "largest", true));
+  NCC_TRY(in, orderedInput(n, c, self, dim0));
+  auto [x, dim] = in;
+  int64_t length = typeOf(x).getDimSize(dim);
+  if (k < 0 || k > length) return n.error("topk k=" + std::to_string(k) + " for a dim of " + std::to_string(length));
+  if (k == 0) return n.error("topk with k=0 gives empty tensors (0 elements); empty tensors are not supported");
+  if (k > kMaxSelectionRounds) {
+    NCC_TRY(r, sortAlong(n, c, x, dim, largest, k, "topk"));
+    if (failed(c.finish(r.first, 0))) return failure();
+    return c.finish(r.second, 1);
+  }
+  auto [last, inverse] = dimLast(c, x, dim);
+  int64_t rank = typeOf(last).getRank();
+  Type elem = typeOf(last).getElementType();
+  Value positions = iota(c, length, alongLast(rank, length));
+  Value isNan = c.isNan(last);
+  Value taken = c.splat(typeOf(last).getShape(), c.i1(), 0);
+  SmallVector<Value> values, indices;
+  double worst = largest ? -kInf : kInf;
+  for (int64_t round = 0; round < k; ++round) {
+    Value free = logicalNot(c, taken);
+    Value freeNumber = c.logicalAnd(free, logicalNot(c, isNan));
+    Value freeNan = c.logicalAnd(free, isNan);
+    Value key = c.where(freeNumber, last, c.scalar(worst, elem));
+    Value best = largest ? c.amax(key, {rank - 1}, true) : c.amin(key, {rank - 1}, true);
+    Value anyNan = c.compareScalar<aten::GtScalarOp>(c.sum(c.cast(freeNan, c.f32()), {rank - 1}, true), 0.0);
+    Value anyNumber = c.compareScalar<aten::GtScalarOp>(c.sum(c.cast(freeNumber, c.f32()), {rank - 1}, true), 0.0);
+    // NaN first when largest, last when smallest.
+    Value pickNan = largest ? anyNan : logicalNot(c, anyNumber);
+    Value candidate = c.where(pickNan, freeNan, c.logicalAnd(freeNumber, c.compare<aten::EqTensorOp>(last, best)));
+    Value index = c.amin(c.where(candidate, positions, c.scalar(double(length), c.f32())), {rank - 1}, true);
+    values.push_back(c.where(pickNan, c.scalar(std::nan(""), elem), best));
+    indices.push_back(index);
+    taken = c.logicalOr(taken, c.compare<aten::EqTensorOp>(positions, index));
+  }
+  Value v = c.permute(c.cat(values, rank - 1), inverse), i = c.permute(c.cat(indices, rank - 1), inverse);
+  if (failed(c.finish(v, 0))) return failure();
+  return c.finish(i, 1);
+}
+
+// kthvalue(self, k, dim) and median.dim(self, dim): the element at sorted
+// position k - 1 (the median: (n - 1) / 2, the lower one) and its index;
+// the median of a row with a NaN is NaN at the row's first NaN, as eager
+// returns it. median(self): the median of all elements, value only.
+LogicalResult kthOrMedian(NodeImporter& n, StringRef kind) {
+  Composer c(n);
+  NCC_TRY(self, n.tensor(0, "self"));
+  Value x;
+  int64_t dim = 0, position = 0;
+  if (kind == "median_all") {
+    x = c.reshape(c.toFloat(self), {typeOf(self).getNumElements()});
+    if (typeOf(x).getDimSize(0) == 0) return n.error("median of an empty tensor");
+  } else {
+    NCC_TRY(dim0, n.integer(kind == "kthvalue" ? 2 : 1, "dim", -1));
+    NCC_TRY(in, orderedInput(n, c, self, dim0));
+    x = in.first;
+    dim = in.second;
+  }
+  int64_t length = typeOf(x).getDimSize(dim);
+  if (kind == "kthvalue") {
+    NCC_TRY(k, n.integer(1, "k"));
+    if (k < 1 || k > length) return n.error("kthvalue k=" + std::to_string(k) + " for a dim of " + std::to_string(length));
+    position = k - 1;
+  } else {
+    position = (length - 1) / 2;
+  }
+  auto [last, inverse] = dimLast(c, x, dim);
+  int64_t rank = typeOf(last).getRank();
+  if (failed(checkPairs(n, last, length, kind))) return failure();
+  Value positions = sortedPositions(c, last, false);
+  Value hit = c.compareScalar<aten::EqScalarOp>(positions, double(position));
+  Type elem = typeOf(last).getElementType();
+  Value value = c.sum(c.where(hit, last, c.scalar(0.0, elem)), {rank - 1}, true);
+  Value idx = iota(c, length, alongLast(rank, length));
+  Value index = c.sum(c.where(hit, idx, c.scalar(0.0, c.f32())), {rank - 1}, true);
+  if (kind != "kthvalue") {
+    Value isNan = c.isNan(last);
+    Value firstNan = c.amin(c.where(isNan, idx, c.scalar(double(length), c.f32())), {rank - 1}, true);
+    Value anyNan = c.compareScalar<aten::LtScalarOp>(firstNan, double(length));
+    value = c.where(anyNan, c.scalar(std::nan(""), elem), value);
+    index = c.where(anyNan, firstNan, index);
+  }
+  if (failed(c.finish(c.permute(value, inverse), 0))) return failure();
+  if (kind == "median_all" || n.node.outputs_size() < 2) return success();
+  return c.finish(c.permute(index, inverse), 1);
+}
+
+// bucketize(self, boundaries, right) and searchsorted(sorted, self, right,
+// side): the count of boundaries b with !(b >= x) (right: !(b > x)) along
+// the boundaries' last dim; a NaN x counts every boundary, as eager's binary
+// search ends.
+LogicalResult binarySearch(NodeImporter& n, bool isBucketize) {
+  Composer c(n);
+  NCC_TRY(seq, n.tensor(isBucketize ? 1 : 0, isBucketize ? "boundaries" : "sorted_sequence"));
+  NCC_TRY(self, n.tensor(isBucketize ? 0 : 1, "self"));
+  NCC_TRY(right, n.boolean(3, "right", false));
+  if (!isBucketize) {
+    NCC_TRY(side, n.string(4, "side", ""));
+    if (side == "right") right = true;
+    else if (!side.empty() && side != "left") return n.error("searchsorted side '" + side + "'");
+  }
+  Value x = c.toFloat(self), b = c.toFloat(seq);
+  int64_t rank = typeOf(x).getRank(), seqRank = typeOf(b).getRank();
+  if (seqRank == 0) return n.error("the boundaries must have at least one dim");
+  int64_t m = typeOf(b).getShape().back();
+  if (!isBucketize && n.isTensor(5, "sorter")) {  // the sequence is seq[.., sorter[.., k]]
+    NCC_TRY(sorter, n.tensor(5, "sorter"));
+    if (!isIndexType(typeOf(sorter).getElementType()) || typeOf(sorter).getShape() != typeOf(b).getShape())
+      return n.error("searchsorted needs an integer sorter of the sequence's shape");
+    if (typeOf(b).getNumElements() * m > kMaxPairs) return n.error("a sorter of more than 2^28 comparisons");
+    Value hit = c.compare<aten::EqTensorOp>(c.unsqueeze(c.cast(sorter, c.f32()), seqRank),
+                                            iota(c, m, alongLast(seqRank + 1, m)));  // [.., k, m]
+    b = c.sum(c.where(hit, c.unsqueeze(b, seqRank - 1), c.scalar(0.0, typeOf(b).getElementType())), {seqRank}, false);
+  }
+  if (typeOf(x).getNumElements() * m > kMaxPairs) return n.error("more than 2^28 comparisons with the boundaries");
+  Type compute = aten::promoteTypes(typeOf(x), typeOf(b));
+  x = c.cast(x, compute);
+  b = c.cast(b, compute);
+  Value cmp;
+  if (seqRank == 1) {
+    SmallVector<int64_t> shape(rank, 1);
+    shape.push_back(m);
+    Value xs = c.unsqueeze(x, rank);  // [..., 1] against [1.., m]
+    Value bs = c.reshape(b, shape);
+    cmp = right ? c.compare<aten::GtTensorOp>(bs, xs) : c.compare<aten::GeTensorOp>(bs, xs);
+  } else {
+    // the leading dims match; the values' last dim searches the sequence's
+    if (rank != seqRank || typeOf(x).getShape().drop_back() != typeOf(b).getShape().drop_back())
+      return n.error("searchsorted needs matching leading dims");
+    Value xs = c.unsqueeze(x, rank);          // [..., k, 1]
+    Value bs = c.unsqueeze(b, seqRank - 1);   // [..., 1, m]
+    cmp = right ? c.compare<aten::GtTensorOp>(bs, xs) : c.compare<aten::GeTensorOp>(bs, xs);
+  }
+  Value count = c.sum(c.cast(logicalNot(c, cmp), c.f32()), {typeOf(cmp).getRank() - 1}, false);
+  return c.finish(count);
+}
+
+//===----------------------------------------------------------------------===//
+// Writes into a copy
+//===----------------------------------------------------------------------===//
+
+// Rows of `table` [M, R] written by `values` [P, R] at f32 `rows` [P]
+// (rows outside [0, M) write nothing): the last write of a row wins, or
+// (accumulate) the writes add up.
+FailureOr<Value> writeRows(NodeImporter& n, Composer& c, Value table, Value rows, Value values, bool accumulate) {
+  int64_t m = typeOf(table).getDimSize(0), r = typeOf(table).getDimSize(1), p = typeOf(rows).getDimSize(0);
+  Type elem = typeOf(table).getElementType();
+  values = c.cast(values, elem);
+  Value hit = c.compare<aten::EqTensorOp>(c.reshape(rows, {1, p}), iota(c, m, {m, 1}));  // [M, P]
+  if (accumulate) {
+    if (p * m * r > kMaxPairs) return n.error("an accumulating write of more than 2^28 terms");
+    Value terms = c.where(c.unsqueeze(hit, 1), c.unsqueeze(c.permute(values, {1, 0}), 0), c.scalar(0.0, elem));  // [M, R, P]
+    return c.add(table, c.sum(terms, {2}, false));
+  }
+  if (p * m > kMaxPairs) return n.error("a write of more than 2^28 index comparisons");
+  Value writer = c.amax(c.where(hit, iota(c, p, {1, p}), c.scalar(-1.0, c.f32())), {1}, false);  // [M]
+  Value written = c.compareScalar<aten::GeScalarOp>(writer, 0.0);
+  Value safe = c.cast(c.where(written, writer, c.scalar(0.0, c.f32())), n.b.getIntegerType(64));
+  NCC_TRY(picked, gatherAlong(c, values, 0, safe));  // [M, R]
+  return c.where(c.reshape(written, {m, 1}), picked, table);
+}
+
+// scatter(self, dim, index, src | value), scatter_add: along `dim`, element
+// j of each index row writes position index[.., j, ..]; the index's extent
+// in the other dims (at most self's and src's) bounds the rows written. The
+// last write of a position wins (eager's CPU loop order); scatter_add sums.
+// An index outside [0, size) writes nothing (eager raises).
+LogicalResult scatter(NodeImporter& n, StringRef kind) {
+  Composer c(n);
+  NCC_TRY(self, n.tensor(0, "self"));
+  NCC_TRY(dim0, n.integer(1, "dim"));
+  NCC_TRY(index, n.tensor(2, "index"));
+  NCC_TRY(type, n.resultType());
+  if (!isIndexType(typeOf(index).getElementType())) return n.error("scatter needs integer indices");
+  if (failed(checkDims(n, {dim0}, typeOf(self).getRank()))) return failure();
+  Type compute = c.floatOf(type.getElementType());
+  Value x = c.cast(self, compute);
+  if (typeOf(x).getRank() == 0) x = c.reshape(x, {1});
+  if (typeOf(index).getRank() == 0) index = c.reshape(index, {1});
+  int64_t rank = typeOf(x).getRank(), dim = normalizeDim(dim0, rank);
+  if (typeOf(index).getRank() != rank) return n.error("scatter needs an index of the input's rank");
+  Value src;
+  if (kind == "value") {
+    NCC_TRY(v, n.number(3, "value"));
+    src = c.splat(typeOf(index).getShape(), compute, asTensorScalar(v, self));
+  } else {
+    NCC_TRY(s, n.tensor(3, "src"));
+    src = c.cast(s, compute);
+    if (typeOf(src).getRank() == 0) src = c.reshape(src, {1});
+    if (typeOf(src).getRank() != rank) return n.error("scatter needs a src of the input's rank");
+  }
+  for (int64_t d = 0; d < rank; ++d) {
+    int64_t extent = typeOf(index).getDimSize(d);
+    if (extent > typeOf(src).getDimSize(d) || (d != dim && extent > typeOf(x).getDimSize(d)))
+      return n.error("scatter index is larger than src or self in dim " + std::to_string(d));
+    src = c.slice(src, d, 0, extent);
+  }
+  // the written region of self: the index's extent in the other dims
+  Value region = x;
+  for (int64_t d = 0; d < rank; ++d)
+    if (d != dim) region = c.slice(region, d, 0, typeOf(index).getDimSize(d));
+  auto [regionLast, inverse] = dimLast(c, region, dim);
+  Value indexLast = dimLast(c, index, dim).first;
+  Value srcLast = dimLast(c, src, dim).first;
+  int64_t length = typeOf(regionLast).getShape().back(), count = typeOf(indexLast).getShape().back();
+  if (typeOf(indexLast).getNumElements() * length > kMaxPairs)
+    return n.error("scatter of more than 2^28 index comparisons");
+  // pairs [..., p, j] (position, index element), reduced over the last dim
+  SmallVector<int64_t> pShape(rank - 1, 1);
+  pShape.append({length, 1});
+  Value hit = c.compare<aten::EqTensorOp>(c.unsqueeze(c.cast(indexLast, c.f32()), rank - 1), iota(c, length, pShape));
+  Value zero = c.scalar(0.0, compute);
+  Value srcRow = c.unsqueeze(srcLast, rank - 1);  // [..., 1, j]
+  Value written;
+  if (kind == "add") {
+    written = c.add(regionLast, c.sum(c.where(hit, srcRow, zero), {rank}, false));
+  } else {
+    Value jIota = iota(c, count, alongLast(rank + 1, count));
+    Value writer = c.amax(c.where(hit, jIota, c.scalar(-1.0, c.f32())), {rank}, false);  // [..., p]
+    Value mine = c.compare<aten::EqTensorOp>(c.unsqueeze(writer, rank), jIota);           // [..., p, j]
+    Value value = c.sum(c.where(mine, srcRow, zero), {rank}, false);
+    written = c.where(c.compareScalar<aten::GeScalarOp>(writer, 0.0), value, regionLast);
+  }
+  Value result = c.permute(written, inverse);
+  // put the region back into self (the rest unchanged)
+  // (the last dims first, so that each piece of self spans the dims already restored)
+  for (int64_t d = rank - 1; d >= 0; --d) {
+    int64_t full = typeOf(x).getDimSize(d), part = typeOf(result).getDimSize(d);
+    if (d == dim || part == full) continue;
+    Value rest = c.slice(x, d, part, full);
+    for (int64_t e = 0; e < d; ++e)
+      if (e != dim) rest = c.slice(rest, e, 0, typeOf(result).getDimSize(e));
+    result = c.cat({result, rest}, d);
+  }
+  return c.finish(result);
+}
+
+// slice_scatter(self, src, dim, start, end, step): self with the slice
+// replaced by src; select_scatter(self, src, dim, index): one position.
+LogicalResult sliceScatter(NodeImporter& n, bool isSelect) {
+  Composer c(n);
+  NCC_TRY(self, n.tensor(0, "self"));
+  NCC_TRY(src, n.tensor(1, "src"));
+  NCC_TRY(dim0, n.integer(2, "dim", 0));
+  NCC_TRY(type, n.resultType());
+  int64_t rank = typeOf(self).getRank();
+  if (rank == 0) return n.error("slice_scatter of a 0-d tensor");
+  if (failed(checkDims(n, {dim0}, rank))) return failure();
+  int64_t dim = normalizeDim(dim0, rank), size = typeOf(self).getDimSize(dim);
+  int64_t start = 0, end = size, step = 1;
+  Value s = c.cast(src, type.getElementType());
+  if (isSelect) {
+    NCC_TRY(index, n.integer(3, "index"));
+    if (index < -size || index >= size) return n.error("select_scatter index out of range");
+    start = index < 0 ? index + size : index;
+    end = start + 1;
+    if (typeOf(s).getRank() != rank - 1) return n.error("select_scatter needs a src with the dim removed");
+    s = c.unsqueeze(s, dim);
+  } else {
+    NCC_TRY(st, n.integer(3, "start", 0));
+    NCC_TRY(en, n.integer(4, "end", size));
+    NCC_TRY(sp, n.integer(5, "step", 1));
+    if (sp <= 0) return n.error("slice_scatter step must be positive");
+    auto clampIndex = [&](int64_t v) { return std::clamp<int64_t>(v < 0 ? v + size : v, 0, size); };
+    start = clampIndex(st);
+    end = std::max(start, clampIndex(en));
+    step = sp;
+  }
+  int64_t count = end > start ? (end - start + step - 1) / step : 0;
+  SmallVector<int64_t> expected(typeOf(self).getShape());
+  expected[dim] = count;
+  if (typeOf(s).getShape() != ArrayRef<int64_t>(expected))
+    return n.error("slice_scatter src of shape " + aten::shapeToString(typeOf(s).getShape()) + " for a slice of " +
+                   aten::shapeToString(expected));
+  Value x = c.cast(self, type.getElementType());
+  if (count == 0) return c.finish(c.fresh(x, self));
+  if (step == 1) {
+    SmallVector<Value> pieces;
+    if (start > 0) pieces.push_back(c.slice(x, dim, 0, start));
+    pieces.push_back(s);
+    if (end < size) pieces.push_back(c.slice(x, dim, end, size));
+    return c.finish(c.fresh(c.cat(pieces, dim), self));
+  }
+  // positions start + k * step take src[k]: src spread by a gather, then selected
+  SmallVector<double> from(size, 0.0);
+  SmallVector<double> inSlice(size, 0.0);
+  for (int64_t k = 0; k < count; ++k) {
+    from[start + k * step] = double(k);
+    inSlice[start + k * step] = 1.0;
+  }
+  Value fromIndex = c.constant({size}, n.b.getIntegerType(64), from);
+  NCC_TRY(spread, gatherAlong(c, c.toFloat(s), dim, fromIndex));
+  SmallVector<int64_t> maskShape(rank, 1);
+  maskShape[dim] = size;
+  Value mask = c.constant(maskShape, c.i1(), inSlice);
+  return c.finish(c.where(mask, c.cast(spread, type.getElementType()), x));
+}
+
+// index_put(self, indices, values, accumulate): a bool mask (of self's
+// leading dims) with a single value is a where; integer index tensors write
+// the rows their (broadcast) indices name, negative ones from the end, as
+// index.Tensor reads them (values broadcast to the indexed shape). An index
+// out of range writes nothing (eager raises).
+LogicalResult indexPut(NodeImporter& n) {
+  Composer c(n);
+  NCC_TRY(self, n.tensor(0, "self"));
+  NCC_TRY(values, n.tensor(2, "values"));
+  NCC_TRY(accumulate, n.boolean(3, "accumulate", false));
+  NCC_TRY(type, n.resultType());
+  const Argument* list = n.arg(1, "indices");
+  if (!list || list->value_case() != Argument::kTensorList) return n.error("argument 'indices' must be a list");
+  SmallVector<int64_t> dims;
+  SmallVector<Value> indices;
+  for (auto [i, name] : llvm::enumerate(list->tensor_list().values())) {
+    if (name.empty()) continue;
+    auto it = n.values.find(name);
+    if (it == n.values.end() || it->second.size() != 1) return n.error("index names unknown value '" + name + "'");
+    dims.push_back(int64_t(i));
+    indices.push_back(it->second.front());
+  }
+  if (indices.empty()) return n.error("index_put needs an index tensor");
+  Type compute = c.floatOf(type.getElementType());
+  Value x = c.cast(self, compute);
+  int64_t rank = typeOf(x).getRank();
+  Value v = c.cast(values, compute);
+  if (llvm::any_of(indices, [](Value i) { return typeOf(i).getElementType().isInteger(1); })) {
+    if (indices.size() != 1 || dims.front() != 0)
+      return n.error("index_put with a bool mask mixed with other indices is not supported");
+    Value mask = indices.front();
+    auto ms = typeOf(mask).getShape();
+    if (int64_t(ms.size()) > rank || ms != typeOf(x).getShape().take_front(ms.size()))
+      return n.error("index_put mask of shape " + aten::shapeToString(ms) + " for self of shape " +
+                     aten::shapeToString(typeOf(x).getShape()));
+    if (typeOf(v).getNumElements() != 1 &&
+        !(typeOf(v).getRank() >= 1 && typeOf(v).getRank() <= rank - int64_t(ms.size()) &&
+          aten::broadcastShapes(typeOf(v).getShape(), typeOf(x).getShape().drop_front(ms.size()))))
+      return n.error("index_put with a bool mask needs one value or a value per masked row (a result whose shape "
+                     "depends on the mask's values otherwise)");
+    if (typeOf(v).getNumElements() == 1) v = c.reshape(v, {});
+    SmallVector<int64_t> maskShape(ms);
+    maskShape.append(rank - ms.size(), 1);
+    Value m = c.reshape(mask, maskShape);
+    Value written = accumulate ? c.add(x, c.where(m, v, c.scalar(0.0, compute))) : c.where(m, v, x);
+    return c.finish(c.expand(written, typeOf(x).getShape()));
+  }
+  for (Value i : indices)
+    if (!isIndexType(typeOf(i).getElementType())) return n.error("index_put needs integer or bool indices");
+  if (failed(checkBroadcast(n, indices))) return failure();
+  if (dims.back() >= rank) return n.error("more indices than dims");
+  bool adjacent = dims.back() - dims.front() + 1 == int64_t(dims.size());
+  SmallVector<int64_t> perm(dims);
+  for (int64_t d = 0; d < rank; ++d)
+    if (!llvm::is_contained(dims, d)) perm.push_back(d);
+  SmallVector<int64_t> inverse(rank);
+  for (int64_t i = 0; i < rank; ++i) inverse[perm[i]] = i;
+  Value front = c.permute(x, perm);
+  int64_t merged = 1;
+  for (int64_t d : dims) merged *= typeOf(x).getDimSize(d);
+  if (merged > (int64_t(1) << 24)) return n.error("indexed dims of more than 2^24 elements together");
+  Value flat, valid;
+  int64_t stride = merged;
+  for (auto [d, idx] : llvm::zip(dims, indices)) {
+    int64_t size = typeOf(x).getDimSize(d);
+    stride /= size;
+    Value f = c.cast(idx, c.f32());
+    f = c.where(c.compareScalar<aten::LtScalarOp>(f, 0.0), c.addScalar(f, double(size)), f);
+    Value ok = c.logicalAnd(c.compareScalar<aten::GeScalarOp>(f, 0.0), c.compareScalar<aten::LtScalarOp>(f, double(size)));
+    Value term = stride == 1 ? f : c.mulScalar(f, double(stride));
+    flat = flat ? c.add(flat, term) : term;
+    valid = valid ? c.logicalAnd(valid, ok) : ok;
+  }
+  flat = c.where(valid, flat, c.scalar(-1.0, c.f32()));
+  auto broadcast = typeOf(flat).getShape();
+  // the values as eager lays them out: B in place of the indexed dims
+  // (adjacent) or first (otherwise); moved to B first
+  SmallVector<int64_t> rest;
+  for (int64_t d = 0; d < rank; ++d)
+    if (!llvm::is_contained(dims, d)) rest.push_back(typeOf(x).getDimSize(d));
+  SmallVector<int64_t> laid;
+  int64_t first = dims.front(), b = int64_t(broadcast.size());
+  if (adjacent) {
+    laid.append(typeOf(x).getShape().begin(), typeOf(x).getShape().begin() + first);
+    laid.append(broadcast.begin(), broadcast.end());
+    laid.append(typeOf(x).getShape().begin() + dims.back() + 1, typeOf(x).getShape().end());
+  } else {
+    laid.append(broadcast.begin(), broadcast.end());
+    laid.append(rest.begin(), rest.end());
+  }
+  auto vb = aten::broadcastShapes(typeOf(v).getShape(), laid);
+  if (!vb || *vb != ArrayRef<int64_t>(laid))
+    return n.error("index_put values of shape " + aten::shapeToString(typeOf(v).getShape()) +
+                   " do not broadcast to the indexed shape " + aten::shapeToString(laid));
+  v = c.expand(v, laid);
+  if (adjacent && first > 0) {
+    SmallVector<int64_t> vperm;
+    for (int64_t i = 0; i < b; ++i) vperm.push_back(first + i);
+    for (int64_t i = 0; i < int64_t(laid.size()); ++i)
+      if (i < first || i >= first + b) vperm.push_back(i);
+    v = c.permute(v, vperm);
+  }
+  int64_t points = typeOf(flat).getNumElements(), restSize = 1;
+  for (int64_t s : rest) restSize *= s;
+  Value table = c.reshape(front, {merged, restSize});
+  NCC_TRY(written, writeRows(n, c, table, c.reshape(flat, {points}), c.reshape(v, {points, restSize}), accumulate));
+  return c.finish(c.permute(c.reshape(written, typeOf(front).getShape()), inverse));
+}
+
+// index_add(self, dim, index, source, alpha): source's positions along dim
+// added (times alpha) to the positions index names.
+LogicalResult indexAdd(NodeImporter& n) {
+  Composer c(n);
+  NCC_TRY(self, n.tensor(0, "self"));
+  NCC_TRY(dim0, n.integer(1, "dim"));
+  NCC_TRY(index, n.tensor(2, "index"));
+  NCC_TRY(source, n.tensor(3, "source"));
+  NCC_TRY(alpha, n.number(4, "alpha", 1.0));
+  NCC_TRY(type, n.resultType());
+  if (!isIndexType(typeOf(index).getElementType()) || typeOf(index).getRank() > 1)
+    return n.error("index_add needs a 0-d or 1-d integer index");
+  if (failed(checkDims(n, {dim0}, typeOf(self).getRank()))) return failure();
+  Type compute = c.floatOf(type.getElementType());
+  Value x = c.cast(self, compute), s = c.cast(source, compute);
+  if (typeOf(x).getRank() == 0) x = c.reshape(x, {1});
+  if (typeOf(s).getRank() == 0) s = c.reshape(s, {1});
+  int64_t rank = typeOf(x).getRank(), dim = normalizeDim(dim0, rank);
+  int64_t count = typeOf(index).getNumElements();
+  SmallVector<int64_t> expected(typeOf(x).getShape());
+  expected[dim] = count;
+  if (typeOf(s).getShape() != ArrayRef<int64_t>(expected))
+    return n.error("index_add source of shape " + aten::shapeToString(typeOf(s).getShape()) + ", expected " +
+                   aten::shapeToString(expected));
+  if (alpha != 1.0) s = c.mulScalar(s, alpha);
+  auto [front, inverse] = [&] {
+    SmallVector<int64_t> perm{dim};
+    for (int64_t d = 0; d < rank; ++d)
+      if (d != dim) perm.push_back(d);
+    SmallVector<int64_t> inv(rank);
+    for (int64_t i = 0; i < rank; ++i) inv[perm[i]] = i;
+    return std::make_pair(perm, inv);
+  }();
+  Value xf = c.permute(x, front), sf = c.permute(s, front);
+  int64_t rows = typeOf(xf).getDimSize(0), restSize = typeOf(xf).getNumElements() / std::max<int64_t>(rows, 1);
+  Value f = c.cast(c.reshape(index, {count}), c.f32());
+  f = c.where(c.compareScalar<aten::LtScalarOp>(f, 0.0), c.addScalar(f, double(rows)), f);
+  NCC_TRY(written, writeRows(n, c, c.reshape(xf, {rows, restSize}), f, c.reshape(sf, {count, restSize}), true));
+  return c.finish(c.permute(c.reshape(written, typeOf(xf).getShape()), inverse));
+}
+
+// fill.Tensor(self, value) and masked_fill.Tensor(self, mask, value): a 0-d
+// value tensor, cast to self's dtype.
+LogicalResult fillWithTensor(NodeImporter& n, bool masked) {
+  Composer c(n);
+  NCC_TRY(self, n.tensor(0, "self"));
+  NCC_TRY(value, n.tensor(masked ? 2 : 1, "value"));
+  if (typeOf(value).getNumElements() != 1) return n.error("the fill value must be a 0-d tensor");
+  Type elem = typeOf(self).getElementType();
+  Value v = c.reshape(c.cast(value, elem), {});
+  if (!masked) return c.finish(c.expand(v, typeOf(self).getShape()));
+  NCC_TRY(mask, n.tensor(1, "mask"));
+  if (!typeOf(mask).getElementType().isInteger(1)) return n.error("masked_fill needs a bool mask");
+  if (failed(checkBroadcast(n, {self, mask}))) return failure();
+  return c.finish(c.where(mask, v, self));
+}
+
+//===----------------------------------------------------------------------===//
+// Layout ops
+//===----------------------------------------------------------------------===//
+
+// pixel_shuffle: [.., C r^2, H, W] -> [.., C, H r, W r]; pixel_unshuffle
+// the inverse.
+LogicalResult pixelShuffle(NodeImporter& n, bool unshuffle) {
+  Composer c(n);
+  NCC_TRY(self, n.tensor(0, "self"));
+  NCC_TRY(r, n.integer(1, unshuffle ? "downscale_factor" : "upscale_factor"));
+  int64_t rank = typeOf(self).getRank();
+  if (rank < 3 || r <= 0) return n.error("pixel_shuffle needs at least 3 dims and a positive factor");
+  auto shape = typeOf(self).getShape();
+  SmallVector<int64_t> lead(shape.begin(), shape.end() - 3);
+  int64_t ch = shape[rank - 3], h = shape[rank - 2], w = shape[rank - 1], l = int64_t(lead.size());
+  SmallVector<int64_t> split(lead), perm;
+  for (int64_t i = 0; i < l; ++i) perm.push_back(i);
+  if (!unshuffle) {
+    if (ch % (r * r)) return n.error("pixel_shuffle channels not divisible by the factor squared");
+    split.append({ch / (r * r), r, r, h, w});  // c, r1, r2, h, w -> c, h, r1, w, r2
+    for (int64_t i : {0, 3, 1, 4, 2}) perm.push_back(l + i);
+  } else {
+    if (h % r || w % r) return n.error("pixel_unshuffle size not divisible by the factor");
+    split.append({ch, h / r, r, w / r, r});  // c, h, r1, w, r2 -> c, r1, r2, h, w
+    for (int64_t i : {0, 2, 4, 1, 3}) perm.push_back(l + i);
+  }
+  return c.finish(c.fresh(c.permute(c.reshape(self, split), perm), self));
+}
+
+// reflection_pad{1,2,3}d and replication_pad{1,2,3}d: pads (left, right)
+// per dim from the last; a reflection mirrors without the edge element
+// (pad < size), a replication repeats the edge.
+LogicalResult modePad(NodeImporter& n, bool reflect) {
+  Composer c(n);
+  NCC_TRY(self, n.tensor(0, "self"));
+  NCC_TRY(pads, n.ints(1, "padding"));
+  int64_t rank = typeOf(self).getRank();
+  if (pads.size() % 2 || int64_t(pads.size()) / 2 > rank) return n.error("padding needs (left, right) pairs per dim");
+  Value x = self;
+  for (size_t i = 0; i < pads.size() / 2; ++i) {
+    int64_t dim = rank - 1 - int64_t(i), size = typeOf(x).getDimSize(dim);
+    int64_t left = pads[2 * i], right = pads[2 * i + 1];
+    if (left < 0 || right < 0) {
+      x = c.slice(x, dim, std::max<int64_t>(0, -left), size - std::max<int64_t>(0, -right));
+      size = typeOf(x).getDimSize(dim);
+      left = std::max<int64_t>(left, 0);
+      right = std::max<int64_t>(right, 0);
+    }
+    if (reflect && (left >= size || right >= size))
+      return n.error("reflection padding of " + std::to_string(std::max(left, right)) + " for a dim of " +
+                     std::to_string(size) + " (it must be smaller)");
+    if (!reflect && size == 0 && (left || right)) return n.error("replication padding of an empty dim");
+    SmallVector<Value> pieces;
+    auto mirrored = [&](int64_t from, int64_t to) {  // x[from:to] reversed, one slice per element
+      SmallVector<Value> parts;
+      for (int64_t k = to - 1; k >= from; --k) parts.push_back(c.slice(x, dim, k, k + 1));
+      return c.cat(parts, dim);
+    };
+    auto repeated = [&](int64_t at, int64_t count) {
+      SmallVector<int64_t> shape(typeOf(x).getShape());
+      shape[dim] = count;
+      return c.expand(c.slice(x, dim, at, at + 1), shape);
+    };
+    if (left) pieces.push_back(reflect ? mirrored(1, left + 1) : repeated(0, left));
+    pieces.push_back(x);
+    if (right) pieces.push_back(reflect ? mirrored(size - 1 - right, size - 1) : repeated(size - 1, right));
+    x = c.cat(pieces, dim);
+  }
+  return c.finish(c.fresh(x, self));
+}
+
+// block_diag(tensors): each (0-, 1- or 2-d, as a [1, n] or [r, c] block)
+// placed along the diagonal, zeros elsewhere.
+LogicalResult blockDiag(NodeImporter& n) {
+  Composer c(n);
+  NCC_TRY(type, n.resultType());
+  const Argument* list = n.arg(0, "tensors");
+  if (!list || list->value_case() != Argument::kTensorList) return n.error("argument 'tensors' must be a list");
+  SmallVector<Value> blocks;
+  int64_t cols = 0;
+  for (const std::string& name : list->tensor_list().values()) {
+    auto it = n.values.find(name);
+    if (it == n.values.end() || it->second.size() != 1) return n.error("names unknown value '" + name + "'");
+    Value t = c.cast(it->second.front(), type.getElementType());
+    int64_t r = typeOf(t).getRank();
+    if (r > 2) return n.error("block_diag of a tensor with more than 2 dims");
+    if (r == 0) t = c.reshape(t, {1, 1});
+    if (r == 1) t = c.reshape(t, {1, typeOf(t).getDimSize(0)});
+    blocks.push_back(t);
+    cols += typeOf(t).getDimSize(1);
+  }
+  SmallVector<Value> rows;
+  int64_t before = 0;
+  for (Value t : blocks) {
+    int64_t w = typeOf(t).getDimSize(1);
+    if (typeOf(t).getDimSize(0) > 0) rows.push_back(padDim(c, t, 1, before, cols - before - w, 0.0));
+    before += w;
+  }
+  if (rows.empty()) return n.error("block_diag of empty blocks");
+  return c.finish(c.cat(rows, 0));
+}
+
+// linalg_cross(a, b, dim): the cross product of 3-vectors along dim.
+LogicalResult cross(NodeImporter& n) {
+  Composer c(n);
+  NCC_TRY(a, n.tensor(0, "self"));
+  NCC_TRY(b, n.tensor(1, "other"));
+  NCC_TRY(dim0, n.integer(2, "dim", -1));
+  NCC_TRY(type, n.resultType());
+  if (failed(checkBroadcast(n, {a, b}))) return failure();
+  auto shape = *aten::broadcastShapes(typeOf(a).getShape(), typeOf(b).getShape());
+  int64_t rank = int64_t(shape.size());
+  if (failed(checkDims(n, {dim0}, rank)) || rank == 0) return failure();
+  int64_t dim = normalizeDim(dim0, rank);
+  if (shape[dim] != 3) return n.error("cross needs 3 elements along dim " + std::to_string(dim));
+  Type compute = c.floatOf(type.getElementType());
+  Value x = c.expand(c.cast(a, compute), shape), y = c.expand(c.cast(b, compute), shape);
+  auto at = [&](Value v, int64_t i) { return c.slice(v, dim, i, i + 1); };
+  SmallVector<Value> parts;
+  for (int64_t i = 0; i < 3; ++i) {
+    int64_t j = (i + 1) % 3, k = (i + 2) % 3;
+    parts.push_back(c.sub(c.mul(at(x, j), at(y, k)), c.mul(at(x, k), at(y, j))));
+  }
+  return c.finish(c.cat(parts, dim));
+}
+
+}  // namespace
+
+void addComposedIndexingOps(std::map<std::string, Builder>& table) {
+  auto add = [&](const std::string& name, Builder builder) { table.emplace(name, std::move(builder)); };
+  add("aten::sort", [](NodeImporter& n) { return sort(n, false); });
+  add("aten::sort.stable", [](NodeImporter& n) { return sort(n, true); });
+  add("aten::topk", topk);
+  add("aten::kthvalue", [](NodeImporter& n) { return kthOrMedian(n, "kthvalue"); });
+  add("aten::median.dim", [](NodeImporter& n) { return kthOrMedian(n, "median"); });
+  add("aten::median", [](NodeImporter& n) { return kthOrMedian(n, "median_all"); });
+  add("aten::bucketize.Tensor", [](NodeImporter& n) { return binarySearch(n, true); });
+  add("aten::searchsorted.Tensor", [](NodeImporter& n) { return binarySearch(n, false); });
+  add("aten::scatter.value", [](NodeImporter& n) { return scatter(n, "value"); });
+  add("aten::scatter.src", [](NodeImporter& n) { return scatter(n, "src"); });
+  add("aten::scatter_add", [](NodeImporter& n) { return scatter(n, "add"); });
+  add("aten::slice_scatter", [](NodeImporter& n) { return sliceScatter(n, false); });
+  add("aten::select_scatter", [](NodeImporter& n) { return sliceScatter(n, true); });
+  add("aten::index_put", indexPut);
+  add("aten::index_add", indexAdd);
+  add("aten::fill.Tensor", [](NodeImporter& n) { return fillWithTensor(n, false); });
+  add("aten::masked_fill.Tensor", [](NodeImporter& n) { return fillWithTensor(n, true); });
+  add("aten::pixel_shuffle", [](NodeImporter& n) { return pixelShuffle(n, false); });
+  add("aten::pixel_unshuffle", [](NodeImporter& n) { return pixelShuffle(n, true); });
+  for (const char* d : {"1d", "2d", "3d"}) {
+    add(std::string("aten::reflection_pad") + d, [](NodeImporter& n) { return modePad(n, true); });
+    add(std::string("aten::replication_pad") + d, [](NodeImporter& n) { return modePad(n, false); });
+  }
+  add("aten::block_diag", blockDiag);
+  add("aten::linalg_cross", cross);
+}
+
+}  // namespace neuroncc::importer

@@ -1,0 +1,719 @@
+//===- ComposedMath.cpp - math operators imported as compositions ---------===//
+//
+// Elementwise functions (hyperbolic, base-2 logarithms, xlogy, hypot, ...),
+// gated and thresholded activations, products and scans (prod, cumprod,
+// cummax, logcumsumexp), diagonals, matrix-vector forms and the losses,
+// each built from ops that have their own lowering (ComposedOps.cpp has the
+// reductions, shape ops, convolution and pooling). Reduced precision is
+// computed in f32 and rounded once, as eager's CPU kernels compute it; the
+// integer results computed in f32 are exact below 2^24.
+//
+//===----------------------------------------------------------------------===//
+
+#include <cmath>
+#include <limits>
+#include <numeric>
+
+#include "compiler/Composer.h"
+
+namespace neuroncc::importer {
+namespace {
+
+constexpr double kInf = std::numeric_limits<double>::infinity();
+constexpr double kPi = 3.14159265358979323846;
+constexpr double kLn2 = 0.69314718055994530942;
+constexpr double kLn10 = 2.30258509299404568402;
+
+// The dtype a float function computes in: f32 for bf16/f16 (rounded once at
+// the end) and for integer or bool results; the result's own otherwise.
+Type computeTypeOf(Composer& c, Type result) {
+  return isReducedFloat(result) ? c.f32() : c.floatOf(result);
+}
+
+Value orOf(Composer& c, Value x, Value y) { return c.logicalOr(x, y); }
+
+// x < 0, or x is -0.0 (whose reciprocal is -inf). A NaN's sign bit is not
+// observable here: a NaN counts as positive.
+Value signBit(Composer& c, Value x) {
+  if (!aten::isFloatType(typeOf(x).getElementType())) return c.compareScalar<aten::LtScalarOp>(x, 0.0);
+  Value negativeZero = c.logicalAnd(c.compareScalar<aten::EqScalarOp>(x, 0.0),
+                                    c.compareScalar<aten::LtScalarOp>(c.div(c.scalar(1.0, typeOf(x).getElementType()), x), 0.0));
+  return orOf(c, c.compareScalar<aten::LtScalarOp>(x, 0.0), negativeZero);
+}
+
+//===----------------------------------------------------------------------===//
+// Elementwise functions
+//===----------------------------------------------------------------------===//
+
+// Unary float functions from exp/expm1/log/log1p/sqrt/sin/cos/pow:
+//   log2(x) = log(x) / ln 2, log10(x) = log(x) / ln 10, exp2(x) = pow(2, x)
+//   (exact at integers), sinh(x) = (expm1(x) - expm1(-x)) / 2 (accurate near
+//   0), cosh(x) = (exp(x) + exp(-x)) / 2, tan(x) = sin(x) / cos(x),
+//   asinh(x) = sign(x) log1p(|x| + x^2 / (1 + sqrt(1 + x^2))) (log|x| + ln 2
+//   above 2^12), acosh(x) = log1p(t + sqrt(t (t + 2))) with t = x - 1
+//   (log x + ln 2 above 2^12), atanh(x) = log1p(2x / (1 - x)) / 2,
+//   frac(x) = x - trunc(x), deg2rad/rad2deg: a product with pi/180 or 180/pi.
+LogicalResult unaryMath(NodeImporter& n, StringRef kind) {
+  Composer c(n);
+  NCC_TRY(self, n.tensor(0, "self"));
+  NCC_TRY(type, n.resultType());
+  if (!aten::isFloatType(type.getElementType()))
+    return n.error(kind.str() + " needs a float result");
+  Type compute = computeTypeOf(c, type.getElementType());
+  Value x = c.cast(self, compute);
+  auto half = [&](Value v) { return c.mulScalar(v, 0.5); };
+  Value ln2 = c.scalar(kLn2, compute);
+  if (kind == "log2") return c.finish(c.mulScalar(c.unary<aten::LogOp>(x), 1.0 / kLn2));
+  if (kind == "log10") return c.finish(c.mulScalar(c.unary<aten::LogOp>(x), 1.0 / kLn10));
+  if (kind == "exp2") return c.finish(c.binary<aten::PowTensorTensorOp>(c.scalar(2.0, compute), x));
+  if (kind == "sinh") {
+    Value nx = c.unary<aten::NegOp>(x);
+    return c.finish(half(c.sub(c.unary<aten::Expm1Op>(x), c.unary<aten::Expm1Op>(nx))));
+  }
+  if (kind == "cosh")
+    return c.finish(half(c.add(c.unary<aten::ExpOp>(x), c.unary<aten::ExpOp>(c.unary<aten::NegOp>(x)))));
+  if (kind == "tan") return c.finish(c.div(c.unary<aten::SinOp>(x), c.unary<aten::CosOp>(x)));
+  if (kind == "asinh") {
+    Value a = c.unary<aten::AbsOp>(x);
+    Value sq = c.mul(a, a);
+    Value small = c.unary<aten::Log1pOp>(
+        c.add(a, c.div(sq, c.addScalar(c.unary<aten::SqrtOp>(c.addScalar(sq, 1.0)), 1.0))));
+    Value large = c.add(c.unary<aten::LogOp>(a), ln2);
+    Value magnitude = c.where(c.compareScalar<aten::GtScalarOp>(a, 4096.0), large, small);
+    return c.finish(c.where(signBit(c, x), c.unary<aten::NegOp>(magnitude), magnitude));
+  }
+  if (kind == "acosh") {
+    Value t = c.addScalar(x, -1.0);
+    Value small = c.unary<aten::Log1pOp>(c.add(t, c.unary<aten::SqrtOp>(c.mul(t, c.addScalar(t, 2.0)))));
+    Value large = c.add(c.unary<aten::LogOp>(x), ln2);
+    return c.finish(c.where(c.compareScalar<aten::GtScalarOp>(x, 4096.0), large, small));
+  }
+  if (kind == "atanh") {
+    Value ratio = c.div(c.mulScalar(x, 2.0), c.sub(c.scalar(1.0, compute), x));
+    return c.finish(half(c.unary<aten::Log1pOp>(ratio)));
+  }
+  if (kind == "frac") return c.finish(c.sub(x, c.unary<aten::TruncOp>(x)));
+  if (kind == "deg2rad") return c.finish(c.mulScalar(x, kPi / 180.0));
+  if (kind == "rad2deg") return c.finish(c.mulScalar(x, 180.0 / kPi));
+  return n.error("unknown function " + kind.str());
+}
+
+LogicalResult signbit(NodeImporter& n) {
+  Composer c(n);
+  NCC_TRY(self, n.tensor(0, "self"));
+  if (typeOf(self).getElementType().isInteger(1)) return c.finish(c.splat(typeOf(self).getShape(), c.i1(), 0));
+  return c.finish(signBit(c, self));
+}
+
+// Two float operands (a Scalar where `scalarPos` says which), cast to the
+// result's compute dtype after the broadcast check.
+FailureOr<std::pair<Value, Value>> floatPair(NodeImporter& n, Composer& c, Type compute, int scalarPos,
+                                             StringRef first, StringRef second) {
+  Value x, y;
+  if (scalarPos == 0) {
+    NCC_TRY(s, n.number(0, first));
+    x = c.scalar(s, compute);
+  } else {
+    NCC_TRY(t, n.tensor(0, first));
+    x = t;
+  }
+  if (scalarPos == 1) {
+    NCC_TRY(s, n.number(1, second));
+    y = c.scalar(scalarPos == 1 && x ? asTensorScalar(s, x) : s, compute);
+  } else {
+    NCC_TRY(t, n.tensor(1, second));
+    y = t;
+  }
+  if (failed(checkBroadcast(n, {x, y}))) return failure();
+  return std::make_pair(c.cast(x, compute), c.cast(y, compute));
+}
+
+// Binary float functions, as eager's kernels define them:
+//   xlogy(x, y) = NaN if y is NaN, 0 if x == 0, x * log(y) otherwise;
+//   hypot(a, b) = m * sqrt(1 + (s / m)^2) with m = max(|a|, |b|), s the
+//     other (no overflow of the squares; inf when either is inf, NaN
+//     included; 0 when both are 0);
+//   copysign(a, b) = |a| with b's sign bit;
+//   fmax / fmin: the maximum / minimum, a NaN only when both are NaN;
+//   heaviside(x, v) = v where x == 0, else x > 0 (0 for NaN).
+LogicalResult binaryMath(NodeImporter& n, StringRef kind, int scalarPos = -1) {
+  Composer c(n);
+  NCC_TRY(type, n.resultType());
+  if (!aten::isFloatType(type.getElementType()) && kind != "fmax" && kind != "fmin" && kind != "heaviside")
+    return n.error(kind.str() + " needs a float result");
+  Type compute = computeTypeOf(c, type.getElementType());
+  NCC_TRY(xy, floatPair(n, c, compute, scalarPos, kind == "heaviside" ? "self" : "self",
+                        kind == "heaviside" ? "values" : "other"));
+  auto [x, y] = xy;
+  Value zero = c.scalar(0.0, compute);
+  if (kind == "xlogy") {
+    Value r = c.where(c.compareScalar<aten::EqScalarOp>(x, 0.0), zero, c.mul(x, c.unary<aten::LogOp>(y)));
+    return c.finish(c.where(c.isNan(y), c.scalar(std::nan(""), compute), r));
+  }
+  if (kind == "hypot") {
+    Value a = c.unary<aten::AbsOp>(x), b = c.unary<aten::AbsOp>(y);
+    Value big = c.maximum(a, b), small = c.minimum(a, b);
+    Value ratio = c.div(small, big);
+    Value r = c.mul(big, c.unary<aten::SqrtOp>(c.addScalar(c.mul(ratio, ratio), 1.0)));
+    r = c.where(c.compareScalar<aten::EqScalarOp>(big, 0.0), zero, r);
+    Value anyInf = orOf(c, c.compareScalar<aten::EqScalarOp>(a, kInf), c.compareScalar<aten::EqScalarOp>(b, kInf));
+    return c.finish(c.where(anyInf, c.scalar(kInf, compute), r));
+  }
+  if (kind == "copysign") {
+    Value a = c.unary<aten::AbsOp>(x);
+    return c.finish(c.where(signBit(c, y), c.unary<aten::NegOp>(a), a));
+  }
+  if (kind == "fmax" || kind == "fmin") {
+    Value m = kind == "fmax" ? c.maximum(x, y) : c.minimum(x, y);
+    return c.finish(c.where(c.isNan(x), y, c.where(c.isNan(y), x, m)));
+  }
+  if (kind == "heaviside") {
+    Value step = c.where(c.compareScalar<aten::GtScalarOp>(x, 0.0), c.scalar(1.0, compute), zero);
+    return c.finish(c.where(c.compareScalar<aten::EqScalarOp>(x, 0.0), y, step));
+  }
+  return n.error("unknown function " + kind.str());
+}
+
+// logit(x, eps) = log(z / (1 - z)), z = x clamped to [eps, 1 - eps] when eps
+// is given (NaN passes through the clamp, as in eager).
+LogicalResult logit(NodeImporter& n) {
+  Composer c(n);
+  NCC_TRY(self, n.tensor(0, "self"));
+  NCC_TRY(type, n.resultType());
+  Type compute = computeTypeOf(c, type.getElementType());
+  Value x = c.cast(self, compute);
+  const Argument* epsArg = n.arg(1, "eps");
+  if (epsArg && epsArg->value_case() != Argument::kNone) {
+    NCC_TRY(eps, n.number(1, "eps"));
+    Value lo = c.scalar(eps, compute), hi = c.scalar(1.0 - eps, compute);
+    x = c.where(c.compareScalar<aten::LtScalarOp>(x, eps), lo, c.where(c.compareScalar<aten::GtScalarOp>(x, 1.0 - eps), hi, x));
+  }
+  return c.finish(c.unary<aten::LogOp>(c.div(x, c.sub(c.scalar(1.0, compute), x))));
+}
+
+//===----------------------------------------------------------------------===//
+// Activations
+//===----------------------------------------------------------------------===//
+
+// glu(x, dim) = a * sigmoid(b), a and b the halves of x along dim.
+LogicalResult glu(NodeImporter& n) {
+  Composer c(n);
+  NCC_TRY(self, n.tensor(0, "self"));
+  NCC_TRY(dim0, n.integer(1, "dim", -1));
+  int64_t rank = typeOf(self).getRank();
+  if (rank == 0) return n.error("glu of a 0-d tensor");
+  if (failed(checkDims(n, {dim0}, rank))) return failure();
+  int64_t dim = normalizeDim(dim0, rank), size = typeOf(self).getDimSize(dim);
+  if (size % 2) return n.error("glu halves dim " + std::to_string(dim) + " of odd size " + std::to_string(size));
+  Value x = c.toFloat(self);
+  Value a = c.slice(x, dim, 0, size / 2), b = c.slice(x, dim, size / 2, size);
+  return c.finish(c.mul(a, c.unary<aten::SigmoidOp>(b)));
+}
+
+// prelu(x, w) = x > 0 ? x : w * x, w one value or one per channel (dim 1).
+LogicalResult prelu(NodeImporter& n) {
+  Composer c(n);
+  NCC_TRY(self, n.tensor(0, "self"));
+  NCC_TRY(weight, n.tensor(1, "weight"));
+  int64_t rank = typeOf(self).getRank(), count = typeOf(weight).getNumElements();
+  Value w = c.cast(weight, typeOf(self).getElementType());
+  if (count == 1) {
+    w = c.reshape(w, {});
+  } else {
+    if (rank < 2 || typeOf(self).getDimSize(1) != count)
+      return n.error("prelu weight of " + std::to_string(count) + " elements needs an input with as many channels (dim 1)");
+    SmallVector<int64_t> shape(rank, 1);
+    shape[1] = count;
+    w = c.reshape(w, shape);
+  }
+  return c.finish(c.where(c.compareScalar<aten::GtScalarOp>(self, 0.0), self, c.mul(w, self)));
+}
+
+// log_sigmoid_forward: (min(x, 0) - log1p(exp(-|x|)), exp(-|x|)) as eager's
+// CPU kernel computes the output and its buffer.
+LogicalResult logSigmoid(NodeImporter& n) {
+  Composer c(n);
+  NCC_TRY(self, n.tensor(0, "self"));
+  NCC_TRY(type, n.resultType());
+  Value x = c.cast(self, computeTypeOf(c, type.getElementType()));
+  Value z = c.unary<aten::ExpOp>(c.unary<aten::NegOp>(c.unary<aten::AbsOp>(x)));
+  Value out = c.sub(c.minimum(x, c.scalar(0.0, typeOf(x).getElementType())), c.unary<aten::Log1pOp>(z));
+  if (failed(c.finish(out, 0))) return failure();
+  if (n.node.outputs_size() > 1) return c.finish(z, 1);
+  return success();
+}
+
+// threshold(x, t, v) = x <= t ? v : x (NaN stays).
+LogicalResult threshold(NodeImporter& n) {
+  Composer c(n);
+  NCC_TRY(self, n.tensor(0, "self"));
+  NCC_TRY(t, n.number(1, "threshold"));
+  NCC_TRY(v, n.number(2, "value"));
+  Type elem = typeOf(self).getElementType();
+  Value value = c.scalar(asTensorScalar(v, self), elem);
+  return c.finish(c.where(c.compareScalar<aten::LeScalarOp>(self, asTensorScalar(t, self)), value, self));
+}
+
+//===----------------------------------------------------------------------===//
+// Products and scans
+//===----------------------------------------------------------------------===//
+
+// The product along `dim` as a tree: the dim padded with ones to a power of
+// two, then halved log2(n) times by multiplying its halves.
+Value productAlong(Composer& c, Value x, int64_t dim) {
+  int64_t size = typeOf(x).getDimSize(dim), width = 1;
+  while (width < size) width *= 2;
+  if (width != size) x = padDim(c, x, dim, 0, width - size, 1.0);
+  for (; width > 1; width /= 2) x = c.mul(c.slice(x, dim, 0, width / 2), c.slice(x, dim, width / 2, width));
+  return x;
+}
+
+// prod (all elements, or one dim): in f32 for reduced precision, integers
+// and bools (exact below 2^24), rounded once.
+LogicalResult prod(NodeImporter& n, bool hasDim) {
+  Composer c(n);
+  NCC_TRY(self, n.tensor(0, "self"));
+  NCC_TRY(type, n.resultType());
+  Value x = c.cast(self, computeTypeOf(c, type.getElementType()));
+  if (!hasDim || typeOf(x).getRank() == 0) {
+    x = c.reshape(x, {typeOf(x).getNumElements()});
+    if (typeOf(x).getDimSize(0) == 0) return c.finish(c.splat({}, typeOf(x).getElementType(), 1.0));
+    return c.finish(productAlong(c, x, 0));
+  }
+  NCC_TRY(dim0, n.integer(1, "dim"));
+  if (failed(checkDims(n, {dim0}, typeOf(x).getRank()))) return failure();
+  return c.finish(productAlong(c, x, normalizeDim(dim0, typeOf(x).getRank())));
+}
+
+// An inclusive scan along `dim` with an associative `combine(earlier,
+// later)`: log2(n) steps, each combining every element with the one
+// `shift` places before it (the identity `pad` shifted in), as cumsum.
+template <typename Combine>
+Value scan(Composer& c, Value x, int64_t dim, double pad, Combine combine) {
+  int64_t length = typeOf(x).getDimSize(dim);
+  for (int64_t shift = 1; shift < length; shift *= 2)
+    x = combine(padDim(c, c.slice(x, dim, 0, length - shift), dim, shift, 0, pad), x);
+  return x;
+}
+
+// logaddexp(a, b) = max + log1p(exp(-|a - b|)); equal infinities give
+// themselves (their difference is NaN), as eager's helper returns.
+Value logAddExp(Composer& c, Value a, Value b) {
+  Value r = c.add(c.maximum(a, b),
+                  c.unary<aten::Log1pOp>(c.unary<aten::ExpOp>(c.unary<aten::NegOp>(c.unary<aten::AbsOp>(c.sub(a, b)))))); 
+  Value sameInf = c.logicalAnd(c.compare<aten::EqTensorOp>(a, b),
+                               c.compareScalar<aten::EqScalarOp>(c.unary<aten::AbsOp>(a), kInf));
+  return c.where(sameInf, a, r);
+}
+
+// cumprod, logcumsumexp: scans in the compute dtype, rounded once.
+LogicalResult scanOp(NodeImporter& n, StringRef kind) {
+  Composer c(n);
+  NCC_TRY(self, n.tensor(0, "self"));
+  NCC_TRY(dim0, n.integer(1, "dim"));
+  NCC_TRY(type, n.resultType());
+  if (failed(checkDims(n, {dim0}, typeOf(self).getRank()))) return failure();
+  Value x = c.cast(self, computeTypeOf(c, type.getElementType()));
+  if (typeOf(x).getRank() == 0) return c.finish(c.fresh(x, self));
+  int64_t dim = normalizeDim(dim0, typeOf(x).getRank());
+  if (kind == "cumprod") return c.finish(c.fresh(scan(c, x, dim, 1.0, [&](Value a, Value b) { return c.mul(a, b); }), self));
+  return c.finish(c.fresh(scan(c, x, dim, -kInf, [&](Value a, Value b) { return logAddExp(c, a, b); }), self));
+}
+
+// cummax / cummin: values and indices. The running winner is the last NaN
+// if there is one, else the last occurrence of the extremum (eager's kernel
+// takes x when isnan(x) or x >= the running value); a scan of (value,
+// index) pairs taking the later one under that rule, which is associative.
+LogicalResult cumExtremum(NodeImporter& n, bool isMax) {
+  Composer c(n);
+  NCC_TRY(self, n.tensor(0, "self"));
+  NCC_TRY(dim0, n.integer(1, "dim"));
+  if (failed(checkDims(n, {dim0}, typeOf(self).getRank()))) return failure();
+  Value x = c.toFloat(self);
+  if (typeOf(x).getRank() == 0) x = c.reshape(x, {1});
+  int64_t rank = typeOf(x).getRank(), dim = normalizeDim(dim0, rank), length = typeOf(x).getDimSize(dim);
+  if (length > (int64_t(1) << 24)) return n.error("cummax/cummin over more than 2^24 elements");
+  Value v = isMax ? x : c.unary<aten::NegOp>(x);
+  SmallVector<double> iota(length);
+  std::iota(iota.begin(), iota.end(), 0.0);
+  SmallVector<int64_t> iotaShape(rank, 1);
+  iotaShape[dim] = length;
+  Value idx = c.expand(c.constant(iotaShape, c.f32(), iota), typeOf(v).getShape());
+  for (int64_t shift = 1; shift < length; shift *= 2) {
+    Value ev = padDim(c, c.slice(v, dim, 0, length - shift), dim, shift, 0, -kInf);
+    Value ei = padDim(c, c.slice(idx, dim, 0, length - shift), dim, shift, 0, 0.0);
+    Value takeLater = orOf(c, c.isNan(v), c.compare<aten::GeTensorOp>(v, ev));
+    v = c.where(takeLater, v, ev);
+    idx = c.where(takeLater, idx, ei);
+  }
+  if (!isMax) v = c.unary<aten::NegOp>(v);
+  if (failed(c.finish(c.fresh(v, x), 0))) return failure();
+  return c.finish(idx, 1);
+}
+
+//===----------------------------------------------------------------------===//
+// Diagonals, matrix-vector forms, counts
+//===----------------------------------------------------------------------===//
+
+// The diagonal `offset` of dims (d1, d2), moved last: the two dims flattened
+// and sliced with a step of m + 1.
+FailureOr<Value> diagonalOf(NodeImporter& n, Composer& c, Value x, int64_t offset, int64_t d1, int64_t d2) {
+  int64_t rank = typeOf(x).getRank();
+  if (rank < 2) return n.error("diagonal needs at least 2 dims");
+  if (failed(checkDims(n, {d1, d2}, rank))) return failure();
+  d1 = normalizeDim(d1, rank);
+  d2 = normalizeDim(d2, rank);
+  if (d1 == d2) return n.error("diagonal dims must differ");
+  SmallVector<int64_t> perm;
+  for (int64_t d = 0; d < rank; ++d)
+    if (d != d1 && d != d2) perm.push_back(d);
+  perm.push_back(d1);
+  perm.push_back(d2);
+  x = c.permute(x, perm);
+  int64_t rows = typeOf(x).getDimSize(rank - 2), cols = typeOf(x).getDimSize(rank - 1);
+  int64_t length = offset >= 0 ? std::min(rows, cols - offset) : std::min(rows + offset, cols);
+  if (length <= 0) return n.error("diagonal " + std::to_string(offset) + " is empty (0 elements); empty tensors are not supported");
+  SmallVector<int64_t> flat(typeOf(x).getShape().drop_back(2));
+  flat.push_back(rows * cols);
+  int64_t start = offset >= 0 ? offset : -offset * cols;
+  return c.slice(c.reshape(x, flat), rank - 2, start, start + (length - 1) * (cols + 1) + 1, cols + 1);
+}
+
+LogicalResult diagonal(NodeImporter& n) {
+  Composer c(n);
+  NCC_TRY(self, n.tensor(0, "self"));
+  NCC_TRY(offset, n.integer(1, "offset", 0));
+  NCC_TRY(d1, n.integer(2, "dim1", 0));
+  NCC_TRY(d2, n.integer(3, "dim2", 1));
+  NCC_TRY(r, diagonalOf(n, c, self, offset, d1, d2));
+  return c.finish(c.fresh(r, self));
+}
+
+// diag: a 2-d input's diagonal, or the square matrix with a 1-d input on
+// diagonal k (zeros elsewhere).
+LogicalResult diag(NodeImporter& n) {
+  Composer c(n);
+  NCC_TRY(self, n.tensor(0, "self"));
+  NCC_TRY(k, n.integer(1, "diagonal", 0));
+  int64_t rank = typeOf(self).getRank();
+  if (rank == 2) {
+    NCC_TRY(r, diagonalOf(n, c, self, k, 0, 1));
+    return c.finish(c.fresh(r, self));
+  }
+  if (rank != 1) return n.error("diag needs a 1-d or 2-d input");
+  int64_t length = typeOf(self).getDimSize(0), size = length + std::abs(k);
+  SmallVector<double> rowsIota(size), colsIota(size);
+  std::iota(rowsIota.begin(), rowsIota.end(), 0.0);
+  std::iota(colsIota.begin(), colsIota.end(), double(-k));
+  // on diagonal k: column - k == row
+  Value onDiagonal = c.compare<aten::EqTensorOp>(c.constant({size, 1}, c.f32(), rowsIota), c.constant({1, size}, c.f32(), colsIota));
+  Value v = padDim(c, self, 0, 0, std::abs(k), 0.0);
+  v = k >= 0 ? c.reshape(v, {size, 1}) : c.reshape(v, {1, size});
+  return c.finish(c.where(onDiagonal, v, c.scalar(0.0, typeOf(self).getElementType())));
+}
+
+LogicalResult trace(NodeImporter& n) {
+  Composer c(n);
+  NCC_TRY(self, n.tensor(0, "self"));
+  if (typeOf(self).getRank() != 2) return n.error("trace needs a 2-d input");
+  NCC_TRY(type, n.resultType());
+  NCC_TRY(d, diagonalOf(n, c, self, 0, 0, 1));
+  Value x = aten::isFloatType(type.getElementType()) ? c.cast(d, type.getElementType()) : c.cast(d, c.f32());
+  return c.finish(c.sum(x, {}, false));
+}
+
+// addmv(self, mat, vec) = beta * self + alpha * mat @ vec and
+// addr(self, v1, v2) = beta * self + alpha * outer(v1, v2), as one addmm
+// (beta == 0 ignores self, NaN included, as eager does); integer and bool
+// operands in f32.
+LogicalResult addmvOrAddr(NodeImporter& n, bool isAddr) {
+  Composer c(n);
+  NCC_TRY(self, n.tensor(0, "self"));
+  NCC_TRY(a, n.tensor(1, isAddr ? "vec1" : "mat"));
+  NCC_TRY(v, n.tensor(2, isAddr ? "vec2" : "vec"));
+  NCC_TRY(beta, n.number(3, "beta", 1.0));
+  NCC_TRY(alpha, n.number(4, "alpha", 1.0));
+  NCC_TRY(type, n.resultType());
+  Type compute = aten::isFloatType(type.getElementType()) ? type.getElementType() : c.f32();
+  Value lhs, rhs;
+  if (isAddr) {
+    if (typeOf(a).getRank() != 1 || typeOf(v).getRank() != 1) return n.error("addr needs two 1-d vectors");
+    lhs = c.reshape(c.cast(a, compute), {typeOf(a).getDimSize(0), 1});
+    rhs = c.reshape(c.cast(v, compute), {1, typeOf(v).getDimSize(0)});
+  } else {
+    if (typeOf(a).getRank() != 2 || typeOf(v).getRank() != 1 || typeOf(a).getDimSize(1) != typeOf(v).getDimSize(0))
+      return n.error("addmv needs a matrix [M, K] and a vector [K]");
+    lhs = c.cast(a, compute);
+    rhs = c.reshape(c.cast(v, compute), {typeOf(v).getDimSize(0), 1});
+  }
+  int64_t rows = typeOf(lhs).getDimSize(0), cols = typeOf(rhs).getDimSize(1);
+  SmallVector<int64_t> shape{rows, cols};
+  Value bias = c.cast(self, compute);
+  if (!isAddr) {  // self is [M] (or broadcasts to it): a column
+    if (typeOf(bias).getRank() > 1 || !aten::broadcastShapes(typeOf(bias).getShape(), SmallVector<int64_t>{rows}))
+      return n.error("addmv's self does not broadcast to the product");
+    bias = c.reshape(bias, typeOf(bias).getRank() == 1 ? SmallVector<int64_t>{typeOf(bias).getDimSize(0), 1}
+                                                        : SmallVector<int64_t>{1, 1});
+  } else if (!aten::broadcastShapes(typeOf(bias).getShape(), shape)) {
+    return n.error("addr's self does not broadcast to the product");
+  }
+  if (beta == 0.0) bias = c.splat({1}, compute, 0.0);
+  Value r = n.b.create<aten::AddmmOp>(n.loc, RankedTensorType::get(shape, compute), bias, lhs, rhs,
+                                      n.b.getF64FloatAttr(beta == 0.0 ? 1.0 : beta), n.b.getF64FloatAttr(alpha));
+  return c.finish(r);
+}
+
+// count_nonzero over dims (none: all), as int64.
+LogicalResult countNonzero(NodeImporter& n) {
+  Composer c(n);
+  NCC_TRY(self, n.tensor(0, "self"));
+  NCC_TRY(dims, n.ints(1, "dim", SmallVector<int64_t>{}));
+  if (failed(checkDims(n, dims, typeOf(self).getRank()))) return failure();
+  Value nonzero = c.cast(c.compareScalar<aten::NeScalarOp>(self, 0.0), c.f32());
+  if (typeOf(nonzero).getRank() == 0) return c.finish(nonzero);
+  return c.finish(c.sum(nonzero, dims, false));
+}
+
+// std_mean: the variance and mean of var_mean, the square root of the first.
+LogicalResult stdMean(NodeImporter& n) {
+  Composer c(n);
+  NCC_TRY(self, n.tensor(0, "self"));
+  NCC_TRY(dims, n.ints(1, "dim", SmallVector<int64_t>{}));
+  NCC_TRY(correction, n.number(2, "correction", 1.0));
+  NCC_TRY(keepdim, n.boolean(3, "keepdim", false));
+  NCC_TRY(types, n.resultTypes(2));
+  if (failed(checkDims(n, dims, typeOf(self).getRank()))) return failure();
+  if (correction != std::floor(correction)) return n.error("std_mean with a fractional correction");
+  Type elem = llvm::cast<RankedTensorType>(types[0]).getElementType();
+  if (!aten::isFloatType(elem)) return n.error("std_mean needs a float result");
+  Value x = c.cast(self, elem);
+  auto shape = c.reducedShape(typeOf(x), dims, keepdim);
+  auto t = RankedTensorType::get(shape, elem);
+  auto op = n.b.create<aten::VarMeanCorrectionOp>(n.loc, TypeRange{t, t}, x, n.b.getDenseI64ArrayAttr(dims),
+                                                  n.b.getI64IntegerAttr(int64_t(correction)), n.b.getBoolAttr(keepdim));
+  if (failed(c.finish(c.unary<aten::SqrtOp>(op.getVar()), 0))) return failure();
+  return c.finish(op.getMean(), 1);
+}
+
+// linspace(start, end, steps) as eager fills it in the result's dtype:
+// start + i * step below the halfway point, end - (steps - 1 - i) * step
+// from it, with step = (end - start) / (steps - 1), in float arithmetic for
+// float results (double for integer results, truncated).
+LogicalResult linspace(NodeImporter& n) {
+  Composer c(n);
+  NCC_TRY(start, n.number(0, "start"));
+  NCC_TRY(end, n.number(1, "end"));
+  NCC_TRY(steps, n.integer(2, "steps"));
+  NCC_TRY(type, n.resultType());
+  if (steps < 0) return n.error("linspace with a negative number of steps");
+  if (steps > (int64_t(1) << 26)) return n.error("linspace of more than 2^26 steps");
+  SmallVector<double> values(steps);
+  bool isFloat = aten::isFloatType(type.getElementType());
+  int64_t halfway = steps / 2;
+  if (isFloat) {
+    float s = float(start), e = float(end), step = steps > 1 ? (e - s) / float(steps - 1) : 0.0f;
+    for (int64_t i = 0; i < steps; ++i)
+      values[i] = i < halfway ? s + step * float(i) : e - step * float(steps - i - 1);
+  } else {
+    double step = steps > 1 ? (end - start) / double(steps - 1) : 0.0;
+    for (int64_t i = 0; i < steps; ++i)
+      values[i] = std::trunc(i < halfway ? start + step * double(i) : end - step * double(steps - i - 1));
+  }
+  if (steps == 1) values[0] = isFloat ? double(float(start)) : std::trunc(start);
+  return c.finish(c.constant({steps}, type.getElementType(), values));
+}
+
+//===----------------------------------------------------------------------===//
+// Losses (reduction: 0 none, 1 mean, 2 sum)
+//===----------------------------------------------------------------------===//
+
+FailureOr<int64_t> reductionOf(NodeImporter& n, size_t pos) {
+  NCC_TRY(r, n.integer(pos, "reduction", 1));
+  if (r < 0 || r > 2) return n.error("reduction " + std::to_string(r) + " (0 none, 1 mean, 2 sum)");
+  return r;
+}
+
+LogicalResult reduced(Composer& c, Value loss, int64_t reduction) {
+  if (reduction == 0) return c.finish(loss);
+  if (reduction == 2) return c.finish(c.sum(loss, {}, false));
+  return c.finish(c.reduce<aten::MeanDimOp>(loss, {}, false));
+}
+
+// mse_loss: (x - y)^2; smooth_l1_loss: |d| < beta ? d^2 / (2 beta) : |d| -
+// beta / 2 (beta 0: |d|); huber_loss: |d| < delta ? d^2 / 2 : delta (|d| -
+// delta / 2). Each in the inputs' dtype, as eager's elementwise kernels.
+LogicalResult regressionLoss(NodeImporter& n, StringRef kind) {
+  Composer c(n);
+  NCC_TRY(self, n.tensor(0, "self"));
+  NCC_TRY(target, n.tensor(1, "target"));
+  NCC_TRY(reduction, reductionOf(n, 2));
+  if (failed(checkBroadcast(n, {self, target}))) return failure();
+  Value x = c.toFloat(self);
+  Value d = c.sub(x, c.cast(target, typeOf(x).getElementType()));
+  Value sq = c.mul(d, d);
+  if (kind == "mse") return reduced(c, sq, reduction);
+  Value a = c.unary<aten::AbsOp>(d);
+  NCC_TRY(param, n.number(3, kind == "smooth_l1" ? "beta" : "delta", 1.0));
+  if (param < 0) return n.error(kind.str() + " with a negative " + (kind == "smooth_l1" ? "beta" : "delta"));
+  if (kind == "smooth_l1") {
+    if (param == 0) return reduced(c, a, reduction);
+    Value inner = c.mulScalar(sq, 0.5 / param);
+    return reduced(c, c.where(c.compareScalar<aten::LtScalarOp>(a, param), inner, c.addScalar(a, -0.5 * param)), reduction);
+  }
+  Value inner = c.mulScalar(sq, 0.5);
+  Value outer = c.mulScalar(c.addScalar(a, -0.5 * param), param);
+  return reduced(c, c.where(c.compareScalar<aten::LtScalarOp>(a, param), inner, outer), reduction);
+}
+
+// binary_cross_entropy_with_logits (eager 1.13's formula):
+//   m = max(-x, 0), l = log(exp(-m) + exp(-x - m)) + m,
+//   loss = (1 - y) x + (1 + (pw - 1) y) l, times weight;
+// binary_cross_entropy: -(y max(log x, -100) + (1 - y) max(log(1 - x), -100)),
+// times weight.
+LogicalResult binaryCrossEntropy(NodeImporter& n, bool withLogits) {
+  Composer c(n);
+  NCC_TRY(self, n.tensor(0, "self"));
+  NCC_TRY(target, n.tensor(1, "target"));
+  NCC_TRY(weight, optionalTensor(n, 2, "weight"));
+  Value posWeight;
+  if (withLogits) {
+    NCC_TRY(pw, optionalTensor(n, 3, "pos_weight"));
+    posWeight = pw;
+  }
+  NCC_TRY(reduction, reductionOf(n, withLogits ? 4 : 3));
+  if (failed(checkBroadcast(n, {self, target, weight, posWeight}))) return failure();
+  Value x = c.toFloat(self);
+  Type elem = typeOf(x).getElementType();
+  Value y = c.cast(target, elem);
+  Value one = c.scalar(1.0, elem);
+  Value loss;
+  if (withLogits) {
+    Value m = c.maximum(c.unary<aten::NegOp>(x), c.scalar(0.0, elem));
+    Value l = c.add(c.unary<aten::LogOp>(c.add(c.unary<aten::ExpOp>(c.unary<aten::NegOp>(m)),
+                                               c.unary<aten::ExpOp>(c.sub(c.unary<aten::NegOp>(x), m)))),
+                    m);
+    if (posWeight) l = c.mul(c.addScalar(c.mul(c.addScalar(c.cast(posWeight, elem), -1.0), y), 1.0), l);
+    loss = c.add(c.mul(c.sub(one, y), x), l);
+  } else {
+    Value floor = c.scalar(-100.0, elem);
+    Value logX = c.maximum(c.unary<aten::LogOp>(x), floor);
+    Value log1mX = c.maximum(c.unary<aten::LogOp>(c.sub(one, x)), floor);
+    loss = c.sub(c.mul(c.sub(y, one), log1mX), c.mul(y, logX));
+  }
+  if (weight) loss = c.mul(loss, c.cast(weight, elem));
+  return reduced(c, loss, reduction);
+}
+
+// nll_loss_forward / nll_loss2d_forward: self [N, C, ...] (or [C]) and target
+// [N, ...] of class indices; each picked log-probability x[n, t_n] weighted
+// by w[t_n] (0 for ignore_index), negated; mean divides by the weights' sum
+// (the second result, total_weight). A target outside [0, C) that is not
+// ignored makes the pick's index out of range, so the execution fails as
+// eager raises.
+LogicalResult nllLoss(NodeImporter& n) {
+  Composer c(n);
+  NCC_TRY(self, n.tensor(0, "self"));
+  NCC_TRY(target, n.tensor(1, "target"));
+  NCC_TRY(weight, optionalTensor(n, 2, "weight"));
+  NCC_TRY(reduction, reductionOf(n, 3));
+  NCC_TRY(ignore, n.integer(4, "ignore_index", -100));
+  if (!isIndexType(typeOf(target).getElementType())) return n.error("nll_loss needs integer class indices");
+  Value x = c.toFloat(self);
+  Type elem = typeOf(x).getElementType();
+  int64_t rank = typeOf(x).getRank();
+  if (rank == 0) return n.error("nll_loss of a 0-d input");
+  int64_t classes = typeOf(x).getDimSize(rank == 1 ? 0 : 1);
+  if (weight && typeOf(weight).getNumElements() != classes)
+    return n.error("nll_loss weight of " + std::to_string(typeOf(weight).getNumElements()) + " elements for " +
+                   std::to_string(classes) + " classes");
+  if (rank > 1) {  // classes last, then rows
+    SmallVector<int64_t> perm{0};
+    for (int64_t d = 2; d < rank; ++d) perm.push_back(d);
+    perm.push_back(1);
+    x = c.permute(x, perm);
+  }
+  int64_t rows = typeOf(x).getNumElements() / std::max<int64_t>(classes, 1);
+  if (typeOf(target).getNumElements() != rows)
+    return n.error("nll_loss target of " + std::to_string(typeOf(target).getNumElements()) + " elements for " +
+                   std::to_string(rows) + " rows");
+  if (rows * classes > (int64_t(1) << 24)) return n.error("nll_loss of more than 2^24 log-probabilities");
+  Value table = c.reshape(x, {rows * classes, 1});
+  Value t = c.cast(c.reshape(target, {rows}), c.f32());
+  Value ignored = c.compareScalar<aten::EqScalarOp>(t, double(ignore));
+  Value safeT = c.where(ignored, c.scalar(0.0, c.f32()), t);
+  Value outside = c.logicalOr(c.compareScalar<aten::LtScalarOp>(safeT, 0.0),
+                              c.compareScalar<aten::GeScalarOp>(safeT, double(classes)));
+  SmallVector<double> rowStarts(rows);
+  for (int64_t r = 0; r < rows; ++r) rowStarts[r] = double(r * classes);
+  Value flat = c.add(c.constant({rows}, c.f32(), rowStarts), safeT);
+  flat = c.where(outside, c.scalar(double(rows * classes), c.f32()), flat);
+  Type i64 = n.b.getIntegerType(64);
+  NCC_TRY(picked, gatherAlong(c, table, 0, c.cast(flat, i64)));
+  picked = c.reshape(picked, {rows});
+  Value w = c.where(ignored, c.scalar(0.0, elem), c.scalar(1.0, elem));
+  if (weight) {
+    NCC_TRY(wt, gatherAlong(c, c.reshape(c.cast(weight, elem), {classes, 1}), 0, c.cast(safeT, i64)));
+    w = c.where(ignored, c.scalar(0.0, elem), c.reshape(wt, {rows}));
+  }
+  Value loss = c.unary<aten::NegOp>(c.mul(picked, w));
+  Value totalWeight = c.sum(w, {}, false);
+  if (reduction == 0) {
+    if (failed(c.finish(loss, 0))) return failure();
+  } else {
+    Value s = c.sum(loss, {}, false);
+    if (failed(c.finish(reduction == 2 ? s : c.div(s, totalWeight), 0))) return failure();
+  }
+  if (n.node.outputs_size() < 2) return success();
+  FailureOr<RankedTensorType> tw = n.resultType(1);
+  if (failed(tw)) return failure();
+  if (tw->getNumElements() != 1) return success();  // eager leaves it unset (reduction none)
+  return c.finish(reduction == 0 ? c.splat({}, elem, 0.0) : totalWeight, 1);
+}
+
+}  // namespace
+
+void addComposedMathOps(std::map<std::string, Builder>& table) {
+  auto add = [&](const std::string& name, Builder builder) { table.emplace(name, std::move(builder)); };
+  for (const char* kind : {"log2", "log10", "exp2", "sinh", "cosh", "tan", "asinh", "acosh", "atanh", "frac",
+                           "deg2rad", "rad2deg"})
+    add(std::string("aten::") + kind, [kind](NodeImporter& n) { return unaryMath(n, kind); });
+  add("aten::signbit", signbit);
+  add("aten::xlogy.Tensor", [](NodeImporter& n) { return binaryMath(n, "xlogy"); });
+  add("aten::xlogy.Scalar_Other", [](NodeImporter& n) { return binaryMath(n, "xlogy", 1); });
+  add("aten::xlogy.Scalar_Self", [](NodeImporter& n) { return binaryMath(n, "xlogy", 0); });
+  add("aten::hypot", [](NodeImporter& n) { return binaryMath(n, "hypot"); });
+  add("aten::copysign.Tensor", [](NodeImporter& n) { return binaryMath(n, "copysign"); });
+  add("aten::copysign.Scalar", [](NodeImporter& n) { return binaryMath(n, "copysign", 1); });
+  add("aten::fmax", [](NodeImporter& n) { return binaryMath(n, "fmax"); });
+  add("aten::fmin", [](NodeImporter& n) { return binaryMath(n, "fmin"); });
+  add("aten::heaviside", [](NodeImporter& n) { return binaryMath(n, "heaviside"); });
+  add("aten::logit", logit);
+  add("aten::glu", glu);
+  add("aten::prelu", prelu);
+  add("aten::log_sigmoid_forward", logSigmoid);
+  add("aten::threshold", threshold);
+  add("aten::prod", [](NodeImporter& n) { return prod(n, false); });
+  add("aten::prod.dim_int", [](NodeImporter& n) { return prod(n, true); });
+  add("aten::cumprod", [](NodeImporter& n) { return scanOp(n, "cumprod"); });
+  add("aten::logcumsumexp", [](NodeImporter& n) { return scanOp(n, "logcumsumexp"); });
+  add("aten::cummax", [](NodeImporter& n) { return cumExtremum(n, true); });
+  add("aten::cummin", [](NodeImporter& n) { return cumExtremum(n, false); });
+  add("aten::diagonal", diagonal);
+  add("aten::diag", diag);
+  add("aten::trace", trace);
+  add("aten::addmv", [](NodeImporter& n) { return addmvOrAddr(n, false); });
+  add("aten::addr", [](NodeImporter& n) { return addmvOrAddr(n, true); });
+  add("aten::count_nonzero.dim_IntList", countNonzero);
+  add("aten::count_nonzero", countNonzero);
+  add("aten::std_mean.correction", stdMean);
+  add("aten::linspace", linspace);
+  add("aten::mse_loss", [](NodeImporter& n) { return regressionLoss(n, "mse"); });
+  add("aten::smooth_l1_loss", [](NodeImporter& n) { return regressionLoss(n, "smooth_l1"); });
+  add("aten::huber_loss", [](NodeImporter& n) { return regressionLoss(n, "huber"); });
+  add("aten::binary_cross_entropy_with_logits", [](NodeImporter& n) { return binaryCrossEntropy(n, true); });
+  add("aten::binary_cross_entropy", [](NodeImporter& n) { return binaryCrossEntropy(n, false); });
+  add("aten::nll_loss_forward", nllLoss);
+  add("aten::nll_loss2d_forward", nllLoss);
+}
+
+}  // namespace neuroncc::importer

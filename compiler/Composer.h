@@ -1,0 +1,285 @@
+//===- Composer.h - building an operator from other aten ops ---------------===//
+//
+// The helpers of the operators imported as compositions (ComposedOps.cpp,
+// ComposedMath.cpp, ComposedIndexing.cpp): a builder that infers each op's
+// result type as the op's own inference does, and the argument checks they
+// share. Only those files include it.
+//
+//===----------------------------------------------------------------------===//
+#pragma once
+
+#include "compiler/NodeImporter.h"
+
+namespace neuroncc::importer {
+
+inline RankedTensorType typeOf(Value v) { return llvm::cast<RankedTensorType>(v.getType()); }
+
+// Builds ops at the node's location, computing each result type the way the
+// ops' own inference does (broadcasting, promotion, reduced dims).
+class Composer {
+ public:
+  explicit Composer(NodeImporter& n) : n(n), b(n.b), loc(n.loc) {}
+  NodeImporter& n;
+  OpBuilder& b;
+  Location loc;
+
+  Type f32() { return b.getF32Type(); }
+  Type i1() { return b.getI1Type(); }
+
+  Value constant(ArrayRef<int64_t> shape, Type elem, ArrayRef<double> values) {
+    auto type = RankedTensorType::get(shape, elem);
+    SmallVector<Attribute> attrs;
+    for (double v : values) attrs.push_back(attrOf(elem, v));
+    if (attrs.size() == 1 && type.getNumElements() != 1)
+      return b.create<arith::ConstantOp>(loc, DenseElementsAttr::get(type, attrs.front()));
+    return b.create<arith::ConstantOp>(loc, DenseElementsAttr::get(type, attrs));
+  }
+  Value scalar(double v, Type elem) { return constant({}, elem, {v}); }
+  Value splat(ArrayRef<int64_t> shape, Type elem, double v) { return constant(shape, elem, {v}); }
+
+  Value cast(Value v, Type elem) {
+    auto t = typeOf(v);
+    if (t.getElementType() == elem) return v;
+    return b.create<aten::ToCopyOp>(loc, t.clone(elem), v);
+  }
+  // A float dtype to compute in: the tensor's own, or f32 for integers and bools.
+  Type floatOf(Type elem) { return aten::isFloatType(elem) ? elem : f32(); }
+  Value toFloat(Value v) { return cast(v, floatOf(typeOf(v).getElementType())); }
+
+  template <typename OpTy>
+  Value unary(Value x) {
+    return b.create<OpTy>(loc, typeOf(x), x);
+  }
+  template <typename OpTy, typename... Attrs>
+  Value binary(Value x, Value y, Attrs... attrs) {
+    auto shape = *aten::broadcastShapes(typeOf(x).getShape(), typeOf(y).getShape());
+    Type elem = aten::promoteTypes(typeOf(x), typeOf(y));
+    return b.create<OpTy>(loc, RankedTensorType::get(shape, elem), x, y, attrs...);
+  }
+  Value add(Value x, Value y, double alpha = 1.0) { return binary<aten::AddTensorOp>(x, y, b.getF64FloatAttr(alpha)); }
+  Value sub(Value x, Value y, double alpha = 1.0) { return binary<aten::SubTensorOp>(x, y, b.getF64FloatAttr(alpha)); }
+  Value mul(Value x, Value y) { return binary<aten::MulTensorOp>(x, y); }
+  Value div(Value x, Value y) { return binary<aten::DivTensorOp>(x, y); }
+  Value maximum(Value x, Value y) { return binary<aten::MaximumOp>(x, y); }
+  Value minimum(Value x, Value y) { return binary<aten::MinimumOp>(x, y); }
+  Value mulScalar(Value x, double s) { return b.create<aten::MulScalarOp>(loc, typeOf(x), x, b.getF64FloatAttr(s)); }
+  Value addScalar(Value x, double s) {
+    return b.create<aten::AddScalarOp>(loc, typeOf(x), x, b.getF64FloatAttr(s), b.getF64FloatAttr(1.0));
+  }
+  Value powScalar(Value x, double e) { return b.create<aten::PowTensorScalarOp>(loc, typeOf(x), x, b.getF64FloatAttr(e)); }
+
+  template <typename OpTy>
+  Value compare(Value x, Value y) {
+    auto shape = *aten::broadcastShapes(typeOf(x).getShape(), typeOf(y).getShape());
+    return b.create<OpTy>(loc, RankedTensorType::get(shape, i1()), x, y);
+  }
+  template <typename OpTy>
+  Value compareScalar(Value x, double s) {
+    return b.create<OpTy>(loc, typeOf(x).clone(i1()), x, b.getF64FloatAttr(s));
+  }
+  Value where(Value c, Value x, Value y) {
+    auto xy = *aten::broadcastShapes(typeOf(x).getShape(), typeOf(y).getShape());
+    auto shape = *aten::broadcastShapes(typeOf(c).getShape(), xy);
+    return b.create<aten::WhereSelfOp>(loc, RankedTensorType::get(shape, aten::promoteTypes(typeOf(x), typeOf(y))), c, x, y);
+  }
+  Value logicalOr(Value x, Value y) { return where(x, scalar(1, i1()), y); }
+  Value logicalAnd(Value x, Value y) { return where(x, y, scalar(0, i1())); }
+  Value isNan(Value x) { return compare<aten::NeTensorOp>(x, x); }
+
+  // Reduced dims (negative ones counted from the end; none: every dim).
+  SmallVector<int64_t> reducedShape(RankedTensorType t, ArrayRef<int64_t> dims, bool keepdim) {
+    SmallVector<bool> reduced(t.getRank(), dims.empty());
+    for (int64_t d : dims) reduced[d < 0 ? d + t.getRank() : d] = true;
+    SmallVector<int64_t> shape;
+    for (int64_t i = 0; i < t.getRank(); ++i) {
+      if (!reduced[i]) shape.push_back(t.getDimSize(i));
+      else if (keepdim) shape.push_back(1);
+    }
+    return shape;
+  }
+  template <typename OpTy>
+  Value reduce(Value x, ArrayRef<int64_t> dims, bool keepdim) {
+    auto t = typeOf(x);
+    return b.create<OpTy>(loc, RankedTensorType::get(reducedShape(t, dims, keepdim), t.getElementType()), x,
+                          b.getDenseI64ArrayAttr(dims), b.getBoolAttr(keepdim));
+  }
+  Value sum(Value x, ArrayRef<int64_t> dims, bool keepdim) { return reduce<aten::SumDimIntListOp>(x, dims, keepdim); }
+  Value amax(Value x, ArrayRef<int64_t> dims, bool keepdim) { return reduce<aten::AmaxOp>(x, dims, keepdim); }
+  Value amin(Value x, ArrayRef<int64_t> dims, bool keepdim) {
+    return unary<aten::NegOp>(amax(unary<aten::NegOp>(x), dims, keepdim));
+  }
+
+  Value reshape(Value x, ArrayRef<int64_t> shape) {
+    if (typeOf(x).getShape() == shape) return x;
+    return b.create<aten::ReshapeOp>(loc, typeOf(x).clone(shape), x, b.getDenseI64ArrayAttr(shape));
+  }
+  Value permute(Value x, ArrayRef<int64_t> perm) {
+    auto t = typeOf(x);
+    SmallVector<int64_t> shape;
+    bool identity = true;
+    for (auto [i, p] : llvm::enumerate(perm)) {
+      shape.push_back(t.getDimSize(p));
+      identity &= p == int64_t(i);
+    }
+    if (identity) return x;
+    return b.create<aten::PermuteOp>(loc, t.clone(shape), x, b.getDenseI64ArrayAttr(perm));
+  }
+  Value slice(Value x, int64_t dim, int64_t start, int64_t end, int64_t step = 1) {
+    auto t = typeOf(x);
+    int64_t size = t.getDimSize(dim);
+    if (start == 0 && end >= size && step == 1) return x;
+    SmallVector<int64_t> shape(t.getShape());
+    shape[dim] = end > start ? (end - start + step - 1) / step : 0;
+    return b.create<aten::SliceTensorOp>(loc, t.clone(shape), x, b.getI64IntegerAttr(dim), b.getI64IntegerAttr(start),
+                                         b.getI64IntegerAttr(end), b.getI64IntegerAttr(step));
+  }
+  Value cat(ArrayRef<Value> xs, int64_t dim) {
+    if (xs.size() == 1) return xs.front();
+    SmallVector<int64_t> shape(typeOf(xs.front()).getShape());
+    shape[dim] = 0;
+    for (Value x : xs) shape[dim] += typeOf(x).getDimSize(dim);
+    return b.create<aten::CatOp>(loc, typeOf(xs.front()).clone(shape), xs, b.getI64IntegerAttr(dim));
+  }
+  Value unsqueeze(Value x, int64_t dim) {
+    SmallVector<int64_t> shape(typeOf(x).getShape());
+    shape.insert(shape.begin() + dim, 1);
+    return b.create<aten::UnsqueezeOp>(loc, typeOf(x).clone(shape), x, b.getI64IntegerAttr(dim));
+  }
+  Value expand(Value x, ArrayRef<int64_t> shape) {
+    if (typeOf(x).getShape() == shape) return x;
+    return b.create<aten::ExpandOp>(loc, typeOf(x).clone(shape), x, b.getDenseI64ArrayAttr(shape));
+  }
+  Value mm(Value x, Value y) {
+    auto shape = {typeOf(x).getDimSize(0), typeOf(y).getDimSize(1)};
+    return b.create<aten::MmOp>(loc, RankedTensorType::get(shape, typeOf(x).getElementType()), x, y);
+  }
+  Value addmm(Value bias, Value x, Value y) {
+    auto shape = {typeOf(x).getDimSize(0), typeOf(y).getDimSize(1)};
+    return b.create<aten::AddmmOp>(loc, RankedTensorType::get(shape, typeOf(x).getElementType()), bias, x, y,
+                                   b.getF64FloatAttr(1.0), b.getF64FloatAttr(1.0));
+  }
+  // A copy where a composition would otherwise return its operand itself.
+  Value fresh(Value result, Value operand) {
+    return result == operand ? b.create<aten::CloneOp>(loc, typeOf(result), result).getResult() : result;
+  }
+
+  // Ends the node: `v` in the node's recorded shape and dtype.
+  LogicalResult finish(Value v, size_t result = 0) {
+    FailureOr<RankedTensorType> type = n.resultType(result);
+    if (failed(type)) return failure();
+    if (typeOf(v).getNumElements() != type->getNumElements())
+      return n.error("composition gives " + aten::shapeToString(typeOf(v).getShape()) + ", the graph records " +
+                     aten::shapeToString(type->getShape()));
+    return define(cast(reshape(v, type->getShape()), type->getElementType()), result);
+  }
+  LogicalResult define(Value v, size_t result = 0) {
+    auto& slot = n.values[n.node.name()];
+    if (slot.size() <= result) slot.resize(result + 1);
+    slot[result] = v;
+    return success();
+  }
+
+ private:
+  Attribute attrOf(Type elem, double v) {
+    if (elem.isInteger(1)) return b.getBoolAttr(v != 0);
+    if (auto it = llvm::dyn_cast<IntegerType>(elem)) return b.getIntegerAttr(it, int64_t(v));
+    return b.getFloatAttr(elem, v);
+  }
+};
+
+inline int64_t normalizeDim(int64_t d, int64_t rank) { return d < 0 ? d + std::max<int64_t>(rank, 1) : d; }
+
+// An optional tensor argument (None or absent: a null Value).
+inline FailureOr<Value> optionalTensor(NodeImporter& n, size_t pos, StringRef name) {
+  if (!n.isTensor(pos, name)) return Value();
+  return n.tensor(pos, name);
+}
+
+// An int[k] argument: one int stands for all k, an empty list takes `fallback`.
+inline FailureOr<SmallVector<int64_t>> spatialInts(NodeImporter& n, size_t pos, StringRef name, size_t k,
+                                            ArrayRef<int64_t> fallback) {
+  FailureOr<SmallVector<int64_t>> v = n.ints(pos, name, SmallVector<int64_t>{});
+  if (failed(v)) return failure();
+  if (v->empty()) return SmallVector<int64_t>(fallback);
+  if (v->size() == 1) return SmallVector<int64_t>(k, v->front());
+  if (v->size() != k) return n.error("argument '" + name.str() + "' needs " + std::to_string(k) + " values");
+  return *v;
+}
+
+inline bool isReducedFloat(Type t) { return t.isBF16() || t.isF16(); }
+
+// Operands read from the graph that an op combines elementwise must
+// broadcast together (a malformed graph is refused, not built).
+inline LogicalResult checkBroadcast(NodeImporter& n, ArrayRef<Value> values) {
+  SmallVector<int64_t> shape;
+  for (Value v : values) {
+    if (!v) continue;
+    auto next = aten::broadcastShapes(shape, typeOf(v).getShape());
+    if (!next)
+      return n.error("operand of shape " + aten::shapeToString(typeOf(v).getShape()) + " does not broadcast with " +
+                     aten::shapeToString(shape));
+    shape = *next;
+  }
+  return success();
+}
+
+// A per-channel parameter read from the graph must have one value per channel.
+inline LogicalResult checkChannels(NodeImporter& n, Value v, int64_t channels, StringRef what) {
+  if (v && typeOf(v).getNumElements() != channels)
+    return n.error(what.str() + " has " + std::to_string(typeOf(v).getNumElements()) + " elements for " +
+                   std::to_string(channels) + " channels");
+  return success();
+}
+
+// Reduced dims read from the graph: each within [-rank, rank) (a 0-d tensor
+// counts as rank 1, as PyTorch's dim wrapping does).
+inline LogicalResult checkDims(NodeImporter& n, ArrayRef<int64_t> dims, int64_t rank) {
+  int64_t r = std::max<int64_t>(rank, 1);
+  for (int64_t d : dims)
+    if (d < -r || d >= r) return n.error("dim " + std::to_string(d) + " is out of range for rank " + std::to_string(rank));
+  return success();
+}
+
+// Pads of (left, right) per dim from the last one; negative pads cut.
+inline Value padDim(Composer& c, Value x, int64_t dim, int64_t left, int64_t right, double value) {
+  int64_t size = typeOf(x).getDimSize(dim);
+  x = c.slice(x, dim, std::max<int64_t>(0, -left), size - std::max<int64_t>(0, -right));
+  SmallVector<Value> pieces;
+  Type elem = typeOf(x).getElementType();
+  auto piece = [&](int64_t length) {
+    SmallVector<int64_t> shape(typeOf(x).getShape());
+    shape[dim] = length;
+    return c.splat(shape, elem, value);
+  };
+  if (left > 0) pieces.push_back(piece(left));
+  pieces.push_back(x);
+  if (right > 0) pieces.push_back(piece(right));
+  return c.cat(pieces, dim);
+}
+
+// Rows of `x` along `dim` picked by the integer `index` (any shape, read
+// flat): the dim moved to the front, the rest flattened into the rows of an
+// embedding table, gathered, and moved back; the result has the dim
+// replaced by the index's element count.
+inline FailureOr<Value> gatherAlong(Composer& c, Value x, int64_t dim, Value index) {
+  int64_t rank = typeOf(x).getRank();
+  SmallVector<int64_t> perm{dim};
+  for (int64_t i = 0; i < rank; ++i)
+    if (i != dim) perm.push_back(i);
+  Value front = c.permute(x, perm);
+  int64_t rows = typeOf(front).getDimSize(0), rest = typeOf(front).getNumElements() / std::max<int64_t>(rows, 1);
+  Value table = c.reshape(front, {rows, rest});
+  Value flatIndex = c.reshape(index, {typeOf(index).getNumElements()});
+  int64_t picked = typeOf(flatIndex).getDimSize(0);
+  auto gatheredType = RankedTensorType::get({picked, rest}, typeOf(table).getElementType());
+  Value gathered = c.b.create<aten::EmbeddingOp>(c.loc, gatheredType, table, flatIndex, c.b.getI64IntegerAttr(-1));
+  SmallVector<int64_t> shape(typeOf(front).getShape());
+  shape[0] = picked;
+  SmallVector<int64_t> inverse(rank);
+  for (int64_t i = 0; i < rank; ++i) inverse[perm[i]] = i;
+  return c.permute(c.reshape(gathered, shape), inverse);
+}
+
+inline bool isIndexType(Type t) { return llvm::isa<IntegerType>(t) && !t.isInteger(1); }
+
+}  // namespace neuroncc::importer
