@@ -412,6 +412,36 @@ LogicalResult diag(NodeImporter& n) {
   return c.finish(c.where(onDiagonal, v, c.scalar(0.0, typeOf(self).getElementType())));
 }
 
+// diag_embed(self, offset, dim1, dim2): the last dim of self on diagonal
+// `offset` of a new square pair of dims (dim1, dim2) of the result, zeros
+// elsewhere; built in the last two dims, then moved.
+LogicalResult diagEmbed(NodeImporter& n) {
+  Composer c(n);
+  NCC_TRY(self, n.tensor(0, "self"));
+  NCC_TRY(k, n.integer(1, "offset", 0));
+  NCC_TRY(d1, n.integer(2, "dim1", -2));
+  NCC_TRY(d2, n.integer(3, "dim2", -1));
+  Value x = typeOf(self).getRank() == 0 ? c.reshape(self, {1}) : self;
+  int64_t rank = typeOf(x).getRank() + 1;
+  if (failed(checkDims(n, {d1, d2}, rank))) return failure();
+  d1 = normalizeDim(d1, rank);
+  d2 = normalizeDim(d2, rank);
+  if (d1 == d2) return n.error("diag_embed dims must differ");
+  int64_t length = typeOf(x).getShape().back(), size = length + std::abs(k);
+  SmallVector<double> rowsIota(size), colsIota(size);
+  std::iota(rowsIota.begin(), rowsIota.end(), 0.0);
+  std::iota(colsIota.begin(), colsIota.end(), double(-k));
+  Value onDiagonal = c.compare<aten::EqTensorOp>(c.constant({size, 1}, c.f32(), rowsIota), c.constant({1, size}, c.f32(), colsIota));
+  Value v = padDim(c, x, rank - 2, 0, std::abs(k), 0.0);
+  v = c.unsqueeze(v, k >= 0 ? rank - 1 : rank - 2);  // rows (k >= 0) or columns take v
+  Value square = c.where(onDiagonal, v, c.scalar(0.0, typeOf(x).getElementType()));
+  // result dim d1 is the built rows (rank - 2), d2 its columns (rank - 1)
+  SmallVector<int64_t> perm(rank);
+  int64_t lead = 0;
+  for (int64_t d = 0; d < rank; ++d) perm[d] = d == d1 ? rank - 2 : d == d2 ? rank - 1 : lead++;
+  return c.finish(c.permute(square, perm));
+}
+
 LogicalResult trace(NodeImporter& n) {
   Composer c(n);
   NCC_TRY(self, n.tensor(0, "self"));
@@ -701,6 +731,7 @@ void addComposedMathOps(std::map<std::string, Builder>& table) {
   add("aten::diagonal", diagonal);
   add("aten::diag", diag);
   add("aten::trace", trace);
+  add("aten::diag_embed", diagEmbed);
   add("aten::addmv", [](NodeImporter& n) { return addmvOrAddr(n, false); });
   add("aten::addr", [](NodeImporter& n) { return addmvOrAddr(n, true); });
   add("aten::count_nonzero.dim_IntList", countNonzero);

@@ -128,6 +128,76 @@ def export_compile_run(fn, inputs, workdir, name, opt, input_names=None, params=
 
 
 # ---------------------------------------------------------------------------
+# Test cases compared with eager
+
+# Per dtype: f32 as above; bf16 a few ulps of the largest element (ops composed
+# of several rounded bf16 steps).
+EAGER_TOLERANCE = {torch.float32: F32_TOLERANCE, torch.bfloat16: 2.0 ** -5}
+FLOAT_DTYPES = (torch.float32, torch.bfloat16)
+
+
+def seeded_randn(*shape, seed=0):
+    return torch.randn(shape, generator=torch.Generator().manual_seed(seed))
+
+
+def randomize(module, seed):
+    """Random parameters (and positive running variances) instead of the defaults."""
+    gen = torch.Generator().manual_seed(seed)
+    with torch.no_grad():
+        for p in module.parameters():
+            p.copy_(torch.randn(p.shape, generator=gen) * 0.5)
+        for name, b in module.named_buffers():
+            if name.endswith("running_var"):
+                b.copy_(torch.rand(b.shape, generator=gen) + 0.5)
+            elif name.endswith("running_mean"):
+                b.copy_(torch.randn(b.shape, generator=gen) * 0.2)
+    return module
+
+
+class ComparedWithEager(unittest.TestCase):
+    """check(fn, inputs): fn exported, compiled at -O0 and -O2, run, and every
+    output compared with eager's (integers and bools exactly)."""
+
+    @classmethod
+    def setUpClass(cls):
+        cls.tmp = tempfile.mkdtemp(prefix="neuroncc-e2e-")
+
+    @classmethod
+    def tearDownClass(cls):
+        shutil.rmtree(cls.tmp, ignore_errors=True)
+
+    def setUp(self):
+        self.count = 0
+
+    def check(self, fn, inputs, opts=(0, 2)):
+        with torch.no_grad():
+            ref = fn(*inputs)
+        refs, _ = torch.utils._pytree.tree_flatten(ref)
+        for opt in opts:
+            name = "%s_%d_O%d" % (self.id().split(".")[-1], self.count, opt)
+            self.count += 1
+            with torch.no_grad():
+                outs, _ = export_compile_run(fn, inputs, self.tmp, name, opt)
+            self.assertEqual(len(outs), len(refs))
+            for out, r in zip(outs, refs):
+                if r.dtype in (torch.int64, torch.int32, torch.bool):
+                    np.testing.assert_array_equal(out, r.numpy(), err_msg=name)
+                else:
+                    compare(out, r, EAGER_TOLERANCE[r.dtype])
+
+    def models(self, make, inputs):
+        """make() in f32 and bf16, with its default and with random parameters."""
+        for dtype in FLOAT_DTYPES:
+            for seed in (None, 7):
+                torch.manual_seed(0)
+                model = make().eval()
+                if seed is not None:
+                    randomize(model, seed)
+                model = model.to(dtype)
+                self.check(model, tuple(t.to(dtype) for t in inputs))
+
+
+# ---------------------------------------------------------------------------
 # Expected-failure lists
 
 class XfailList:

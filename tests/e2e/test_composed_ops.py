@@ -12,37 +12,20 @@ parameters; integer results (indices) must match exactly.
 import math
 import os
 import sys
-import tempfile
 import unittest
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
 import e2e_common as common  # noqa: E402
 
-import numpy as np  # noqa: E402
 import torch  # noqa: E402
 import torch.nn as nn  # noqa: E402
 import torch.nn.functional as F  # noqa: E402
 
-TOL = {torch.float32: common.F32_TOLERANCE, torch.bfloat16: 2.0 ** -5}
-DTYPES = (torch.float32, torch.bfloat16)
-
-
-def randn(*shape, seed=0):
-    return torch.randn(shape, generator=torch.Generator().manual_seed(seed))
-
-
-def randomize(module, seed):
-    gen = torch.Generator().manual_seed(seed)
-    with torch.no_grad():
-        for p in module.parameters():
-            p.copy_(torch.randn(p.shape, generator=gen) * 0.5)
-        for name, b in module.named_buffers():
-            if name.endswith("running_var"):
-                b.copy_(torch.rand(b.shape, generator=gen) + 0.5)
-            elif name.endswith("running_mean"):
-                b.copy_(torch.randn(b.shape, generator=gen) * 0.2)
-    return module
+TOL = common.EAGER_TOLERANCE
+DTYPES = common.FLOAT_DTYPES
+randn = common.seeded_randn
+randomize = common.randomize
 
 
 class SmallCnn(nn.Module):
@@ -90,40 +73,7 @@ class UNetBlock(nn.Module):
         return x + t
 
 
-class ComposedOps(unittest.TestCase):
-    @classmethod
-    def setUpClass(cls):
-        cls.tmp = tempfile.mkdtemp(prefix="neuroncc-composed-")
-
-    def check(self, fn, inputs, opts=(0, 2)):
-        with torch.no_grad():
-            ref = fn(*inputs)
-        refs, _ = torch.utils._pytree.tree_flatten(ref)
-        for opt in opts:
-            name = "%s_%d_O%d" % (self.id().split(".")[-1], self.count, opt)
-            self.count += 1
-            with torch.no_grad():
-                outs, _ = common.export_compile_run(fn, inputs, self.tmp, name, opt)
-            self.assertEqual(len(outs), len(refs))
-            for out, r in zip(outs, refs):
-                if r.dtype in (torch.int64, torch.int32, torch.bool):
-                    np.testing.assert_array_equal(out, r.numpy(), err_msg=name)
-                else:
-                    common.compare(out, r, TOL[r.dtype])
-
-    def setUp(self):
-        self.count = 0
-
-    def models(self, make, inputs):
-        for dtype in DTYPES:
-            for seed in (None, 7):
-                torch.manual_seed(0)
-                model = make().eval()
-                if seed is not None:
-                    randomize(model, seed)
-                model = model.to(dtype)
-                self.check(model, tuple(t.to(dtype) for t in inputs))
-
+class ComposedOps(common.ComparedWithEager):
     def test_cnn(self):
         self.models(SmallCnn, (randn(2, 3, 16, 16, seed=1),))
 

@@ -149,6 +149,7 @@ Command line
 """
 import argparse
 import collections
+import contextlib
 import importlib
 import inspect
 import json
@@ -182,9 +183,9 @@ DECOMPOSITION_OPS = [
     aten.new_ones.default,       # -> ones / full
     aten.new_full.default,       # -> full
     aten.addcmul.default,        # -> mul, add
-    aten.addcdiv.default,        # -> div, mul, add
-    aten.hardtanh.default,       # -> clamp
-    aten.leaky_relu.default,     # -> where, gt, mul
+    aten.addcdiv.default,        # -> div, mul, add (ours, below)
+    aten.hardtanh.default,       # -> clamp (ours, below)
+    aten.leaky_relu.default,     # -> where, gt, mul (ours, below)
     aten.hardsigmoid.default,    # -> clamp, add, div
     aten.hardswish.default,      # -> mul, clamp
     aten.logsumexp.default,      # -> amax, exp, sum, log
@@ -204,6 +205,31 @@ def _masked_fill_tensor(self, mask, value):
     # torch._decomp's version reads value.item(), which fails when the fill
     # value is a graph input; where() broadcasts the 0-d value instead.
     return aten.where.self(mask, aten._to_copy.default(value, dtype=self.dtype), self)
+
+
+# torch 1.13's decompositions of hardtanh, leaky_relu and addcdiv wrap
+# bf16/f16 inputs in prims.convert_element_type (their type-promotion
+# wrapper), which is below ATen. These compute as eager's kernels do: reduced
+# precision in float32, rounded once.
+def _in_float32(fn, *tensors):
+    reduced = tensors[0].dtype in (torch.float16, torch.bfloat16)
+    if not reduced:
+        return fn(*tensors)
+    wide = [aten._to_copy.default(t, dtype=torch.float32) for t in tensors]
+    return aten._to_copy.default(fn(*wide), dtype=tensors[0].dtype)
+
+
+def _hardtanh(self, min_val=-1.0, max_val=1.0):
+    return aten.clamp.default(self, min_val, max_val)
+
+
+def _leaky_relu(self, negative_slope=0.01):
+    return _in_float32(lambda x: aten.where.self(aten.gt.Scalar(x, 0), x, aten.mul.Scalar(x, negative_slope)), self)
+
+
+def _addcdiv(self, tensor1, tensor2, value=1):
+    return _in_float32(lambda s, a, b: aten.add.Tensor(s, aten.mul.Scalar(aten.div.Tensor(a, b), value)),
+                       self, tensor1, tensor2)
 
 
 def _logsumexp(self, dim, keepdim=False):
@@ -293,6 +319,9 @@ def _transformer_encoder_layer_fwd(src, embed_dim, num_heads, qkv_weight, qkv_bi
 
 # Our own ATen-level decompositions, used instead of torch._decomp's.
 CUSTOM_DECOMPOSITIONS = {aten.masked_fill.Tensor: _masked_fill_tensor, aten.logsumexp.default: _logsumexp,
+
+                         aten.hardtanh.default: _hardtanh, aten.leaky_relu.default: _leaky_relu,
+                         aten.addcdiv.default: _addcdiv,
                          aten._native_multi_head_attention.default: _native_multi_head_attention,
                          aten._transformer_encoder_layer_fwd.default: _transformer_encoder_layer_fwd}
 
@@ -481,6 +510,62 @@ def _tuple_vals(gm):
             node.meta["val"] = tuple(items[i] for i in range(len(items)))
 
 
+@contextlib.contextmanager
+def _trace_overrides():
+    """Replaces, while tracing, the Python-level calls whose ATen
+    implementations read tensor values to find their output shape
+    (CompositeImplicit ops run below the decomposition table, so the table
+    cannot reach them):
+      F.one_hot(i, num_classes): a comparison with arange(num_classes) (eager
+        reads the indices' maximum when num_classes is -1, which a traced
+        graph cannot; an index out of range gives a row of zeros where eager
+        raises);
+      repeat_interleave(x, r, dim) with a Python int r: unsqueeze, expand and
+        reshape (a tensor of repeats stays as traced).
+    The functions are swapped on their modules and restored after (a torch
+    function mode would do it without that, but an active mode turns off the
+    inference fast paths of nn.MultiheadAttention and nn.TransformerEncoder
+    that eager takes, so the traced graph would not be what eager runs)."""
+    import torch.nn.functional as F
+
+    def one_hot(indices, num_classes=-1):
+        if num_classes < 0:
+            raise ExportError("one_hot needs num_classes: without it the result's shape depends on the "
+                              "indices' values")
+        classes = torch.arange(num_classes, dtype=indices.dtype, device=indices.device)
+        return (indices.unsqueeze(-1) == classes).to(torch.int64)
+
+    def interleave(original):
+        def repeat_interleave(x, repeats=None, dim=None, output_size=None):
+            if not isinstance(repeats, int) or isinstance(repeats, bool) or repeats < 0:
+                return original(x, repeats, dim, output_size=output_size)
+            if dim is None:
+                x, dim = x.reshape(-1), 0
+            if x.dim() == 0:
+                x = x.reshape(1)
+            dim = dim % x.dim()
+            shape = list(x.shape)
+            expanded = x.unsqueeze(dim + 1).expand(*shape[:dim + 1], repeats, *shape[dim + 1:])
+            return expanded.reshape(*shape[:dim], shape[dim] * repeats, *shape[dim + 1:])
+        return repeat_interleave
+
+    swaps = [(F, "one_hot", one_hot),
+             (torch, "repeat_interleave", interleave(torch.repeat_interleave)),
+             (torch.Tensor, "repeat_interleave", interleave(torch.Tensor.repeat_interleave))]
+    # (torch.Tensor inherits its methods: restoring one deletes the override)
+    saved = [(owner, name, owner.__dict__.get(name)) for owner, name, _ in swaps]
+    try:
+        for owner, name, replacement in swaps:
+            setattr(owner, name, replacement)
+        yield
+    finally:
+        for owner, name, original in saved:
+            if original is None:
+                delattr(owner, name)
+            else:
+                setattr(owner, name, original)
+
+
 def _trace_make_fx(fn, inputs, state, decompositions, tracing_mode="real"):
     import contextlib
     from torch.fx.experimental.proxy_tensor import make_fx
@@ -509,7 +594,8 @@ def _trace_make_fx(fn, inputs, state, decompositions, tracing_mode="real"):
         context = contextlib.nullcontext()
     with context:
         try:
-            gm = make_fx(flat, decomposition_table=decompositions)(*values)
+            with _trace_overrides():
+                gm = make_fx(flat, decomposition_table=decompositions)(*values)
         except Exception as e:
             if tracing_mode == "fake" and "non-Fake Tensor inputs" in str(e):
                 raise ExportError("fake tracing met a real tensor that is neither an input, a parameter nor a "

@@ -1,0 +1,190 @@
+#!/usr/bin/env python3
+"""Math operators, scans, matrix-vector forms and losses that the importer builds
+from other ops (compiler/ComposedMath.cpp), in the code that uses them: a
+classifier's training losses (cross entropy with weights, ignored labels and
+label smoothing, NLL over images, BCE with logits and pos_weight, MSE, smooth L1,
+Huber), gated and parametric activations (GLU, PReLU, log-sigmoid, threshold),
+elementwise functions at their edges (zeros of both signs, infinities, NaN,
+large magnitudes), products and scans, diagonals, LSTM and GRU layers, and the
+exporter's one_hot and repeat_interleave. Each is compiled at -O0 and -O2, run,
+and compared with PyTorch eager, in f32 and bf16 where eager has the bf16
+kernel; integer results must match exactly.
+"""
+import os
+import sys
+import unittest
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, HERE)
+import e2e_common as common  # noqa: E402
+
+import torch  # noqa: E402
+import torch.nn as nn  # noqa: E402
+import torch.nn.functional as F  # noqa: E402
+
+DTYPES = common.FLOAT_DTYPES
+randn = common.seeded_randn
+
+
+def with_edges(x):
+    """x with signed zeros, infinities, a NaN and large magnitudes in its first row."""
+    x = x.clone()
+    edges = [0.0, -0.0, float("inf"), float("-inf"), float("nan"), 1e30, -1e30, 1e-30, 100.0, -100.0]
+    x.view(-1)[:len(edges)] = torch.tensor(edges)
+    return x
+
+
+class GatedActivation(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.proj = nn.Linear(16, 32)
+        self.act = nn.PReLU(8)
+        self.conv = nn.Conv1d(8, 8, 3, padding=1)
+
+    def forward(self, x):
+        h = F.glu(self.proj(x), -1)                       # [B, 8, 16]
+        h = self.act(self.conv(h))                        # per-channel PReLU
+        return F.logsigmoid(h), nn.PReLU()(h)
+
+
+class Recurrent(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.lstm = nn.LSTM(12, 16, num_layers=2, batch_first=True)
+        self.gru = nn.GRU(16, 8, batch_first=True, bidirectional=True)
+
+    def forward(self, x):
+        h, (hn, cn) = self.lstm(x)
+        g, gn = self.gru(h)
+        return g, hn, cn, gn
+
+
+class MathAndLosses(common.ComparedWithEager):
+    def test_classification_losses(self):
+        g = torch.Generator().manual_seed(3)
+        logits, labels = randn(6, 5, seed=1) * 3, torch.randint(0, 5, (6,), generator=g)
+        labels[2] = -100  # ignored
+        weight = torch.rand(5, generator=g) + 0.5
+        image, pixels = randn(2, 4, 3, 5, seed=2), torch.randint(0, 4, (2, 3, 5), generator=g)
+        pixels[0, 1, 2] = 3
+        for dtype in DTYPES:
+            x, w, im = logits.to(dtype), weight.to(dtype), image.to(dtype)
+            self.check(lambda a, y, c: (F.cross_entropy(a, y), F.cross_entropy(a, y, weight=c),
+                                        F.cross_entropy(a, y, reduction="sum"),
+                                        F.cross_entropy(a, y, reduction="none"),
+                                        F.nll_loss(F.log_softmax(a, -1), y, weight=c, reduction="none")),
+                       (x, labels, w))
+            self.check(lambda a, y: (F.cross_entropy(a, y), F.nll_loss(a.log_softmax(1), y, ignore_index=3)),
+                       (im, pixels))
+
+    def test_all_labels_ignored(self):
+        """mean over no counted labels is 0 / 0 = NaN, as eager gives."""
+        labels = torch.full((4,), -100, dtype=torch.int64)
+        self.check(lambda a, y: F.cross_entropy(a, y), (randn(4, 3, seed=3), labels))
+
+    def test_regression_and_binary_losses(self):
+        x, y = randn(4, 10, seed=4), randn(4, 10, seed=5)
+        pw = torch.rand(10, generator=torch.Generator().manual_seed(6)) + 0.5
+        for dtype in DTYPES:  # (eager 1.13 has no bf16 mse_loss on the CPU: the rest only)
+            a, b, p = x.to(dtype), y.to(dtype), pw.to(dtype)
+            if dtype == torch.bfloat16:
+                self.check(lambda u, v, q: (F.smooth_l1_loss(u, v), F.huber_loss(u, v, delta=0.7),
+                                            F.binary_cross_entropy_with_logits(u, v.sigmoid(), pos_weight=q)),
+                           (a, b, p))
+                continue
+            self.check(lambda u, v, q: (F.mse_loss(u, v), F.mse_loss(u, v, reduction="none"),
+                                        F.smooth_l1_loss(u, v), F.smooth_l1_loss(u, v, beta=0.5),
+                                        F.smooth_l1_loss(u, v, beta=0.0), F.huber_loss(u, v, delta=0.7),
+                                        F.l1_loss(u, v, reduction="sum"),
+                                        F.binary_cross_entropy_with_logits(u * 10, v.sigmoid()),
+                                        F.binary_cross_entropy_with_logits(u, (v > 0).to(u.dtype), pos_weight=q,
+                                                                           reduction="none"),
+                                        F.binary_cross_entropy(u.sigmoid(), v.sigmoid(), weight=q)),
+                       (a, b, p))
+        # probabilities of exactly 0 and 1: the logs are clamped at -100
+        probs = torch.tensor([[0.0, 1.0, 0.5, 1.0]])
+        self.check(lambda u, v: F.binary_cross_entropy(u, v, reduction="none"),
+                   (probs, torch.tensor([[1.0, 0.0, 1.0, 1.0]])))
+
+    def test_gated_and_parametric_activations(self):
+        self.models(GatedActivation, (randn(2, 8, 16, seed=7),))
+        # threshold on inputs (a computed value one ulp from the threshold would flip)
+        x = randn(3, 20, seed=21)
+        x[0, :3] = torch.tensor([0.1, -0.0, float("nan")])
+        for dtype in DTYPES:
+            self.check(lambda a: (F.threshold(a, 0.1, -2.0), F.threshold(a, -0.5, 7.0), F.relu6(a * 4)),
+                       (x.to(dtype),))
+
+    def test_elementwise_functions_at_their_edges(self):
+        x = with_edges(randn(4, 24, seed=8) * 3)
+        y = with_edges(randn(4, 24, seed=9)).flip(1)
+        self.check(lambda a, b: (torch.log2(a.abs()), torch.log10(a.abs()), torch.exp2(a), torch.sinh(a),
+                                 torch.cosh(a), torch.asinh(a), torch.acosh(a.abs() + 1), torch.atanh(a.tanh()),
+                                 torch.tan(a), torch.frac(a), torch.deg2rad(a), torch.rad2deg(a), torch.signbit(a),
+                                 torch.xlogy(a.abs(), b.abs()), torch.xlogy(a, 2.0), torch.hypot(a, b),
+                                 torch.copysign(a, b), torch.copysign(a, -1.0), torch.fmax(a, b), torch.fmin(a, b),
+                                 torch.heaviside(a, b), torch.logit(a.sigmoid()), torch.logit(a, eps=1e-3)),
+                   (x, y))
+        for dtype in (torch.bfloat16,):
+            a = randn(4, 24, seed=10).to(dtype) * 2
+            self.check(lambda u: (torch.log2(u.abs()), torch.exp2(u), torch.sinh(u), torch.cosh(u), torch.asinh(u),
+                                  torch.frac(u * 10), torch.hypot(u, u.flip(0)), torch.logit(u.sigmoid())), (a,))
+        # exact where eager is: exp2 of integers, log2 of powers of two
+        ints = torch.arange(-20, 20, dtype=torch.float32)
+        self.check(lambda a: (torch.exp2(a), torch.log2(torch.exp2(a)).round()), (ints,))
+
+    def test_products_and_scans(self):
+        x = randn(3, 9, seed=11) * 1.5
+        x[1, 4] = 0.0
+        x[2, 2] = float("nan")
+        ties = torch.tensor([[1.0, 3.0, 3.0, 2.0, 3.0, float("-inf")], [float("nan"), 1.0, 5.0, float("nan"), 0.0, 9.0]])
+        self.check(lambda u: (u.prod(-1), u.prod(0, keepdim=True), u.prod(), u.cumprod(1), u.cumprod(0),
+                              torch.logcumsumexp(u, 1), torch.cummax(u, 1), torch.cummin(u, 0)), (x,))
+        # eager 1.13 has no bf16 prod on the CPU
+        self.check(lambda u: (u.cumprod(1), torch.logcumsumexp(u, 1), torch.cummax(u, 1)), (x.to(torch.bfloat16),))
+        self.check(lambda u: (torch.cummax(u, 1), torch.cummin(u, 1), torch.logcumsumexp(u, 1)), (ties,))
+        counts = torch.randint(0, 4, (3, 5), generator=torch.Generator().manual_seed(12))
+        self.check(lambda c: (c.prod(-1), c.cumprod(1), torch.count_nonzero(c, 1), torch.count_nonzero(c),
+                              torch.cummax(c, 0)), (counts,))
+
+    def test_diagonals_and_matrix_vector_forms(self):
+        m, v, w = randn(6, 6, seed=13), randn(6, seed=14), randn(5, seed=15)
+        for dtype in DTYPES:
+            a, b, c = m.to(dtype), v.to(dtype), w.to(dtype)
+            self.check(lambda p, q, r: (torch.diagonal(p), torch.diagonal(p, 2), torch.diagonal(p, -3),
+                                        torch.diag(p, 1), torch.diag(q), torch.diag(q, -2),
+                                        torch.diag_embed(q[:3]), torch.addmv(q, p, q, beta=0.5, alpha=2.0),
+                                        torch.addmv(q, p, q, beta=0.0), torch.mv(p, q),
+                                        torch.addr(p[:, :5], q, r, alpha=0.5), torch.outer(q, r)),
+                       (a, b, c))
+        batch = randn(2, 3, 4, 5, seed=16)
+        self.check(lambda p: (p.diagonal(0, 1, 3), p.diagonal(1, -1, -2), torch.trace(p[0, 0]),
+                              torch.diag_embed(p[0], 1, 0, 2)), (batch,))  # (no bf16 trace in eager)
+
+    def test_statistics_and_ranges(self):
+        x = randn(4, 7, seed=17)
+        for dtype in DTYPES:
+            self.check(lambda a: (torch.std_mean(a, 1), torch.std_mean(a, (0, 1), unbiased=False),
+                                  a * torch.linspace(-1, 1, 7, dtype=a.dtype),
+                                  a[0] + torch.linspace(0, 3, 7, dtype=a.dtype)), (x.to(dtype),))
+        self.check(lambda a: (a[:, :5] + torch.linspace(2, 10, 5), torch.linspace(0, 10, 6, dtype=torch.int64)),
+                   (x,))
+
+    def test_recurrent_layers(self):
+        """nn.LSTM (2 layers) and a bidirectional nn.GRU: their cells use unsafe_split."""
+        self.models(Recurrent, (randn(2, 5, 12, seed=18),))
+
+    def test_one_hot_and_repeat_interleave(self):
+        """Both read values in eager (one_hot its indices' maximum, repeat_interleave its
+        repeats); the exporter replaces them while tracing."""
+        ids = torch.randint(0, 6, (3, 4), generator=torch.Generator().manual_seed(19))
+        table = randn(8, 2, seed=1)
+        self.check(lambda i: (F.one_hot(i, 6), F.one_hot(i, num_classes=8).float() @ table), (ids,))
+        kv = randn(2, 2, 5, 4, seed=20)  # grouped-query attention: 2 key/value heads for 6 query heads
+        for dtype in DTYPES:
+            self.check(lambda k: (k.repeat_interleave(3, dim=1), torch.repeat_interleave(k, 2, -1),
+                                  torch.repeat_interleave(k[0, 0, 0], 2)), (kv.to(dtype),))
+
+
+if __name__ == "__main__":
+    unittest.main()
