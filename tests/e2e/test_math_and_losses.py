@@ -6,7 +6,7 @@ label smoothing, NLL over images, BCE with logits and pos_weight, MSE, smooth L1
 Huber), gated and parametric activations (GLU, PReLU, log-sigmoid, threshold),
 elementwise functions at their edges (zeros of both signs, infinities, NaN,
 large magnitudes), products and scans, diagonals, LSTM and GRU layers, and the
-exporter's one_hot and repeat_interleave. Each is compiled at -O0 and -O2, run,
+exporter's one_hot, repeat_interleave and label-smoothed cross entropy. Each is compiled at -O0 and -O2, run,
 and compared with PyTorch eager, in f32 and bf16 where eager has the bf16
 kernel; integer results must match exactly.
 """
@@ -72,9 +72,12 @@ class MathAndLosses(common.ComparedWithEager):
             self.check(lambda a, y, c: (F.cross_entropy(a, y), F.cross_entropy(a, y, weight=c),
                                         F.cross_entropy(a, y, reduction="sum"),
                                         F.cross_entropy(a, y, reduction="none"),
-                                        F.nll_loss(F.log_softmax(a, -1), y, weight=c, reduction="none")),
+                                        F.nll_loss(F.log_softmax(a, -1), y, weight=c, reduction="none"),
+                                        F.cross_entropy(a, y, label_smoothing=0.1),
+                                        F.cross_entropy(a, y, weight=c, label_smoothing=0.2, reduction="none")),
                        (x, labels, w))
-            self.check(lambda a, y: (F.cross_entropy(a, y), F.nll_loss(a.log_softmax(1), y, ignore_index=3)),
+            self.check(lambda a, y: (F.cross_entropy(a, y), F.nll_loss(a.log_softmax(1), y, ignore_index=3),
+                                     F.cross_entropy(a, y, ignore_index=1, label_smoothing=0.3)),
                        (im, pixels))
 
     def test_all_labels_ignored(self):

@@ -1736,6 +1736,82 @@ def g_composed(b):
             b.add("torch.lerp(%s, %s, %r)" % (a, o, b.rng.choice([0.25, 0.75])), [s])
 
 
+def g_ordered(b):
+    """Sorting, selection, scans and products (compiler/ComposedIndexing.cpp and
+    ComposedMath.cpp) on a computed value, compared by their values (indices of equal
+    values may differ from eager's, whose order among ties is unspecified): sort, topk,
+    median and kthvalue along a dim, cummax, cumprod and logcumsumexp, prod."""
+    a, s = pick_ranked(b)
+    d = b.rng.randrange(len(s))
+    n = b.dim_val(s[d])
+    ops = [o for o, t in (("sort", "aten::sort"), ("topk", "aten::topk"), ("median", "aten::median.dim"),
+                          ("kth", "aten::kthvalue"), ("cummax", "aten::cummax"), ("cumprod", "aten::cumprod"),
+                          ("lcse", "aten::logcumsumexp"), ("prod", "aten::prod.dim_int")) if t in b.supported]
+    if not ops:
+        raise Reject("no ordering ops")
+    op = b.rng.choice(ops)
+    if op in ("sort", "median", "kth") and b.numel(s) * n > (1 << 21):
+        raise Reject("too many pairs to compare")
+    if op in ("cumprod", "prod") and n > 24:
+        raise Reject("a long product (overflow depends on the order)")
+    keep_exact = dict(exact=b.v(a).attrs.get("exact"), intval=b.v(a).attrs.get("intval"))
+    keep = b.rng.random() < 0.5
+    if op == "sort":
+        b.add("torch.sort(%s, %d, descending=%s)[0]" % (a, d, b.rng.random() < 0.5), [s], keep_exact)
+    elif op == "topk":
+        k = b.derived("min(%d, %s)" % (b.rng.choice([1, 2, 5, 20]), dim_expr(s[d])))
+        b.add("torch.topk(%s, #{%s}, %d, largest=%s)[0]" % (a, k, d, b.rng.random() < 0.7),
+              [tuple((k,) if i == d else x for i, x in enumerate(s))], keep_exact)
+    elif op == "median":
+        b.add("%s.median(%d, keepdim=%s)[0]" % (a, d, keep), [reduced_shape(s, [d], keep)], keep_exact)
+    elif op == "kth":
+        k = b.derived("max(1, (%s) // 3)" % dim_expr(s[d]))
+        b.add("%s.kthvalue(#{%s}, %d, keepdim=%s)[0]" % (a, k, d, keep), [reduced_shape(s, [d], keep)], keep_exact)
+    elif op == "cummax":
+        b.add("torch.cummax(%s, %d)[0]" % (a, d), [s], keep_exact)
+    elif op == "cumprod":
+        b.add("torch.cumprod(%s.tanh() + 1, %d)" % (a, d), [s])
+    elif op == "lcse":
+        b.add("torch.logcumsumexp(%s, %d)" % (a, d), [s])
+    else:
+        b.add("(%s.tanh() + 1).prod(%d, keepdim=%s)" % (a, d, keep), [reduced_shape(s, [d], keep)])
+
+
+def g_math(b):
+    """Elementwise functions and gated activations composed at import (ComposedMath.cpp)
+    on computed values: log2, asinh, hypot and xlogy with a partner, glu, prelu-style
+    where, threshold-free smooth ones only (no value where a rounding flips the result)."""
+    a, s = pick_ranked(b)
+    ops = [o for o, t in (("log2", "aten::log2"), ("asinh", "aten::asinh"), ("hypot", "aten::hypot"),
+                          ("xlogy", "aten::xlogy.Tensor"), ("glu", "aten::glu"), ("logsig", "aten::log_sigmoid_forward"),
+                          ("cosh", "aten::cosh")) if t in b.supported]
+    if not ops:
+        raise Reject("no math ops")
+    op = b.rng.choice(ops)
+    if op == "log2":
+        b.add("torch.log2(%s.abs() + 1)" % a, [s])
+    elif op == "asinh":
+        b.add("torch.asinh(%s)" % a, [s])
+    elif op == "cosh":
+        b.add("torch.cosh(%s.tanh() * 3)" % a, [s])
+    elif op == "logsig":
+        b.add("torch.nn.functional.logsigmoid(%s)" % a, [s])
+    elif op == "glu":
+        d = b.rng.randrange(len(s))
+        if b.dim_val(s[d]) % 2:
+            raise Reject("glu of an odd dim")
+        half = b.derived("(%s) // 2" % dim_expr(s[d]))
+        b.add("torch.nn.functional.glu(%s, %d)" % (a, d), [tuple((half,) if i == d else x for i, x in enumerate(s))])
+    else:
+        o = b.partner(a)
+        if broadcast(s, b.v(o).shape) != s:
+            raise Reject("partner widens the shape")
+        if op == "hypot":
+            b.add("torch.hypot(%s, %s)" % (a, o), [s])
+        else:
+            b.add("torch.xlogy(%s, %s.abs() + 0.5)" % (a, o), [s])
+
+
 def g_select(b):
     a, s = pick_ranked(b)
     d = b.rng.randrange(len(s))
@@ -2041,6 +2117,8 @@ GENERATORS = [
     (2, g_rotary, ("aten::cat", "aten::neg")),
     (1.5, g_int_input, ()),
     (3, g_composed, ()),
+    (2, g_ordered, ()),
+    (2, g_math, ()),
 ]
 
 

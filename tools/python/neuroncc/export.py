@@ -48,7 +48,12 @@ How a graph is made (torch 1.13, Debian's python3-torch):
      _transformer_encoder_layer_fwd, taken under no_grad) are decomposed by
      our own functions into projections, attention and layer norms; the
      nested tensors nn.TransformerEncoder makes from src_key_padding_mask
-     cannot be traced (build it with enable_nested_tensor=False).
+     cannot be traced (build it with enable_nested_tensor=False). Ours too:
+     hardtanh, leaky_relu and addcdiv (torch's wrap bf16 in prims casts).
+     While tracing, F.one_hot (with num_classes), repeat_interleave with an
+     int and label-smoothed cross_entropy, whose ATen implementations read
+     values to size their results, are replaced by compositions of ATen ops
+     (_trace_overrides).
   4. No-op nodes (detach, alias, lift_fresh, lift_fresh_copy) are removed and
      dead code is dropped.
   5. Every node's outputs are measured by running the graph on the example
@@ -521,7 +526,10 @@ def _trace_overrides():
         graph cannot; an index out of range gives a row of zeros where eager
         raises);
       repeat_interleave(x, r, dim) with a Python int r: unsqueeze, expand and
-        reshape (a tensor of repeats stays as traced).
+        reshape (a tensor of repeats stays as traced);
+      cross_entropy with label_smoothing and class indices, whose 1.13
+        implementation counts the labels with masked_select: eager's formula,
+        (1 - s) * nll + s / C * smooth, with the counts as sums of masks.
     The functions are swapped on their modules and restored after (a torch
     function mode would do it without that, but an active mode turns off the
     inference fast paths of nn.MultiheadAttention and nn.TransformerEncoder
@@ -549,7 +557,33 @@ def _trace_overrides():
             return expanded.reshape(*shape[:dim], shape[dim] * repeats, *shape[dim + 1:])
         return repeat_interleave
 
-    swaps = [(F, "one_hot", one_hot),
+    original_cross_entropy = torch._C._nn.cross_entropy_loss
+
+    def cross_entropy_loss(input, target, weight=None, reduction=1, ignore_index=-100, label_smoothing=0.0):
+        if label_smoothing <= 0.0 or target.is_floating_point():
+            return original_cross_entropy(input, target, weight, reduction, ignore_index, label_smoothing)
+        class_dim = 0 if input.dim() == 1 else 1
+        classes = input.shape[class_dim]
+        logp = torch.log_softmax(input, class_dim)
+        nll = F.nll_loss(logp, target, weight, reduction=["none", "mean", "sum"][reduction],
+                         ignore_index=ignore_index)
+        ignored = target == ignore_index
+        if weight is not None:
+            shape = [1] * logp.dim()
+            shape[class_dim] = classes
+            logp = logp * weight.reshape(shape)
+        smooth = -logp.sum(class_dim).masked_fill(ignored, 0.0)
+        if reduction == 1:
+            if weight is not None:
+                counted = weight[target.masked_fill(ignored, 0)].masked_fill(ignored, 0.0).sum()
+            else:
+                counted = (~ignored).sum()
+            smooth = smooth.sum() / counted
+        elif reduction == 2:
+            smooth = smooth.sum()
+        return nll * (1.0 - label_smoothing) + smooth * (label_smoothing / classes)
+
+    swaps = [(F, "one_hot", one_hot), (torch._C._nn, "cross_entropy_loss", cross_entropy_loss),
              (torch, "repeat_interleave", interleave(torch.repeat_interleave)),
              (torch.Tensor, "repeat_interleave", interleave(torch.Tensor.repeat_interleave))]
     # (torch.Tensor inherits its methods: restoring one deletes the override)
