@@ -69,23 +69,28 @@ Value sortedPositions(Composer& c, Value x, bool descending) {
   Value tie = c.add(iota(c, n, alongLast(rank, n)), c.where(late, c.scalar(double(n), c.f32()), c.scalar(0.0, c.f32())));
   // pairs [..., i, j], counted over the last dim (a reduction over the
   // innermost dim, which the lowering chunks when rows are long)
-  Value keyI = c.unsqueeze(key, rank), keyJ = c.unsqueeze(key, rank - 1);
-  Value tieI = c.unsqueeze(tie, rank), tieJ = c.unsqueeze(tie, rank - 1);
+  // (the i rows padded to alignedRows, their results dropped)
+  int64_t rows = alignedRows(n);
+  Value keyI = c.unsqueeze(padDim(c, key, rank - 1, 0, rows - n, 0.0), rank);
+  Value tieI = c.unsqueeze(padDim(c, tie, rank - 1, 0, rows - n, 0.0), rank);
+  Value keyJ = c.unsqueeze(key, rank - 1), tieJ = c.unsqueeze(tie, rank - 1);
   Value ahead = descending ? c.compare<aten::GtTensorOp>(keyJ, keyI) : c.compare<aten::LtTensorOp>(keyJ, keyI);
   Value tieFirst = c.logicalAnd(c.compare<aten::EqTensorOp>(keyJ, keyI), c.compare<aten::LtTensorOp>(tieJ, tieI));
-  return c.sum(c.cast(c.logicalOr(ahead, tieFirst), c.f32()), {rank}, false);
+  Value counts = c.sum(c.cast(c.logicalOr(ahead, tieFirst), c.f32()), {rank}, false);
+  return c.slice(counts, rank - 1, 0, n);
 }
 
 // The elements at sorted positions [0, count) of the last dim, and their
 // indices (f32): the element whose position is r, picked by a comparison
 // (one match per r, so the sums are exact).
 std::pair<Value, Value> pickSorted(Composer& c, Value x, Value positions, int64_t count) {
-  int64_t n = typeOf(x).getShape().back(), rank = typeOf(x).getRank();
-  Value hit = c.compare<aten::EqTensorOp>(c.unsqueeze(positions, rank - 1), iota(c, count, {count, 1}));  // [..., r, i]
+  // (the r rows padded to alignedRows, past the last position: no match)
+  int64_t n = typeOf(x).getShape().back(), rank = typeOf(x).getRank(), rows = alignedRows(count);
+  Value hit = c.compare<aten::EqTensorOp>(c.unsqueeze(positions, rank - 1), iota(c, rows, {rows, 1}));  // [..., r, i]
   Type elem = typeOf(x).getElementType();
   Value values = c.sum(c.where(hit, c.unsqueeze(x, rank - 1), c.scalar(0.0, elem)), {rank}, false);
   Value indices = c.sum(c.where(hit, iota(c, n, {1, n}), c.scalar(0.0, c.f32())), {rank}, false);
-  return {values, indices};
+  return {c.slice(values, rank - 1, 0, count), c.slice(indices, rank - 1, 0, count)};
 }
 
 LogicalResult checkPairs(NodeImporter& n, Value x, int64_t count, StringRef what) {
@@ -346,21 +351,24 @@ LogicalResult scatter(NodeImporter& n, StringRef kind) {
   int64_t length = typeOf(regionLast).getShape().back(), count = typeOf(indexLast).getShape().back();
   if (typeOf(indexLast).getNumElements() * length > kMaxPairs)
     return n.error("scatter of more than 2^28 index comparisons");
-  // pairs [..., p, j] (position, index element), reduced over the last dim
+  // pairs [..., p, j] (position, index element), reduced over the last dim;
+  // the positions padded to alignedRows, their results dropped
+  int64_t rows = alignedRows(length);
   SmallVector<int64_t> pShape(rank - 1, 1);
-  pShape.append({length, 1});
-  Value hit = c.compare<aten::EqTensorOp>(c.unsqueeze(c.cast(indexLast, c.f32()), rank - 1), iota(c, length, pShape));
+  pShape.append({rows, 1});
+  Value hit = c.compare<aten::EqTensorOp>(c.unsqueeze(c.cast(indexLast, c.f32()), rank - 1), iota(c, rows, pShape));
+  auto positions = [&](Value v) { return c.slice(v, rank - 1, 0, length); };
   Value zero = c.scalar(0.0, compute);
   Value srcRow = c.unsqueeze(srcLast, rank - 1);  // [..., 1, j]
   Value written;
   if (kind == "add") {
-    written = c.add(regionLast, c.sum(c.where(hit, srcRow, zero), {rank}, false));
+    written = c.add(regionLast, positions(c.sum(c.where(hit, srcRow, zero), {rank}, false)));
   } else {
     Value jIota = iota(c, count, alongLast(rank + 1, count));
-    Value writer = c.amax(c.where(hit, jIota, c.scalar(-1.0, c.f32())), {rank}, false);  // [..., p]
-    Value mine = c.compare<aten::EqTensorOp>(c.unsqueeze(writer, rank), jIota);           // [..., p, j]
-    Value value = c.sum(c.where(mine, srcRow, zero), {rank}, false);
-    written = c.where(c.compareScalar<aten::GeScalarOp>(writer, 0.0), value, regionLast);
+    Value writers = c.amax(c.where(hit, jIota, c.scalar(-1.0, c.f32())), {rank}, false);  // [..., p]
+    Value mine = c.compare<aten::EqTensorOp>(c.unsqueeze(writers, rank), jIota);            // [..., p, j]
+    Value value = positions(c.sum(c.where(mine, srcRow, zero), {rank}, false));
+    written = c.where(c.compareScalar<aten::GeScalarOp>(positions(writers), 0.0), value, regionLast);
   }
   Value result = c.permute(written, inverse);
   // put the region back into self (the rest unchanged)

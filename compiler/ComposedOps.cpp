@@ -574,10 +574,12 @@ LogicalResult gather(NodeImporter& n) {
   std::iota(iota.begin(), iota.end(), 0.0);
   SmallVector<int64_t> iotaShape(rank + 1, 1);
   iotaShape.back() = length;
-  Value hit = c.compare<aten::EqTensorOp>(c.unsqueeze(c.cast(il, c.f32()), rank),
-                                          c.constant(iotaShape, c.f32(), iota));
+  // (the index's rows padded to alignedRows with -1, which picks nothing)
+  int64_t count = typeOf(il).getDimSize(rank - 1);
+  Value rows = padDim(c, c.cast(il, c.f32()), rank - 1, 0, alignedRows(count) - count, -1.0);
+  Value hit = c.compare<aten::EqTensorOp>(c.unsqueeze(rows, rank), c.constant(iotaShape, c.f32(), iota));
   Value picked = c.where(hit, c.unsqueeze(xl, rank - 1), c.scalar(0.0, typeOf(xl).getElementType()));
-  Value sums = c.sum(picked, {rank}, false);
+  Value sums = c.slice(c.sum(picked, {rank}, false), rank - 1, 0, count);
   SmallVector<int64_t> inverse(rank);
   for (int64_t i = 0; i < rank; ++i) inverse[perm[i]] = i;
   return c.finish(c.permute(sums, inverse));

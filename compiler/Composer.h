@@ -280,6 +280,21 @@ inline FailureOr<Value> gatherAlong(Composer& c, Value x, int64_t dim, Value ind
   return c.permute(c.reshape(gathered, shape), inverse);
 }
 
+// The row count to compute pairwise comparisons over ([.., rows, n] with an
+// operand [.., 1, n] per batch): `rows` rounded up so that row tiles of 128
+// partitions hold whole batches (a multiple of 128, or a power of two below
+// it). With batches crossing tile boundaries at a different partition in
+// every tile, the broadcast loads' partition ranges cut SBUF into pieces
+// that the NEFF race check revisits at every access, and it refuses such
+// kernels (a sort of [200, 513], a gather of [96, 1025]).
+inline int64_t alignedRows(int64_t n) {
+  constexpr int64_t kPartitions = 128;
+  if (n >= kPartitions) return (n + kPartitions - 1) / kPartitions * kPartitions;
+  int64_t p = 1;
+  while (p < n) p *= 2;
+  return p;
+}
+
 inline bool isIndexType(Type t) { return llvm::isa<IntegerType>(t) && !t.isInteger(1); }
 
 }  // namespace neuroncc::importer

@@ -84,6 +84,19 @@ class SortingAndWrites(common.ComparedWithEager):
         ties = torch.randint(0, 4, (3, 30), generator=torch.Generator().manual_seed(5)).float()
         self.check(lambda a: (torch.sort(a, stable=True), torch.sort(a, descending=True, stable=True)), (ties,))
 
+    def test_rows_that_do_not_fill_row_tiles(self):
+        """Rows of 513 and 1025 elements (one past a multiple of 128): the pairwise
+        comparisons of sort, gather and scatter are computed over rows padded to whole
+        tiles. Unpadded, each tile's rows split between two batches at a different
+        partition and the NEFF race check refused the kernel (graph_fuzz seed 6363636
+        case 443, topk(x, 20) of a bf16 [96, 513] value; then these)."""
+        x = distinct(200, 513, seed=21) / 64
+        idx = torch.randint(0, 1025, (96, 1025), generator=torch.Generator().manual_seed(22))
+        src = distinct(96, 1025, seed=23) / 64
+        self.check(lambda a: torch.sort(a, -1), (x,), opts=(2,))
+        self.check(lambda a: torch.topk(a, 20, 1)[0].logsumexp((0, -1)), (x[:96].to(torch.bfloat16),), opts=(2,))
+        self.check(lambda a, i: (a.gather(-1, i), torch.zeros_like(a).scatter(-1, i, a)), (src, idx), opts=(2,))
+
     def test_medians_and_kth_values(self):
         x = distinct(5, 9, seed=6)
         x[2, 4] = float("nan")  # that row's median is NaN at its first NaN
