@@ -1812,6 +1812,96 @@ def g_math(b):
             b.add("torch.xlogy(%s, %s.abs() + 0.5)" % (a, o), [s])
 
 
+def g_indexing(b):
+    """Reads and writes through integer index inputs (compiler/ComposedOps.cpp and
+    ComposedIndexing.cpp): gather, index_select, x[idx], scatter_add, scatter with one
+    index per row (no repeated position), index_put with accumulation, and cross entropy
+    of a computed [N, C] value against label inputs."""
+    a, s = pick_ranked(b)
+    d = b.rng.randrange(len(s))
+    E = dim_expr(s[d])
+    idtype = b.rng.choice([torch.int64, torch.int64, torch.int32])
+    ops = [o for o, t in (("gather", "aten::gather"), ("select", "aten::index_select"), ("index", "aten::index.Tensor"),
+                          ("scatter_add", "aten::scatter_add"), ("scatter", "aten::scatter.src"),
+                          ("put", "aten::index_put"), ("xent", "aten::nll_loss_forward")) if t in b.supported]
+    if not ops:
+        raise Reject("no indexing ops")
+    op = b.rng.choice(ops)
+    keep_exact = dict(exact=b.v(a).attrs.get("exact"), intval=b.v(a).attrs.get("intval"))
+    if op in ("gather", "scatter_add", "scatter"):
+        k = b.derived("1") if op == "scatter" else b.derived("max(1, (%s) // %d)" % (E, b.rng.choice([1, 2, 3])))
+        ishape = tuple((k,) if i == d else x for i, x in enumerate(s))
+        if b.numel(ishape) * b.dim_val(s[d]) > (1 << 21):
+            raise Reject("too many index comparisons")
+        idx = b.new_input(ishape, dtype=idtype, kind="index", arg="#{%s}" % E)
+        b.v(idx).attrs.update(exact=True, intval=False)
+        if op == "gather":
+            b.add("torch.gather(%s, %d, %s)" % (a, d, idx), [ishape], keep_exact)
+        else:
+            src = "%s.narrow(%d, 0, #{%s})" % (a, d, k)
+            fn = "scatter_add" if op == "scatter_add" else "scatter"
+            b.add("%s.%s(%d, %s, %s)" % (a, fn, d, idx, src), [s], keep_exact)
+    elif op in ("select", "index", "put"):
+        k = b.derived("max(1, (%s) // %d)" % (E, b.rng.choice([1, 2, 4])))
+        idx = b.new_input(((k,),), dtype=idtype, kind="index", arg="#{%s}" % E)
+        b.v(idx).attrs.update(exact=True, intval=False)
+        if op == "select":
+            b.add("%s.index_select(%d, %s)" % (a, d, idx), [tuple((k,) if i == d else x for i, x in enumerate(s))],
+                  keep_exact)
+        elif op == "index":
+            b.add("%s[%s%s]" % (a, ":, " * d, idx), [tuple((k,) if i == d else x for i, x in enumerate(s))],
+                  keep_exact)
+        else:
+            if b.numel(s) // max(1, b.dim_val(s[d])) * b.dim_val((k,)) * b.dim_val(s[d]) > (1 << 21):
+                raise Reject("too many index comparisons")
+            vals = "%s.narrow(%d, 0, #{%s})" % (a, d, k)
+            if d == 0:
+                b.add("torch.index_put(%s, (%s,), %s, accumulate=True)" % (a, idx, vals), [s])
+            else:
+                b.add("%s.index_add(%d, %s, %s)" % (a, d, idx, vals), [s])
+    else:
+        if len(s) != 2 or b.dim_val(s[1]) < 2:
+            raise Reject("cross entropy needs [N, C]")
+        labels = b.new_input((s[0],), dtype=torch.int64, kind="index", arg="#{%s}" % dim_expr(s[1]))
+        b.v(labels).attrs.update(exact=True, intval=False)
+        red = b.rng.choice(["mean", "sum", "none"])
+        b.check_sum(a, [1])
+        b.add("F.cross_entropy(%s, %s, reduction=%r)" % (a, labels, red), [(s[0],) if red == "none" else ()])
+
+
+def g_layout(b):
+    """Padding modes, diagonals and products composed at import: reflection and
+    replication padding of the last dims, diagonal of two dims, diag_embed, cross."""
+    a, s = pick_ranked(b)
+    ops = [o for o, t in (("reflect", "aten::reflection_pad1d"), ("replicate", "aten::replication_pad1d"),
+                          ("diagonal", "aten::diagonal"), ("embed", "aten::diag_embed")) if t in b.supported]
+    if not ops:
+        raise Reject("no layout ops")
+    op = b.rng.choice(ops)
+    keep_exact = dict(exact=b.v(a).attrs.get("exact"), intval=b.v(a).attrs.get("intval"))
+    if op in ("reflect", "replicate"):
+        # (torch takes reflect/replicate on [C, W], [N, C, W] and the 2-d / 3-d forms)
+        if len(s) < 2 or len(s) > 3:
+            raise Reject("padding modes need rank 2 or 3")
+        W = b.dim_val(s[-1])
+        left, right = b.rng.choice([0, 1, 2]), b.rng.choice([1, 3])
+        if op == "reflect" and max(left, right) >= W:
+            raise Reject("reflection pad as large as the dim")
+        w = b.derived("(%s) + %d" % (dim_expr(s[-1]), left + right))
+        b.add("F.pad(%s, (%d, %d), mode=%r)" % (a, left, right, op), [tuple(s[:-1]) + ((w,),)], keep_exact)
+    elif op == "diagonal":
+        if len(s) < 2:
+            raise Reject("diagonal needs 2 dims")
+        d1, d2 = b.rng.sample(range(len(s)), 2)
+        n = b.derived("min(%s, %s)" % (dim_expr(s[d1]), dim_expr(s[d2])))
+        rest = tuple(x for i, x in enumerate(s) if i not in (d1, d2))
+        b.add("torch.diagonal(%s, 0, %d, %d)" % (a, d1, d2), [rest + ((n,),)], keep_exact)
+    else:
+        if b.dim_val(s[-1]) > 64 or b.numel(s) * b.dim_val(s[-1]) > (1 << 20):
+            raise Reject("diag_embed too large")
+        b.add("torch.diag_embed(%s)" % a, [tuple(s) + (s[-1],)], keep_exact)
+
+
 def g_select(b):
     a, s = pick_ranked(b)
     d = b.rng.randrange(len(s))
@@ -2119,6 +2209,8 @@ GENERATORS = [
     (3, g_composed, ()),
     (2, g_ordered, ()),
     (2, g_math, ()),
+    (2, g_indexing, ()),
+    (1.5, g_layout, ()),
 ]
 
 
