@@ -684,11 +684,11 @@ Value padSpatial(Composer& c, Value x, int64_t lead, ArrayRef<int64_t> kernel, A
   return x;
 }
 
-// Convolution (1-d, 2-d, 3-d; any stride, padding, dilation, groups):
-// the window slices of the zero-padded input, stacked on the channel dim,
-// times the weight as one matmul per group (im2col), the bias as the
-// matmul's addend. One input channel per group (depthwise) is a weighted
-// sum of the slices instead.
+// Convolution (1-d, 2-d, 3-d; any stride, padding, dilation, groups;
+// transposed too): the window slices of the zero-padded input, stacked on
+// the channel dim, times the weight as one matmul per group (im2col), the
+// bias as the matmul's addend. One input channel per group (depthwise) is a
+// weighted sum of the slices instead.
 LogicalResult convolution(NodeImporter& n) {
   Composer c(n);
   NCC_TRY(input, n.tensor(0, "input"));
@@ -697,7 +697,6 @@ LogicalResult convolution(NodeImporter& n) {
   NCC_TRY(transposed, n.boolean(6, "transposed", false));
   NCC_TRY(groups, n.integer(8, "groups", 1));
   NCC_TRY(type, n.resultType());
-  if (transposed) return n.error("transposed convolution is not supported");
   auto it = typeOf(input), wt = typeOf(weight);
   int64_t k = wt.getRank() - 2;
   if (k < 1 || k > 3 || it.getRank() != k + 2)
@@ -708,13 +707,56 @@ LogicalResult convolution(NodeImporter& n) {
   for (int64_t i = 0; i < k; ++i)
     if (stride[i] < 1 || dilation[i] < 1 || pad[i] < 0)
       return n.error("convolution needs positive strides and dilations and non-negative padding");
-  int64_t batch = it.getDimSize(0), cin = it.getDimSize(1), cout = wt.getDimSize(0);
-  if (groups < 1 || cin % groups != 0 || cout % groups != 0 || wt.getDimSize(1) * groups != cin)
-    return n.error("convolution channels do not match the weight and groups");
-  if (failed(checkChannels(n, bias, cout, "bias"))) return failure();
   Type elem = type.getElementType();
   if (!aten::isFloatType(elem)) return n.error("convolution needs float tensors");
   Value x = c.cast(input, elem), w = c.cast(weight, elem);
+  if (groups < 1) return n.error("convolution needs positive groups");
+  if (transposed) {
+    // A transposed convolution is a convolution (stride 1, the same
+    // dilation) of the input with stride - 1 zeros between its elements,
+    // padded by dilation * (kernel - 1) - padding on each side (plus
+    // output_padding on the right; negative cuts), with the weight's
+    // [in, out / groups] channels swapped per group and its taps reversed.
+    NCC_TRY(outputPad, spatialInts(n, 7, "output_padding", size_t(k), SmallVector<int64_t>(k, 0)));
+    int64_t cinAll = it.getDimSize(1);
+    if (wt.getDimSize(0) != cinAll || cinAll % groups != 0)
+      return n.error("transposed convolution channels do not match the weight and groups");
+    for (int64_t i = 0; i < k; ++i) {
+      if (outputPad[i] < 0 || (outputPad[i] >= stride[i] && outputPad[i] >= dilation[i]))
+        return n.error("output_padding must be smaller than the stride or the dilation");
+      int64_t dim = 2 + i, size = typeOf(x).getDimSize(dim);
+      if (stride[i] > 1) {
+        SmallVector<int64_t> spread(typeOf(x).getShape());
+        spread[dim] = size * stride[i];
+        x = c.reshape(padDim(c, c.unsqueeze(x, dim + 1), dim + 1, 0, stride[i] - 1, 0.0), spread);
+        x = c.slice(x, dim, 0, (size - 1) * stride[i] + 1);
+      }
+      int64_t edge = dilation[i] * (wt.getDimSize(2 + i) - 1) - pad[i];
+      if (typeOf(x).getDimSize(dim) + 2 * edge + outputPad[i] < dilation[i] * (wt.getDimSize(2 + i) - 1) + 1)
+        return n.error("transposed convolution output is empty");
+      x = padDim(c, x, dim, edge, edge + outputPad[i], 0.0);
+      pad[i] = 0;
+      stride[i] = 1;
+    }
+    int64_t cinGroup = cinAll / groups, coutGroup = wt.getDimSize(1);
+    SmallVector<int64_t> grouped{groups, cinGroup, coutGroup}, swapped{groups * coutGroup, cinGroup};
+    grouped.append(wt.getShape().begin() + 2, wt.getShape().end());
+    swapped.append(wt.getShape().begin() + 2, wt.getShape().end());
+    SmallVector<int64_t> perm{0, 2, 1};
+    for (int64_t i = 0; i < k; ++i) perm.push_back(3 + i);
+    w = c.reshape(c.permute(c.reshape(w, grouped), perm), swapped);
+    for (int64_t i = 0; i < k; ++i) {  // taps reversed
+      SmallVector<Value> taps;
+      for (int64_t t = wt.getDimSize(2 + i) - 1; t >= 0; --t) taps.push_back(c.slice(w, 2 + i, t, t + 1));
+      w = c.cat(taps, 2 + i);
+    }
+    it = typeOf(x);
+    wt = typeOf(w);
+  }
+  int64_t batch = it.getDimSize(0), cin = it.getDimSize(1), cout = wt.getDimSize(0);
+  if (cin % groups != 0 || cout % groups != 0 || wt.getDimSize(1) * groups != cin)
+    return n.error("convolution channels do not match the weight and groups");
+  if (failed(checkChannels(n, bias, cout, "bias"))) return failure();
   SmallVector<int64_t> kernel(wt.getShape().begin() + 2, wt.getShape().end()), out;
   int64_t positions = batch, taps = 1;
   for (int64_t i = 0; i < k; ++i) {

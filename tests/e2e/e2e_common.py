@@ -99,14 +99,16 @@ def device_array(t):
     return ex.to_numpy(t)
 
 
-def export_compile_run(fn, inputs, workdir, name, opt, input_names=None, params="constants", graph_ext=".pb"):
+def export_compile_run(fn, inputs, workdir, name, opt, input_names=None, params="constants", graph_ext=".pb",
+                       tracing_mode="real"):
     """Exports fn(*inputs), compiles at -O<opt>, runs; returns (outputs as numpy, AtenExport).
 
     Raises CaseFailure with the stage and the first error line.
     """
     graph_path = os.path.join(workdir, name + graph_ext)
     try:
-        exp = ex.export_aten(fn, inputs, graph_path, params=params, input_names=input_names)
+        exp = ex.export_aten(fn, inputs, graph_path, params=params, input_names=input_names,
+                             tracing_mode=tracing_mode)
     except Exception as e:  # noqa: BLE001 - every exporter failure is a case failure
         raise CaseFailure("export: %s: %s" % (type(e).__name__, first_line(e))) from e
     neff = os.path.join(workdir, name + ".neff")

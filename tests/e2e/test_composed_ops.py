@@ -2,7 +2,8 @@
 """Operators the importer builds from others (compiler/ComposedOps.cpp), in the models
 that use them: a small CNN (convolutions with padding, stride and groups, batch norm
 in inference and training mode, max and average pooling, argmax), a ViT patch
-embedding, a UNet-style block (depthwise convolution, group norm, SiLU), a classifier
+embedding, a UNet-style block (depthwise convolution, group norm, SiLU), transposed
+convolutions (1-d to 3-d, output_padding, groups, dilation), a classifier
 head (max/min with indices, argmin), position ids from a padding mask (cumsum), norms
 and statistics, the activations built on erf/expm1/log1p, and the shape ops (pad,
 repeat, roll, flip, index_select, baddbmm). Each is compiled at -O0 and -O2, run, and
@@ -73,9 +74,42 @@ class UNetBlock(nn.Module):
         return x + t
 
 
+class TransposedConvs(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.up2 = nn.ConvTranspose2d(8, 4, 2, stride=2)
+        self.odd = nn.ConvTranspose2d(4, 6, (3, 2), stride=(2, 3), padding=(1, 0), output_padding=(1, 2), groups=2,
+                                      dilation=(2, 1), bias=False)
+        self.one = nn.ConvTranspose1d(6, 3, 4, stride=3, padding=2, dilation=2, output_padding=1)
+        self.vol = nn.ConvTranspose3d(2, 2, 2, stride=(1, 2, 2), groups=2)
+
+    def forward(self, a, b, v):
+        return self.odd(self.up2(a)), self.one(b), self.vol(v)
+
+
 class ComposedOps(common.ComparedWithEager):
     def test_cnn(self):
         self.models(SmallCnn, (randn(2, 3, 16, 16, seed=1),))
+
+    def test_transposed_convolution(self):
+        """ConvTranspose 1-d/2-d/3-d (stride, padding, output_padding, dilation, groups, no
+        bias): a zero-spread, padded input convolved with the swapped, reversed weight.
+        Eager 1.13's bf16 transposed convolution on the CPU runs a plain convolution
+        (wrong shape, or it refuses the weight), so bf16 is traced with fake tensors (the
+        shapes from the meta functions) and compared with f32 eager."""
+        for seed in (None, 3):
+            torch.manual_seed(0)
+            model = TransposedConvs().eval()
+            if seed is not None:
+                randomize(model, seed)
+            inputs = (randn(2, 8, 5, 4, seed=30), randn(2, 6, 7, seed=31), randn(1, 2, 3, 4, 2, seed=32))
+            self.check(model, inputs)
+            with torch.no_grad():
+                refs = model(*inputs)
+                outs, _ = common.export_compile_run(model.to(torch.bfloat16), tuple(t.to(torch.bfloat16) for t in inputs),
+                                                    self.tmp, "transposed_bf16_%s" % seed, 2, tracing_mode="fake")
+            for out, r in zip(outs, refs):
+                common.compare(out, r, TOL[torch.bfloat16])
 
     def test_resampling(self):
         """Nearest and bilinear upsampling (align_corners both ways) by whole and fractional
