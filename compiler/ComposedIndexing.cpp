@@ -626,6 +626,8 @@ LogicalResult pixelShuffle(NodeImporter& n, bool unshuffle) {
   auto shape = typeOf(self).getShape();
   SmallVector<int64_t> lead(shape.begin(), shape.end() - 3);
   int64_t ch = shape[rank - 3], h = shape[rank - 2], w = shape[rank - 1], l = int64_t(lead.size());
+  if (r > std::max({ch, h, w, int64_t(1)}))  // (and r * r cannot overflow)
+    return n.error("pixel_shuffle factor " + std::to_string(r) + " larger than the dims it divides");
   SmallVector<int64_t> split(lead), perm;
   for (int64_t i = 0; i < l; ++i) perm.push_back(i);
   if (!unshuffle) {

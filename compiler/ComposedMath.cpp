@@ -389,6 +389,10 @@ LogicalResult diagonal(NodeImporter& n) {
   return c.finish(c.fresh(r, self));
 }
 
+// The largest offset of a diagonal a 1-d input is placed on (the matrix's
+// side is the input's length plus the offset).
+constexpr int64_t kMaxDiagonalOffset = int64_t(1) << 24;
+
 // diag: a 2-d input's diagonal, or the square matrix with a 1-d input on
 // diagonal k (zeros elsewhere).
 LogicalResult diag(NodeImporter& n) {
@@ -401,6 +405,7 @@ LogicalResult diag(NodeImporter& n) {
     return c.finish(c.fresh(r, self));
   }
   if (rank != 1) return n.error("diag needs a 1-d or 2-d input");
+  if (k > kMaxDiagonalOffset || k < -kMaxDiagonalOffset) return n.error("diag offset " + std::to_string(k) + " is out of range");
   int64_t length = typeOf(self).getDimSize(0), size = length + std::abs(k);
   SmallVector<double> rowsIota(size), colsIota(size);
   std::iota(rowsIota.begin(), rowsIota.end(), 0.0);
@@ -427,6 +432,7 @@ LogicalResult diagEmbed(NodeImporter& n) {
   d1 = normalizeDim(d1, rank);
   d2 = normalizeDim(d2, rank);
   if (d1 == d2) return n.error("diag_embed dims must differ");
+  if (k > kMaxDiagonalOffset || k < -kMaxDiagonalOffset) return n.error("diag_embed offset " + std::to_string(k) + " is out of range");
   int64_t length = typeOf(x).getShape().back(), size = length + std::abs(k);
   SmallVector<double> rowsIota(size), colsIota(size);
   std::iota(rowsIota.begin(), rowsIota.end(), 0.0);

@@ -704,9 +704,11 @@ LogicalResult convolution(NodeImporter& n) {
   NCC_TRY(stride, spatialInts(n, 3, "stride", size_t(k), SmallVector<int64_t>(k, 1)));
   NCC_TRY(pad, spatialInts(n, 4, "padding", size_t(k), SmallVector<int64_t>(k, 0)));
   NCC_TRY(dilation, spatialInts(n, 5, "dilation", size_t(k), SmallVector<int64_t>(k, 1)));
+  constexpr int64_t kMaxSpatialArgument = int64_t(1) << 24;  // beyond any tensor's dim
   for (int64_t i = 0; i < k; ++i)
-    if (stride[i] < 1 || dilation[i] < 1 || pad[i] < 0)
-      return n.error("convolution needs positive strides and dilations and non-negative padding");
+    if (stride[i] < 1 || dilation[i] < 1 || pad[i] < 0 || stride[i] > kMaxSpatialArgument ||
+        dilation[i] > kMaxSpatialArgument || pad[i] > kMaxSpatialArgument)
+      return n.error("convolution needs positive strides and dilations and non-negative padding (at most 2^24)");
   Type elem = type.getElementType();
   if (!aten::isFloatType(elem)) return n.error("convolution needs float tensors");
   Value x = c.cast(input, elem), w = c.cast(weight, elem);
