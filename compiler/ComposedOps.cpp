@@ -933,52 +933,63 @@ LogicalResult avgPool2d(NodeImporter& n) {
 // The scale factors of an upsampling node: the .vec overload's float list at
 // `pos`, or the sized overload's scales_h and scales_w at `pos` and after
 // (absent: none).
-FailureOr<SmallVector<double>> upsampleFactors(NodeImporter& n, bool vec, size_t pos) {
+// The scale factors of a k-d upsampling: the .vec overload's
+// scale_factors, or the sized overload's scales (scales; scales_h, scales_w;
+// scales_d, scales_h, scales_w) from position `pos`; none when absent.
+FailureOr<SmallVector<double>> upsampleFactors(NodeImporter& n, bool vec, size_t pos, int64_t k) {
   SmallVector<double> factors;
   if (vec) {
     const Argument* a = n.arg(pos, "scale_factors");
     if (a && a->value_case() == Argument::kFloatList)
       factors.assign(a->float_list().values().begin(), a->float_list().values().end());
+    if (!factors.empty() && int64_t(factors.size()) != k) return n.error("scale_factors needs one factor per spatial dim");
     return factors;
   }
-  for (auto [at, name] : {std::pair<size_t, const char*>{pos, "scales_h"}, {pos + 1, "scales_w"}}) {
-    const Argument* a = n.arg(at, name);
+  static const char* const kNames[3][3] = {{"scales"}, {"scales_h", "scales_w"}, {"scales_d", "scales_h", "scales_w"}};
+  for (int64_t i = 0; i < k; ++i) {
+    const char* name = kNames[k - 1][i];
+    const Argument* a = n.arg(pos + size_t(i), name);
     if (!a || a->value_case() == Argument::kNone) break;
-    NCC_TRY(f, n.number(at, name));
+    NCC_TRY(f, n.number(pos + size_t(i), name));
     factors.push_back(f);
   }
   return factors;
 }
 
 // Eager's float32 ratio of input to output positions along spatial dim i:
-// 1 / factor when both factors are given, else in / out.
-float upsampleScale(ArrayRef<double> factors, int i, int64_t in, int64_t out) {
-  if (factors.size() == 2 && factors[size_t(i)] > 0) return float(1.0 / factors[size_t(i)]);
+// 1 / factor when every factor is given, else in / out.
+float upsampleScale(ArrayRef<double> factors, size_t k, int i, int64_t in, int64_t out) {
+  if (factors.size() == k && factors[size_t(i)] > 0) return float(1.0 / factors[size_t(i)]);
   return float(in) / float(out);
 }
 
-// upsample_nearest2d (.vec and the sized overload): each output row and
-// column reads the input's min(floor(dst * scale), in - 1), with eager's
-// float32 scale (1 / scale_factor when given, else in / out). A whole factor
-// k whose indices are dst / k is an expand and reshape; other sizes gather
-// rows and columns by constant indices.
-LogicalResult upsampleNearest2d(NodeImporter& n, bool vec) {
+// upsample_nearest{1,2,3}d (.vec and the sized overloads): each output
+// position reads the input's min(floor(dst * scale), in - 1) per spatial
+// dim, with eager's float32 scale (1 / scale_factor when given, else
+// in / out). A whole factor k whose indices are dst / k is an expand and
+// reshape; other sizes gather by constant indices.
+LogicalResult upsampleNearest(NodeImporter& n, bool vec, int64_t k) {
   Composer c(n);
   NCC_TRY(self, n.tensor(0, "input"));
   NCC_TRY(type, n.resultType());
   int64_t rank = typeOf(self).getRank();
-  if (rank != 4 || type.getRank() != 4) return n.error("nearest upsampling needs an [N, C, H, W] input");
-  NCC_TRY(factors, upsampleFactors(n, vec, 2));
+  if (rank != k + 2 || type.getRank() != k + 2)
+    return n.error("nearest upsampling needs an [N, C, " + std::to_string(k) + " spatial dims] input");
+  NCC_TRY(factors, upsampleFactors(n, vec, 2, k));
+  bool halve = k > 1 && typeOf(self).getDimSize(1) == 1;
   Value x = self;
-  for (int i = 0; i < 2; ++i) {
+  for (int i = 0; i < int(k); ++i) {
     int64_t dim = 2 + i, in = typeOf(x).getDimSize(dim), out = type.getDimSize(dim);
-    float scale = upsampleScale(factors, i, in, out);
+    float scale = upsampleScale(factors, size_t(k), i, in, out);
     SmallVector<double> index;
     bool whole = out >= in && out % in == 0;
     int64_t factor = whole ? out / in : 1;
     for (int64_t dst = 0; dst < out; ++dst) {
-      int64_t src = out == in ? dst : out == 2 * in ? dst >> 1
-                                                    : std::min<int64_t>(int64_t(std::floor(float(dst) * scale)), in - 1);
+      // (eager 1.13's 2-d and 3-d kernels for one channel take dst / 2 for an output twice the
+      // input, whatever the factor; with more channels, and in 1-d, they always scale)
+      int64_t src = out == in              ? dst
+                    : out == 2 * in && halve ? dst >> 1
+                                           : std::min<int64_t>(int64_t(std::floor(float(dst) * scale)), in - 1);
       index.push_back(double(src));
       whole &= src == dst / factor;
     }
@@ -996,29 +1007,31 @@ LogicalResult upsampleNearest2d(NodeImporter& n, bool vec) {
   return c.finish(c.fresh(x, self));
 }
 
-// upsample_bilinear2d (.vec and the sized overload), as eager's CPU kernel:
-// per output row the source position r = align_corners ? dst * (in - 1) /
-// (out - 1) : max((dst + 0.5) * scale - 0.5, 0) (float32; scale 1 / factor
-// when given, else in / out), its rows i0 = floor(r) and i0 + 1 (i0 at the
-// last row) with weights 1 - (r - i0) and r - i0; the same per column.
-// Computed as gathers of rows and columns by constant indices and weighted
-// sums with constant weights: h0 * (w0 * x00 + w1 * x01) + h1 * (w0 * x10 +
-// w1 * x11), in f32 for reduced precision, rounded once.
-LogicalResult upsampleBilinear2d(NodeImporter& n, bool vec) {
+// upsample_linear1d, upsample_bilinear2d, upsample_trilinear3d (.vec and
+// the sized overloads), as eager's CPU kernel: per output position along a
+// dim the source position r = align_corners ? dst * (in - 1) / (out - 1) :
+// max((dst + 0.5) * scale - 0.5, 0) (float32; scale 1 / factor when given,
+// else in / out), its neighbours i0 = floor(r) and i0 + 1 (i0 at the last
+// one) with weights 1 - (r - i0) and r - i0. Computed as gathers by
+// constant indices and weighted sums with constant weights, innermost dim
+// first as eager sums (2-d: h0 * (w0 * x00 + w1 * x01) + h1 * (w0 * x10 +
+// w1 * x11)), in f32 for reduced precision, rounded once.
+LogicalResult upsampleLinear(NodeImporter& n, bool vec, int64_t k) {
   Composer c(n);
   NCC_TRY(self, n.tensor(0, "input"));
   NCC_TRY(alignCorners, n.boolean(2, "align_corners", false));
   NCC_TRY(type, n.resultType());
-  if (typeOf(self).getRank() != 4 || type.getRank() != 4) return n.error("bilinear upsampling needs an [N, C, H, W] input");
-  NCC_TRY(factors, upsampleFactors(n, vec, 3));
+  if (typeOf(self).getRank() != k + 2 || type.getRank() != k + 2)
+    return n.error("linear upsampling needs an [N, C, " + std::to_string(k) + " spatial dims] input");
+  NCC_TRY(factors, upsampleFactors(n, vec, 3, k));
   Type compute = isReducedFloat(type.getElementType()) ? c.f32() : type.getElementType();
-  if (!aten::isFloatType(compute)) return n.error("bilinear upsampling needs a float tensor");
+  if (!aten::isFloatType(compute)) return n.error("linear upsampling needs a float tensor");
   Value x = c.cast(self, compute);
   Type i64 = c.b.getIntegerType(64);
-  for (int i = 1; i >= 0; --i) {  // columns first: eager's order of the sums
+  for (int i = int(k) - 1; i >= 0; --i) {  // innermost first: eager's order of the sums
     int64_t dim = 2 + i, in = typeOf(x).getDimSize(dim), out = type.getDimSize(dim);
     float scale = alignCorners ? (out > 1 ? float(in - 1) / float(out - 1) : 0.0f)
-                               : upsampleScale(factors, i, in, out);
+                               : upsampleScale(factors, size_t(k), i, in, out);
     SmallVector<double> lo, hi, wLo, wHi;
     for (int64_t dst = 0; dst < out; ++dst) {
       float r = alignCorners ? scale * float(dst) : std::max(scale * (float(dst) + 0.5f) - 0.5f, 0.0f);
@@ -1030,7 +1043,7 @@ LogicalResult upsampleBilinear2d(NodeImporter& n, bool vec) {
     }
     NCC_TRY(a, gatherAlong(c, x, dim, c.constant({out}, i64, lo)));
     NCC_TRY(b, gatherAlong(c, x, dim, c.constant({out}, i64, hi)));
-    SmallVector<int64_t> weightShape(4, 1);
+    SmallVector<int64_t> weightShape(size_t(k) + 2, 1);
     weightShape[size_t(dim)] = out;
     x = c.add(c.mul(a, c.constant(weightShape, compute, wLo)), c.mul(b, c.constant(weightShape, compute, wHi)));
   }
@@ -1275,10 +1288,14 @@ void addComposedOps(std::map<std::string, Builder>& table) {
   add("aten::max_pool2d_with_indices", maxPool2d);
   add("aten::avg_pool2d", avgPool2d);
   add("aten::_adaptive_avg_pool2d", adaptiveAvgPool2d);
-  add("aten::upsample_nearest2d.vec", [](NodeImporter& n) { return upsampleNearest2d(n, true); });
-  add("aten::upsample_nearest2d", [](NodeImporter& n) { return upsampleNearest2d(n, false); });
-  add("aten::upsample_bilinear2d.vec", [](NodeImporter& n) { return upsampleBilinear2d(n, true); });
-  add("aten::upsample_bilinear2d", [](NodeImporter& n) { return upsampleBilinear2d(n, false); });
+  for (int64_t k : {1, 2, 3}) {
+    std::string nearest = "aten::upsample_nearest" + std::to_string(k) + "d";
+    std::string linear = std::string("aten::upsample_") + (k == 1 ? "linear1d" : k == 2 ? "bilinear2d" : "trilinear3d");
+    add((nearest + ".vec").c_str(), [k](NodeImporter& n) { return upsampleNearest(n, true, k); });
+    add(nearest.c_str(), [k](NodeImporter& n) { return upsampleNearest(n, false, k); });
+    add((linear + ".vec").c_str(), [k](NodeImporter& n) { return upsampleLinear(n, true, k); });
+    add(linear.c_str(), [k](NodeImporter& n) { return upsampleLinear(n, false, k); });
+  }
   add("aten::native_batch_norm", [](NodeImporter& n) { return batchNorm(n, false); });
   add("aten::_native_batch_norm_legit_no_training", [](NodeImporter& n) { return batchNorm(n, true); });
   add("aten::native_group_norm", groupNorm);

@@ -130,6 +130,25 @@ class ComposedOps(common.ComparedWithEager):
                                   F.interpolate(a, scale_factor=1.5, mode="bilinear"),
                                   F.interpolate(a, size=(1, 1), mode="bilinear", align_corners=True)), (y,))
 
+    def test_resampling_1d_and_3d(self):
+        """Nearest (a factor of 2.3 onto twice the size reads floor(dst / 2.3), except in
+        eager's 2-d and 3-d kernels for one channel, which read dst / 2), linear and
+        trilinear upsampling. bf16: nearest only (eager's bf16 linear kernels round each
+        step; ours rounds once)."""
+        s, v = randn(2, 3, 3, seed=28), randn(1, 2, 3, 2, 4, seed=29)
+        for dtype in DTYPES:
+            self.check(lambda a, b: (F.interpolate(a, scale_factor=2.3, mode="nearest"),
+                                     F.interpolate(a, size=7, mode="nearest"),
+                                     F.interpolate(b, scale_factor=2.3, mode="nearest"),
+                                     F.interpolate(b[:, :1], scale_factor=2.3, mode="nearest"),
+                                     F.interpolate(b[0, :, 0], scale_factor=2.3, mode="nearest"),
+                                     F.interpolate(b[0, :1, 0].unsqueeze(0), scale_factor=2.3, mode="nearest"),
+                                     F.interpolate(b, size=(2, 5, 3), mode="nearest")), (s.to(dtype), v.to(dtype)))
+        self.check(lambda a, b: (F.interpolate(a, scale_factor=2.5, mode="linear"),
+                                 F.interpolate(a, size=8, mode="linear", align_corners=True),
+                                 F.interpolate(b, scale_factor=(2, 1.5, 0.5), mode="trilinear"),
+                                 F.interpolate(b, size=(4, 4, 5), mode="trilinear", align_corners=True)), (s, v))
+
     def test_batch_norm_training_mode(self):
         w, b = randn(6, seed=3), randn(6, seed=4)  # no running statistics: the batch's own
         for dtype in DTYPES:
