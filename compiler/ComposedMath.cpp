@@ -641,11 +641,12 @@ LogicalResult binaryCrossEntropy(NodeImporter& n, bool withLogits) {
 }
 
 // nll_loss_forward / nll_loss2d_forward: self [N, C, ...] (or [C]) and target
-// [N, ...] of class indices; each picked log-probability x[n, t_n] weighted
-// by w[t_n] (0 for ignore_index), negated; mean divides by the weights' sum
-// (the second result, total_weight). A target outside [0, C) that is not
-// ignored makes the pick's index out of range, so the execution fails as
-// eager raises.
+// [N, ...] of class indices; each row's log-probability at its label picked
+// by a comparison with the class positions (one match, so the sum is exact;
+// no flat index, so any vocabulary size), weighted by w[t] (0 for
+// ignore_index), negated; mean divides by the weights' sum (the second
+// result, total_weight). A label outside [0, C) that is not ignored picks
+// NaN, so the loss is NaN where eager raises.
 LogicalResult nllLoss(NodeImporter& n) {
   Composer c(n);
   NCC_TRY(self, n.tensor(0, "self"));
@@ -659,6 +660,7 @@ LogicalResult nllLoss(NodeImporter& n) {
   int64_t rank = typeOf(x).getRank();
   if (rank == 0) return n.error("nll_loss of a 0-d input");
   int64_t classes = typeOf(x).getDimSize(rank == 1 ? 0 : 1);
+  if (classes > (int64_t(1) << 24)) return n.error("nll_loss over more than 2^24 classes");
   if (weight && typeOf(weight).getNumElements() != classes)
     return n.error("nll_loss weight of " + std::to_string(typeOf(weight).getNumElements()) + " elements for " +
                    std::to_string(classes) + " classes");
@@ -672,26 +674,24 @@ LogicalResult nllLoss(NodeImporter& n) {
   if (typeOf(target).getNumElements() != rows)
     return n.error("nll_loss target of " + std::to_string(typeOf(target).getNumElements()) + " elements for " +
                    std::to_string(rows) + " rows");
-  if (rows * classes > (int64_t(1) << 24)) return n.error("nll_loss of more than 2^24 log-probabilities");
-  Value table = c.reshape(x, {rows * classes, 1});
-  Value t = c.cast(c.reshape(target, {rows}), c.f32());
+  Value logp = c.reshape(x, {rows, classes});
+  Value t = c.cast(c.reshape(target, {rows, 1}), c.f32());
   Value ignored = c.compareScalar<aten::EqScalarOp>(t, double(ignore));
-  Value safeT = c.where(ignored, c.scalar(0.0, c.f32()), t);
-  Value outside = c.logicalOr(c.compareScalar<aten::LtScalarOp>(safeT, 0.0),
-                              c.compareScalar<aten::GeScalarOp>(safeT, double(classes)));
-  SmallVector<double> rowStarts(rows);
-  for (int64_t r = 0; r < rows; ++r) rowStarts[r] = double(r * classes);
-  Value flat = c.add(c.constant({rows}, c.f32(), rowStarts), safeT);
-  flat = c.where(outside, c.scalar(double(rows * classes), c.f32()), flat);
-  Type i64 = n.b.getIntegerType(64);
-  NCC_TRY(picked, gatherAlong(c, table, 0, c.cast(flat, i64)));
-  picked = c.reshape(picked, {rows});
-  Value w = c.where(ignored, c.scalar(0.0, elem), c.scalar(1.0, elem));
+  Value outside = c.logicalOr(c.compareScalar<aten::LtScalarOp>(t, 0.0),
+                              c.compareScalar<aten::GeScalarOp>(t, double(classes)));
+  outside = c.logicalAnd(outside, c.where(ignored, c.scalar(0, c.i1()), c.scalar(1, c.i1())));
+  SmallVector<double> positions(classes);
+  std::iota(positions.begin(), positions.end(), 0.0);
+  Value hit = c.compare<aten::EqTensorOp>(t, c.constant({1, classes}, c.f32(), positions));  // [rows, C]
+  Value zero = c.scalar(0.0, elem);
+  Value picked = c.sum(c.where(hit, logp, zero), {1}, true);                                // [rows, 1]
+  picked = c.where(outside, c.scalar(std::nan(""), elem), picked);
+  Value w = c.where(ignored, zero, c.scalar(1.0, elem));
   if (weight) {
-    NCC_TRY(wt, gatherAlong(c, c.reshape(c.cast(weight, elem), {classes, 1}), 0, c.cast(safeT, i64)));
-    w = c.where(ignored, c.scalar(0.0, elem), c.reshape(wt, {rows}));
+    Value wRow = c.reshape(c.cast(weight, elem), {1, classes});
+    w = c.where(ignored, zero, c.sum(c.where(hit, wRow, zero), {1}, true));
   }
-  Value loss = c.unary<aten::NegOp>(c.mul(picked, w));
+  Value loss = c.reshape(c.unary<aten::NegOp>(c.mul(picked, w)), {rows});
   Value totalWeight = c.sum(w, {}, false);
   if (reduction == 0) {
     if (failed(c.finish(loss, 0))) return failure();

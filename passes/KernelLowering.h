@@ -209,12 +209,16 @@ class KernelLowering {
   llvm::DenseMap<Value, Value> tiles;      // value -> tile for the current iteration
   // Loads of values broadcast along rows, by the HBM offsets of their rows
   // and their columns: a row tile that reads the same rows again reuses the
-  // tile. Row-invariant values (a weight row) always; values broadcast along
-  // some row dims (a rotary table over the heads) up to kRepeatedLoadBytes
-  // per partition.
+  // tile. Row-invariant values (a weight row) up to kInvariantLoadBytes per
+  // partition; values broadcast along some row dims (a rotary table over the
+  // heads) up to kRepeatedLoadBytes. Past those, a load is repeated per row
+  // tile: a row-invariant operand of a long row (a bias over a 60000-word
+  // vocabulary, 234 KiB of f32 per partition) kept whole would not fit SBUF.
   std::map<std::tuple<void*, std::vector<int64_t>, int64_t, int64_t>, Value> repeatedLoads;
   int64_t repeatedLoadBytes = 0;
+  int64_t invariantLoadBytes = 0;
   static constexpr int64_t kRepeatedLoadBytes = 16 * 1024;
+  static constexpr int64_t kInvariantLoadBytes = 64 * 1024;
   // Loads that every column tile of the current row tile shares (tileOf).
   llvm::DenseMap<Value, Value> rowTileLoads;
   int64_t rowTileLoadsRow = -1;

@@ -490,9 +490,10 @@ Value KernelLowering::tileOf(Value v) {
   if (!loadTransposed(v, tile, l, p, f)) emitDma(/*load=*/true, hbmOf[v], tile, l, r0, p, c0, f);
   int64_t bytes = f * (elem.getIntOrFloatBitWidth() / 8);
   if (sameInRowTile) rowTileLoads[v] = tile;
-  if (rowInvariant || (broadcast && repeatedLoadBytes + bytes <= kRepeatedLoadBytes)) {
+  if (rowInvariant ? invariantLoadBytes + bytes <= kInvariantLoadBytes
+                   : broadcast && repeatedLoadBytes + bytes <= kRepeatedLoadBytes) {
     repeatedLoads[key] = tile;
-    if (!rowInvariant) repeatedLoadBytes += bytes;
+    (rowInvariant ? invariantLoadBytes : repeatedLoadBytes) += bytes;
   }
   return tiles[v] = tile;
 }
@@ -1157,6 +1158,7 @@ relower:
     tiles.clear();
     repeatedLoads.clear();
     repeatedLoadBytes = 0;
+    invariantLoadBytes = 0;
     rowTileLoads.clear();
     rowTileLoadsRow = -1;
     constantTiles.clear();  // (written in the body just erased)

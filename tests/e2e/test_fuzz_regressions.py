@@ -539,6 +539,16 @@ class FuzzRegressions(unittest.TestCase):
         # Unsplit, each of the four long kernels alone would unroll 2^31 / 4096 = 524288 chunks.
         self.assertLess(instructions, 1000000, info)
 
+    def test_row_invariant_operand_of_a_long_row(self):
+        """A bias over 60000 columns (234 KiB of f32 per partition) was loaded whole and kept
+        for every row tile, so `x + bias`, `(x * w).sum(-1)` and a softmax after it needed more
+        SBUF than there is; the cross entropy over a 50257-word vocabulary (its class positions
+        a constant row) too. Row-invariant loads are kept up to 64 KiB, reloaded past that."""
+        x, b = randn(256, 60000), randn(60000, seed=1)
+        self.check(lambda a, w: (a + w, (a * w).sum(-1), torch.softmax(a + w, -1)), [x, b], opts=(2,))
+        logits, labels = randn(300, 50257, seed=2), torch.randint(0, 50257, (300,), generator=g(3))
+        self.check(lambda a, t: F.cross_entropy(a, t), [logits, labels], opts=(2,))
+
     # -- fusion ----------------------------------------------------------------------
 
     def test_sibling_branches_fuse(self):
