@@ -506,19 +506,10 @@ LogicalResult indexPut(NodeImporter& n) {
   int64_t merged = 1;
   for (int64_t d : dims) merged *= typeOf(x).getDimSize(d);
   if (merged > (int64_t(1) << 24)) return n.error("indexed dims of more than 2^24 elements together");
-  Value flat, valid;
-  int64_t stride = merged;
-  for (auto [d, idx] : llvm::zip(dims, indices)) {
-    int64_t size = typeOf(x).getDimSize(d);
-    stride /= size;
-    Value f = c.cast(idx, c.f32());
-    f = c.where(c.compareScalar<aten::LtScalarOp>(f, 0.0), c.addScalar(f, double(size)), f);
-    Value ok = c.logicalAnd(c.compareScalar<aten::GeScalarOp>(f, 0.0), c.compareScalar<aten::LtScalarOp>(f, double(size)));
-    Value term = stride == 1 ? f : c.mulScalar(f, double(stride));
-    flat = flat ? c.add(flat, term) : term;
-    valid = valid ? c.logicalAnd(valid, ok) : ok;
-  }
-  flat = c.where(valid, flat, c.scalar(-1.0, c.f32()));
+  SmallVector<int64_t> sizes;
+  for (int64_t d : dims) sizes.push_back(typeOf(x).getDimSize(d));
+  auto [named, valid] = flatIndexOf(c, sizes, indices);
+  Value flat = c.where(valid, named, c.scalar(-1.0, c.f32()));
   auto broadcast = typeOf(flat).getShape();
   // the values as eager lays them out: B in place of the indexed dims
   // (adjacent) or first (otherwise); moved to B first

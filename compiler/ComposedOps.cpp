@@ -511,18 +511,9 @@ LogicalResult indexTensor(NodeImporter& n) {
   int64_t first = dims.front(), merged = 1;
   for (int64_t d : dims) merged *= typeOf(x).getDimSize(d);
   if (merged > (int64_t(1) << 24)) return n.error("indexed dims of more than 2^24 elements together");
-  Value flat, valid;
-  int64_t stride = merged;
-  for (auto [d, idx] : llvm::zip(dims, indices)) {
-    int64_t size = typeOf(x).getDimSize(d);
-    stride /= size;
-    Value f = c.cast(idx, c.f32());
-    f = c.where(c.compareScalar<aten::LtScalarOp>(f, 0.0), c.addScalar(f, double(size)), f);
-    Value ok = c.logicalAnd(c.compareScalar<aten::GeScalarOp>(f, 0.0), c.compareScalar<aten::LtScalarOp>(f, double(size)));
-    Value term = stride == 1 ? f : c.mulScalar(f, double(stride));
-    flat = flat ? c.add(flat, term) : term;
-    valid = valid ? c.logicalAnd(valid, ok) : ok;
-  }
+  SmallVector<int64_t> sizes;
+  for (int64_t d : dims) sizes.push_back(typeOf(x).getDimSize(d));
+  auto [flat, valid] = flatIndexOf(c, sizes, indices);
   if (indices.size() > 1) flat = c.where(valid, flat, c.scalar(double(merged), c.f32()));
   auto broadcastShape = typeOf(flat).getShape();
   SmallVector<int64_t> mergedShape(typeOf(x).getShape().take_front(first));

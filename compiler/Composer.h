@@ -295,6 +295,26 @@ inline int64_t alignedRows(int64_t n) {
   return p;
 }
 
+// The flat position (f32) of the points that integer index tensors name in
+// dims of the given sizes taken together (row-major), the index tensors
+// broadcast together and negative indices counted from the end, and whether
+// each point lies in range.
+inline std::pair<Value, Value> flatIndexOf(Composer& c, ArrayRef<int64_t> sizes, ArrayRef<Value> indices) {
+  int64_t stride = 1;
+  for (int64_t s : sizes) stride *= s;
+  Value flat, valid;
+  for (auto [size, idx] : llvm::zip(sizes, indices)) {
+    stride /= size;
+    Value f = c.cast(idx, c.f32());
+    f = c.where(c.compareScalar<aten::LtScalarOp>(f, 0.0), c.addScalar(f, double(size)), f);
+    Value ok = c.logicalAnd(c.compareScalar<aten::GeScalarOp>(f, 0.0), c.compareScalar<aten::LtScalarOp>(f, double(size)));
+    Value term = stride == 1 ? f : c.mulScalar(f, double(stride));
+    flat = flat ? c.add(flat, term) : term;
+    valid = valid ? c.logicalAnd(valid, ok) : ok;
+  }
+  return {flat, valid};
+}
+
 inline bool isIndexType(Type t) { return llvm::isa<IntegerType>(t) && !t.isInteger(1); }
 
 }  // namespace neuroncc::importer
