@@ -602,6 +602,69 @@ LogicalResult fillWithTensor(NodeImporter& n, bool masked) {
   return c.finish(c.where(mask, v, self));
 }
 
+// _embedding_bag (and _embedding_bag_forward_only): the rows of `weight`
+// that `indices` name (a gather: an index out of range fails the execution),
+// grouped into bags by `offsets` (bag b holds positions [offsets[b],
+// offsets[b + 1])), padding_idx rows left out, times per_sample_weights (sum
+// mode), then per bag their sum (a matmul with the bags' 0/1 membership
+// matrix), mean (empty bags give 0) or maximum (empty bags give 0). Only the
+// first result (the bags) is defined.
+LogicalResult embeddingBag(NodeImporter& n) {
+  Composer c(n);
+  NCC_TRY(weight, n.tensor(0, "weight"));
+  NCC_TRY(indices, n.tensor(1, "indices"));
+  NCC_TRY(offsets, n.tensor(2, "offsets"));
+  NCC_TRY(mode, n.integer(4, "mode", 0));
+  NCC_TRY(psw, optionalTensor(n, 6, "per_sample_weights"));
+  NCC_TRY(includeLast, n.boolean(7, "include_last_offset", false));
+  NCC_TRY(padding, n.integer(8, "padding_idx", -1));
+  NCC_TRY(type, n.resultType());
+  if (typeOf(weight).getRank() != 2 || typeOf(indices).getRank() != 1 || typeOf(offsets).getRank() != 1 ||
+      !isIndexType(typeOf(indices).getElementType()) || !isIndexType(typeOf(offsets).getElementType()))
+    return n.error("embedding_bag needs a [V, D] weight and 1-d integer indices and offsets");
+  if (mode < 0 || mode > 2) return n.error("embedding_bag mode " + std::to_string(mode) + " (0 sum, 1 mean, 2 max)");
+  if (psw && (mode != 0 || typeOf(psw).getShape() != typeOf(indices).getShape()))
+    return n.error("per_sample_weights need sum mode and one weight per index");
+  int64_t points = typeOf(indices).getDimSize(0), dim = typeOf(weight).getDimSize(1);
+  int64_t bags = typeOf(offsets).getDimSize(0) - (includeLast ? 1 : 0);
+  if (bags < 1) return n.error("embedding_bag needs at least one bag");
+  if (bags * points > kMaxPairs || (mode == 2 && bags * points * dim > kMaxPairs))
+    return n.error("embedding_bag of more than 2^28 bag-membership terms");
+  Type elem = type.getElementType();
+  if (!aten::isFloatType(elem)) return n.error("embedding_bag needs a float weight");
+  auto rowsType = RankedTensorType::get({points, dim}, typeOf(weight).getElementType());
+  // (the indices as computed integers: an integer graph input read through
+  // a view, as F.embedding_bag's flattened 2-d input is, cannot be gathered
+  // in place)
+  Value computedIndices = c.cast(c.cast(indices, c.f32()), typeOf(indices).getElementType());
+  Value rows = c.cast(n.b.create<aten::EmbeddingOp>(n.loc, rowsType, weight, computedIndices, n.b.getI64IntegerAttr(-1)),
+                      elem);
+  // The bag of each position: the count of offsets at or before it, minus 1
+  // (with include_last_offset, positions at or past the last offset count
+  // every offset and belong to no bag). The integer inputs are read whole,
+  // cast first (an integer graph input is not read through a view).
+  Value position = iota(c, points, {1, points});
+  int64_t starts = typeOf(offsets).getDimSize(0);
+  Value offsetColumn = c.reshape(c.cast(offsets, c.f32()), {starts, 1});
+  Value bagOf = c.addScalar(c.sum(c.cast(c.compare<aten::LeTensorOp>(offsetColumn, position), c.f32()), {0}, true), -1.0);
+  Value member = c.compare<aten::EqTensorOp>(bagOf, iota(c, bags, {bags, 1}));  // [B, P]
+  if (padding >= 0)
+    member = c.logicalAnd(member, c.compareScalar<aten::NeScalarOp>(c.reshape(c.cast(indices, c.f32()), {1, points}),
+                                                                 double(padding)));
+  if (psw) rows = c.mul(rows, c.reshape(c.cast(psw, elem), {points, 1}));
+  Value count = c.sum(c.cast(member, c.f32()), {1}, true);  // [B, 1]
+  Value empty = c.compareScalar<aten::EqScalarOp>(count, 0.0);
+  if (mode == 2) {
+    Value candidates = c.where(c.unsqueeze(member, 2), c.unsqueeze(rows, 0), c.scalar(-kInf, elem));  // [B, P, D]
+    Value top = c.amax(candidates, {1}, false);
+    return c.finish(c.where(empty, c.scalar(0.0, elem), top));
+  }
+  Value sums = c.mm(c.cast(member, elem), rows);  // [B, D]
+  if (mode == 0) return c.finish(sums);
+  Value divisor = c.cast(c.where(empty, c.scalar(1.0, c.f32()), count), elem);
+  return c.finish(c.div(sums, divisor));
+}
+
 //===----------------------------------------------------------------------===//
 // Layout ops
 //===----------------------------------------------------------------------===//
@@ -758,6 +821,8 @@ void addComposedIndexingOps(std::map<std::string, Builder>& table) {
     add(std::string("aten::replication_pad") + d, [](NodeImporter& n) { return modePad(n, false); });
   }
   add("aten::block_diag", blockDiag);
+  add("aten::_embedding_bag", embeddingBag);
+  add("aten::_embedding_bag_forward_only", embeddingBag);
   add("aten::linalg_cross", cross);
 }
 

@@ -811,6 +811,99 @@ LogicalResult convolution(NodeImporter& n) {
   return c.finish(c.cat(results, 1));
 }
 
+// The 2-d arguments of im2col and col2im (kernel, dilation, padding,
+// stride), each one value for both dims or two.
+struct Unfolding {
+  SmallVector<int64_t> kernel, dilation, pad, stride;
+};
+
+FailureOr<Unfolding> unfoldingArgs(NodeImporter& n, size_t first) {
+  Unfolding u;
+  NCC_TRY(kernel, spatialInts(n, first, "kernel_size", 2, {}));
+  NCC_TRY(dilation, spatialInts(n, first + 1, "dilation", 2, {1, 1}));
+  NCC_TRY(pad, spatialInts(n, first + 2, "padding", 2, {0, 0}));
+  NCC_TRY(stride, spatialInts(n, first + 3, "stride", 2, {1, 1}));
+  constexpr int64_t kMax = int64_t(1) << 24;
+  if (kernel.size() != 2) return n.error("unfold needs a 2-d kernel_size");
+  for (int i = 0; i < 2; ++i)
+    if (kernel[i] < 1 || dilation[i] < 1 || stride[i] < 1 || pad[i] < 0 || kernel[i] > kMax || dilation[i] > kMax ||
+        stride[i] > kMax || pad[i] > kMax)
+      return n.error("unfold needs positive kernel sizes, dilations and strides and non-negative padding (at most 2^24)");
+  u.kernel = kernel, u.dilation = dilation, u.pad = pad, u.stride = stride;
+  return u;
+}
+
+// im2col (F.unfold): [N, C, H, W] -> [N, C * kh * kw, L], each column one
+// window of the zero-padded input, channel-major then kernel row-major.
+LogicalResult im2col(NodeImporter& n) {
+  Composer c(n);
+  NCC_TRY(self, n.tensor(0, "self"));
+  NCC_TRY(u, unfoldingArgs(n, 1));
+  Value x = self;
+  bool batched = typeOf(x).getRank() == 4;
+  if (!batched && typeOf(x).getRank() != 3) return n.error("unfold needs a [C, H, W] or [N, C, H, W] input");
+  if (!batched) x = c.unsqueeze(x, 0);
+  SmallVector<int64_t> out;
+  for (int i = 0; i < 2; ++i) {
+    out.push_back(windowCount(typeOf(x).getDimSize(2 + i), u.kernel[i], u.stride[i], u.pad[i], u.dilation[i], false));
+    if (out.back() <= 0) return n.error("unfold window larger than its padded input");
+  }
+  SmallVector<Value> slices =
+      windowSlices(c, padSpatial(c, x, 2, u.kernel, u.stride, u.pad, u.dilation, out, 0.0), 2, u.kernel, u.stride,
+                   u.dilation, out);
+  for (Value& s : slices) s = c.unsqueeze(s, 2);  // [N, C, 1, oh, ow]
+  Value stacked = c.cat(slices, 2);               // [N, C, taps, oh, ow]
+  int64_t batch = typeOf(x).getDimSize(0), channels = typeOf(x).getDimSize(1);
+  return c.finish(c.fresh(c.reshape(stacked, {batch, channels * int64_t(slices.size()), out[0] * out[1]}), self));
+}
+
+// col2im (F.fold): the inverse layout of im2col, overlapping windows summed:
+// each kernel tap's [N, C, oh, ow] block spread by the stride (zeros between),
+// shifted to its offset in the padded output, the taps added, the padding
+// cut.
+LogicalResult col2im(NodeImporter& n) {
+  Composer c(n);
+  NCC_TRY(self, n.tensor(0, "self"));
+  NCC_TRY(size, n.ints(1, "output_size"));
+  NCC_TRY(u, unfoldingArgs(n, 2));
+  NCC_TRY(type, n.resultType());
+  Value x = c.toFloat(self);
+  bool batched = typeOf(x).getRank() == 3;
+  if (!batched && typeOf(x).getRank() != 2) return n.error("fold needs a [C * k, L] or [N, C * k, L] input");
+  if (!batched) x = c.unsqueeze(x, 0);
+  if (size.size() != 2 || size[0] < 1 || size[1] < 1 || size[0] > (int64_t(1) << 24) || size[1] > (int64_t(1) << 24))
+    return n.error("fold needs two positive output sizes");
+  int64_t taps = u.kernel[0] * u.kernel[1], rows = typeOf(x).getDimSize(1);
+  SmallVector<int64_t> out;
+  for (int i = 0; i < 2; ++i) {
+    out.push_back(windowCount(size[i], u.kernel[i], u.stride[i], u.pad[i], u.dilation[i], false));
+    if (out.back() <= 0) return n.error("fold window larger than its padded output");
+  }
+  if (rows % taps != 0 || typeOf(x).getDimSize(2) != out[0] * out[1])
+    return n.error("fold input of " + aten::shapeToString(typeOf(x).getShape()) + " does not match the kernel and output size");
+  int64_t batch = typeOf(x).getDimSize(0), channels = rows / taps;
+  Value blocks = c.reshape(x, {batch, channels, taps, out[0], out[1]});
+  int64_t padded[2] = {size[0] + 2 * u.pad[0], size[1] + 2 * u.pad[1]};
+  Value sum;
+  for (int64_t t = 0; t < taps; ++t) {
+    Value b = c.reshape(c.slice(blocks, 2, t, t + 1), {batch, channels, out[0], out[1]});
+    int64_t offset[2] = {(t / u.kernel[1]) * u.dilation[0], (t % u.kernel[1]) * u.dilation[1]};
+    for (int i = 0; i < 2; ++i) {
+      int64_t dim = 2 + i, len = out[i];
+      if (u.stride[i] > 1) {  // zeros between the elements
+        SmallVector<int64_t> spread(typeOf(b).getShape());
+        spread[dim] = len * u.stride[i];
+        b = c.reshape(padDim(c, c.unsqueeze(b, dim + 1), dim + 1, 0, u.stride[i] - 1, 0.0), spread);
+        b = c.slice(b, dim, 0, (len - 1) * u.stride[i] + 1);
+      }
+      b = padDim(c, b, dim, offset[i], padded[i] - offset[i] - typeOf(b).getDimSize(dim), 0.0);
+    }
+    sum = sum ? c.add(sum, b) : b;
+  }
+  Value cut = c.slice(c.slice(sum, 2, u.pad[0], u.pad[0] + size[0]), 3, u.pad[1], u.pad[1] + size[1]);
+  return c.finish(cut);
+}
+
 // The spatial arguments of a 2-d pooling op.
 struct Pooling {
   SmallVector<int64_t> kernel, stride, pad, dilation, out;
@@ -1086,6 +1179,53 @@ LogicalResult adaptiveAvgPool2d(NodeImporter& n) {
   return c.finish(c.div(c.cat(sums, rank - 1), c.constant({size[0], size[1]}, compute, counts)));
 }
 
+// adaptive_max_pool2d: per output cell (i, j) the window of rows
+// [floor(i * H / oh), ceil((i + 1) * H / oh)) and columns likewise; its
+// maximum (a NaN propagates) and, as eager's loop finds it, the first
+// position of the maximum, or the last NaN's (positions are h * W + w).
+LogicalResult adaptiveMaxPool2d(NodeImporter& n) {
+  Composer c(n);
+  NCC_TRY(self, n.tensor(0, "self"));
+  NCC_TRY(size, n.ints(1, "output_size"));
+  int64_t rank = typeOf(self).getRank();
+  if ((rank != 3 && rank != 4) || size.size() != 2 || size[0] < 1 || size[1] < 1)
+    return n.error("adaptive pooling needs a [C, H, W] or [N, C, H, W] input and two output sizes");
+  if (size[0] * size[1] > 4096) return n.error("adaptive max pooling to more than 4096 output cells");
+  Value x = c.toFloat(self);
+  int64_t height = typeOf(x).getDimSize(rank - 2), width = typeOf(x).getDimSize(rank - 1);
+  auto window = [](int64_t i, int64_t in, int64_t out) {
+    return std::pair<int64_t, int64_t>{i * in / out, ((i + 1) * in + out - 1) / out};
+  };
+  SmallVector<int64_t> lead(typeOf(x).getShape().drop_back(2));
+  SmallVector<Value> values, indices;
+  for (int64_t i = 0; i < size[0]; ++i)
+    for (int64_t j = 0; j < size[1]; ++j) {
+      auto [h0, h1] = window(i, height, size[0]);
+      auto [w0, w1] = window(j, width, size[1]);
+      SmallVector<int64_t> flat(lead);
+      flat.push_back((h1 - h0) * (w1 - w0));
+      Value cell = c.reshape(c.slice(c.slice(x, rank - 2, h0, h1), rank - 1, w0, w1), flat);
+      SmallVector<double> positions;
+      for (int64_t h = h0; h < h1; ++h)
+        for (int64_t w = w0; w < w1; ++w) positions.push_back(double(h * width + w));
+      SmallVector<int64_t> posShape(lead.size(), 1);
+      posShape.push_back(int64_t(positions.size()));
+      Value pos = c.constant(posShape, c.f32(), positions);
+      int64_t last = int64_t(lead.size());
+      Value top = c.amax(cell, {last}, true);
+      Value firstTop = c.amin(c.where(c.compare<aten::EqTensorOp>(cell, top), pos, c.scalar(double(height * width), c.f32())),
+                              {last}, true);
+      Value lastNan = c.amax(c.where(c.isNan(cell), pos, c.scalar(-1.0, c.f32())), {last}, true);
+      values.push_back(top);
+      indices.push_back(c.where(c.compareScalar<aten::GeScalarOp>(lastNan, 0.0), lastNan, firstTop));
+    }
+  SmallVector<int64_t> shape(lead);
+  shape.append({size[0], size[1]});
+  if (failed(c.finish(c.reshape(c.cat(values, int64_t(lead.size())), shape), 0))) return failure();
+  if (n.node.outputs_size() < 2) return success();
+  return c.finish(c.reshape(c.cat(indices, int64_t(lead.size())), shape), 1);
+}
+
 // Per-channel [C] values as [C, 1, ...] against an [N, C, ...] tensor.
 Value perChannel(Composer& c, Value v, int64_t rank) {
   SmallVector<int64_t> shape{typeOf(v).getNumElements()};
@@ -1279,6 +1419,9 @@ void addComposedOps(std::map<std::string, Builder>& table) {
   add("aten::max_pool2d_with_indices", maxPool2d);
   add("aten::avg_pool2d", avgPool2d);
   add("aten::_adaptive_avg_pool2d", adaptiveAvgPool2d);
+  add("aten::adaptive_max_pool2d", adaptiveMaxPool2d);
+  add("aten::im2col", im2col);
+  add("aten::col2im", col2im);
   for (int64_t k : {1, 2, 3}) {
     std::string nearest = "aten::upsample_nearest" + std::to_string(k) + "d";
     std::string linear = std::string("aten::upsample_") + (k == 1 ? "linear1d" : k == 2 ? "bilinear2d" : "trilinear3d");

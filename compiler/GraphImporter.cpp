@@ -228,7 +228,7 @@ LogicalResult arange(NodeImporter& n, bool hasStart, bool hasStep) {
     start = v;
   }
   if (hasStep) {
-    NCC_TRY(v, n.number(2, "step"));
+    NCC_TRY(v, n.number(2, "step", 1.0));  // (make_fx leaves out a step of 1)
     step = v;
   }
   if (type.getRank() != 1) return n.error("arange must produce a 1-d tensor");
@@ -524,6 +524,12 @@ const std::map<std::string, Builder>& registry() {
            auto tt = llvm::cast<RankedTensorType>(t.getType());
            if (tt.getElementType() != type.getElementType())
              t = n.b.create<aten::ToCopyOp>(n.loc, tt.clone(type.getElementType()), t);
+           // An integer or bool graph input stays so in HBM, which cat's
+           // copies do not convert: it is read as a computed value (through
+           // f32, exact below 2^24, as every integer on the device).
+           else if (llvm::isa<BlockArgument>(t) && llvm::isa<IntegerType>(tt.getElementType()))
+             t = n.b.create<aten::ToCopyOp>(n.loc, tt,
+                                            n.b.create<aten::ToCopyOp>(n.loc, tt.clone(n.b.getF32Type()), t).getResult());
          }
          return n.create<aten::CatOp>(tensors, n.b.getI64IntegerAttr(dim));
        }},

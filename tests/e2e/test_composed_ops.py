@@ -149,6 +149,45 @@ class ComposedOps(common.ComparedWithEager):
                                  F.interpolate(b, scale_factor=(2, 1.5, 0.5), mode="trilinear"),
                                  F.interpolate(b, size=(4, 4, 5), mode="trilinear", align_corners=True)), (s, v))
 
+    def test_adaptive_max_pooling_unfold_and_fold(self):
+        """adaptive_max_pool2d with indices (first maximum, last NaN, ties from rounded
+        values, a row of -inf), F.unfold (im2col) and F.fold (col2im, overlapping windows
+        summed) with padding, dilation and stride."""
+        x = randn(2, 3, 7, 9, seed=33).round()
+        x[0, 1, 2, 3] = float("nan")
+        x[1, 0, :2] = float("-inf")
+        for dtype in DTYPES:
+            self.check(lambda a: (F.adaptive_max_pool2d(a, (3, 4), return_indices=True),
+                                  F.adaptive_max_pool2d(a[0], 1, return_indices=True),
+                                  F.adaptive_max_pool2d(a, (7, 2))), (x.to(dtype),))
+            y = randn(2, 3, 6, 7, seed=34).to(dtype)
+            self.check(lambda a: (F.unfold(a, 3, padding=1), F.unfold(a, (2, 3), dilation=(2, 1), stride=(2, 2)),
+                                  F.fold(F.unfold(a, 3, padding=1), (6, 7), 3, padding=1),
+                                  F.fold(F.unfold(a, (2, 2), stride=2), (6, 7), (2, 2), stride=2)), (y,))
+
+    def test_embedding_bags(self):
+        """nn.EmbeddingBag in sum, mean and max mode, with offsets (an empty bag,
+        include_last_offset), a padding index, per-sample weights and a 2-d input (fixed
+        bags, flattened through a view), default and random weights."""
+        g = torch.Generator().manual_seed(35)
+        flat = torch.randint(0, 20, (11,), generator=g)
+        flat[4] = 2
+        offsets = torch.tensor([0, 0, 3, 7])
+        fixed = torch.randint(0, 20, (4, 3), generator=g)
+        psw = torch.rand(11, generator=g)
+        for seed in (None, 5):
+            torch.manual_seed(0)
+            bags = [nn.EmbeddingBag(20, 8, mode=m, padding_idx=2).eval() for m in ("sum", "mean", "max")]
+            if seed is not None:
+                for b in bags:
+                    randomize(b, seed)
+            w = bags[0].weight
+            self.check(lambda i, o, f: (bags[0](i, o), bags[1](i, o), bags[2](i, o), bags[1](f), bags[2](f),
+                                        F.embedding_bag(i, w, o, mode="sum", per_sample_weights=psw),
+                                        F.embedding_bag(i, w, torch.cat([o, torch.tensor([11])]), mode="mean",
+                                                        include_last_offset=True)),
+                       (flat, offsets, fixed))
+
     def test_batch_norm_training_mode(self):
         w, b = randn(6, seed=3), randn(6, seed=4)  # no running statistics: the batch's own
         for dtype in DTYPES:

@@ -539,6 +539,15 @@ class FuzzRegressions(unittest.TestCase):
         # Unsplit, each of the four long kernels alone would unroll 2^31 / 4096 = 524288 chunks.
         self.assertLess(instructions, 1000000, info)
 
+    def test_cat_of_integer_and_bool_inputs(self):
+        """cat of an integer (or bool) graph input, which stays so in HBM, failed in the
+        lowering's tile allocation with an MLIR verifier message (F.embedding_bag with
+        include_last_offset appends to its offsets this way); it is read as a computed
+        value now."""
+        offsets, mask = torch.tensor([0, 0, 3, 7]), torch.tensor([True, False, True])
+        self.check(lambda o, m: (torch.cat([o, torch.tensor([11])]), torch.cat([o.int(), o.int()]),
+                                 torch.cat([m, m]), torch.cat([o, o]).float() * 0.5), [offsets, mask])
+
     def test_row_invariant_operand_of_a_long_row(self):
         """A bias over 60000 columns (234 KiB of f32 per partition) was loaded whole and kept
         for every row tile, so `x + bias`, `(x * w).sum(-1)` and a softmax after it needed more
