@@ -136,8 +136,11 @@ LogicalResult sort(NodeImporter& n, bool hasStable) {
 
 // topk(self, k, dim, largest, sorted): the k largest (smallest) in sorted
 // order (sorted=False returns them sorted too). Small k selects k times (a
-// maximum, its first index, then that element taken out); larger k sorts.
+// maximum, its first index, then that element taken out); larger k sorts,
+// unless the sort's pairs would pass their limit (a top-50 over a 32000-word
+// vocabulary), where up to kMaxSelectionRoundsLongRows selections are made.
 constexpr int64_t kMaxSelectionRounds = 16;
+constexpr int64_t kMaxSelectionRoundsLongRows = 256;
 
 LogicalResult topk(NodeImporter& n) {
   Composer c(n);
@@ -150,7 +153,8 @@ LogicalResult topk(NodeImporter& n) {
   int64_t length = typeOf(x).getDimSize(dim);
   if (k < 0 || k > length) return n.error("topk k=" + std::to_string(k) + " for a dim of " + std::to_string(length));
   if (k == 0) return n.error("topk with k=0 gives empty tensors (0 elements); empty tensors are not supported");
-  if (k > kMaxSelectionRounds) {
+  bool sortFits = typeOf(x).getNumElements() * length <= kMaxPairs;
+  if (k > kMaxSelectionRounds && (sortFits || k > kMaxSelectionRoundsLongRows)) {
     NCC_TRY(r, sortAlong(n, c, x, dim, largest, k, "topk"));
     if (failed(c.finish(r.first, 0))) return failure();
     return c.finish(r.second, 1);

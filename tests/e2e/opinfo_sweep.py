@@ -128,6 +128,10 @@ EXTRA_OPINFOS = {
     "masked_fill": ["masked_fill"],
     "cummax": ["cummax"],
     "cummin": ["cummin"],
+    "im2col": ["nn.functional.unfold"],
+    "col2im": ["nn.functional.fold"],
+    "_embedding_bag": ["nn.functional.embedding_bag"],
+    "_embedding_bag_forward_only": ["nn.functional.embedding_bag"],
 }
 
 
