@@ -637,11 +637,8 @@ LogicalResult embeddingBag(NodeImporter& n) {
   Type elem = type.getElementType();
   if (!aten::isFloatType(elem)) return n.error("embedding_bag needs a float weight");
   auto rowsType = RankedTensorType::get({points, dim}, typeOf(weight).getElementType());
-  // (the indices as computed integers: an integer graph input read through
-  // a view, as F.embedding_bag's flattened 2-d input is, cannot be gathered
-  // in place)
-  Value computedIndices = c.cast(c.cast(indices, c.f32()), typeOf(indices).getElementType());
-  Value rows = c.cast(n.b.create<aten::EmbeddingOp>(n.loc, rowsType, weight, computedIndices, n.b.getI64IntegerAttr(-1)),
+  Value rows = c.cast(n.b.create<aten::EmbeddingOp>(n.loc, rowsType, weight, gatherableIndices(n.b, n.loc, indices),
+                                                    n.b.getI64IntegerAttr(-1)),
                       elem);
   // The bag of each position: the count of offsets at or before it, minus 1
   // (with include_last_offset, positions at or past the last offset count

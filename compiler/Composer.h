@@ -269,7 +269,7 @@ inline FailureOr<Value> gatherAlong(Composer& c, Value x, int64_t dim, Value ind
   Value front = c.permute(x, perm);
   int64_t rows = typeOf(front).getDimSize(0), rest = typeOf(front).getNumElements() / std::max<int64_t>(rows, 1);
   Value table = c.reshape(front, {rows, rest});
-  Value flatIndex = c.reshape(index, {typeOf(index).getNumElements()});
+  Value flatIndex = gatherableIndices(c.b, c.loc, c.reshape(index, {typeOf(index).getNumElements()}));
   int64_t picked = typeOf(flatIndex).getDimSize(0);
   auto gatheredType = RankedTensorType::get({picked, rest}, typeOf(table).getElementType());
   Value gathered = c.b.create<aten::EmbeddingOp>(c.loc, gatheredType, table, flatIndex, c.b.getI64IntegerAttr(-1));

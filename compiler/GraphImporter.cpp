@@ -554,7 +554,8 @@ const std::map<std::string, Builder>& registry() {
          NCC_TRY(weight, n.tensor(0, "weight"));
          NCC_TRY(indices, n.tensor(1, "indices"));
          NCC_TRY(padding, n.integer(2, "padding_idx", -1));
-         return n.create<aten::EmbeddingOp>(weight, indices, n.b.getI64IntegerAttr(padding));
+         return n.create<aten::EmbeddingOp>(weight, gatherableIndices(n.b, n.loc, indices),
+                                            n.b.getI64IntegerAttr(padding));
        }},
       {"aten::mm",
        [](NodeImporter& n) -> LogicalResult {

@@ -14,6 +14,7 @@
 #include "aten_graph.pb.h"
 #include "dialects/aten/AtenDialect.h"
 #include "dialects/aten/TypeRules.h"
+#include "dialects/aten/Views.h"
 #include "llvm/ADT/APFloat.h"
 #include "llvm/ADT/StringMap.h"
 #include "mlir/Dialect/Arith/IR/Arith.h"
@@ -226,6 +227,24 @@ inline double asTensorScalar(double v, Value tensor) {
   APFloat f(v);
   f.convert(llvm::cast<FloatType>(elem).getFloatSemantics(), APFloat::rmNearestTiesToEven, &lost);
   return f.convertToDouble();
+}
+
+// Embedding indices as the gather can read them: an integer graph input
+// stays an integer in HBM and is gathered in place only when read whole; one
+// read through views (`ids.view(-1, n)`, `ids[:, 1:]`) is materialized as a
+// computed value (through f32, exact below 2^24, as every integer on the
+// device). Other values are returned as they are.
+inline Value gatherableIndices(OpBuilder& b, Location loc, Value indices) {
+  Value root = indices;
+  while (Operation* def = root.getDefiningOp()) {
+    if (!aten::isViewOp(def) || def->getNumOperands() < 1) return indices;
+    root = def->getOperand(0);
+  }
+  auto type = llvm::cast<RankedTensorType>(indices.getType());
+  if (root == indices || !llvm::isa<BlockArgument>(root) || !llvm::isa<IntegerType>(type.getElementType()))
+    return indices;
+  Value wide = b.create<aten::ToCopyOp>(loc, type.clone(b.getF32Type()), indices);
+  return b.create<aten::ToCopyOp>(loc, type, wide);
 }
 
 // The builders of the operators imported as compositions of other aten ops

@@ -539,6 +539,19 @@ class FuzzRegressions(unittest.TestCase):
         # Unsplit, each of the four long kernels alone would unroll 2^31 / 4096 = 524288 chunks.
         self.assertLess(instructions, 1000000, info)
 
+    def test_token_ids_read_through_views(self):
+        """Token ids (an integer graph input) read through a view before the embedding, as
+        Hugging Face models write `input_ids.view(-1, n)`, and sliced (`ids[:, 1:]`), were
+        refused ("an integer graph input can only be read ... as embedding indices"): the
+        gather reads an input in place only whole. Such indices are copied as a computed
+        value first."""
+        torch.manual_seed(0)
+        table = randn(30, 8)
+        ids = torch.randint(0, 30, (2, 7), generator=g(4))
+        self.check(lambda i: (F.embedding(i.view(-1, 7), table), F.embedding(i[:, 1:], table),
+                              F.embedding(i.t(), table), torch.index_select(table, 0, i[0]), table[i.reshape(-1)]),
+                   [ids])
+
     def test_cat_of_integer_and_bool_inputs(self):
         """cat of an integer (or bool) graph input, which stays so in HBM, failed in the
         lowering's tile allocation with an MLIR verifier message (F.embedding_bag with
