@@ -559,6 +559,37 @@ LogicalResult linspace(NodeImporter& n) {
   return c.finish(c.constant({steps}, type.getElementType(), values));
 }
 
+// _cdist_forward(x1 [.., P, M], x2 [.., R, M], p) and _euclidean_dist (eager's
+// p = 2 path for more than 25 rows): the p-norm distance of
+// every pair of rows, [.., P, R], from the differences themselves (eager's
+// mm-based form for p = 2 on larger inputs trades accuracy for speed; this is
+// the direct one): p = 2 a square root of the sum of squares, 1 the sum of
+// magnitudes, inf the largest, 0 the count of differing elements, other p
+// sum(|d|^p)^(1/p).
+LogicalResult cdist(NodeImporter& n, bool euclidean) {
+  Composer c(n);
+  NCC_TRY(a, n.tensor(0, "x1"));
+  NCC_TRY(b, n.tensor(1, "x2"));
+  NCC_TRY(p, euclidean ? FailureOr<double>(2.0) : n.number(2, "p", 2.0));
+  NCC_TRY(type, n.resultType());
+  int64_t rank = typeOf(a).getRank();
+  if (rank < 2 || typeOf(b).getRank() != rank || typeOf(a).getShape().back() != typeOf(b).getShape().back() ||
+      !aten::broadcastShapes(typeOf(a).getShape().drop_back(2), typeOf(b).getShape().drop_back(2)))
+    return n.error("cdist needs [.., P, M] and [.., R, M] inputs (batch dims that broadcast)");
+  if (!(p >= 0)) return n.error("cdist needs a non-negative p");
+  Type compute = computeTypeOf(c, type.getElementType());
+  Value x = c.unsqueeze(c.cast(a, compute), rank - 1), y = c.unsqueeze(c.cast(b, compute), rank - 2);
+  Value d = c.sub(x, y);  // [.., P, R, M]
+  if (typeOf(d).getNumElements() > (int64_t(1) << 28)) return n.error("cdist of more than 2^28 differences");
+  Value mag = c.unary<aten::AbsOp>(d);
+  int64_t last = typeOf(d).getRank() - 1;
+  if (p == 2) return c.finish(c.unary<aten::SqrtOp>(c.sum(c.mul(d, d), {last}, false)));
+  if (p == 1) return c.finish(c.sum(mag, {last}, false));
+  if (std::isinf(p)) return c.finish(c.amax(mag, {last}, false));
+  if (p == 0) return c.finish(c.sum(c.cast(c.compareScalar<aten::NeScalarOp>(d, 0.0), compute), {last}, false));
+  return c.finish(c.powScalar(c.sum(c.powScalar(mag, p), {last}, false), 1.0 / p));
+}
+
 //===----------------------------------------------------------------------===//
 // Losses (reduction: 0 none, 1 mean, 2 sum)
 //===----------------------------------------------------------------------===//
@@ -744,6 +775,8 @@ void addComposedMathOps(std::map<std::string, Builder>& table) {
   add("aten::count_nonzero", countNonzero);
   add("aten::std_mean.correction", stdMean);
   add("aten::linspace", linspace);
+  add("aten::_cdist_forward", [](NodeImporter& n) { return cdist(n, false); });
+  add("aten::_euclidean_dist", [](NodeImporter& n) { return cdist(n, true); });
   add("aten::mse_loss", [](NodeImporter& n) { return regressionLoss(n, "mse"); });
   add("aten::smooth_l1_loss", [](NodeImporter& n) { return regressionLoss(n, "smooth_l1"); });
   add("aten::huber_loss", [](NodeImporter& n) { return regressionLoss(n, "huber"); });

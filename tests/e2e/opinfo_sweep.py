@@ -128,6 +128,8 @@ EXTRA_OPINFOS = {
     "masked_fill": ["masked_fill"],
     "cummax": ["cummax"],
     "cummin": ["cummin"],
+    "_cdist_forward": ["cdist"],
+    "_euclidean_dist": ["cdist"],
     "im2col": ["nn.functional.unfold"],
     "col2im": ["nn.functional.fold"],
     "_embedding_bag": ["nn.functional.embedding_bag"],

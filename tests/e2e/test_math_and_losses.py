@@ -164,6 +164,16 @@ class MathAndLosses(common.ComparedWithEager):
         self.check(lambda p: (p.diagonal(0, 1, 3), p.diagonal(1, -1, -2), torch.trace(p[0, 0]),
                               torch.diag_embed(p[0], 1, 0, 2)), (batch,))  # (no bf16 trace in eager)
 
+    def test_pairwise_distances(self):
+        """cdist for p = 2 (eager's mm form above 25 rows, _euclidean_dist; ours is the
+        direct one), 1, inf, 0 and 3, batched, and a nearest-codebook lookup (argmin).
+        (Eager 1.13 has no bf16 cdist on the CPU.)"""
+        x, y, codes = randn(2, 30, 8, seed=22), randn(2, 27, 8, seed=23), randn(12, 8, seed=24)
+        self.check(lambda a, b, e: (torch.cdist(a, b), torch.cdist(a[0, :5], b[0, :4]), torch.cdist(a, b, p=1),
+                                    torch.cdist(a[0], e, p=float("inf")), torch.cdist(a[1], e, p=3.0),
+                                    torch.cdist(a[0], e, p=0.0), torch.cdist(a[0], e).argmin(-1)),
+                   (x, y, codes))
+
     def test_statistics_and_ranges(self):
         x = randn(4, 7, seed=17)
         for dtype in DTYPES:
