@@ -460,17 +460,9 @@ LogicalResult indexPut(NodeImporter& n) {
   NCC_TRY(values, n.tensor(2, "values"));
   NCC_TRY(accumulate, n.boolean(3, "accumulate", false));
   NCC_TRY(type, n.resultType());
-  const Argument* list = n.arg(1, "indices");
-  if (!list || list->value_case() != Argument::kTensorList) return n.error("argument 'indices' must be a list");
-  SmallVector<int64_t> dims;
-  SmallVector<Value> indices;
-  for (auto [i, name] : llvm::enumerate(list->tensor_list().values())) {
-    if (name.empty()) continue;
-    auto it = n.values.find(name);
-    if (it == n.values.end() || it->second.size() != 1) return n.error("index names unknown value '" + name + "'");
-    dims.push_back(int64_t(i));
-    indices.push_back(it->second.front());
-  }
+  NCC_TRY(read, indexList(n, 1));
+  SmallVector<int64_t> dims = read.dims;
+  SmallVector<Value> indices = read.indices;
   if (indices.empty()) return n.error("index_put needs an index tensor");
   Type compute = c.floatOf(type.getElementType());
   Value x = c.cast(self, compute);

@@ -482,19 +482,12 @@ LogicalResult indexSelect(NodeImporter& n) {
 LogicalResult indexTensor(NodeImporter& n) {
   Composer c(n);
   NCC_TRY(self, n.tensor(0, "self"));
-  const Argument* list = n.arg(1, "indices");
-  if (!list || list->value_case() != Argument::kTensorList) return n.error("argument 'indices' must be a list");
-  SmallVector<int64_t> dims;
-  SmallVector<Value> indices;
-  for (auto [i, name] : llvm::enumerate(list->tensor_list().values())) {
-    if (name.empty()) continue;
-    auto it = n.values.find(name);
-    if (it == n.values.end() || it->second.size() != 1) return n.error("index names unknown value '" + name + "'");
-    if (!isIndexType(typeOf(it->second.front()).getElementType()))
+  NCC_TRY(read, indexList(n, 1));
+  SmallVector<int64_t> dims = read.dims;
+  SmallVector<Value> indices = read.indices;
+  for (Value i : indices)
+    if (!isIndexType(typeOf(i).getElementType()))
       return n.error("indexing with a bool mask is not supported (its result's shape depends on the values)");
-    dims.push_back(int64_t(i));
-    indices.push_back(it->second.front());
-  }
   if (indices.empty()) return n.error("indexing needs an index tensor");
   if (failed(checkBroadcast(n, indices))) return failure();
   Value x = c.toFloat(self);

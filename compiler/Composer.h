@@ -315,6 +315,27 @@ inline std::pair<Value, Value> flatIndexOf(Composer& c, ArrayRef<int64_t> sizes,
   return {flat, valid};
 }
 
+// The index tensors of an index list argument (index.Tensor, index_put:
+// one optional tensor per leading dim) and the dims they index.
+struct IndexList {
+  SmallVector<int64_t> dims;
+  SmallVector<Value> indices;
+};
+
+inline FailureOr<IndexList> indexList(NodeImporter& n, size_t pos) {
+  const Argument* list = n.arg(pos, "indices");
+  if (!list || list->value_case() != Argument::kTensorList) return n.error("argument 'indices' must be a list");
+  IndexList r;
+  for (auto [i, name] : llvm::enumerate(list->tensor_list().values())) {
+    if (name.empty()) continue;
+    auto it = n.values.find(name);
+    if (it == n.values.end() || it->second.size() != 1) return n.error("index names unknown value '" + name + "'");
+    r.dims.push_back(int64_t(i));
+    r.indices.push_back(it->second.front());
+  }
+  return r;
+}
+
 inline bool isIndexType(Type t) { return llvm::isa<IntegerType>(t) && !t.isInteger(1); }
 
 }  // namespace neuroncc::importer
