@@ -30,15 +30,13 @@ Type computeTypeOf(Composer& c, Type result) {
   return isReducedFloat(result) ? c.f32() : c.floatOf(result);
 }
 
-Value orOf(Composer& c, Value x, Value y) { return c.logicalOr(x, y); }
-
 // x < 0, or x is -0.0 (whose reciprocal is -inf). A NaN's sign bit is not
 // observable here: a NaN counts as positive.
 Value signBit(Composer& c, Value x) {
   if (!aten::isFloatType(typeOf(x).getElementType())) return c.compareScalar<aten::LtScalarOp>(x, 0.0);
   Value negativeZero = c.logicalAnd(c.compareScalar<aten::EqScalarOp>(x, 0.0),
                                     c.compareScalar<aten::LtScalarOp>(c.div(c.scalar(1.0, typeOf(x).getElementType()), x), 0.0));
-  return orOf(c, c.compareScalar<aten::LtScalarOp>(x, 0.0), negativeZero);
+  return c.logicalOr(c.compareScalar<aten::LtScalarOp>(x, 0.0), negativeZero);
 }
 
 //===----------------------------------------------------------------------===//
@@ -119,7 +117,7 @@ FailureOr<std::pair<Value, Value>> floatPair(NodeImporter& n, Composer& c, Type 
   }
   if (scalarPos == 1) {
     NCC_TRY(s, n.number(1, second));
-    y = c.scalar(scalarPos == 1 && x ? asTensorScalar(s, x) : s, compute);
+    y = c.scalar(asTensorScalar(s, x), compute);
   } else {
     NCC_TRY(t, n.tensor(1, second));
     y = t;
@@ -142,8 +140,7 @@ LogicalResult binaryMath(NodeImporter& n, StringRef kind, int scalarPos = -1) {
   if (!aten::isFloatType(type.getElementType()) && kind != "fmax" && kind != "fmin" && kind != "heaviside")
     return n.error(kind.str() + " needs a float result");
   Type compute = computeTypeOf(c, type.getElementType());
-  NCC_TRY(xy, floatPair(n, c, compute, scalarPos, kind == "heaviside" ? "self" : "self",
-                        kind == "heaviside" ? "values" : "other"));
+  NCC_TRY(xy, floatPair(n, c, compute, scalarPos, "self", kind == "heaviside" ? "values" : "other"));
   auto [x, y] = xy;
   Value zero = c.scalar(0.0, compute);
   if (kind == "xlogy") {
@@ -156,7 +153,7 @@ LogicalResult binaryMath(NodeImporter& n, StringRef kind, int scalarPos = -1) {
     Value ratio = c.div(small, big);
     Value r = c.mul(big, c.unary<aten::SqrtOp>(c.addScalar(c.mul(ratio, ratio), 1.0)));
     r = c.where(c.compareScalar<aten::EqScalarOp>(big, 0.0), zero, r);
-    Value anyInf = orOf(c, c.compareScalar<aten::EqScalarOp>(a, kInf), c.compareScalar<aten::EqScalarOp>(b, kInf));
+    Value anyInf = c.logicalOr(c.compareScalar<aten::EqScalarOp>(a, kInf), c.compareScalar<aten::EqScalarOp>(b, kInf));
     return c.finish(c.where(anyInf, c.scalar(kInf, compute), r));
   }
   if (kind == "copysign") {
@@ -342,7 +339,7 @@ LogicalResult cumExtremum(NodeImporter& n, bool isMax) {
   for (int64_t shift = 1; shift < length; shift *= 2) {
     Value ev = padDim(c, c.slice(v, dim, 0, length - shift), dim, shift, 0, -kInf);
     Value ei = padDim(c, c.slice(idx, dim, 0, length - shift), dim, shift, 0, 0.0);
-    Value takeLater = orOf(c, c.isNan(v), c.compare<aten::GeTensorOp>(v, ev));
+    Value takeLater = c.logicalOr(c.isNan(v), c.compare<aten::GeTensorOp>(v, ev));
     v = c.where(takeLater, v, ev);
     idx = c.where(takeLater, idx, ei);
   }
