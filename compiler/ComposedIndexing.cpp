@@ -22,26 +22,10 @@
 namespace neuroncc::importer {
 namespace {
 
-constexpr double kInf = std::numeric_limits<double>::infinity();
 // Compositions that compare every element with every other element of a dim
 // (or every index with every position) build tensors of this many elements
 // at most.
 constexpr int64_t kMaxPairs = int64_t(1) << 28;
-
-Value logicalNot(Composer& c, Value x) { return c.where(x, c.scalar(0, c.i1()), c.scalar(1, c.i1())); }
-
-// [1, ..., 1, n] of the given rank.
-SmallVector<int64_t> alongLast(int64_t rank, int64_t n) {
-  SmallVector<int64_t> shape(rank - 1, 1);
-  shape.push_back(n);
-  return shape;
-}
-
-Value iota(Composer& c, int64_t n, ArrayRef<int64_t> shape) {
-  SmallVector<double> v(n);
-  std::iota(v.begin(), v.end(), 0.0);
-  return c.constant(shape, c.f32(), v);
-}
 
 // `x` with `dim` moved last, and the permutation that moves it back.
 std::pair<Value, SmallVector<int64_t>> dimLast(Composer& c, Value x, int64_t dim) {
@@ -65,8 +49,8 @@ Value sortedPositions(Composer& c, Value x, bool descending) {
   Type elem = typeOf(x).getElementType();
   Value isNan = c.isNan(x);
   Value key = c.where(isNan, c.scalar(kInf, elem), x);
-  Value late = descending ? logicalNot(c, isNan) : isNan;
-  Value tie = c.add(iota(c, n, alongLast(rank, n)), c.where(late, c.scalar(double(n), c.f32()), c.scalar(0.0, c.f32())));
+  Value late = descending ? c.logicalNot(isNan) : isNan;
+  Value tie = c.add(c.iota(n, alongLast(rank, n)), c.where(late, c.scalar(double(n), c.f32()), c.scalar(0.0, c.f32())));
   // pairs [..., i, j], counted over the last dim (a reduction over the
   // innermost dim, which the lowering chunks when rows are long)
   // (the i rows padded to alignedRows, their results dropped)
@@ -86,10 +70,10 @@ Value sortedPositions(Composer& c, Value x, bool descending) {
 std::pair<Value, Value> pickSorted(Composer& c, Value x, Value positions, int64_t count) {
   // (the r rows padded to alignedRows, past the last position: no match)
   int64_t n = typeOf(x).getShape().back(), rank = typeOf(x).getRank(), rows = alignedRows(count);
-  Value hit = c.compare<aten::EqTensorOp>(c.unsqueeze(positions, rank - 1), iota(c, rows, {rows, 1}));  // [..., r, i]
+  Value hit = c.compare<aten::EqTensorOp>(c.unsqueeze(positions, rank - 1), c.iota(rows, {rows, 1}));  // [..., r, i]
   Type elem = typeOf(x).getElementType();
   Value values = c.sum(c.where(hit, c.unsqueeze(x, rank - 1), c.scalar(0.0, elem)), {rank}, false);
-  Value indices = c.sum(c.where(hit, iota(c, n, {1, n}), c.scalar(0.0, c.f32())), {rank}, false);
+  Value indices = c.sum(c.where(hit, c.iota(n, {1, n}), c.scalar(0.0, c.f32())), {rank}, false);
   return {c.slice(values, rank - 1, 0, count), c.slice(indices, rank - 1, 0, count)};
 }
 
@@ -162,21 +146,21 @@ LogicalResult topk(NodeImporter& n) {
   auto [last, inverse] = dimLast(c, x, dim);
   int64_t rank = typeOf(last).getRank();
   Type elem = typeOf(last).getElementType();
-  Value positions = iota(c, length, alongLast(rank, length));
+  Value positions = c.iota(length, alongLast(rank, length));
   Value isNan = c.isNan(last);
   Value taken = c.splat(typeOf(last).getShape(), c.i1(), 0);
   SmallVector<Value> values, indices;
   double worst = largest ? -kInf : kInf;
   for (int64_t round = 0; round < k; ++round) {
-    Value free = logicalNot(c, taken);
-    Value freeNumber = c.logicalAnd(free, logicalNot(c, isNan));
+    Value free = c.logicalNot(taken);
+    Value freeNumber = c.logicalAnd(free, c.logicalNot(isNan));
     Value freeNan = c.logicalAnd(free, isNan);
     Value key = c.where(freeNumber, last, c.scalar(worst, elem));
     Value best = largest ? c.amax(key, {rank - 1}, true) : c.amin(key, {rank - 1}, true);
     Value anyNan = c.compareScalar<aten::GtScalarOp>(c.sum(c.cast(freeNan, c.f32()), {rank - 1}, true), 0.0);
     Value anyNumber = c.compareScalar<aten::GtScalarOp>(c.sum(c.cast(freeNumber, c.f32()), {rank - 1}, true), 0.0);
     // NaN first when largest, last when smallest.
-    Value pickNan = largest ? anyNan : logicalNot(c, anyNumber);
+    Value pickNan = largest ? anyNan : c.logicalNot(anyNumber);
     Value candidate = c.where(pickNan, freeNan, c.logicalAnd(freeNumber, c.compare<aten::EqTensorOp>(last, best)));
     Value index = c.amin(c.where(candidate, positions, c.scalar(double(length), c.f32())), {rank - 1}, true);
     values.push_back(c.where(pickNan, c.scalar(std::nan(""), elem), best));
@@ -221,7 +205,7 @@ LogicalResult kthOrMedian(NodeImporter& n, StringRef kind) {
   Value hit = c.compareScalar<aten::EqScalarOp>(positions, double(position));
   Type elem = typeOf(last).getElementType();
   Value value = c.sum(c.where(hit, last, c.scalar(0.0, elem)), {rank - 1}, true);
-  Value idx = iota(c, length, alongLast(rank, length));
+  Value idx = c.iota(length, alongLast(rank, length));
   Value index = c.sum(c.where(hit, idx, c.scalar(0.0, c.f32())), {rank - 1}, true);
   if (kind != "kthvalue") {
     Value isNan = c.isNan(last);
@@ -259,7 +243,7 @@ LogicalResult binarySearch(NodeImporter& n, bool isBucketize) {
       return n.error("searchsorted needs an integer sorter of the sequence's shape");
     if (typeOf(b).getNumElements() * m > kMaxPairs) return n.error("a sorter of more than 2^28 comparisons");
     Value hit = c.compare<aten::EqTensorOp>(c.unsqueeze(c.cast(sorter, c.f32()), seqRank),
-                                            iota(c, m, alongLast(seqRank + 1, m)));  // [.., k, m]
+                                            c.iota(m, alongLast(seqRank + 1, m)));  // [.., k, m]
     b = c.sum(c.where(hit, c.unsqueeze(b, seqRank - 1), c.scalar(0.0, typeOf(b).getElementType())), {seqRank}, false);
   }
   if (typeOf(x).getNumElements() * m > kMaxPairs) return n.error("more than 2^28 comparisons with the boundaries");
@@ -281,7 +265,7 @@ LogicalResult binarySearch(NodeImporter& n, bool isBucketize) {
     Value bs = c.unsqueeze(b, seqRank - 1);   // [..., 1, m]
     cmp = right ? c.compare<aten::GtTensorOp>(bs, xs) : c.compare<aten::GeTensorOp>(bs, xs);
   }
-  Value count = c.sum(c.cast(logicalNot(c, cmp), c.f32()), {typeOf(cmp).getRank() - 1}, false);
+  Value count = c.sum(c.cast(c.logicalNot(cmp), c.f32()), {typeOf(cmp).getRank() - 1}, false);
   return c.finish(count);
 }
 
@@ -296,14 +280,14 @@ FailureOr<Value> writeRows(NodeImporter& n, Composer& c, Value table, Value rows
   int64_t m = typeOf(table).getDimSize(0), r = typeOf(table).getDimSize(1), p = typeOf(rows).getDimSize(0);
   Type elem = typeOf(table).getElementType();
   values = c.cast(values, elem);
-  Value hit = c.compare<aten::EqTensorOp>(c.reshape(rows, {1, p}), iota(c, m, {m, 1}));  // [M, P]
+  Value hit = c.compare<aten::EqTensorOp>(c.reshape(rows, {1, p}), c.iota(m, {m, 1}));  // [M, P]
   if (accumulate) {
     if (p * m * r > kMaxPairs) return n.error("an accumulating write of more than 2^28 terms");
     Value terms = c.where(c.unsqueeze(hit, 1), c.unsqueeze(c.permute(values, {1, 0}), 0), c.scalar(0.0, elem));  // [M, R, P]
     return c.add(table, c.sum(terms, {2}, false));
   }
   if (p * m > kMaxPairs) return n.error("a write of more than 2^28 index comparisons");
-  Value writer = c.amax(c.where(hit, iota(c, p, {1, p}), c.scalar(-1.0, c.f32())), {1}, false);  // [M]
+  Value writer = c.amax(c.where(hit, c.iota(p, {1, p}), c.scalar(-1.0, c.f32())), {1}, false);  // [M]
   Value written = c.compareScalar<aten::GeScalarOp>(writer, 0.0);
   Value safe = c.cast(c.where(written, writer, c.scalar(0.0, c.f32())), n.b.getIntegerType(64));
   NCC_TRY(picked, gatherAlong(c, values, 0, safe));  // [M, R]
@@ -360,7 +344,7 @@ LogicalResult scatter(NodeImporter& n, StringRef kind) {
   int64_t rows = alignedRows(length);
   SmallVector<int64_t> pShape(rank - 1, 1);
   pShape.append({rows, 1});
-  Value hit = c.compare<aten::EqTensorOp>(c.unsqueeze(c.cast(indexLast, c.f32()), rank - 1), iota(c, rows, pShape));
+  Value hit = c.compare<aten::EqTensorOp>(c.unsqueeze(c.cast(indexLast, c.f32()), rank - 1), c.iota(rows, pShape));
   auto positions = [&](Value v) { return c.slice(v, rank - 1, 0, length); };
   Value zero = c.scalar(0.0, compute);
   Value srcRow = c.unsqueeze(srcLast, rank - 1);  // [..., 1, j]
@@ -368,7 +352,7 @@ LogicalResult scatter(NodeImporter& n, StringRef kind) {
   if (kind == "add") {
     written = c.add(regionLast, positions(c.sum(c.where(hit, srcRow, zero), {rank}, false)));
   } else {
-    Value jIota = iota(c, count, alongLast(rank + 1, count));
+    Value jIota = c.iota(count, alongLast(rank + 1, count));
     Value writers = c.amax(c.where(hit, jIota, c.scalar(-1.0, c.f32())), {rank}, false);  // [..., p]
     Value mine = c.compare<aten::EqTensorOp>(c.unsqueeze(writers, rank), jIota);            // [..., p, j]
     Value value = positions(c.sum(c.where(mine, srcRow, zero), {rank}, false));
@@ -636,11 +620,11 @@ LogicalResult embeddingBag(NodeImporter& n) {
   // (with include_last_offset, positions at or past the last offset count
   // every offset and belong to no bag). The integer inputs are read whole,
   // cast first (an integer graph input is not read through a view).
-  Value position = iota(c, points, {1, points});
+  Value position = c.iota(points, {1, points});
   int64_t starts = typeOf(offsets).getDimSize(0);
   Value offsetColumn = c.reshape(c.cast(offsets, c.f32()), {starts, 1});
   Value bagOf = c.addScalar(c.sum(c.cast(c.compare<aten::LeTensorOp>(offsetColumn, position), c.f32()), {0}, true), -1.0);
-  Value member = c.compare<aten::EqTensorOp>(bagOf, iota(c, bags, {bags, 1}));  // [B, P]
+  Value member = c.compare<aten::EqTensorOp>(bagOf, c.iota(bags, {bags, 1}));  // [B, P]
   if (padding >= 0)
     member = c.logicalAnd(member, c.compareScalar<aten::NeScalarOp>(c.reshape(c.cast(indices, c.f32()), {1, points}),
                                                                  double(padding)));

@@ -19,7 +19,6 @@
 namespace neuroncc::importer {
 namespace {
 
-constexpr double kInf = std::numeric_limits<double>::infinity();
 constexpr double kPi = 3.14159265358979323846;
 constexpr double kLn2 = 0.69314718055994530942;
 constexpr double kLn10 = 2.30258509299404568402;
@@ -282,17 +281,6 @@ LogicalResult prod(NodeImporter& n, bool hasDim) {
   return c.finish(productAlong(c, x, normalizeDim(dim0, typeOf(x).getRank())));
 }
 
-// An inclusive scan along `dim` with an associative `combine(earlier,
-// later)`: log2(n) steps, each combining every element with the one
-// `shift` places before it (the identity `pad` shifted in), as cumsum.
-template <typename Combine>
-Value scan(Composer& c, Value x, int64_t dim, double pad, Combine combine) {
-  int64_t length = typeOf(x).getDimSize(dim);
-  for (int64_t shift = 1; shift < length; shift *= 2)
-    x = combine(padDim(c, c.slice(x, dim, 0, length - shift), dim, shift, 0, pad), x);
-  return x;
-}
-
 // logaddexp(a, b) = max + log1p(exp(-|a - b|)); equal infinities give
 // themselves (their difference is NaN), as eager's helper returns.
 Value logAddExp(Composer& c, Value a, Value b) {
@@ -331,11 +319,9 @@ LogicalResult cumExtremum(NodeImporter& n, bool isMax) {
   int64_t rank = typeOf(x).getRank(), dim = normalizeDim(dim0, rank), length = typeOf(x).getDimSize(dim);
   if (length > (int64_t(1) << 24)) return n.error("cummax/cummin over more than 2^24 elements");
   Value v = isMax ? x : c.unary<aten::NegOp>(x);
-  SmallVector<double> iota(length);
-  std::iota(iota.begin(), iota.end(), 0.0);
   SmallVector<int64_t> iotaShape(rank, 1);
   iotaShape[dim] = length;
-  Value idx = c.expand(c.constant(iotaShape, c.f32(), iota), typeOf(v).getShape());
+  Value idx = c.expand(c.iota(length, iotaShape), typeOf(v).getShape());
   for (int64_t shift = 1; shift < length; shift *= 2) {
     Value ev = padDim(c, c.slice(v, dim, 0, length - shift), dim, shift, 0, -kInf);
     Value ei = padDim(c, c.slice(idx, dim, 0, length - shift), dim, shift, 0, 0.0);
@@ -390,6 +376,16 @@ LogicalResult diagonal(NodeImporter& n) {
 // side is the input's length plus the offset).
 constexpr int64_t kMaxDiagonalOffset = int64_t(1) << 24;
 
+// [.., n + |k|, n + |k|] with the last dim of `x` on diagonal k of the last
+// two dims (column - row == k), zeros elsewhere: row i (k >= 0) or column j
+// (k < 0) takes element i or j of x, padded with zeros to the side.
+Value onDiagonal(Composer& c, Value x, int64_t k) {
+  int64_t rank = typeOf(x).getRank() + 1, size = typeOf(x).getShape().back() + std::abs(k);
+  Value hit = c.compare<aten::EqTensorOp>(c.iota(size, {size, 1}), c.iota(size, {1, size}, double(-k)));
+  Value v = c.unsqueeze(padDim(c, x, rank - 2, 0, std::abs(k), 0.0), k >= 0 ? rank - 1 : rank - 2);
+  return c.where(hit, v, c.scalar(0.0, typeOf(x).getElementType()));
+}
+
 // diag: a 2-d input's diagonal, or the square matrix with a 1-d input on
 // diagonal k (zeros elsewhere).
 LogicalResult diag(NodeImporter& n) {
@@ -403,15 +399,7 @@ LogicalResult diag(NodeImporter& n) {
   }
   if (rank != 1) return n.error("diag needs a 1-d or 2-d input");
   if (k > kMaxDiagonalOffset || k < -kMaxDiagonalOffset) return n.error("diag offset " + std::to_string(k) + " is out of range");
-  int64_t length = typeOf(self).getDimSize(0), size = length + std::abs(k);
-  SmallVector<double> rowsIota(size), colsIota(size);
-  std::iota(rowsIota.begin(), rowsIota.end(), 0.0);
-  std::iota(colsIota.begin(), colsIota.end(), double(-k));
-  // on diagonal k: column - k == row
-  Value onDiagonal = c.compare<aten::EqTensorOp>(c.constant({size, 1}, c.f32(), rowsIota), c.constant({1, size}, c.f32(), colsIota));
-  Value v = padDim(c, self, 0, 0, std::abs(k), 0.0);
-  v = k >= 0 ? c.reshape(v, {size, 1}) : c.reshape(v, {1, size});
-  return c.finish(c.where(onDiagonal, v, c.scalar(0.0, typeOf(self).getElementType())));
+  return c.finish(onDiagonal(c, self, k));
 }
 
 // diag_embed(self, offset, dim1, dim2): the last dim of self on diagonal
@@ -430,14 +418,7 @@ LogicalResult diagEmbed(NodeImporter& n) {
   d2 = normalizeDim(d2, rank);
   if (d1 == d2) return n.error("diag_embed dims must differ");
   if (k > kMaxDiagonalOffset || k < -kMaxDiagonalOffset) return n.error("diag_embed offset " + std::to_string(k) + " is out of range");
-  int64_t length = typeOf(x).getShape().back(), size = length + std::abs(k);
-  SmallVector<double> rowsIota(size), colsIota(size);
-  std::iota(rowsIota.begin(), rowsIota.end(), 0.0);
-  std::iota(colsIota.begin(), colsIota.end(), double(-k));
-  Value onDiagonal = c.compare<aten::EqTensorOp>(c.constant({size, 1}, c.f32(), rowsIota), c.constant({1, size}, c.f32(), colsIota));
-  Value v = padDim(c, x, rank - 2, 0, std::abs(k), 0.0);
-  v = c.unsqueeze(v, k >= 0 ? rank - 1 : rank - 2);  // rows (k >= 0) or columns take v
-  Value square = c.where(onDiagonal, v, c.scalar(0.0, typeOf(x).getElementType()));
+  Value square = onDiagonal(c, x, k);
   // result dim d1 is the built rows (rank - 2), d2 its columns (rank - 1)
   SmallVector<int64_t> perm(rank);
   int64_t lead = 0;
@@ -707,10 +688,8 @@ LogicalResult nllLoss(NodeImporter& n) {
   Value ignored = c.compareScalar<aten::EqScalarOp>(t, double(ignore));
   Value outside = c.logicalOr(c.compareScalar<aten::LtScalarOp>(t, 0.0),
                               c.compareScalar<aten::GeScalarOp>(t, double(classes)));
-  outside = c.logicalAnd(outside, c.where(ignored, c.scalar(0, c.i1()), c.scalar(1, c.i1())));
-  SmallVector<double> positions(classes);
-  std::iota(positions.begin(), positions.end(), 0.0);
-  Value hit = c.compare<aten::EqTensorOp>(t, c.constant({1, classes}, c.f32(), positions));  // [rows, C]
+  outside = c.logicalAnd(outside, c.logicalNot(ignored));
+  Value hit = c.compare<aten::EqTensorOp>(t, c.iota(classes, {1, classes}));  // [rows, C]
   Value zero = c.scalar(0.0, elem);
   Value picked = c.sum(c.where(hit, logp, zero), {1}, true);                                // [rows, 1]
   picked = c.where(outside, c.scalar(std::nan(""), elem), picked);

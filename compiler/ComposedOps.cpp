@@ -46,9 +46,7 @@ LogicalResult extremum(NodeImporter& n, std::optional<int64_t> dim, bool isMax, 
   if (length > (int64_t(1) << 24)) return n.error("an index above 2^24 is not exact in f32, the device's index type");
   SmallVector<int64_t> iotaShape(rank, 1);
   iotaShape[d] = length;
-  SmallVector<double> iota(length);
-  std::iota(iota.begin(), iota.end(), 0.0);
-  Value positions = c.constant(iotaShape, c.f32(), iota);
+  Value positions = c.iota(length, iotaShape);
   Value hit = c.logicalOr(c.compare<aten::EqTensorOp>(y, top), c.isNan(y));
   Value candidates = c.where(hit, positions, c.scalar(double(length), c.f32()));
   Value first = c.amin(candidates, {d}, false);
@@ -554,14 +552,10 @@ LogicalResult gather(NodeImporter& n) {
   if (typeOf(il).getNumElements() * length > kMaxGatherTerms)
     return n.error("gather of " + std::to_string(typeOf(il).getNumElements()) + " elements over a dim of " +
                    std::to_string(length) + ": at most 2^28 comparisons are supported");
-  SmallVector<double> iota(length);
-  std::iota(iota.begin(), iota.end(), 0.0);
-  SmallVector<int64_t> iotaShape(rank + 1, 1);
-  iotaShape.back() = length;
   // (the index's rows padded to alignedRows with -1, which picks nothing)
   int64_t count = typeOf(il).getDimSize(rank - 1);
   Value rows = padDim(c, c.cast(il, c.f32()), rank - 1, 0, alignedRows(count) - count, -1.0);
-  Value hit = c.compare<aten::EqTensorOp>(c.unsqueeze(rows, rank), c.constant(iotaShape, c.f32(), iota));
+  Value hit = c.compare<aten::EqTensorOp>(c.unsqueeze(rows, rank), c.iota(length, alongLast(rank + 1, length)));
   Value picked = c.where(hit, c.unsqueeze(xl, rank - 1), c.scalar(0.0, typeOf(xl).getElementType()));
   Value sums = c.slice(c.sum(picked, {rank}, false), rank - 1, 0, count);
   SmallVector<int64_t> inverse(rank);
@@ -584,10 +578,8 @@ LogicalResult cumsum(NodeImporter& n) {
   Type compute = isReducedFloat(type.getElementType()) ? c.f32() : c.floatOf(type.getElementType());
   Value x = c.cast(self, compute);
   if (typeOf(x).getRank() == 0) return c.finish(c.fresh(x, self));
-  int64_t dim = normalizeDim(dim0, typeOf(x).getRank()), length = typeOf(x).getDimSize(dim);
-  for (int64_t shift = 1; shift < length; shift *= 2)
-    x = c.add(x, padDim(c, c.slice(x, dim, 0, length - shift), dim, shift, 0, 0.0));
-  return c.finish(c.fresh(x, self));
+  int64_t dim = normalizeDim(dim0, typeOf(x).getRank());
+  return c.finish(c.fresh(scan(c, x, dim, 0.0, [&](Value a, Value b) { return c.add(a, b); }), self));
 }
 
 // beta * self + alpha * (batch1 @ batch2); reduced precision in f32 (the

@@ -8,6 +8,9 @@
 //===----------------------------------------------------------------------===//
 #pragma once
 
+#include <limits>
+#include <numeric>
+
 #include "compiler/NodeImporter.h"
 
 namespace neuroncc::importer {
@@ -83,6 +86,13 @@ class Composer {
     return b.create<aten::WhereSelfOp>(loc, RankedTensorType::get(shape, aten::promoteTypes(typeOf(x), typeOf(y))), c, x, y);
   }
   Value logicalOr(Value x, Value y) { return where(x, scalar(1, i1()), y); }
+  Value logicalNot(Value x) { return where(x, scalar(0, i1()), scalar(1, i1())); }
+  // The f32 constant start, start + 1, ... (n values) in `shape`.
+  Value iota(int64_t n, ArrayRef<int64_t> shape, double start = 0.0) {
+    SmallVector<double> v(n);
+    std::iota(v.begin(), v.end(), start);
+    return constant(shape, f32(), v);
+  }
   Value logicalAnd(Value x, Value y) { return where(x, y, scalar(0, i1())); }
   Value isNan(Value x) { return compare<aten::NeTensorOp>(x, x); }
 
@@ -187,6 +197,15 @@ class Composer {
   }
 };
 
+constexpr double kInf = std::numeric_limits<double>::infinity();
+
+// [1, ..., 1, n] of the given rank.
+inline SmallVector<int64_t> alongLast(int64_t rank, int64_t n) {
+  SmallVector<int64_t> shape(rank - 1, 1);
+  shape.push_back(n);
+  return shape;
+}
+
 inline int64_t normalizeDim(int64_t d, int64_t rank) { return d < 0 ? d + std::max<int64_t>(rank, 1) : d; }
 
 // An optional tensor argument (None or absent: a null Value).
@@ -255,6 +274,20 @@ inline Value padDim(Composer& c, Value x, int64_t dim, int64_t left, int64_t rig
   pieces.push_back(x);
   if (right > 0) pieces.push_back(piece(right));
   return c.cat(pieces, dim);
+}
+
+// An inclusive scan along `dim` with an associative `combine(earlier,
+// later)`: log2(n) steps, each combining every element with the one `shift`
+// places before it (the identity `pad` shifted in). Each result combines
+// exactly the elements up to it, so an inf or NaN reaches only the results
+// after it (a product with a triangular matrix of ones would spread
+// 0 * inf = NaN to those before).
+template <typename Combine>
+Value scan(Composer& c, Value x, int64_t dim, double pad, Combine combine) {
+  int64_t length = typeOf(x).getDimSize(dim);
+  for (int64_t shift = 1; shift < length; shift *= 2)
+    x = combine(padDim(c, c.slice(x, dim, 0, length - shift), dim, shift, 0, pad), x);
+  return x;
 }
 
 // Rows of `x` along `dim` picked by the integer `index` (any shape, read

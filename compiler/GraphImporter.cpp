@@ -524,12 +524,8 @@ const std::map<std::string, Builder>& registry() {
            auto tt = llvm::cast<RankedTensorType>(t.getType());
            if (tt.getElementType() != type.getElementType())
              t = n.b.create<aten::ToCopyOp>(n.loc, tt.clone(type.getElementType()), t);
-           // An integer or bool graph input stays so in HBM, which cat's
-           // copies do not convert: it is read as a computed value (through
-           // f32, exact below 2^24, as every integer on the device).
-           else if (llvm::isa<BlockArgument>(t) && llvm::isa<IntegerType>(tt.getElementType()))
-             t = n.b.create<aten::ToCopyOp>(n.loc, tt,
-                                            n.b.create<aten::ToCopyOp>(n.loc, tt.clone(n.b.getF32Type()), t).getResult());
+           else  // (cat's copies do not convert an integer input's HBM dtype)
+             t = readIntegerInput(n.b, n.loc, t, /*wholeInputInPlace=*/false);
          }
          return n.create<aten::CatOp>(tensors, n.b.getI64IntegerAttr(dim));
        }},

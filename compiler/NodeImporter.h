@@ -229,22 +229,30 @@ inline double asTensorScalar(double v, Value tensor) {
   return f.convertToDouble();
 }
 
-// Embedding indices as the gather can read them: an integer graph input
-// stays an integer in HBM and is gathered in place only when read whole; one
-// read through views (`ids.view(-1, n)`, `ids[:, 1:]`) is materialized as a
-// computed value (through f32, exact below 2^24, as every integer on the
-// device). Other values are returned as they are.
-inline Value gatherableIndices(OpBuilder& b, Location loc, Value indices) {
-  Value root = indices;
+// Integer and bool graph inputs stay so in HBM. Elementwise ops and
+// reductions load them into f32 tiles (the DMA converts), and the gather
+// reads embedding indices in place when they are a whole input; the ops
+// that copy HBM as it is (cat) and a gather through a view cannot. For those
+// readIntegerInput materializes the value as a computed one (through f32,
+// exact below 2^24, as every integer on the device) when it is such an input
+// or a view of one (`ids.view(-1, n)`, `ids[:, 1:]`); other values are
+// returned as they are. wholeInputInPlace keeps a whole input (the gather).
+inline Value readIntegerInput(OpBuilder& b, Location loc, Value v, bool wholeInputInPlace) {
+  auto type = llvm::cast<RankedTensorType>(v.getType());
+  if (!llvm::isa<IntegerType>(type.getElementType())) return v;
+  Value root = v;
   while (Operation* def = root.getDefiningOp()) {
-    if (!aten::isViewOp(def) || def->getNumOperands() < 1) return indices;
+    if (!aten::isViewOp(def) || def->getNumOperands() < 1) return v;
     root = def->getOperand(0);
   }
-  auto type = llvm::cast<RankedTensorType>(indices.getType());
-  if (root == indices || !llvm::isa<BlockArgument>(root) || !llvm::isa<IntegerType>(type.getElementType()))
-    return indices;
-  Value wide = b.create<aten::ToCopyOp>(loc, type.clone(b.getF32Type()), indices);
+  if (!llvm::isa<BlockArgument>(root) || (wholeInputInPlace && root == v)) return v;
+  Value wide = b.create<aten::ToCopyOp>(loc, type.clone(b.getF32Type()), v);
   return b.create<aten::ToCopyOp>(loc, type, wide);
+}
+
+// Embedding indices as the gather can read them.
+inline Value gatherableIndices(OpBuilder& b, Location loc, Value indices) {
+  return readIntegerInput(b, loc, indices, /*wholeInputInPlace=*/true);
 }
 
 // The builders of the operators imported as compositions of other aten ops

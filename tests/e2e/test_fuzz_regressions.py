@@ -560,6 +560,9 @@ class FuzzRegressions(unittest.TestCase):
         offsets, mask = torch.tensor([0, 0, 3, 7]), torch.tensor([True, False, True])
         self.check(lambda o, m: (torch.cat([o, torch.tensor([11])]), torch.cat([o.int(), o.int()]),
                                  torch.cat([m, m]), torch.cat([o, o]).float() * 0.5), [offsets, mask])
+        # through views of the input too
+        ids = torch.tensor([[0, 0, 3, 7], [1, 2, 3, 4]])
+        self.check(lambda i: (torch.cat([i[:, 1:], i[:, :1]], 1), torch.cat([i.t(), i.t()], 0)), [ids])
 
     def test_row_invariant_operand_of_a_long_row(self):
         """A bias over 60000 columns (234 KiB of f32 per partition) was loaded whole and kept
