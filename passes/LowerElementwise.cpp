@@ -325,15 +325,19 @@ LogicalResult KernelLowering::lowerOp(Operation* op, int64_t p, int64_t f) {
         if (tv == viewOf.end() || iv == viewOf.end() || !aten::isContiguous(iv->second))
           return op->emitError("embedding table and indices must be HBM tensors (contiguous indices)");
         const aten::StridedView& T = tv->second;
-        layouts[result].kind = Kind::Full;
-        Value out = alloc(p, f, elem);
+        // Rows of one element (a table [V, 1]) in a wider kernel are a
+        // per-row value broadcast over the columns: one element per row.
+        bool perRow = T.shape.back() == 1 && f > 1;
+        int64_t width = perRow ? 1 : f;
+        layouts[result].kind = perRow ? Kind::Row : Kind::Full;
+        Value out = alloc(p, width, elem);
         Value raw = out;
         Type tableElem = llvm::cast<MemRefType>(hbmOf[o.getWeight()].getType()).getElementType();
-        if (tableElem != elem) raw = alloc(p, f, tableElem);
-        SmallVector<int64_t> ap{T.strides[0], p, T.strides[1], f};
+        if (tableElem != elem) raw = alloc(p, width, tableElem);
+        SmallVector<int64_t> ap{T.strides[0], p, T.strides[1], width};
         Operation* g = b->create<nc::DmaGatherOp>(
             loc, hbmOf[o.getWeight()], hbmOf[o.getIndices()], raw, b->getI64IntegerAttr(0),
-            b->getI64IntegerAttr(T.offset + c0 * T.strides[1]), b->getDenseI64ArrayAttr(ap),
+            b->getI64IntegerAttr(T.offset + (perRow ? 0 : c0 * T.strides[1])), b->getDenseI64ArrayAttr(ap),
             b->getI64IntegerAttr(iv->second.offset + r0), b->getI64IntegerAttr(T.shape[0]));
         setEngineAndSource(g, *b, "dma", -1);
         ++numInst;

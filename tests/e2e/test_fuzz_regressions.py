@@ -552,6 +552,14 @@ class FuzzRegressions(unittest.TestCase):
                               F.embedding(i.t(), table), torch.index_select(table, 0, i[0]), table[i.reshape(-1)]),
                    [ids])
 
+    def test_gathered_rows_of_one_element_broadcast(self):
+        """Embedding rows of one element (a [V, 1] table, or index_select of a [1, 1] value)
+        broadcast over wider columns in the same kernel: the gather read the kernel's column
+        width from the table, an invalid NEFF at -O2 (graph_fuzz seed 7272727 case 296). It
+        gathers one element per row now."""
+        table, ids, wide = randn(3, 1), torch.tensor([1, 2]), randn(2, 5, seed=1)
+        self.check(lambda t, i, b: (F.embedding(i, t) - b, (t * 2).index_select(0, i) * b), [table, ids, wide])
+
     def test_cat_of_integer_and_bool_inputs(self):
         """cat of an integer (or bool) graph input, which stays so in HBM, failed in the
         lowering's tile allocation with an MLIR verifier message (F.embedding_bag with
