@@ -28,6 +28,7 @@
 #include <algorithm>
 #include <exception>
 #include <functional>
+#include <random>
 #include <limits>
 #include <memory>
 #include <new>
@@ -423,10 +424,14 @@ class CanonicalSearch {
   // Each time it has used the node limit (allow), it pauses on
   // `fiber` (if it runs on one) and goes on from there once resumed, or
   // returns kOutOfBudget.
-  SearchOutcome run(Preorder order, Fiber* fiber, std::vector<int64_t>& offsets) {
+  // With a `noiseSeed`, each subproblem's ranking is shifted by Gaussian
+  // noise of one rank (a restart's own tie-breaks; see searchWithRestarts).
+  SearchOutcome run(Preorder order, Fiber* fiber, std::vector<int64_t>& offsets, uint64_t noiseSeed = 0) {
     fiber_ = fiber;
     nodes_ = 0;
     order_ = order;
+    noisy_ = noiseSeed != 0;
+    rng_.seed(noiseSeed);
     for (int sec = 0; sec < sections_.count; ++sec)
       if (floor_[size_t(sec)] + unplaced_[size_t(sec)] > capacity_) return SearchOutcome::kInfeasible;
     solution_.assign(items_.size(), -1);
@@ -472,6 +477,13 @@ class CanonicalSearch {
     // Rank this subproblem's buffers afresh: the section totals that the
     // preorder looks at now count only what is left to place.
     std::vector<int> ranked = preorderItems(items_, sections_, members, order_, unplaced_);
+    if (noisy_) {
+      std::normal_distribution<double> shift(0.0, 1.0);
+      std::vector<std::pair<double, int>> keys(ranked.size());
+      for (size_t r = 0; r < ranked.size(); ++r) keys[r] = {double(r) + shift(rng_), ranked[r]};
+      std::sort(keys.begin(), keys.end());
+      for (size_t r = 0; r < keys.size(); ++r) ranked[r] = keys[r].second;
+    }
     std::vector<Candidate> candidates;
     candidates.reserve(ranked.size());
     for (size_t r = 0; r < ranked.size(); ++r) candidates.push_back({int(r), ranked[r]});
@@ -737,6 +749,8 @@ class CanonicalSearch {
   std::vector<uint64_t> raisedBy_;
   int64_t nodeLimit_ = 0, nodes_ = 0;
   Preorder order_ = Preorder::TotalLengthArea;
+  bool noisy_ = false;
+  std::mt19937_64 rng_;
   Fiber* fiber_ = nullptr;
 };
 
@@ -799,6 +813,36 @@ SearchOutcome searchWithinAny(const std::vector<Item>& items, const Sections& se
       if (budget.exhausted()) return SearchOutcome::kOutOfBudget;
     }
   }
+}
+
+namespace {
+// The Luby sequence 1, 1, 2, 1, 1, 2, 4, 1, ...: restart limits whose total
+// is within a log factor of the best fixed limit, whatever that is.
+int64_t luby(int64_t i) {
+  for (int64_t k = 1;; ++k) {
+    int64_t full = (int64_t(1) << k) - 1;
+    if (i == full) return int64_t(1) << (k - 1);
+    if (i < full) return luby(i - (full >> 1));
+  }
+}
+}  // namespace
+
+SearchOutcome searchWithRestarts(const std::vector<Item>& items, const Sections& sections, int64_t capacity,
+                                 Budget& budget, std::vector<int64_t>& offsets, uint64_t seed,
+                                 const std::atomic<int64_t>* supersededAt) {
+  if (items.empty()) return SearchOutcome::kFound;
+  std::vector<std::vector<int>> overlaps = overlapLists(items, sections);
+  const int64_t unit = 2 * int64_t(items.size());
+  for (int64_t run = 1; !budget.exhausted(); ++run) {
+    if (supersededAt && supersededAt->load(std::memory_order_relaxed) <= capacity) break;
+    CanonicalSearch search(items, sections, overlaps, capacity, nullptr);
+    int64_t limit = luby(run);
+    search.allow(limit > INT64_MAX / unit ? INT64_MAX : limit * unit, &budget);
+    Preorder order = kSearchPreorders[size_t(run) % std::size(kSearchPreorders)];
+    SearchOutcome outcome = search.run(order, nullptr, offsets, seed + uint64_t(run) * 0x9e3779b97f4a7c15ull);
+    if (outcome != SearchOutcome::kOutOfBudget) return outcome;
+  }
+  return SearchOutcome::kOutOfBudget;
 }
 
 }  // namespace neuroncc::planner

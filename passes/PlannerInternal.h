@@ -203,6 +203,17 @@ SearchOutcome searchWithinAny(const std::vector<Item>& items, const Sections& se
                               const std::vector<int64_t>& capacities, Budget& budget,
                               std::vector<int64_t>& offsets, const std::vector<int64_t>* lowest = nullptr);
 
+// The same question by restarts: searches of the three preorders in turn,
+// each with its subproblems' rankings shifted by Gaussian noise of one rank
+// (the stream fixed by `seed`), under node limits of twice the item count
+// times the Luby sequence. Where a static order's search sinks its nodes
+// into one bad early choice, some restart usually avoids it. A restart that
+// completes is a proof either way. Stops, out of budget, once
+// `*supersededAt` (another search's best arena) is at or below `capacity`.
+SearchOutcome searchWithRestarts(const std::vector<Item>& items, const Sections& sections, int64_t capacity,
+                                 Budget& budget, std::vector<int64_t>& offsets, uint64_t seed,
+                                 const std::atomic<int64_t>* supersededAt = nullptr);
+
 // Large-neighbourhood improvement of a complete plan: every section whose
 // height exceeds `target` is repaired by searching again the buffers of a
 // time window around it together with every buffer stacked above them, the

@@ -161,6 +161,17 @@ TEST(OffsetPlanner, ExactSearchMatchesBruteForceOnTinyInstances) {
               planner::SearchOutcome::kInfeasible);
     ASSERT_EQ(planner::searchWithinAny(items, sections, {optimum, optimum - 1}, budget, offsets),
               planner::SearchOutcome::kFound) << "trial " << trial;
+    // Restarts (noisy rankings, Luby limits): the same answers, since a
+    // restart that completes is a proof either way, and only plans within
+    // the capacity; one whose answer another search has already given stops.
+    ASSERT_EQ(planner::searchWithRestarts(items, sections, optimum, budget, offsets, uint64_t(trial) + 1),
+              planner::SearchOutcome::kFound) << "trial " << trial;
+    for (size_t i = 0; i < b.size(); ++i) EXPECT_LE(offsets[i] + b[i].size, optimum);
+    ASSERT_EQ(planner::searchWithRestarts(items, sections, optimum - 1, budget, offsets, uint64_t(trial) + 1),
+              planner::SearchOutcome::kInfeasible) << "trial " << trial;
+    std::atomic<int64_t> answered{optimum};
+    ASSERT_EQ(planner::searchWithRestarts(items, sections, optimum, budget, offsets, 1, &answered),
+              planner::SearchOutcome::kOutOfBudget);
     // Sizes in multiples of 64: the narrowing steps in 64s and still ends
     // at the optimum, proven.
     std::vector<PlannedBuffer> scaled = b;
@@ -675,6 +686,28 @@ TEST(OffsetPlanner, SearchThreadsGiveVerifiedDeterministicPlans) {
   std::vector<PlannedBuffer> plan = csv.buffers;
   for (size_t i = 0; i < plan.size(); ++i) plan[i].offset = offsets[i];
   EXPECT_FALSE(verifyPlan(plan, 1, 1025024).has_value());
+}
+
+// Under a time limit the bound thread turns to restarts below the best plan
+// of either thread once its share is spent: the plan still verifies and is
+// no worse than the heuristics (how far below depends on timing and seed).
+TEST(OffsetPlanner, TimeLimitedSearchWithRestartsGivesVerifiedPlans) {
+  std::ifstream in(std::string(NEURONCC_MINIMALLOC_DIR) + "/D.1048576.csv");
+  ASSERT_TRUE(in.good());
+  std::stringstream text;
+  text << in.rdbuf();
+  PlanCsv csv;
+  ASSERT_FALSE(parsePlanCsv(text.str(), csv).has_value());
+  std::vector<PlannedBuffer> heuristicOnly = csv.buffers;
+  int64_t heuristic = planOffsets(heuristicOnly, PlanOptions{}).arena;
+  PlanOptions options;
+  options.timeLimitSeconds = 0.3;
+  std::vector<PlannedBuffer> plan = csv.buffers;
+  PlanResult r = planOffsets(plan, options);
+  ASSERT_FALSE(verifyPlan(plan, 1, 0).has_value());
+  EXPECT_LE(r.arena, heuristic);
+  EXPECT_GE(r.arena, r.lowerBound);
+  EXPECT_FALSE(r.provenOptimal);
 }
 
 TEST(OffsetPlanner, VerifierCatchesAPlantedOverlapInALargePlan) {
