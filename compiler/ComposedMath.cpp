@@ -49,7 +49,10 @@ Value signBit(Composer& c, Value x) {
 //   asinh(x) = sign(x) log1p(|x| + x^2 / (1 + sqrt(1 + x^2))) (log|x| + ln 2
 //   above 2^12), acosh(x) = log1p(t + sqrt(t (t + 2))) with t = x - 1
 //   (log x + ln 2 above 2^12), atanh(x) = log1p(2x / (1 - x)) / 2,
-//   frac(x) = x - trunc(x), deg2rad/rad2deg: a product with pi/180 or 180/pi.
+//   frac(x) = x - trunc(x), deg2rad/rad2deg: a product with pi/180 or 180/pi;
+//   from atan: asin(x) = atan(x / sqrt((1 - x)(1 + x))) (+-pi/2 at +-1, NaN
+//   beyond), acos(x) = 2 atan(sqrt((1 - x) / (1 + x))) (no cancellation
+//   near 1, where pi/2 - asin(x) would lose the result's digits; pi at -1).
 LogicalResult unaryMath(NodeImporter& n, StringRef kind) {
   Composer c(n);
   NCC_TRY(self, n.tensor(0, "self"));
@@ -88,6 +91,16 @@ LogicalResult unaryMath(NodeImporter& n, StringRef kind) {
   if (kind == "atanh") {
     Value ratio = c.div(c.mulScalar(x, 2.0), c.sub(c.scalar(1.0, compute), x));
     return c.finish(half(c.unary<aten::Log1pOp>(ratio)));
+  }
+  if (kind == "asin") {
+    Value one = c.scalar(1.0, compute);
+    Value cosine = c.unary<aten::SqrtOp>(c.mul(c.sub(one, x), c.add(one, x)));
+    return c.finish(c.unary<aten::AtanOp>(c.div(x, cosine)));
+  }
+  if (kind == "acos") {
+    Value one = c.scalar(1.0, compute);
+    Value halfTangent = c.unary<aten::SqrtOp>(c.div(c.sub(one, x), c.add(one, x)));
+    return c.finish(c.mulScalar(c.unary<aten::AtanOp>(halfTangent), 2.0));
   }
   if (kind == "frac") return c.finish(c.sub(x, c.unary<aten::TruncOp>(x)));
   if (kind == "deg2rad") return c.finish(c.mulScalar(x, kPi / 180.0));
@@ -132,7 +145,10 @@ FailureOr<std::pair<Value, Value>> floatPair(NodeImporter& n, Composer& c, Type 
 //     included; 0 when both are 0);
 //   copysign(a, b) = |a| with b's sign bit;
 //   fmax / fmin: the maximum / minimum, a NaN only when both are NaN;
-//   heaviside(x, v) = v where x == 0, else x > 0 (0 for NaN).
+//   heaviside(x, v) = v where x == 0, else x > 0 (0 for NaN);
+//   atan2(y, x): a = atan(|y| / |x|) in [0, pi/2] (0 where both are zero,
+//     pi/4 where both are infinite), pi - a where x's sign bit is set, then
+//     y's sign bit: so +-0 and +-inf give C's atan2 results, NaN gives NaN.
 LogicalResult binaryMath(NodeImporter& n, StringRef kind, int scalarPos = -1) {
   Composer c(n);
   NCC_TRY(type, n.resultType());
@@ -162,6 +178,17 @@ LogicalResult binaryMath(NodeImporter& n, StringRef kind, int scalarPos = -1) {
   if (kind == "fmax" || kind == "fmin") {
     Value m = kind == "fmax" ? c.maximum(x, y) : c.minimum(x, y);
     return c.finish(c.where(c.isNan(x), y, c.where(c.isNan(y), x, m)));
+  }
+  if (kind == "atan2") {
+    Value ordinate = x, abscissa = y;  // atan2(self, other): self is the y coordinate
+    Value ay = c.unary<aten::AbsOp>(ordinate), ax = c.unary<aten::AbsOp>(abscissa);
+    Value a = c.unary<aten::AtanOp>(c.div(ay, ax));
+    auto both = [&](double v) {
+      return c.logicalAnd(c.compareScalar<aten::EqScalarOp>(ay, v), c.compareScalar<aten::EqScalarOp>(ax, v));
+    };
+    a = c.where(both(0.0), zero, c.where(both(kInf), c.scalar(kPi / 4, compute), a));
+    a = c.where(signBit(c, abscissa), c.sub(c.scalar(kPi, compute), a), a);
+    return c.finish(c.where(signBit(c, ordinate), c.unary<aten::NegOp>(a), a));
   }
   if (kind == "heaviside") {
     Value step = c.where(c.compareScalar<aten::GtScalarOp>(x, 0.0), c.scalar(1.0, compute), zero);
@@ -718,7 +745,7 @@ LogicalResult nllLoss(NodeImporter& n) {
 void addComposedMathOps(std::map<std::string, Builder>& table) {
   auto add = [&](const std::string& name, Builder builder) { table.emplace(name, std::move(builder)); };
   for (const char* kind : {"log2", "log10", "exp2", "sinh", "cosh", "tan", "asinh", "acosh", "atanh", "frac",
-                           "deg2rad", "rad2deg"})
+                           "deg2rad", "rad2deg", "asin", "acos"})
     add(std::string("aten::") + kind, [kind](NodeImporter& n) { return unaryMath(n, kind); });
   add("aten::signbit", signbit);
   add("aten::xlogy.Tensor", [](NodeImporter& n) { return binaryMath(n, "xlogy"); });
@@ -727,6 +754,7 @@ void addComposedMathOps(std::map<std::string, Builder>& table) {
   add("aten::hypot", [](NodeImporter& n) { return binaryMath(n, "hypot"); });
   add("aten::copysign.Tensor", [](NodeImporter& n) { return binaryMath(n, "copysign"); });
   add("aten::copysign.Scalar", [](NodeImporter& n) { return binaryMath(n, "copysign", 1); });
+  add("aten::atan2", [](NodeImporter& n) { return binaryMath(n, "atan2"); });
   add("aten::fmax", [](NodeImporter& n) { return binaryMath(n, "fmax"); });
   add("aten::fmin", [](NodeImporter& n) { return binaryMath(n, "fmin"); });
   add("aten::heaviside", [](NodeImporter& n) { return binaryMath(n, "heaviside"); });

@@ -435,11 +435,8 @@ LogicalResult roll(NodeImporter& n) {
 // is refused rather than compiled into thousands of pieces.
 constexpr int64_t kMaxFlipLength = 256;
 
-LogicalResult flip(NodeImporter& n) {
-  Composer c(n);
-  NCC_TRY(self, n.tensor(0, "self"));
-  NCC_TRY(dims, n.ints(1, "dims"));
-  Value x = self;
+// `x` reversed along each of `dims`.
+FailureOr<Value> reversed(NodeImporter& n, Composer& c, Value x, ArrayRef<int64_t> dims) {
   for (int64_t dim0 : dims) {
     int64_t dim = normalizeDim(dim0, typeOf(x).getRank());
     if (dim < 0 || dim >= std::max<int64_t>(typeOf(x).getRank(), 1)) return n.error("flip dim out of range");
@@ -451,6 +448,42 @@ LogicalResult flip(NodeImporter& n) {
     SmallVector<Value> pieces;
     for (int64_t i = size - 1; i >= 0; --i) pieces.push_back(c.slice(x, dim, i, i + 1));
     x = c.cat(pieces, dim);
+  }
+  return x;
+}
+
+LogicalResult flip(NodeImporter& n) {
+  Composer c(n);
+  NCC_TRY(self, n.tensor(0, "self"));
+  NCC_TRY(dims, n.ints(1, "dims"));
+  NCC_TRY(x, reversed(n, c, self, dims));
+  return c.finish(c.fresh(x, self));
+}
+
+// rot90(x, k, dims) as eager writes it: k = 1 reverses dims[1] then swaps
+// the two dims, k = 2 reverses both, k = 3 reverses dims[0] then swaps.
+LogicalResult rot90(NodeImporter& n) {
+  Composer c(n);
+  NCC_TRY(self, n.tensor(0, "self"));
+  NCC_TRY(k0, n.integer(1, "k", 1));
+  NCC_TRY(dims0, n.ints(2, "dims", SmallVector<int64_t>{0, 1}));
+  int64_t rank = typeOf(self).getRank();
+  if (dims0.size() != 2) return n.error("rot90 takes two dims");
+  if (rank < 2) return n.error("rot90 needs at least two dims");
+  int64_t d0 = normalizeDim(dims0[0], rank), d1 = normalizeDim(dims0[1], rank);
+  if (d0 < 0 || d0 >= rank || d1 < 0 || d1 >= rank) return n.error("rot90 dim out of range");
+  if (d0 == d1) return n.error("rot90 needs two different dims");
+  int64_t k = ((k0 % 4) + 4) % 4;
+  Value x = self;
+  if (k == 2) {
+    NCC_TRY(r, reversed(n, c, x, {d0, d1}));
+    x = r;
+  } else if (k != 0) {
+    NCC_TRY(r, reversed(n, c, x, {k == 1 ? d1 : d0}));
+    SmallVector<int64_t> perm(static_cast<size_t>(rank));
+    std::iota(perm.begin(), perm.end(), 0);
+    std::swap(perm[size_t(d0)], perm[size_t(d1)]);
+    x = c.permute(r, perm);
   }
   return c.finish(c.fresh(x, self));
 }
@@ -1395,6 +1428,7 @@ void addComposedOps(std::map<std::string, Builder>& table) {
   add("aten::repeat", repeat);
   add("aten::roll", roll);
   add("aten::flip", flip);
+  add("aten::rot90", rot90);
   add("aten::index_select", indexSelect);
   add("aten::index.Tensor", indexTensor);
   add("aten::gather", gather);

@@ -25,6 +25,7 @@ class Composer {
   NodeImporter& n;
   OpBuilder& b;
   Location loc;
+  llvm::DenseMap<Value, Value> integerInputCopies;  // see cat
 
   Type f32() { return b.getF32Type(); }
   Type i1() { return b.getI1Type(); }
@@ -143,12 +144,19 @@ class Composer {
     return b.create<aten::SliceTensorOp>(loc, t.clone(shape), x, b.getI64IntegerAttr(dim), b.getI64IntegerAttr(start),
                                          b.getI64IntegerAttr(end), b.getI64IntegerAttr(step));
   }
+  // (A cat copies HBM as it is, which an integer graph input's dtype does
+  // not allow: such pieces are read from a computed copy, see
+  // viewOfComputedCopy.)
   Value cat(ArrayRef<Value> xs, int64_t dim) {
     if (xs.size() == 1) return xs.front();
     SmallVector<int64_t> shape(typeOf(xs.front()).getShape());
     shape[dim] = 0;
-    for (Value x : xs) shape[dim] += typeOf(x).getDimSize(dim);
-    return b.create<aten::CatOp>(loc, typeOf(xs.front()).clone(shape), xs, b.getI64IntegerAttr(dim));
+    SmallVector<Value> pieces;
+    for (Value x : xs) {
+      shape[dim] += typeOf(x).getDimSize(dim);
+      pieces.push_back(viewOfComputedCopy(b, loc, x, integerInputCopies));
+    }
+    return b.create<aten::CatOp>(loc, typeOf(xs.front()).clone(shape), pieces, b.getI64IntegerAttr(dim));
   }
   Value unsqueeze(Value x, int64_t dim) {
     SmallVector<int64_t> shape(typeOf(x).getShape());

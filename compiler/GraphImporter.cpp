@@ -379,6 +379,7 @@ const std::map<std::string, Builder>& registry() {
       {"aten::abs", unary<aten::AbsOp>},
       {"aten::sin", unary<aten::SinOp>},
       {"aten::cos", unary<aten::CosOp>},
+      {"aten::atan", unary<aten::AtanOp>},
       {"aten::erf", unary<aten::ErfOp>},
       {"aten::expm1", unary<aten::Expm1Op>},
       {"aten::log1p", unary<aten::Log1pOp>},

@@ -18,7 +18,9 @@
 #include "llvm/ADT/APFloat.h"
 #include "llvm/ADT/StringMap.h"
 #include "mlir/Dialect/Arith/IR/Arith.h"
+#include "llvm/ADT/DenseMap.h"
 #include "mlir/IR/Builders.h"
+#include "mlir/IR/IRMapping.h"
 
 // The importer's own namespace: the MLIR names are used unqualified here and
 // in the two files that include this header, nowhere else.
@@ -248,6 +250,35 @@ inline Value readIntegerInput(OpBuilder& b, Location loc, Value v, bool wholeInp
   if (!llvm::isa<BlockArgument>(root) || (wholeInputInPlace && root == v)) return v;
   Value wide = b.create<aten::ToCopyOp>(loc, type.clone(b.getF32Type()), v);
   return b.create<aten::ToCopyOp>(loc, type, wide);
+}
+
+// The same for many views of one input (a composition's slices, each a
+// piece of a cat): the views are rebuilt on one computed copy of the input,
+// made on first use and kept in `copies`, instead of one copy per view.
+inline Value viewOfComputedCopy(OpBuilder& b, Location loc, Value v, llvm::DenseMap<Value, Value>& copies) {
+  auto type = llvm::cast<RankedTensorType>(v.getType());
+  if (!llvm::isa<IntegerType>(type.getElementType())) return v;
+  SmallVector<Operation*> views;
+  Value root = v;
+  while (Operation* def = root.getDefiningOp()) {
+    if (!aten::isViewOp(def) || def->getNumOperands() < 1) return v;
+    views.push_back(def);
+    root = def->getOperand(0);
+  }
+  if (!llvm::isa<BlockArgument>(root)) return v;
+  Value& copy = copies[root];
+  if (!copy) {
+    auto rootType = llvm::cast<RankedTensorType>(root.getType());
+    Value wide = b.create<aten::ToCopyOp>(loc, rootType.clone(b.getF32Type()), root);
+    copy = b.create<aten::ToCopyOp>(loc, rootType, wide);
+  }
+  Value x = copy;
+  for (Operation* view : llvm::reverse(views)) {
+    IRMapping mapping;
+    mapping.map(view->getOperand(0), x);
+    x = b.clone(*view, mapping)->getResult(0);
+  }
+  return x;
 }
 
 // Embedding indices as the gather can read them.

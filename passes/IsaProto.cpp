@@ -82,6 +82,7 @@ neff::ActivationFunc funcFromName(StringRef name) {
       .Case("ceil", neff::CEIL)
       .Case("trunc", neff::TRUNC)
       .Case("round", neff::ROUND)
+      .Case("atan", neff::ATAN)
       .Default(neff::ACT_INVALID);
 }
 

@@ -282,6 +282,7 @@ LogicalResult KernelLowering::lowerOp(Operation* op, int64_t p, int64_t f) {
       .Case([&](aten::TanhOp o) { return activationOf(o.getSelf(), "tanh"); })
       .Case([&](aten::SinOp o) { return activationOf(o.getSelf(), "sin"); })
       .Case([&](aten::CosOp o) { return activationOf(o.getSelf(), "cos"); })
+      .Case([&](aten::AtanOp o) { return activationOf(o.getSelf(), "atan"); })
       .Case([&](aten::ErfOp o) { return activationOf(o.getSelf(), "erf"); })
       .Case([&](aten::Expm1Op o) { return activationOf(o.getSelf(), "expm1"); })
       .Case([&](aten::Log1pOp o) { return activationOf(o.getSelf(), "log1p"); })

@@ -74,6 +74,7 @@ std::optional<std::function<double(ArrayRef<double>)>> scalarFunction(Operation*
       .Case([&](aten::TanhOp) { return unary(std::tanh); })
       .Case([&](aten::SinOp) { return unary(std::sin); })
       .Case([&](aten::CosOp) { return unary(std::cos); })
+      .Case([&](aten::AtanOp) { return unary(std::atan); })
       .Case([&](aten::ErfOp) { return unary(std::erf); })
       .Case([&](aten::Expm1Op) { return unary(std::expm1); })
       .Case([&](aten::Log1pOp) { return unary(std::log1p); })

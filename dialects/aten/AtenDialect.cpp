@@ -173,6 +173,7 @@ NEURON_SAME_INFER(SiluOp)
 NEURON_SAME_INFER(AbsOp)
 NEURON_SAME_INFER(SinOp)
 NEURON_SAME_INFER(CosOp)
+NEURON_SAME_INFER(AtanOp)
 NEURON_SAME_INFER(ErfOp)
 NEURON_SAME_INFER(Expm1Op)
 NEURON_SAME_INFER(Log1pOp)
@@ -210,7 +211,7 @@ NEURON_REDUCTION(AmaxOp)
 bool isElementwise(Operation* op) {
   return llvm::isa<MulTensorOp, DivTensorOp, AddTensorOp, SubTensorOp, MaximumOp, MinimumOp, PowTensorTensorOp, MulScalarOp, DivScalarOp, AddScalarOp,
                    SubScalarOp, RsubScalarOp, PowTensorScalarOp, NegOp, ExpOp, LogOp, SqrtOp, RsqrtOp, TanhOp,
-                   SigmoidOp, ReluOp, SiluOp, GeluOp, AbsOp, SinOp, CosOp, ErfOp, Expm1Op, Log1pOp, FloorOp, CeilOp, TruncOp, RoundOp, ToCopyOp, EqTensorOp, NeTensorOp, LtTensorOp,
+                   SigmoidOp, ReluOp, SiluOp, GeluOp, AbsOp, SinOp, CosOp, AtanOp, ErfOp, Expm1Op, Log1pOp, FloorOp, CeilOp, TruncOp, RoundOp, ToCopyOp, EqTensorOp, NeTensorOp, LtTensorOp,
                    LeTensorOp, GtTensorOp, GeTensorOp, EqScalarOp, NeScalarOp, LtScalarOp, LeScalarOp, GtScalarOp,
                    GeScalarOp, WhereSelfOp, MaskedFillScalarOp>(op);
 }

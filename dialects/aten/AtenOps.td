@@ -237,6 +237,7 @@ def Aten_SiluOp : Aten_UnaryOp<"silu", "self * sigmoid(self)">;
 def Aten_AbsOp : Aten_UnaryOp<"abs", "|self|">;
 def Aten_SinOp : Aten_UnaryOp<"sin", "sine (radians)">;
 def Aten_CosOp : Aten_UnaryOp<"cos", "cosine (radians)">;
+def Aten_AtanOp : Aten_UnaryOp<"atan", "inverse tangent, in (-pi/2, pi/2)">;
 def Aten_ErfOp : Aten_UnaryOp<"erf", "the error function">;
 def Aten_Expm1Op : Aten_UnaryOp<"expm1", "e ** self - 1">;
 def Aten_Log1pOp : Aten_UnaryOp<"log1p", "natural logarithm of 1 + self">;

@@ -63,7 +63,7 @@ ArrayRef<StringRef> elementwiseAluNames() {
 ArrayRef<StringRef> activationNames() {
   static constexpr StringRef kNames[] = {"identity", "exp", "rsqrt", "sqrt", "square", "negate",
                                          "reciprocal", "log", "tanh", "sigmoid", "relu", "gelu",
-                                         "gelu_tanh", "silu", "abs", "sin", "cos", "erf", "expm1", "log1p", "floor", "ceil", "trunc", "round"};
+                                         "gelu_tanh", "silu", "abs", "sin", "cos", "erf", "expm1", "log1p", "floor", "ceil", "trunc", "round", "atan"};
   return kNames;
 }
 

@@ -579,7 +579,7 @@ absl::Status VerifyInstruction(const Instruction& inst, const Kernel& k, const E
       }
       if (inst.opcode() == TENSOR_SCALAR && !ValidAlu(inst.alu(), /*allow_bypass=*/true))
         return Bad(absl::StrCat(where, ": invalid alu op ", int(inst.alu()), " for tensor_scalar"));
-      if (inst.opcode() == ACTIVATION && (inst.func() <= ACT_INVALID || inst.func() > ROUND))
+      if (inst.opcode() == ACTIVATION && (inst.func() <= ACT_INVALID || inst.func() > ATAN))
         return Bad(absl::StrCat(where, ": invalid activation function ", int(inst.func())));
       return absl::OkStatus();
     }

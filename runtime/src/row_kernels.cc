@@ -147,6 +147,7 @@ bool CallsSleef(neff::ActivationFunc f) {
     case neff::TANH:
     case neff::SIN:
     case neff::COS:
+    case neff::ATAN:
     case neff::ERF:
     case neff::EXPM1:
     case neff::LOG1P:

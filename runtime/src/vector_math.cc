@@ -149,6 +149,8 @@ void Log1pN(const float* x, float* y, uint32_t n) {
 // sin and cos: 1.0 ulp, whatever the argument (SLEEF reduces large ones exactly).
 NEURONCC_SLEEF_MAP1(SinN, Sleef_finz_sinf16_u10avx512f, Sleef_finz_sinf8_u10avx2, Sleef_finz_sinf1_u10purecfma)
 NEURONCC_SLEEF_MAP1(CosN, Sleef_finz_cosf16_u10avx512f, Sleef_finz_cosf8_u10avx2, Sleef_finz_cosf1_u10purecfma)
+// atan: 1.0 ulp.
+NEURONCC_SLEEF_MAP1(AtanN, Sleef_finz_atanf16_u10avx512f, Sleef_finz_atanf8_u10avx2, Sleef_finz_atanf1_u10purecfma)
 // 3.5 ulp: SLEEF's 1-ulp tanh costs 2.7x as much (2.75 against 1.02 ns per
 // value here), and tanh is the whole cost of gelu(approximate='tanh').
 NEURONCC_SLEEF_MAP1(TanhN, Sleef_finz_tanhf16_u35avx512f, Sleef_finz_tanhf8_u35avx2,
@@ -167,6 +169,7 @@ void SleefN(SleefFunc f, const float* x, float* y, uint32_t n) {
     case SleefFunc::kTanh: return TanhN(x, y, n);
     case SleefFunc::kSin: return SinN(x, y, n);
     case SleefFunc::kCos: return CosN(x, y, n);
+    case SleefFunc::kAtan: return AtanN(x, y, n);
   }
 }
 
@@ -382,6 +385,7 @@ void Activation(neff::ActivationFunc f, const float* a, float scale, float bias,
       case neff::TANH: TanhN(y, out, m); break;
       case neff::SIN: SinN(y, out, m); break;
       case neff::COS: CosN(y, out, m); break;
+      case neff::ATAN: AtanN(y, out, m); break;
       case neff::ERF: ErfN(y, out, m); break;
       case neff::EXPM1: Expm1N(y, out, m); break;
       case neff::LOG1P: Log1pN(y, out, m); break;
@@ -696,6 +700,7 @@ float TanhRef(float x) { return Sleef_finz_tanhf1_u35purecfma(x); }
 float SinRef(float x) { return Sleef_finz_sinf1_u10purecfma(x); }
 float CosRef(float x) { return Sleef_finz_cosf1_u10purecfma(x); }
 float Expm1Ref(float x) { return Sleef_finz_expm1f1_u10purecfma(x); }
+float AtanRef(float x) { return Sleef_finz_atanf1_u10purecfma(x); }
 float Log1pRef(float x) {
   return x > kLog1pAsLog ? Sleef_finz_logf1_u10purecfma(x) : Sleef_finz_log1pf1_u10purecfma(x);
 }

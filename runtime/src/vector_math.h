@@ -34,7 +34,7 @@ void Select(const float* a, const float* b, const float* pred, float* c, uint32_
 
 // The SLEEF functions the activations apply, y = f(x) over n values (y may
 // be x), and the float32 constants of the GELU formulas (correctly rounded).
-enum class SleefFunc { kExp, kLog, kErf, kTanh, kSin, kCos, kExpm1, kLog1p };
+enum class SleefFunc { kExp, kLog, kErf, kTanh, kSin, kCos, kExpm1, kLog1p, kAtan };
 void SleefN(SleefFunc f, const float* x, float* y, uint32_t n);
 inline constexpr float kInvSqrt2 = 0.70710678118654752440f;
 inline constexpr float kSqrt2OverPi = 0.79788456080286535588f;
@@ -126,6 +126,7 @@ float SinRef(float x);
 float CosRef(float x);
 float ErfRef(float x);
 float Expm1Ref(float x);
+float AtanRef(float x);
 float Log1pRef(float x);
 float PowRef(float x, float y);
 

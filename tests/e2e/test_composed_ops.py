@@ -6,7 +6,7 @@ embedding, a UNet-style block (depthwise convolution, group norm, SiLU), transpo
 convolutions (1-d to 3-d, output_padding, groups, dilation), a classifier
 head (max/min with indices, argmin), position ids from a padding mask (cumsum), norms
 and statistics, the activations built on erf/expm1/log1p, and the shape ops (pad,
-repeat, roll, flip, index_select, baddbmm). Each is compiled at -O0 and -O2, run, and
+repeat, roll, flip, rot90, index_select, baddbmm). Each is compiled at -O0 and -O2, run, and
 compared with PyTorch eager, in f32 and bf16, with default-initialised and random
 parameters; integer results (indices) must match exactly.
 """
@@ -336,7 +336,8 @@ class ComposedOps(common.ComparedWithEager):
         for dtype in DTYPES:
             self.check(lambda a, i, r: (F.pad(a, (2, -3, 1, 0), value=-1.5), a.repeat(2, 1, 1, 3),
                                         a.roll((2, -1), (1, 2)), a.roll(5), a.flip(0, 2), a.index_select(2, i),
-                                        a.index_select(0, r), a.index_select(1, torch.tensor([5, 1]))),
+                                        a.index_select(0, r), a.index_select(1, torch.tensor([5, 1])),
+                                        torch.rot90(a), torch.rot90(a, 2, [0, 2]), torch.rot90(a, -1, [2, 1])),
                        (x.to(dtype), idx, rows))
         b1, b2, c = randn(3, 4, 5, seed=13), randn(3, 5, 6, seed=14), randn(4, 6, seed=15)
         full = randn(3, 4, 6, seed=16)

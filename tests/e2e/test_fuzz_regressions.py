@@ -572,6 +572,19 @@ class FuzzRegressions(unittest.TestCase):
         ids = torch.tensor([[0, 0, 3, 7], [1, 2, 3, 4]])
         self.check(lambda i: (torch.cat([i[:, 1:], i[:, :1]], 1), torch.cat([i.t(), i.t()], 0)), [ids])
 
+    def test_integer_inputs_reversed_rolled_and_padded(self):
+        """flip, roll and constant_pad_nd of an integer graph input (also rot90, and a flip
+        under where, max, sort or atan2) failed in the lowering like cat did: the compositions
+        build their cat directly, past the importer's check. The cat of a composition now
+        reads such pieces from one computed copy of the input."""
+        ids = torch.arange(-6, 6).reshape(3, 4)
+        mask, x = ids > 0, randn(3, 4)
+        self.check(lambda i, m, a: (i.flip(0) * 2, i.flip(1).float(), torch.roll(i, 1, 0) + 1, F.pad(i, (1, 1)),
+                                    torch.rot90(i), torch.where(a > 0, i, i.flip(1)), i.flip(1).max(1)[0],
+                                    torch.sort(i.flip(1), 1)[0], torch.atan2(i, i.flip(0)), a * m.flip(0),
+                                    F.pad(m, (1, 0)), i.int().roll(2, 1)),
+                   [ids, mask, x])
+
     def test_row_invariant_operand_of_a_long_row(self):
         """A bias over 60000 columns (234 KiB of f32 per partition) was loaded whole and kept
         for every row tile, so `x + bias`, `(x * w).sum(-1)` and a softmax after it needed more

@@ -136,6 +136,27 @@ class MathAndLosses(common.ComparedWithEager):
         ints = torch.arange(-20, 20, dtype=torch.float32)
         self.check(lambda a: (torch.exp2(a), torch.log2(torch.exp2(a)).round()), (ints,))
 
+    def test_inverse_trigonometric_functions(self):
+        # atan is one scalar-engine activation; asin, acos and atan2 are built on it.
+        x = with_edges(randn(4, 24, seed=12) * 3)
+        y = with_edges(randn(4, 24, seed=13)).flip(1)
+        unit = torch.tensor([0.0, -0.0, 1.0, -1.0, 0.5, -0.5, 0.9999999, -0.9999999, 1e-30, 1.0000001, -1.5,
+                             float("nan"), float("inf"), 0.7071068, -0.2, 1e-4])
+        signs = torch.tensor([0.0, -0.0, float("inf"), float("-inf"), 1.0, -1.0])
+        grid_y, grid_x = signs.repeat_interleave(6), signs.repeat(6)  # every pair of the six
+        self.check(lambda a, b: (torch.atan(a), torch.arctan(b), torch.atan2(a, b), torch.atan2(b, a),
+                                 torch.asin(a.tanh()), torch.acos(b.tanh()), torch.arcsin(a), torch.arccos(a)),
+                   (x, y))
+        self.check(lambda u: (torch.asin(u), torch.acos(u), torch.atan(u), torch.atan2(u, u.flip(0))), (unit,))
+        self.check(lambda v, w: (torch.atan2(v, w), torch.atan2(w, v)), (grid_y, grid_x))
+        # bf16 in, f32 inside (eager's bf16 kernels compute in f32 too)
+        a = randn(4, 24, seed=14).to(torch.bfloat16)
+        self.check(lambda u: (torch.atan(u * 4), torch.asin(u.tanh()), torch.acos(u.tanh()), torch.atan2(u, u.flip(1))),
+                   (a,))
+        # integer inputs give float results
+        ints = torch.arange(-6, 6).reshape(3, 4)
+        self.check(lambda i: (torch.atan(i), torch.atan2(i, i.flip(0)), torch.asin(i / 6)), (ints,))
+
     def test_products_and_scans(self):
         x = randn(3, 9, seed=11) * 1.5
         x[1, 4] = 0.0

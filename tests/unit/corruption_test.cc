@@ -339,7 +339,7 @@ const IsaBadCase kIsaBadCases[] = {
     {"tensor_tensor with an op past pow", [] { return TwoKernelModel(4, 8); },
      [](Executable* e) { Inst(e, 0, 1)->set_alu(AluOp(15)); }, "invalid alu op"},
     {"activation function past round", [] { return TwoKernelModel(4, 8); },
-     [](Executable* e) { Inst(e, 1, 3)->set_func(ActivationFunc(ROUND + 1)); }, "invalid activation function"},
+     [](Executable* e) { Inst(e, 1, 3)->set_func(ActivationFunc(ATAN + 1)); }, "invalid activation function"},
     {"activation bias tile over other partitions", [] { return TwoKernelModel(4, 8); },
      [](Executable* e) { *Inst(e, 1, 3)->mutable_in2() = Tile(0, 2, 0, 1, F32); },
      "per-partition operand spans 2 partitions, expected 4"},

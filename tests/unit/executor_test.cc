@@ -600,6 +600,7 @@ TEST(ExecutorIsa, NewActivationFunctionsFollowTheirFormulas) {
       {ABS, [](float y) { return std::fabs(y); }},
       {ERF, [](float y) { return rt::vm::ErfRef(y); }},
       {EXPM1, [](float y) { return rt::vm::Expm1Ref(y); }},
+      {ATAN, [](float y) { return rt::vm::AtanRef(y); }},
       {LOG1P, [](float y) { return rt::vm::Log1pRef(y); }},
       // y = a * 1.5 + 0.25 holds the ties -3.5 and 8.5: ROUND gives -4 and 8.
       {FLOOR, [](float y) { return std::floor(y); }},

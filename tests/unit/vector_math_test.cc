@@ -57,6 +57,7 @@ std::vector<Case> Cases() {
       {neff::LOG, [](double x) { return std::log(x); }, rt::vm::LogRef, 1.0},
       {neff::TANH, [](double x) { return std::tanh(x); }, rt::vm::TanhRef, 3.5},
       {neff::SIN, [](double x) { return std::sin(x); }, rt::vm::SinRef, 1.0},
+      {neff::ATAN, [](double x) { return std::atan(x); }, rt::vm::AtanRef, 1.0},
       {neff::COS, [](double x) { return std::cos(x); }, rt::vm::CosRef, 1.0},
       // erf: 1.09 ulp at subnormal arguments, where 2/sqrt(pi) * x lands on a
       // subnormal; 1.0 elsewhere.
