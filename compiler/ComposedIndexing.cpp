@@ -673,6 +673,24 @@ LogicalResult pixelShuffle(NodeImporter& n, bool unshuffle) {
   return c.finish(c.fresh(c.permute(c.reshape(self, split), perm), self));
 }
 
+// channel_shuffle(x, g): [N, C, ..] -> [N, g, C / g, ..], the two swapped,
+// then [N, C, ..] again.
+LogicalResult channelShuffle(NodeImporter& n) {
+  Composer c(n);
+  NCC_TRY(self, n.tensor(0, "self"));
+  NCC_TRY(groups, n.integer(1, "groups"));
+  auto shape = typeOf(self).getShape();
+  int64_t rank = typeOf(self).getRank();
+  if (rank < 3) return n.error("channel_shuffle needs at least 3 dims");
+  if (groups <= 0 || shape[1] % groups) return n.error("channel_shuffle needs a positive group count dividing the channels");
+  SmallVector<int64_t> split{shape[0], groups, shape[1] / groups}, perm{0, 2, 1};
+  for (int64_t i = 2; i < rank; ++i) {
+    split.push_back(shape[size_t(i)]);
+    perm.push_back(i + 1);
+  }
+  return c.finish(c.fresh(c.permute(c.reshape(self, split), perm), self));
+}
+
 // reflection_pad{1,2,3}d and replication_pad{1,2,3}d: pads (left, right)
 // per dim from the last; a reflection mirrors without the edge element
 // (pad < size), a replication repeats the edge.
@@ -792,6 +810,7 @@ void addComposedIndexingOps(std::map<std::string, Builder>& table) {
   add("aten::fill.Tensor", [](NodeImporter& n) { return fillWithTensor(n, false); });
   add("aten::masked_fill.Tensor", [](NodeImporter& n) { return fillWithTensor(n, true); });
   add("aten::pixel_shuffle", [](NodeImporter& n) { return pixelShuffle(n, false); });
+  add("aten::channel_shuffle", channelShuffle);
   add("aten::pixel_unshuffle", [](NodeImporter& n) { return pixelShuffle(n, true); });
   for (const char* d : {"1d", "2d", "3d"}) {
     add(std::string("aten::reflection_pad") + d, [](NodeImporter& n) { return modePad(n, true); });

@@ -277,6 +277,45 @@ LogicalResult threshold(NodeImporter& n) {
   return c.finish(c.where(c.compareScalar<aten::LeScalarOp>(self, asTensorScalar(t, self)), value, self));
 }
 
+// hardshrink(x, l) = 0 where -l <= x <= l, else x (a NaN stays NaN);
+// softshrink(x, l) = x - l above l, x + l below -l, else +0 (a NaN too), as
+// eager's kernels: hardshrink's l rounded to the tensor's dtype, softshrink's
+// a float32.
+LogicalResult shrink(NodeImporter& n, bool soft) {
+  Composer c(n);
+  NCC_TRY(self, n.tensor(0, "self"));
+  NCC_TRY(l0, n.number(1, "lambd", 0.5));
+  NCC_TRY(type, n.resultType());
+  if (!aten::isFloatType(type.getElementType())) return n.error("shrink needs a float tensor");
+  double l = soft ? l0 : asTensorScalar(l0, self);
+  Type compute = computeTypeOf(c, type.getElementType());
+  Value x = c.cast(self, compute);
+  if (!soft) {
+    Value inside = c.logicalAnd(c.compareScalar<aten::GeScalarOp>(x, -l), c.compareScalar<aten::LeScalarOp>(x, l));
+    return c.finish(c.where(inside, c.scalar(0.0, compute), x));
+  }
+  Value above = c.compareScalar<aten::GtScalarOp>(x, l), below = c.compareScalar<aten::LtScalarOp>(x, -l);
+  Value inside = c.scalar(0.0, compute);
+  return c.finish(c.where(above, c.addScalar(x, -l), c.where(below, c.addScalar(x, l), inside)));
+}
+
+// rrelu_with_noise in inference (training = false): leaky_relu with the
+// mean slope (lower + upper) / 2, as eager; in training its slopes are random.
+LogicalResult rreluInference(NodeImporter& n) {
+  Composer c(n);
+  NCC_TRY(self, n.tensor(0, "self"));
+  NCC_TRY(lower, n.number(2, "lower", 1.0 / 8));
+  NCC_TRY(upper, n.number(3, "upper", 1.0 / 3));
+  NCC_TRY(training, n.boolean(4, "training", false));
+  if (training) return n.error("rrelu in training mode draws a random slope per element: not supported");
+  NCC_TRY(type, n.resultType());
+  if (!aten::isFloatType(type.getElementType())) return n.error("rrelu needs a float tensor");
+  Type compute = computeTypeOf(c, type.getElementType());
+  Value x = c.cast(self, compute);
+  Value slope = c.mulScalar(x, (lower + upper) / 2);
+  return c.finish(c.where(c.compareScalar<aten::GtScalarOp>(x, 0.0), x, slope));
+}
+
 //===----------------------------------------------------------------------===//
 // Products and scans
 //===----------------------------------------------------------------------===//
@@ -742,6 +781,55 @@ LogicalResult nllLoss(NodeImporter& n) {
 
 }  // namespace
 
+// _trilinear(i1, i2, i3, expand1, expand2, expand3, sumdim, unroll_dim):
+// each input with size-1 dims inserted at its expand dims, the three
+// multiplied (broadcast), the product summed over sumdim. nn.Bilinear's form
+// (x1 [B, I1] at [1, 3], W [O, I1, I2] at [0], x2 [B, I2] at [1, 2], summed
+// over [2, 3]) is a matmul of x2 with W's rows then a product with x1 summed
+// over I1, which never holds the [B, O, I1, I2] product.
+LogicalResult trilinear(NodeImporter& n) {
+  Composer c(n);
+  SmallVector<Value> in;
+  SmallVector<SmallVector<int64_t>> expand;
+  static const char* const kNames[3] = {"i1", "i2", "i3"};
+  static const char* const kExpand[3] = {"expand1", "expand2", "expand3"};
+  for (size_t i = 0; i < 3; ++i) {
+    NCC_TRY(t, n.tensor(i, kNames[i]));
+    NCC_TRY(e, n.ints(3 + i, kExpand[i]));
+    in.push_back(t);
+    expand.push_back(e);
+  }
+  NCC_TRY(sumdim, n.ints(6, "sumdim"));
+  NCC_TRY(type, n.resultType());
+  if (!aten::isFloatType(type.getElementType())) return n.error("_trilinear needs float tensors");
+  int64_t rank = typeOf(in[0]).getRank() + int64_t(expand[0].size());
+  for (size_t i = 0; i < 3; ++i) {
+    SmallVector<int64_t> dims(expand[i]);
+    llvm::sort(dims);
+    if (typeOf(in[i]).getRank() + int64_t(dims.size()) != rank || std::adjacent_find(dims.begin(), dims.end()) != dims.end() ||
+        (!dims.empty() && (dims.front() < 0 || dims.back() >= rank)))
+      return n.error("_trilinear expand dims do not match the inputs' ranks");
+    for (int64_t d : dims) in[i] = c.unsqueeze(in[i], d);
+    in[i] = c.cast(in[i], type.getElementType());
+  }
+  for (int64_t d : sumdim)
+    if (d < 0 || d >= rank) return n.error("_trilinear sum dim out of range");
+  if (failed(checkBroadcast(n, in))) return failure();
+  auto shape = [&](size_t i) { return typeOf(in[i]).getShape(); };
+  bool bilinear = rank == 4 && sumdim == SmallVector<int64_t>{2, 3} && expand[0] == SmallVector<int64_t>{1, 3} &&
+                  expand[1] == SmallVector<int64_t>{0} && expand[2] == SmallVector<int64_t>{1, 2} &&
+                  shape(0)[0] == shape(2)[0] && shape(0)[2] == shape(1)[2] && shape(1)[3] == shape(2)[3];
+  if (bilinear) {
+    int64_t batch = shape(0)[0], out = shape(1)[1], rows = shape(1)[2], cols = shape(1)[3];
+    Value weight = c.reshape(in[1], {out * rows, cols});
+    Value projected = c.mm(c.reshape(in[2], {batch, cols}), c.permute(weight, {1, 0}));
+    Value x1 = c.reshape(in[0], {batch, 1, rows});
+    return c.finish(c.sum(c.mul(c.reshape(projected, {batch, out, rows}), x1), {2}, false));
+  }
+  Value product = c.mul(c.mul(in[0], in[1]), in[2]);
+  return c.finish(sumdim.empty() ? product : c.sum(product, sumdim, false));
+}
+
 void addComposedMathOps(std::map<std::string, Builder>& table) {
   auto add = [&](const std::string& name, Builder builder) { table.emplace(name, std::move(builder)); };
   for (const char* kind : {"log2", "log10", "exp2", "sinh", "cosh", "tan", "asinh", "acosh", "atanh", "frac",
@@ -763,6 +851,10 @@ void addComposedMathOps(std::map<std::string, Builder>& table) {
   add("aten::prelu", prelu);
   add("aten::log_sigmoid_forward", logSigmoid);
   add("aten::threshold", threshold);
+  add("aten::hardshrink", [](NodeImporter& n) { return shrink(n, false); });
+  add("aten::softshrink", [](NodeImporter& n) { return shrink(n, true); });
+  add("aten::rrelu_with_noise", rreluInference);
+  add("aten::_trilinear", trilinear);
   add("aten::prod", [](NodeImporter& n) { return prod(n, false); });
   add("aten::prod.dim_int", [](NodeImporter& n) { return prod(n, true); });
   add("aten::cumprod", [](NodeImporter& n) { return scanOp(n, "cumprod"); });

@@ -922,30 +922,33 @@ LogicalResult col2im(NodeImporter& n) {
   return c.finish(cut);
 }
 
-// The spatial arguments of a 2-d pooling op.
+// The spatial arguments of a k-d pooling op (k = 2 or 3).
 struct Pooling {
   SmallVector<int64_t> kernel, stride, pad, dilation, out;
   bool ceilMode = false;
 };
 
-FailureOr<Pooling> poolingArgs(NodeImporter& n, Value self, bool hasDilation) {
+FailureOr<Pooling> poolingArgs(NodeImporter& n, Value self, bool hasDilation, int64_t k) {
   Pooling p;
   int64_t rank = typeOf(self).getRank();
-  if (rank != 3 && rank != 4) return n.error("2-d pooling needs a [C, H, W] or [N, C, H, W] input");
-  NCC_TRY(kernel, spatialInts(n, 1, "kernel_size", 2, {}));
-  if (kernel.size() != 2) return n.error("pooling needs a kernel size");
-  NCC_TRY(stride, spatialInts(n, 2, "stride", 2, kernel));
-  NCC_TRY(pad, spatialInts(n, 3, "padding", 2, {0, 0}));
-  SmallVector<int64_t> dilation{1, 1};
+  if (rank != k + 1 && rank != k + 2)
+    return n.error(std::to_string(k) + "-d pooling needs a [C, spatial...] or [N, C, spatial...] input with " +
+                   std::to_string(k) + " spatial dims");
+  NCC_TRY(kernel, spatialInts(n, 1, "kernel_size", size_t(k), {}));
+  if (int64_t(kernel.size()) != k) return n.error("pooling needs a kernel size");
+  NCC_TRY(stride, spatialInts(n, 2, "stride", size_t(k), kernel));
+  NCC_TRY(pad, spatialInts(n, 3, "padding", size_t(k), SmallVector<int64_t>(size_t(k), 0)));
+  SmallVector<int64_t> dilation(size_t(k), 1);
   if (hasDilation) {
-    NCC_TRY(d, spatialInts(n, 4, "dilation", 2, {1, 1}));
+    NCC_TRY(d, spatialInts(n, 4, "dilation", size_t(k), SmallVector<int64_t>(size_t(k), 1)));
     dilation = d;
   }
   NCC_TRY(ceilMode, n.boolean(hasDilation ? 5 : 4, "ceil_mode", false));
-  for (int i = 0; i < 2; ++i) {
-    if (kernel[i] < 1 || stride[i] < 1 || dilation[i] < 1 || pad[i] < 0 || 2 * pad[i] > kernel[i])
+  for (int64_t i = 0; i < k; ++i) {
+    if (kernel[i] < 1 || stride[i] < 1 || dilation[i] < 1 || pad[i] < 0 || 2 * pad[i] > kernel[i] ||
+        kernel[i] > (int64_t(1) << 24) || stride[i] > (int64_t(1) << 24) || dilation[i] > (int64_t(1) << 24))
       return n.error("pooling needs positive kernel, stride and dilation, and padding at most half the kernel");
-    int64_t o = windowCount(typeOf(self).getDimSize(rank - 2 + i), kernel[i], stride[i], pad[i], dilation[i], ceilMode);
+    int64_t o = windowCount(typeOf(self).getDimSize(rank - k + i), kernel[i], stride[i], pad[i], dilation[i], ceilMode);
     if (o <= 0) return n.error("pooling window larger than its padded input");
     p.out.push_back(o);
   }
@@ -953,17 +956,28 @@ FailureOr<Pooling> poolingArgs(NodeImporter& n, Value self, bool hasDilation) {
   return p;
 }
 
-// max_pool2d_with_indices: the maximum of the window slices of the input
-// padded with -inf (NaN propagating), and the flat index into H x W of the
-// first maximum of each window, or of its last NaN, as the eager kernel
-// scans; padding never matches.
-LogicalResult maxPool2d(NodeImporter& n) {
+// Calls f(position) for every position of `extent` in row-major order.
+void forEachPosition(ArrayRef<int64_t> extent, llvm::function_ref<void(ArrayRef<int64_t>)> f) {
+  SmallVector<int64_t> at(extent.size(), 0);
+  while (true) {
+    f(at);
+    size_t i = extent.size();
+    while (i > 0 && ++at[i - 1] == extent[i - 1]) at[--i] = 0;
+    if (i == 0) return;
+  }
+}
+
+// max_pool2d_with_indices and max_pool3d_with_indices: the maximum of the
+// window slices of the input padded with -inf (NaN propagating), and the
+// flat index into the spatial dims of the first maximum of each window, or
+// of its last NaN, as the eager kernel scans; padding never matches.
+LogicalResult maxPool(NodeImporter& n, int64_t k) {
   Composer c(n);
   NCC_TRY(self, n.tensor(0, "self"));
-  NCC_TRY(p, poolingArgs(n, self, true));
+  NCC_TRY(p, poolingArgs(n, self, true, k));
   Value x = c.toFloat(self);
-  int64_t lead = typeOf(x).getRank() - 2;
-  int64_t height = typeOf(x).getDimSize(lead), width = typeOf(x).getDimSize(lead + 1);
+  int64_t lead = typeOf(x).getRank() - k;
+  ArrayRef<int64_t> sizes = typeOf(x).getShape().drop_front(size_t(lead));
   double inf = std::numeric_limits<double>::infinity();
   SmallVector<Value> slices = windowSlices(
       c, padSpatial(c, x, lead, p.kernel, p.stride, p.pad, p.dilation, p.out, -inf), lead, p.kernel, p.stride,
@@ -972,21 +986,24 @@ LogicalResult maxPool2d(NodeImporter& n) {
   for (Value s : ArrayRef<Value>(slices).drop_front()) top = c.maximum(top, s);
   if (failed(c.finish(top, 0))) return failure();
   if (n.node.outputs_size() < 2) return success();
-  // Per tap: the input position each output reads, and whether it is real.
+  // Per tap (in windowSlices' order): the input position each output reads,
+  // and whether it is real.
   SmallVector<std::pair<Value, Value>> taps;  // (index map, valid map)
-  for (int64_t kh = 0; kh < p.kernel[0]; ++kh)
-    for (int64_t kw = 0; kw < p.kernel[1]; ++kw) {
-      SmallVector<double> index, valid;
-      for (int64_t oh = 0; oh < p.out[0]; ++oh)
-        for (int64_t ow = 0; ow < p.out[1]; ++ow) {
-          int64_t h = oh * p.stride[0] + kh * p.dilation[0] - p.pad[0];
-          int64_t w = ow * p.stride[1] + kw * p.dilation[1] - p.pad[1];
-          bool real = h >= 0 && h < height && w >= 0 && w < width;
-          index.push_back(real ? double(h * width + w) : 0.0);
-          valid.push_back(real ? 1.0 : 0.0);
-        }
-      taps.push_back({c.constant(p.out, c.f32(), index), c.constant(p.out, c.i1(), valid)});
-    }
+  forEachPosition(p.kernel, [&](ArrayRef<int64_t> tap) {
+    SmallVector<double> index, valid;
+    forEachPosition(p.out, [&](ArrayRef<int64_t> o) {
+      bool real = true;
+      int64_t flat = 0;
+      for (int64_t i = 0; i < k; ++i) {
+        int64_t at = o[i] * p.stride[i] + tap[i] * p.dilation[i] - p.pad[i];
+        real = real && at >= 0 && at < sizes[i];
+        flat = flat * sizes[i] + at;
+      }
+      index.push_back(real ? double(flat) : 0.0);
+      valid.push_back(real ? 1.0 : 0.0);
+    });
+    taps.push_back({c.constant(p.out, c.f32(), index), c.constant(p.out, c.i1(), valid)});
+  });
   Value chosen = c.scalar(0, c.f32());
   for (size_t t = slices.size(); t-- > 0;)
     chosen = c.where(c.logicalAnd(taps[t].second, c.compare<aten::EqTensorOp>(slices[t], top)), taps[t].first, chosen);
@@ -995,14 +1012,14 @@ LogicalResult maxPool2d(NodeImporter& n) {
   return c.finish(c.expand(chosen, typeOf(top).getShape()), 1);
 }
 
-// avg_pool2d: the window sums over the zero-padded input, in the kernel's
-// row-major order, divided by the window size eager uses (the kernel
-// clipped to the padded input, or the real elements only without
+// avg_pool2d and avg_pool3d: the window sums over the zero-padded input, in
+// the kernel's row-major order, divided by the window size eager uses (the
+// kernel clipped to the padded input, or the real elements only without
 // count_include_pad, or divisor_override).
-LogicalResult avgPool2d(NodeImporter& n) {
+LogicalResult avgPool(NodeImporter& n, int64_t k) {
   Composer c(n);
   NCC_TRY(self, n.tensor(0, "self"));
-  NCC_TRY(p, poolingArgs(n, self, false));
+  NCC_TRY(p, poolingArgs(n, self, false, k));
   NCC_TRY(includePad, n.boolean(5, "count_include_pad", true));
   std::optional<int64_t> divisor;
   if (const Argument* a = n.arg(6, "divisor_override"); a && a->value_case() != Argument::kNone) {
@@ -1012,23 +1029,23 @@ LogicalResult avgPool2d(NodeImporter& n) {
   }
   NCC_TRY(type, n.resultType());
   Value x = c.cast(self, c.floatOf(type.getElementType()));
-  int64_t lead = typeOf(x).getRank() - 2;
-  int64_t height = typeOf(x).getDimSize(lead), width = typeOf(x).getDimSize(lead + 1);
+  int64_t lead = typeOf(x).getRank() - k;
+  ArrayRef<int64_t> sizes = typeOf(x).getShape().drop_front(size_t(lead));
   SmallVector<Value> slices = windowSlices(
       c, padSpatial(c, x, lead, p.kernel, p.stride, p.pad, p.dilation, p.out, 0.0), lead, p.kernel, p.stride,
       p.dilation, p.out);
   Value total = slices.front();
   for (Value s : ArrayRef<Value>(slices).drop_front()) total = c.add(total, s);
   SmallVector<double> counts;
-  for (int64_t oh = 0; oh < p.out[0]; ++oh)
-    for (int64_t ow = 0; ow < p.out[1]; ++ow) {
-      int64_t h0 = oh * p.stride[0] - p.pad[0], w0 = ow * p.stride[1] - p.pad[1];
-      int64_t h1 = std::min(h0 + p.kernel[0], height + p.pad[0]), w1 = std::min(w0 + p.kernel[1], width + p.pad[1]);
-      int64_t area = (h1 - h0) * (w1 - w0);
-      if (!includePad)
-        area = (std::min(h1, height) - std::max<int64_t>(h0, 0)) * (std::min(w1, width) - std::max<int64_t>(w0, 0));
-      counts.push_back(divisor ? double(*divisor) : double(area));
+  forEachPosition(p.out, [&](ArrayRef<int64_t> o) {
+    int64_t area = 1;
+    for (int64_t i = 0; i < k; ++i) {
+      int64_t lo = o[i] * p.stride[i] - p.pad[i];
+      int64_t hi = std::min(lo + p.kernel[i], sizes[i] + p.pad[i]);
+      area *= includePad ? hi - lo : std::min(hi, sizes[i]) - std::max<int64_t>(lo, 0);
     }
+    counts.push_back(divisor ? double(*divisor) : double(area));
+  });
   return c.finish(c.div(total, c.constant(p.out, c.f32(), counts)));
 }
 
@@ -1435,8 +1452,10 @@ void addComposedOps(std::map<std::string, Builder>& table) {
   add("aten::cumsum", cumsum);
   add("aten::baddbmm", baddbmm);
   add("aten::convolution", convolution);
-  add("aten::max_pool2d_with_indices", maxPool2d);
-  add("aten::avg_pool2d", avgPool2d);
+  add("aten::max_pool2d_with_indices", [](NodeImporter& n) { return maxPool(n, 2); });
+  add("aten::max_pool3d_with_indices", [](NodeImporter& n) { return maxPool(n, 3); });
+  add("aten::avg_pool2d", [](NodeImporter& n) { return avgPool(n, 2); });
+  add("aten::avg_pool3d", [](NodeImporter& n) { return avgPool(n, 3); });
   add("aten::_adaptive_avg_pool2d", adaptiveAvgPool2d);
   add("aten::adaptive_max_pool2d", adaptiveMaxPool2d);
   add("aten::im2col", im2col);

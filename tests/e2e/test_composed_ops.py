@@ -210,6 +210,30 @@ class ComposedOps(common.ComparedWithEager):
                               F.avg_pool2d(a.nan_to_num(0.0, 0.0, 0.0), 2, divisor_override=3)),
                    (x,))
 
+    def test_3d_pooling_and_channel_mixing(self):
+        v = randn(2, 2, 5, 6, 7, seed=20)
+        v[0, 0, 1, 1, 1] = float("nan")
+        v[1, 1, 2:4, 2:4, 2:4] = float("-inf")
+        self.check(lambda a: (F.max_pool3d(a, 2, return_indices=True),
+                              F.max_pool3d(a, (2, 3, 2), (1, 2, 2), (1, 1, 0), dilation=(1, 1, 2), ceil_mode=True,
+                                           return_indices=True),
+                              F.max_pool3d(a[0], 3, 2, 1, return_indices=True)), (v,))
+        w = v.nan_to_num(0.0, 0.0, 0.0)
+        # (eager 1.13 has no bf16 avg_pool3d on the CPU)
+        self.check(lambda a: (F.avg_pool3d(a, 3, 2, 1), F.avg_pool3d(a, 2, ceil_mode=True, count_include_pad=False),
+                              F.avg_pool3d(a[1], 2, divisor_override=3), nn.LocalResponseNorm(3)(a[0])), (w,))
+        for dtype in DTYPES:
+            self.check(lambda a: (F.channel_shuffle(a.reshape(2, 4, 5, 21), 2), F.channel_shuffle(a, 1)),
+                       (w.to(dtype),))
+        # nn.Bilinear (aten::_trilinear), batched and with leading dims
+        torch.manual_seed(0)
+        bilinear = nn.Bilinear(9, 11, 5)
+        p, q = randn(4, 9, seed=21), randn(4, 11, seed=22)
+        for dtype in DTYPES:
+            m = bilinear.to(dtype)
+            self.check(lambda a, b: (m(a, b), m(a.reshape(2, 2, 9), b.reshape(2, 2, 11)), F.bilinear(a, b, m.weight)),
+                       (p.to(dtype), q.to(dtype)))
+
     def test_classifier_head(self):
         x = randn(4, 33, seed=6)
         x[1, 5] = x[1, 9] = x.max() + 1  # ties: the first index

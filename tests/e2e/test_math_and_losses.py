@@ -157,6 +157,13 @@ class MathAndLosses(common.ComparedWithEager):
         ints = torch.arange(-6, 6).reshape(3, 4)
         self.check(lambda i: (torch.atan(i), torch.atan2(i, i.flip(0)), torch.asin(i / 6)), (ints,))
 
+    def test_shrinks_and_inference_rrelu(self):
+        x = with_edges(randn(4, 24, seed=15))
+        x.view(-1)[10:14] = torch.tensor([0.5, -0.5, 0.3, -0.3])  # at the thresholds
+        for dtype in DTYPES:
+            self.check(lambda a: (F.hardshrink(a), F.softshrink(a, 0.3), F.hardshrink(a, 0.3), F.softshrink(a),
+                                  F.rrelu(a), F.rrelu(a, 0.1, 0.9), nn.RReLU().eval()(a)), (x.to(dtype),))
+
     def test_products_and_scans(self):
         x = randn(3, 9, seed=11) * 1.5
         x[1, 4] = 0.0
