@@ -673,6 +673,76 @@ LogicalResult pixelShuffle(NodeImporter& n, bool unshuffle) {
   return c.finish(c.fresh(c.permute(c.reshape(self, split), perm), self));
 }
 
+// take(x, index): x read flat at `index` (negative ones from the end), in
+// the index's shape; an index out of range reads what the gather reads
+// there (eager raises).
+LogicalResult take(NodeImporter& n) {
+  Composer c(n);
+  NCC_TRY(self, n.tensor(0, "self"));
+  NCC_TRY(index, n.tensor(1, "index"));
+  if (!isIndexType(typeOf(index).getElementType())) return n.error("take needs integer indices");
+  int64_t count = typeOf(self).getNumElements();
+  if (count == 0) return n.error("take from an empty tensor");
+  Value flat = c.reshape(c.toFloat(self), {count});
+  auto [position, valid] = flatIndexOf(c, {count}, {index});
+  (void)valid;
+  Value wrapped = c.cast(position, c.b.getI64Type());
+  NCC_TRY(picked, gatherAlong(c, flat, 0, wrapped));
+  return c.finish(picked);
+}
+
+// index_fill(x, dim, index, value): x with the positions of `index` along
+// `dim` (negative ones from the end) set to `value` (a number or a 0-d
+// tensor); positions out of range fill nothing (eager raises).
+LogicalResult indexFill(NodeImporter& n, bool tensorValue) {
+  Composer c(n);
+  NCC_TRY(self, n.tensor(0, "self"));
+  NCC_TRY(dim0, n.integer(1, "dim"));
+  NCC_TRY(index, n.tensor(2, "index"));
+  NCC_TRY(type, n.resultType());
+  if (!isIndexType(typeOf(index).getElementType())) return n.error("index_fill needs integer indices");
+  if (typeOf(index).getRank() > 1) return n.error("index_fill needs a 0-d or 1-d index");
+  int64_t rank = std::max<int64_t>(typeOf(self).getRank(), 1);
+  int64_t dim = normalizeDim(dim0, rank);
+  if (dim < 0 || dim >= rank) return n.error("index_fill dim out of range");
+  Value x = typeOf(self).getRank() == 0 ? c.reshape(self, {1}) : self;
+  Type elem = type.getElementType();
+  Value value;
+  if (tensorValue) {
+    NCC_TRY(v, n.tensor(3, "value"));
+    if (typeOf(v).getNumElements() != 1) return n.error("index_fill needs a 0-d value tensor");
+    value = c.cast(c.reshape(v, {}), elem);
+  } else {
+    NCC_TRY(v, n.number(3, "value"));
+    value = c.scalar(asTensorScalar(v, x), elem);
+  }
+  int64_t size = typeOf(x).getDimSize(dim), count = std::max<int64_t>(typeOf(index).getNumElements(), 1);
+  auto [position, valid] = flatIndexOf(c, {size}, {c.reshape(index, {count})});
+  // [size, count]: position i is one of the indices
+  Value hits = c.logicalAnd(c.compare<aten::EqTensorOp>(c.iota(size, {size, 1}), c.reshape(position, {1, count})),
+                            c.reshape(valid, {1, count}));
+  Value any = c.compareScalar<aten::GtScalarOp>(c.sum(c.cast(hits, c.f32()), {1}, false), 0.0);
+  SmallVector<int64_t> along(size_t(typeOf(x).getRank()), 1);
+  along[size_t(dim)] = size;
+  return c.finish(c.where(c.reshape(any, along), value, c.cast(x, elem)));
+}
+
+// eye(n, m): ones where the row equals the column.
+LogicalResult eye(NodeImporter& n, bool hasColumns) {
+  Composer c(n);
+  NCC_TRY(rows, n.integer(0, "n"));
+  int64_t cols = rows;
+  if (hasColumns) {
+    NCC_TRY(m, n.integer(1, "m"));
+    cols = m;
+  }
+  if (rows < 1 || cols < 1 || rows > (int64_t(1) << 24) || cols > (int64_t(1) << 24))
+    return n.error("eye needs sizes from 1 to 2^24");
+  NCC_TRY(type, n.resultType());
+  Value diagonal = c.compare<aten::EqTensorOp>(c.iota(rows, {rows, 1}), c.iota(cols, {1, cols}));
+  return c.finish(c.cast(diagonal, type.getElementType()));
+}
+
 // channel_shuffle(x, g): [N, C, ..] -> [N, g, C / g, ..], the two swapped,
 // then [N, C, ..] again.
 LogicalResult channelShuffle(NodeImporter& n) {
@@ -811,6 +881,11 @@ void addComposedIndexingOps(std::map<std::string, Builder>& table) {
   add("aten::masked_fill.Tensor", [](NodeImporter& n) { return fillWithTensor(n, true); });
   add("aten::pixel_shuffle", [](NodeImporter& n) { return pixelShuffle(n, false); });
   add("aten::channel_shuffle", channelShuffle);
+  add("aten::take", take);
+  add("aten::index_fill.int_Scalar", [](NodeImporter& n) { return indexFill(n, false); });
+  add("aten::index_fill.int_Tensor", [](NodeImporter& n) { return indexFill(n, true); });
+  add("aten::eye", [](NodeImporter& n) { return eye(n, false); });
+  add("aten::eye.m", [](NodeImporter& n) { return eye(n, true); });
   add("aten::pixel_unshuffle", [](NodeImporter& n) { return pixelShuffle(n, true); });
   for (const char* d : {"1d", "2d", "3d"}) {
     add(std::string("aten::reflection_pad") + d, [](NodeImporter& n) { return modePad(n, true); });

@@ -50,6 +50,9 @@ Value signBit(Composer& c, Value x) {
 //   above 2^12), acosh(x) = log1p(t + sqrt(t (t + 2))) with t = x - 1
 //   (log x + ln 2 above 2^12), atanh(x) = log1p(2x / (1 - x)) / 2,
 //   frac(x) = x - trunc(x), deg2rad/rad2deg: a product with pi/180 or 180/pi;
+//   sinc(x) = sin(pi x) / (pi x), 1 at 0 (pi x in x's dtype, as eager);
+//   special_entr(x) = -x log x (0 at
+//   0, -inf below, NaN kept); angle(x) = pi below 0, else 0 (NaN kept);
 //   from atan: asin(x) = atan(x / sqrt((1 - x)(1 + x))) (+-pi/2 at +-1, NaN
 //   beyond), acos(x) = 2 atan(sqrt((1 - x) / (1 + x))) (no cancellation
 //   near 1, where pi/2 - asin(x) would lose the result's digits; pi at -1).
@@ -102,6 +105,25 @@ LogicalResult unaryMath(NodeImporter& n, StringRef kind) {
     Value halfTangent = c.unary<aten::SqrtOp>(c.div(c.sub(one, x), c.add(one, x)));
     return c.finish(c.mulScalar(c.unary<aten::AtanOp>(halfTangent), 2.0));
   }
+  if (kind == "sinc") {
+    // eager's kernel forms pi * x in the tensor's dtype (bf16: pi and the
+    // product rounded), then sin(product) / product in float32.
+    Value product = aten::isFloatType(typeOf(self).getElementType())
+                        ? c.cast(c.mulScalar(self, asTensorScalar(kPi, self)), compute)
+                        : c.mulScalar(x, kPi);
+    return c.finish(c.where(c.compareScalar<aten::EqScalarOp>(x, 0.0), c.scalar(1.0, compute),
+                            c.div(c.unary<aten::SinOp>(product), product)));
+  }
+  if (kind == "special_entr") {
+    Value value = c.unary<aten::NegOp>(c.mul(x, c.unary<aten::LogOp>(x)));
+    value = c.where(c.compareScalar<aten::EqScalarOp>(x, 0.0), c.scalar(0.0, compute), value);
+    value = c.where(c.compareScalar<aten::LtScalarOp>(x, 0.0), c.scalar(-kInf, compute), value);
+    return c.finish(c.where(c.isNan(x), x, value));
+  }
+  if (kind == "angle") {
+    Value value = c.where(c.compareScalar<aten::LtScalarOp>(x, 0.0), c.scalar(kPi, compute), c.scalar(0.0, compute));
+    return c.finish(c.where(c.isNan(x), x, value));
+  }
   if (kind == "frac") return c.finish(c.sub(x, c.unary<aten::TruncOp>(x)));
   if (kind == "deg2rad") return c.finish(c.mulScalar(x, kPi / 180.0));
   if (kind == "rad2deg") return c.finish(c.mulScalar(x, 180.0 / kPi));
@@ -146,6 +168,9 @@ FailureOr<std::pair<Value, Value>> floatPair(NodeImporter& n, Composer& c, Type 
 //   copysign(a, b) = |a| with b's sign bit;
 //   fmax / fmin: the maximum / minimum, a NaN only when both are NaN;
 //   heaviside(x, v) = v where x == 0, else x > 0 (0 for NaN);
+//   logaddexp(a, b) = m + log1p(exp(-|a - b|)), m = max(a, b), a where both
+//     are the same infinity; logaddexp2 the same in base 2;
+//   special_xlog1py(x, y) = NaN if y is NaN, 0 if x == 0, x * log1p(y);
 //   atan2(y, x): a = atan(|y| / |x|) in [0, pi/2] (0 where both are zero,
 //     pi/4 where both are infinite), pi - a where x's sign bit is set, then
 //     y's sign bit: so +-0 and +-inf give C's atan2 results, NaN gives NaN.
@@ -161,6 +186,20 @@ LogicalResult binaryMath(NodeImporter& n, StringRef kind, int scalarPos = -1) {
   if (kind == "xlogy") {
     Value r = c.where(c.compareScalar<aten::EqScalarOp>(x, 0.0), zero, c.mul(x, c.unary<aten::LogOp>(y)));
     return c.finish(c.where(c.isNan(y), c.scalar(std::nan(""), compute), r));
+  }
+  if (kind == "special_xlog1py") {
+    Value r = c.where(c.compareScalar<aten::EqScalarOp>(x, 0.0), zero, c.mul(x, c.unary<aten::Log1pOp>(y)));
+    return c.finish(c.where(c.isNan(y), c.scalar(std::nan(""), compute), r));
+  }
+  if (kind == "logaddexp" || kind == "logaddexp2") {
+    Value m = c.maximum(x, y), gap = c.unary<aten::NegOp>(c.unary<aten::AbsOp>(c.sub(x, y)));
+    Value tail = kind == "logaddexp"
+                     ? c.unary<aten::Log1pOp>(c.unary<aten::ExpOp>(gap))
+                     : c.mulScalar(c.unary<aten::Log1pOp>(c.binary<aten::PowTensorTensorOp>(c.scalar(2.0, compute), gap)),
+                                   1.0 / kLn2);
+    Value sameInfinity = c.logicalAnd(c.compare<aten::EqTensorOp>(x, y),
+                                      c.compareScalar<aten::EqScalarOp>(c.unary<aten::AbsOp>(x), kInf));
+    return c.finish(c.where(sameInfinity, x, c.add(m, tail)));
   }
   if (kind == "hypot") {
     Value a = c.unary<aten::AbsOp>(x), b = c.unary<aten::AbsOp>(y);
@@ -650,6 +689,19 @@ LogicalResult reduced(Composer& c, Value loss, int64_t reduction) {
   return c.finish(c.reduce<aten::MeanDimOp>(loss, {}, false));
 }
 
+// soft_margin_loss(x, y) = log1p(exp(-y x)), reduced (eager's formula).
+LogicalResult softMarginLoss(NodeImporter& n) {
+  Composer c(n);
+  NCC_TRY(self, n.tensor(0, "self"));
+  NCC_TRY(target, n.tensor(1, "target"));
+  NCC_TRY(reduction, reductionOf(n, 2));
+  if (failed(checkBroadcast(n, {self, target}))) return failure();
+  Value x = c.toFloat(self);
+  Value y = c.cast(target, typeOf(x).getElementType());
+  Value margin = c.unary<aten::NegOp>(c.mul(y, x));
+  return reduced(c, c.unary<aten::Log1pOp>(c.unary<aten::ExpOp>(margin)), reduction);
+}
+
 // mse_loss: (x - y)^2; smooth_l1_loss: |d| < beta ? d^2 / (2 beta) : |d| -
 // beta / 2 (beta 0: |d|); huber_loss: |d| < delta ? d^2 / 2 : delta (|d| -
 // delta / 2). Each in the inputs' dtype, as eager's elementwise kernels.
@@ -781,6 +833,79 @@ LogicalResult nllLoss(NodeImporter& n) {
 
 }  // namespace
 
+// aminmax(x, dim, keepdim) = (amin, amax), over every dim without one.
+LogicalResult aminmax(NodeImporter& n) {
+  Composer c(n);
+  NCC_TRY(self, n.tensor(0, "self"));
+  const Argument* d = n.arg(1, "dim");
+  SmallVector<int64_t> dims;
+  if (d && d->value_case() != Argument::kNone) {
+    NCC_TRY(dim, n.integer(1, "dim"));
+    int64_t rank = std::max<int64_t>(typeOf(self).getRank(), 1);
+    int64_t norm = normalizeDim(dim, rank);
+    if (norm < 0 || norm >= rank) return n.error("aminmax dim out of range");
+    dims.push_back(norm);
+  }
+  NCC_TRY(keepdim, n.boolean(2, "keepdim", false));
+  Value x = c.toFloat(self);
+  if (typeOf(x).getRank() == 0) x = c.reshape(x, {1});
+  if (failed(c.finish(c.amin(x, dims, keepdim), 0))) return failure();
+  return c.finish(c.amax(x, dims, keepdim), 1);
+}
+
+// nansum(x, dim, keepdim, dtype): the sum with NaNs counted as zeros.
+LogicalResult nansum(NodeImporter& n) {
+  Composer c(n);
+  NCC_TRY(self, n.tensor(0, "self"));
+  NCC_TRY(dims, n.ints(1, "dim", SmallVector<int64_t>{}));
+  NCC_TRY(keepdim, n.boolean(2, "keepdim", false));
+  NCC_TRY(type, n.resultType());
+  int64_t rank = std::max<int64_t>(typeOf(self).getRank(), 1);
+  for (int64_t& d : dims) {
+    d = normalizeDim(d, rank);
+    if (d < 0 || d >= rank) return n.error("nansum dim out of range");
+  }
+  Value x = c.cast(self, c.floatOf(type.getElementType()));
+  if (typeOf(x).getRank() == 0) x = c.reshape(x, {1});
+  Value zeroed = c.where(c.isNan(x), c.scalar(0.0, typeOf(x).getElementType()), x);
+  return c.finish(c.sum(zeroed, dims, keepdim));
+}
+
+// renorm(x, p, dim, maxnorm): each slice along `dim` whose p-norm (over the
+// other dims) exceeds maxnorm is scaled by maxnorm / (norm + 1e-7), as eager.
+LogicalResult renorm(NodeImporter& n) {
+  Composer c(n);
+  NCC_TRY(self, n.tensor(0, "self"));
+  NCC_TRY(p, n.number(1, "p"));
+  NCC_TRY(dim0, n.integer(2, "dim"));
+  NCC_TRY(maxnorm, n.number(3, "maxnorm"));
+  NCC_TRY(type, n.resultType());
+  if (!aten::isFloatType(type.getElementType())) return n.error("renorm needs a float tensor");
+  if (!(p > 0)) return n.error("renorm needs a positive p");
+  if (maxnorm < 0) return n.error("renorm needs a non-negative maxnorm");
+  int64_t rank = typeOf(self).getRank();
+  if (rank < 1) return n.error("renorm needs at least one dim");
+  int64_t dim = normalizeDim(dim0, rank);
+  if (dim < 0 || dim >= rank) return n.error("renorm dim out of range");
+  Type compute = computeTypeOf(c, type.getElementType());
+  Value x = c.cast(self, compute);
+  SmallVector<int64_t> others;
+  for (int64_t i = 0; i < rank; ++i)
+    if (i != dim) others.push_back(i);
+  Value a = c.unary<aten::AbsOp>(x), norm;
+  if (std::isinf(p)) {
+    norm = others.empty() ? a : c.amax(a, others, true);
+  } else {
+    Value powered = p == 1 ? a : p == 2 ? c.mul(a, a) : c.binary<aten::PowTensorTensorOp>(a, c.scalar(p, compute));
+    Value total = others.empty() ? powered : c.sum(powered, others, true);
+    norm = p == 1 ? total : p == 2 ? c.unary<aten::SqrtOp>(total)
+                                   : c.binary<aten::PowTensorTensorOp>(total, c.scalar(1.0 / p, compute));
+  }
+  Value factor = c.where(c.compareScalar<aten::GtScalarOp>(norm, maxnorm),
+                         c.div(c.scalar(maxnorm, compute), c.addScalar(norm, 1e-7)), c.scalar(1.0, compute));
+  return c.finish(c.mul(x, factor));
+}
+
 // _trilinear(i1, i2, i3, expand1, expand2, expand3, sumdim, unroll_dim):
 // each input with size-1 dims inserted at its expand dims, the three
 // multiplied (broadcast), the product summed over sumdim. nn.Bilinear's form
@@ -833,7 +958,7 @@ LogicalResult trilinear(NodeImporter& n) {
 void addComposedMathOps(std::map<std::string, Builder>& table) {
   auto add = [&](const std::string& name, Builder builder) { table.emplace(name, std::move(builder)); };
   for (const char* kind : {"log2", "log10", "exp2", "sinh", "cosh", "tan", "asinh", "acosh", "atanh", "frac",
-                           "deg2rad", "rad2deg", "asin", "acos"})
+                           "deg2rad", "rad2deg", "asin", "acos", "sinc", "special_entr", "angle"})
     add(std::string("aten::") + kind, [kind](NodeImporter& n) { return unaryMath(n, kind); });
   add("aten::signbit", signbit);
   add("aten::xlogy.Tensor", [](NodeImporter& n) { return binaryMath(n, "xlogy"); });
@@ -843,6 +968,15 @@ void addComposedMathOps(std::map<std::string, Builder>& table) {
   add("aten::copysign.Tensor", [](NodeImporter& n) { return binaryMath(n, "copysign"); });
   add("aten::copysign.Scalar", [](NodeImporter& n) { return binaryMath(n, "copysign", 1); });
   add("aten::atan2", [](NodeImporter& n) { return binaryMath(n, "atan2"); });
+  add("aten::logaddexp", [](NodeImporter& n) { return binaryMath(n, "logaddexp"); });
+  add("aten::logaddexp2", [](NodeImporter& n) { return binaryMath(n, "logaddexp2"); });
+  add("aten::special_xlog1py", [](NodeImporter& n) { return binaryMath(n, "special_xlog1py"); });
+  add("aten::special_xlog1py.self_scalar", [](NodeImporter& n) { return binaryMath(n, "special_xlog1py", 0); });
+  add("aten::special_xlog1py.other_scalar", [](NodeImporter& n) { return binaryMath(n, "special_xlog1py", 1); });
+  add("aten::aminmax", aminmax);
+  add("aten::nansum", nansum);
+  add("aten::renorm", renorm);
+  add("aten::soft_margin_loss", softMarginLoss);
   add("aten::fmax", [](NodeImporter& n) { return binaryMath(n, "fmax"); });
   add("aten::fmin", [](NodeImporter& n) { return binaryMath(n, "fmin"); });
   add("aten::heaviside", [](NodeImporter& n) { return binaryMath(n, "heaviside"); });

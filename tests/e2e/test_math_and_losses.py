@@ -164,6 +164,28 @@ class MathAndLosses(common.ComparedWithEager):
             self.check(lambda a: (F.hardshrink(a), F.softshrink(a, 0.3), F.hardshrink(a, 0.3), F.softshrink(a),
                                   F.rrelu(a), F.rrelu(a, 0.1, 0.9), nn.RReLU().eval()(a)), (x.to(dtype),))
 
+    def test_log_sum_exps_sinc_entropy_and_nan_reductions(self):
+        x = with_edges(randn(4, 24, seed=16) * 4)
+        y = with_edges(randn(4, 24, seed=17) * 4).flip(1)
+        p = randn(4, 24, seed=18).abs()
+        p.view(-1)[:4] = torch.tensor([0.0, float("nan"), -1.0, float("inf")])
+        for dtype in DTYPES:
+            self.check(lambda a, b, q: (torch.logaddexp(a, b), torch.logaddexp2(a, b), torch.sinc(a),
+                                        torch.special.entr(q), torch.special.xlog1py(a, q), torch.special.xlog1py(2.0, q),
+                                        torch.angle(a), torch.nansum(a, 1), torch.nanmean(a), torch.nansum(a),
+                                        a.nan_to_num(0.0, 0.0, 0.0).renorm(2, 0, 5.0), b.renorm(1, 1, 3.0),
+                                        F.soft_margin_loss(b.nan_to_num(0.0, 0.0, 0.0), torch.sign(a)),
+                                        F.soft_margin_loss(b, torch.sign(a), reduction="none")),
+                       (x.to(dtype), y.to(dtype), p.to(dtype)))
+        # (eager 1.13 has no bf16 aminmax on the CPU)
+        self.check(lambda a: (torch.aminmax(a), torch.aminmax(a, dim=1, keepdim=True), torch.aminmax(a, dim=0)), (x,))
+        # equal infinities, and renorm with p = inf and 3
+        inf = float("inf")
+        e = torch.tensor([inf, -inf, inf, -inf, 0.0, 1e30])
+        self.check(lambda a: (torch.logaddexp(a, a.flip(0)), torch.logaddexp(a, a), torch.logaddexp2(a, a)), (e,))
+        self.check(lambda a: (a.renorm(inf, 1, 1.0), a.renorm(3, 0, 2.0)), (randn(3, 5, seed=19),))
+        self.check(lambda i: (torch.aminmax(i, dim=0), torch.angle(i), torch.sinc(i)), (torch.arange(-3, 3),))
+
     def test_products_and_scans(self):
         x = randn(3, 9, seed=11) * 1.5
         x[1, 4] = 0.0

@@ -158,6 +158,19 @@ class SortingAndWrites(common.ComparedWithEager):
         self.check(lambda i: torch.zeros(2, 10).scatter_add(1, i[:2], torch.ones(2, 5)), (idx,))
         self.assertEqual(float(counts.sum()), 10.0)
 
+    def test_take_index_fill_and_eye(self):
+        x = randn(4, 6, seed=30)
+        flat = torch.tensor([[0, 5], [23, -1], [-24, 7]])
+        cols = torch.tensor([0, -1, 2, 2])
+        for dtype in DTYPES:
+            self.check(lambda a, i, k, v: (torch.take(a, i), a.index_fill(1, k, -1.5), a.index_fill(0, k[:2], v),
+                                           a.index_fill(-1, torch.tensor(3), float("nan")), torch.eye(4, 6) * a,
+                                           torch.eye(3, dtype=torch.int64)),
+                       (x.to(dtype), flat, cols, torch.tensor(2.0, dtype=dtype)))
+        # integer values
+        i = torch.arange(12).reshape(3, 4)
+        self.check(lambda a, k: (torch.take(a, k), a.index_fill(1, k[0] % 4, 7)), (i, flat % 12))
+
     def test_layout_ops(self):
         img = randn(2, 8, 5, 6, seed=15)
         x, y = randn(4, 3, seed=16), randn(4, 3, seed=17)
