@@ -702,9 +702,8 @@ LogicalResult indexFill(NodeImporter& n, bool tensorValue) {
   NCC_TRY(type, n.resultType());
   if (!isIndexType(typeOf(index).getElementType())) return n.error("index_fill needs integer indices");
   if (typeOf(index).getRank() > 1) return n.error("index_fill needs a 0-d or 1-d index");
-  int64_t rank = std::max<int64_t>(typeOf(self).getRank(), 1);
-  int64_t dim = normalizeDim(dim0, rank);
-  if (dim < 0 || dim >= rank) return n.error("index_fill dim out of range");
+  if (failed(checkDims(n, {dim0}, typeOf(self).getRank()))) return failure();
+  int64_t dim = normalizeDim(dim0, typeOf(self).getRank());
   Value x = typeOf(self).getRank() == 0 ? c.reshape(self, {1}) : self;
   Type elem = type.getElementType();
   Value value;

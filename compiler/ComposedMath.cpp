@@ -689,22 +689,10 @@ LogicalResult reduced(Composer& c, Value loss, int64_t reduction) {
   return c.finish(c.reduce<aten::MeanDimOp>(loss, {}, false));
 }
 
-// soft_margin_loss(x, y) = log1p(exp(-y x)), reduced (eager's formula).
-LogicalResult softMarginLoss(NodeImporter& n) {
-  Composer c(n);
-  NCC_TRY(self, n.tensor(0, "self"));
-  NCC_TRY(target, n.tensor(1, "target"));
-  NCC_TRY(reduction, reductionOf(n, 2));
-  if (failed(checkBroadcast(n, {self, target}))) return failure();
-  Value x = c.toFloat(self);
-  Value y = c.cast(target, typeOf(x).getElementType());
-  Value margin = c.unary<aten::NegOp>(c.mul(y, x));
-  return reduced(c, c.unary<aten::Log1pOp>(c.unary<aten::ExpOp>(margin)), reduction);
-}
-
 // mse_loss: (x - y)^2; smooth_l1_loss: |d| < beta ? d^2 / (2 beta) : |d| -
 // beta / 2 (beta 0: |d|); huber_loss: |d| < delta ? d^2 / 2 : delta (|d| -
-// delta / 2). Each in the inputs' dtype, as eager's elementwise kernels.
+// delta / 2); soft_margin_loss: log1p(exp(-y x)). Each in the inputs'
+// dtype, as eager's elementwise kernels.
 LogicalResult regressionLoss(NodeImporter& n, StringRef kind) {
   Composer c(n);
   NCC_TRY(self, n.tensor(0, "self"));
@@ -712,7 +700,10 @@ LogicalResult regressionLoss(NodeImporter& n, StringRef kind) {
   NCC_TRY(reduction, reductionOf(n, 2));
   if (failed(checkBroadcast(n, {self, target}))) return failure();
   Value x = c.toFloat(self);
-  Value d = c.sub(x, c.cast(target, typeOf(x).getElementType()));
+  Value y = c.cast(target, typeOf(x).getElementType());
+  if (kind == "soft_margin")
+    return reduced(c, c.unary<aten::Log1pOp>(c.unary<aten::ExpOp>(c.unary<aten::NegOp>(c.mul(y, x)))), reduction);
+  Value d = c.sub(x, y);
   Value sq = c.mul(d, d);
   if (kind == "mse") return reduced(c, sq, reduction);
   Value a = c.unary<aten::AbsOp>(d);
@@ -841,10 +832,8 @@ LogicalResult aminmax(NodeImporter& n) {
   SmallVector<int64_t> dims;
   if (d && d->value_case() != Argument::kNone) {
     NCC_TRY(dim, n.integer(1, "dim"));
-    int64_t rank = std::max<int64_t>(typeOf(self).getRank(), 1);
-    int64_t norm = normalizeDim(dim, rank);
-    if (norm < 0 || norm >= rank) return n.error("aminmax dim out of range");
-    dims.push_back(norm);
+    if (failed(checkDims(n, {dim}, typeOf(self).getRank()))) return failure();
+    dims.push_back(normalizeDim(dim, typeOf(self).getRank()));
   }
   NCC_TRY(keepdim, n.boolean(2, "keepdim", false));
   Value x = c.toFloat(self);
@@ -860,11 +849,8 @@ LogicalResult nansum(NodeImporter& n) {
   NCC_TRY(dims, n.ints(1, "dim", SmallVector<int64_t>{}));
   NCC_TRY(keepdim, n.boolean(2, "keepdim", false));
   NCC_TRY(type, n.resultType());
-  int64_t rank = std::max<int64_t>(typeOf(self).getRank(), 1);
-  for (int64_t& d : dims) {
-    d = normalizeDim(d, rank);
-    if (d < 0 || d >= rank) return n.error("nansum dim out of range");
-  }
+  if (failed(checkDims(n, dims, typeOf(self).getRank()))) return failure();
+  for (int64_t& d : dims) d = normalizeDim(d, typeOf(self).getRank());
   Value x = c.cast(self, c.floatOf(type.getElementType()));
   if (typeOf(x).getRank() == 0) x = c.reshape(x, {1});
   Value zeroed = c.where(c.isNan(x), c.scalar(0.0, typeOf(x).getElementType()), x);
@@ -976,7 +962,7 @@ void addComposedMathOps(std::map<std::string, Builder>& table) {
   add("aten::aminmax", aminmax);
   add("aten::nansum", nansum);
   add("aten::renorm", renorm);
-  add("aten::soft_margin_loss", softMarginLoss);
+  add("aten::soft_margin_loss", [](NodeImporter& n) { return regressionLoss(n, "soft_margin"); });
   add("aten::fmax", [](NodeImporter& n) { return binaryMath(n, "fmax"); });
   add("aten::fmin", [](NodeImporter& n) { return binaryMath(n, "fmin"); });
   add("aten::heaviside", [](NodeImporter& n) { return binaryMath(n, "heaviside"); });

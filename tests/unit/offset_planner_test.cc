@@ -645,13 +645,20 @@ TEST(OffsetPlanner, NodeLimitedPlansAreDeterministic) {
 // the plan must not depend on which thread finishes first, and it verifies.
 // On MiniMalloc's instance D, whose optimum sits well above the bound, the
 // narrowing's plan beats the heuristics and is the one kept.
-TEST(OffsetPlanner, SearchThreadsGiveVerifiedDeterministicPlans) {
-  std::ifstream in(std::string(NEURONCC_MINIMALLOC_DIR) + "/D.1048576.csv");
-  ASSERT_TRUE(in.good());
+// MiniMalloc's challenging instance `name` (benchmarks/data/minimalloc).
+PlanCsv challengingInstance(const std::string& name) {
+  std::ifstream in(std::string(NEURONCC_MINIMALLOC_DIR) + "/" + name + ".1048576.csv");
+  EXPECT_TRUE(in.good()) << name;
   std::stringstream text;
   text << in.rdbuf();
   PlanCsv csv;
-  ASSERT_FALSE(parsePlanCsv(text.str(), csv).has_value());
+  EXPECT_FALSE(parsePlanCsv(text.str(), csv).has_value()) << name;
+  return csv;
+}
+
+TEST(OffsetPlanner, SearchThreadsGiveVerifiedDeterministicPlans) {
+  PlanCsv csv = challengingInstance("D");
+  ASSERT_FALSE(csv.buffers.empty());
   std::vector<PlannedBuffer> heuristicOnly = csv.buffers;
   int64_t heuristic = planOffsets(heuristicOnly, PlanOptions{}).arena;
   PlanOptions options;
@@ -692,12 +699,8 @@ TEST(OffsetPlanner, SearchThreadsGiveVerifiedDeterministicPlans) {
 // of either thread once its share is spent: the plan still verifies and is
 // no worse than the heuristics (how far below depends on timing and seed).
 TEST(OffsetPlanner, TimeLimitedSearchWithRestartsGivesVerifiedPlans) {
-  std::ifstream in(std::string(NEURONCC_MINIMALLOC_DIR) + "/D.1048576.csv");
-  ASSERT_TRUE(in.good());
-  std::stringstream text;
-  text << in.rdbuf();
-  PlanCsv csv;
-  ASSERT_FALSE(parsePlanCsv(text.str(), csv).has_value());
+  PlanCsv csv = challengingInstance("D");
+  ASSERT_FALSE(csv.buffers.empty());
   std::vector<PlannedBuffer> heuristicOnly = csv.buffers;
   int64_t heuristic = planOffsets(heuristicOnly, PlanOptions{}).arena;
   PlanOptions options;
