@@ -12,6 +12,7 @@
 
 #include <cmath>
 #include <limits>
+#include <array>
 #include <numeric>
 
 #include "compiler/Composer.h"
@@ -1126,45 +1127,76 @@ LogicalResult upsampleNearest(NodeImporter& n, bool vec, int64_t k) {
   return c.finish(c.fresh(x, self));
 }
 
-// upsample_linear1d, upsample_bilinear2d, upsample_trilinear3d (.vec and
-// the sized overloads), as eager's CPU kernel: per output position along a
-// dim the source position r = align_corners ? dst * (in - 1) / (out - 1) :
-// max((dst + 0.5) * scale - 0.5, 0) (float32; scale 1 / factor when given,
-// else in / out), its neighbours i0 = floor(r) and i0 + 1 (i0 at the last
-// one) with weights 1 - (r - i0) and r - i0. Computed as gathers by
-// constant indices and weighted sums with constant weights, innermost dim
-// first as eager sums (2-d: h0 * (w0 * x00 + w1 * x01) + h1 * (w0 * x10 +
-// w1 * x11)), in f32 for reduced precision, rounded once.
-LogicalResult upsampleLinear(NodeImporter& n, bool vec, int64_t k) {
+// The cubic convolution weights of eager's bicubic kernel (A = -0.75) for
+// the four neighbours of a source position t past its floor, in float32 as
+// eager evaluates them.
+std::array<float, 4> cubicWeights(float t) {
+  const float a = -0.75f;
+  auto near = [&](float x) { return ((a + 2) * x - (a + 3)) * x * x + 1; };           // |x| <= 1
+  auto far = [&](float x) { return ((a * x - 5 * a) * x + 8 * a) * x - 4 * a; };     // 1 < |x| < 2
+  float x2 = 1.0f - t;
+  return {far(t + 1.0f), near(t), near(x2), far(x2 + 1.0f)};
+}
+
+// upsample_linear1d, upsample_bilinear2d, upsample_trilinear3d and
+// upsample_bicubic2d (.vec and the sized overloads), as eager's CPU kernels:
+// per output position along a dim the source position r = align_corners ?
+// dst * (in - 1) / (out - 1) : (dst + 0.5) * scale - 0.5 (float32; scale 1 /
+// factor when given, else in / out; linear clamps r at 0). Linear reads
+// i0 = floor(r) and i0 + 1 (i0 at the last one) with weights 1 - (r - i0)
+// and r - i0; cubic reads floor(r) - 1 .. floor(r) + 2, clamped to the
+// input, with the cubic convolution weights of r - floor(r). Computed as
+// gathers by constant indices and weighted sums with constant weights in
+// eager's order (innermost dim first; taps in order: 2-d linear is h0 * (w0
+// * x00 + w1 * x01) + h1 * (w0 * x10 + w1 * x11)), in f32 for reduced
+// precision, rounded once.
+LogicalResult upsampleInterpolated(NodeImporter& n, bool vec, int64_t k, bool cubic) {
   Composer c(n);
   NCC_TRY(self, n.tensor(0, "input"));
   NCC_TRY(alignCorners, n.boolean(2, "align_corners", false));
   NCC_TRY(type, n.resultType());
+  const char* what = cubic ? "bicubic" : "linear";
   if (typeOf(self).getRank() != k + 2 || type.getRank() != k + 2)
-    return n.error("linear upsampling needs an [N, C, " + std::to_string(k) + " spatial dims] input");
+    return n.error(std::string(what) + " upsampling needs an [N, C, " + std::to_string(k) + " spatial dims] input");
   NCC_TRY(factors, upsampleFactors(n, vec, 3, k));
   Type compute = isReducedFloat(type.getElementType()) ? c.f32() : type.getElementType();
-  if (!aten::isFloatType(compute)) return n.error("linear upsampling needs a float tensor");
+  if (!aten::isFloatType(compute)) return n.error(std::string(what) + " upsampling needs a float tensor");
   Value x = c.cast(self, compute);
   Type i64 = c.b.getIntegerType(64);
+  const size_t taps = cubic ? 4 : 2;
   for (int i = int(k) - 1; i >= 0; --i) {  // innermost first: eager's order of the sums
     int64_t dim = 2 + i, in = typeOf(x).getDimSize(dim), out = type.getDimSize(dim);
     float scale = alignCorners ? (out > 1 ? float(in - 1) / float(out - 1) : 0.0f)
                                : upsampleScale(factors, size_t(k), i, in, out);
-    SmallVector<double> lo, hi, wLo, wHi;
+    SmallVector<SmallVector<double>> index(taps), weight(taps);
     for (int64_t dst = 0; dst < out; ++dst) {
-      float r = alignCorners ? scale * float(dst) : std::max(scale * (float(dst) + 0.5f) - 0.5f, 0.0f);
-      int64_t i0 = std::min<int64_t>(int64_t(r), in - 1);
-      int64_t step = i0 < in - 1 ? 1 : 0;
-      float lambda1 = r - float(i0), lambda0 = 1.0f - lambda1;
-      lo.push_back(double(i0)), hi.push_back(double(i0 + step));
-      wLo.push_back(lambda0), wHi.push_back(lambda1);
+      float r = alignCorners ? scale * float(dst) : scale * (float(dst) + 0.5f) - 0.5f;
+      if (!cubic) {
+        r = std::max(r, 0.0f);
+        int64_t i0 = std::min<int64_t>(int64_t(r), in - 1);
+        int64_t step = i0 < in - 1 ? 1 : 0;
+        float lambda1 = r - float(i0), lambda0 = 1.0f - lambda1;
+        index[0].push_back(double(i0)), index[1].push_back(double(i0 + step));
+        weight[0].push_back(lambda0), weight[1].push_back(lambda1);
+        continue;
+      }
+      float floor = std::floor(r);
+      std::array<float, 4> w = cubicWeights(r - floor);
+      for (size_t t = 0; t < 4; ++t) {
+        int64_t at = std::clamp<int64_t>(int64_t(floor) - 1 + int64_t(t), 0, in - 1);
+        index[t].push_back(double(at));
+        weight[t].push_back(w[t]);
+      }
     }
-    NCC_TRY(a, gatherAlong(c, x, dim, c.constant({out}, i64, lo)));
-    NCC_TRY(b, gatherAlong(c, x, dim, c.constant({out}, i64, hi)));
     SmallVector<int64_t> weightShape(size_t(k) + 2, 1);
     weightShape[size_t(dim)] = out;
-    x = c.add(c.mul(a, c.constant(weightShape, compute, wLo)), c.mul(b, c.constant(weightShape, compute, wHi)));
+    Value sum;
+    for (size_t t = 0; t < taps; ++t) {
+      NCC_TRY(g, gatherAlong(c, x, dim, c.constant({out}, i64, index[t])));
+      Value term = c.mul(g, c.constant(weightShape, compute, weight[t]));
+      sum = sum ? c.add(sum, term) : term;
+    }
+    x = sum;
   }
   return c.finish(x);
 }
@@ -1446,6 +1478,8 @@ void addComposedOps(std::map<std::string, Builder>& table) {
   add("aten::roll", roll);
   add("aten::flip", flip);
   add("aten::rot90", rot90);
+  add("aten::upsample_bicubic2d.vec", [](NodeImporter& n) { return upsampleInterpolated(n, true, 2, true); });
+  add("aten::upsample_bicubic2d", [](NodeImporter& n) { return upsampleInterpolated(n, false, 2, true); });
   add("aten::index_select", indexSelect);
   add("aten::index.Tensor", indexTensor);
   add("aten::gather", gather);
@@ -1465,8 +1499,8 @@ void addComposedOps(std::map<std::string, Builder>& table) {
     std::string linear = std::string("aten::upsample_") + (k == 1 ? "linear1d" : k == 2 ? "bilinear2d" : "trilinear3d");
     add((nearest + ".vec").c_str(), [k](NodeImporter& n) { return upsampleNearest(n, true, k); });
     add(nearest.c_str(), [k](NodeImporter& n) { return upsampleNearest(n, false, k); });
-    add((linear + ".vec").c_str(), [k](NodeImporter& n) { return upsampleLinear(n, true, k); });
-    add(linear.c_str(), [k](NodeImporter& n) { return upsampleLinear(n, false, k); });
+    add((linear + ".vec").c_str(), [k](NodeImporter& n) { return upsampleInterpolated(n, true, k, false); });
+    add(linear.c_str(), [k](NodeImporter& n) { return upsampleInterpolated(n, false, k, false); });
   }
   add("aten::native_batch_norm", [](NodeImporter& n) { return batchNorm(n, false); });
   add("aten::_native_batch_norm_legit_no_training", [](NodeImporter& n) { return batchNorm(n, true); });
