@@ -833,9 +833,11 @@ SearchOutcome searchWithRestarts(const std::vector<Item>& items, const Sections&
   if (items.empty()) return SearchOutcome::kFound;
   std::vector<std::vector<int>> overlaps = overlapLists(items, sections);
   const int64_t unit = 2 * int64_t(items.size());
+  // One search state for every restart: a run that ends (found, refuted or
+  // out of nodes) leaves it as it found it.
+  CanonicalSearch search(items, sections, overlaps, capacity, nullptr);
   for (int64_t run = 1; !budget.exhausted(); ++run) {
     if (supersededAt && supersededAt->load(std::memory_order_relaxed) <= capacity) break;
-    CanonicalSearch search(items, sections, overlaps, capacity, nullptr);
     int64_t limit = luby(run);
     search.allow(limit > INT64_MAX / unit ? INT64_MAX : limit * unit, &budget);
     Preorder order = kSearchPreorders[size_t(run) % std::size(kSearchPreorders)];

@@ -164,13 +164,13 @@ void narrow(const std::vector<Item>& items, const Sections& sections, int64_t gr
 void descendByRestarts(const std::vector<Item>& items, const Sections& sections, int64_t granule,
                        std::atomic<int64_t>& shared, Narrowing& n) {
   std::vector<int64_t> trial;
-  for (uint64_t question = 1; !n.budget.exhausted(); ++question) {
+  while (!n.budget.exhausted()) {
     int64_t best = std::min(n.best, shared.load());
     int64_t capacity = (best - 1) / granule * granule;
     if (capacity < n.lower) return;
     Budget part = n.budget.share(1.0);
     SearchOutcome outcome =
-        searchWithRestarts(items, sections, capacity, part, trial, kRestartSeed * question, &shared);
+        searchWithRestarts(items, sections, capacity, part, trial, kRestartSeed ^ uint64_t(capacity), &shared);
     n.budget.absorb(part);
     if (outcome == SearchOutcome::kFound) {
       n.best = arenaOf(items, trial);

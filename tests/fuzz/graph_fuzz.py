@@ -1779,13 +1779,15 @@ def g_ordered(b):
 
 def g_math(b):
     """Elementwise functions and gated activations composed at import (ComposedMath.cpp)
-    on computed values: log2, asinh, atan, asin, acos, hypot, atan2 and xlogy with a partner, glu, prelu-style
+    on computed values: log2, asinh, atan, asin, acos, sinc, softshrink, hypot, atan2, logaddexp and xlogy
+    with a partner, glu, prelu-style
     where, threshold-free smooth ones only (no value where a rounding flips the result)."""
     a, s = pick_ranked(b)
     ops = [o for o, t in (("log2", "aten::log2"), ("asinh", "aten::asinh"), ("hypot", "aten::hypot"),
                           ("xlogy", "aten::xlogy.Tensor"), ("glu", "aten::glu"), ("logsig", "aten::log_sigmoid_forward"),
                           ("cosh", "aten::cosh"), ("atan", "aten::atan"), ("asin", "aten::asin"),
-                          ("acos", "aten::acos"), ("atan2", "aten::atan2")) if t in b.supported]
+                          ("acos", "aten::acos"), ("atan2", "aten::atan2"), ("sinc", "aten::sinc"),
+                          ("softshrink", "aten::softshrink"), ("logaddexp", "aten::logaddexp")) if t in b.supported]
     if not ops:
         raise Reject("no math ops")
     op = b.rng.choice(ops)
@@ -1797,6 +1799,10 @@ def g_math(b):
         b.add("torch.cosh(%s.tanh() * 3)" % a, [s])
     elif op == "atan":
         b.add("torch.atan(%s)" % a, [s])
+    elif op == "sinc":
+        b.add("torch.sinc(%s)" % a, [s])
+    elif op == "softshrink":  # continuous at +-lambda, unlike hardshrink
+        b.add("torch.nn.functional.softshrink(%s, 0.3)" % a, [s])
     elif op in ("asin", "acos"):
         b.add("torch.%s(%s.tanh() * 0.9)" % (op, a), [s])
     elif op == "logsig":
@@ -1813,6 +1819,8 @@ def g_math(b):
             raise Reject("partner widens the shape")
         if op == "hypot":
             b.add("torch.hypot(%s, %s)" % (a, o), [s])
+        elif op == "logaddexp":
+            b.add("torch.logaddexp(%s, %s)" % (a, o), [s])
         elif op == "atan2":  # y > 0: no jump of 2 pi where x changes sign
             b.add("torch.atan2(%s.abs() + 0.5, %s)" % (o, a), [s])
         else:
