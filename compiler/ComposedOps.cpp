@@ -957,6 +957,39 @@ FailureOr<Pooling> poolingArgs(NodeImporter& n, Value self, bool hasDilation, in
   return p;
 }
 
+// Windows that tile the input (stride equal to the kernel, no padding or
+// dilation, no partial window) as one reduction: the input cut to whole
+// windows, each spatial dim split into [windows, kernel], the kernel dims
+// reduced by `reduce` (sum or amax). Otherwise a null value.
+template <typename Reduce>
+Value tiledWindows(Composer& c, Value x, int64_t lead, const Pooling& p, Reduce reduce) {
+  size_t k = p.kernel.size();
+  for (size_t i = 0; i < k; ++i)
+    if (p.stride[i] != p.kernel[i] || p.pad[i] != 0 || p.dilation[i] != 1 ||
+        p.out[i] * p.kernel[i] > typeOf(x).getDimSize(lead + int64_t(i)))
+      return Value();
+  SmallVector<int64_t> split(typeOf(x).getShape().take_front(size_t(lead))), reduced;
+  for (size_t i = 0; i < k; ++i) {
+    x = c.slice(x, lead + int64_t(i), 0, p.out[i] * p.kernel[i]);
+    split.append({p.out[i], p.kernel[i]});
+    reduced.push_back(lead + 2 * int64_t(i) + 1);
+  }
+  return reduce(c.reshape(x, split), reduced);
+}
+
+// A composition of one slice per tap beyond this many taps would take long
+// to compile; such windows are refused unless they tile the input.
+constexpr int64_t kMaxPoolingTaps = 1 << 14;
+
+LogicalResult checkTaps(NodeImporter& n, const Pooling& p) {
+  int64_t taps = 1;
+  for (int64_t kernel : p.kernel) taps = std::min<int64_t>(taps * kernel, kMaxPoolingTaps + 1);
+  if (taps > kMaxPoolingTaps)
+    return n.error("pooling window of more than " + std::to_string(kMaxPoolingTaps) +
+                   " elements that does not tile the input (stride = kernel, no padding): use adaptive pooling");
+  return success();
+}
+
 // Calls f(position) for every position of `extent` in row-major order.
 void forEachPosition(ArrayRef<int64_t> extent, llvm::function_ref<void(ArrayRef<int64_t>)> f) {
   SmallVector<int64_t> at(extent.size(), 0);
@@ -979,12 +1012,18 @@ LogicalResult maxPool(NodeImporter& n, int64_t k) {
   Value x = c.toFloat(self);
   int64_t lead = typeOf(x).getRank() - k;
   ArrayRef<int64_t> sizes = typeOf(x).getShape().drop_front(size_t(lead));
+  // (The indices, when the graph reads them, compare each tap with the
+  // maximum; unread, they are dead code the pipeline drops.)
+  Value top = tiledWindows(c, x, lead, p, [&](Value v, ArrayRef<int64_t> dims) { return c.amax(v, dims, false); });
+  if (failed(checkTaps(n, p))) return failure();
   double inf = std::numeric_limits<double>::infinity();
   SmallVector<Value> slices = windowSlices(
       c, padSpatial(c, x, lead, p.kernel, p.stride, p.pad, p.dilation, p.out, -inf), lead, p.kernel, p.stride,
       p.dilation, p.out);
-  Value top = slices.front();
-  for (Value s : ArrayRef<Value>(slices).drop_front()) top = c.maximum(top, s);
+  if (!top) {
+    top = slices.front();
+    for (Value s : ArrayRef<Value>(slices).drop_front()) top = c.maximum(top, s);
+  }
   if (failed(c.finish(top, 0))) return failure();
   if (n.node.outputs_size() < 2) return success();
   // Per tap (in windowSlices' order): the input position each output reads,
@@ -1032,6 +1071,11 @@ LogicalResult avgPool(NodeImporter& n, int64_t k) {
   Value x = c.cast(self, c.floatOf(type.getElementType()));
   int64_t lead = typeOf(x).getRank() - k;
   ArrayRef<int64_t> sizes = typeOf(x).getShape().drop_front(size_t(lead));
+  int64_t area = 1;
+  for (int64_t kernel : p.kernel) area *= kernel;
+  Value tiled = tiledWindows(c, x, lead, p, [&](Value v, ArrayRef<int64_t> dims) { return c.sum(v, dims, false); });
+  if (tiled) return c.finish(c.div(tiled, c.scalar(double(divisor ? *divisor : area), typeOf(tiled).getElementType())));
+  if (failed(checkTaps(n, p))) return failure();
   SmallVector<Value> slices = windowSlices(
       c, padSpatial(c, x, lead, p.kernel, p.stride, p.pad, p.dilation, p.out, 0.0), lead, p.kernel, p.stride,
       p.dilation, p.out);
@@ -1076,6 +1120,31 @@ FailureOr<SmallVector<double>> upsampleFactors(NodeImporter& n, bool vec, size_t
   return factors;
 }
 
+// The recorded result's spatial sizes must be those the node asks for: its
+// output_size (at position 1) when given, else floor(in * factor) per dim
+// (eager's output size); a graph whose shapes disagree is refused.
+LogicalResult checkUpsampleSize(NodeImporter& n, Value self, RankedTensorType result, ArrayRef<double> factors,
+                                int64_t k) {
+  NCC_TRY(size, n.ints(1, "output_size", SmallVector<int64_t>{}));
+  for (int64_t i = 0; i < k; ++i) {
+    int64_t in = typeOf(self).getDimSize(2 + i), out = result.getDimSize(2 + i), expected;
+    if (!size.empty()) {
+      if (int64_t(size.size()) != k) return n.error("output_size needs one size per spatial dim");
+      expected = size[size_t(i)];
+    } else if (int64_t(factors.size()) == k) {
+      double scaled = double(in) * factors[size_t(i)];
+      if (!(scaled >= 1 && scaled < double(int64_t(1) << 40))) return n.error("upsampling to an empty or huge size");
+      expected = int64_t(scaled);
+    } else {
+      return n.error("upsampling needs an output_size or a scale factor per spatial dim");
+    }
+    if (expected != out)
+      return n.error("upsampling to " + std::to_string(expected) + " along spatial dim " + std::to_string(i) +
+                     ", the graph records " + std::to_string(out));
+  }
+  return success();
+}
+
 // Eager's float32 ratio of input to output positions along spatial dim i:
 // 1 / factor when every factor is given, else in / out.
 float upsampleScale(ArrayRef<double> factors, size_t k, int i, int64_t in, int64_t out) {
@@ -1096,6 +1165,7 @@ LogicalResult upsampleNearest(NodeImporter& n, bool vec, int64_t k) {
   if (rank != k + 2 || type.getRank() != k + 2)
     return n.error("nearest upsampling needs an [N, C, " + std::to_string(k) + " spatial dims] input");
   NCC_TRY(factors, upsampleFactors(n, vec, 2, k));
+  if (failed(checkUpsampleSize(n, self, type, factors, k))) return failure();
   bool halve = k > 1 && typeOf(self).getDimSize(1) == 1;
   Value x = self;
   for (int i = 0; i < int(k); ++i) {
@@ -1159,6 +1229,7 @@ LogicalResult upsampleInterpolated(NodeImporter& n, bool vec, int64_t k, bool cu
   if (typeOf(self).getRank() != k + 2 || type.getRank() != k + 2)
     return n.error(std::string(what) + " upsampling needs an [N, C, " + std::to_string(k) + " spatial dims] input");
   NCC_TRY(factors, upsampleFactors(n, vec, 3, k));
+  if (failed(checkUpsampleSize(n, self, type, factors, k))) return failure();
   Type compute = isReducedFloat(type.getElementType()) ? c.f32() : type.getElementType();
   if (!aten::isFloatType(compute)) return n.error(std::string(what) + " upsampling needs a float tensor");
   Value x = c.cast(self, compute);

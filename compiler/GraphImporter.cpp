@@ -13,6 +13,7 @@
 #include "google/protobuf/text_format.h"
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/IR/Verifier.h"
+#include "mlir/Interfaces/SideEffectInterfaces.h"
 
 namespace neuroncc {
 using namespace importer;
@@ -765,6 +766,12 @@ OwningOpRef<ModuleOp> GraphImporter::run() {
   }
   b.create<func::ReturnOp>(FileLineColLoc::get(&ctx, filename, 0, 0), results);
   func.setFunctionType(b.getFunctionType(inputTypes, outputTypes));
+  // Values nothing reads (a result of a multi-result op the graph never
+  // picks, such as max pooling's indices, or pieces a composition built
+  // and did not use) are dropped before any pass sees them. In reverse
+  // order, so that what only they read goes too.
+  for (Operation& op : llvm::make_early_inc_range(llvm::reverse(*entry)))
+    if (isOpTriviallyDead(&op)) op.erase();
   if (failed(verify(*module))) return nullptr;
   return module;
 }
