@@ -585,6 +585,38 @@ class FuzzRegressions(unittest.TestCase):
                                     F.pad(m, (1, 0)), i.int().roll(2, 1)),
                    [ids, mask, x])
 
+    def test_pooling_windows_that_tile_and_unread_indices(self):
+        """A max pool's indices were computed even where the graph never reads them (a 16x16
+        global max pool took 13.9 s to compile into a 255 KB NEFF); ops whose values nothing
+        reads are dropped after import now. Windows that tile the input are one reshape and
+        reduction: a 128x128 average pool was refused (its 16384 window slices needed more
+        SBUF than there is)."""
+        x = randn(2, 4, 16, 16, seed=40)
+        x[0, 0, 0, 0] = float("nan")
+        self.check(lambda a: (F.max_pool2d(a, 16), F.max_pool2d(a, (4, 2)), F.avg_pool2d(a, 4, divisor_override=5),
+                              F.max_pool3d(a, 2), F.avg_pool3d(a, (2, 4, 4)), F.max_pool2d(a[..., :15, :13], 3)), [x])
+        big = randn(1, 2, 128, 128, seed=41)
+        self.check(lambda a: (F.avg_pool2d(a, 128), F.max_pool2d(a, 64)), [big], opts=(2,))
+
+    def test_upsampling_to_a_size_the_node_does_not_ask_for(self):
+        """A graph whose recorded upsampling result disagrees with its output_size (a mutated
+        graph recorded 2^20 rows for an output_size of 4) compiled for minutes into that many
+        rows; it is refused with both sizes."""
+        from neuroncc import aten_graph_pb2 as pb
+        with tempfile.TemporaryDirectory() as d:
+            path = os.path.join(d, "up.pb")
+            ex.export_aten(lambda a: F.interpolate(a, size=(4, 9), mode="bicubic"), (randn(1, 2, 3, 5),), path)
+            graph = pb.Graph()
+            with open(path, "rb") as f:
+                graph.ParseFromString(f.read())
+            node = next(n for n in graph.nodes if "bicubic" in n.target)
+            node.outputs[0].shape[2] = 1 << 20
+            with open(path, "wb") as f:
+                f.write(graph.SerializeToString())
+            with self.assertRaises(toolchain.ToolError) as cm:
+                toolchain.compile_graph(path, os.path.join(d, "up.neff"), opt=2)
+            self.assertIn("upsampling to 4 along spatial dim 0, the graph records 1048576", str(cm.exception))
+
     def test_row_invariant_operand_of_a_long_row(self):
         """A bias over 60000 columns (234 KiB of f32 per partition) was loaded whole and kept
         for every row tile, so `x + bias`, `(x * w).sum(-1)` and a softmax after it needed more
