@@ -689,6 +689,42 @@ LogicalResult reduced(Composer& c, Value loss, int64_t reduction) {
   return c.finish(c.reduce<aten::MeanDimOp>(loss, {}, false));
 }
 
+// multi_margin_loss(x [N, C], [C] or 0-d, y, p, margin, weight): per row the sum
+// over classes d != y of max(0, margin - x[y] + x[d])^p (p = 1 or 2), times
+// weight[y], over C; a label out of range gives NaN (eager raises).
+LogicalResult multiMarginLoss(NodeImporter& n) {
+  Composer c(n);
+  NCC_TRY(self, n.tensor(0, "self"));
+  NCC_TRY(target, n.tensor(1, "target"));
+  NCC_TRY(p, n.integer(2, "p", 1));
+  NCC_TRY(margin, n.number(3, "margin", 1.0));
+  NCC_TRY(weight, optionalTensor(n, 4, "weight"));
+  NCC_TRY(reduction, reductionOf(n, 5));
+  if (p != 1 && p != 2) return n.error("multi_margin_loss takes p = 1 or 2");
+  if (!isIndexType(typeOf(target).getElementType())) return n.error("multi_margin_loss needs integer class indices");
+  Value x = c.toFloat(self);
+  Type elem = typeOf(x).getElementType();
+  int64_t rank = typeOf(x).getRank();
+  if (rank > 2) return n.error("multi_margin_loss needs a [C] or [N, C] input");
+  int64_t classes = rank == 0 ? 1 : typeOf(x).getDimSize(rank - 1), rows = rank == 2 ? typeOf(x).getDimSize(0) : 1;
+  if (classes < 1 || classes > (int64_t(1) << 24)) return n.error("multi_margin_loss needs 1 to 2^24 classes");
+  if (typeOf(target).getNumElements() != rows) return n.error("multi_margin_loss needs one label per row");
+  if (weight && typeOf(weight).getNumElements() != classes) return n.error("multi_margin_loss needs one weight per class");
+  x = c.reshape(x, {rows, classes});
+  Value t = c.cast(c.reshape(target, {rows, 1}), c.f32());
+  Value outside = c.logicalOr(c.compareScalar<aten::LtScalarOp>(t, 0.0), c.compareScalar<aten::GeScalarOp>(t, double(classes)));
+  Value hit = c.compare<aten::EqTensorOp>(t, c.iota(classes, {1, classes}));  // [rows, C]
+  Value zero = c.scalar(0.0, elem);
+  Value picked = c.sum(c.where(hit, x, zero), {1}, true);  // x[y], [rows, 1]
+  Value z = c.add(c.sub(c.scalar(margin, elem), picked), x);
+  Value h = p == 1 ? z : c.mul(z, z);
+  if (weight) h = c.mul(h, c.sum(c.where(hit, c.reshape(c.cast(weight, elem), {1, classes}), zero), {1}, true));
+  h = c.where(c.logicalAnd(c.compareScalar<aten::GtScalarOp>(z, 0.0), c.logicalNot(hit)), h, zero);
+  Value loss = c.div(c.sum(h, {1}, true), c.scalar(double(classes), elem));
+  loss = c.where(outside, c.scalar(std::nan(""), elem), loss);
+  return reduced(c, rank == 2 ? c.reshape(loss, {rows}) : c.reshape(loss, {}), reduction);
+}
+
 // mse_loss: (x - y)^2; smooth_l1_loss: |d| < beta ? d^2 / (2 beta) : |d| -
 // beta / 2 (beta 0: |d|); huber_loss: |d| < delta ? d^2 / 2 : delta (|d| -
 // delta / 2); soft_margin_loss: log1p(exp(-y x)). Each in the inputs'
@@ -892,6 +928,45 @@ LogicalResult renorm(NodeImporter& n) {
   return c.finish(c.mul(x, factor));
 }
 
+// affine_grid_generator(theta [N, 2, 3], size [N, C, H, W], align_corners):
+// the base grid [H W, 3] of (x, y, 1), x and y eager's linspace(-1, 1) over
+// W and H (scaled by (n - 1) / n without align_corners; 0 for one step),
+// times theta transposed: [N, H, W, 2]. (2-d grids; 3-d ones are refused.)
+LogicalResult affineGrid(NodeImporter& n) {
+  Composer c(n);
+  NCC_TRY(theta, n.tensor(0, "theta"));
+  NCC_TRY(size, n.ints(1, "size"));
+  NCC_TRY(alignCorners, n.boolean(2, "align_corners", false));
+  NCC_TRY(type, n.resultType());
+  if (size.size() != 4) return n.error("affine_grid_generator supports 2-d grids (size [N, C, H, W])");
+  int64_t batch = size[0], height = size[2], width = size[3];
+  if (batch < 1 || height < 1 || width < 1 || height * width > (int64_t(1) << 24))
+    return n.error("affine_grid_generator needs positive sizes, at most 2^24 points");
+  if (typeOf(theta).getShape() != ArrayRef<int64_t>{batch, 2, 3})
+    return n.error("affine_grid_generator needs theta of shape [N, 2, 3]");
+  if (!aten::isFloatType(type.getElementType())) return n.error("affine_grid_generator needs a float theta");
+  auto steps = [&](int64_t count) {
+    SmallVector<float> v(size_t(count), 0.0f);
+    if (count <= 1) return v;
+    float step = 2.0f / float(count - 1);
+    int64_t halfway = count / 2;
+    for (int64_t i = 0; i < count; ++i)
+      v[size_t(i)] = i < halfway ? -1.0f + step * float(i) : 1.0f - step * float(count - i - 1);
+    if (!alignCorners)
+      for (float& f : v) f = f * float(count - 1) / float(count);
+    return v;
+  };
+  SmallVector<float> xs = steps(width), ys = steps(height);
+  SmallVector<double> base;
+  for (int64_t h = 0; h < height; ++h)
+    for (int64_t w = 0; w < width; ++w) base.append({xs[size_t(w)], ys[size_t(h)], 1.0});
+  Type elem = type.getElementType();
+  Value grid = c.expand(c.constant({1, height * width, 3}, elem, base), {batch, height * width, 3});
+  Value thetaT = c.permute(c.cast(theta, elem), {0, 2, 1});
+  Value points = c.b.create<aten::BmmOp>(c.loc, RankedTensorType::get({batch, height * width, 2}, elem), grid, thetaT);
+  return c.finish(points);
+}
+
 // _trilinear(i1, i2, i3, expand1, expand2, expand3, sumdim, unroll_dim):
 // each input with size-1 dims inserted at its expand dims, the three
 // multiplied (broadcast), the product summed over sumdim. nn.Bilinear's form
@@ -962,6 +1037,8 @@ void addComposedMathOps(std::map<std::string, Builder>& table) {
   add("aten::aminmax", aminmax);
   add("aten::nansum", nansum);
   add("aten::renorm", renorm);
+  add("aten::multi_margin_loss", multiMarginLoss);
+  add("aten::affine_grid_generator", affineGrid);
   add("aten::soft_margin_loss", [](NodeImporter& n) { return regressionLoss(n, "soft_margin"); });
   add("aten::fmax", [](NodeImporter& n) { return binaryMath(n, "fmax"); });
   add("aten::fmin", [](NodeImporter& n) { return binaryMath(n, "fmin"); });

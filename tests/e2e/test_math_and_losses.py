@@ -186,6 +186,21 @@ class MathAndLosses(common.ComparedWithEager):
         self.check(lambda a: (a.renorm(inf, 1, 1.0), a.renorm(3, 0, 2.0)), (randn(3, 5, seed=19),))
         self.check(lambda i: (torch.aminmax(i, dim=0), torch.angle(i), torch.sinc(i)), (torch.arange(-3, 3),))
 
+    def test_multi_margin_loss_and_affine_grids(self):
+        x = randn(5, 7, seed=20)
+        x[1, 2] = float("nan")  # a NaN margin counts nothing, as in eager's loop
+        labels, w = torch.tensor([0, 6, 3, 3, 1]), torch.rand(7, generator=torch.Generator().manual_seed(3))
+        # (eager 1.13 has no bf16 multi_margin_loss on the CPU)
+        self.check(lambda a, t, q: (F.multi_margin_loss(a, t), F.multi_margin_loss(a, t, p=2, margin=0.5),
+                                    F.multi_margin_loss(a, t, weight=q, reduction="sum"),
+                                    F.multi_margin_loss(a, t, reduction="none"), F.multi_margin_loss(a[0], t[:1]),
+                                    F.multi_margin_loss(a[2, 0], t[0])), (x, labels, w))
+        # (nor bf16 affine_grid)
+        theta = randn(3, 2, 3, seed=21)
+        self.check(lambda t: (F.affine_grid(t, [3, 1, 4, 5], align_corners=False),
+                              F.affine_grid(t, [3, 2, 7, 1], align_corners=True), F.affine_grid(t, [3, 1, 1, 6])),
+                   (theta,))
+
     def test_products_and_scans(self):
         x = randn(3, 9, seed=11) * 1.5
         x[1, 4] = 0.0
