@@ -642,13 +642,24 @@ LogicalResult linspace(NodeImporter& n) {
   return c.finish(c.constant({steps}, type.getElementType(), values));
 }
 
+// The p-norm of `d` over its last dim: p = 2 a square root of the sum of
+// squares, 1 the sum of magnitudes, inf the largest, 0 the count of nonzero
+// elements, other p sum(|d|^p)^(1/p).
+Value normOfDifferences(Composer& c, Value d, double p) {
+  Value mag = c.unary<aten::AbsOp>(d);
+  int64_t last = typeOf(d).getRank() - 1;
+  if (p == 2) return c.unary<aten::SqrtOp>(c.sum(c.mul(d, d), {last}, false));
+  if (p == 1) return c.sum(mag, {last}, false);
+  if (std::isinf(p)) return c.amax(mag, {last}, false);
+  if (p == 0) return c.sum(c.cast(c.compareScalar<aten::NeScalarOp>(d, 0.0), typeOf(d).getElementType()), {last}, false);
+  return c.powScalar(c.sum(c.powScalar(mag, p), {last}, false), 1.0 / p);
+}
+
 // _cdist_forward(x1 [.., P, M], x2 [.., R, M], p) and _euclidean_dist (eager's
-// p = 2 path for more than 25 rows): the p-norm distance of
-// every pair of rows, [.., P, R], from the differences themselves (eager's
-// mm-based form for p = 2 on larger inputs trades accuracy for speed; this is
-// the direct one): p = 2 a square root of the sum of squares, 1 the sum of
-// magnitudes, inf the largest, 0 the count of differing elements, other p
-// sum(|d|^p)^(1/p).
+// p = 2 path for more than 25 rows): the p-norm distance of every pair of
+// rows, [.., P, R], from the differences themselves (eager's mm-based form
+// for p = 2 on larger inputs trades accuracy for speed; this is the direct
+// one).
 LogicalResult cdist(NodeImporter& n, bool euclidean) {
   Composer c(n);
   NCC_TRY(a, n.tensor(0, "x1"));
@@ -664,13 +675,33 @@ LogicalResult cdist(NodeImporter& n, bool euclidean) {
   Value x = c.unsqueeze(c.cast(a, compute), rank - 1), y = c.unsqueeze(c.cast(b, compute), rank - 2);
   Value d = c.sub(x, y);  // [.., P, R, M]
   if (typeOf(d).getNumElements() > (int64_t(1) << 28)) return n.error("cdist of more than 2^28 differences");
-  Value mag = c.unary<aten::AbsOp>(d);
-  int64_t last = typeOf(d).getRank() - 1;
-  if (p == 2) return c.finish(c.unary<aten::SqrtOp>(c.sum(c.mul(d, d), {last}, false)));
-  if (p == 1) return c.finish(c.sum(mag, {last}, false));
-  if (std::isinf(p)) return c.finish(c.amax(mag, {last}, false));
-  if (p == 0) return c.finish(c.sum(c.cast(c.compareScalar<aten::NeScalarOp>(d, 0.0), compute), {last}, false));
-  return c.finish(c.powScalar(c.sum(c.powScalar(mag, p), {last}, false), 1.0 / p));
+  return c.finish(normOfDifferences(c, d, p));
+}
+
+// _pdist_forward(x [N, M], p): the distance of every pair of rows i < j, in
+// row-major order of the pairs ([N (N - 1) / 2]): the rows of each pair
+// gathered by constant indices, then their difference's p-norm as cdist.
+LogicalResult pdist(NodeImporter& n) {
+  Composer c(n);
+  NCC_TRY(self, n.tensor(0, "self"));
+  NCC_TRY(p, n.number(1, "p", 2.0));
+  NCC_TRY(type, n.resultType());
+  if (typeOf(self).getRank() != 2) return n.error("pdist needs an [N, M] input");
+  if (!(p >= 0)) return n.error("pdist needs a non-negative p");
+  int64_t rows = typeOf(self).getDimSize(0), width = typeOf(self).getDimSize(1);
+  if (rows < 2) return n.error("pdist of fewer than two rows has no pairs");
+  if (rows > (int64_t(1) << 14) || (rows * (rows - 1) / 2) * width > (int64_t(1) << 28))
+    return n.error("pdist of more than 2^28 differences");
+  SmallVector<double> first, second;
+  for (int64_t i = 0; i < rows; ++i)
+    for (int64_t j = i + 1; j < rows; ++j) first.push_back(double(i)), second.push_back(double(j));
+  int64_t pairs = int64_t(first.size());
+  Type compute = computeTypeOf(c, type.getElementType());
+  Value x = c.cast(self, compute);
+  Type i64 = c.b.getIntegerType(64);
+  NCC_TRY(a, gatherAlong(c, x, 0, c.constant({pairs}, i64, first)));
+  NCC_TRY(b, gatherAlong(c, x, 0, c.constant({pairs}, i64, second)));
+  return c.finish(normOfDifferences(c, c.sub(a, b), p));
 }
 
 //===----------------------------------------------------------------------===//
@@ -972,7 +1003,8 @@ LogicalResult affineGrid(NodeImporter& n) {
 // multiplied (broadcast), the product summed over sumdim. nn.Bilinear's form
 // (x1 [B, I1] at [1, 3], W [O, I1, I2] at [0], x2 [B, I2] at [1, 2], summed
 // over [2, 3]) is a matmul of x2 with W's rows then a product with x1 summed
-// over I1, which never holds the [B, O, I1, I2] product.
+// over I1, which never holds the [B, O, I1, I2] product. Reduced precision
+// in f32, rounded once.
 LogicalResult trilinear(NodeImporter& n) {
   Composer c(n);
   SmallVector<Value> in;
@@ -996,7 +1028,7 @@ LogicalResult trilinear(NodeImporter& n) {
         (!dims.empty() && (dims.front() < 0 || dims.back() >= rank)))
       return n.error("_trilinear expand dims do not match the inputs' ranks");
     for (int64_t d : dims) in[i] = c.unsqueeze(in[i], d);
-    in[i] = c.cast(in[i], type.getElementType());
+    in[i] = c.cast(in[i], computeTypeOf(c, type.getElementType()));
   }
   for (int64_t d : sumdim)
     if (d < 0 || d >= rank) return n.error("_trilinear sum dim out of range");
@@ -1070,6 +1102,7 @@ void addComposedMathOps(std::map<std::string, Builder>& table) {
   add("aten::linspace", linspace);
   add("aten::_cdist_forward", [](NodeImporter& n) { return cdist(n, false); });
   add("aten::_euclidean_dist", [](NodeImporter& n) { return cdist(n, true); });
+  add("aten::_pdist_forward", pdist);
   add("aten::mse_loss", [](NodeImporter& n) { return regressionLoss(n, "mse"); });
   add("aten::smooth_l1_loss", [](NodeImporter& n) { return regressionLoss(n, "smooth_l1"); });
   add("aten::huber_loss", [](NodeImporter& n) { return regressionLoss(n, "huber"); });

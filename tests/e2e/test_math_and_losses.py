@@ -238,6 +238,10 @@ class MathAndLosses(common.ComparedWithEager):
                                     torch.cdist(a[0], e, p=float("inf")), torch.cdist(a[1], e, p=3.0),
                                     torch.cdist(a[0], e, p=0.0), torch.cdist(a[0], e).argmin(-1)),
                    (x, y, codes))
+        # pdist: every pair i < j of the rows (one pair repeated: distance 0)
+        codes[5] = codes[9]
+        self.check(lambda e: (F.pdist(e), F.pdist(e, 1), F.pdist(e, 0), F.pdist(e, float("inf")), F.pdist(e, 3.5),
+                              F.pdist(e[:2])), (codes,))
 
     def test_statistics_and_ranges(self):
         x = randn(4, 7, seed=17)
