@@ -642,17 +642,18 @@ LogicalResult linspace(NodeImporter& n) {
   return c.finish(c.constant({steps}, type.getElementType(), values));
 }
 
-// The p-norm of `d` over its last dim: p = 2 a square root of the sum of
-// squares, 1 the sum of magnitudes, inf the largest, 0 the count of nonzero
-// elements, other p sum(|d|^p)^(1/p).
-Value normOfDifferences(Composer& c, Value d, double p) {
+// The p-norm of `d` over `dims` (none: its last dim): p = 2 a square root
+// of the sum of squares, 1 the sum of magnitudes, inf the largest, 0 the
+// count of nonzero elements, other p sum(|d|^p)^(1/p).
+Value pNorm(Composer& c, Value d, double p, ArrayRef<int64_t> dims = {}, bool keepdim = false) {
+  SmallVector<int64_t> over(dims);
+  if (over.empty()) over.push_back(typeOf(d).getRank() - 1);
   Value mag = c.unary<aten::AbsOp>(d);
-  int64_t last = typeOf(d).getRank() - 1;
-  if (p == 2) return c.unary<aten::SqrtOp>(c.sum(c.mul(d, d), {last}, false));
-  if (p == 1) return c.sum(mag, {last}, false);
-  if (std::isinf(p)) return c.amax(mag, {last}, false);
-  if (p == 0) return c.sum(c.cast(c.compareScalar<aten::NeScalarOp>(d, 0.0), typeOf(d).getElementType()), {last}, false);
-  return c.powScalar(c.sum(c.powScalar(mag, p), {last}, false), 1.0 / p);
+  if (p == 2) return c.unary<aten::SqrtOp>(c.sum(c.mul(d, d), over, keepdim));
+  if (p == 1) return c.sum(mag, over, keepdim);
+  if (std::isinf(p)) return c.amax(mag, over, keepdim);
+  if (p == 0) return c.sum(c.cast(c.compareScalar<aten::NeScalarOp>(d, 0.0), typeOf(d).getElementType()), over, keepdim);
+  return c.powScalar(c.sum(c.powScalar(mag, p), over, keepdim), 1.0 / p);
 }
 
 // _cdist_forward(x1 [.., P, M], x2 [.., R, M], p) and _euclidean_dist (eager's
@@ -675,7 +676,7 @@ LogicalResult cdist(NodeImporter& n, bool euclidean) {
   Value x = c.unsqueeze(c.cast(a, compute), rank - 1), y = c.unsqueeze(c.cast(b, compute), rank - 2);
   Value d = c.sub(x, y);  // [.., P, R, M]
   if (typeOf(d).getNumElements() > (int64_t(1) << 28)) return n.error("cdist of more than 2^28 differences");
-  return c.finish(normOfDifferences(c, d, p));
+  return c.finish(pNorm(c, d, p));
 }
 
 // _pdist_forward(x [N, M], p): the distance of every pair of rows i < j, in
@@ -701,7 +702,7 @@ LogicalResult pdist(NodeImporter& n) {
   Type i64 = c.b.getIntegerType(64);
   NCC_TRY(a, gatherAlong(c, x, 0, c.constant({pairs}, i64, first)));
   NCC_TRY(b, gatherAlong(c, x, 0, c.constant({pairs}, i64, second)));
-  return c.finish(normOfDifferences(c, c.sub(a, b), p));
+  return c.finish(pNorm(c, c.sub(a, b), p));
 }
 
 //===----------------------------------------------------------------------===//
@@ -945,15 +946,8 @@ LogicalResult renorm(NodeImporter& n) {
   SmallVector<int64_t> others;
   for (int64_t i = 0; i < rank; ++i)
     if (i != dim) others.push_back(i);
-  Value a = c.unary<aten::AbsOp>(x), norm;
-  if (std::isinf(p)) {
-    norm = others.empty() ? a : c.amax(a, others, true);
-  } else {
-    Value powered = p == 1 ? a : p == 2 ? c.mul(a, a) : c.binary<aten::PowTensorTensorOp>(a, c.scalar(p, compute));
-    Value total = others.empty() ? powered : c.sum(powered, others, true);
-    norm = p == 1 ? total : p == 2 ? c.unary<aten::SqrtOp>(total)
-                                   : c.binary<aten::PowTensorTensorOp>(total, c.scalar(1.0 / p, compute));
-  }
+  // (a 1-d tensor's slices are its elements: their norm is their magnitude)
+  Value norm = others.empty() ? c.unary<aten::AbsOp>(x) : pNorm(c, x, p, others, true);
   Value factor = c.where(c.compareScalar<aten::GtScalarOp>(norm, maxnorm),
                          c.div(c.scalar(maxnorm, compute), c.addScalar(norm, 1e-7)), c.scalar(1.0, compute));
   return c.finish(c.mul(x, factor));
