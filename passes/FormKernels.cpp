@@ -129,6 +129,7 @@ struct Group {
   bool hasMatmul = false;
   bool merged = false;  // emptied into a sibling kernel
   bool attention = false;  // one attention (AttentionPattern.h), lowered by LowerAttention.cpp
+  bool prologue = false;   // computes its matmul's left operand too (formPrologues)
   // Not empty: ops of this shape share the kernel of a matmul whose output
   // columns they split in two dims ([tokens, heads, head_dim] over the
   // matmul's [tokens, heads * head_dim]; see joinsSplitColumns).
@@ -1132,6 +1133,98 @@ struct FormKernelsPass : impl::FormKernelsBase<FormKernelsPass> {
     }
   }
 
+  // A kernel of elementwise ops and row reductions whose one product is the
+  // left operand [M, K] of a matmul (a LayerNorm or RMSNorm before a
+  // projection) joins that matmul's kernel as its prologue: the lowering
+  // computes a row tile of the operand in SBUF, in the prologue's own
+  // [M x K] rows, and transposes it on the TensorEngine into the stationary
+  // slices, as it would a row tile loaded from HBM. The operand then makes
+  // no HBM round trip, and the TensorEngine does not idle through a kernel
+  // that has no matmul (each kernel's DMA queues run in order, so the next
+  // kernel's first loads wait for the norm's last stores). Only where the
+  // operand is computed once per row tile: the matmul keeps all its moving
+  // slices in one block (or has one row tile), the prologue's rows fit SBUF
+  // whole, and nothing else reads what the prologue computes.
+  void formPrologues() {
+    constexpr int64_t kMovingBytes = 128 * 1024;  // LowerToIsa's moving-slice budget per partition
+    const int64_t P = nc::kNumPartitions;
+    for (size_t ti = 0; ti < groups.size(); ++ti) {
+      Group& target = groups[ti];
+      if (target.merged || !target.fusible || target.attention || !target.hasMatmul || target.prologue) continue;
+      Operation* matmul = nullptr;
+      int matmuls = 0;
+      for (Operation* op : target.ops)
+        if (isMatmul(op)) {
+          matmul = op;
+          ++matmuls;
+        }
+      if (matmuls != 1 || !llvm::isa<aten::MmOp, aten::AddmmOp>(matmul)) continue;
+      unsigned lhsIndex = llvm::isa<aten::AddmmOp>(matmul) ? 1 : 0;
+      Value lhs = matmul->getOperand(lhsIndex), rhs = matmul->getOperand(lhsIndex + 1);
+      auto lt = llvm::cast<RankedTensorType>(lhs.getType());
+      auto bt = llvm::cast<RankedTensorType>(rhs.getType());
+      if (lt.getRank() != 2 || bt.getRank() != 2) continue;
+      int64_t M = lt.getDimSize(0), K = lt.getDimSize(1), N = bt.getDimSize(1);
+      Chain chain = chainOf(lhs);
+      if (!llvm::all_of(chain.ops, [](Operation* o) { return aten::isRowPreservingReshape(o); })) continue;
+
+      Operation* def = chain.root.getDefiningOp();
+      if (!def || materializedBy.count(chain.root) || !groupOf.count(def)) continue;
+      int gi = groupOf.lookup(def);
+      Group& g = groups[size_t(gi)];
+      if (gi == int(ti) || g.merged || !g.fusible || g.attention || g.hasMatmul || !g.splitShape.empty()) continue;
+
+      int64_t rows = 1;
+      for (int64_t d : g.space.rows) rows *= d;
+      if (rows != M || g.space.cols != K || rowBytes(RowSpace{{}, K, true}) > sbufBudgetBytes) continue;
+      // One block of moving slices: each row tile's operand is computed once.
+      int64_t elemBytes = std::max<int64_t>(2, bt.getElementTypeBitWidth() / 8);
+      if (M > P && ((K + P - 1) / P) * 512 * elemBytes * ((N + 511) / 512) > kMovingBytes) continue;
+      bool ok = llvm::none_of(g.ops, [&](Operation* o) {
+        return llvm::isa<aten::CatOp, aten::EmbeddingOp>(o) || transposedCopyOf.count(o);
+      });
+      for (auto& [v, owner] : materializedBy) ok &= owner != gi;
+      // Everything the prologue computes is read inside it, or is the
+      // matmul's left operand (through the chain): nothing is stored.
+      std::function<bool(Value)> readInside = [&](Value v) {
+        for (OpOperand& use : v.getUses()) {
+          Operation* user = use.getOwner();
+          if (aten::isViewOp(user) && !llvm::isa<aten::CloneOp>(user)) {
+            if (!readInside(user->getResult(0))) return false;
+          } else if (!(user == matmul && use.getOperandNumber() == lhsIndex) &&
+                     !(g.members.contains(user) && !aten::isViewOp(user))) {
+            return false;
+          }
+        }
+        return true;
+      };
+      for (Operation* o : g.ops)
+        if (!aten::isViewOp(o))
+          for (Value r : o->getResults()) ok &= !r.use_empty() && readInside(r);
+      if (!ok || reachesIndirectly(gi, int(ti))) continue;
+      for (Operation* o : g.ops) {
+        if (target.members.insert(o).second) target.ops.push_back(o);
+        if (auto it = groupOf.find(o); it != groupOf.end()) it->second = int(ti);
+      }
+      llvm::sort(target.ops, [&](Operation* x, Operation* y) { return position.lookup(x) < position.lookup(y); });
+      target.producers.remove(gi);
+      for (int p : g.producers)
+        if (p != int(ti)) target.producers.insert(p);
+      for (Group& other : groups)
+        if (other.producers.remove(gi)) other.producers.insert(int(ti));
+      target.producers.remove(int(ti));
+      g.ops.clear();
+      g.members.clear();
+      g.producers.clear();
+      g.merged = true;
+      target.prologue = true;
+      ++numPrologues;
+      if (report)
+        matmul->emitRemark() << "computes its left operand in its own kernel (a prologue over [" << M << " x " << K
+                             << "] rows)";
+    }
+  }
+
   // One kernel for the ops of `m`, with the views its inputs are read through.
   void formAttention(const AttentionMatch& m) {
     int index = int(groups.size());
@@ -1163,6 +1256,22 @@ struct FormKernelsPass : impl::FormKernelsBase<FormKernelsPass> {
 
   void runOnOperation() override {
     func::FuncOp func = getOperation();
+    // Results nothing reads (a decomposed layer norm's mean and rstd, cast
+    // to the input's dtype) would be computed for nothing.
+    SmallVector<Operation*> unread;
+    for (Operation& op : llvm::reverse(func.getBody().front()))
+      if (op.getDialect() && op.getDialect()->getNamespace() == "aten" && op.use_empty()) unread.push_back(&op);
+    while (!unread.empty()) {
+      Operation* op = unread.pop_back_val();
+      SmallVector<Operation*> operands;
+      for (Value v : op->getOperands())
+        if (Operation* def = v.getDefiningOp()) operands.push_back(def);
+      op->erase();
+      for (Operation* def : operands)
+        if (def->use_empty() && def->getDialect() && def->getDialect()->getNamespace() == "aten" &&
+            !llvm::is_contained(unread, def))
+          unread.push_back(def);
+    }
     groups.clear();
     groupOf.clear();
     transposedCopyOf.clear();
@@ -1303,6 +1412,7 @@ struct FormKernelsPass : impl::FormKernelsBase<FormKernelsPass> {
         op->emitRemark("starts a kernel: it reads no value computed in another kernel");
     }
     if (fuse) sinkIntoConsumers();
+    if (fuse) formPrologues();
     // A view the graph returns of a value a kernel computes is stored by
     // that kernel through the view's inverse access pattern when the view is
     // one-to-one; any other returned view is written out by a copy kernel.

@@ -116,7 +116,8 @@ class KernelLowering {
   LogicalResult run(int64_t& instructions, int64_t& dmas);
 
  private:
-  LogicalResult computeSpace();
+  LogicalResult computeSpace(bool prologue = false);
+  LogicalResult findPrologue(Block& body);
   void splitLongRows();
   LogicalResult layoutOfInput(Value v, Layout& out);
   LogicalResult layoutOfView(const aten::StridedView& view, Layout& out);
@@ -144,6 +145,7 @@ class KernelLowering {
   LogicalResult lowerMatmul(Operation* op, Value a, Value bm, Value bias, double beta, double alpha,
                             int64_t p, int64_t f, Type elem);
   Value operandSlice(OperandCache& cache, const MatmulOperand& o, int64_t k0, Operation* op);
+  Value computedSlice(OperandCache& cache, Value tile, int64_t k0, Operation* op);
   Value operandPanel(OperandCache& cache, const MatmulOperand& o, int64_t k0, int64_t chunk, int64_t& column);
   void setSource(Operation* inst, Operation* src);
   // Emits out = alu(in, scalar[p, 0] or imm) (operands swapped with reverse), attributed to src.
@@ -236,6 +238,22 @@ class KernelLowering {
   bool reuseMoving = false;
   int64_t blockColumnTiles = 1;  // column tiles that share a row tile's stationary slices
   llvm::DenseSet<Value> yielded;
+  // A matmul's prologue (FormKernels' formPrologues): the ops that compute
+  // its left operand, lowered once per row tile in their own space (rows
+  // [M], columns [K], whole rows) before the row tile's column tiles.
+  llvm::DenseSet<Operation*> prologueOps;
+  Value prologueOperand;
+  Space prologueSpace;
+  // The prologue's layouts and kept loads (a value both read may have a
+  // layout in each space), swapped in while it is lowered.
+  llvm::DenseMap<Value, Layout> prologueLayouts;
+  std::map<std::tuple<void*, std::vector<int64_t>, int64_t, int64_t>, Value> prologueRepeatedLoads;
+  void swapPrologueState() {
+    std::swap(space, prologueSpace);
+    std::swap(layouts, prologueLayouts);
+    std::swap(repeatedLoads, prologueRepeatedLoads);
+  }
+  bool wholeRows = false;  // lowering the prologue: one column tile per row
   int64_t r0 = 0, c0 = 0, iteration = 0;
   int64_t numInst = 0, numDma = 0;
 };

@@ -160,16 +160,39 @@ Value KernelLowering::operandSlice(OperandCache& cache, const MatmulOperand& o, 
   return slice;
 }
 
+// The [kt x p] stationary slice k0 of a left operand computed in the kernel
+// (a prologue's [p x K] row tile): transposed on the TensorEngine, as a
+// slice loaded in rows is.
+Value KernelLowering::computedSlice(OperandCache& cache, Value tile, int64_t k0, Operation* op) {
+  auto type = llvm::cast<MemRefType>(tile.getType());
+  int64_t p = type.getDimSize(0), K = type.getDimSize(1), kt = std::min(nc::kNumPartitions, K - k0);
+  OperandKey key{tile.getAsOpaquePointer(), 0, 1, K, k0, p};
+  if (auto hit = cache.slices.find(key); hit != cache.slices.end()) return hit->second;
+  Value psum = allocPsum(kt, p);
+  setSource(b->create<nc::TransposeOp>(loc, psum, tileColumns(*b, loc, tile, k0, kt)), op);
+  Value slice = alloc(kt, p, type.getElementType());
+  if (cache.singleTile) slice.getDefiningOp()->setAttr("rotation", b->getI64IntegerAttr(1));
+  copyTile(slice, psum, op);
+  cache.slices[key] = slice;
+  return slice;
+}
+
 LogicalResult KernelLowering::lowerMatmul(Operation* op, Value a, Value bm, Value bias, double beta,
                                           double alpha, int64_t p, int64_t fullWidth, Type elem) {
   Value result = op->getResult(0);
   auto av = viewOf.find(a), bv = viewOf.find(bm);
-  if (av == viewOf.end() || bv == viewOf.end())
+  // The left operand of a matmul with a prologue is computed in the kernel.
+  Value computedA = a == prologueOperand ? tiles.lookup(a) : Value();
+  if ((av == viewOf.end() && !computedA) || bv == viewOf.end())
     return op->emitError("matmul operands must come from HBM (kernel inputs or views of them)");
-  const aten::StridedView &A = av->second, &B = bv->second;
+  const aten::StridedView A = computedA ? aten::contiguousView(llvm::cast<RankedTensorType>(a.getType()).getShape())
+                                        : av->second;
+  const aten::StridedView& B = bv->second;
   Type ae = nc::deviceElementType(llvm::cast<RankedTensorType>(a.getType()).getElementType());
   Type be = nc::deviceElementType(llvm::cast<RankedTensorType>(bm.getType()).getElementType());
   if (ae != be) return op->emitError("matmul operands of different dtypes are not supported yet");
+  if (computedA && llvm::cast<MemRefType>(computedA.getType()).getElementType() != ae)
+    return op->emitError("internal: a matmul's prologue computed its operand in another dtype");
   bool batched = A.shape.size() == 3;
   int64_t M = A.shape[batched ? 1 : 0], K = A.shape.back();
   int64_t batch = batched ? r0 / M : 0, m0 = batched ? r0 % M : r0;
@@ -180,7 +203,7 @@ LogicalResult KernelLowering::lowerMatmul(Operation* op, Value a, Value bm, Valu
   bool perRow = B.shape.back() == 1 && space.cols > 1;
   int64_t f = perRow ? 1 : fullWidth, col0 = perRow ? 0 : c0;
   const int64_t P = nc::kNumPartitions, slices = (K + P - 1) / P;
-  MatmulOperand stationary{hbmOf[a], A.offset + batch * sAb + m0 * sAm, sAk, sAm, K, p, ae};
+  MatmulOperand stationary{computedA ? Value() : hbmOf[a], A.offset + batch * sAb + m0 * sAm, sAk, sAm, K, p, ae};
   MatmulOperand moving{hbmOf[bm], B.offset + batch * sBb + col0 * sBn, sBk, sBn, K, f, be};
   // A K-major left operand has rows of p elements, shorter than a DMA
   // descriptor's worth, so its loads cost about a run per partition row.
@@ -190,7 +213,7 @@ LogicalResult KernelLowering::lowerMatmul(Operation* op, Value a, Value bm, Valu
   // (rows of up to 1 KiB) and kept while those row tiles run, within twice
   // the stationary cache.
   int64_t wideColumn = 0, cacheRow = r0;
-  if (!stationary.inRows() && sAm == 1 && p == P && !batched && blockColumnTiles <= 1) {
+  if (!computedA && !stationary.inRows() && sAm == 1 && p == P && !batched && blockColumnTiles <= 1) {
     int64_t width = std::min<int64_t>(4 * P, kWideRunBytes / stationary.elemBytes()) / P * P;
     while (width > P && slices * width * stationary.elemBytes() > 2 * kStationaryCacheBytes) width -= P;
     int64_t first = m0 / width * width;
@@ -218,7 +241,7 @@ LogicalResult KernelLowering::lowerMatmul(Operation* op, Value a, Value bm, Valu
   for (int64_t i = 0; i < slices; ++i) {
     while (int64_t(prepared.size()) < std::min(slices, i + 1 + kLookahead)) {
       int64_t k0 = int64_t(prepared.size()) * P;
-      Value left = operandSlice(sc, stationary, k0, op);
+      Value left = computedA ? computedSlice(sc, computedA, k0, op) : operandSlice(sc, stationary, k0, op);
       if (stationary.n != p) left = tileColumns(*b, loc, left, wideColumn, p);
       prepared.push_back({left, operandSlice(mc, moving, k0, op)});
     }

@@ -17,6 +17,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "passes/KernelLowering.h"
+#include "llvm/ADT/ScopeExit.h"
 #include "passes/Passes.h"
 #include "dialects/aten/TypeRules.h"
 
@@ -105,8 +106,49 @@ std::optional<double> splatValue(Value v) {
 }
 
 
-LogicalResult KernelLowering::computeSpace() {
+// The ops of a matmul's prologue (see formPrologues in FormKernels.cpp):
+// what computes its left operand inside the kernel, which nothing else in the
+// kernel reads.
+LogicalResult KernelLowering::findPrologue(Block& body) {
+  for (Operation& op : body.without_terminator()) {
+    if (!llvm::isa<aten::MmOp, aten::AddmmOp>(op)) continue;
+    Value lhs = op.getOperand(llvm::isa<aten::AddmmOp>(op) ? 1 : 0), root = lhs;
+    while (Operation* def = root.getDefiningOp()) {
+      if (!aten::isViewOp(def)) break;
+      root = def->getOperand(0);
+    }
+    Operation* def = root.getDefiningOp();
+    if (!def || llvm::isa<arith::ConstantOp>(def)) continue;  // read from HBM
+    // Views of kernel inputs are access patterns, not ops of either part.
+    auto readsHbm = [](Value v) {
+      while (Operation* d = v.getDefiningOp()) {
+        if (llvm::isa<arith::ConstantOp>(d)) return true;
+        if (!aten::isViewOp(d)) return false;
+        v = d->getOperand(0);
+      }
+      return true;
+    };
+    SmallVector<Value> work{lhs};
+    while (!work.empty()) {
+      Value v = work.pop_back_val();
+      Operation* d = v.getDefiningOp();
+      if (readsHbm(v) || !prologueOps.insert(d).second) continue;
+      for (Value o : d->getOperands()) work.push_back(o);
+    }
+    prologueOperand = lhs;
+    for (Operation* p : prologueOps)
+      for (OpOperand& use : p->getResult(0).getUses())
+        if (!prologueOps.contains(use.getOwner()) && !(use.get() == lhs && use.getOwner() == &op))
+          return p->emitError("internal: a value of a matmul's prologue is read outside it");
+    return success();
+  }
+  return success();
+}
+
+LogicalResult KernelLowering::computeSpace(bool prologue) {
   Block& body = kernel.getBody().front();
+  // A matmul's prologue and the rest of the kernel have a space each.
+  auto other = [&](Operation& op) { return prologueOps.contains(&op) != prologue; };
   // The widest value fixes the iteration space; a reduction fixes which
   // trailing dims are the columns.
   SmallVector<int64_t> full;
@@ -124,7 +166,7 @@ LogicalResult KernelLowering::computeSpace() {
     }
   }
   for (Operation& op : body.without_terminator()) {
-    if (llvm::isa<arith::ConstantOp>(op) || aten::isViewOp(&op)) continue;
+    if (llvm::isa<arith::ConstantOp>(op) || aten::isViewOp(&op) || other(op)) continue;
     SmallVector<int64_t> shape;
     if (SmallVector<int64_t> dims = aten::reducedDims(&op); !dims.empty()) {
       auto in = llvm::cast<RankedTensorType>(op.getOperand(0).getType());
@@ -170,7 +212,8 @@ LogicalResult KernelLowering::computeSpace() {
       full = shape;
   }
   for (Operation& op : body.without_terminator())
-    if (llvm::isa<aten::BmmOp>(op)) {
+    if (other(op)) continue;
+    else if (llvm::isa<aten::BmmOp>(op)) {
       space.matmul = true;
       space.rowBlock = llvm::cast<RankedTensorType>(op.getResult(0).getType()).getDimSize(1);
     } else if (llvm::isa<aten::MmOp, aten::AddmmOp>(op)) {
@@ -184,7 +227,7 @@ LogicalResult KernelLowering::computeSpace() {
   // A matmul's epilogue over split columns (FormKernels' joinsSplitColumns):
   // the columns are the trailing dims that flatten into the matmul's N.
   for (Operation& op : body.without_terminator()) {
-    if (!llvm::isa<aten::MmOp, aten::AddmmOp>(op) || space.reduces) continue;
+    if (!llvm::isa<aten::MmOp, aten::AddmmOp>(op) || space.reduces || other(op)) continue;
     auto mm = llvm::cast<RankedTensorType>(op.getResult(0).getType());
     if (int64_t split = aten::trailingDimsOf(full, mm.getDimSize(0), mm.getDimSize(1))) k = split;
     break;
@@ -201,7 +244,7 @@ LogicalResult KernelLowering::computeSpace() {
   space.cols = product(space.trail);
   if (space.rows == 0 || space.cols == 0)
     return kernel.emitError("kernels over empty tensors are not supported");
-  splitLongRows();
+  if (!prologue) splitLongRows();
   int64_t iterations = (space.rows + nc::kNumPartitions - 1) / nc::kNumPartitions *
                        ((space.cols + maxFree - 1) / maxFree);
   if (iterations > (int64_t(1) << 20))
@@ -451,6 +494,7 @@ Value KernelLowering::alloc(int64_t p, int64_t f, Type elem) {
 // bank for a matmul or the free-size limit. Split columns (a matmul's
 // epilogue over [heads, head_dim]) take whole innermost rows.
 int64_t KernelLowering::columnTile() const {
+  if (wholeRows) return space.cols;
   int64_t chunk = space.reduces && !chunked ? space.cols : std::min(space.cols, space.matmul ? matmulColumns : maxFree);
   if (space.trail.size() == 2 && !space.reduces && chunk < space.cols && space.trail[1] <= chunk)
     chunk = chunk / space.trail[1] * space.trail[1];
@@ -782,10 +826,11 @@ bool KernelLowering::storedViewChain(Operation* view) {
 // A reshape of a computed value between shapes whose trailing dims both
 // flatten into the space's columns over its rows: the same tile.
 bool KernelLowering::keepsTile(Operation* view) {
-  if (!llvm::isa<aten::ViewShapeOp, aten::UnsafeViewOp, aten::ReshapeOp, aten::ReshapeAliasOp>(view) || space.split > 1)
+  const Space& s = prologueOps.contains(view) ? prologueSpace : space;
+  if (!llvm::isa<aten::ViewShapeOp, aten::UnsafeViewOp, aten::ReshapeOp, aten::ReshapeAliasOp>(view) || s.split > 1)
     return false;
   for (Type t : {view->getOperand(0).getType(), view->getResult(0).getType()})
-    if (aten::trailingDimsOf(llvm::cast<RankedTensorType>(t).getShape(), space.rows, space.cols) == 0) return false;
+    if (aten::trailingDimsOf(llvm::cast<RankedTensorType>(t).getShape(), s.rows, s.cols) == 0) return false;
   return true;
 }
 
@@ -931,8 +976,18 @@ LogicalResult KernelLowering::run(int64_t& instructions, int64_t& dmas) {
       return success();
     }
   }
-  if (failed(computeSpace())) return failure();
   Block& oldBody = kernel.getBody().front();
+  if (failed(findPrologue(oldBody))) return failure();
+  if (prologueOperand) {
+    if (failed(computeSpace(/*prologue=*/true))) return failure();
+    prologueSpace = space;
+    space = Space{};
+    if (prologueSpace.rows == 0 || prologueSpace.matmul || prologueSpace.split > 1 || permutedInput)
+      return kernel.emitError("internal: a matmul's prologue that is not a kernel of whole rows");
+  }
+  if (failed(computeSpace())) return failure();
+  if (prologueOperand && (prologueSpace.rows != space.rows || space.rowBlock > 0 || space.reduces))
+    return kernel.emitError("internal: a matmul's prologue over rows other than the matmul's");
   auto yield = llvm::cast<nc::YieldOp>(oldBody.getTerminator());
   for (Value v : yield.getValues()) yielded.insert(v);
 
@@ -996,6 +1051,32 @@ LogicalResult KernelLowering::run(int64_t& instructions, int64_t& dmas) {
     if (argA || argB) return bool(argA);
     return a.getDefiningOp()->isBeforeInBlock(b.getDefiningOp());
   });
+  // The prologue's inputs are laid out against its own space and loaded by
+  // it (a value both parts read, in each).
+  SmallVector<Value> prologueHbm;
+  if (prologueOperand) {
+    SmallVector<Value> rest;
+    for (Value v : hbmValues) {
+      bool inPrologue = false, outside = false;
+      for (OpOperand& use : v.getUses()) {
+        Operation* user = use.getOwner();
+        if (aten::isViewOp(user) || llvm::isa<aten::MmOp, aten::BmmOp, aten::EmbeddingOp, aten::CatOp>(user) ||
+            (llvm::isa<aten::AddmmOp>(user) && use.getOperandNumber() != 0))
+          continue;
+        (prologueOps.contains(user) ? inPrologue : outside) = true;
+      }
+      if (inPrologue) prologueHbm.push_back(v);
+      if (outside || !inPrologue) rest.push_back(v);
+    }
+    hbmValues = std::move(rest);
+    swapPrologueState();
+    LogicalResult laidOut = success();
+    for (Value v : prologueHbm)
+      if (failed(layoutOfInput(v, layouts[v]))) laidOut = failure();
+    laidOut = succeeded(laidOut) ? markImmediates(oldBody) : laidOut;
+    swapPrologueState();
+    if (failed(laidOut)) return failure();
+  }
   for (Value v : hbmValues)
     if (failed(layoutOfInput(v, layouts[v]))) return failure();
   if (failed(markImmediates(oldBody))) return failure();
@@ -1035,6 +1116,42 @@ LogicalResult KernelLowering::run(int64_t& instructions, int64_t& dmas) {
   };
   // With chunked rows, only full-width values computed before the reductions
   // are stored chunk by chunk; the rest once the row is done.
+  // A row tile of the prologue: its inputs loaded and its ops lowered over
+  // whole [p x K] rows; the left operand's tile serves every column tile.
+  auto lowerPrologue = [&](int64_t p, llvm::DenseMap<Value, Value>& rowTiles) -> LogicalResult {
+    swapPrologueState();
+    bool wasChunked = chunked;
+    int64_t column = c0;
+    chunked = false;
+    wholeRows = true;
+    c0 = 0;
+    auto restore = llvm::make_scope_exit([&] {
+      swapPrologueState();
+      chunked = wasChunked;
+      wholeRows = false;
+      c0 = column;
+    });
+    tiles.clear();
+    ++iteration;
+    for (Value v : prologueHbm) tileOf(v);
+    for (Operation& op : oldBody.without_terminator()) {
+      if (!prologueOps.contains(&op) || aliasTile(op) || llvm::isa<arith::ConstantOp>(op) || aten::isViewOp(&op))
+        continue;
+      if (failed(lowerOp(&op, p, space.cols))) return failure();
+    }
+    Value tile = tiles.lookup(prologueOperand);
+    if (!tile) return kernel.emitError("internal: a matmul's prologue left its operand without a tile");
+    // A widening cast keeps its input's tile (bf16 values cast to f32 for an
+    // f32 matmul): the TensorEngine takes the operand in its own dtype.
+    Type want = nc::deviceElementType(llvm::cast<RankedTensorType>(prologueOperand.getType()).getElementType());
+    if (llvm::cast<MemRefType>(tile.getType()).getElementType() != want) {
+      Value converted = alloc(p, space.cols, want);
+      copyTile(converted, tile, prologueOperand.getDefiningOp());
+      tile = converted;
+    }
+    rowTiles[prologueOperand] = tile;
+    return success();
+  };
   auto storedPerChunk = [&](Value v) {
     Operation* def = v.getDefiningOp();
     return def && !afterReduction.contains(def) && aten::reducedDims(def).empty() &&
@@ -1097,6 +1214,7 @@ relower:
       // chunking, a row tile with several column tiles has no reduction, so
       // every per-row value depends on the row alone.
       llvm::DenseMap<Value, Value> perRowTiles;
+      if (prologueOperand && failed(lowerPrologue(p, perRowTiles))) return fail();
       for (c0 = block; c0 < blockEnd; c0 += chunk) {
         int64_t f = std::min(chunk, space.cols - c0);
         tiles.clear();
@@ -1110,7 +1228,7 @@ relower:
           if (!chunked && layouts[v].kind == Kind::Row) perRowTiles[v] = tiles[v];
         }
         for (Operation& op : oldBody.without_terminator()) {
-          if (chunked && afterReduction.contains(&op)) continue;
+          if ((chunked && afterReduction.contains(&op)) || prologueOps.contains(&op)) continue;
           if (aliasTile(op) || llvm::isa<arith::ConstantOp>(op) || aten::isViewOp(&op)) continue;
           if (op.getNumResults() == 1 && perRowTiles.count(op.getResult(0))) continue;
           if (failed(lowerOp(&op, p, f))) return fail();
@@ -1157,6 +1275,7 @@ relower:
     builder.setInsertionPointToEnd(body);
     tiles.clear();
     repeatedLoads.clear();
+    prologueRepeatedLoads.clear();
     repeatedLoadBytes = 0;
     invariantLoadBytes = 0;
     rowTileLoads.clear();

@@ -82,7 +82,8 @@ def FormKernels : Pass<"ncc-form-kernels", "mlir::func::FuncOp"> {
   ];
   let statistics = [
     Statistic<"numKernels", "kernels", "Kernels formed">,
-    Statistic<"numFused", "fused-ops", "Ops that joined an existing kernel">
+    Statistic<"numFused", "fused-ops", "Ops that joined an existing kernel">,
+    Statistic<"numPrologues", "prologues", "Kernels that joined a matmul's kernel as its left operand's prologue">
   ];
 }
 

@@ -111,6 +111,70 @@ class MatmulTiling(unittest.TestCase):
         x, w = randn(200, 20000, scale=0.05), randn(20000, 130, seed=1, scale=0.05)
         self.check(lambda x, w: x @ w, (x, w))
 
+    def kernels(self):
+        name = self.id().split(".")[-1]
+        neff = os.path.join(self.tmp, name + ".neff")
+        return len({i["span"] for i in toolchain.profile_instructions(neff, self.tmp)})
+
+    def test_layer_norm_prologue(self):
+        # GPT-2's ln -> c_fc -> gelu: the layer norm joins the matmul's kernel as its left
+        # operand's prologue (one kernel). 3 row tiles (300, the last partial), K = 200 (two
+        # k slices, the second partial), N = 600 (two column tiles). Parameters as
+        # nn.LayerNorm initializes them (ones, zeros) and random.
+        for dtype in (torch.float32, torch.bfloat16):
+            for init in ("default", "random"):
+                with self.subTest(dtype=dtype, init=init):
+                    x = randn(300, 200, dtype=dtype, scale=3.0)
+                    g = torch.ones(200, dtype=dtype) if init == "default" else randn(200, dtype=dtype, seed=3)
+                    beta = torch.zeros(200, dtype=dtype) if init == "default" else randn(200, dtype=dtype, seed=4)
+                    w, bias = randn(600, 200, dtype=dtype, seed=1, scale=0.07), randn(600, dtype=dtype, seed=2)
+
+                    def fn(x, g, beta, w, bias):
+                        return F.gelu(F.linear(F.layer_norm(x, (200,), g, beta, 1e-5), w, bias))
+                    self.check(fn, (x, g, beta, w, bias))
+                    self.assertEqual(self.kernels(), 1)
+
+    def test_rms_norm_prologue_through_a_reshape(self):
+        # An RMSNorm of a [2, 150, 256] activation read by x.view(300, 256) @ w: the
+        # reshape keeps the rows, so the norm is the matmul's prologue; the residual
+        # add after it reads the activation again from HBM.
+        for dtype in (torch.float32, torch.bfloat16):
+            with self.subTest(dtype=dtype):
+                x, g = randn(2, 150, 256, dtype=dtype), randn(256, dtype=dtype, seed=5)
+                w = randn(256, 256, dtype=dtype, seed=1, scale=0.06)
+
+                def fn(x, g, w):
+                    xf = x.float()
+                    n = (xf * torch.rsqrt(xf.pow(2).mean(-1, keepdim=True) + 1e-6)).to(x.dtype) * g
+                    return (n.view(300, 256) @ w).view(2, 150, 256) + x
+                self.check(fn, (x, g, w))
+                self.assertEqual(self.kernels(), 1)
+
+    def test_norm_read_twice_is_not_a_prologue(self):
+        # The normalized value is returned as well, and a second matmul reads it: it is
+        # stored by its own kernel; the results are the same.
+        x, w1, w2 = randn(200, 160), randn(160, 96, seed=1, scale=0.1), randn(160, 64, seed=2, scale=0.1)
+
+        def fn(x, w1, w2):
+            n = F.layer_norm(x, (160,))
+            return torch.cat([n @ w1, n @ w2, n[:, :8]], dim=1)
+        self.check(fn, (x, w1, w2))
+        self.assertGreater(self.kernels(), 1)
+
+    def test_prologue_of_one_row_tile_with_many_column_blocks(self):
+        # 64 rows (one row tile): the prologue runs once, whatever the blocks of the
+        # 9000 output columns (18 column tiles of 8 k slices).
+        x, w = randn(64, 1024, dtype=torch.bfloat16), randn(1024, 9000, dtype=torch.bfloat16, seed=1, scale=0.03)
+        self.check(lambda x, w: F.layer_norm(x, (1024,)) @ w, (x, w))
+        self.assertEqual(self.kernels(), 1)
+
+    def test_prologue_with_a_long_row(self):
+        # K = 6144 (the longest row a prologue takes with the default SBUF budget): 48 k
+        # slices of a [128 x 6144] row tile computed in SBUF next to the moving slices.
+        x, w = randn(256, 6144, dtype=torch.bfloat16), randn(6144, 640, dtype=torch.bfloat16, seed=1, scale=0.01)
+        self.check(lambda x, w: F.layer_norm(x, (6144,)) @ w, (x, w))
+        self.assertEqual(self.kernels(), 1)
+
 
 if __name__ == "__main__":
     common.main()

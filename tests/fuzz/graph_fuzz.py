@@ -1572,6 +1572,47 @@ def g_matmul(b):
     b.add(e, [out])
 
 
+def g_prologue(b):
+    """A row-wise chain (a norm, a softmax, an activation) whose only reader is a matmul: at -O1/-O2
+    it runs in the matmul's kernel as the left operand's prologue (a norm before a projection)."""
+    if b.rng.random() < 0.3:
+        m = b.sym(b.rng.choice(MATMUL_DIMS))
+        kv = [k for k in MATMUL_DIMS if k * b.dim_val((m,)) <= ELEMENT_LIMIT]
+        a = b.new_input(((m,), (b.sym(b.rng.choice(kv)),)), kind=b.rng.choice(["normal", "unit"]))
+    else:
+        a, _ = pick_ranked(b)
+    sa = b.v(a).shape
+    kdim = sa[-1]
+    nshape = (kdim,)
+    chains = ["F.layer_norm(%%s, %s, %s, %s, 1e-5)" % (shape_src(nshape), norm_params(b, nshape, ["ones", "normal"]),
+                                                     norm_params(b, nshape, ["zeros", "normal"])),
+              "rms_norm(%%s, %s, %s, 1e-06)" % (shape_src(nshape), norm_params(b, nshape, ["ones", "normal"])),
+              "torch.softmax(%s, -1)", "(%s * torch.rsqrt(%s.pow(2).mean(-1, keepdim=True) + 1e-6))",
+              "(F.gelu(%s) * 0.5)"]
+    chain = b.rng.choice(chains)
+    inner = chain % ((a,) * chain.count("%s"))
+    nval = b.rng.choice(MATMUL_DIMS)
+    if b.dim_val(kdim) * nval > ELEMENT_LIMIT:
+        nval = 7
+    ndim = (b.sym(nval),)
+    rows = b.numel(sa[:-1]) if len(sa) > 1 else 1
+    if rows * nval > ELEMENT_LIMIT:
+        raise Reject("matmul result too large")
+    W = weight(b, (ndim, kdim), kdim, b.v(a).dtype)
+    form = b.rng.choice(["linear", "linear_bias", "mm", "flat"])
+    if form == "linear":
+        e = "F.linear(%s, %s)" % (inner, W)
+    elif form == "linear_bias":
+        e = "F.linear(%s, %s, %s)" % (inner, W, b.new_param((ndim,), dtype=b.v(a).dtype,
+                                                            kind=b.rng.choice(["zeros", "normal"])))
+    elif form == "mm" or len(sa) < 2:
+        e = "torch.matmul(%s, %s.t())" % (inner, W)
+    else:  # rows flattened for a 2-d mm, then the leading dims back
+        e = "(%s.reshape(-1, #{%s}) @ %s.t()).view(%s)" % (
+            inner, dim_expr(kdim), W, ", ".join("#{%s}" % dim_expr(d) for d in tuple(sa[:-1]) + (ndim,)))
+    b.add(e, [tuple(sa[:-1]) + (ndim,)])
+
+
 def g_bmm(b):
     a = b.pick_float(lambda v: len(v.shape) in (3, 4))
     if a is None or b.rng.random() < 0.3:
@@ -2226,6 +2267,7 @@ GENERATORS = [
     (2, g_math, ()),
     (2, g_indexing, ()),
     (1.5, g_layout, ()),
+    (2, g_prologue, ("aten::mm", "aten::native_layer_norm")),
 ]
 
 
