@@ -150,6 +150,24 @@ class MatmulTiling(unittest.TestCase):
                 self.check(fn, (x, g, w))
                 self.assertEqual(self.kernels(), 1)
 
+    def test_prologue_with_a_rotary_epilogue(self):
+        # A norm before a projection whose head-split result takes the rotary embedding in
+        # its epilogue (split columns [heads, 64]): prologue and epilogue in one kernel.
+        S, H, D = 200, 4, 64
+
+        def fn(x, g, w, cos, sin):
+            xf = x.float()
+            n = (xf * torch.rsqrt(xf.pow(2).mean(-1, keepdim=True) + 1e-6)).to(x.dtype) * g
+            q = F.linear(n, w).view(1, S, H, D).transpose(1, 2)
+            return q * cos + torch.cat((-q[..., D // 2:], q[..., :D // 2]), dim=-1) * sin
+        for dtype in (torch.float32, torch.bfloat16):
+            with self.subTest(dtype=dtype):
+                x, g = randn(1, S, H * D, dtype=dtype), randn(H * D, dtype=dtype, seed=1)
+                w = randn(H * D, H * D, dtype=dtype, seed=2, scale=0.05)
+                cos, sin = randn(S, D, dtype=dtype, seed=3), randn(S, D, dtype=dtype, seed=4)
+                self.check(fn, (x, g, w, cos, sin))
+                self.assertEqual(self.kernels(), 1)
+
     def test_norm_read_twice_is_not_a_prologue(self):
         # The normalized value is returned as well, and a second matmul reads it: it is
         # stored by its own kernel; the results are the same.
