@@ -168,23 +168,34 @@ LogicalResult unary(NodeImporter& n) {
   return n.createOnFloat<OpTy>(self);
 }
 
+// A reduction's dtype argument (sum(x, dtype=torch.float32) of a bf16 x, a
+// bool mask summed as int32): eager converts the input to that dtype and
+// reduces it there, so the input is cast to the recorded result's dtype
+// first (an integer dtype truncates a float input, as eager's cast does).
+FailureOr<Value> inReductionDtype(NodeImporter& n, Value self, int dtypeArg) {
+  const Argument* d = n.arg(dtypeArg, "dtype");
+  if (!d || d->value_case() == Argument::kNone) return self;
+  FailureOr<RankedTensorType> result = n.resultType();
+  if (failed(result)) return failure();
+  auto type = llvm::cast<RankedTensorType>(self.getType());
+  if (type.getElementType() == result->getElementType()) return self;
+  return n.b.create<aten::ToCopyOp>(n.loc, type.clone(result->getElementType()), self).getResult();
+}
+
 template <typename OpTy>
 LogicalResult reduction(NodeImporter& n) {
-  NCC_TRY(self, n.tensor(0, "self"));
+  NCC_TRY(input, n.tensor(0, "self"));
   NCC_TRY(dims, n.ints(1, "dim", SmallVector<int64_t>{}));
   NCC_TRY(keepdim, n.boolean(2, "keepdim", false));
-  // mean.dim / sum.dim_IntList take an optional dtype: only "unchanged" is supported.
-  if (const Argument* d = n.arg(3, "dtype"); d && d->value_case() != Argument::kNone)
-    return (n.error("a dtype argument on a reduction is not supported yet"));
+  NCC_TRY(self, inReductionDtype(n, input, 3));  // mean.dim / sum.dim_IntList
   return n.createOnFloat<OpTy>(self, n.b.getDenseI64ArrayAttr(dims), n.b.getBoolAttr(keepdim));
 }
 
 // sum.default / mean.default: over every dim (no dim list), no keepdim.
 template <typename OpTy>
 LogicalResult fullReduction(NodeImporter& n) {
-  NCC_TRY(self, n.tensor(0, "self"));
-  if (const Argument* d = n.arg(1, "dtype"); d && d->value_case() != Argument::kNone)
-    return (n.error("a dtype argument on a reduction is not supported yet"));
+  NCC_TRY(input, n.tensor(0, "self"));
+  NCC_TRY(self, inReductionDtype(n, input, 1));
   return n.createOnFloat<OpTy>(self, n.b.getDenseI64ArrayAttr({}), n.b.getBoolAttr(false));
 }
 
@@ -366,6 +377,12 @@ const std::map<std::string, Builder>& registry() {
          NCC_TRY(self, n.tensor(0, "self"));
          NCC_TRY(mask, n.tensor(1, "mask"));
          NCC_TRY(value, n.number(2, "value"));
+         // A mask of more dims or longer ones than self broadcasts self to
+         // the result's shape, as eager does (masked_fill(x[5], m[5, 5])).
+         auto selfType = llvm::cast<RankedTensorType>(self.getType());
+         auto shape = aten::broadcastShapes(selfType.getShape(), llvm::cast<RankedTensorType>(mask.getType()).getShape());
+         if (shape && ArrayRef<int64_t>(*shape) != selfType.getShape())
+           self = n.b.create<aten::ExpandOp>(n.loc, selfType.clone(*shape), self, n.b.getDenseI64ArrayAttr(*shape));
          return n.create<aten::MaskedFillScalarOp>(self, mask, n.b.getF64FloatAttr(value));
        }},
       {"aten::neg", unary<aten::NegOp>},

@@ -60,6 +60,15 @@ class Recurrent(nn.Module):
 
 
 class MathAndLosses(common.ComparedWithEager):
+    def test_reductions_with_a_dtype(self):
+        # sum/mean(dtype=...): eager converts the input to that dtype, then reduces (a bf16
+        # activation summed in f32; a bool mask counted as int32; floats truncated to int64).
+        x = randn(6, 300, seed=50)
+        self.check(lambda a: (torch.sum(a, dim=-1, dtype=torch.float32), a.mean(dtype=torch.float32),
+                              a.mean((0, 1), keepdim=True, dtype=torch.float32)), (x.bfloat16(),))
+        self.check(lambda a: ((a > 0.3).sum(-1, dtype=torch.int32), (a * 5).sum(-1, dtype=torch.int64),
+                              a.sum(0, dtype=torch.bfloat16)), (x,))
+
     def test_classification_losses(self):
         g = torch.Generator().manual_seed(3)
         logits, labels = randn(6, 5, seed=1) * 3, torch.randint(0, 5, (6,), generator=g)

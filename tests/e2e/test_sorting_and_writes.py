@@ -171,6 +171,13 @@ class SortingAndWrites(common.ComparedWithEager):
         i = torch.arange(12).reshape(3, 4)
         self.check(lambda a, k: (torch.take(a, k), a.index_fill(1, k[0] % 4, 7)), (i, flat % 12))
 
+    def test_masked_fill_whose_mask_broadcasts_self(self):
+        # Eager broadcasts self against a larger mask: x[5].masked_fill(m[4, 5], v) is [4, 5].
+        m = torch.rand(4, 5, generator=torch.Generator().manual_seed(40)) > 0.5
+        for dtype in DTYPES:
+            self.check(lambda a, m: (a.masked_fill(m, 2.5), torch.masked_fill(a[:1], m[:, :1], float("-inf"))),
+                       (randn(5, seed=41).to(dtype), m))
+
     def test_layout_ops(self):
         img = randn(2, 8, 5, 6, seed=15)
         x, y = randn(4, 3, seed=16), randn(4, 3, seed=17)
