@@ -10,6 +10,8 @@
 #include "compiler/GraphImporter.h"
 
 #include "compiler/NodeImporter.h"
+
+#include <cmath>
 #include "google/protobuf/text_format.h"
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/IR/Verifier.h"
@@ -531,9 +533,10 @@ const std::map<std::string, Builder>& registry() {
            auto it = n.values.find(name);
            if (name.empty() || it == n.values.end() || it->second.size() != 1)
              return n.error("cat names unknown value '" + name + "'");
-           // PyTorch skips 1-d empty tensors in cat (legacy behaviour).
+           // Empty pieces add nothing (PyTorch also skips 1-d empty tensors
+           // of any other shape, its legacy rule).
            auto t = llvm::cast<RankedTensorType>(it->second.front().getType());
-           if (t.getRank() == 1 && t.getDimSize(0) == 0) continue;
+           if (t.getNumElements() == 0) continue;
            tensors.push_back(it->second.front());
          }
          NCC_TRY(dim, n.integer(1, "dim", 0));
@@ -660,6 +663,12 @@ class GraphImporter {
   FailureOr<RankedTensorType> typeOf(const graph::TensorMeta& m, const std::string& where);
   LogicalResult checkSupported();
   FailureOr<Value> constant(const graph::Constant& c);
+  Value emptyConstant(RankedTensorType type, const std::string& where) {
+    return b.create<arith::ConstantOp>(nodeLoc(where), DenseElementsAttr::get(type, ArrayRef<Attribute>{}))
+        .getResult();
+  }
+  bool allResultsEmpty(const graph::Node& node);
+  LogicalResult foldEmptyValues(Block& entry);
 
   const graph::Graph& g;
   std::string filename;
@@ -678,6 +687,79 @@ FailureOr<RankedTensorType> GraphImporter::typeOf(const graph::TensorMeta& m, co
   }
   if (shape.size() > 8) return (error(where) << "rank " << shape.size() << " is above 8", failure());
   return RankedTensorType::get(shape, elem);
+}
+
+// A node whose every result has no elements computes nothing: its results
+// are empty constants, whatever it is.
+bool GraphImporter::allResultsEmpty(const graph::Node& node) {
+  if (node.outputs_size() == 0) return false;
+  return llvm::all_of(node.outputs(), [](const graph::TensorMeta& m) {
+    return llvm::is_contained(m.shape(), int64_t(0));
+  });
+}
+
+// Empty values are constants from import on (graph inputs with no elements
+// too), so that no kernel ever reads or writes one: what an op's composition
+// computes with no elements becomes an empty constant, and the ops that make
+// something of nothing fold here. A reduction over no elements is its
+// identity (sum 0, mean NaN, as eager gives); a matmul contracting over no
+// elements (K = 0) is beta * bias, or zeros.
+LogicalResult GraphImporter::foldEmptyValues(Block& entry) {
+  auto isEmpty = [](Value v) {
+    auto t = llvm::dyn_cast<RankedTensorType>(v.getType());
+    return t && t.getNumElements() == 0;
+  };
+  for (Operation& op : llvm::make_early_inc_range(entry)) {
+    if (llvm::isa<arith::ConstantOp, func::ReturnOp>(op) || op.getNumResults() == 0) continue;
+    b.setInsertionPoint(&op);
+    if (llvm::all_of(op.getResults(), isEmpty)) {
+      for (Value r : op.getResults())
+        r.replaceAllUsesWith(
+            b.create<arith::ConstantOp>(op.getLoc(), DenseElementsAttr::get(llvm::cast<ShapedType>(r.getType()),
+                                                                             ArrayRef<Attribute>{}))
+                .getResult());
+      op.erase();
+      continue;
+    }
+    auto type = llvm::cast<RankedTensorType>(op.getResult(0).getType());
+    auto splat = [&](double value) {
+      Attribute a = llvm::isa<FloatType>(type.getElementType())
+                        ? Attribute(b.getFloatAttr(type.getElementType(), value))
+                        : Attribute(b.getIntegerAttr(type.getElementType(), int64_t(value)));
+      return b.create<arith::ConstantOp>(op.getLoc(), DenseElementsAttr::get(type, a)).getResult();
+    };
+    Value result;
+    if (llvm::isa<aten::SumDimIntListOp>(op) && isEmpty(op.getOperand(0))) {
+      result = splat(0.0);
+    } else if (llvm::isa<aten::MeanDimOp>(op) && isEmpty(op.getOperand(0))) {
+      result = splat(std::nan(""));
+    } else if (llvm::isa<aten::AmaxOp>(op) && isEmpty(op.getOperand(0))) {
+      // Eager refuses amax over nothing; the compositions that reach it
+      // reduce values of at least 0 (any and all over 0/1 flags, the
+      // inf-norm over |x|: 0 over nothing, as eager gives), and logsumexp's
+      // log(0) + m is -inf whatever m.
+      result = splat(0.0);
+    } else if (llvm::isa<aten::VarMeanCorrectionOp>(op) && isEmpty(op.getOperand(0))) {
+      Value nan = splat(std::nan(""));
+      op.getResult(1).replaceAllUsesWith(nan);
+      result = nan;
+    } else if (llvm::isa<aten::MmOp, aten::BmmOp, aten::AddmmOp>(op)) {
+      unsigned lhs = llvm::isa<aten::AddmmOp>(op) ? 1 : 0;
+      if (llvm::cast<RankedTensorType>(op.getOperand(lhs).getType()).getShape().back() != 0) continue;
+      result = splat(0.0);
+      if (auto addmm = llvm::dyn_cast<aten::AddmmOp>(op); addmm && addmm.getBeta().convertToDouble() != 0.0) {
+        Value bias = addmm.getSelf();
+        if (addmm.getBeta().convertToDouble() != 1.0)
+          bias = b.create<aten::MulScalarOp>(op.getLoc(), bias.getType(), bias, addmm.getBetaAttr()).getResult();
+        result = b.create<aten::AddTensorOp>(op.getLoc(), type, result, bias, b.getF64FloatAttr(1.0)).getResult();
+      }
+    } else {
+      continue;
+    }
+    op.getResult(0).replaceAllUsesWith(result);
+    op.erase();
+  }
+  return success();
 }
 
 LogicalResult GraphImporter::checkSupported() {
@@ -731,10 +813,6 @@ OwningOpRef<ModuleOp> GraphImporter::run() {
   for (const graph::Placeholder& p : g.inputs()) {
     FailureOr<RankedTensorType> t = typeOf(p.meta(), p.name());
     if (failed(t)) return nullptr;
-    if (t->getNumElements() == 0)
-      return (error(p.name()) << "graph input of shape " << aten::shapeToString(t->getShape())
-                              << " is an empty tensor (0 elements); empty tensors are not supported",
-              nullptr);
     if (t->getElementType().isF64())
       return (error(p.name()) << "float64 graph inputs are not supported (the device computes in f32, "
                                  "bf16 and f16); cast to float32 before exporting",
@@ -748,7 +826,11 @@ OwningOpRef<ModuleOp> GraphImporter::run() {
   b.setInsertionPointToStart(entry);
   for (auto [i, p] : llvm::enumerate(g.inputs())) {
     if (values.count(p.name())) return (error(p.name()) << "value defined twice", nullptr);
-    values[p.name()] = {entry->getArgument(unsigned(i))};
+    // An input with no elements is bound by the caller (0 bytes) and read by
+    // nothing: the graph sees an empty constant.
+    auto inputType = llvm::cast<RankedTensorType>(inputTypes[i]);
+    values[p.name()] = {inputType.getNumElements() == 0 ? emptyConstant(inputType, p.name())
+                                                        : Value(entry->getArgument(unsigned(i)))};
     func.setArgAttr(unsigned(i), "nc.name", b.getStringAttr(p.name()));
   }
   for (const graph::Constant& c : g.constants()) {
@@ -770,6 +852,16 @@ OwningOpRef<ModuleOp> GraphImporter::run() {
       values[node.name()] = {it->second[size_t(index)]};
       continue;
     }
+    if (allResultsEmpty(node)) {
+      SmallVector<Value> empties;
+      for (const graph::TensorMeta& m : node.outputs()) {
+        FailureOr<RankedTensorType> t = typeOf(m, node.name());
+        if (failed(t)) return nullptr;
+        empties.push_back(emptyConstant(*t, node.name()));
+      }
+      values[node.name()] = empties;
+      continue;
+    }
     NodeImporter importer(node, b, nodeLoc(node.name()), values);
     if (failed(registry().at(node.target())(importer))) return nullptr;
   }
@@ -787,8 +879,20 @@ OwningOpRef<ModuleOp> GraphImporter::run() {
   // picks, such as max pooling's indices, or pieces a composition built
   // and did not use) are dropped before any pass sees them. In reverse
   // order, so that what only they read goes too.
+  if (failed(foldEmptyValues(*entry))) return nullptr;
   for (Operation& op : llvm::make_early_inc_range(llvm::reverse(*entry)))
     if (isOpTriviallyDead(&op)) op.erase();
+  // What an op's composition made of an empty value and still computes
+  // something empty is past what the passes take.
+  for (Operation& op : *entry)
+    if (!llvm::isa<arith::ConstantOp, func::ReturnOp>(op))
+      for (Value r : op.getResults())
+        if (auto t = llvm::dyn_cast<RankedTensorType>(r.getType()); t && t.getNumElements() == 0)
+          return (emitError(op.getLoc()) << op.getName() << ": an intermediate result of shape "
+                                          << aten::shapeToString(t.getShape())
+                                          << " is an empty tensor (0 elements) that the compiler does not fold; "
+                                             "empty tensors are supported as graph inputs, outputs and node results",
+                  nullptr);
   if (failed(verify(*module))) return nullptr;
   return module;
 }

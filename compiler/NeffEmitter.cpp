@@ -81,18 +81,20 @@ absl::StatusOr<std::string> emitNeff(ModuleOp module, const EmitOptions& options
   }
   Operation* ret = func.getBody().front().getTerminator();
   for (auto [i, v] : llvm::enumerate(ret->getOperands())) {
-    if (!v.getDefiningOp<nc::KernelOp>())
+    // An output with no elements: declared (0 bytes), written by nothing.
+    bool empty = llvm::cast<RankedTensorType>(v.getType()).getNumElements() == 0;
+    if (!v.getDefiningOp<nc::KernelOp>() && !empty)
       return fail(absl::StrCat("graph output ", i,
                                " is not computed on the device (it is an input or a constant); "
                                "this is not supported yet"));
-    if (tensorOf.count(v))
+    if (tensorOf.count(v) && !empty)
       return fail(absl::StrCat("graph output ", i, " repeats an earlier output; not supported yet"));
     if (!isDeviceIoType(v.getType()) && !isIntegerIoType(v.getType()))
       return fail(absl::StrCat("graph output ", i, " has element type ", typeString(v.getType()),
                                "; graph outputs must be f32, bf16, f16, i32, i64 or bool for now"));
     std::string name = absl::StrCat("output", i);
     if (auto n = func.getResultAttrOfType<StringAttr>(unsigned(i), "nc.name")) name = n.getValue().str();
-    tensorOf[v] = uint32_t(exe.tensors_size());
+    if (!empty) tensorOf[v] = uint32_t(exe.tensors_size());
     exe.add_graph_outputs(uint32_t(exe.tensors_size()));
     addTensor(exe, name, neff::OUTPUT, v.getType());
   }

@@ -150,9 +150,6 @@ class NodeImporter {
       auto it = values.find(a.tensor());
       return it == values.end() || llvm::all_of(it->second, [](Value v) { return v.getDefiningOp<arith::ConstantOp>(); });
     });
-    if (llvm::any_of(shape, [](int64_t d) { return d == 0; }) && !fromConstants)
-      return error("result of shape " + aten::shapeToString(shape) +
-                   " is an empty tensor (0 elements); empty tensors are not supported");
     // f64 is computed at compile time only (constants fold); the device
     // computes in f32, bf16 and f16.
     if (elem.isF64() && !fromConstants)

@@ -1290,6 +1290,9 @@ struct FormKernelsPass : impl::FormKernelsBase<FormKernelsPass> {
       Value v = operand.get();
       if (returned.insert(v).second && !v.getDefiningOp<arith::ConstantOp>() && !llvm::isa<BlockArgument>(v))
         continue;
+      // An output with no elements has nothing to write (the emitter
+      // declares it with no kernel).
+      if (llvm::cast<RankedTensorType>(v.getType()).getNumElements() == 0) continue;
       OpBuilder b(ret);
       operand.set(b.create<aten::CloneOp>(v.getLoc(), v.getType(), v));
     }

@@ -215,4 +215,9 @@ bool LoadInputs(const ModelIo& io, const std::vector<InputSpec>& specs, bool zer
   return true;
 }
 
+NRT_STATUS AllocateModelTensor(const ModelTensor& t, nrt_tensor_t** tensor) {
+  if (t.size == 0) return nrt_tensor_allocate_empty(t.name.c_str(), tensor);
+  return nrt_tensor_allocate(NRT_TENSOR_PLACEMENT_DEVICE, 0, t.size, t.name.c_str(), tensor);
+}
+
 }  // namespace neuroncc::tools

@@ -55,6 +55,11 @@ bool ParseInputSpec(const std::string& arg, InputSpec* spec, std::string* error)
 bool LoadInputs(const ModelIo& io, const std::vector<InputSpec>& specs, bool zero_fill_missing,
                 std::vector<std::string>* bytes, std::vector<std::string>* notes, std::string* error);
 
+// A tensor for one model input or output: nrt_tensor_allocate, or for a
+// tensor with no elements (0 bytes, which nrt_tensor_allocate refuses) an
+// empty tensor (nrt_tensor_allocate_empty) with no storage.
+NRT_STATUS AllocateModelTensor(const ModelTensor& t, nrt_tensor_t** tensor);
+
 
 
 }  // namespace neuroncc::tools

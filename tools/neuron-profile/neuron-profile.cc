@@ -317,10 +317,10 @@ int Capture(int argc, char** argv) {
     const auto& list = pass == 0 ? io.inputs : io.outputs;
     for (size_t i = 0; i < list.size(); ++i) {
       nrt_tensor_t* t = nullptr;
-      if (nrt_tensor_allocate(NRT_TENSOR_PLACEMENT_DEVICE, 0, list[i].size, list[i].name.c_str(), &t) != NRT_SUCCESS)
+      if (neuroncc::tools::AllocateModelTensor(list[i], &t) != NRT_SUCCESS)
         return Fail(nrt_get_last_error_message());
       c.tensors.push_back(t);
-      if (pass == 0 && nrt_tensor_write(t, data[i].data(), 0, data[i].size()) != NRT_SUCCESS)
+      if (pass == 0 && !data[i].empty() && nrt_tensor_write(t, data[i].data(), 0, data[i].size()) != NRT_SUCCESS)
         return Fail(nrt_get_last_error_message());
       if (nrt_add_tensor_to_tensor_set(pass == 0 ? c.in : c.out, list[i].name.c_str(), t) != NRT_SUCCESS)
         return Fail(nrt_get_last_error_message());

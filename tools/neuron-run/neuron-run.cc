@@ -165,25 +165,25 @@ int Run(const Options& o) {
 
   if (nrt_allocate_tensor_set(&rt.in_) != NRT_SUCCESS || nrt_allocate_tensor_set(&rt.out_) != NRT_SUCCESS)
     return Fail("cannot allocate tensor sets");
-  auto add = [&](nrt_tensor_set_t* set, const std::string& name, size_t size, const std::string* data,
+  auto add = [&](nrt_tensor_set_t* set, const neuroncc::tools::ModelTensor& mt, const std::string* data,
                  nrt_tensor_t** out) -> bool {
     nrt_tensor_t* t = nullptr;
-    NRT_STATUS st = nrt_tensor_allocate(NRT_TENSOR_PLACEMENT_DEVICE, 0, size, name.c_str(), &t);
+    NRT_STATUS st = neuroncc::tools::AllocateModelTensor(mt, &t);
     if (st != NRT_SUCCESS) return Fail(NrtError("nrt_tensor_allocate", st)), false;
     rt.tensors_.push_back(t);
-    if (data && (st = nrt_tensor_write(t, data->data(), 0, data->size())) != NRT_SUCCESS)
+    if (data && !data->empty() && (st = nrt_tensor_write(t, data->data(), 0, data->size())) != NRT_SUCCESS)
       return Fail(NrtError("nrt_tensor_write", st)), false;
-    if ((st = nrt_add_tensor_to_tensor_set(set, name.c_str(), t)) != NRT_SUCCESS)
+    if ((st = nrt_add_tensor_to_tensor_set(set, mt.name.c_str(), t)) != NRT_SUCCESS)
       return Fail(NrtError("nrt_add_tensor_to_tensor_set", st)), false;
     if (out) *out = t;
     return true;
   };
   if (bind_inputs)
     for (size_t i = 0; i < io.inputs.size(); ++i)
-      if (!add(rt.in_, io.inputs[i].name, io.inputs[i].size, &input_bytes[i], nullptr)) return 1;
+      if (!add(rt.in_, io.inputs[i], &input_bytes[i], nullptr)) return 1;
   std::vector<nrt_tensor_t*> outputs(o.timing_only ? 0 : io.outputs.size(), nullptr);
   for (size_t i = 0; i < outputs.size(); ++i)
-    if (!add(rt.out_, io.outputs[i].name, io.outputs[i].size, nullptr, &outputs[i])) return 1;
+    if (!add(rt.out_, io.outputs[i], nullptr, &outputs[i])) return 1;
 
   if (o.timing_only) {
     if (NRT_STATUS st = nrt_execute_timing_only(rt.model_, bind_inputs ? rt.in_ : nullptr, nullptr, 1);
