@@ -669,8 +669,8 @@ class FuzzRegressions(unittest.TestCase):
         self.assertEqual(proc.returncode, 1)
         self.assertIn("the graph is empty: it returns no values", proc.stderr)
 
-    def test_empty_tensor_and_float64(self):
-        self.assertIn("is an empty tensor (0 elements)", self.compile_error(lambda x: x * 2, [randn(0, 4)]))
+    def test_float64(self):
+        # (Tensors with no elements, once refused here too, compile: test_empty_tensors.py.)
         self.assertIn("float64 graph inputs are not supported",
                       self.compile_error(lambda x: x * 2, [randn(3, 4).double()]))
         self.assertIn("float64 results are not supported",

@@ -1613,6 +1613,29 @@ def g_prologue(b):
     b.add(e, [tuple(sa[:-1]) + (ndim,)])
 
 
+def g_empty(b):
+    """A value with no elements meeting the rest of the graph: an empty slice in a cat, summed
+    over and added back, the input of a K = 0 linear with a bias, or a value of its own that later
+    generators may read (empty results fold at import; docs/compiler.md, "Import")."""
+    a, s = pick_ranked(b)
+    d = len(s) - 1
+    pre = ":, " * d
+    zero = (b.sym(0),)
+    empty = "%s[%s:0]" % (a, pre)
+    kind = b.rng.choice(["cat", "sum", "linear", "value"])
+    if kind == "cat":
+        b.add("torch.cat([%s, %s], %d)" % (empty, a, d), [s])
+    elif kind == "sum":
+        b.add("%s + %s.sum(%d, keepdim=True)" % (a, empty, d), [s])
+    elif kind == "linear":
+        ndim = (b.sym(b.rng.choice([1, 7, 129])),)
+        w = b.new_param((ndim, zero), dtype=b.v(a).dtype, kind="normal")
+        bias = b.new_param((ndim,), dtype=b.v(a).dtype, kind=b.rng.choice(["normal", "zeros"]))
+        b.add("F.linear(%s, %s, %s)" % (empty, w, bias), [tuple(s[:-1]) + (ndim,)])
+    else:
+        b.add("%s * 2.0" % empty, [tuple(s[:-1]) + (zero,)])
+
+
 def g_bmm(b):
     a = b.pick_float(lambda v: len(v.shape) in (3, 4))
     if a is None or b.rng.random() < 0.3:
@@ -2268,6 +2291,7 @@ GENERATORS = [
     (2, g_indexing, ()),
     (1.5, g_layout, ()),
     (2, g_prologue, ("aten::mm", "aten::native_layer_norm")),
+    (0.5, g_empty, ("aten::cat",)),
 ]
 
 
