@@ -138,7 +138,10 @@ def Schedule : Pass<"ncc-schedule", "mlir::func::FuncOp"> {
     the data allows.
   }];
   let options = [
-    Option<"target", "target", "std::string", /*default=*/"\"trn1\"", "Device model">
+    Option<"target", "target", "std::string", /*default=*/"\"trn1\"", "Device model">,
+    Option<"acrossKernels", "across-kernels", "bool", /*default=*/"false",
+           "Start each kernel's schedule where the kernels before it left the engines and DMA queues "
+           "(the kernels share one dispatch)">
   ];
   let statistics = [
     Statistic<"numWaits", "waits", "Semaphore waits inserted">

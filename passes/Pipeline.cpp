@@ -26,6 +26,7 @@ void buildPipeline(mlir::OpPassManager& pm, const PipelineOptions& options) {
   add(createPlanMemory());
   ScheduleOptions schedule;
   schedule.target = options.target;
+  schedule.acrossKernels = options.optLevel > 0;  // -O1/-O2: the whole graph is one dispatch
   add(createSchedule(schedule));
 }
 
