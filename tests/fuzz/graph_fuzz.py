@@ -59,7 +59,11 @@ permute/transpose/t/view/reshape/flatten/unsqueeze/squeeze/expand/clone
 between ops, arange/full/ones/zeros/scalar_tensor constants, parameters and
 buffers that are random, splat (zeros, ones, full(c)), arange-valued or small
 integers (a Linear with zero bias, a LayerNorm weight of ones), and dtype
-casts between f32, bf16 and f16. Values are used more than once; graphs
+casts between f32, bf16 and f16. A norm, softmax or activation read only by
+a linear or matmul (`--focus prologue`: -O2 computes it in the matmul's
+kernel), and values with no elements (`--focus empty`: an empty slice in a
+cat, summed over and added back, the input of a K = 0 linear, or a value of
+its own). Values are used more than once; graphs
 return several outputs, sometimes a view chain (permute/transpose/reshape...)
 of a computed value (with or without its base), a graph input as is, a
 constant (made in forward, or a parameter), the same value twice.
