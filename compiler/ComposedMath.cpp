@@ -375,7 +375,7 @@ LogicalResult prod(NodeImporter& n, bool hasDim) {
   Composer c(n);
   NCC_TRY(self, n.tensor(0, "self"));
   NCC_TRY(type, n.resultType());
-  Value x = c.cast(self, computeTypeOf(c, type.getElementType()));
+  Value x = c.cast(c.inIntegerResultDtype(self, type.getElementType()), computeTypeOf(c, type.getElementType()));
   if (!hasDim || typeOf(x).getRank() == 0) {
     x = c.reshape(x, {typeOf(x).getNumElements()});
     if (typeOf(x).getDimSize(0) == 0) return c.finish(c.splat({}, typeOf(x).getElementType(), 1.0));
@@ -403,7 +403,7 @@ LogicalResult scanOp(NodeImporter& n, StringRef kind) {
   NCC_TRY(dim0, n.integer(1, "dim"));
   NCC_TRY(type, n.resultType());
   if (failed(checkDims(n, {dim0}, typeOf(self).getRank()))) return failure();
-  Value x = c.cast(self, computeTypeOf(c, type.getElementType()));
+  Value x = c.cast(c.inIntegerResultDtype(self, type.getElementType()), computeTypeOf(c, type.getElementType()));
   if (typeOf(x).getRank() == 0) return c.finish(c.fresh(x, self));
   int64_t dim = normalizeDim(dim0, typeOf(x).getRank());
   if (kind == "cumprod") return c.finish(c.fresh(scan(c, x, dim, 1.0, [&](Value a, Value b) { return c.mul(a, b); }), self));

@@ -610,7 +610,7 @@ LogicalResult cumsum(NodeImporter& n) {
   NCC_TRY(type, n.resultType());
   if (failed(checkDims(n, {dim0}, typeOf(self).getRank()))) return failure();
   Type compute = isReducedFloat(type.getElementType()) ? c.f32() : c.floatOf(type.getElementType());
-  Value x = c.cast(self, compute);
+  Value x = c.cast(c.inIntegerResultDtype(self, type.getElementType()), compute);
   if (typeOf(x).getRank() == 0) return c.finish(c.fresh(x, self));
   int64_t dim = normalizeDim(dim0, typeOf(x).getRank());
   return c.finish(c.fresh(scan(c, x, dim, 0.0, [&](Value a, Value b) { return c.add(a, b); }), self));

@@ -49,6 +49,13 @@ class Composer {
   // A float dtype to compute in: the tensor's own, or f32 for integers and bools.
   Type floatOf(Type elem) { return aten::isFloatType(elem) ? elem : f32(); }
   Value toFloat(Value v) { return cast(v, floatOf(typeOf(v).getElementType())); }
+  // An op asked for an integer dtype (cumsum(x, dtype=torch.int64)) converts
+  // a float input to it first, truncating each value, as eager does; the
+  // op then computes on those whole numbers.
+  Value inIntegerResultDtype(Value v, Type resultElem) {
+    bool integer = llvm::isa<IntegerType>(resultElem) && !resultElem.isInteger(1);
+    return integer && aten::isFloatType(typeOf(v).getElementType()) ? cast(v, resultElem) : v;
+  }
 
   template <typename OpTy>
   Value unary(Value x) {

@@ -68,6 +68,12 @@ class MathAndLosses(common.ComparedWithEager):
                               a.mean((0, 1), keepdim=True, dtype=torch.float32)), (x.bfloat16(),))
         self.check(lambda a: ((a > 0.3).sum(-1, dtype=torch.int32), (a * 5).sum(-1, dtype=torch.int64),
                               a.sum(0, dtype=torch.bfloat16)), (x,))
+        # Scans and products with an integer dtype truncate a float input first (these
+        # summed and multiplied the floats, then truncated: silently wrong).
+        y = randn(4, 6, seed=51) * 3
+        self.check(lambda a: (a.cumsum(-1, dtype=torch.int64), a.prod(-1, dtype=torch.int64),
+                              torch.cumprod(a, -1, dtype=torch.int32), a.bfloat16().cumsum(0, dtype=torch.float32)),
+                   (y,))
 
     def test_classification_losses(self):
         g = torch.Generator().manual_seed(3)
