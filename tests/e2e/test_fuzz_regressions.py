@@ -208,6 +208,21 @@ class FuzzRegressions(unittest.TestCase):
                                                         name, opt)
                     common.compare(outs[0], ref, TOL[dtype])
 
+    def test_sinc_float16_near_integers(self):
+        """sinc in f16 formed pi * x in f16 (as torch 1.13's bf16 kernel does), losing what sin
+        keeps near integers: 0.8% off at x = 1.025 (graph_fuzz 8989898 case 418). f16 now forms
+        it in f32, as later PyTorch does; torch 1.13's CPU has no f16 sinc, so eager is f32
+        rounded once (exported with fake tracing, which does not run it). Each value is
+        compared on its own: near its zeros sinc is small."""
+        x = torch.tensor([[1.025, 1.0078125, -2.00390625, -0.99951171875, 7.99, 3.0, 0.5, 0.0]],
+                         dtype=torch.float16)
+        ref = torch.sinc(x.float()).half()
+        for opt in (0, 2):
+            outs, _ = common.export_compile_run(torch.sinc, (x,), self.tmp, "sinc16_O%d" % opt, opt,
+                                                tracing_mode="fake")
+            for i in range(x.shape[1]):
+                common.compare(outs[0][:, i], ref[:, i], 2.0 ** -7)
+
     def test_rms_norm_default_eps_bf16(self):
         """rms_norm computes bf16 in f32 with f32's epsilon (PyTorch), not the input dtype's."""
         x = randn(4, 5, dtype=torch.bfloat16) * 0.01
