@@ -12,6 +12,7 @@
 #include "compiler/NodeImporter.h"
 
 #include <cmath>
+#include <set>
 #include "google/protobuf/text_format.h"
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/IR/Verifier.h"
@@ -668,6 +669,7 @@ class GraphImporter {
         .getResult();
   }
   bool allResultsEmpty(const graph::Node& node);
+  LogicalResult checkEmptyOperands(const graph::Node& node);
   LogicalResult foldEmptyValues(Block& entry);
 
   const graph::Graph& g;
@@ -696,6 +698,39 @@ bool GraphImporter::allResultsEmpty(const graph::Node& node) {
   return llvm::all_of(node.outputs(), [](const graph::TensorMeta& m) {
     return llvm::is_contained(m.shape(), int64_t(0));
   });
+}
+
+// A node that makes something of nothing: only the ops whose import folds
+// an empty operand (foldEmptyValues) or skips it (cat) may read one. Any
+// other importer would build its composition over a 0-sized dim (a graph
+// whose recorded shapes disagree, flip of an empty input recorded [3, 4],
+// aborted in one), so it is refused instead.
+LogicalResult GraphImporter::checkEmptyOperands(const graph::Node& node) {
+  static const std::set<std::string> kTakesEmpty = {
+      "aten::cat", "aten::sum", "aten::sum.dim_IntList", "aten::mean", "aten::mean.dim", "aten::nansum",
+      "aten::prod", "aten::prod.dim_int", "aten::any", "aten::any.dim", "aten::all", "aten::all.dim",
+      "aten::count_nonzero", "aten::count_nonzero.dim_IntList", "aten::norm.Scalar", "aten::norm.ScalarOpt_dim",
+      "aten::linalg_vector_norm", "aten::var", "aten::var.dim", "aten::var.correction", "aten::std",
+      "aten::std.dim", "aten::std.correction", "aten::var_mean.correction", "aten::std_mean.correction",
+      "aten::mm", "aten::addmm", "aten::bmm"};
+  if (kTakesEmpty.count(node.target())) return success();
+  auto check = [&](const std::string& name) -> LogicalResult {
+    auto it = values.find(name);
+    if (it == values.end()) return success();  // (the importer reports unknown names)
+    for (Value v : it->second)
+      if (auto t = llvm::dyn_cast<RankedTensorType>(v.getType()); t && t.getNumElements() == 0)
+        return error(node.name()) << node.target() << ": an operand of shape " << aten::shapeToString(t.getShape())
+                                  << " is an empty tensor (0 elements) and the result is not; only reductions, "
+                                     "matmuls and cat take empty operands into a result with elements";
+    return success();
+  };
+  for (const Argument& a : node.args()) {
+    if (a.value_case() == Argument::kTensor && failed(check(a.tensor()))) return failure();
+    if (a.value_case() == Argument::kTensorList)
+      for (const std::string& name : a.tensor_list().values())
+        if (failed(check(name))) return failure();
+  }
+  return success();
 }
 
 // Empty values are constants from import on (graph inputs with no elements
@@ -862,6 +897,7 @@ OwningOpRef<ModuleOp> GraphImporter::run() {
       values[node.name()] = empties;
       continue;
     }
+    if (failed(checkEmptyOperands(node))) return nullptr;
     NodeImporter importer(node, b, nodeLoc(node.name()), values);
     if (failed(registry().at(node.target())(importer))) return nullptr;
   }

@@ -9,6 +9,7 @@ nrt_tensor_allocate_empty), and compared with PyTorch eager; the timing-only
 profile must match a full run's.
 """
 import os
+import subprocess
 import sys
 import unittest
 
@@ -19,6 +20,8 @@ import e2e_common as common  # noqa: E402
 import torch  # noqa: E402
 import torch.nn.functional as F  # noqa: E402
 
+from neuroncc import export as ex  # noqa: E402
+from neuroncc import aten_graph_pb2 as pb  # noqa: E402
 from neuroncc import toolchain  # noqa: E402
 
 randn = common.seeded_randn
@@ -73,6 +76,29 @@ class EmptyTensors(common.ComparedWithEager):
         w = randn(10, 8, seed=7)
         ids, mask = torch.zeros(2, 0, dtype=torch.long), torch.zeros(0, 8, dtype=torch.bool)
         self.check(lambda w, i, m: (F.embedding(i, w), w.sum(0), w[:0].masked_fill(m, 1.0)), (w, ids, mask))
+
+    def compile_error(self, path):
+        proc = subprocess.run([toolchain.tool("neuron-cc"), "compile", path, "-O2", "--output", path + ".neff"],
+                              stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        self.assertEqual(proc.returncode, 1, proc.stdout + proc.stderr)
+        return proc.stderr
+
+    def test_other_ops_do_not_take_empty_operands(self):
+        # Only reductions, matmuls and cat make a result with elements of an empty operand;
+        # any other op is refused clearly (a pad of an empty slice; a graph whose recorded
+        # shapes disagree, flip of an empty input recorded [3, 4], aborted in the importer).
+        path = os.path.join(self.tmp, "pad_empty.pb")
+        ex.export_aten(lambda x: F.pad(x[:, :0], (1, 1)), [randn(3, 4)], path)
+        self.assertIn("is an empty tensor (0 elements) and the result is not", self.compile_error(path))
+        path = os.path.join(self.tmp, "flip_mismatch.pb")
+        ex.export_aten(lambda x: torch.flip(x, [0]) * 2, [randn(3, 4)], path)
+        g = pb.Graph()
+        with open(path, "rb") as f:
+            g.ParseFromString(f.read())
+        g.inputs[0].meta.shape[0] = 0
+        with open(path, "wb") as f:
+            f.write(g.SerializeToString())
+        self.assertIn("is an empty tensor (0 elements) and the result is not", self.compile_error(path))
 
 
 if __name__ == "__main__":
