@@ -664,9 +664,8 @@ class GraphImporter {
   FailureOr<RankedTensorType> typeOf(const graph::TensorMeta& m, const std::string& where);
   LogicalResult checkSupported();
   FailureOr<Value> constant(const graph::Constant& c);
-  Value emptyConstant(RankedTensorType type, const std::string& where) {
-    return b.create<arith::ConstantOp>(nodeLoc(where), DenseElementsAttr::get(type, ArrayRef<Attribute>{}))
-        .getResult();
+  Value emptyConstant(ShapedType type, Location loc) {
+    return b.create<arith::ConstantOp>(loc, DenseElementsAttr::get(type, ArrayRef<Attribute>{})).getResult();
   }
   bool allResultsEmpty(const graph::Node& node);
   LogicalResult checkEmptyOperands(const graph::Node& node);
@@ -749,10 +748,7 @@ LogicalResult GraphImporter::foldEmptyValues(Block& entry) {
     b.setInsertionPoint(&op);
     if (llvm::all_of(op.getResults(), isEmpty)) {
       for (Value r : op.getResults())
-        r.replaceAllUsesWith(
-            b.create<arith::ConstantOp>(op.getLoc(), DenseElementsAttr::get(llvm::cast<ShapedType>(r.getType()),
-                                                                             ArrayRef<Attribute>{}))
-                .getResult());
+        r.replaceAllUsesWith(emptyConstant(llvm::cast<ShapedType>(r.getType()), op.getLoc()));
       op.erase();
       continue;
     }
@@ -764,17 +760,18 @@ LogicalResult GraphImporter::foldEmptyValues(Block& entry) {
       return b.create<arith::ConstantOp>(op.getLoc(), DenseElementsAttr::get(type, a)).getResult();
     };
     Value result;
-    if (llvm::isa<aten::SumDimIntListOp>(op) && isEmpty(op.getOperand(0))) {
+    const bool emptyInput = op.getNumOperands() > 0 && isEmpty(op.getOperand(0));
+    if (llvm::isa<aten::SumDimIntListOp>(op) && emptyInput) {
       result = splat(0.0);
-    } else if (llvm::isa<aten::MeanDimOp>(op) && isEmpty(op.getOperand(0))) {
+    } else if (llvm::isa<aten::MeanDimOp>(op) && emptyInput) {
       result = splat(std::nan(""));
-    } else if (llvm::isa<aten::AmaxOp>(op) && isEmpty(op.getOperand(0))) {
+    } else if (llvm::isa<aten::AmaxOp>(op) && emptyInput) {
       // Eager refuses amax over nothing; the compositions that reach it
       // reduce values of at least 0 (any and all over 0/1 flags, the
       // inf-norm over |x|: 0 over nothing, as eager gives), and logsumexp's
       // log(0) + m is -inf whatever m.
       result = splat(0.0);
-    } else if (llvm::isa<aten::VarMeanCorrectionOp>(op) && isEmpty(op.getOperand(0))) {
+    } else if (llvm::isa<aten::VarMeanCorrectionOp>(op) && emptyInput) {
       Value nan = splat(std::nan(""));
       op.getResult(1).replaceAllUsesWith(nan);
       result = nan;
@@ -864,7 +861,7 @@ OwningOpRef<ModuleOp> GraphImporter::run() {
     // An input with no elements is bound by the caller (0 bytes) and read by
     // nothing: the graph sees an empty constant.
     auto inputType = llvm::cast<RankedTensorType>(inputTypes[i]);
-    values[p.name()] = {inputType.getNumElements() == 0 ? emptyConstant(inputType, p.name())
+    values[p.name()] = {inputType.getNumElements() == 0 ? emptyConstant(inputType, nodeLoc(p.name()))
                                                         : Value(entry->getArgument(unsigned(i)))};
     func.setArgAttr(unsigned(i), "nc.name", b.getStringAttr(p.name()));
   }
@@ -892,7 +889,7 @@ OwningOpRef<ModuleOp> GraphImporter::run() {
       for (const graph::TensorMeta& m : node.outputs()) {
         FailureOr<RankedTensorType> t = typeOf(m, node.name());
         if (failed(t)) return nullptr;
-        empties.push_back(emptyConstant(*t, node.name()));
+        empties.push_back(emptyConstant(*t, nodeLoc(node.name())));
       }
       values[node.name()] = empties;
       continue;

@@ -58,6 +58,15 @@ bool isScalarOrColumnsRow(Value v, int64_t cols) {
 // Output columns of one matmul tile (a PSUM bank of f32): an op over split
 // columns needs its innermost dim within one.
 constexpr int64_t kMatmulTileColumns = 512;
+// LowerToIsa's budget of kept moving slices per partition: a matmul whose
+// moving slices take more runs its column tiles in several blocks.
+constexpr int64_t kMovingBlockBytes = 128 * 1024;
+
+// Bytes per partition of all the moving slices of a [K, N] right operand.
+int64_t movingSliceBytes(int64_t K, int64_t N, int64_t elemBytes) {
+  return (K + nc::kNumPartitions - 1) / nc::kNumPartitions * kMatmulTileColumns * elemBytes *
+         ((N + kMatmulTileColumns - 1) / kMatmulTileColumns);
+}
 // A cat over split columns copies its pieces head by head: below this
 // innermost length the copies' fixed costs outweigh a kernel of its own.
 constexpr int64_t kMinSplitCatLength = 32;
@@ -129,7 +138,6 @@ struct Group {
   bool hasMatmul = false;
   bool merged = false;  // emptied into a sibling kernel
   bool attention = false;  // one attention (AttentionPattern.h), lowered by LowerAttention.cpp
-  bool prologue = false;   // computes its matmul's left operand too (formPrologues)
   // Not empty: ops of this shape share the kernel of a matmul whose output
   // columns they split in two dims ([tokens, heads, head_dim] over the
   // matmul's [tokens, heads * head_dim]; see joinsSplitColumns).
@@ -981,7 +989,6 @@ struct FormKernelsPass : impl::FormKernelsBase<FormKernelsPass> {
   // matmuls' TensorEngine time (priced with trn1's device model), so that a
   // kernel bound by the TensorEngine does not become bound by its loads.
   void transposeMatmulOperands(func::FuncOp func) {
-    constexpr int64_t kMovingBytes = 128 * 1024;  // LowerToIsa's moving-slice budget per partition
     const neff::DeviceParams& device = neff::Trn1();
     const int64_t P = nc::kNumPartitions;
     SmallVector<Operation*> producers;
@@ -1015,7 +1022,7 @@ struct FormKernelsPass : impl::FormKernelsBase<FormKernelsPass> {
           int64_t N = bt.getShape().back(), elemBytes = bt.getElementType().isF32() ? 4 : 2;
           int64_t kTiles = (K + P - 1) / P, nTiles = (N + 511) / 512, mTiles = (M + P - 1) / P;
           // Passes over the operand: one per block of moving slices that fits.
-          int64_t passes = (kTiles * 512 * elemBytes * nTiles + kMovingBytes - 1) / kMovingBytes;
+          int64_t passes = (movingSliceBytes(K, N, elemBytes) + kMovingBlockBytes - 1) / kMovingBlockBytes;
           double blockLoadNs = device.dma_fixed_ns + std::max(double(P * P * elemBytes) / neff::DmaQueueBytesPerNs(device),
                                                               double(P) * device.dma_run_ns);
           double matmulNs = (64.0 + 512.0 * (elemBytes == 4 ? 4 : 1) + device.sbuf_access_cycles) / device.tensor_ghz;
@@ -1146,11 +1153,10 @@ struct FormKernelsPass : impl::FormKernelsBase<FormKernelsPass> {
   // slices in one block (or has one row tile), the prologue's rows fit SBUF
   // whole, and nothing else reads what the prologue computes.
   void formPrologues() {
-    constexpr int64_t kMovingBytes = 128 * 1024;  // LowerToIsa's moving-slice budget per partition
     const int64_t P = nc::kNumPartitions;
     for (size_t ti = 0; ti < groups.size(); ++ti) {
       Group& target = groups[ti];
-      if (target.merged || !target.fusible || target.attention || !target.hasMatmul || target.prologue) continue;
+      if (target.merged || !target.fusible || target.attention || !target.hasMatmul) continue;
       Operation* matmul = nullptr;
       int matmuls = 0;
       for (Operation* op : target.ops)
@@ -1179,7 +1185,7 @@ struct FormKernelsPass : impl::FormKernelsBase<FormKernelsPass> {
       if (rows != M || g.space.cols != K || rowBytes(RowSpace{{}, K, true}) > sbufBudgetBytes) continue;
       // One block of moving slices: each row tile's operand is computed once.
       int64_t elemBytes = std::max<int64_t>(2, bt.getElementTypeBitWidth() / 8);
-      if (M > P && ((K + P - 1) / P) * 512 * elemBytes * ((N + 511) / 512) > kMovingBytes) continue;
+      if (M > P && movingSliceBytes(K, N, elemBytes) > kMovingBlockBytes) continue;
       bool ok = llvm::none_of(g.ops, [&](Operation* o) {
         return llvm::isa<aten::CatOp, aten::EmbeddingOp>(o) || transposedCopyOf.count(o);
       });
@@ -1217,7 +1223,6 @@ struct FormKernelsPass : impl::FormKernelsBase<FormKernelsPass> {
       g.members.clear();
       g.producers.clear();
       g.merged = true;
-      target.prologue = true;
       ++numPrologues;
       if (report)
         matmul->emitRemark() << "computes its left operand in its own kernel (a prologue over [" << M << " x " << K

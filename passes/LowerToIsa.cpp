@@ -112,13 +112,6 @@ std::optional<double> splatValue(Value v) {
 LogicalResult KernelLowering::findPrologue(Block& body) {
   for (Operation& op : body.without_terminator()) {
     if (!llvm::isa<aten::MmOp, aten::AddmmOp>(op)) continue;
-    Value lhs = op.getOperand(llvm::isa<aten::AddmmOp>(op) ? 1 : 0), root = lhs;
-    while (Operation* def = root.getDefiningOp()) {
-      if (!aten::isViewOp(def)) break;
-      root = def->getOperand(0);
-    }
-    Operation* def = root.getDefiningOp();
-    if (!def || llvm::isa<arith::ConstantOp>(def)) continue;  // read from HBM
     // Views of kernel inputs are access patterns, not ops of either part.
     auto readsHbm = [](Value v) {
       while (Operation* d = v.getDefiningOp()) {
@@ -128,6 +121,8 @@ LogicalResult KernelLowering::findPrologue(Block& body) {
       }
       return true;
     };
+    Value lhs = op.getOperand(llvm::isa<aten::AddmmOp>(op) ? 1 : 0);
+    if (readsHbm(lhs)) continue;
     SmallVector<Value> work{lhs};
     while (!work.empty()) {
       Value v = work.pop_back_val();
@@ -1034,16 +1029,15 @@ LogicalResult KernelLowering::run(int64_t& instructions, int64_t& dmas) {
   SmallVector<Value> hbmValues;
   // (A matmul reads its two matrix operands itself, slice by slice, and a
   // cat its operands, each into its column range.)
-  for (auto& [v, view] : viewOf) {
-    bool used = llvm::any_of(v.getUses(), [](OpOperand& use) {
-      Operation* u = use.getOwner();
-      if (aten::isViewOp(u)) return false;
-      if (llvm::isa<aten::MmOp, aten::BmmOp, aten::EmbeddingOp, aten::CatOp>(u)) return false;
-      if (llvm::isa<aten::AddmmOp>(u)) return use.getOperandNumber() == 0;  // the bias
-      return true;
-    });
-    if (used) hbmValues.push_back(v);
-  }
+  auto loadedFor = [](OpOperand& use) {
+    Operation* u = use.getOwner();
+    if (aten::isViewOp(u)) return false;
+    if (llvm::isa<aten::MmOp, aten::BmmOp, aten::EmbeddingOp, aten::CatOp>(u)) return false;
+    if (llvm::isa<aten::AddmmOp>(u)) return use.getOperandNumber() == 0;  // the bias
+    return true;
+  };
+  for (auto& [v, view] : viewOf)
+    if (llvm::any_of(v.getUses(), loadedFor)) hbmValues.push_back(v);
   // DenseMap order is not deterministic; issue loads in program order.
   llvm::sort(hbmValues, [&](Value a, Value b) {
     auto argA = llvm::dyn_cast<BlockArgument>(a), argB = llvm::dyn_cast<BlockArgument>(b);
@@ -1058,13 +1052,8 @@ LogicalResult KernelLowering::run(int64_t& instructions, int64_t& dmas) {
     SmallVector<Value> rest;
     for (Value v : hbmValues) {
       bool inPrologue = false, outside = false;
-      for (OpOperand& use : v.getUses()) {
-        Operation* user = use.getOwner();
-        if (aten::isViewOp(user) || llvm::isa<aten::MmOp, aten::BmmOp, aten::EmbeddingOp, aten::CatOp>(user) ||
-            (llvm::isa<aten::AddmmOp>(user) && use.getOperandNumber() != 0))
-          continue;
-        (prologueOps.contains(user) ? inPrologue : outside) = true;
-      }
+      for (OpOperand& use : v.getUses())
+        if (loadedFor(use)) (prologueOps.contains(use.getOwner()) ? inPrologue : outside) = true;
       if (inPrologue) prologueHbm.push_back(v);
       if (outside || !inPrologue) rest.push_back(v);
     }
@@ -1114,8 +1103,6 @@ LogicalResult KernelLowering::run(int64_t& instructions, int64_t& dmas) {
     layouts[alias->first] = layouts.lookup(alias->second);
     return true;
   };
-  // With chunked rows, only full-width values computed before the reductions
-  // are stored chunk by chunk; the rest once the row is done.
   // A row tile of the prologue: its inputs loaded and its ops lowered over
   // whole [p x K] rows; the left operand's tile serves every column tile.
   auto lowerPrologue = [&](int64_t p, llvm::DenseMap<Value, Value>& rowTiles) -> LogicalResult {
@@ -1152,6 +1139,8 @@ LogicalResult KernelLowering::run(int64_t& instructions, int64_t& dmas) {
     rowTiles[prologueOperand] = tile;
     return success();
   };
+  // With chunked rows, only full-width values computed before the reductions
+  // are stored chunk by chunk; the rest once the row is done.
   auto storedPerChunk = [&](Value v) {
     Operation* def = v.getDefiningOp();
     return def && !afterReduction.contains(def) && aten::reducedDims(def).empty() &&
