@@ -294,16 +294,70 @@ FailureOr<Value> writeRows(NodeImporter& n, Composer& c, Value table, Value rows
   return c.where(c.reshape(written, {m, 1}), picked, table);
 }
 
-// scatter(self, dim, index, src | value), scatter_add: along `dim`, element
-// j of each index row writes position index[.., j, ..]; the index's extent
-// in the other dims (at most self's and src's) bounds the rows written. The
-// last write of a position wins (eager's CPU loop order); scatter_add sums.
-// An index outside [0, size) writes nothing (eager raises).
-LogicalResult scatter(NodeImporter& n, StringRef kind) {
-  Composer c(n);
-  NCC_TRY(self, n.tensor(0, "self"));
-  NCC_TRY(dim0, n.integer(1, "dim"));
-  NCC_TRY(index, n.tensor(2, "index"));
+// What scatter_reduce and index_reduce make of the values written to one
+// position: one of sum, prod, mean, amax, amin, over those values and
+// (include_self) the position's own value. A position nothing writes keeps
+// its value. An integer mean is floored, as eager divides integers.
+struct ScatterReduction {
+  std::string reduce;  // empty: scatter's last write wins, or "add" (scatter_add)
+  bool includeSelf = true;
+};
+
+FailureOr<ScatterReduction> scatterReduction(NodeImporter& n, StringRef op, size_t reducePos, size_t includeSelfPos,
+                                             bool allowSum) {
+  NCC_TRY(reduce, n.string(reducePos, "reduce", ""));
+  NCC_TRY(includeSelf, n.boolean(includeSelfPos, "include_self", true));
+  bool known = reduce == "prod" || reduce == "mean" || reduce == "amax" || reduce == "amin" || (allowSum && reduce == "sum");
+  if (!known)
+    return n.error(op.str() + " reduce must be one of " + (allowSum ? "sum, " : "") + "prod, mean, amax, amin (got '" +
+                   reduce + "')");
+  return ScatterReduction{reduce, includeSelf};
+}
+
+// `region` [..., L]: each position's combination of the values `hit`
+// [..., rows >= L, j] marks in `srcRow` [..., 1, j].
+Value reduceWrites(Composer& c, Value region, Value hit, Value srcRow, const ScatterReduction& r, bool integer) {
+  int64_t rank = typeOf(region).getRank(), length = typeOf(region).getShape().back();
+  Type elem = typeOf(region).getElementType();
+  auto positions = [&](Value v) { return c.slice(v, rank - 1, 0, length); };
+  auto among = [&](double others) { return c.where(hit, srcRow, c.scalar(others, elem)); };  // [..., rows, j]
+  const double inf = std::numeric_limits<double>::infinity();
+  Value written;
+  if (r.reduce == "sum" || r.reduce == "mean") {
+    written = c.sum(among(0.0), {rank}, false);
+  } else if (r.reduce == "prod") {
+    Value product = productAlong(c, among(1.0), rank);
+    written = c.reshape(product, typeOf(product).getShape().drop_back());
+  } else {
+    written = r.reduce == "amax" ? c.amax(among(-inf), {rank}, false) : c.amin(among(inf), {rank}, false);
+  }
+  written = positions(written);
+  Value count = positions(c.sum(c.cast(hit, c.f32()), {rank}, false));
+  if (r.includeSelf && r.reduce != "mean") {
+    if (r.reduce == "sum") return c.add(region, written);
+    if (r.reduce == "prod") return c.mul(region, written);
+    return r.reduce == "amax" ? c.maximum(region, written) : c.minimum(region, written);
+  }
+  if (r.reduce == "mean") {
+    Value total = r.includeSelf ? c.add(region, written) : written;
+    Value divisor = r.includeSelf ? c.addScalar(count, 1.0) : c.maximum(count, c.scalar(1.0, c.f32()));
+    written = c.div(total, divisor);
+    if (integer) written = c.unary<aten::FloorOp>(written);
+    written = c.cast(written, elem);
+    if (r.includeSelf) return written;
+  }
+  return c.where(c.compareScalar<aten::GtScalarOp>(count, 0.0), written, region);
+}
+
+// scatter(self, dim, index, src | value), scatter_add, scatter_reduce:
+// along `dim`, element j of each index row writes position index[.., j,
+// ..]; the index's extent in the other dims (at most self's and src's)
+// bounds the rows written. The last write of a position wins (eager's CPU
+// loop order); scatter_add sums; scatter_reduce combines as
+// reduceWrites says. An index outside [0, size) writes nothing (eager
+// raises).
+LogicalResult scatterInto(NodeImporter& n, Composer& c, Value self, int64_t dim0, Value index, Value src,
+                          const ScatterReduction& r) {
   NCC_TRY(type, n.resultType());
   if (!isIndexType(typeOf(index).getElementType())) return n.error("scatter needs integer indices");
   if (failed(checkDims(n, {dim0}, typeOf(self).getRank()))) return failure();
@@ -313,13 +367,11 @@ LogicalResult scatter(NodeImporter& n, StringRef kind) {
   if (typeOf(index).getRank() == 0) index = c.reshape(index, {1});
   int64_t rank = typeOf(x).getRank(), dim = normalizeDim(dim0, rank);
   if (typeOf(index).getRank() != rank) return n.error("scatter needs an index of the input's rank");
-  Value src;
-  if (kind == "value") {
+  if (!src) {  // scatter.value: the value given as a 0-d tensor
     NCC_TRY(v, n.number(3, "value"));
     src = c.splat(typeOf(index).getShape(), compute, asTensorScalar(v, self));
   } else {
-    NCC_TRY(s, n.tensor(3, "src"));
-    src = c.cast(s, compute);
+    src = c.cast(src, compute);
     if (typeOf(src).getRank() == 0) src = c.reshape(src, {1});
     if (typeOf(src).getRank() != rank) return n.error("scatter needs a src of the input's rank");
   }
@@ -349,8 +401,10 @@ LogicalResult scatter(NodeImporter& n, StringRef kind) {
   Value zero = c.scalar(0.0, compute);
   Value srcRow = c.unsqueeze(srcLast, rank - 1);  // [..., 1, j]
   Value written;
-  if (kind == "add") {
+  if (r.reduce == "add") {
     written = c.add(regionLast, positions(c.sum(c.where(hit, srcRow, zero), {rank}, false)));
+  } else if (!r.reduce.empty()) {
+    written = reduceWrites(c, regionLast, hit, srcRow, r, llvm::isa<IntegerType>(type.getElementType()));
   } else {
     Value jIota = c.iota(count, alongLast(rank + 1, count));
     Value writers = c.amax(c.where(hit, jIota, c.scalar(-1.0, c.f32())), {rank}, false);  // [..., p]
@@ -370,6 +424,56 @@ LogicalResult scatter(NodeImporter& n, StringRef kind) {
     result = c.cat({result, rest}, d);
   }
   return c.finish(result);
+}
+
+LogicalResult scatter(NodeImporter& n, StringRef kind) {
+  Composer c(n);
+  NCC_TRY(self, n.tensor(0, "self"));
+  NCC_TRY(dim, n.integer(1, "dim"));
+  NCC_TRY(index, n.tensor(2, "index"));
+  Value src;
+  if (kind != "value") {
+    NCC_TRY(s, n.tensor(3, "src"));
+    src = s;
+  }
+  ScatterReduction r;
+  if (kind == "add") r.reduce = "add";
+  if (kind == "reduce") {
+    NCC_TRY(reduction, scatterReduction(n, "scatter_reduce", 4, 5, true));
+    r = reduction;
+  }
+  return scatterInto(n, c, self, dim, index, src, r);
+}
+
+// index_reduce(self, dim, index, source, reduce, include_self): position j
+// of source along dim combined into position index[j] of self (negative
+// indices count from the end, as index_add's): a scatter_reduce whose index
+// is the 1-d index spread over source's shape.
+LogicalResult indexReduce(NodeImporter& n) {
+  Composer c(n);
+  NCC_TRY(self, n.tensor(0, "self"));
+  NCC_TRY(dim0, n.integer(1, "dim"));
+  NCC_TRY(index, n.tensor(2, "index"));
+  NCC_TRY(source, n.tensor(3, "source"));
+  NCC_TRY(r, scatterReduction(n, "index_reduce", 4, 5, false));
+  if (!isIndexType(typeOf(index).getElementType()) || typeOf(index).getRank() > 1)
+    return n.error("index_reduce needs a 0-d or 1-d integer index");
+  if (failed(checkDims(n, {dim0}, typeOf(self).getRank()))) return failure();
+  if (typeOf(self).getRank() == 0) self = c.reshape(self, {1});
+  if (typeOf(source).getRank() == 0) source = c.reshape(source, {1});
+  int64_t rank = typeOf(self).getRank(), dim = normalizeDim(dim0, rank);
+  int64_t count = typeOf(index).getNumElements(), size = typeOf(self).getDimSize(dim);
+  SmallVector<int64_t> expected(typeOf(self).getShape());
+  expected[dim] = count;
+  if (typeOf(source).getShape() != ArrayRef<int64_t>(expected))
+    return n.error("index_reduce source of shape " + aten::shapeToString(typeOf(source).getShape()) + ", expected " +
+                   aten::shapeToString(expected));
+  Value f = c.cast(index, c.f32());
+  f = c.where(c.compareScalar<aten::LtScalarOp>(f, 0.0), c.addScalar(f, double(size)), f);
+  SmallVector<int64_t> along(rank, 1);
+  along[dim] = count;
+  Value spread = c.expand(c.reshape(c.cast(f, n.b.getIntegerType(64)), along), expected);
+  return scatterInto(n, c, self, dim, spread, source, r);
 }
 
 // slice_scatter(self, src, dim, start, end, step): self with the slice
@@ -872,6 +976,8 @@ void addComposedIndexingOps(std::map<std::string, Builder>& table) {
   add("aten::scatter.value", [](NodeImporter& n) { return scatter(n, "value"); });
   add("aten::scatter.src", [](NodeImporter& n) { return scatter(n, "src"); });
   add("aten::scatter_add", [](NodeImporter& n) { return scatter(n, "add"); });
+  add("aten::scatter_reduce.two", [](NodeImporter& n) { return scatter(n, "reduce"); });
+  add("aten::index_reduce", indexReduce);
   add("aten::slice_scatter", [](NodeImporter& n) { return sliceScatter(n, false); });
   add("aten::select_scatter", [](NodeImporter& n) { return sliceScatter(n, true); });
   add("aten::index_put", indexPut);

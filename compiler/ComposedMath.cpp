@@ -364,16 +364,6 @@ LogicalResult rreluInference(NodeImporter& n) {
 // Products and scans
 //===----------------------------------------------------------------------===//
 
-// The product along `dim` as a tree: the dim padded with ones to a power of
-// two, then halved log2(n) times by multiplying its halves.
-Value productAlong(Composer& c, Value x, int64_t dim) {
-  int64_t size = typeOf(x).getDimSize(dim), width = 1;
-  while (width < size) width *= 2;
-  if (width != size) x = padDim(c, x, dim, 0, width - size, 1.0);
-  for (; width > 1; width /= 2) x = c.mul(c.slice(x, dim, 0, width / 2), c.slice(x, dim, width / 2, width));
-  return x;
-}
-
 // prod (all elements, or one dim): in f32 for reduced precision, integers
 // and bools (exact below 2^24), rounded once.
 LogicalResult prod(NodeImporter& n, bool hasDim) {

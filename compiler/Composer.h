@@ -305,6 +305,16 @@ Value scan(Composer& c, Value x, int64_t dim, double pad, Combine combine) {
   return x;
 }
 
+// The product along `dim` as a tree: the dim padded with ones to a power of
+// two, then halved log2(n) times by multiplying its halves.
+inline Value productAlong(Composer& c, Value x, int64_t dim) {
+  int64_t size = typeOf(x).getDimSize(dim), width = 1;
+  while (width < size) width *= 2;
+  if (width != size) x = padDim(c, x, dim, 0, width - size, 1.0);
+  for (; width > 1; width /= 2) x = c.mul(c.slice(x, dim, 0, width / 2), c.slice(x, dim, width / 2, width));
+  return x;
+}
+
 // Rows of `x` along `dim` picked by the integer `index` (any shape, read
 // flat): the dim moved to the front, the rest flattened into the rows of an
 // embedding table, gathered, and moved back; the result has the dim

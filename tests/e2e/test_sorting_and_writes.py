@@ -3,7 +3,7 @@
 ops (compiler/ComposedIndexing.cpp), in the code that uses them: top-k routing of a
 mixture of experts, top-k over a vocabulary, sorting with NaN and infinities,
 medians and k-th values, bucketing, in-place writes (`x[:, 0] = 0`, `x[mask] = v`,
-`x[idx] += v`, scatter and scatter_add, index_add), and layout ops (pixel shuffle,
+`x[idx] += v`, scatter, scatter_add and scatter_reduce, index_add and index_reduce), and layout ops (pixel shuffle,
 reflection and replication padding, block_diag, cross). Each is compiled at -O0
 and -O2, run, and compared with PyTorch eager in f32 and bf16; indices must match
 exactly, so inputs have no ties unless a test says why (eager's order among equal
@@ -157,6 +157,42 @@ class SortingAndWrites(common.ComparedWithEager):
         counts = torch.zeros(2, 10).scatter_add(1, idx[:2], torch.ones(2, 5))  # a histogram
         self.check(lambda i: torch.zeros(2, 10).scatter_add(1, i[:2], torch.ones(2, 5)), (idx,))
         self.assertEqual(float(counts.sum()), 10.0)
+
+    def test_scatter_reduce_and_index_reduce(self):
+        # Every reduction with and without self's values; position 7 of each
+        # row is written by nothing and keeps its value, position 0 by several.
+        x = randn(3, 8, seed=40)
+        idx = torch.tensor([[0, 2, 0, 5, 6], [1, 1, 0, 3, 6], [4, 0, 0, 2, 5]])
+        src = randn(3, 5, seed=41)
+        reduces = ("sum", "prod", "mean", "amax", "amin")
+        for dtype in DTYPES:
+            self.check(lambda a, i, s: tuple(a.scatter_reduce(1, i, s, r, include_self=inc)
+                                             for r in reduces for inc in (True, False)),
+                       (x.to(dtype), idx, src.to(dtype)))
+        # a graph network's mean and max aggregation of edge messages into
+        # nodes (dim 0, an index spread over the feature dim)
+        edges = torch.tensor([0, 3, 3, 1, 0, 3, 2])
+        msg = randn(7, 4, seed=42)
+        self.check(lambda m, e: (torch.zeros(5, 4).scatter_reduce(0, e[:, None].expand(-1, 4), m, "mean",
+                                                                   include_self=False),
+                                 torch.full((5, 4), -1.0).scatter_reduce(0, e[:, None].expand(-1, 4), m, "amax")),
+                   (msg, edges))
+        # integers: the mean floors, as eager divides integers
+        ints = torch.tensor([[5, -7, 3, 0], [2, 9, -4, 1]])
+        self.check(lambda a, i, s: (a.scatter_reduce(1, i, s, "mean"), a.scatter_reduce(1, i, s, "mean", include_self=False),
+                                    a.scatter_reduce(1, i, s, "prod"), a.scatter_reduce(1, i, s, "amin")),
+                   (ints, torch.tensor([[0, 0, 2], [3, 1, 1]]), torch.tensor([[-3, 4, 8], [7, -2, 6]])))
+        # NaN written to a position propagates through amax and amin
+        nan_src = torch.tensor([[float("nan"), 1.0, 2.0]])
+        self.check(lambda a, s: (a.scatter_reduce(1, torch.tensor([[0, 0, 1]]), s, "amax"),
+                                 a.scatter_reduce(1, torch.tensor([[0, 1, 1]]), s, "amin", include_self=False)),
+                   (randn(1, 3, seed=43), nan_src))
+        # index_reduce: rows of source into the rows index names
+        rows = torch.tensor([0, 3, 0, 2])
+        for dtype in DTYPES:
+            self.check(lambda a, s: tuple(a.index_reduce(0, rows, s, r, include_self=inc)
+                                          for r in ("prod", "mean", "amax", "amin") for inc in (True, False)),
+                       (randn(4, 3, seed=44).to(dtype), randn(4, 3, seed=45).to(dtype)))
 
     def test_take_index_fill_and_eye(self):
         x = randn(4, 6, seed=30)

@@ -1897,8 +1897,9 @@ def g_math(b):
 
 def g_indexing(b):
     """Reads and writes through integer index inputs (compiler/ComposedOps.cpp and
-    ComposedIndexing.cpp): gather, index_select, x[idx], scatter_add, scatter with one
-    index per row (no repeated position), index_put with accumulation, and cross entropy
+    ComposedIndexing.cpp): gather, index_select, x[idx], scatter_add, scatter_reduce
+    (every reduction, with and without self), scatter with one index per row (no
+    repeated position), index_put with accumulation, and cross entropy
     of a computed [N, C] value against label inputs."""
     a, s = pick_ranked(b)
     d = b.rng.randrange(len(s))
@@ -1906,12 +1907,12 @@ def g_indexing(b):
     idtype = b.rng.choice([torch.int64, torch.int64, torch.int32])
     ops = [o for o, t in (("gather", "aten::gather"), ("select", "aten::index_select"), ("index", "aten::index.Tensor"),
                           ("scatter_add", "aten::scatter_add"), ("scatter", "aten::scatter.src"),
-                          ("put", "aten::index_put"), ("xent", "aten::nll_loss_forward")) if t in b.supported]
+                          ("scatter_reduce", "aten::scatter_reduce.two"), ("put", "aten::index_put"), ("xent", "aten::nll_loss_forward")) if t in b.supported]
     if not ops:
         raise Reject("no indexing ops")
     op = b.rng.choice(ops)
     keep_exact = dict(exact=b.v(a).attrs.get("exact"), intval=b.v(a).attrs.get("intval"))
-    if op in ("gather", "scatter_add", "scatter"):
+    if op in ("gather", "scatter_add", "scatter", "scatter_reduce"):
         k = b.derived("1") if op == "scatter" else b.derived("max(1, (%s) // %d)" % (E, b.rng.choice([1, 2, 3])))
         ishape = tuple((k,) if i == d else x for i, x in enumerate(s))
         if b.numel(ishape) * b.dim_val(s[d]) > (1 << 21):
@@ -1920,6 +1921,11 @@ def g_indexing(b):
         b.v(idx).attrs.update(exact=True, intval=False)
         if op == "gather":
             b.add("torch.gather(%s, %d, %s)" % (a, d, idx), [ishape], keep_exact)
+        elif op == "scatter_reduce":
+            red = b.rng.choice(["sum", "prod", "mean", "amax", "amin"])
+            src = "%s.narrow(%d, 0, #{%s})" % (a, d, k)
+            b.add("%s.scatter_reduce(%d, %s, %s, %r, include_self=%r)" % (a, d, idx, src, red, b.rng.random() < 0.5),
+                  [s], keep_exact if red in ("amax", "amin") else {})
         else:
             src = "%s.narrow(%d, 0, #{%s})" % (a, d, k)
             fn = "scatter_add" if op == "scatter_add" else "scatter"
