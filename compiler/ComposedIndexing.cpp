@@ -367,6 +367,7 @@ LogicalResult scatterInto(NodeImporter& n, Composer& c, Value self, int64_t dim0
   if (typeOf(index).getRank() == 0) index = c.reshape(index, {1});
   int64_t rank = typeOf(x).getRank(), dim = normalizeDim(dim0, rank);
   if (typeOf(index).getRank() != rank) return n.error("scatter needs an index of the input's rank");
+  if (typeOf(index).getNumElements() == 0) return c.finish(c.fresh(x, self));  // nothing written
   if (!src) {  // scatter.value: the value given as a 0-d tensor
     NCC_TRY(v, n.number(3, "value"));
     src = c.splat(typeOf(index).getShape(), compute, asTensorScalar(v, self));
@@ -630,17 +631,20 @@ LogicalResult indexPut(NodeImporter& n) {
 }
 
 // index_add(self, dim, index, source, alpha): source's positions along dim
-// added (times alpha) to the positions index names.
-LogicalResult indexAdd(NodeImporter& n) {
+// added (times alpha) to the positions index names; index_copy(self, dim,
+// index, source): written there instead (of repeated indices the last
+// wins; eager leaves that order unspecified).
+LogicalResult indexAdd(NodeImporter& n, bool copy) {
   Composer c(n);
+  std::string op = copy ? "index_copy" : "index_add";
   NCC_TRY(self, n.tensor(0, "self"));
   NCC_TRY(dim0, n.integer(1, "dim"));
   NCC_TRY(index, n.tensor(2, "index"));
   NCC_TRY(source, n.tensor(3, "source"));
-  NCC_TRY(alpha, n.number(4, "alpha", 1.0));
+  NCC_TRY(alpha, copy ? FailureOr<double>(1.0) : n.number(4, "alpha", 1.0));
   NCC_TRY(type, n.resultType());
   if (!isIndexType(typeOf(index).getElementType()) || typeOf(index).getRank() > 1)
-    return n.error("index_add needs a 0-d or 1-d integer index");
+    return n.error(op + " needs a 0-d or 1-d integer index");
   if (failed(checkDims(n, {dim0}, typeOf(self).getRank()))) return failure();
   Type compute = c.floatOf(type.getElementType());
   Value x = c.cast(self, compute), s = c.cast(source, compute);
@@ -651,8 +655,9 @@ LogicalResult indexAdd(NodeImporter& n) {
   SmallVector<int64_t> expected(typeOf(x).getShape());
   expected[dim] = count;
   if (typeOf(s).getShape() != ArrayRef<int64_t>(expected))
-    return n.error("index_add source of shape " + aten::shapeToString(typeOf(s).getShape()) + ", expected " +
+    return n.error(op + " source of shape " + aten::shapeToString(typeOf(s).getShape()) + ", expected " +
                    aten::shapeToString(expected));
+  if (count == 0) return c.finish(c.fresh(x, self));  // nothing written
   if (alpha != 1.0) s = c.mulScalar(s, alpha);
   auto [front, inverse] = [&] {
     SmallVector<int64_t> perm{dim};
@@ -666,8 +671,68 @@ LogicalResult indexAdd(NodeImporter& n) {
   int64_t rows = typeOf(xf).getDimSize(0), restSize = typeOf(xf).getNumElements() / std::max<int64_t>(rows, 1);
   Value f = c.cast(c.reshape(index, {count}), c.f32());
   f = c.where(c.compareScalar<aten::LtScalarOp>(f, 0.0), c.addScalar(f, double(rows)), f);
-  NCC_TRY(written, writeRows(n, c, c.reshape(xf, {rows, restSize}), f, c.reshape(sf, {count, restSize}), true));
+  NCC_TRY(written, writeRows(n, c, c.reshape(xf, {rows, restSize}), f, c.reshape(sf, {count, restSize}), !copy));
   return c.finish(c.permute(c.reshape(written, typeOf(xf).getShape()), inverse));
+}
+
+// masked_scatter(self, mask, source): the positions where the mask
+// (broadcast against self) is true take source's elements in order (both
+// read row-major); the others keep self's. Each true position's place in
+// source is the count of true positions before it (a scan).
+LogicalResult maskedScatter(NodeImporter& n) {
+  Composer c(n);
+  NCC_TRY(self, n.tensor(0, "self"));
+  NCC_TRY(mask, n.tensor(1, "mask"));
+  NCC_TRY(source, n.tensor(2, "source"));
+  NCC_TRY(type, n.resultType());
+  if (!typeOf(mask).getElementType().isInteger(1)) return n.error("masked_scatter needs a bool mask");
+  if (failed(checkBroadcast(n, {self, mask}))) return failure();
+  Type elem = type.getElementType();
+  int64_t total = type.getNumElements(), available = typeOf(source).getNumElements();
+  Value x = c.reshape(c.expand(c.cast(self, elem), type.getShape()), {total});
+  // eager refuses a mask with more true positions than source has elements
+  if (available == 0) return c.finish(c.fresh(x, self));
+  Value m = c.reshape(c.expand(mask, type.getShape()), {total});
+  Value before = c.addScalar(scan(c, c.cast(m, c.f32()), 0, 0.0, [&](Value a, Value b) { return c.add(a, b); }), -1.0);
+  Value at = c.minimum(c.maximum(before, c.scalar(0.0, c.f32())), c.scalar(double(available - 1), c.f32()));
+  NCC_TRY(taken, gatherAlong(c, c.reshape(c.cast(source, elem), {available}), 0, c.cast(at, n.b.getIntegerType(64))));
+  return c.finish(c.where(m, taken, x));
+}
+
+// isin(elements, test_elements, assume_unique, invert) (either may be a
+// number): whether each element equals some test element, every pair
+// compared in the dtype both promote to (a NaN equals nothing).
+LogicalResult isIn(NodeImporter& n, bool tensorElements, bool tensorTests) {
+  Composer c(n);
+  NCC_TRY(type, n.resultType());
+  NCC_TRY(invert, n.boolean(3, "invert", false));
+  Value elements, tests;
+  if (tensorElements) {
+    NCC_TRY(e, n.tensor(0, "elements"));
+    elements = e;
+  }
+  if (tensorTests) {
+    NCC_TRY(t, n.tensor(1, "test_elements"));
+    tests = t;
+  }
+  if (!elements) {
+    NCC_TRY(v, n.number(0, "element"));
+    elements = c.scalar(v, c.f32());
+  }
+  if (!tests) {
+    NCC_TRY(v, n.number(1, "test_element"));
+    tests = c.scalar(v, c.f32());
+  }
+  Type compute = c.floatOf(aten::promoteTypes(typeOf(elements), typeOf(tests)));
+  int64_t count = typeOf(tests).getNumElements(), rank = typeOf(elements).getRank();
+  if (count == 0) return c.finish(c.splat(type.getShape(), c.i1(), invert ? 1.0 : 0.0));
+  if (typeOf(elements).getNumElements() * count > kMaxPairs) return n.error("isin of more than 2^28 comparisons");
+  SmallVector<int64_t> testShape(size_t(rank), 1);
+  testShape.push_back(count);
+  Value equal = c.compare<aten::EqTensorOp>(c.unsqueeze(c.cast(elements, compute), rank),
+                                            c.reshape(c.cast(tests, compute), testShape));
+  Value found = c.amax(c.cast(equal, c.f32()), {rank}, false);
+  return c.finish(invert ? c.compareScalar<aten::EqScalarOp>(found, 0.0) : c.compareScalar<aten::GtScalarOp>(found, 0.0));
 }
 
 // fill.Tensor(self, value) and masked_fill.Tensor(self, mask, value): a 0-d
@@ -981,7 +1046,12 @@ void addComposedIndexingOps(std::map<std::string, Builder>& table) {
   add("aten::slice_scatter", [](NodeImporter& n) { return sliceScatter(n, false); });
   add("aten::select_scatter", [](NodeImporter& n) { return sliceScatter(n, true); });
   add("aten::index_put", indexPut);
-  add("aten::index_add", indexAdd);
+  add("aten::index_add", [](NodeImporter& n) { return indexAdd(n, false); });
+  add("aten::index_copy", [](NodeImporter& n) { return indexAdd(n, true); });
+  add("aten::masked_scatter", maskedScatter);
+  add("aten::isin.Tensor_Tensor", [](NodeImporter& n) { return isIn(n, true, true); });
+  add("aten::isin.Tensor_Scalar", [](NodeImporter& n) { return isIn(n, true, false); });
+  add("aten::isin.Scalar_Tensor", [](NodeImporter& n) { return isIn(n, false, true); });
   add("aten::fill.Tensor", [](NodeImporter& n) { return fillWithTensor(n, false); });
   add("aten::masked_fill.Tensor", [](NodeImporter& n) { return fillWithTensor(n, true); });
   add("aten::pixel_shuffle", [](NodeImporter& n) { return pixelShuffle(n, false); });

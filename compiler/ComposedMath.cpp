@@ -472,6 +472,46 @@ LogicalResult diagonal(NodeImporter& n) {
   return c.finish(c.fresh(r, self));
 }
 
+// diagonal_scatter(self, src, offset, dim1, dim2): self with diagonal
+// `offset` of dims (dim1, dim2) replaced by src (shaped as diagonal() gives
+// it: the other dims, then the diagonal's length), in the plane of those
+// two dims moved last.
+LogicalResult diagonalScatter(NodeImporter& n) {
+  Composer c(n);
+  NCC_TRY(self, n.tensor(0, "self"));
+  NCC_TRY(src, n.tensor(1, "src"));
+  NCC_TRY(k, n.integer(2, "offset", 0));
+  NCC_TRY(d1, n.integer(3, "dim1", 0));
+  NCC_TRY(d2, n.integer(4, "dim2", 1));
+  NCC_TRY(type, n.resultType());
+  int64_t rank = typeOf(self).getRank();
+  if (rank < 2) return n.error("diagonal_scatter needs at least 2 dims");
+  if (failed(checkDims(n, {d1, d2}, rank))) return failure();
+  d1 = normalizeDim(d1, rank);
+  d2 = normalizeDim(d2, rank);
+  if (d1 == d2) return n.error("diagonal_scatter dims must differ");
+  int64_t rows = typeOf(self).getDimSize(d1), cols = typeOf(self).getDimSize(d2);
+  int64_t length = std::max<int64_t>(0, k >= 0 ? std::min(rows, cols - k) : std::min(rows + k, cols));
+  SmallVector<int64_t> perm, expected;
+  for (int64_t d = 0; d < rank; ++d)
+    if (d != d1 && d != d2) perm.push_back(d), expected.push_back(typeOf(self).getDimSize(d));
+  perm.append({d1, d2});
+  expected.push_back(length);
+  if (typeOf(src).getShape() != ArrayRef<int64_t>(expected))
+    return n.error("diagonal_scatter src of shape " + aten::shapeToString(typeOf(src).getShape()) + ", expected " +
+                   aten::shapeToString(expected));
+  Type elem = type.getElementType();
+  Value x = c.cast(self, elem);
+  if (length == 0) return c.finish(c.fresh(x, self));
+  SmallVector<int64_t> inverse(rank);
+  for (int64_t i = 0; i < rank; ++i) inverse[perm[i]] = i;
+  // src's element i of the diagonal on row i + max(0, -k), every column
+  int64_t top = k < 0 ? -k : 0;
+  Value onRows = padDim(c, c.unsqueeze(c.cast(src, elem), rank - 1), rank - 2, top, rows - length - top, 0.0);
+  Value hit = c.compare<aten::EqTensorOp>(c.iota(rows, {rows, 1}), c.iota(cols, {1, cols}, double(-k)));
+  return c.finish(c.permute(c.where(hit, onRows, c.permute(x, perm)), inverse));
+}
+
 // The largest offset of a diagonal a 1-d input is placed on (the matrix's
 // side is the input's length plus the offset).
 constexpr int64_t kMaxDiagonalOffset = int64_t(1) << 24;
@@ -634,6 +674,32 @@ LogicalResult linspace(NodeImporter& n) {
       values[i] = std::trunc(i < halfway ? start + step * double(i) : end - step * double(steps - i - 1));
   }
   if (steps == 1) values[0] = isFloat ? double(float(start)) : std::trunc(start);
+  return c.finish(c.constant({steps}, type.getElementType(), values));
+}
+
+// logspace(start, end, steps, base): base to the powers linspace gives, in
+// the result's dtype as eager computes them (integers: the power in double,
+// truncated).
+LogicalResult logspace(NodeImporter& n) {
+  Composer c(n);
+  NCC_TRY(start, n.number(0, "start"));
+  NCC_TRY(end, n.number(1, "end"));
+  NCC_TRY(steps, n.integer(2, "steps"));
+  NCC_TRY(base, n.number(3, "base", 10.0));
+  NCC_TRY(type, n.resultType());
+  if (steps < 0) return n.error("logspace with a negative number of steps");
+  if (steps > (int64_t(1) << 26)) return n.error("logspace of more than 2^26 steps");
+  SmallVector<double> values(steps);
+  int64_t halfway = steps / 2;
+  if (aten::isFloatType(type.getElementType())) {
+    float s = float(start), e = float(end), b = float(base), step = steps > 1 ? (e - s) / float(steps - 1) : 0.0f;
+    for (int64_t i = 0; i < steps; ++i)
+      values[i] = std::pow(b, i < halfway ? s + step * float(i) : e - step * float(steps - i - 1));
+  } else {
+    double step = steps > 1 ? (end - start) / double(steps - 1) : 0.0;
+    for (int64_t i = 0; i < steps; ++i)
+      values[i] = std::trunc(std::pow(base, i < halfway ? start + step * double(i) : end - step * double(steps - i - 1)));
+  }
   return c.finish(c.constant({steps}, type.getElementType(), values));
 }
 
@@ -1089,6 +1155,8 @@ void addComposedMathOps(std::map<std::string, Builder>& table) {
   add("aten::count_nonzero", countNonzero);
   add("aten::std_mean.correction", stdMean);
   add("aten::linspace", linspace);
+  add("aten::logspace", logspace);
+  add("aten::diagonal_scatter", diagonalScatter);
   add("aten::_cdist_forward", [](NodeImporter& n) { return cdist(n, false); });
   add("aten::_euclidean_dist", [](NodeImporter& n) { return cdist(n, true); });
   add("aten::_pdist_forward", pdist);

@@ -618,7 +618,9 @@ LogicalResult cumsum(NodeImporter& n) {
 
 // beta * self + alpha * (batch1 @ batch2); reduced precision in f32 (the
 // products and the sum) and rounded once, as eager's kernel does.
-LogicalResult baddbmm(NodeImporter& n) {
+// addbmm: beta * self + alpha * the sum over the batch of the products,
+// one [M, B*K] @ [B*K, N] matmul.
+LogicalResult baddbmm(NodeImporter& n, bool sumBatches) {
   Composer c(n);
   NCC_TRY(self, n.tensor(0, "self"));
   NCC_TRY(b1, n.tensor(1, "batch1"));
@@ -627,15 +629,23 @@ LogicalResult baddbmm(NodeImporter& n) {
   NCC_TRY(alpha, n.number(4, "alpha", 1.0));
   NCC_TRY(type, n.resultType());
   Type compute = isReducedFloat(type.getElementType()) ? c.f32() : type.getElementType();
-  if (!aten::isFloatType(compute)) return n.error("baddbmm needs float tensors");
+  std::string op = sumBatches ? "addbmm" : "baddbmm";
+  if (!aten::isFloatType(compute)) return n.error(op + " needs float tensors");
   if (typeOf(b1).getRank() != 3 || typeOf(b2).getRank() != 3 || typeOf(b1).getDimSize(0) != typeOf(b2).getDimSize(0) ||
       typeOf(b1).getDimSize(2) != typeOf(b2).getDimSize(1))
-    return n.error("baddbmm needs batches [B, M, K] and [B, K, N]");
-  auto shape = {typeOf(b1).getDimSize(0), typeOf(b1).getDimSize(1), typeOf(b2).getDimSize(2)};
-  if (!aten::broadcastShapes(typeOf(self).getShape(), SmallVector<int64_t>(shape)))
-    return n.error("baddbmm's self does not broadcast to the product");
-  Value p = n.b.create<aten::BmmOp>(n.loc, RankedTensorType::get(shape, compute), c.cast(b1, compute),
-                                    c.cast(b2, compute));
+    return n.error(op + " needs batches [B, M, K] and [B, K, N]");
+  int64_t batches = typeOf(b1).getDimSize(0), m = typeOf(b1).getDimSize(1), k = typeOf(b1).getDimSize(2),
+          cols = typeOf(b2).getDimSize(2);
+  SmallVector<int64_t> shape{batches, m, cols};
+  if (sumBatches) shape = {m, cols};
+  if (!aten::broadcastShapes(typeOf(self).getShape(), shape))
+    return n.error(op + "'s self does not broadcast to the product");
+  Value p;
+  if (sumBatches)
+    p = c.mm(c.reshape(c.permute(c.cast(b1, compute), {1, 0, 2}), {m, batches * k}),
+             c.reshape(c.cast(b2, compute), {batches * k, cols}));
+  else
+    p = n.b.create<aten::BmmOp>(n.loc, RankedTensorType::get(shape, compute), c.cast(b1, compute), c.cast(b2, compute));
   if (alpha != 1.0) p = c.mulScalar(p, alpha);
   // beta == 0 ignores self (NaN included), as eager does.
   if (beta != 0.0) p = c.add(p, c.cast(self, compute), beta);
@@ -1272,96 +1282,221 @@ LogicalResult upsampleInterpolated(NodeImporter& n, bool vec, int64_t k, bool cu
   return c.finish(x);
 }
 
-// _adaptive_avg_pool2d: output cell (i, j) averages rows [floor(i * H / oh),
-// ceil((i + 1) * H / oh)) and the columns likewise: per output row a sum of
-// a slice of rows, then per output column a sum of a slice of those (each
-// reduced dim moved last first), divided by the window sizes. In f32 for
-// reduced precision, rounded once; a NaN or inf stays in its windows.
-LogicalResult adaptiveAvgPool2d(NodeImporter& n) {
+// grid_sampler_2d(input [N, C, H, W], grid [N, Ho, Wo, 2], interpolation,
+// padding, align_corners) (F.grid_sample): each output position reads the
+// input at the grid's (x, y), mapped from [-1, 1] to pixel coordinates
+// (align_corners: the corner pixels' centres, else their outer edges).
+// Bilinear: the four neighbours of the point, weighted by the distances;
+// nearest: the pixel the point rounds to (ties to even); bicubic: the 4 x 4
+// neighbours with eager's cubic convolution weights (A = -0.75). Padding:
+// zeros (a tap outside the input reads 0), border (the point, or with
+// bicubic each tap, clamped to the input) or reflection (mirrored at the
+// border, then clamped), as eager's CPU kernels. Each tap is a gather from
+// the input as an [N * H * W, C] table; reduced precision in f32, rounded
+// once.
+LogicalResult gridSampler2d(NodeImporter& n) {
   Composer c(n);
-  NCC_TRY(self, n.tensor(0, "self"));
-  NCC_TRY(size, n.ints(1, "output_size"));
+  NCC_TRY(input, n.tensor(0, "input"));
+  NCC_TRY(grid, n.tensor(1, "grid"));
+  NCC_TRY(interpolation, n.integer(2, "interpolation_mode"));
+  NCC_TRY(padding, n.integer(3, "padding_mode"));
+  NCC_TRY(alignCorners, n.boolean(4, "align_corners", false));
   NCC_TRY(type, n.resultType());
-  int64_t rank = typeOf(self).getRank();
-  if ((rank != 3 && rank != 4) || size.size() != 2 || size[0] < 1 || size[1] < 1)
-    return n.error("adaptive pooling needs a [C, H, W] or [N, C, H, W] input and two output sizes");
-  Type compute = isReducedFloat(type.getElementType()) ? c.f32() : type.getElementType();
-  Value x = c.cast(self, compute);
-  int64_t height = typeOf(x).getDimSize(rank - 2), width = typeOf(x).getDimSize(rank - 1);
-  auto window = [](int64_t i, int64_t in, int64_t out) {
-    return std::pair<int64_t, int64_t>{i * in / out, ((i + 1) * in + out - 1) / out};
+  auto in = typeOf(input).getShape(), g = typeOf(grid).getShape();
+  if (in.size() != 4 || g.size() != 4 || g[3] != 2 || g[0] != in[0])
+    return n.error("grid_sampler_2d needs an [N, C, H, W] input and an [N, Ho, Wo, 2] grid");
+  if (interpolation < 0 || interpolation > 2 || padding < 0 || padding > 2)
+    return n.error("grid_sampler_2d interpolation mode " + std::to_string(interpolation) + " or padding mode " +
+                   std::to_string(padding) + " is not one of eager's (0 to 2)");
+  int64_t batch = in[0], channels = in[1], height = in[2], width = in[3], rows = g[1], cols = g[2];
+  if (batch * height * width >= (int64_t(1) << 24)) return n.error("grid_sampler_2d of an input of 2^24 pixels or more");
+  Type compute = c.floatOf(isReducedFloat(type.getElementType()) ? c.f32() : type.getElementType());
+  Value table = c.reshape(c.permute(c.cast(input, compute), {0, 2, 3, 1}), {batch * height * width, channels});
+  Value points = c.cast(grid, c.f32());
+  auto coordinate = [&](int64_t which, int64_t size) {  // [N, Ho, Wo] pixel coordinates
+    Value v = c.reshape(c.slice(points, 3, which, which + 1), {batch, rows, cols});
+    if (alignCorners) return c.mulScalar(c.addScalar(v, 1.0), double(size - 1) / 2.0);
+    return c.mulScalar(c.addScalar(c.mulScalar(c.addScalar(v, 1.0), double(size)), -1.0), 0.5);
   };
-  SmallVector<int64_t> swap;
-  for (int64_t d = 0; d < rank - 2; ++d) swap.push_back(d);
-  swap.append({rank - 1, rank - 2});
-  // Rows: [.., W, H] -> per output row the sum over its rows -> [.., W, oh].
-  Value rowsLast = c.permute(x, swap);
-  SmallVector<Value> rowSums;
-  for (int64_t i = 0; i < size[0]; ++i) {
-    auto [h0, h1] = window(i, height, size[0]);
-    rowSums.push_back(c.sum(c.slice(rowsLast, rank - 1, h0, h1), {rank - 1}, true));
+  auto clampTo = [&](Value v, int64_t size) {
+    return c.minimum(c.maximum(v, c.scalar(0.0, c.f32())), c.scalar(double(size - 1), c.f32()));
+  };
+  // eager's compute_coordinates: the point (or a bicubic tap) after padding
+  auto padded = [&](Value v, int64_t size) {
+    if (padding == 1) return clampTo(v, size);
+    if (padding != 2) return v;
+    double low = alignCorners ? 0.0 : -0.5, span = alignCorners ? double(size - 1) : double(size);
+    if (span <= 0) return c.splat({batch, rows, cols}, c.f32(), 0.0);
+    Value d = c.unary<aten::AbsOp>(c.addScalar(v, -low));
+    Value flips = c.unary<aten::FloorOp>(c.mulScalar(d, 1.0 / span));
+    Value extra = c.sub(d, c.mulScalar(flips, span));
+    Value even = c.compareScalar<aten::EqScalarOp>(
+        c.sub(flips, c.mulScalar(c.unary<aten::FloorOp>(c.mulScalar(flips, 0.5)), 2.0)), 0.0);
+    Value mirrored = c.where(even, c.addScalar(extra, low), c.addScalar(c.mulScalar(extra, -1.0), span + low));
+    return clampTo(mirrored, size);
+  };
+  Value base = c.iota(batch, {batch, 1, 1}, 0.0);
+  // the input at whole-number coordinates (x, y), 0 outside it, as [N, Ho, Wo, C]
+  auto tap = [&](Value x, Value y) -> FailureOr<Value> {
+    Value inside = c.logicalAnd(
+        c.logicalAnd(c.compareScalar<aten::GeScalarOp>(x, 0.0), c.compareScalar<aten::LeScalarOp>(x, double(width - 1))),
+        c.logicalAnd(c.compareScalar<aten::GeScalarOp>(y, 0.0), c.compareScalar<aten::LeScalarOp>(y, double(height - 1))));
+    Value flat = c.add(c.mulScalar(c.add(c.mulScalar(base, double(height)), clampTo(y, height)), double(width)),
+                       clampTo(x, width));
+    NCC_TRY(values, gatherAlong(c, table, 0, c.cast(flat, n.b.getIntegerType(64))));
+    values = c.reshape(values, {batch, rows, cols, channels});
+    return c.where(c.unsqueeze(inside, 3), values, c.scalar(0.0, compute));
+  };
+  auto weighted = [&](Value sum, Value value, Value weight) {
+    Value term = c.mul(value, c.unsqueeze(c.cast(weight, compute), 3));
+    return sum ? c.add(sum, term) : term;
+  };
+  Value x = coordinate(0, width), y = coordinate(1, height), out;
+  if (interpolation == 1) {  // nearest
+    NCC_TRY(v, tap(c.unary<aten::RoundOp>(padded(x, width)), c.unary<aten::RoundOp>(padded(y, height))));
+    out = v;
+  } else if (interpolation == 0) {  // bilinear
+    x = padded(x, width), y = padded(y, height);
+    Value x0 = c.unary<aten::FloorOp>(x), y0 = c.unary<aten::FloorOp>(y);
+    Value tx = c.sub(x, x0), ty = c.sub(y, y0);
+    Value one = c.scalar(1.0, c.f32());
+    Value wx[2] = {c.sub(one, tx), tx}, wy[2] = {c.sub(one, ty), ty};
+    for (int64_t j = 0; j < 2; ++j)
+      for (int64_t i = 0; i < 2; ++i) {
+        NCC_TRY(v, tap(c.addScalar(x0, double(i)), c.addScalar(y0, double(j))));
+        out = weighted(out, v, c.mul(wx[i], wy[j]));
+      }
+  } else {  // bicubic: the taps around the unpadded point, each padded
+    Value x0 = c.unary<aten::FloorOp>(x), y0 = c.unary<aten::FloorOp>(y);
+    auto weights = [&](Value t) {  // cubicWeights for a tensor of t
+      const double a = -0.75;
+      auto near = [&](Value v) {  // ((a + 2) v - (a + 3)) v^2 + 1
+        return c.addScalar(c.mul(c.addScalar(c.mulScalar(v, a + 2), -(a + 3)), c.mul(v, v)), 1.0);
+      };
+      auto far = [&](Value v) {  // ((a v - 5a) v + 8a) v - 4a
+        return c.addScalar(c.mul(c.addScalar(c.mul(c.addScalar(c.mulScalar(v, a), -5 * a), v), 8 * a), v), -4 * a);
+      };
+      Value rest = c.sub(c.scalar(1.0, c.f32()), t);
+      return std::array<Value, 4>{far(c.addScalar(t, 1.0)), near(t), near(rest), far(c.addScalar(rest, 1.0))};
+    };
+    std::array<Value, 4> wx = weights(c.sub(x, x0)), wy = weights(c.sub(y, y0));
+    for (int64_t j = 0; j < 4; ++j)
+      for (int64_t i = 0; i < 4; ++i) {
+        Value tx = c.unary<aten::TruncOp>(padded(c.addScalar(x0, double(i - 1)), width));
+        Value ty = c.unary<aten::TruncOp>(padded(c.addScalar(y0, double(j - 1)), height));
+        NCC_TRY(v, tap(tx, ty));
+        out = weighted(out, v, c.mul(wx[i], wy[j]));
+      }
   }
-  Value byRow = c.permute(c.cat(rowSums, rank - 1), swap);  // [.., oh, W]
-  SmallVector<Value> sums;
-  for (int64_t j = 0; j < size[1]; ++j) {
-    auto [w0, w1] = window(j, width, size[1]);
-    sums.push_back(c.sum(c.slice(byRow, rank - 1, w0, w1), {rank - 1}, true));
-  }
-  SmallVector<double> counts;
-  for (int64_t i = 0; i < size[0]; ++i)
-    for (int64_t j = 0; j < size[1]; ++j) {
-      auto [h0, h1] = window(i, height, size[0]);
-      auto [w0, w1] = window(j, width, size[1]);
-      counts.push_back(double((h1 - h0) * (w1 - w0)));
-    }
-  return c.finish(c.div(c.cat(sums, rank - 1), c.constant({size[0], size[1]}, compute, counts)));
+  return c.finish(c.permute(out, {0, 3, 1, 2}));
 }
 
-// adaptive_max_pool2d: per output cell (i, j) the window of rows
-// [floor(i * H / oh), ceil((i + 1) * H / oh)) and columns likewise; its
-// maximum (a NaN propagates) and, as eager's loop finds it, the first
-// position of the maximum, or the last NaN's (positions are h * W + w).
-LogicalResult adaptiveMaxPool2d(NodeImporter& n) {
-  Composer c(n);
-  NCC_TRY(self, n.tensor(0, "self"));
+// The input rows [floor(i * in / out), ceil((i + 1) * in / out)) that
+// output i of adaptive pooling reads.
+std::pair<int64_t, int64_t> adaptiveWindow(int64_t i, int64_t in, int64_t out) {
+  return {i * in / out, ((i + 1) * in + out - 1) / out};
+}
+
+// The output sizes of adaptive pooling over the last k dims of `self`
+// ([C, ...] or [N, C, ...]).
+FailureOr<SmallVector<int64_t>> adaptiveSizes(NodeImporter& n, Value self, int64_t k) {
   NCC_TRY(size, n.ints(1, "output_size"));
   int64_t rank = typeOf(self).getRank();
-  if ((rank != 3 && rank != 4) || size.size() != 2 || size[0] < 1 || size[1] < 1)
-    return n.error("adaptive pooling needs a [C, H, W] or [N, C, H, W] input and two output sizes");
-  if (size[0] * size[1] > 4096) return n.error("adaptive max pooling to more than 4096 output cells");
-  Value x = c.toFloat(self);
-  int64_t height = typeOf(x).getDimSize(rank - 2), width = typeOf(x).getDimSize(rank - 1);
-  auto window = [](int64_t i, int64_t in, int64_t out) {
-    return std::pair<int64_t, int64_t>{i * in / out, ((i + 1) * in + out - 1) / out};
-  };
-  SmallVector<int64_t> lead(typeOf(x).getShape().drop_back(2));
-  SmallVector<Value> values, indices;
-  for (int64_t i = 0; i < size[0]; ++i)
-    for (int64_t j = 0; j < size[1]; ++j) {
-      auto [h0, h1] = window(i, height, size[0]);
-      auto [w0, w1] = window(j, width, size[1]);
-      SmallVector<int64_t> flat(lead);
-      flat.push_back((h1 - h0) * (w1 - w0));
-      Value cell = c.reshape(c.slice(c.slice(x, rank - 2, h0, h1), rank - 1, w0, w1), flat);
-      SmallVector<double> positions;
-      for (int64_t h = h0; h < h1; ++h)
-        for (int64_t w = w0; w < w1; ++w) positions.push_back(double(h * width + w));
-      SmallVector<int64_t> posShape(lead.size(), 1);
-      posShape.push_back(int64_t(positions.size()));
-      Value pos = c.constant(posShape, c.f32(), positions);
-      int64_t last = int64_t(lead.size());
-      Value top = c.amax(cell, {last}, true);
-      Value firstTop = c.amin(c.where(c.compare<aten::EqTensorOp>(cell, top), pos, c.scalar(double(height * width), c.f32())),
-                              {last}, true);
-      Value lastNan = c.amax(c.where(c.isNan(cell), pos, c.scalar(-1.0, c.f32())), {last}, true);
-      values.push_back(top);
-      indices.push_back(c.where(c.compareScalar<aten::GeScalarOp>(lastNan, 0.0), lastNan, firstTop));
+  bool positive = llvm::all_of(size, [](int64_t s) { return s >= 1; });
+  if ((rank != k + 1 && rank != k + 2) || int64_t(size.size()) != k || !positive)
+    return n.error("adaptive pooling needs a " + std::string(k == 2 ? "[C, H, W] or [N, C, H, W]" : "[C, D, H, W] or [N, C, D, H, W]") +
+                   " input and " + std::to_string(k) + " output sizes");
+  return size;
+}
+
+// _adaptive_avg_pool2d and _adaptive_avg_pool3d: each output cell averages
+// the window adaptiveWindow gives in every spatial dim: per spatial dim in
+// turn (moved last), the sums of the windows' slices, then divided by the
+// windows' sizes. In f32 for reduced precision, rounded once; a NaN or inf
+// stays in its windows.
+LogicalResult adaptiveAvgPool(NodeImporter& n, int64_t k) {
+  Composer c(n);
+  NCC_TRY(self, n.tensor(0, "self"));
+  NCC_TRY(size, adaptiveSizes(n, self, k));
+  NCC_TRY(type, n.resultType());
+  int64_t rank = typeOf(self).getRank(), lead = rank - k;
+  Type compute = isReducedFloat(type.getElementType()) ? c.f32() : type.getElementType();
+  Value x = c.cast(self, compute);
+  SmallVector<int64_t> in(typeOf(x).getShape().drop_front(size_t(lead)));
+  for (int64_t i = 0; i < k; ++i) {
+    SmallVector<int64_t> swap;
+    for (int64_t d = 0; d < rank; ++d) swap.push_back(d);
+    std::swap(swap[size_t(lead + i)], swap.back());
+    Value last = c.permute(x, swap);
+    SmallVector<Value> sums;
+    for (int64_t o = 0; o < size[i]; ++o) {
+      auto [from, to] = adaptiveWindow(o, in[i], size[i]);
+      sums.push_back(c.sum(c.slice(last, rank - 1, from, to), {rank - 1}, true));
     }
-  SmallVector<int64_t> shape(lead);
-  shape.append({size[0], size[1]});
-  if (failed(c.finish(c.reshape(c.cat(values, int64_t(lead.size())), shape), 0))) return failure();
+    x = c.permute(c.cat(sums, rank - 1), swap);
+  }
+  SmallVector<double> counts;
+  forEachPosition(size, [&](ArrayRef<int64_t> at) {
+    int64_t count = 1;
+    for (int64_t i = 0; i < k; ++i) {
+      auto [from, to] = adaptiveWindow(at[i], in[i], size[i]);
+      count *= to - from;
+    }
+    counts.push_back(double(count));
+  });
+  return c.finish(c.div(x, c.constant(size, compute, counts)));
+}
+
+// adaptive_max_pool2d and adaptive_max_pool3d: per output cell, its window
+// (adaptiveWindow in every spatial dim); the maximum (a NaN propagates)
+// and, as eager's loop finds it, the first position of the maximum, or the
+// last NaN's (positions flat over the spatial dims).
+LogicalResult adaptiveMaxPool(NodeImporter& n, int64_t k) {
+  Composer c(n);
+  NCC_TRY(self, n.tensor(0, "self"));
+  NCC_TRY(size, adaptiveSizes(n, self, k));
+  int64_t cells = 1;
+  for (int64_t s : size) cells *= s;
+  if (cells > 4096) return n.error("adaptive max pooling to more than 4096 output cells");
+  Value x = c.toFloat(self);
+  int64_t rank = typeOf(x).getRank(), lead = rank - k;
+  SmallVector<int64_t> in(typeOf(x).getShape().drop_front(size_t(lead)));
+  int64_t spatial = 1;
+  for (int64_t s : in) spatial *= s;
+  SmallVector<int64_t> leadShape(typeOf(x).getShape().take_front(size_t(lead)));
+  SmallVector<Value> values, indices;
+  forEachPosition(size, [&](ArrayRef<int64_t> at) {
+    Value cell = x;
+    SmallVector<int64_t> from(k), to(k);
+    for (int64_t i = 0; i < k; ++i) {
+      std::tie(from[i], to[i]) = adaptiveWindow(at[i], in[i], size[i]);
+      cell = c.slice(cell, lead + i, from[i], to[i]);
+    }
+    SmallVector<double> positions;
+    SmallVector<int64_t> window;
+    for (int64_t i = 0; i < k; ++i) window.push_back(to[i] - from[i]);
+    forEachPosition(window, [&](ArrayRef<int64_t> w) {
+      int64_t flat = 0;
+      for (int64_t i = 0; i < k; ++i) flat = flat * in[i] + from[i] + w[i];
+      positions.push_back(double(flat));
+    });
+    SmallVector<int64_t> flatShape(leadShape), posShape(size_t(lead), 1);
+    flatShape.push_back(int64_t(positions.size()));
+    posShape.push_back(int64_t(positions.size()));
+    cell = c.reshape(cell, flatShape);
+    Value pos = c.constant(posShape, c.f32(), positions);
+    Value top = c.amax(cell, {lead}, true);
+    Value firstTop = c.amin(c.where(c.compare<aten::EqTensorOp>(cell, top), pos, c.scalar(double(spatial), c.f32())),
+                            {lead}, true);
+    Value lastNan = c.amax(c.where(c.isNan(cell), pos, c.scalar(-1.0, c.f32())), {lead}, true);
+    values.push_back(top);
+    indices.push_back(c.where(c.compareScalar<aten::GeScalarOp>(lastNan, 0.0), lastNan, firstTop));
+  });
+  SmallVector<int64_t> shape(leadShape);
+  shape.append(size.begin(), size.end());
+  if (failed(c.finish(c.reshape(c.cat(values, lead), shape), 0))) return failure();
   if (n.node.outputs_size() < 2) return success();
-  return c.finish(c.reshape(c.cat(indices, int64_t(lead.size())), shape), 1);
+  return c.finish(c.reshape(c.cat(indices, lead), shape), 1);
 }
 
 // Per-channel [C] values as [C, 1, ...] against an [N, C, ...] tensor.
@@ -1537,6 +1672,17 @@ void addComposedOps(std::map<std::string, Builder>& table) {
   add("aten::celu", [](NodeImporter& n) { return activation(n, "celu"); });
   add("aten::nan_to_num", nanToNum);
   add("aten::sign", sign);
+  add("aten::sgn", sign);  // sign for real tensors
+  add("aten::dist", [](NodeImporter& n) -> LogicalResult {
+    Composer c(n);
+    NCC_TRY(self, n.tensor(0, "self"));
+    NCC_TRY(other, n.tensor(1, "other"));
+    NCC_TRY(p, n.number(2, "p", 2.0));
+    NCC_TRY(type, n.resultType());
+    if (failed(checkBroadcast(n, {self, other}))) return failure();
+    Type compute = isReducedFloat(type.getElementType()) ? c.f32() : c.floatOf(type.getElementType());
+    return pNorm(n, c.sub(c.cast(self, compute), c.cast(other, compute)), p, {}, false);
+  });
   for (const char* kind : {"isnan", "isinf", "isfinite", "isposinf", "isneginf"})
     add((std::string("aten::") + kind).c_str(), [kind](NodeImporter& n) { return floatClass(n, kind); });
   add("aten::clamp.Tensor", [](NodeImporter& n) { return clampTensor(n, 1, 2); });
@@ -1555,15 +1701,19 @@ void addComposedOps(std::map<std::string, Builder>& table) {
   add("aten::index.Tensor", indexTensor);
   add("aten::gather", gather);
   add("aten::cumsum", cumsum);
-  add("aten::baddbmm", baddbmm);
+  add("aten::baddbmm", [](NodeImporter& n) { return baddbmm(n, false); });
+  add("aten::addbmm", [](NodeImporter& n) { return baddbmm(n, true); });
   add("aten::convolution", convolution);
   add("aten::max_pool2d_with_indices", [](NodeImporter& n) { return maxPool(n, 2); });
   add("aten::max_pool3d_with_indices", [](NodeImporter& n) { return maxPool(n, 3); });
   add("aten::avg_pool2d", [](NodeImporter& n) { return avgPool(n, 2); });
   add("aten::avg_pool3d", [](NodeImporter& n) { return avgPool(n, 3); });
-  add("aten::_adaptive_avg_pool2d", adaptiveAvgPool2d);
-  add("aten::adaptive_max_pool2d", adaptiveMaxPool2d);
+  add("aten::_adaptive_avg_pool2d", [](NodeImporter& n) { return adaptiveAvgPool(n, 2); });
+  add("aten::_adaptive_avg_pool3d", [](NodeImporter& n) { return adaptiveAvgPool(n, 3); });
+  add("aten::adaptive_max_pool2d", [](NodeImporter& n) { return adaptiveMaxPool(n, 2); });
+  add("aten::adaptive_max_pool3d", [](NodeImporter& n) { return adaptiveMaxPool(n, 3); });
   add("aten::im2col", im2col);
+  add("aten::grid_sampler_2d", gridSampler2d);
   add("aten::col2im", col2im);
   for (int64_t k : {1, 2, 3}) {
     std::string nearest = "aten::upsample_nearest" + std::to_string(k) + "d";

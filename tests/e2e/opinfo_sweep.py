@@ -85,6 +85,8 @@ EXTRA_OPINFOS = {
     "max_pool2d_with_indices": ["nn.functional.max_pool2d"],
     "avg_pool2d": ["nn.functional.avg_pool2d"],
     "_adaptive_avg_pool2d": ["nn.functional.adaptive_avg_pool2d"],
+    "_adaptive_avg_pool3d": ["nn.functional.adaptive_avg_pool3d"],
+    "grid_sampler_2d": ["nn.functional.grid_sample"],
     "upsample_nearest2d": ["nn.functional.interpolate", "nn.functional.upsample_nearest"],
     "upsample_bilinear2d": ["nn.functional.interpolate", "nn.functional.upsample_bilinear"],
     "upsample_nearest1d": ["nn.functional.interpolate"],

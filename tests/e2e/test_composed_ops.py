@@ -6,7 +6,8 @@ embedding, a UNet-style block (depthwise convolution, group norm, SiLU), transpo
 convolutions (1-d to 3-d, output_padding, groups, dilation), a classifier
 head (max/min with indices, argmin), position ids from a padding mask (cumsum), norms
 and statistics, the activations built on erf/expm1/log1p, and the shape ops (pad,
-repeat, roll, flip, rot90, index_select, baddbmm). Each is compiled at -O0 and -O2, run, and
+repeat, roll, flip, rot90, index_select, baddbmm, addbmm), 3-d adaptive pooling, grid_sample,
+isin, logspace and dist. Each is compiled at -O0 and -O2, run, and
 compared with PyTorch eager, in f32 and bf16, with default-initialised and random
 parameters; integer results (indices) must match exactly.
 """
@@ -256,6 +257,52 @@ class ComposedOps(common.ComparedWithEager):
             m = bilinear.to(dtype)
             self.check(lambda a, b: (m(a, b), m(a.reshape(2, 2, 9), b.reshape(2, 2, 11)), F.bilinear(a, b, m.weight)),
                        (p.to(dtype), q.to(dtype)))
+
+    def test_adaptive_pooling_3d(self):
+        # video-style [N, C, T, H, W]: uneven windows in every dim, a [C, D, H, W]
+        # input, and the indices of the maxima (flat over T, H, W); f32 only
+        # (torch 1.13's CPU kernels have no bf16 form)
+        x = randn(2, 3, 5, 7, 6, seed=60)
+        self.check(lambda a: (F.adaptive_avg_pool3d(a, (2, 3, 4)), F.adaptive_avg_pool3d(a[0], 1),
+                              F.adaptive_max_pool3d(a, (3, 2, 4), return_indices=True)),
+                   (x,))
+
+    def test_grid_sample(self):
+        # every interpolation, padding and align_corners, with points outside
+        # [-1, 1], on a pixel centre and on the corner (-O2 only: 18 graphs);
+        # then a spatial transformer's warp (affine_grid, then grid_sample)
+        g = torch.Generator().manual_seed(64)
+        x = torch.randn(2, 3, 5, 7, generator=g)
+        grid = torch.rand(2, 4, 6, 2, generator=g) * 2.6 - 1.3
+        grid[0, 0, 0] = torch.tensor([1.0, -1.0])
+        grid[0, 0, 1] = torch.tensor([0.0, 0.0])
+        for mode in ("bilinear", "nearest", "bicubic"):
+            for pad in ("zeros", "border", "reflection"):
+                for corners in (False, True):
+                    with self.subTest(mode=mode, padding=pad, align_corners=corners):
+                        self.check(lambda a, p: F.grid_sample(a, p, mode=mode, padding_mode=pad, align_corners=corners),
+                                   (x, grid), opts=(2,))
+        theta = torch.tensor([[[0.9, 0.1, 0.05], [-0.1, 0.8, 0.0]]]).repeat(2, 1, 1)
+        self.check(lambda a, t: F.grid_sample(a, F.affine_grid(t, a.shape, align_corners=False), align_corners=False),
+                   (randn(2, 3, 8, 8, seed=65), theta))
+
+    def test_batched_products_and_distances(self):
+        b1, b2, m = randn(4, 5, 6, seed=61), randn(4, 6, 3, seed=62), randn(5, 3, seed=63)
+        for dtype in DTYPES:
+            self.check(lambda a, b, c: (torch.addbmm(c, a, b), torch.addbmm(c[0], a, b, beta=0.5, alpha=2.0),
+                                        torch.dist(a, a.flip(0)), torch.dist(c, c[:1], 1), torch.dist(c, c * 2, 3),
+                                        torch.dist(a, b.transpose(1, 2)[:, :1], float("inf")), torch.sgn(c)),
+                       (b1.to(dtype), b2.to(dtype), m.to(dtype)))
+
+    def test_value_sets_and_log_spaced_constants(self):
+        ids = torch.tensor([[3, 7, 1, 7], [0, 2, 9, 4]])
+        stop = torch.tensor([7, 4, 11])
+        x = torch.tensor([0.5, float("nan"), -1.0, 2.0])
+        self.check(lambda i, s, v: (torch.isin(i, s), torch.isin(i, s, invert=True), torch.isin(i, 9),
+                                    torch.isin(v, torch.tensor([2.0, float("nan")])), torch.isin(i, s[:0]),
+                                    torch.logspace(0, 3, 7) * v.nan_to_num().sum(), torch.logspace(-2, 2, 5, base=2.0),
+                                    torch.logspace(0, 4, 5, dtype=torch.int64)),
+                   (ids, stop, x))
 
     def test_classifier_head(self):
         x = randn(4, 33, seed=6)

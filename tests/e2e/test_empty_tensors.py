@@ -77,6 +77,17 @@ class EmptyTensors(common.ComparedWithEager):
         ids, mask = torch.zeros(2, 0, dtype=torch.long), torch.zeros(0, 8, dtype=torch.bool)
         self.check(lambda w, i, m: (F.embedding(i, w), w.sum(0), w[:0].masked_fill(m, 1.0)), (w, ids, mask))
 
+    def test_writes_of_nothing(self):
+        # An empty index or source writes nothing: self comes back; isin against
+        # no test elements finds nothing.
+        x, ids = randn(3, 4, seed=8), torch.zeros(0, dtype=torch.long)
+        self.check(lambda x, i: (x.index_add(0, i, x[:0]), x.index_copy(1, i, x[:, :0]),
+                                 x.index_reduce(0, i, x[:0], "amax"), x.scatter(1, i.view(1, 0), x[:1, :0]),
+                                 x.scatter_reduce(0, i.view(0, 1), x[:0, :1], "sum"),
+                                 x.masked_scatter(x > 100, x[:0]), torch.isin(i.new_ones(3), i),
+                                 torch.isin(i.new_ones(3), i, invert=True)),
+                   (x, ids))
+
     def compile_error(self, path):
         proc = subprocess.run([toolchain.tool("neuron-cc"), "compile", path, "-O2", "--output", path + ".neff"],
                               stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
@@ -84,7 +95,8 @@ class EmptyTensors(common.ComparedWithEager):
         return proc.stderr
 
     def test_other_ops_do_not_take_empty_operands(self):
-        # Only reductions, matmuls and cat make a result with elements of an empty operand;
+        # Only reductions, matmuls, cat, writes and isin make a result with elements of an
+        # empty operand;
         # any other op is refused clearly (a pad of an empty slice; a graph whose recorded
         # shapes disagree, flip of an empty input recorded [3, 4], aborted in the importer).
         path = os.path.join(self.tmp, "pad_empty.pb")

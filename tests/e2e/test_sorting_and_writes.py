@@ -3,7 +3,8 @@
 ops (compiler/ComposedIndexing.cpp), in the code that uses them: top-k routing of a
 mixture of experts, top-k over a vocabulary, sorting with NaN and infinities,
 medians and k-th values, bucketing, in-place writes (`x[:, 0] = 0`, `x[mask] = v`,
-`x[idx] += v`, scatter, scatter_add and scatter_reduce, index_add and index_reduce), and layout ops (pixel shuffle,
+`x[idx] += v`, scatter, scatter_add and scatter_reduce, index_add, index_reduce and
+index_copy, masked_scatter, diagonal_scatter), and layout ops (pixel shuffle,
 reflection and replication padding, block_diag, cross). Each is compiled at -O0
 and -O2, run, and compared with PyTorch eager in f32 and bf16; indices must match
 exactly, so inputs have no ties unless a test says why (eager's order among equal
@@ -193,6 +194,26 @@ class SortingAndWrites(common.ComparedWithEager):
             self.check(lambda a, s: tuple(a.index_reduce(0, rows, s, r, include_self=inc)
                                           for r in ("prod", "mean", "amax", "amin") for inc in (True, False)),
                        (randn(4, 3, seed=44).to(dtype), randn(4, 3, seed=45).to(dtype)))
+
+    def test_index_copy_masked_scatter_and_diagonal_scatter(self):
+        # a static KV cache written at the step's positions (index_copy along
+        # the sequence), multimodal embeddings merged where image tokens are
+        # (masked_scatter, the mask broadcast over the hidden dim), and a
+        # diagonal replaced (offsets on both sides, a batch dim)
+        cache = randn(2, 8, 4, seed=50)
+        pos = torch.tensor([5, 2, 6])
+        new = randn(2, 3, 4, seed=51)
+        tokens = randn(1, 6, 4, seed=52)
+        image = randn(3, 4, seed=53)
+        is_image = torch.tensor([[False, True, True, False, True, False]])
+        for dtype in DTYPES:
+            self.check(lambda c, p, k, t, i, m: (c.index_copy(1, p, k), t.masked_scatter(m[..., None], i),
+                                                 t.masked_scatter(m[..., None].expand(-1, -1, 4) & (t > 0), i)),
+                       (cache.to(dtype), pos, new.to(dtype), tokens.to(dtype), image.to(dtype), is_image))
+            m = randn(2, 4, 5, seed=54).to(dtype)
+            self.check(lambda a, d1, d2: (torch.diagonal_scatter(a, d1, 1, 1, 2), torch.diagonal_scatter(a, d2, -2, 1, 2),
+                                          torch.diagonal_scatter(a[0], d1[0, :4] * 0, 0)),
+                       (m, randn(2, 4, seed=55).to(dtype), randn(2, 2, seed=56).to(dtype)))
 
     def test_take_index_fill_and_eye(self):
         x = randn(4, 6, seed=30)

@@ -1898,7 +1898,7 @@ def g_math(b):
 def g_indexing(b):
     """Reads and writes through integer index inputs (compiler/ComposedOps.cpp and
     ComposedIndexing.cpp): gather, index_select, x[idx], scatter_add, scatter_reduce
-    (every reduction, with and without self), scatter with one index per row (no
+    (every reduction, with and without self), masked_scatter, isin of index inputs, scatter with one index per row (no
     repeated position), index_put with accumulation, and cross entropy
     of a computed [N, C] value against label inputs."""
     a, s = pick_ranked(b)
@@ -1907,7 +1907,8 @@ def g_indexing(b):
     idtype = b.rng.choice([torch.int64, torch.int64, torch.int32])
     ops = [o for o, t in (("gather", "aten::gather"), ("select", "aten::index_select"), ("index", "aten::index.Tensor"),
                           ("scatter_add", "aten::scatter_add"), ("scatter", "aten::scatter.src"),
-                          ("scatter_reduce", "aten::scatter_reduce.two"), ("put", "aten::index_put"), ("xent", "aten::nll_loss_forward")) if t in b.supported]
+                          ("scatter_reduce", "aten::scatter_reduce.two"), ("put", "aten::index_put"),
+                          ("masked_scatter", "aten::masked_scatter"), ("isin", "aten::isin.Tensor_Tensor"), ("xent", "aten::nll_loss_forward")) if t in b.supported]
     if not ops:
         raise Reject("no indexing ops")
     op = b.rng.choice(ops)
@@ -1930,6 +1931,16 @@ def g_indexing(b):
             src = "%s.narrow(%d, 0, #{%s})" % (a, d, k)
             fn = "scatter_add" if op == "scatter_add" else "scatter"
             b.add("%s.%s(%d, %s, %s)" % (a, fn, d, idx, src), [s], keep_exact)
+    elif op == "masked_scatter":
+        # the source has as many elements as self: enough for any mask
+        b.add("%s.masked_scatter(%s > 0, %s * 0.5)" % (a, a, a), [s])
+    elif op == "isin":
+        k = b.derived("max(1, (%s) // %d)" % (E, b.rng.choice([1, 2, 4])))
+        tests = b.new_input(((k,),), dtype=idtype, kind="index", arg="#{%s}" % E)
+        b.v(tests).attrs.update(exact=True, intval=False)
+        ids = b.new_input((s[d],), dtype=idtype, kind="index", arg="#{%s}" % E)
+        b.v(ids).attrs.update(exact=True, intval=False)
+        b.add("torch.isin(%s, %s, invert=%r).float()" % (ids, tests, b.rng.random() < 0.5), [(s[d],)])
     elif op in ("select", "index", "put"):
         k = b.derived("max(1, (%s) // %d)" % (E, b.rng.choice([1, 2, 4])))
         idx = b.new_input(((k,),), dtype=idtype, kind="index", arg="#{%s}" % E)
