@@ -57,6 +57,94 @@ Value signBit(Composer& c, Value x) {
 //   from atan: asin(x) = atan(x / sqrt((1 - x)(1 + x))) (+-pi/2 at +-1, NaN
 //   beyond), acos(x) = 2 atan(sqrt((1 - x) / (1 + x))) (no cancellation
 //   near 1, where pi/2 - asin(x) would lose the result's digits; pi at -1).
+// exp(x^2) * erfc(x) for x >= 0 (erfcx), and the exponent it drops: the
+// Chebyshev fit of Press et al., "Numerical Recipes in C" (2nd ed.), 6.2,
+// `erfcc`, whose fractional error is below 1.2e-7 for every x:
+// t = 1 / (1 + x / 2), erfc(x) = t * exp(-x^2 + P(t)) with P of degree 9.
+// Keeping exp(-x^2) apart keeps erfc's tail (1.5e-12 at x = 5) and erfcx
+// for large x, which 1 - erf(x) would lose.
+struct ScaledErfc {
+  Value t, exponent;  // erfc(x) = t * exp(exponent - x^2)
+};
+ScaledErfc scaledErfc(Composer& c, Value z) {
+  static constexpr double kP[] = {-1.26551223, 1.00002368, 0.37409196, 0.09678418, -0.18628806,
+                                  0.27886807,  -1.13520398, 1.48851587, -0.82215223, 0.17087277};
+  Type elem = typeOf(z).getElementType();
+  Value t = c.div(c.scalar(1.0, elem), c.addScalar(c.mulScalar(z, 0.5), 1.0));
+  Value p = c.scalar(kP[9], elem);
+  for (int i = 8; i >= 0; --i) p = c.addScalar(c.mul(p, t), kP[i]);
+  return {t, p};
+}
+
+Value erfcOf(Composer& c, Value x) {
+  Value z = c.unary<aten::AbsOp>(x);
+  ScaledErfc e = scaledErfc(c, z);
+  Value tail = c.mul(e.t, c.unary<aten::ExpOp>(c.sub(e.exponent, c.mul(z, z))));
+  return c.where(c.compareScalar<aten::LtScalarOp>(x, 0.0), c.sub(c.scalar(2.0, typeOf(x).getElementType()), tail), tail);
+}
+
+Value erfcxOf(Composer& c, Value x) {
+  ScaledErfc e = scaledErfc(c, c.unary<aten::AbsOp>(x));
+  Value scaled = c.mul(e.t, c.unary<aten::ExpOp>(e.exponent));
+  Value negative = c.sub(c.mulScalar(c.unary<aten::ExpOp>(c.mul(x, x)), 2.0), scaled);  // 2 exp(x^2) - erfcx(|x|)
+  return c.where(c.compareScalar<aten::LtScalarOp>(x, 0.0), negative, scaled);
+}
+
+// sin(pi x) and cos(pi x) from x's distance to its nearest whole number
+// (exact in floating point), so that large |x| keeps its digits.
+std::pair<Value, Value> sinCosPi(Composer& c, Value x) {
+  Value r = c.mulScalar(c.sub(x, c.unary<aten::RoundOp>(x)), kPi);
+  Value parity = c.sub(c.unary<aten::RoundOp>(x), c.mulScalar(c.unary<aten::FloorOp>(c.mulScalar(c.unary<aten::RoundOp>(x), 0.5)), 2.0));
+  Value sign = c.where(c.compareScalar<aten::EqScalarOp>(parity, 0.0), c.scalar(1.0, typeOf(x).getElementType()),
+                       c.scalar(-1.0, typeOf(x).getElementType()));
+  return {c.mul(sign, c.unary<aten::SinOp>(r)), c.mul(sign, c.unary<aten::CosOp>(r))};
+}
+
+// lgamma: for x >= 0.5 the Lanczos approximation of "Numerical Recipes in
+// C", 6.1 (`gammln`, g = 5, six terms, error below 2e-10), below it the
+// reflection lgamma(x) = log(pi / |sin(pi x)|) - lgamma(1 - x); +-inf give
+// +inf and the poles (0, -1, ...) +inf, as std::lgamma.
+Value lgammaOf(Composer& c, Value x) {
+  static constexpr double kCof[] = {76.18009172947146,     -86.50532032941677,     24.01409824083091,
+                                    -1.231739572450155,    0.1208650973866179e-2, -0.5395239384953e-5};
+  Type elem = typeOf(x).getElementType();
+  Value reflect = c.compareScalar<aten::LtScalarOp>(x, 0.5);
+  Value y = c.where(reflect, c.sub(c.scalar(1.0, elem), x), x);  // >= 0.5
+  Value series = c.scalar(1.000000000190015, elem);
+  for (int j = 0; j < 6; ++j) series = c.add(series, c.div(c.scalar(kCof[j], elem), c.addScalar(y, double(j + 1))));
+  Value shifted = c.addScalar(y, 5.5);
+  Value direct = c.add(c.sub(c.mul(c.addScalar(y, 0.5), c.unary<aten::LogOp>(shifted)), shifted),
+                       c.unary<aten::LogOp>(c.div(c.mulScalar(series, 2.5066282746310005), y)));
+  Value sine = c.unary<aten::AbsOp>(sinCosPi(c, x).first);
+  Value reflected = c.sub(c.unary<aten::LogOp>(c.div(c.scalar(kPi, elem), sine)), direct);
+  Value value = c.where(reflect, reflected, direct);
+  return c.where(c.compareScalar<aten::EqScalarOp>(c.unary<aten::AbsOp>(x), kInf), c.scalar(kInf, elem), value);
+}
+
+// digamma, as torch's calc_digamma: -inf at +0 and +inf at -0, NaN at the
+// negative whole numbers; x > 0 through psi(x) = psi(x + 6) - sum 1/(x + k)
+// (k < 6) and the asymptotic series at x + 6 (to 1/y^10: below 2e-10);
+// other negative x by the reflection psi(x) = psi(1 - x) - pi / tan(pi x).
+Value digammaOf(Composer& c, Value x) {
+  Type elem = typeOf(x).getElementType();
+  Value negative = c.compareScalar<aten::LtScalarOp>(x, 0.0);
+  Value p = c.where(negative, c.sub(c.scalar(1.0, elem), x), x);  // > 0
+  Value y = c.addScalar(p, 6.0);
+  Value inv = c.div(c.scalar(1.0, elem), y), inv2 = c.mul(inv, inv);
+  // ln y - 1/(2y) - B2/(2 y^2) - B4/(4 y^4) - ...: 1/12, -1/120, 1/252, -1/240, 1/132
+  Value tail = c.scalar(-1.0 / 132, elem);
+  for (double b : {1.0 / 240, -1.0 / 252, 1.0 / 120, -1.0 / 12}) tail = c.addScalar(c.mul(tail, inv2), b);
+  Value psi = c.add(c.sub(c.unary<aten::LogOp>(y), c.mulScalar(inv, 0.5)), c.mul(tail, inv2));
+  for (int k = 5; k >= 0; --k) psi = c.sub(psi, c.div(c.scalar(1.0, elem), c.addScalar(p, double(k))));
+  auto [sine, cosine] = sinCosPi(c, x);
+  Value reflected = c.sub(psi, c.mulScalar(c.div(cosine, sine), kPi));
+  Value value = c.where(negative, reflected, psi);
+  Value whole = c.logicalAnd(negative, c.compare<aten::EqTensorOp>(x, c.unary<aten::TruncOp>(x)));
+  value = c.where(whole, c.scalar(std::numeric_limits<double>::quiet_NaN(), elem), value);
+  Value pole = c.where(signBit(c, x), c.scalar(kInf, elem), c.scalar(-kInf, elem));
+  return c.where(c.compareScalar<aten::EqScalarOp>(x, 0.0), pole, value);
+}
+
 LogicalResult unaryMath(NodeImporter& n, StringRef kind) {
   Composer c(n);
   NCC_TRY(self, n.tensor(0, "self"));
@@ -129,10 +217,38 @@ LogicalResult unaryMath(NodeImporter& n, StringRef kind) {
     Value value = c.where(c.compareScalar<aten::LtScalarOp>(x, 0.0), c.scalar(kPi, compute), c.scalar(0.0, compute));
     return c.finish(c.where(c.isNan(x), x, value));
   }
+  if (kind == "erfc") return c.finish(erfcOf(c, x));
+  if (kind == "special_erfcx") return c.finish(erfcxOf(c, x));
+  if (kind == "special_ndtr") return c.finish(c.mulScalar(erfcOf(c, c.mulScalar(x, -M_SQRT1_2)), 0.5));
+  if (kind == "special_log_ndtr") {
+    // torch's calc_log_ndtr: log(erfcx(-t) / 2) - t^2 below x = -1, else
+    // log1p(-erfc(t) / 2), t = x / sqrt(2)
+    Value t = c.mulScalar(x, M_SQRT1_2);
+    Value low = c.sub(c.unary<aten::LogOp>(c.mulScalar(erfcxOf(c, c.unary<aten::NegOp>(t)), 0.5)), c.mul(t, t));
+    Value high = c.unary<aten::Log1pOp>(c.mulScalar(erfcOf(c, t), -0.5));
+    return c.finish(c.where(c.compareScalar<aten::LtScalarOp>(x, -1.0), low, high));
+  }
+  if (kind == "lgamma") return c.finish(lgammaOf(c, x));
+  if (kind == "digamma") return c.finish(digammaOf(c, x));
   if (kind == "frac") return c.finish(c.sub(x, c.unary<aten::TruncOp>(x)));
   if (kind == "deg2rad") return c.finish(c.mulScalar(x, kPi / 180.0));
   if (kind == "rad2deg") return c.finish(c.mulScalar(x, 180.0 / kPi));
   return n.error("unknown function " + kind.str());
+}
+
+// mvlgamma(x, p): the multivariate log-gamma, sum over j < p of
+// lgamma(x - j / 2) plus p (p - 1) / 4 log(pi).
+LogicalResult mvlgamma(NodeImporter& n) {
+  Composer c(n);
+  NCC_TRY(self, n.tensor(0, "self"));
+  NCC_TRY(p, n.integer(1, "p"));
+  NCC_TRY(type, n.resultType());
+  if (p < 1 || p > 1024) return n.error("mvlgamma needs 1 <= p <= 1024");
+  if (!aten::isFloatType(type.getElementType())) return n.error("mvlgamma needs a float result");
+  Value x = c.cast(self, computeTypeOf(c, type.getElementType()));
+  Value sum = lgammaOf(c, x);
+  for (int64_t j = 1; j < p; ++j) sum = c.add(sum, lgammaOf(c, c.addScalar(x, -0.5 * double(j))));
+  return c.finish(c.addScalar(sum, double(p) * double(p - 1) / 4.0 * std::log(kPi)));
 }
 
 LogicalResult signbit(NodeImporter& n) {
@@ -1106,9 +1222,11 @@ LogicalResult trilinear(NodeImporter& n) {
 void addComposedMathOps(std::map<std::string, Builder>& table) {
   auto add = [&](const std::string& name, Builder builder) { table.emplace(name, std::move(builder)); };
   for (const char* kind : {"log2", "log10", "exp2", "sinh", "cosh", "tan", "asinh", "acosh", "atanh", "frac",
-                           "deg2rad", "rad2deg", "asin", "acos", "sinc", "special_entr", "angle"})
+                           "deg2rad", "rad2deg", "asin", "acos", "sinc", "special_entr", "angle", "erfc",
+                           "special_erfcx", "special_ndtr", "special_log_ndtr", "lgamma", "digamma"})
     add(std::string("aten::") + kind, [kind](NodeImporter& n) { return unaryMath(n, kind); });
   add("aten::signbit", signbit);
+  add("aten::mvlgamma", mvlgamma);
   add("aten::xlogy.Tensor", [](NodeImporter& n) { return binaryMath(n, "xlogy"); });
   add("aten::xlogy.Scalar_Other", [](NodeImporter& n) { return binaryMath(n, "xlogy", 1); });
   add("aten::xlogy.Scalar_Self", [](NodeImporter& n) { return binaryMath(n, "xlogy", 0); });

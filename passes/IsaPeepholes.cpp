@@ -42,7 +42,7 @@ int64_t fuseSquareSum(Block& body) {
     OpBuilder b(square);
     auto act = b.create<nc::ActivationOp>(square.getLoc(), square.getOut(), square.getIn0(), Value(),
                                           Value(), reduce.getOut(), b.getStringAttr("square"),
-                                          b.getF64FloatAttr(1.0), b.getF64FloatAttr(0.0));
+                                          b.getF64FloatAttr(1.0), b.getF64FloatAttr(nc::kNoBias));
     auto source = square->getAttrOfType<IntegerAttr>("source_op");
     setEngineAndSource(act, b, "scalar", source ? source.getInt() : -1);
     square.erase();

@@ -278,7 +278,7 @@ LogicalResult KernelLowering::lowerAttention(const AttentionMatch& m, Value out,
   };
   auto activation = [&](Value o, Value in, Value bias, Value accum, Operation* src) {
     setSource(b->create<nc::ActivationOp>(loc, o, in, Value(), bias, accum, b->getStringAttr("exp"),
-                                          b->getF64FloatAttr(1.0), b->getF64FloatAttr(0.0)),
+                                          b->getF64FloatAttr(1.0), b->getF64FloatAttr(nc::kNoBias)),
               src);
   };
   int64_t keyBytes = ((D + P - 1) / P) * T * (qe.getIntOrFloatBitWidth() / 8) +

@@ -140,7 +140,7 @@ LogicalResult KernelLowering::lowerOp(Operation* op, int64_t p, int64_t f) {
   };
 
   auto activationOf = [&](Value in, StringRef func) {
-    return unary(in, [&](Value out, Value t) { activation(out, t, func, 1.0, 0.0); });
+    return unary(in, [&](Value out, Value t) { activation(out, t, func, 1.0, nc::kNoBias); });
   };
   auto scalarOp = [&](Value in, StringRef alu, double imm, bool reverse) {
     return unary(in, [&](Value out, Value t) { tensorScalar(out, t, Value(), alu, imm, reverse); });
@@ -213,16 +213,16 @@ LogicalResult KernelLowering::lowerOp(Operation* op, int64_t p, int64_t f) {
         return unary(o.getSelf(), [&](Value out, Value in) { tensorScalar(out, in, Value(), "add", v, false); });
       })
       .Case([&](aten::NegOp o) {
-        return unary(o.getSelf(), [&](Value out, Value in) { activation(out, in, "negate", 1.0, 0.0); });
+        return unary(o.getSelf(), [&](Value out, Value in) { activation(out, in, "negate", 1.0, nc::kNoBias); });
       })
       .Case([&](aten::ExpOp o) {
-        return unary(o.getSelf(), [&](Value out, Value in) { activation(out, in, "exp", 1.0, 0.0); });
+        return unary(o.getSelf(), [&](Value out, Value in) { activation(out, in, "exp", 1.0, nc::kNoBias); });
       })
       .Case([&](aten::RsqrtOp o) {
-        return unary(o.getSelf(), [&](Value out, Value in) { activation(out, in, "rsqrt", 1.0, 0.0); });
+        return unary(o.getSelf(), [&](Value out, Value in) { activation(out, in, "rsqrt", 1.0, nc::kNoBias); });
       })
       .Case([&](aten::SqrtOp o) {
-        return unary(o.getSelf(), [&](Value out, Value in) { activation(out, in, "sqrt", 1.0, 0.0); });
+        return unary(o.getSelf(), [&](Value out, Value in) { activation(out, in, "sqrt", 1.0, nc::kNoBias); });
       })
       .Case([&](aten::SubScalarOp o) {
         return scalarOp(o.getSelf(), "sub", o.getOther().convertToDouble() * o.getAlpha().convertToDouble(), false);
@@ -343,7 +343,7 @@ LogicalResult KernelLowering::lowerOp(Operation* op, int64_t p, int64_t f) {
         setEngineAndSource(g, *b, "dma", -1);
         ++numInst;
         ++numDma;
-        if (raw != out) activation(out, raw, "identity", 1.0, 0.0);
+        if (raw != out) activation(out, raw, "identity", 1.0, nc::kNoBias);
         tiles[result] = out;
         return success();
       })

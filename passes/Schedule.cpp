@@ -258,7 +258,7 @@ Operation* moveToScalarEngine(nc::TensorScalarOp op) {
   double imm = op.getImm().convertToDouble();
   bool mul = op.getAlu() == "mul";
   double scale = mul && !op.getScalar() ? imm : 1.0;
-  double bias = mul ? 0.0 : (op.getAlu() == "add" ? imm : -imm);
+  double bias = mul ? nc::kNoBias : (op.getAlu() == "add" ? imm : -imm);
   auto act = b.create<nc::ActivationOp>(op.getLoc(), op.getOut(), op.getIn0(), mul ? op.getScalar() : Value(),
                                         mul ? Value() : op.getScalar(), Value(), b.getStringAttr("identity"),
                                         b.getF64FloatAttr(scale), b.getF64FloatAttr(bias));

@@ -33,6 +33,11 @@ int64_t tileByteOffset(mlir::Value tile);
 mlir::Value tileBuffer(mlir::Value tile);
 bool isPsumTile(mlir::Type type);
 
+// The bias of an activation that adds nothing: -0.0, the additive identity
+// (x + -0.0 == x for every x, -0.0 included, where +0.0 would turn -0.0
+// into +0.0: a cast of -0.0 would lose its sign).
+constexpr double kNoBias = -0.0;
+
 // The element type a tensor value has on the device: floats as they are;
 // bools and integers (masks, indices) as f32, exact below 2^24.
 mlir::Type deviceElementType(mlir::Type elem);

@@ -156,7 +156,8 @@ def Nc_ActivationOp : Nc_Op<"activation", [AttrSizedOperandSegments]> {
   let description = [{
     `scale` is the per-partition value `scale_tile[p, 0]` when that operand is
     given, else the `scale` attribute; `bias` likewise is `bias_tile[p, 0]`
-    or the `bias` attribute. With `accum`, the engine also writes the sum
+    or the `bias` attribute (by default -0.0, which adds nothing: -0.0 stays
+    -0.0). With `accum`, the engine also writes the sum
     over the free dim of the results to `accum[p, 0]`.
     ```mlir
     nc.activation %o, %a accum %s : memref<4x1xf32, 1> {func = "square"} : memref<4x512xf32, 1>, memref<4x512xbf16, 1>
@@ -165,7 +166,7 @@ def Nc_ActivationOp : Nc_Op<"activation", [AttrSizedOperandSegments]> {
   let arguments = (ins Nc_Tile:$out, Nc_Tile:$in0, Optional<Nc_Tile>:$scale_tile,
                        Optional<Nc_Tile>:$bias_tile, Optional<Nc_Tile>:$accum, StrAttr:$func,
                        DefaultValuedAttr<F64Attr, "1.0">:$scale,
-                       DefaultValuedAttr<F64Attr, "0.0">:$bias);
+                       DefaultValuedAttr<F64Attr, "-0.0">:$bias);
   let assemblyFormat = [{
     $out `,` $in0 (`scale` $scale_tile^ `:` type($scale_tile))? (`bias` $bias_tile^ `:` type($bias_tile))?
     (`accum` $accum^ `:` type($accum))?

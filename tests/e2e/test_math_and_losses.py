@@ -5,7 +5,7 @@ classifier's training losses (cross entropy with weights, ignored labels and
 label smoothing, NLL over images, BCE with logits and pos_weight, MSE, smooth L1,
 Huber), gated and parametric activations (GLU, PReLU, log-sigmoid, threshold),
 elementwise functions at their edges (zeros of both signs, infinities, NaN,
-large magnitudes), products and scans, diagonals, LSTM and GRU layers, and the
+large magnitudes), the error and gamma functions into their tails, products and scans, diagonals, LSTM and GRU layers, and the
 exporter's one_hot, repeat_interleave and label-smoothed cross entropy. Each is compiled at -O0 and -O2, run,
 and compared with PyTorch eager, in f32 and bf16 where eager has the bf16
 kernel; integer results must match exactly.
@@ -150,6 +150,33 @@ class MathAndLosses(common.ComparedWithEager):
         # exact where eager is: exp2 of integers, log2 of powers of two
         ints = torch.arange(-20, 20, dtype=torch.float32)
         self.check(lambda a: (torch.exp2(a), torch.log2(torch.exp2(a)).round()), (ints,))
+
+    def test_error_and_gamma_functions(self):
+        # erfc, erfcx, ndtr and log_ndtr far into their tails, lgamma and
+        # digamma across their poles and reflections, mvlgamma; against eager
+        # in f32 and bf16, then erfc's and log_ndtr's tails element by element
+        # against float64 (1 - erf(x) would be 0 from x = 4 on).
+        x = with_edges(torch.cat([torch.linspace(-9, 9, 361), torch.linspace(-30.5, 40, 142)]))
+        fns = lambda a: (torch.special.erfc(a), torch.special.erfcx(a.clamp(min=-9)), torch.special.ndtr(a),
+                         torch.special.log_ndtr(a), torch.lgamma(a), torch.digamma(a),
+                         torch.mvlgamma(a.abs() + 2, 3))
+        self.check(fns, (x,))
+        self.check(lambda a: (torch.special.erfc(a), torch.lgamma(a), torch.digamma(a)), (x.to(torch.bfloat16),))
+        tail = torch.linspace(0, 9, 91)
+        outs, _ = common.export_compile_run(lambda a: (torch.special.erfc(a), torch.special.log_ndtr(-a * 4)),
+                                            (tail,), self.tmp, "tails", 2)
+        for out, ref in zip(outs, (torch.special.erfc(tail.double()), torch.special.log_ndtr(-tail.double() * 4))):
+            rel = (torch.from_numpy(out).double() - ref).abs() / ref.abs()
+            self.assertLess(float(rel.max()), 1e-4)
+
+    def test_sign_of_zero_through_casts_and_unit_scales(self):
+        # An activation without a bias adds -0.0, which keeps -0.0 (+0.0 turned
+        # the -0.0 of a cast, a multiply by one or a negation into +0.0);
+        # 1 / x shows the sign. x + 0.0 still gives +0.0, as eager.
+        x = torch.tensor([0.0, -0.0, 1.5, -2.0])
+        self.check(lambda a: (1 / a.bfloat16().float(), 1 / a.half().float(), 1 / (a * 1.0), 1 / (a + 0.0),
+                              1 / (a - 0.0), 1 / -(-a), torch.signbit(a.bfloat16()), torch.signbit(a.float() * 3)),
+                   (x,))
 
     def test_inverse_trigonometric_functions(self):
         # atan is one scalar-engine activation; asin, acos and atan2 are built on it.
