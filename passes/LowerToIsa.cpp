@@ -227,6 +227,17 @@ LogicalResult KernelLowering::computeSpace(bool prologue) {
     if (int64_t split = aten::trailingDimsOf(full, mm.getDimSize(0), mm.getDimSize(1))) k = split;
     break;
   }
+  // An elementwise kernel whose trailing dims are 1 ([B, S, 1] values)
+  // would run one column per partition: its columns take the innermost dim
+  // longer than 1 as well (any split of the dims into rows and columns
+  // computes the same elements; [129, 129, 1] took 131 row tiles of one
+  // column each, 21,000 instructions for two digammas).
+  bool elementwise = !prologue && !space.reduces && !space.matmul &&
+                     llvm::none_of(body.without_terminator(), [](Operation& op) {
+                       return llvm::isa<aten::EmbeddingOp, aten::CatOp>(op);
+                     });
+  if (elementwise)
+    while (k < int64_t(full.size()) && product(ArrayRef<int64_t>(full).take_back(size_t(k))) == 1) ++k;
   space.lead.assign(full.begin(), full.end() - k);
   space.trail.assign(full.end() - k, full.end());
   // Every instruction is unrolled, so the iteration space must stay sane.

@@ -676,6 +676,16 @@ class FuzzRegressions(unittest.TestCase):
 
     # -- clear errors ----------------------------------------------------------------
 
+    def test_unit_trailing_dims_take_wide_columns(self):
+        # graph_fuzz 9696969 case 91: two digammas (about 70 ops each) over
+        # [129, 129, 1] ran one column per partition, 131 row tiles, 21,000
+        # instructions, and the compiler's race self-check gave up on the
+        # kernel (an internal error). The unit dim now joins the columns.
+        x = (randn(129, 129, 1).abs() + 0.5).to(torch.bfloat16)
+        mask = torch.ones(129, 1, dtype=torch.bool).triu(0)
+        self.check(lambda a, m: torch.digamma(torch.digamma(a.abs() + 0.25).abs() + 0.25).masked_fill(m, float("-inf")),
+                   [x, mask])
+
     def test_empty_graph(self):
         path = os.path.join(self.tmp, "empty.pb")
         open(path, "wb").close()

@@ -1847,7 +1847,8 @@ def g_ordered(b):
 
 def g_math(b):
     """Elementwise functions and gated activations composed at import (ComposedMath.cpp)
-    on computed values: log2, asinh, atan, asin, acos, sinc, softshrink, hypot, atan2, logaddexp and xlogy
+    on computed values: log2, asinh, atan, asin, acos, sinc, softshrink, the error and gamma
+    functions (erfc, erfcx, ndtr, log_ndtr, lgamma, digamma, mvlgamma), hypot, atan2, logaddexp and xlogy
     with a partner, glu, prelu-style
     where, threshold-free smooth ones only (no value where a rounding flips the result)."""
     a, s = pick_ranked(b)
@@ -1855,7 +1856,10 @@ def g_math(b):
                           ("xlogy", "aten::xlogy.Tensor"), ("glu", "aten::glu"), ("logsig", "aten::log_sigmoid_forward"),
                           ("cosh", "aten::cosh"), ("atan", "aten::atan"), ("asin", "aten::asin"),
                           ("acos", "aten::acos"), ("atan2", "aten::atan2"), ("sinc", "aten::sinc"),
-                          ("softshrink", "aten::softshrink"), ("logaddexp", "aten::logaddexp")) if t in b.supported]
+                          ("softshrink", "aten::softshrink"), ("logaddexp", "aten::logaddexp"),
+                          ("erfc", "aten::erfc"), ("erfcx", "aten::special_erfcx"), ("ndtr", "aten::special_ndtr"),
+                          ("log_ndtr", "aten::special_log_ndtr"), ("lgamma", "aten::lgamma"),
+                          ("digamma", "aten::digamma"), ("mvlgamma", "aten::mvlgamma")) if t in b.supported]
     if not ops:
         raise Reject("no math ops")
     op = b.rng.choice(ops)
@@ -1869,6 +1873,14 @@ def g_math(b):
         b.add("torch.atan(%s)" % a, [s])
     elif op == "sinc":
         b.add("torch.sinc(%s)" % a, [s])
+    elif op in ("erfc", "ndtr", "log_ndtr"):
+        b.add("torch.special.%s(%s)" % (op, a), [s])
+    elif op == "erfcx":  # overflows below -9
+        b.add("torch.special.erfcx(%s.clamp(min=-5))" % a, [s])
+    elif op in ("lgamma", "digamma"):  # away from the poles at 0, -1, ...
+        b.add("torch.%s(%s.abs() + 0.25)" % (op, a), [s])
+    elif op == "mvlgamma":
+        b.add("torch.mvlgamma(%s.abs() + 1.5, 2)" % a, [s])
     elif op == "softshrink":  # continuous at +-lambda, unlike hardshrink
         b.add("torch.nn.functional.softshrink(%s, 0.3)" % a, [s])
     elif op in ("asin", "acos"):

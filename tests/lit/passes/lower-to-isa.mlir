@@ -81,14 +81,29 @@ func.func @broadcast_runs(%x: tensor<4x8x512xbf16>, %s: tensor<4x1x512xbf16>) ->
 
 // -----
 
-// A 0-d constant becomes an immediate; a per-row value a [p x 1] tile.
+// A 0-d constant becomes an immediate. In an elementwise kernel a trailing
+// unit dim joins the columns: [4, 1] is one row of 4 columns.
 // CHECK-LABEL: func.func @immediate
-// CHECK: nc.dma_load {{.*}} {ap = array<i64: 1, 4, 1, 1>{{.*}} : memref<4x1xbf16>, memref<4x1xbf16, 1>
-// CHECK: nc.tensor_scalar %{{.*}}, %{{.*}} {alu = "add", {{.*}}imm = 9.9999999747524271E-7 {{.*}} : memref<4x1xbf16, 1>, memref<4x1xbf16, 1>
+// CHECK: nc.dma_load {{.*}} {ap = array<i64: 0, 1, 1, 4>{{.*}} : memref<4x1xbf16>, memref<1x4xbf16, 1>
+// CHECK: nc.tensor_scalar %{{.*}}, %{{.*}} {alu = "add", {{.*}}imm = 9.9999999747524271E-7 {{.*}} : memref<1x4xbf16, 1>, memref<1x4xbf16, 1>
 func.func @immediate(%m: tensor<4x1xbf16>) -> tensor<4x1xbf16> {
   %eps = arith.constant dense<1.0e-06> : tensor<f32>
   %r = aten.add.Tensor %m, %eps : tensor<4x1xbf16>, tensor<f32> -> tensor<4x1xbf16>
   return %r : tensor<4x1xbf16>
+}
+
+// -----
+
+// [129, 129, 1] values with a [129, 1] mask broadcast over the rows: the
+// columns are the last two dims (129 of them), two row tiles, not 131 row
+// tiles of one column each; the mask is the same in every row.
+// CHECK-LABEL: func.func @unit_columns
+// CHECK-COUNT-2: nc.dma_load {{.*}} : memref<129x129x1xf32>, memref<{{128|1}}x129xf32, 1>
+// CHECK-NOT: memref<128x1xf32, 1>
+func.func @unit_columns(%x: tensor<129x129x1xf32>, %m: tensor<129x1xi1>) -> tensor<129x129x1xf32> {
+  %e = aten.exp %x : tensor<129x129x1xf32> -> tensor<129x129x1xf32>
+  %r = aten.masked_fill.Scalar %e, %m, 0.0 : tensor<129x129x1xf32>, tensor<129x1xi1> -> tensor<129x129x1xf32>
+  return %r : tensor<129x129x1xf32>
 }
 
 // -----
