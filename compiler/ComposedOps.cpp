@@ -1406,6 +1406,15 @@ FailureOr<SmallVector<int64_t>> adaptiveSizes(NodeImporter& n, Value self, int64
   if ((rank != k + 1 && rank != k + 2) || int64_t(size.size()) != k || !positive)
     return n.error("adaptive pooling needs a " + std::string(k == 2 ? "[C, H, W] or [N, C, H, W]" : "[C, D, H, W] or [N, C, D, H, W]") +
                    " input and " + std::to_string(k) + " output sizes");
+  // Each output position along a dim is a slice of its own.
+  if (llvm::any_of(size, [](int64_t s) { return s > 4096; }))
+    return n.error("adaptive pooling to more than 4096 positions along a dim");
+  SmallVector<int64_t> expected(typeOf(self).getShape().take_front(size_t(rank - k)));
+  expected.append(size.begin(), size.end());
+  NCC_TRY(type, n.resultType());
+  if (type.getShape() != ArrayRef<int64_t>(expected))
+    return n.error("adaptive pooling to " + aten::shapeToString(expected) + ", the graph records " +
+                   aten::shapeToString(type.getShape()));
   return size;
 }
 
