@@ -819,6 +819,51 @@ LogicalResult logspace(NodeImporter& n) {
   return c.finish(c.constant({steps}, type.getElementType(), values));
 }
 
+// hann_window, hamming_window, blackman_window and bartlett_window: constants
+// computed step by step as eager's factories do: arange, then each scaling
+// and cosine, the scalars and every result rounded to the result's dtype;
+// `periodic` (the default) computes N + 1 points and drops the last.
+LogicalResult window(NodeImporter& n, StringRef kind) {
+  Composer c(n);
+  NCC_TRY(length, n.integer(0, "window_length"));
+  NCC_TRY(periodic, n.boolean(1, "periodic", true));
+  NCC_TRY(alpha, n.number(2, "alpha", kind == "hann" ? 0.5 : 0.54));
+  NCC_TRY(beta, n.number(3, "beta", kind == "hann" ? 0.5 : 0.46));
+  NCC_TRY(type, n.resultType());
+  Type elem = type.getElementType();
+  if (!aten::isFloatType(elem)) return n.error(kind.str() + "_window needs a float dtype");
+  if (length < 0 || length > (int64_t(1) << 26)) return n.error(kind.str() + "_window length out of range");
+  auto round = [&](double v) {  // to the result's dtype
+    APFloat f(v);
+    bool lost;
+    f.convert(llvm::cast<FloatType>(elem).getFloatSemantics(), APFloat::rmNearestTiesToEven, &lost);
+    return f.convertToDouble();
+  };
+  auto cosine = [&](double v) { return round(double(std::cos(float(v)))); };
+  auto scalar = round;
+  SmallVector<double> values;
+  int64_t points = length + (periodic && length > 1 ? 1 : 0);
+  for (int64_t i = 0; i < length; ++i) {
+    if (points == 1) {
+      values.push_back(1.0);
+      continue;
+    }
+    double x = round(double(i));
+    if (kind == "hann" || kind == "hamming") {
+      x = cosine(round(x * scalar(kPi * 2.0 / double(points - 1))));
+      values.push_back(round(round(x * scalar(-beta)) + scalar(alpha)));
+    } else if (kind == "blackman") {
+      x = round(x * scalar(kPi / double(points - 1)));
+      double a = round(cosine(round(x * 4.0)) * scalar(0.08)), b = round(cosine(round(x * 2.0)) * 0.5);
+      values.push_back(round(round(a - b) + scalar(0.42)));
+    } else {  // bartlett
+      x = round(x * scalar(2.0 / double(points - 1)));
+      values.push_back(i >= (points - 1) / 2 + 1 ? round(2.0 - x) : x);
+    }
+  }
+  return c.finish(c.constant({length}, elem, values));
+}
+
 // The p-norm of `d` over `dims` (none: its last dim): p = 2 a square root
 // of the sum of squares, 1 the sum of magnitudes, inf the largest, 0 the
 // count of nonzero elements, other p sum(|d|^p)^(1/p).
@@ -1274,6 +1319,13 @@ void addComposedMathOps(std::map<std::string, Builder>& table) {
   add("aten::std_mean.correction", stdMean);
   add("aten::linspace", linspace);
   add("aten::logspace", logspace);
+  for (const char* kind : {"hann", "hamming", "blackman", "bartlett"}) {
+    std::string name = std::string("aten::") + kind + "_window";
+    add(name, [kind](NodeImporter& n) { return window(n, kind); });
+    add(name + ".periodic", [kind](NodeImporter& n) { return window(n, kind); });
+  }
+  add("aten::hamming_window.periodic_alpha", [](NodeImporter& n) { return window(n, "hamming"); });
+  add("aten::hamming_window.periodic_alpha_beta", [](NodeImporter& n) { return window(n, "hamming"); });
   add("aten::diagonal_scatter", diagonalScatter);
   add("aten::_cdist_forward", [](NodeImporter& n) { return cdist(n, false); });
   add("aten::_euclidean_dist", [](NodeImporter& n) { return cdist(n, true); });

@@ -616,6 +616,45 @@ LogicalResult cumsum(NodeImporter& n) {
   return c.finish(c.fresh(scan(c, x, dim, 0.0, [&](Value a, Value b) { return c.add(a, b); }), self));
 }
 
+// unfold(self, dimension, size, step) (Tensor.unfold): the windows of
+// `size` elements every `step` along the dim, as a new last dim:
+// out[.., i, .., j] = self[.., i * step + j, ..]. Windows of up to 16
+// elements are one strided slice per window position, put side by side;
+// longer ones one gather of every window's elements, reshaped.
+LogicalResult unfold(NodeImporter& n) {
+  Composer c(n);
+  NCC_TRY(self, n.tensor(0, "self"));
+  NCC_TRY(dim0, n.integer(1, "dimension"));
+  NCC_TRY(size, n.integer(2, "size"));
+  NCC_TRY(step, n.integer(3, "step"));
+  Value x = typeOf(self).getRank() == 0 ? c.reshape(self, {1}) : self;
+  int64_t rank = typeOf(x).getRank();
+  if (failed(checkDims(n, {dim0}, rank))) return failure();
+  int64_t dim = normalizeDim(dim0, rank), length = typeOf(x).getDimSize(dim);
+  if (step <= 0) return n.error("unfold step must be positive");
+  if (size < 0 || size > length)
+    return n.error("unfold size " + std::to_string(size) + " does not fit the dim's " + std::to_string(length));
+  int64_t count = (length - size) / step + 1;
+  if (size <= 16) {
+    SmallVector<Value> windows;
+    for (int64_t j = 0; j < size; ++j)
+      windows.push_back(c.unsqueeze(c.slice(x, dim, j, j + step * (count - 1) + 1, step), rank));
+    return c.finish(c.fresh(c.cat(windows, rank), self));
+  }
+  if (count * size > (int64_t(1) << 24)) return n.error("unfold into more than 2^24 window elements");
+  SmallVector<double> index;
+  for (int64_t i = 0; i < count; ++i)
+    for (int64_t j = 0; j < size; ++j) index.push_back(double(i * step + j));
+  NCC_TRY(g, gatherAlong(c, x, dim, c.constant({count * size}, n.b.getIntegerType(64), index)));
+  SmallVector<int64_t> split(typeOf(x).getShape()), perm;
+  split[size_t(dim)] = count;
+  split.insert(split.begin() + dim + 1, size);
+  for (int64_t d = 0; d <= rank; ++d)
+    if (d != dim + 1) perm.push_back(d);
+  perm.push_back(dim + 1);
+  return c.finish(c.permute(c.reshape(g, split), perm));
+}
+
 // beta * self + alpha * (batch1 @ batch2); reduced precision in f32 (the
 // products and the sum) and rounded once, as eager's kernel does.
 // addbmm: beta * self + alpha * the sum over the batch of the products,
@@ -1710,6 +1749,15 @@ void addComposedOps(std::map<std::string, Builder>& table) {
   add("aten::index.Tensor", indexTensor);
   add("aten::gather", gather);
   add("aten::cumsum", cumsum);
+  add("aten::unfold", unfold);
+  add("aten::rsub.Tensor", [](NodeImporter& n) -> LogicalResult {  // other - alpha * self
+    Composer c(n);
+    NCC_TRY(self, n.tensor(0, "self"));
+    NCC_TRY(other, n.tensor(1, "other"));
+    NCC_TRY(alpha, n.number(2, "alpha", 1.0));
+    if (failed(checkBroadcast(n, {self, other}))) return failure();
+    return c.finish(c.sub(other, self, alpha));
+  });
   add("aten::baddbmm", [](NodeImporter& n) { return baddbmm(n, false); });
   add("aten::addbmm", [](NodeImporter& n) { return baddbmm(n, true); });
   add("aten::convolution", convolution);

@@ -7,7 +7,7 @@ convolutions (1-d to 3-d, output_padding, groups, dilation), a classifier
 head (max/min with indices, argmin), position ids from a padding mask (cumsum), norms
 and statistics, the activations built on erf/expm1/log1p, and the shape ops (pad,
 repeat, roll, flip, rot90, index_select, baddbmm, addbmm), 3-d adaptive pooling, grid_sample,
-isin, logspace and dist. Each is compiled at -O0 and -O2, run, and
+isin, logspace, dist, unfold (sliding windows) and the window functions. Each is compiled at -O0 and -O2, run, and
 compared with PyTorch eager, in f32 and bf16, with default-initialised and random
 parameters; integer results (indices) must match exactly.
 """
@@ -285,6 +285,29 @@ class ComposedOps(common.ComparedWithEager):
         theta = torch.tensor([[[0.9, 0.1, 0.05], [-0.1, 0.8, 0.0]]]).repeat(2, 1, 1)
         self.check(lambda a, t: F.grid_sample(a, F.affine_grid(t, a.shape, align_corners=False), align_corners=False),
                    (randn(2, 3, 8, 8, seed=65), theta))
+
+    def test_unfold_windows(self):
+        # audio framing (400-sample frames every 160: one gather), 2-d patches
+        # (unfold twice), short overlapping and gapped windows, a negative
+        # dim, the whole dim as one window; and rsub of two tensors
+        audio = randn(2, 2000, seed=66)
+        img = randn(1, 3, 8, 12, seed=67)
+        x = randn(3, 10, 4, seed=68)
+        for dtype in DTYPES:
+            self.check(lambda a, i, v: (a.unfold(-1, 400, 160) * torch.hann_window(400, dtype=a.dtype),
+                                        i.unfold(2, 4, 4).unfold(3, 4, 4).reshape(1, 3, -1, 16),
+                                        v.unfold(1, 3, 2), v.unfold(1, 2, 5), v.unfold(-1, 4, 1), v.unfold(0, 1, 1),
+                                        torch.rsub(v, v[0], alpha=2)),
+                       (audio.to(dtype), img.to(dtype), x.to(dtype)))
+
+    def test_window_functions(self):
+        # periodic and symmetric, lengths 1, 2, odd and long, a hamming window
+        # with its own coefficients; bf16 as eager rounds each step
+        for dtype in DTYPES:
+            self.check(lambda a: tuple(f(n, periodic=p, dtype=dtype) * a for n in (1, 2, 7, 1024) for p in (True, False)
+                                       for f in (torch.hann_window, torch.hamming_window, torch.blackman_window,
+                                                 torch.bartlett_window)) + (torch.hamming_window(9, False, 0.6, 0.3, dtype=dtype) * a,),
+                       (torch.tensor(1.0, dtype=dtype),))
 
     def test_batched_products_and_distances(self):
         b1, b2, m = randn(4, 5, 6, seed=61), randn(4, 6, 3, seed=62), randn(5, 3, seed=63)
