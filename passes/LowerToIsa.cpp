@@ -236,8 +236,14 @@ LogicalResult KernelLowering::computeSpace(bool prologue) {
                      llvm::none_of(body.without_terminator(), [](Operation& op) {
                        return llvm::isa<aten::EmbeddingOp, aten::CatOp>(op);
                      });
-  if (elementwise)
-    while (k < int64_t(full.size()) && product(ArrayRef<int64_t>(full).take_back(size_t(k))) == 1) ++k;
+  // (Only where the widened columns fit one tile: column chunks take a
+  // single innermost dim.)
+  if (elementwise) {
+    int64_t widened = k;
+    while (widened < int64_t(full.size()) && product(ArrayRef<int64_t>(full).take_back(size_t(widened))) == 1)
+      ++widened;
+    if (product(ArrayRef<int64_t>(full).take_back(size_t(widened))) <= maxFree) k = widened;
+  }
   space.lead.assign(full.begin(), full.end() - k);
   space.trail.assign(full.end() - k, full.end());
   // Every instruction is unrolled, so the iteration space must stay sane.

@@ -685,6 +685,11 @@ class FuzzRegressions(unittest.TestCase):
         mask = torch.ones(129, 1, dtype=torch.bool).triu(0)
         self.check(lambda a, m: torch.digamma(torch.digamma(a.abs() + 0.25).abs() + 0.25).masked_fill(m, float("-inf")),
                    [x, mask])
+        # graph_fuzz 9898989 case 367: widened past one column tile (4218 > 4096
+        # columns), the -O0 scatter kernels got every element but the first
+        # wrong; columns are widened only where they fit one tile.
+        self.check(lambda a, i: a.scatter(0, i, a.narrow(0, 0, 1)),
+                   [randn(1, 4218), torch.zeros(1, 4218, dtype=torch.long)])
 
     def test_empty_graph(self):
         path = os.path.join(self.tmp, "empty.pb")

@@ -1982,11 +1982,13 @@ def g_indexing(b):
 
 
 def g_layout(b):
-    """Padding modes, diagonals and products composed at import: reflection and
-    replication padding of the last dims, diagonal of two dims, diag_embed, cross."""
+    """Padding modes, diagonals, windows and products composed at import: reflection and
+    replication padding of the last dims, diagonal of two dims, diag_embed, unfold
+    (sliding windows, short and long), cross."""
     a, s = pick_ranked(b)
     ops = [o for o, t in (("reflect", "aten::reflection_pad1d"), ("replicate", "aten::replication_pad1d"),
-                          ("diagonal", "aten::diagonal"), ("embed", "aten::diag_embed")) if t in b.supported]
+                          ("diagonal", "aten::diagonal"), ("embed", "aten::diag_embed"),
+                          ("unfold", "aten::unfold")) if t in b.supported]
     if not ops:
         raise Reject("no layout ops")
     op = b.rng.choice(ops)
@@ -2001,6 +2003,16 @@ def g_layout(b):
             raise Reject("reflection pad as large as the dim")
         w = b.derived("(%s) + %d" % (dim_expr(s[-1]), left + right))
         b.add("F.pad(%s, (%d, %d), mode=%r)" % (a, left, right, op), [tuple(s[:-1]) + ((w,),)], keep_exact)
+    elif op == "unfold":  # windows of `size` every `step` along a dim, as a new last dim
+        d = b.rng.randrange(len(s))
+        L = b.dim_val(s[d])
+        size = b.rng.randint(1, min(L, 24))
+        step = b.rng.choice([1, 2, 3, size])
+        if b.numel(s) // max(L, 1) * ((L - size) // step + 1) * size > (1 << 20):
+            raise Reject("unfold too large")
+        count = b.derived("((%s) - %d) // %d + 1" % (dim_expr(s[d]), size, step))
+        out = tuple((count,) if i == d else x for i, x in enumerate(s)) + ((b.derived(str(size)),),)
+        b.add("%s.unfold(%d, %d, %d)" % (a, d, size, step), [out], keep_exact)
     elif op == "diagonal":
         if len(s) < 2:
             raise Reject("diagonal needs 2 dims")
