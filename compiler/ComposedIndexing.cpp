@@ -176,12 +176,15 @@ LogicalResult topk(NodeImporter& n) {
 // position k - 1 (the median: (n - 1) / 2, the lower one) and its index;
 // the median of a row with a NaN is NaN at the row's first NaN, as eager
 // returns it. median(self): the median of all elements, value only.
+// nanmedian (.dim and of all elements): the median of the values that are
+// not NaN, at floor((count - 1) / 2); a row of NaNs only gives NaN at 0.
 LogicalResult kthOrMedian(NodeImporter& n, StringRef kind) {
   Composer c(n);
   NCC_TRY(self, n.tensor(0, "self"));
   Value x;
   int64_t dim = 0, position = 0;
-  if (kind == "median_all") {
+  bool ignoreNan = kind.starts_with("nanmedian");
+  if (kind == "median_all" || kind == "nanmedian_all") {
     x = c.reshape(c.toFloat(self), {typeOf(self).getNumElements()});
     if (typeOf(x).getDimSize(0) == 0) return n.error("median of an empty tensor");
   } else {
@@ -203,11 +206,22 @@ LogicalResult kthOrMedian(NodeImporter& n, StringRef kind) {
   if (failed(checkPairs(n, last, length, kind))) return failure();
   Value positions = sortedPositions(c, last, false);
   Value hit = c.compareScalar<aten::EqScalarOp>(positions, double(position));
+  Value valid;  // nanmedian: the row's count of values that are not NaN
+  if (ignoreNan) {
+    // NaNs sort last: the median of the others is at floor((valid - 1) / 2).
+    valid = c.sum(c.cast(c.logicalNot(c.isNan(last)), c.f32()), {rank - 1}, true);
+    Value middle = c.unary<aten::FloorOp>(c.mulScalar(c.addScalar(valid, -1.0), 0.5));
+    hit = c.compare<aten::EqTensorOp>(positions, middle);
+  }
   Type elem = typeOf(last).getElementType();
   Value value = c.sum(c.where(hit, last, c.scalar(0.0, elem)), {rank - 1}, true);
   Value idx = c.iota(length, alongLast(rank, length));
   Value index = c.sum(c.where(hit, idx, c.scalar(0.0, c.f32())), {rank - 1}, true);
-  if (kind != "kthvalue") {
+  if (ignoreNan) {  // a row of NaNs only: NaN at index 0, as eager
+    Value none = c.compareScalar<aten::EqScalarOp>(valid, 0.0);
+    value = c.where(none, c.scalar(std::nan(""), elem), value);
+    index = c.where(none, c.scalar(0.0, c.f32()), index);
+  } else if (kind != "kthvalue") {
     Value isNan = c.isNan(last);
     Value firstNan = c.amin(c.where(isNan, idx, c.scalar(double(length), c.f32())), {rank - 1}, true);
     Value anyNan = c.compareScalar<aten::LtScalarOp>(firstNan, double(length));
@@ -215,7 +229,7 @@ LogicalResult kthOrMedian(NodeImporter& n, StringRef kind) {
     index = c.where(anyNan, firstNan, index);
   }
   if (failed(c.finish(c.permute(value, inverse), 0))) return failure();
-  if (kind == "median_all" || n.node.outputs_size() < 2) return success();
+  if (kind.ends_with("_all") || n.node.outputs_size() < 2) return success();
   return c.finish(c.permute(index, inverse), 1);
 }
 
@@ -1036,6 +1050,8 @@ void addComposedIndexingOps(std::map<std::string, Builder>& table) {
   add("aten::kthvalue", [](NodeImporter& n) { return kthOrMedian(n, "kthvalue"); });
   add("aten::median.dim", [](NodeImporter& n) { return kthOrMedian(n, "median"); });
   add("aten::median", [](NodeImporter& n) { return kthOrMedian(n, "median_all"); });
+  add("aten::nanmedian.dim", [](NodeImporter& n) { return kthOrMedian(n, "nanmedian"); });
+  add("aten::nanmedian", [](NodeImporter& n) { return kthOrMedian(n, "nanmedian_all"); });
   add("aten::bucketize.Tensor", [](NodeImporter& n) { return binarySearch(n, true); });
   add("aten::searchsorted.Tensor", [](NodeImporter& n) { return binarySearch(n, false); });
   add("aten::scatter.value", [](NodeImporter& n) { return scatter(n, "value"); });
