@@ -765,20 +765,11 @@ LogicalResult stdMean(NodeImporter& n) {
   return c.finish(op.getMean(), 1);
 }
 
-// linspace(start, end, steps) as eager fills it in the result's dtype:
-// start + i * step below the halfway point, end - (steps - 1 - i) * step
-// from it, with step = (end - start) / (steps - 1), in float arithmetic for
-// float results (double for integer results, truncated).
-LogicalResult linspace(NodeImporter& n) {
-  Composer c(n);
-  NCC_TRY(start, n.number(0, "start"));
-  NCC_TRY(end, n.number(1, "end"));
-  NCC_TRY(steps, n.integer(2, "steps"));
-  NCC_TRY(type, n.resultType());
-  if (steps < 0) return n.error("linspace with a negative number of steps");
-  if (steps > (int64_t(1) << 26)) return n.error("linspace of more than 2^26 steps");
+// Eager's linspace points, as linspace and logspace compute them: the first
+// half stepping from start, the second back from end; in float32 for float
+// results, in double (not yet truncated) for integers; one step is start.
+SmallVector<double> linspacePoints(double start, double end, int64_t steps, bool isFloat) {
   SmallVector<double> values(steps);
-  bool isFloat = aten::isFloatType(type.getElementType());
   int64_t halfway = steps / 2;
   if (isFloat) {
     float s = float(start), e = float(end), step = steps > 1 ? (e - s) / float(steps - 1) : 0.0f;
@@ -787,34 +778,30 @@ LogicalResult linspace(NodeImporter& n) {
   } else {
     double step = steps > 1 ? (end - start) / double(steps - 1) : 0.0;
     for (int64_t i = 0; i < steps; ++i)
-      values[i] = std::trunc(i < halfway ? start + step * double(i) : end - step * double(steps - i - 1));
+      values[i] = i < halfway ? start + step * double(i) : end - step * double(steps - i - 1);
   }
-  if (steps == 1) values[0] = isFloat ? double(float(start)) : std::trunc(start);
-  return c.finish(c.constant({steps}, type.getElementType(), values));
+  if (steps == 1) values[0] = isFloat ? double(float(start)) : start;
+  return values;
 }
 
-// logspace(start, end, steps, base): base to the powers linspace gives, in
-// the result's dtype as eager computes them (integers: the power in double,
-// truncated).
-LogicalResult logspace(NodeImporter& n) {
+// linspace(start, end, steps) and logspace(..., base): constants of eager's
+// points (integers truncated), or base to those powers (in float32 for
+// float results; for integers the power in double, truncated).
+LogicalResult linspace(NodeImporter& n, bool log) {
   Composer c(n);
+  std::string op = log ? "logspace" : "linspace";
   NCC_TRY(start, n.number(0, "start"));
   NCC_TRY(end, n.number(1, "end"));
   NCC_TRY(steps, n.integer(2, "steps"));
-  NCC_TRY(base, n.number(3, "base", 10.0));
+  NCC_TRY(base, log ? n.number(3, "base", 10.0) : FailureOr<double>(10.0));
   NCC_TRY(type, n.resultType());
-  if (steps < 0) return n.error("logspace with a negative number of steps");
-  if (steps > (int64_t(1) << 26)) return n.error("logspace of more than 2^26 steps");
-  SmallVector<double> values(steps);
-  int64_t halfway = steps / 2;
-  if (aten::isFloatType(type.getElementType())) {
-    float s = float(start), e = float(end), b = float(base), step = steps > 1 ? (e - s) / float(steps - 1) : 0.0f;
-    for (int64_t i = 0; i < steps; ++i)
-      values[i] = std::pow(b, i < halfway ? s + step * float(i) : e - step * float(steps - i - 1));
-  } else {
-    double step = steps > 1 ? (end - start) / double(steps - 1) : 0.0;
-    for (int64_t i = 0; i < steps; ++i)
-      values[i] = std::trunc(std::pow(base, i < halfway ? start + step * double(i) : end - step * double(steps - i - 1)));
+  if (steps < 0) return n.error(op + " with a negative number of steps");
+  if (steps > (int64_t(1) << 26)) return n.error(op + " of more than 2^26 steps");
+  bool isFloat = aten::isFloatType(type.getElementType());
+  SmallVector<double> values = linspacePoints(start, end, steps, isFloat);
+  for (double& v : values) {
+    if (log) v = isFloat ? double(std::pow(float(base), float(v))) : std::pow(base, v);
+    if (!isFloat) v = std::trunc(v);
   }
   return c.finish(c.constant({steps}, type.getElementType(), values));
 }
@@ -1195,10 +1182,7 @@ LogicalResult affineGrid(NodeImporter& n) {
   auto steps = [&](int64_t count) {
     SmallVector<float> v(size_t(count), 0.0f);
     if (count <= 1) return v;
-    float step = 2.0f / float(count - 1);
-    int64_t halfway = count / 2;
-    for (int64_t i = 0; i < count; ++i)
-      v[size_t(i)] = i < halfway ? -1.0f + step * float(i) : 1.0f - step * float(count - i - 1);
+    for (auto [i, point] : llvm::enumerate(linspacePoints(-1.0, 1.0, count, true))) v[i] = float(point);
     if (!alignCorners)
       for (float& f : v) f = f * float(count - 1) / float(count);
     return v;
@@ -1317,8 +1301,8 @@ void addComposedMathOps(std::map<std::string, Builder>& table) {
   add("aten::count_nonzero.dim_IntList", countNonzero);
   add("aten::count_nonzero", countNonzero);
   add("aten::std_mean.correction", stdMean);
-  add("aten::linspace", linspace);
-  add("aten::logspace", logspace);
+  add("aten::linspace", [](NodeImporter& n) { return linspace(n, false); });
+  add("aten::logspace", [](NodeImporter& n) { return linspace(n, true); });
   for (const char* kind : {"hann", "hamming", "blackman", "bartlett"}) {
     std::string name = std::string("aten::") + kind + "_window";
     add(name, [kind](NodeImporter& n) { return window(n, kind); });

@@ -324,7 +324,8 @@ class ComposedOps(common.ComparedWithEager):
         self.check(lambda i, s, v: (torch.isin(i, s), torch.isin(i, s, invert=True), torch.isin(i, 9),
                                     torch.isin(v, torch.tensor([2.0, float("nan")])), torch.isin(i, s[:0]),
                                     torch.logspace(0, 3, 7) * v.nan_to_num().sum(), torch.logspace(-2, 2, 5, base=2.0),
-                                    torch.logspace(0, 4, 5, dtype=torch.int64)),
+                                    torch.logspace(0, 4, 5, dtype=torch.int64), torch.logspace(1, 3, 1) * v.nan_to_num().sum(),
+                                    torch.logspace(2, 5, 1, dtype=torch.int64)),
                    (ids, stop, x))
 
     def test_classifier_head(self):
