@@ -38,6 +38,7 @@ with the default ops, dtypes and sample cap).
 import argparse
 import collections
 import os
+import random
 import shutil
 import subprocess
 import sys
@@ -48,6 +49,7 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
 import e2e_common as common  # noqa: E402
 
+import numpy as np  # noqa: E402
 import torch  # noqa: E402
 
 from neuroncc import export as ex  # noqa: E402
@@ -225,7 +227,11 @@ def collect(op, op_db, dtype_name, max_samples=MAX_SAMPLES, skipped=None):
                 continue
         except Exception:  # noqa: BLE001
             continue
+        # Some sample generators draw from Python's and NumPy's generators too
+        # (huber_loss's delta: random.uniform), not only torch's.
         torch.manual_seed(0)
+        random.seed(0)
+        np.random.seed(0)
         try:
             generated = list(info.sample_inputs("cpu", dtype, requires_grad=False))
         except Exception:  # noqa: BLE001 - an OpInfo that cannot make samples here has none
