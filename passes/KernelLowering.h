@@ -186,6 +186,9 @@ class KernelLowering {
   // per-row accumulators; ops that need the reduced value run after the last
   // chunk and must themselves be per-row.
   bool chunked = false;
+  // Chunked rows: the columns of a chunk, when less than maxFree (halved
+  // while a chunk's tiles overflow SBUF); 0: maxFree.
+  int64_t chunkColumns = 0;
   bool accumulating = false;  // lowering a chunk (not the ops after the last one)
   llvm::DenseMap<Value, Value> accumulators;  // reduction result -> f32 [p x 1]
   // A lone reduction over non-trailing dims: its input, read with this

@@ -507,7 +507,10 @@ Value KernelLowering::alloc(int64_t p, int64_t f, Type elem) {
 // epilogue over [heads, head_dim]) take whole innermost rows.
 int64_t KernelLowering::columnTile() const {
   if (wholeRows) return space.cols;
-  int64_t chunk = space.reduces && !chunked ? space.cols : std::min(space.cols, space.matmul ? matmulColumns : maxFree);
+  int64_t chunk = space.reduces && !chunked ? space.cols
+                                            : std::min(space.cols, space.matmul        ? matmulColumns
+                                                                   : chunkColumns > 0 ? chunkColumns
+                                                                                      : maxFree);
   if (space.trail.size() == 2 && !space.reduces && chunk < space.cols && space.trail[1] <= chunk)
     chunk = chunk / space.trail[1] * space.trail[1];
   return chunk;
@@ -1274,7 +1277,20 @@ relower:
   // half as wide, and with none once a block is a single column tile.
   for (auto& [key, pending] : pendingTransposed) flushTransposed(pending);  // (none: the last rows flush)
   pendingTransposed.clear();
-  if (reuseMoving && sbufPeakBytes(*body) > rowBudget * 3 / 2) {
+  // A reduction over rows longer than one column tile whose whole-row
+  // tiles overflow SBUF all the same (a long elementwise chain before the
+  // reduction: a digamma's 70 ops over 10,000 columns) is lowered again in
+  // column chunks, each reducing into a per-row accumulator; chunks half as
+  // wide while their tiles still overflow (down to 256 columns).
+  bool chunkInstead = space.reduces && space.trail.size() == 1 && space.cols > maxFree && !space.matmul &&
+                      prologueOps.empty() && (!chunked || chunk > 256) &&
+                      sbufPeakBytes(*body) > rowBudget * 3 / 2;
+  if (chunkInstead || (reuseMoving && sbufPeakBytes(*body) > rowBudget * 3 / 2)) {
+    if (chunkInstead) {
+      if (chunked) chunkColumns = chunk / 2;
+      chunked = true;
+      chunk = columnTile();
+    }
     body->erase();
     outHbm.clear();
     body = createIsaBody(oldBody, outHbm);
@@ -1292,7 +1308,7 @@ relower:
     movingCache.clear();
     accumulators.clear();
     numInst = numDma = 0;
-    movingBudget = blockCols > chunk ? movingBudget * 3 / 4 : 0;
+    if (!chunkInstead) movingBudget = blockCols > chunk ? movingBudget * 3 / 4 : 0;
     reuseMoving = false;
     goto relower;
   }

@@ -691,6 +691,13 @@ class FuzzRegressions(unittest.TestCase):
         self.check(lambda a, i: a.scatter(0, i, a.narrow(0, 0, 1)),
                    [randn(1, 4218), torch.zeros(1, 4218, dtype=torch.long)])
 
+    def test_long_chain_before_a_reduction_over_long_rows(self):
+        # graph_fuzz 10101010 case 42: a digamma (about 70 ops) over [1, 10000]
+        # then a row maximum: whole rows of every intermediate needed 229 KB of
+        # SBUF per partition ("needs 229380 SBUF bytes"); the kernel is lowered
+        # again in column chunks (4096, then 2048 columns) into the accumulator.
+        self.check(lambda a: torch.digamma(a.abs() + 0.25).max(1, keepdim=True)[0], [randn(1, 10000)])
+
     def test_empty_graph(self):
         path = os.path.join(self.tmp, "empty.pb")
         open(path, "wb").close()
