@@ -460,6 +460,22 @@ LogicalResult scatter(NodeImporter& n, StringRef kind) {
   return scatterInto(n, c, self, dim, index, src, r);
 }
 
+// index_add, index_copy and index_reduce: `source` must have self's shape
+// with `dim` replaced by the index's element count. Returns the index as
+// f32 [count], negative entries counted from the end of the dim.
+FailureOr<Value> indexAlongDim(NodeImporter& n, Composer& c, StringRef op, Value self, int64_t dim, Value index,
+                               Value source) {
+  int64_t count = typeOf(index).getNumElements();
+  SmallVector<int64_t> expected(typeOf(self).getShape());
+  expected[size_t(dim)] = count;
+  if (typeOf(source).getShape() != ArrayRef<int64_t>(expected))
+    return n.error(op.str() + " source of shape " + aten::shapeToString(typeOf(source).getShape()) + ", expected " +
+                   aten::shapeToString(expected));
+  Value f = c.cast(c.reshape(index, {count}), c.f32());
+  double size = double(typeOf(self).getDimSize(dim));
+  return c.where(c.compareScalar<aten::LtScalarOp>(f, 0.0), c.addScalar(f, size), f);
+}
+
 // index_reduce(self, dim, index, source, reduce, include_self): position j
 // of source along dim combined into position index[j] of self (negative
 // indices count from the end, as index_add's): a scatter_reduce whose index
@@ -477,17 +493,10 @@ LogicalResult indexReduce(NodeImporter& n) {
   if (typeOf(self).getRank() == 0) self = c.reshape(self, {1});
   if (typeOf(source).getRank() == 0) source = c.reshape(source, {1});
   int64_t rank = typeOf(self).getRank(), dim = normalizeDim(dim0, rank);
-  int64_t count = typeOf(index).getNumElements(), size = typeOf(self).getDimSize(dim);
-  SmallVector<int64_t> expected(typeOf(self).getShape());
-  expected[dim] = count;
-  if (typeOf(source).getShape() != ArrayRef<int64_t>(expected))
-    return n.error("index_reduce source of shape " + aten::shapeToString(typeOf(source).getShape()) + ", expected " +
-                   aten::shapeToString(expected));
-  Value f = c.cast(index, c.f32());
-  f = c.where(c.compareScalar<aten::LtScalarOp>(f, 0.0), c.addScalar(f, double(size)), f);
+  NCC_TRY(f, indexAlongDim(n, c, "index_reduce", self, dim, index, source));
   SmallVector<int64_t> along(rank, 1);
-  along[dim] = count;
-  Value spread = c.expand(c.reshape(c.cast(f, n.b.getIntegerType(64)), along), expected);
+  along[dim] = typeOf(f).getNumElements();
+  Value spread = c.expand(c.reshape(c.cast(f, n.b.getIntegerType(64)), along), typeOf(source).getShape());
   return scatterInto(n, c, self, dim, spread, source, r);
 }
 
@@ -666,11 +675,7 @@ LogicalResult indexAdd(NodeImporter& n, bool copy) {
   if (typeOf(s).getRank() == 0) s = c.reshape(s, {1});
   int64_t rank = typeOf(x).getRank(), dim = normalizeDim(dim0, rank);
   int64_t count = typeOf(index).getNumElements();
-  SmallVector<int64_t> expected(typeOf(x).getShape());
-  expected[dim] = count;
-  if (typeOf(s).getShape() != ArrayRef<int64_t>(expected))
-    return n.error(op + " source of shape " + aten::shapeToString(typeOf(s).getShape()) + ", expected " +
-                   aten::shapeToString(expected));
+  NCC_TRY(f, indexAlongDim(n, c, op, x, dim, index, s));
   if (count == 0) return c.finish(c.fresh(x, self));  // nothing written
   if (alpha != 1.0) s = c.mulScalar(s, alpha);
   auto [front, inverse] = [&] {
@@ -683,8 +688,6 @@ LogicalResult indexAdd(NodeImporter& n, bool copy) {
   }();
   Value xf = c.permute(x, front), sf = c.permute(s, front);
   int64_t rows = typeOf(xf).getDimSize(0), restSize = typeOf(xf).getNumElements() / std::max<int64_t>(rows, 1);
-  Value f = c.cast(c.reshape(index, {count}), c.f32());
-  f = c.where(c.compareScalar<aten::LtScalarOp>(f, 0.0), c.addScalar(f, double(rows)), f);
   NCC_TRY(written, writeRows(n, c, c.reshape(xf, {rows, restSize}), f, c.reshape(sf, {count, restSize}), !copy));
   return c.finish(c.permute(c.reshape(written, typeOf(xf).getShape()), inverse));
 }
