@@ -50,9 +50,10 @@ LogicalResult KernelLowering::lowerOp(Operation* op, int64_t p, int64_t f) {
   auto tensorScalar = [&](Value out, Value in, Value scalar, StringRef alu, double imm, bool reverse) {
     this->tensorScalar(out, in, scalar, alu, imm, op, reverse);
   };
-  auto activation = [&](Value out, Value in, StringRef func, double scale, double bias) {
+  // func(in), without a scale or a bias (the bias -0.0 adds nothing).
+  auto activation = [&](Value out, Value in, StringRef func) {
     auto inst = b->create<nc::ActivationOp>(loc, out, in, Value(), Value(), Value(), b->getStringAttr(func),
-                                            b->getF64FloatAttr(scale), b->getF64FloatAttr(bias));
+                                            b->getF64FloatAttr(1.0), b->getF64FloatAttr(nc::kNoBias));
     setSource(inst, op);
   };
 
@@ -140,7 +141,7 @@ LogicalResult KernelLowering::lowerOp(Operation* op, int64_t p, int64_t f) {
   };
 
   auto activationOf = [&](Value in, StringRef func) {
-    return unary(in, [&](Value out, Value t) { activation(out, t, func, 1.0, nc::kNoBias); });
+    return unary(in, [&](Value out, Value t) { activation(out, t, func); });
   };
   auto scalarOp = [&](Value in, StringRef alu, double imm, bool reverse) {
     return unary(in, [&](Value out, Value t) { tensorScalar(out, t, Value(), alu, imm, reverse); });
@@ -213,16 +214,16 @@ LogicalResult KernelLowering::lowerOp(Operation* op, int64_t p, int64_t f) {
         return unary(o.getSelf(), [&](Value out, Value in) { tensorScalar(out, in, Value(), "add", v, false); });
       })
       .Case([&](aten::NegOp o) {
-        return unary(o.getSelf(), [&](Value out, Value in) { activation(out, in, "negate", 1.0, nc::kNoBias); });
+        return activationOf(o.getSelf(), "negate");
       })
       .Case([&](aten::ExpOp o) {
-        return unary(o.getSelf(), [&](Value out, Value in) { activation(out, in, "exp", 1.0, nc::kNoBias); });
+        return activationOf(o.getSelf(), "exp");
       })
       .Case([&](aten::RsqrtOp o) {
-        return unary(o.getSelf(), [&](Value out, Value in) { activation(out, in, "rsqrt", 1.0, nc::kNoBias); });
+        return activationOf(o.getSelf(), "rsqrt");
       })
       .Case([&](aten::SqrtOp o) {
-        return unary(o.getSelf(), [&](Value out, Value in) { activation(out, in, "sqrt", 1.0, nc::kNoBias); });
+        return activationOf(o.getSelf(), "sqrt");
       })
       .Case([&](aten::SubScalarOp o) {
         return scalarOp(o.getSelf(), "sub", o.getOther().convertToDouble() * o.getAlpha().convertToDouble(), false);
@@ -343,7 +344,7 @@ LogicalResult KernelLowering::lowerOp(Operation* op, int64_t p, int64_t f) {
         setEngineAndSource(g, *b, "dma", -1);
         ++numInst;
         ++numDma;
-        if (raw != out) activation(out, raw, "identity", 1.0, nc::kNoBias);
+        if (raw != out) activation(out, raw, "identity");
         tiles[result] = out;
         return success();
       })

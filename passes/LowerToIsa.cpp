@@ -1282,10 +1282,11 @@ relower:
   // reduction: a digamma's 70 ops over 10,000 columns) is lowered again in
   // column chunks, each reducing into a per-row accumulator; chunks half as
   // wide while their tiles still overflow (down to 256 columns).
-  bool chunkInstead = space.reduces && space.trail.size() == 1 && space.cols > maxFree && !space.matmul &&
-                      prologueOps.empty() && (!chunked || chunk > 256) &&
-                      sbufPeakBytes(*body) > rowBudget * 3 / 2;
-  if (chunkInstead || (reuseMoving && sbufPeakBytes(*body) > rowBudget * 3 / 2)) {
+  const bool mayChunk = space.reduces && space.trail.size() == 1 && space.cols > maxFree && !space.matmul &&
+                        prologueOps.empty() && (!chunked || chunk > 256);
+  const bool overflows = (mayChunk || reuseMoving) && sbufPeakBytes(*body) > rowBudget * 3 / 2;
+  const bool chunkInstead = mayChunk && overflows;
+  if (overflows) {
     if (chunkInstead) {
       if (chunked) chunkColumns = chunk / 2;
       chunked = true;
