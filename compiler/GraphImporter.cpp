@@ -550,6 +550,8 @@ const std::map<std::string, Builder>& registry() {
            else  // (cat's copies do not convert an integer input's HBM dtype)
              t = readIntegerInput(n.b, n.loc, t, /*wholeInputInPlace=*/false);
          }
+         // One piece left (the others empty): a copy, which fuses as a view.
+         if (tensors.size() == 1) return n.create<aten::CloneOp>(tensors.front());
          return n.create<aten::CatOp>(tensors, n.b.getI64IntegerAttr(dim));
        }},
       {"aten::split.Tensor",

@@ -95,6 +95,10 @@ bool isInKernelCat(aten::CatOp cat) {
 // then several dims, which a cat's column ranges do not address).
 bool reducesSeveralDims(Operation* op) { return aten::reducedDims(op).size() > 1; }
 
+bool holdsCat(ArrayRef<Operation*> ops) {
+  return llvm::any_of(ops, [](Operation* o) { return llvm::isa<aten::CatOp>(o); });
+}
+
 bool keepdimOf(Operation* op) {
   if (auto o = llvm::dyn_cast<aten::SumDimIntListOp>(op)) return o.getKeepdim();
   if (auto o = llvm::dyn_cast<aten::MeanDimOp>(op)) return o.getKeepdim();
@@ -390,10 +394,11 @@ struct FormKernelsPass : impl::FormKernelsBase<FormKernelsPass> {
       return "merging would create a cycle between kernels";
     // Ops that read their operands from HBM (matmul, embedding), and views
     // that fold only over HBM values, must not read what the other computes.
-    auto hasCat = [](Group& g) { return llvm::any_of(g.ops, [](Operation* o) { return llvm::isa<aten::CatOp>(o); }); };
     auto severalDims = [](Group& g) { return llvm::any_of(g.ops, reducesSeveralDims); };
-    if ((hasCat(a) && severalDims(b)) || (hasCat(b) && severalDims(a)))
+    if ((holdsCat(a.ops) && severalDims(b)) || (holdsCat(b.ops) && severalDims(a)))
       return "a cat's column ranges do not join a reduction over several dims";
+    if ((holdsCat(a.ops) || holdsCat(b.ops)) && a.space.cols != b.space.cols)
+      return "a cat's columns would be broadcast along the other kernel's";
     for (Group* g : {&a, &b})
       for (Operation* op : g->ops) {
         bool readsMemory = isMatmul(op) || llvm::isa<aten::EmbeddingOp, aten::CatOp>(op);
@@ -530,7 +535,12 @@ struct FormKernelsPass : impl::FormKernelsBase<FormKernelsPass> {
       if (llvm::any_of(grp.ops, reducesSeveralDims))
         return "a cat's column ranges do not join a reduction over several dims";
     }
-    if (reducesSeveralDims(op) && llvm::any_of(grp.ops, [](Operation* o) { return llvm::isa<aten::CatOp>(o); }))
+    // A cat fills its column ranges of the kernel's tiles: it cannot stand
+    // for a value broadcast along wider columns (a [4, 1] cat beside [4, 128]).
+    if (!split && (llvm::isa<aten::CatOp>(op) || holdsCat(grp.ops)) && s.cols != grp.space.cols)
+      return "a cat's columns would be broadcast along the kernel's (" + std::to_string(s.cols) + " vs " +
+             std::to_string(grp.space.cols) + ")";
+    if (reducesSeveralDims(op) && holdsCat(grp.ops))
       return "a reduction over several dims does not join a cat's column ranges";
     if (!split && s.rows != grp.space.rows && !sameRowsReshaped(op, s, grp))
       return "row spaces differ (" + std::to_string(s.rows.size()) + "-d vs " +
@@ -919,7 +929,7 @@ struct FormKernelsPass : impl::FormKernelsBase<FormKernelsPass> {
         moving.push_back(op);
       }
       if (!computes || (yShape.back() < kMinSplitCatLength &&
-                        llvm::any_of(moving, [](Operation* o) { return llvm::isa<aten::CatOp>(o); })))
+                        holdsCat(moving)))
         continue;
       IRMapping mapped;
       mapped.map(permOp->getResult(0), y);

@@ -698,6 +698,17 @@ class FuzzRegressions(unittest.TestCase):
         # again in column chunks (4096, then 2048 columns) into the accumulator.
         self.check(lambda a: torch.digamma(a.abs() + 0.25).max(1, keepdim=True)[0], [randn(1, 10000)])
 
+    def test_cat_of_one_column_broadcast_along_wider_rows(self):
+        # graph_fuzz 12121212 case 274: at -O2, the divisor cat([v[:, :0], v], 1)
+        # of a [4, 1] v joined the [4, 128] division's kernel, which loaded it
+        # into the first of 128 columns and divided the rest by what the tile
+        # held. A cat left with one piece is now a copy, and a cat never joins
+        # a kernel whose columns it would have to be broadcast along.
+        w = randn(128, 1)
+        self.check(lambda x, b: torch.addmm(b, x.amin(1, True), w.t()) / torch.cat([x[:, :0], x.amin(1, True)], 1),
+                   [randn(4, 1), randn(1, 128)])
+        self.check(lambda x, y: y.exp() / -torch.cat([x], 1), [randn(4, 1), randn(4, 128)])
+
     def test_empty_graph(self):
         path = os.path.join(self.tmp, "empty.pb")
         open(path, "wb").close()
