@@ -649,6 +649,27 @@ const std::map<std::string, Builder>& registry() {
   return table;
 }
 
+// Eager's wrap-around of a uint8, int8 or int16 result (200 + 100 is 44 in
+// uint8): v, an i32 value (exact on the device below 2^24), reduced modulo
+// 2^bits into the narrow type's range through f32, where each step is exact:
+// t = v + offset, t - 2^bits * floor(t / 2^bits) - offset, the offset being
+// 2^(bits - 1) for the signed types and 0 for uint8.
+Value wrapNarrowInteger(OpBuilder& b, Location loc, Value v, IntegerType narrow) {
+  auto type = llvm::cast<RankedTensorType>(v.getType());
+  auto f32 = type.clone(b.getF32Type());
+  const double modulus = std::ldexp(1.0, int(narrow.getWidth())), offset = narrow.isSigned() ? modulus / 2 : 0.0;
+  auto addScalar = [&](Value x, double s) -> Value {
+    return b.create<aten::AddScalarOp>(loc, f32, x, b.getF64FloatAttr(s), b.getF64FloatAttr(1.0));
+  };
+  Value x = b.create<aten::ToCopyOp>(loc, f32, v);
+  if (offset != 0.0) x = addScalar(x, offset);
+  Value scaled = b.create<aten::MulScalarOp>(loc, f32, x, b.getF64FloatAttr(1.0 / modulus));
+  Value whole = b.create<aten::FloorOp>(loc, f32, scaled);
+  Value r = b.create<aten::SubTensorOp>(loc, f32, x, whole, b.getF64FloatAttr(modulus));
+  if (offset != 0.0) r = addScalar(r, -offset);
+  return b.create<aten::ToCopyOp>(loc, type, r);
+}
+
 class GraphImporter {
  public:
   GraphImporter(const graph::Graph& g, const std::string& filename, MLIRContext& ctx)
@@ -822,6 +843,21 @@ LogicalResult GraphImporter::checkSupported() {
 FailureOr<Value> GraphImporter::constant(const graph::Constant& c) {
   FailureOr<RankedTensorType> type = typeOf(c.meta(), c.name());
   if (failed(type)) return failure();
+  if (IntegerType narrow = narrowIntegerType(c.meta().dtype(), &ctx)) {  // held as i32 (elementType)
+    const size_t width = narrow.getWidth() / 8;
+    if (c.data().size() != uint64_t(type->getNumElements()) * width)
+      return (error(c.name()) << "constant has " << c.data().size() << " bytes, its shape and dtype need "
+                              << uint64_t(type->getNumElements()) * width, failure());
+    SmallVector<int32_t> ints;
+    for (size_t i = 0; i < c.data().size(); i += width) {
+      const auto* p = reinterpret_cast<const uint8_t*>(c.data().data() + i);
+      ints.push_back(width == 2                ? int32_t(int16_t(uint16_t(p[0] | p[1] << 8)))  // little-endian
+                     : narrow.isUnsigned() ? int32_t(p[0])
+                                           : int32_t(int8_t(p[0])));
+    }
+    return b.create<arith::ConstantOp>(nodeLoc(c.name()), DenseElementsAttr::get(*type, ArrayRef<int32_t>(ints)))
+        .getResult();
+  }
   int64_t bits = type->getElementType().getIntOrFloatBitWidth();
   uint64_t expected = uint64_t(type->getNumElements()) * uint64_t(bits == 1 ? 8 : bits) / 8;
   if (c.data().size() != expected)
@@ -855,8 +891,12 @@ OwningOpRef<ModuleOp> GraphImporter::run() {
       return (error(p.name()) << "float64 graph inputs are not supported (the device computes in f32, "
                                  "bf16 and f16); cast to float32 before exporting",
               nullptr);
-    inputTypes.push_back(*t);
+    IntegerType narrow = narrowIntegerType(p.meta().dtype(), &ctx);
+    inputTypes.push_back(narrow ? t->clone(narrow) : *t);
   }
+  // Values of uint8, int8 or int16 (graph inputs, node results): i32 inside
+  // the graph, in their type's range.
+  llvm::DenseMap<Value, IntegerType> narrowValues;
   SmallVector<Type> outputTypes;  // filled after the body is built
   auto func = b.create<func::FuncOp>(FileLineColLoc::get(&ctx, filename, 0, 0), "main",
                                      b.getFunctionType(inputTypes, {}));
@@ -867,8 +907,15 @@ OwningOpRef<ModuleOp> GraphImporter::run() {
     // An input with no elements is bound by the caller (0 bytes) and read by
     // nothing: the graph sees an empty constant.
     auto inputType = llvm::cast<RankedTensorType>(inputTypes[i]);
-    values[p.name()] = {inputType.getNumElements() == 0 ? emptyConstant(inputType, nodeLoc(p.name()))
-                                                        : Value(entry->getArgument(unsigned(i)))};
+    Value input = entry->getArgument(unsigned(i));
+    IntegerType narrow = narrowIntegerType(p.meta().dtype(), &ctx);
+    if (narrow) inputType = inputType.clone(b.getI32Type());
+    if (inputType.getNumElements() == 0)
+      input = emptyConstant(inputType, nodeLoc(p.name()));
+    else if (narrow)
+      input = b.create<aten::ToCopyOp>(nodeLoc(p.name()), inputType, input);
+    if (narrow) narrowValues[input] = narrow;
+    values[p.name()] = {input};
     func.setArgAttr(unsigned(i), "nc.name", b.getStringAttr(p.name()));
   }
   for (const graph::Constant& c : g.constants()) {
@@ -876,7 +923,28 @@ OwningOpRef<ModuleOp> GraphImporter::run() {
     FailureOr<Value> v = constant(c);
     if (failed(v)) return nullptr;
     values[c.name()] = {*v};
+    if (IntegerType narrow = narrowIntegerType(c.meta().dtype(), &ctx)) narrowValues[*v] = narrow;
   }
+  // Narrow integer results wrap as eager's do; views and cats of values
+  // already in range need not.
+  std::function<bool(Value)> inRange = [&](Value v) {
+    if (narrowValues.count(v)) return true;
+    Operation* def = v.getDefiningOp();
+    if (def && aten::isViewOp(def) && def->getNumOperands() == 1) return inRange(def->getOperand(0));
+    if (def && llvm::isa<aten::CatOp>(def)) return llvm::all_of(def->getOperands(), inRange);
+    return false;
+  };
+  auto wrapNarrowResults = [&](const graph::Node& node) {
+    SmallVector<Value>& results = values[node.name()];
+    for (auto [i, m] : llvm::enumerate(node.outputs())) {
+      IntegerType narrow = narrowIntegerType(m.dtype(), &ctx);
+      if (!narrow || i >= results.size()) continue;
+      Value& v = results[i];
+      if (!inRange(v) && llvm::cast<RankedTensorType>(v.getType()).getNumElements() != 0)
+        v = wrapNarrowInteger(b, nodeLoc(node.name()), v, narrow);
+      narrowValues[v] = narrow;
+    }
+  };
   for (const graph::Node& node : g.nodes()) {
     if (values.count(node.name())) return (error(node.name()) << "value defined twice", nullptr);
     if (node.target() == "getitem") {
@@ -898,18 +966,26 @@ OwningOpRef<ModuleOp> GraphImporter::run() {
         empties.push_back(emptyConstant(*t, nodeLoc(node.name())));
       }
       values[node.name()] = empties;
+      wrapNarrowResults(node);
       continue;
     }
     if (failed(checkEmptyOperands(node))) return nullptr;
     NodeImporter importer(node, b, nodeLoc(node.name()), values);
     if (failed(registry().at(node.target())(importer))) return nullptr;
+    wrapNarrowResults(node);
   }
   SmallVector<Value> results;
   for (const std::string& name : g.outputs()) {
     auto it = values.find(name);
     if (it == values.end() || it->second.size() != 1)
       return (error(name) << "graph output names unknown value '" << name << "'", nullptr);
-    results.push_back(it->second.front());
+    Value v = it->second.front();
+    if (auto narrow = narrowValues.lookup(v)) {  // back to the graph's dtype in HBM
+      auto type = llvm::cast<RankedTensorType>(v.getType()).clone(narrow);
+      v = type.getNumElements() == 0 ? emptyConstant(type, nodeLoc(name))
+                                     : b.create<aten::ToCopyOp>(nodeLoc(name), type, v).getResult();
+    }
+    results.push_back(v);
     outputTypes.push_back(results.back().getType());
   }
   b.create<func::ReturnOp>(FileLineColLoc::get(&ctx, filename, 0, 0), results);

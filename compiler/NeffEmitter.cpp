@@ -64,14 +64,14 @@ absl::StatusOr<std::string> emitNeff(ModuleOp module, const EmitOptions& options
   };
   auto isIntegerIoType = [](Type type) {
     Type e = llvm::cast<RankedTensorType>(type).getElementType();
-    return e.isInteger(1) || e.isInteger(32) || e.isInteger(64);
+    return e.isInteger(1) || e.isInteger(32) || e.isInteger(64) || nc::isNarrowInteger(e);
   };
   llvm::DenseMap<Value, uint32_t> tensorOf;
   for (BlockArgument arg : func.getArguments()) {
     if (!isDeviceIoType(arg.getType()) && !isIntegerIoType(arg.getType()))
       return fail(absl::StrCat("graph input ", arg.getArgNumber(), " has element type ",
                                typeString(arg.getType()),
-                               "; graph inputs must be f32, bf16, f16, i32, i64 or bool for now"));
+                               "; graph inputs must be f32, bf16, f16, i64, i32, si16, si8, ui8 or bool (i1)"));
     std::string name = absl::StrCat("input", arg.getArgNumber());
     if (auto n = func.getArgAttrOfType<StringAttr>(arg.getArgNumber(), "nc.name"))
       name = n.getValue().str();
@@ -91,7 +91,7 @@ absl::StatusOr<std::string> emitNeff(ModuleOp module, const EmitOptions& options
       return fail(absl::StrCat("graph output ", i, " repeats an earlier output; not supported yet"));
     if (!isDeviceIoType(v.getType()) && !isIntegerIoType(v.getType()))
       return fail(absl::StrCat("graph output ", i, " has element type ", typeString(v.getType()),
-                               "; graph outputs must be f32, bf16, f16, i32, i64 or bool for now"));
+                               "; graph outputs must be f32, bf16, f16, i64, i32, si16, si8, ui8 or bool (i1)"));
     std::string name = absl::StrCat("output", i);
     if (auto n = func.getResultAttrOfType<StringAttr>(unsigned(i), "nc.name")) name = n.getValue().str();
     if (!empty) tensorOf[v] = uint32_t(exe.tensors_size());

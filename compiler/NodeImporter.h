@@ -41,8 +41,25 @@ inline Type elementType(graph::DType dtype, MLIRContext* ctx) {
     case graph::FLOAT64: return Float64Type::get(ctx);
     case graph::INT64: return IntegerType::get(ctx, 64);
     case graph::INT32: return IntegerType::get(ctx, 32);
+    // uint8, int8 and int16 values are computed as int32 (the device as
+    // f32), wrapped into their range after each node that makes one
+    // (GraphImporter); only graph inputs and outputs keep the narrow type.
+    case graph::INT16:
+    case graph::INT8:
+    case graph::UINT8: return IntegerType::get(ctx, 32);
     case graph::BOOL: return IntegerType::get(ctx, 1);
     default: return Type();
+  }
+}
+
+// The narrow integer type of a graph input or output (ui8, si8, si16), or
+// null for a dtype that is not narrow.
+inline IntegerType narrowIntegerType(graph::DType dtype, MLIRContext* ctx) {
+  switch (dtype) {
+    case graph::UINT8: return IntegerType::get(ctx, 8, IntegerType::Unsigned);
+    case graph::INT8: return IntegerType::get(ctx, 8, IntegerType::Signed);
+    case graph::INT16: return IntegerType::get(ctx, 16, IntegerType::Signed);
+    default: return IntegerType();
   }
 }
 

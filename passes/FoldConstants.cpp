@@ -25,6 +25,7 @@
 #include "passes/ScalarEval.h"
 #include "dialects/aten/TypeRules.h"
 #include "dialects/aten/Views.h"
+#include "dialects/nc/NcDialect.h"
 #include "mlir/IR/Builders.h"
 #include "llvm/ADT/TypeSwitch.h"
 
@@ -294,6 +295,9 @@ struct FoldConstantsPass : impl::FoldConstantsBase<FoldConstantsPass> {
     for (Operation* op : ops) {
       auto resultType = llvm::dyn_cast<RankedTensorType>(op->getResult(0).getType());
       if (!resultType || op->getNumOperands() == 0) continue;
+      // A narrow integer graph output (ui8, si8, si16) stays a conversion
+      // of its i32 value: constants are held in the types the graph computes in.
+      if (nc::isNarrowInteger(resultType.getElementType())) continue;
       SmallVector<Values> in;
       bool known = true;
       for (Value v : op->getOperands()) {

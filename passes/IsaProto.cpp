@@ -31,7 +31,10 @@ neff::DType dtypeOf(Type elem) {
   if (elem.isF16()) return neff::F16;
   if (elem.isInteger(32)) return neff::I32;
   if (elem.isInteger(64)) return neff::I64;
-  if (elem.isInteger(8)) return neff::BOOL;  // graph I/O bools, one byte each
+  if (elem.isUnsignedInteger(8)) return neff::U8;
+  if (elem.isSignedInteger(8)) return neff::I8;
+  if (elem.isSignedInteger(16)) return neff::I16;
+  if (elem.isSignlessInteger(8)) return neff::BOOL;  // graph I/O bools, one byte each
   return neff::DTYPE_INVALID;
 }
 

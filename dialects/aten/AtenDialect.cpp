@@ -306,6 +306,14 @@ NEURON_VIEW_INFER(CloneOp, (out = in, true))
 LogicalResult ToCopyOp::verify() {
   if (getSelf().getType().getShape() != getResult().getType().getShape())
     return emitOpError("result shape must equal the operand's");
+  auto narrow = [](Type t) {
+    auto it = llvm::dyn_cast<IntegerType>(llvm::cast<ShapedType>(t).getElementType());
+    return it && !it.isSignless();
+  };
+  auto i32 = [](Type t) { return llvm::cast<ShapedType>(t).getElementType().isSignlessInteger(32); };
+  if ((narrow(getSelf().getType()) && !i32(getResult().getType())) ||
+      (narrow(getResult().getType()) && !i32(getSelf().getType())))
+    return emitOpError("converts a ui8, si8 or si16 graph input or output only from or to i32");
   return success();
 }
 

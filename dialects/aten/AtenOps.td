@@ -29,6 +29,10 @@ def Aten_FloatTensor : RankedTensorOf<[F32, BF16, F16]>;
 // Any tensor a graph may carry: floats, integers (indices, iota) and bools (masks).
 def Aten_Tensor : RankedTensorOf<[F32, BF16, F16, F64, I64, I32, I1]>;
 def Aten_BoolTensor : RankedTensorOf<[I1]>;
+// A graph input or output may also be uint8, int8 or int16 (ui8, si8, si16):
+// _to_copy converts it to and from i32, the type such values have inside the
+// graph.
+def Aten_BoundaryTensor : RankedTensorOf<[F32, BF16, F16, F64, I64, I32, I1, UI8, SI8, SI16]>;
 
 class Aten_Op<string mnemonic, list<Trait> traits = []>
     : Op<Aten_Dialect, mnemonic,
@@ -383,13 +387,15 @@ def Aten_CloneOp : Aten_ViewOp<"clone", "a copy", (ins),
 def Aten_ToCopyOp : Op<Aten_Dialect, "_to_copy", [Pure]> {
   let summary = "a copy converted to another dtype";
   let description = [{
-    Rounds to nearest even when narrowing; bools become 0 or 1.
+    Rounds to nearest even when narrowing; bools become 0 or 1. Reads a
+    narrow integer graph input into i32, or converts an i32 value (already
+    in the narrow type's range) to a narrow graph output.
     ```mlir
     %r = aten._to_copy %x : tensor<4x8xf32> -> tensor<4x8xbf16>
     ```
   }];
-  let arguments = (ins Aten_Tensor:$self);
-  let results = (outs Aten_Tensor:$result);
+  let arguments = (ins Aten_BoundaryTensor:$self);
+  let results = (outs Aten_BoundaryTensor:$result);
   let assemblyFormat = "$self attr-dict `:` type($self) `->` type($result)";
   let hasVerifier = 1;
 }

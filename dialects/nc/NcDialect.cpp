@@ -48,8 +48,13 @@ Type deviceElementType(Type elem) {
   return Float32Type::get(elem.getContext());
 }
 
+bool isNarrowInteger(Type elem) {
+  auto it = llvm::dyn_cast<IntegerType>(elem);
+  return it && !it.isSignless() && (it.getWidth() == 8 || it.getWidth() == 16);
+}
+
 Type boundaryElementType(Type elem) {
-  if (elem.isInteger(32) || elem.isInteger(64)) return elem;
+  if (elem.isInteger(32) || elem.isInteger(64) || isNarrowInteger(elem)) return elem;
   if (elem.isInteger(1)) return IntegerType::get(elem.getContext(), 8);
   return deviceElementType(elem);
 }
@@ -140,7 +145,8 @@ LogicalResult verifyDma(Operation* op, Value hbm, Value tile, int64_t part_start
   // stored from, float32 tiles.
   auto hbmInt = llvm::dyn_cast<IntegerType>(h.getElementType());
   bool converting = llvm::isa<DmaLoadOp, DmaStoreOp>(op) && hbmInt &&
-                    (hbmInt.getWidth() == 8 || hbmInt.getWidth() == 32 || hbmInt.getWidth() == 64) &&
+                    (hbmInt.getWidth() == 8 || hbmInt.getWidth() == 16 || hbmInt.getWidth() == 32 ||
+                     hbmInt.getWidth() == 64) &&
                     t.getElementType().isF32();
   if (h.getElementType() != t.getElementType() && !converting)
     return op->emitOpError() << "DMA does not convert (but for integers and f32 tiles): HBM "

@@ -45,6 +45,9 @@ mlir::Type deviceElementType(mlir::Type elem);
 // they are, bools as one byte (i8), the rest as deviceElementType. DMAs
 // convert the integers from and into f32 tiles.
 mlir::Type boundaryElementType(mlir::Type elem);
+// PyTorch's uint8, int8 and int16 as graph inputs and outputs: ui8, si8 and
+// si16 (signless i8 is a bool in HBM). Inside the graph they are i32.
+bool isNarrowInteger(mlir::Type elem);
 
 // ALU operations and activation functions the ISA ops accept.
 llvm::ArrayRef<llvm::StringRef> elementwiseAluNames();

@@ -84,8 +84,9 @@ def Nc_Tile : MemRefRankOf<[F32, BF16, F16], [2]>;
 def Nc_PsumTile : MemRefRankOf<[F32], [2]>;
 def Nc_Hbm : MemRefOf<[F32, BF16, F16]>;
 // What a dma_load reads or a dma_store writes: float data, or integers (i8:
-// bools) converted from or into f32 tiles (graph inputs and outputs).
-def Nc_HbmData : MemRefOf<[F32, BF16, F16, I32, I64, I8]>;
+// bools; ui8, si8, si16: PyTorch's uint8, int8, int16) converted from or into
+// f32 tiles (graph inputs and outputs).
+def Nc_HbmData : MemRefOf<[F32, BF16, F16, I32, I64, I8, UI8, SI8, SI16]>;
 
 def Nc_AllocTileOp : Nc_Op<"alloc_tile"> {
   let summary = "an SBUF tile buffer";

@@ -237,7 +237,8 @@ uint64_t DmaBytes(const Instruction& inst, const Executable* exe) {
     const DType from = exe->tensors(int(inst.hbm().tensor())).dtype();
     if (from == I64) elem = 8;
     if (from == I32) elem = 4;
-    if (from == BOOL) elem = 1;
+    if (from == BOOL || from == U8 || from == I8) elem = 1;
+    if (from == I16) elem = 2;
   }
   return uint64_t(tile.partitions()) * tile.num_elements() * elem;
 }

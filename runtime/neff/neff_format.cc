@@ -70,7 +70,6 @@ absl::Status Bad(const std::string& what) {
 
 // Tiles (SBUF, PSUM) and DMA loads/stores hold floating-point data only.
 bool ValidDType(DType d) { return d == F32 || d == BF16 || d == F16; }
-bool IsIntegerDType(DType d) { return d == I32 || d == I64 || d == BOOL; }
 // HBM tensors may also be integer: indices read by DMA_GATHER, and graph
 // inputs and outputs that DMA loads and stores convert from and into
 // float32 tiles.
@@ -84,6 +83,8 @@ size_t FirstSegmentOffset(size_t executable_size) {
 
 }  // namespace
 
+bool IsIntegerDType(DType d) { return d == I32 || d == I64 || d == BOOL || d == U8 || d == I8 || d == I16; }
+
 size_t DTypeSize(DType dtype) {
   switch (dtype) {
     case F32: return 4;
@@ -92,6 +93,9 @@ size_t DTypeSize(DType dtype) {
     case I32: return 4;
     case I64: return 8;
     case BOOL: return 1;
+    case U8: return 1;
+    case I8: return 1;
+    case I16: return 2;
     default: return 0;
   }
 }
@@ -104,6 +108,9 @@ const char* DTypeName(DType dtype) {
     case I32: return "int32";
     case I64: return "int64";
     case BOOL: return "bool";
+    case U8: return "uint8";
+    case I8: return "int8";
+    case I16: return "int16";
     default: return "invalid";
   }
 }
@@ -531,8 +538,8 @@ absl::Status VerifyInstruction(const Instruction& inst, const Kernel& k, const E
         return Bad(absl::StrCat(where, ": dma_gather index_tensor ", inst.index_tensor(), " of ",
                                 exe.tensors_size()));
       const Tensor& idx = exe.tensors(int(inst.index_tensor()));
-      if (idx.dtype() == BOOL)
-        return Bad(absl::StrCat(where, ": dma_gather index tensor '", idx.name(), "' is bool"));
+      if (idx.dtype() != I32 && idx.dtype() != I64 && !ValidDType(idx.dtype()))
+        return Bad(absl::StrCat(where, ": dma_gather index tensor '", idx.name(), "' is ", DTypeName(idx.dtype())));
       const int64_t idx_elems = int64_t(idx.size_bytes() / DTypeSize(idx.dtype()));
       // Both sides are below 2^41 here: the sum cannot overflow.
       if (inst.index_offset() < 0 || inst.index_offset() > idx_elems ||

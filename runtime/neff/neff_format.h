@@ -95,6 +95,8 @@ std::vector<KernelRange> Dispatches(const Executable& executable);
 const char* DispatchModelName(DispatchModel model);
 
 size_t DTypeSize(DType dtype);
+// Integer and bool HBM tensors, which DMAs convert from and into f32 tiles.
+bool IsIntegerDType(DType dtype);
 const char* DTypeName(DType dtype);
 
 using files::ReadFile;

@@ -160,7 +160,8 @@ template <typename Int, bool kLoad>
 void ConvertRows(const neff::AccessPattern& ap, const TileRef& tile, uint8_t* hbm, uint8_t* sbuf,
                  uint64_t partition_bytes, uint32_t p0, uint32_t p1) {
   [[maybe_unused]] constexpr double lo = double(std::numeric_limits<Int>::min());
-  [[maybe_unused]] constexpr double hi = -lo;  // 2^31 or 2^63: the first value past the largest
+  // The first value past the largest (2^31, 2^63 as a double, 256, ...).
+  [[maybe_unused]] constexpr double hi = double(std::numeric_limits<Int>::max()) + 1.0;
   WalkRows(ap, tile, sizeof(float), sbuf, partition_bytes, p0, p1, nullptr,
            [&](uint8_t* at, int64_t element, int64_t stride, int64_t count) {
              for (int64_t j = 0; j < count; ++j) {
@@ -303,15 +304,23 @@ void Executor::ExecDma(const Instruction& inst, Rows rows, bool parallel) {
   uint64_t pb = device_.sbuf_bytes_per_partition;
   const bool load = inst.opcode() == neff::DMA_LOAD;
   const neff::Tensor& tensor = neff_.executable.tensors(int(ap.tensor()));
-  if (tensor.dtype() == neff::I32 || tensor.dtype() == neff::I64 || tensor.dtype() == neff::BOOL) {
+  if (neff::IsIntegerDType(tensor.dtype())) {
     // To or from float32 (the verifier checked).
     using Convert = void (*)(const neff::AccessPattern&, const TileRef&, uint8_t*, uint8_t*, uint64_t, uint32_t,
                              uint32_t);
-    static constexpr Convert kConvert[3][2] = {{ConvertRows<int32_t, false>, ConvertRows<int32_t, true>},
-                                               {ConvertRows<int64_t, false>, ConvertRows<int64_t, true>},
-                                               {ConvertRows<bool, false>, ConvertRows<bool, true>}};
-    const Convert convert =
-        kConvert[tensor.dtype() == neff::I32 ? 0 : tensor.dtype() == neff::I64 ? 1 : 2][load];
+    auto pick = [&](auto type) -> Convert {
+      using Int = decltype(type);
+      return load ? ConvertRows<Int, true> : ConvertRows<Int, false>;
+    };
+    Convert convert = nullptr;
+    switch (tensor.dtype()) {
+      case neff::I32: convert = pick(int32_t()); break;
+      case neff::I64: convert = pick(int64_t()); break;
+      case neff::U8: convert = pick(uint8_t()); break;
+      case neff::I8: convert = pick(int8_t()); break;
+      case neff::I16: convert = pick(int16_t()); break;
+      default: convert = pick(bool()); break;
+    }
     const TileRef& tile = load ? inst.out() : inst.in0();
     // A store's partitions may run apart only where their bytes do.
     if (!load && !StoreRowsDisjoint(ap)) parallel = false;

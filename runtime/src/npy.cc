@@ -146,6 +146,9 @@ const char* ElementTypeName(ElementType t) {
     case ElementType::kInt32: return "int32";
     case ElementType::kInt64: return "int64";
     case ElementType::kBool: return "bool";
+    case ElementType::kUint8: return "uint8";
+    case ElementType::kInt8: return "int8";
+    case ElementType::kInt16: return "int16";
   }
   return "invalid";
 }
@@ -157,6 +160,9 @@ const char* ElementTypeDescr(ElementType t) {
     case ElementType::kInt32: return "<i4";
     case ElementType::kInt64: return "<i8";
     case ElementType::kBool: return "|b1";
+    case ElementType::kUint8: return "|u1";
+    case ElementType::kInt8: return "|i1";
+    case ElementType::kInt16: return "<i2";
   }
   return "";
 }
@@ -168,11 +174,17 @@ size_t ElementSize(ElementType t) {
     case ElementType::kInt32: return 4;
     case ElementType::kInt64: return 8;
     case ElementType::kBool: return 1;
+    case ElementType::kUint8: return 1;
+    case ElementType::kInt8: return 1;
+    case ElementType::kInt16: return 2;
   }
   return 0;
 }
 
-bool IsInteger(ElementType t) { return t == ElementType::kInt32 || t == ElementType::kInt64; }
+bool IsInteger(ElementType t) {
+  return t == ElementType::kInt32 || t == ElementType::kInt64 || t == ElementType::kUint8 || t == ElementType::kInt8 ||
+         t == ElementType::kInt16;
+}
 
 int64_t Array::num_elements() const {
   int64_t n = 1;
@@ -231,13 +243,20 @@ absl::StatusOr<Array> Parse(std::string_view bytes, std::string_view what_view) 
     a.type = ElementType::kInt64;
   } else if (descr == "|b1") {
     a.type = ElementType::kBool;
+  } else if (descr == "|u1") {
+    a.type = ElementType::kUint8;
+  } else if (descr == "|i1") {
+    a.type = ElementType::kInt8;
+  } else if (descr == "<i2") {
+    a.type = ElementType::kInt16;
   } else if (descr == "<f8") {
     return bad("dtype is float64 ('<f8'); save the array with .astype(numpy.float32)");
-  } else if (descr == ">f4" || descr == ">f2" || descr == ">i4" || descr == ">i8") {
+  } else if (descr == ">f4" || descr == ">f2" || descr == ">i4" || descr == ">i8" || descr == ">i2") {
     return bad(absl::StrCat("dtype '", descr, "' is big-endian; save a little-endian array"));
   } else {
     return bad(absl::StrCat("unsupported dtype '", descr,
-                            "' (supported: '<f4' float32, '<f2' float16, '<i4' int32, '<i8' int64, '|b1' bool)"));
+                            "' (supported: '<f4' float32, '<f2' float16, '<i4' int32, '<i8' int64, '<i2' int16, '|i1' int8, "
+                                 "'|u1' uint8, '|b1' bool)"));
   }
   if (fortran) return bad("fortran_order is True; save a C-ordered array (numpy.ascontiguousarray)");
   int64_t n = 1;

@@ -17,7 +17,7 @@
 
 namespace neuroncc::npy {
 
-enum class ElementType { kFloat32, kFloat16, kInt32, kInt64, kBool };
+enum class ElementType { kFloat32, kFloat16, kInt32, kInt64, kBool, kUint8, kInt8, kInt16 };
 
 const char* ElementTypeName(ElementType t);  // "float32", "float16", "int32", "int64", "bool"
 const char* ElementTypeDescr(ElementType t);  // "<f4", "<f2", "<i4", "<i8", "|b1"

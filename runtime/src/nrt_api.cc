@@ -516,6 +516,9 @@ nrt_dtype_t ToNrtDtype(nn::DType d) {
     case nn::I32: return NRT_DTYPE_INT32;
     case nn::I64: return NRT_DTYPE_INT64;
     case nn::BOOL: return NRT_DTYPE_UINT8;  // PyTorch's bool: one byte, 0 or 1
+    case nn::U8: return NRT_DTYPE_UINT8;
+    case nn::I8: return NRT_DTYPE_INT8;
+    case nn::I16: return NRT_DTYPE_INT16;
     default: return NRT_DTYPE_INVALID;
   }
 }
@@ -812,6 +815,22 @@ NRT_API NRT_STATUS nrt_get_model_target(const nrt_model_t* model, char* target, 
   if (target) std::memcpy(target, t.c_str(), t.size() + 1);
   if (name) std::memcpy(name, n.c_str(), n.size() + 1);
   return NRT_SUCCESS;
+}
+
+NRT_API NRT_STATUS nrt_get_model_tensor_is_bool(const nrt_model_t* model, const char* name, bool* is_bool) {
+  std::lock_guard<std::mutex> lock(R().mu);
+  if (NRT_STATUS s = CheckInitialized("nrt_get_model_tensor_is_bool"); s != NRT_SUCCESS) return s;
+  if (NRT_STATUS s = CheckModel(model, "nrt_get_model_tensor_is_bool"); s != NRT_SUCCESS) return s;
+  if (!name || !is_bool) return Fail(NRT_INVALID, "nrt_get_model_tensor_is_bool: name or is_bool is NULL");
+  const nn::Executable& exe = model->neff.executable;
+  for (const auto* ids : {&exe.graph_inputs(), &exe.graph_outputs()})
+    for (uint32_t id : *ids)
+      if (exe.tensors(int(id)).name() == name) {
+        *is_bool = exe.tensors(int(id)).dtype() == nn::BOOL;
+        return NRT_SUCCESS;
+      }
+  return Fail(NRT_INVALID, absl::StrCat("nrt_get_model_tensor_is_bool: the model has no input or output '", name,
+                                        "'"));
 }
 
 NRT_API NRT_STATUS nrt_get_model_tensor_info(nrt_model_t* model, nrt_tensor_info_array_t** tensor_info) {

@@ -136,6 +136,7 @@ def export_compile_run(fn, inputs, workdir, name, opt, input_names=None, params=
 # of several rounded bf16 steps).
 EAGER_TOLERANCE = {torch.float32: F32_TOLERANCE, torch.bfloat16: 2.0 ** -5}
 FLOAT_DTYPES = (torch.float32, torch.bfloat16)
+INTEGER_DTYPES = (torch.int64, torch.int32, torch.int16, torch.int8, torch.uint8, torch.bool)
 
 
 def seeded_randn(*shape, seed=0):
@@ -182,7 +183,8 @@ class ComparedWithEager(unittest.TestCase):
                 outs, _ = export_compile_run(fn, inputs, self.tmp, name, opt)
             self.assertEqual(len(outs), len(refs))
             for out, r in zip(outs, refs):
-                if r.dtype in (torch.int64, torch.int32, torch.bool):
+                if r.dtype in INTEGER_DTYPES:
+                    self.assertEqual(out.dtype, r.numpy().dtype, name)
                     np.testing.assert_array_equal(out, r.numpy(), err_msg=name)
                 else:
                     compare(out, r, EAGER_TOLERANCE[r.dtype])

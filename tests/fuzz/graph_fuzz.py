@@ -77,7 +77,8 @@ _reshape_alias/_unsafe_view, comes from a custom `ncfuzz::reshape`. Every
 other overload of the list comes from plain PyTorch calls.
 
 Generator limitations (on purpose): graph inputs are float tensors, int32/int64
-embedding indices and small int32/int64 tensors used in arithmetic (g_int_input),
+embedding indices, small int32/int64 tensors used in arithmetic (g_int_input)
+and uint8/int8/int16 tensors (g_narrow_int),
 and graph outputs are float only (integer outputs are tested in
 tests/e2e/test_fuzz_regressions.py; bool graph I/O is documented as
 unsupported); no float64 values,
@@ -360,7 +361,8 @@ P = {}
 exec(compile(PRELUDE, "<graph_fuzz prelude>", "exec"), P)
 REF_DTYPES = dict(F32=torch.float64, BF16=torch.float64, F16=torch.float64)
 DTYPE_NAME = {torch.float32: "F32", torch.bfloat16: "BF16", torch.float16: "F16",
-              torch.int64: "I64", torch.int32: "I32", torch.bool: "torch.bool"}
+              torch.int64: "I64", torch.int32: "I32", torch.bool: "torch.bool", torch.int16: "torch.int16",
+              torch.int8: "torch.int8", torch.uint8: "torch.uint8"}
 CASE_DTYPES = {"f32": torch.float32, "bf16": torch.bfloat16, "f16": torch.float16}
 PREC_KEY = {torch.float32: "f32", torch.bfloat16: "bf16", torch.float16: "f16"}
 PREC_ORDER = {"f32": 0, "f16": 1, "bf16": 2}
@@ -2319,6 +2321,39 @@ def g_int_input(b):
         b.add("(%s * 3 - 1).to(%s.dtype) + %s" % (m, x, x), [shape])
 
 
+def g_narrow_int(b):
+    """uint8, int8 and int16 graph inputs (images, quantized data): read as floats (an image
+    scaled to [0, 1]), arithmetic that wraps around in the narrow type, comparisons and sums
+    (int64), and a float mask cast into the narrow type; each integer result is cast to the
+    case's float dtype (graph outputs are float)."""
+    fdt = DTYPE_NAME[b.dt]
+    shape = b.random_shape(b.rng.choice([1, 2, 3]))
+    dt = b.rng.choice([torch.uint8, torch.uint8, torch.int8, torch.int16])
+    top = {torch.uint8: 256, torch.int8: 128, torch.int16: 32768}[dt]
+    m = b.new_input(shape, dtype=dt, kind="index", arg=top)
+    r = b.rng.random()
+    if r < 0.3:
+        x = b.pick_float(lambda v: v.shape == shape) or b.new_input(shape, kind=b.rng.choice(["normal", "unit"]))
+        b.add("(%s.to(%s.dtype) / %d - 0.5) * %s" % (m, x, top - 1, x), [shape])
+    elif r < 0.55:
+        m2 = b.new_input(shape, dtype=dt, kind="index", arg=top)
+        forms = ["%s + %s * 3" % (m, m2), "%s - %s" % (m, m2), "-%s + 7" % m]
+        if dt != torch.int16:  # int16 products pass 2^24, past which the device's f32 is not exact
+            forms.append("%s * %s" % (m, m2))
+        e = b.rng.choice(forms)
+        b.add("(%s).to(%s)" % (e, fdt), [shape])
+    elif r < 0.7:
+        if r < 0.6:
+            b.add("(%s > %d).sum().to(%s)" % (m, top // 2, fdt), [()])
+        else:
+            b.add("%s.%s(-1).to(%s)" % (m, b.rng.choice(["sum", "amax"]), fdt), [shape[:-1]])
+    elif r < 0.85:
+        x = b.pick_float(lambda v: v.shape == shape) or b.new_input(shape, kind="normal")
+        b.add("((%s > 0).to(%s) * %d).to(%s)" % (x, DTYPE_NAME[dt], b.rng.choice([3, 100, 255]), fdt), [shape])
+    else:
+        b.add("torch.where(%s > %d, %s, %s // 3).to(%s)" % (m, top // 3, m, m, fdt), [shape])
+
+
 GENERATORS = [
     (10, g_unary, ()), (12, g_binary, ()), (7, g_scalar, ()), (8, g_compare, ()),
     (9, g_reduce, ()), (5, g_softmax, ()), (4, g_layer_norm, ("aten::native_layer_norm",)),
@@ -2330,6 +2365,7 @@ GENERATORS = [
     (2, g_attention, ("aten::bmm",)),
     (2, g_rotary, ("aten::cat", "aten::neg")),
     (1.5, g_int_input, ()),
+    (1, g_narrow_int, ()),
     (3, g_composed, ()),
     (2, g_ordered, ()),
     (2, g_math, ()),

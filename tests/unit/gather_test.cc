@@ -490,5 +490,45 @@ TEST(IntegerStore, RoundsTowardZeroAndSaturates) {
   CheckIntegerStore<int64_t>(I64);
 }
 
+// uint8, int8 and int16 (graph inputs and outputs): every value loads
+// exactly; a store rounds toward zero and saturates (the compiler wraps the
+// values into range first, as eager's arithmetic does).
+template <typename Int>
+void CheckNarrowIntegers(DType dt) {
+  SCOPED_TRACE(DTypeName(dt));
+  const Int lo = std::numeric_limits<Int>::min(), hi = std::numeric_limits<Int>::max();
+  std::vector<Int> x = {lo, Int(lo + 1), Int(0), Int(1), Int(hi - 1), hi};
+  std::vector<float> f = {-1e9f, -0.5f, 2.9f, 255.5f, 256.0f, std::nanf("")};
+  Executable exe = EmptyExecutable("narrow");
+  uint32_t in = AddTensor(&exe, "x", INPUT, dt, {2, 3});
+  uint32_t fin = AddTensor(&exe, "f", INPUT, F32, {2, 3});
+  uint32_t loaded = AddTensor(&exe, "loaded", OUTPUT, F32, {2, 3});
+  uint32_t stored = AddTensor(&exe, "stored", OUTPUT, dt, {2, 3});
+  Kernel* k = exe.add_kernels();
+  k->set_name("convert");
+  *k->add_instructions() = DmaLoad(Tile(0, 2, 0, 3, F32), Ap(in, 0, {{3, 2}, {1, 3}}), 0);
+  *k->add_instructions() = DmaLoad(Tile(0, 2, 16, 3, F32), Ap(fin, 0, {{3, 2}, {1, 3}}), 1);
+  *k->add_instructions() = DmaStore(Tile(0, 2, 0, 3, F32), Ap(loaded, 0, {{3, 2}, {1, 3}}), 2, {W(kDma0, 1)});
+  *k->add_instructions() =
+      DmaStore(Tile(0, 2, 16, 3, F32), Ap(stored, 0, {{3, 2}, {1, 3}}), 3, {W(kDma0 + 1, 1)});
+  GatherRun r = RunOnce(exe, {Raw(x), Raw(f)});
+  ASSERT_TRUE(r.status.ok()) << r.status;
+  std::vector<float> got(6);
+  std::memcpy(got.data(), r.outputs[0].data(), 24);
+  for (size_t i = 0; i < x.size(); ++i) EXPECT_EQ(got[i], float(x[i])) << i;
+  std::vector<Int> back(6);
+  ASSERT_EQ(r.outputs[1].size(), 6 * sizeof(Int));
+  std::memcpy(back.data(), r.outputs[1].data(), r.outputs[1].size());
+  EXPECT_EQ(back, (std::vector<Int>{lo, Int(0), Int(2), std::min<Int>(hi, Int(std::min(255, int(hi)))),
+                                    std::min<Int>(hi, Int(std::min(256, int(hi)))), Int(0)}));
+  EXPECT_EQ(r.stats.hbm_read_bytes, uint64_t(6) * sizeof(Int) + 6 * 4);
+}
+
+TEST(IntegerLoad, NarrowIntegersLoadExactlyAndStoreSaturated) {
+  CheckNarrowIntegers<uint8_t>(U8);
+  CheckNarrowIntegers<int8_t>(I8);
+  CheckNarrowIntegers<int16_t>(I16);
+}
+
 }  // namespace
 }  // namespace neuroncc

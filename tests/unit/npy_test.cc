@@ -65,7 +65,8 @@ TEST(Npy, WritesWhatNumpyWrites) {
 }
 
 TEST(Npy, RoundTripsShapesAndTypes) {
-  for (ElementType t : {ElementType::kFloat32, ElementType::kFloat16, ElementType::kInt32, ElementType::kInt64}) {
+  for (ElementType t : {ElementType::kFloat32, ElementType::kFloat16, ElementType::kInt32, ElementType::kInt64,
+                        ElementType::kInt16, ElementType::kInt8, ElementType::kUint8}) {
     for (std::vector<int64_t> shape : std::vector<std::vector<int64_t>>{{}, {5}, {2, 3, 4}, {0, 7}}) {
       Array a;
       a.type = t;
@@ -90,13 +91,15 @@ TEST(Npy, IntegerArraysAsNumpyWritesThem) {
     ElementType type;
     size_t size;
   };
-  for (const Case& c : {Case{"<i8", ElementType::kInt64, 8}, Case{"<i4", ElementType::kInt32, 4}}) {
+  for (const Case& c : {Case{"<i8", ElementType::kInt64, 8}, Case{"<i4", ElementType::kInt32, 4},
+                        Case{"<i2", ElementType::kInt16, 2}, Case{"|i1", ElementType::kInt8, 1}}) {
     SCOPED_TRACE(c.descr);
     std::string dict = std::string("{'descr': '") + c.descr + "', 'fortran_order': False, 'shape': (3,), }";
     dict.append(128 - 10 - dict.size() - 1, ' ');
     dict += '\n';
     std::string data;
-    for (int64_t v : {int64_t(3), int64_t(-1), c.size == 8 ? int64_t(1) << 40 : int64_t(2147483647)})
+    const int64_t big = c.size == 8 ? int64_t(1) << 40 : (int64_t(1) << (8 * c.size - 1)) - 1;
+    for (int64_t v : {int64_t(3), int64_t(-1), big})
       data.append(reinterpret_cast<const char*>(&v), c.size);  // little-endian host
     std::string file = WithHeader(1, dict, data);
     absl::StatusOr<Array> a = Parse(file, "ids.npy");
@@ -111,6 +114,10 @@ TEST(Npy, IntegerArraysAsNumpyWritesThem) {
   }
   EXPECT_EQ(std::string(ElementTypeName(ElementType::kInt32)), "int32");
   EXPECT_EQ(std::string(ElementTypeName(ElementType::kInt64)), "int64");
+  EXPECT_EQ(std::string(ElementTypeName(ElementType::kUint8)), "uint8");
+  EXPECT_EQ(std::string(ElementTypeDescr(ElementType::kUint8)), "|u1");
+  EXPECT_TRUE(IsInteger(ElementType::kUint8));
+  EXPECT_FALSE(IsInteger(ElementType::kBool));
   EXPECT_FALSE(IsInteger(ElementType::kFloat32));
   EXPECT_FALSE(IsInteger(ElementType::kFloat16));
 }
@@ -154,13 +161,14 @@ TEST(Npy, RefusesBadFilesWithClearMessages) {
   ExpectError(WithHeader(1, dict("<f4", "True", "(2, 3)"), d4), "fortran_order is True");
   ExpectError(WithHeader(1, dict("<f8", "False", "(3,)"), d4), "float64");
   ExpectError(WithHeader(1, dict(">f4", "False", "(2, 3)"), d4), "big-endian");
-  ExpectError(WithHeader(1, dict("|u1", "False", "(2, 3)"), d4), "unsupported dtype");
+  ExpectError(WithHeader(1, dict("|u2", "False", "(2, 3)"), d4), "unsupported dtype");
+  ExpectError(WithHeader(1, dict("|u1", "False", "(2, 3)"), d4), "uint8 needs 6 data bytes but the file has 24");
   ExpectError(WithHeader(1, dict(">i8", "False", "(3,)"), d4), "'>i8' is big-endian");
   ExpectError(WithHeader(1, dict(">i4", "False", "(2, 3)"), d4), "big-endian");
   ExpectError(WithHeader(1, dict("<u4", "False", "(2, 3)"), d4),
               "unsupported dtype '<u4' (supported: '<f4' float32, '<f2' float16, '<i4' int32, '<i8' int64, "
-              "'|b1' bool)");
-  ExpectError(WithHeader(1, dict("<i2", "False", "(12,)"), d4), "unsupported dtype '<i2'");
+              "'<i2' int16, '|i1' int8, '|u1' uint8, '|b1' bool)");
+  ExpectError(WithHeader(1, dict(">i2", "False", "(12,)"), d4), "'>i2' is big-endian");
   ExpectError(WithHeader(1, dict("<i8", "False", "(4,)"), d4), "int64 needs 32 data bytes but the file has 24");
   ExpectError(WithHeader(1, dict("<i4", "False", "(5,)"), d4), "trailing bytes");
   ExpectError(WithHeader(1, dict("<f4", "False", "(2, 4)"), d4), "truncated");

@@ -437,6 +437,44 @@ TEST_F(NrtApi, IntegerTensorsReportThePublicIntDtypes) {
   }
 }
 
+TEST_F(NrtApi, BoolAndNarrowIntegerTensorsAreToldApart) {
+  // nrt.h: NRT_DTYPE_UINT8 = 0x3, NRT_DTYPE_INT8 = 0x2, NRT_DTYPE_INT16 = 0x4.
+  // Bools and uint8 are both NRT_DTYPE_UINT8; nrt_get_model_tensor_is_bool tells.
+  neff::Executable exe = EmptyExecutable("narrow");
+  const std::vector<neff::DType> dtypes = {neff::BOOL, neff::U8, neff::I8, neff::I16};
+  neff::Kernel* k = exe.add_kernels();
+  k->set_name("convert");
+  for (uint32_t i = 0; i < dtypes.size(); ++i) {
+    uint32_t in = AddTensor(&exe, "in" + std::to_string(i), neff::INPUT, dtypes[i], {2, 3});
+    uint32_t out = AddTensor(&exe, "out" + std::to_string(i), neff::OUTPUT, dtypes[i], {2, 3});
+    neff::TileRef tile = Tile(0, 2, 16 * i, 3, neff::F32);
+    *k->add_instructions() = DmaLoad(tile, Ap(in, 0, {{3, 2}, {1, 3}}), i);
+    *k->add_instructions() = DmaStore(tile, Ap(out, 0, {{3, 2}, {1, 3}}), 4 + i, {W(4 + i, 1)});  // queue 4: DMA 0
+  }
+  nrt_model_t* m = Load(Serialize(exe));
+  ASSERT_NE(m, nullptr);
+  nrt_tensor_info_array_t* info = nullptr;
+  ASSERT_EQ(nrt_get_model_tensor_info(m, &info), NRT_SUCCESS);
+  ASSERT_EQ(info->tensor_count, 8u);
+  const nrt_dtype_t expected[] = {NRT_DTYPE_UINT8, NRT_DTYPE_UINT8, NRT_DTYPE_INT8, NRT_DTYPE_INT16};
+  const uint64_t bytes[] = {6, 6, 6, 12};
+  for (uint32_t i = 0; i < 8; ++i) {
+    const nrt_tensor_info_t& t = info->tensor_array[i];
+    EXPECT_EQ(t.dtype, expected[i % 4]) << t.name;
+    EXPECT_EQ(t.size, bytes[i % 4]) << t.name;
+    bool is_bool = true;
+    ASSERT_EQ(nrt_get_model_tensor_is_bool(m, t.name, &is_bool), NRT_SUCCESS);
+    EXPECT_EQ(is_bool, i % 4 == 0) << t.name;
+  }
+  nrt_free_model_tensor_info(info);
+  bool is_bool = false;
+  EXPECT_EQ(nrt_get_model_tensor_is_bool(m, "nothing", &is_bool), NRT_INVALID);
+  EXPECT_NE(LastError().find("has no input or output 'nothing'"), std::string::npos) << LastError();
+  EXPECT_EQ(nrt_get_model_tensor_is_bool(m, nullptr, &is_bool), NRT_INVALID);
+  EXPECT_EQ(nrt_get_model_tensor_is_bool(m, "in0", nullptr), NRT_INVALID);
+  EXPECT_EQ(nrt_unload(m), NRT_SUCCESS);
+}
+
 TEST_F(NrtApi, GatherLooksUpRowsAndABadIndexIsAnOutOfBoundsExecution) {
   const uint32_t V = 10, D = 4, T = 4;
   nrt_model_t* m = Load(Serialize(EmbeddingModel(V, D, T, neff::F32, neff::I64)));

@@ -26,20 +26,27 @@ bool DescribeModel(nrt_model_t* model, ModelIo* io, std::string* error) {
     t.dtype = ti.dtype;
     t.size = ti.size;
     for (uint32_t d = 0; d < ti.ndim; ++d) t.shape.push_back(ti.shape[d]);
+    if (t.dtype == NRT_DTYPE_UINT8 && nrt_get_model_tensor_is_bool(model, ti.name, &t.is_bool) != NRT_SUCCESS) {
+      *error = absl::StrCat("cannot read tensor '", t.name, "': ", nrt_get_last_error_message());
+      nrt_free_model_tensor_info(info);
+      return false;
+    }
     (ti.usage == NRT_TENSOR_USAGE_INPUT ? io->inputs : io->outputs).push_back(std::move(t));
   }
   nrt_free_model_tensor_info(info);
   return true;
 }
 
-const char* DtypeName(nrt_dtype_t dtype) {
-  switch (dtype) {
+const char* DtypeName(const ModelTensor& t) {
+  switch (t.dtype) {
     case NRT_DTYPE_FLOAT32: return "float32";
     case NRT_DTYPE_BFLOAT16: return "bfloat16";
     case NRT_DTYPE_FLOAT16: return "float16";
     case NRT_DTYPE_INT32: return "int32";
     case NRT_DTYPE_INT64: return "int64";
-    case NRT_DTYPE_UINT8: return "bool (uint8)";
+    case NRT_DTYPE_INT16: return "int16";
+    case NRT_DTYPE_INT8: return "int8";
+    case NRT_DTYPE_UINT8: return t.is_bool ? "bool" : "uint8";
     default: return "unsupported";
   }
 }
@@ -47,14 +54,16 @@ const char* DtypeName(nrt_dtype_t dtype) {
 namespace {
 
 // The .npy element type that holds a tensor of `dtype`; false if none does.
-bool NpyTypeFor(nrt_dtype_t dtype, npy::ElementType* type) {
-  switch (dtype) {
+bool NpyTypeFor(const ModelTensor& t, npy::ElementType* type) {
+  switch (t.dtype) {
     case NRT_DTYPE_FLOAT32:
     case NRT_DTYPE_BFLOAT16: *type = npy::ElementType::kFloat32; return true;  // numpy has no bfloat16
     case NRT_DTYPE_FLOAT16: *type = npy::ElementType::kFloat16; return true;
     case NRT_DTYPE_INT32: *type = npy::ElementType::kInt32; return true;
     case NRT_DTYPE_INT64: *type = npy::ElementType::kInt64; return true;
-    case NRT_DTYPE_UINT8: *type = npy::ElementType::kBool; return true;  // the runtime's bool tensors
+    case NRT_DTYPE_INT16: *type = npy::ElementType::kInt16; return true;
+    case NRT_DTYPE_INT8: *type = npy::ElementType::kInt8; return true;
+    case NRT_DTYPE_UINT8: *type = t.is_bool ? npy::ElementType::kBool : npy::ElementType::kUint8; return true;
     default: return false;
   }
 }
@@ -71,7 +80,7 @@ bool NpyToTensorBytes(const npy::Array& a, const ModelTensor& t, std::string* by
   // Integers are never converted: a float file for an index input (or the
   // other way round) is a mistake worth reporting, not a cast.
   npy::ElementType want;
-  if (!NpyTypeFor(t.dtype, &want)) {
+  if (!NpyTypeFor(t, &want)) {
     *error = absl::StrCat("input '", t.name, "' has a dtype this tool cannot feed");
     return false;
   }
@@ -82,7 +91,7 @@ bool NpyToTensorBytes(const npy::Array& a, const ModelTensor& t, std::string* by
     else if (npy::IsInteger(want) != npy::IsInteger(a.type) || npy::IsInteger(want))
       hint = absl::StrCat(" (save it with .astype(numpy.", npy::ElementTypeName(want), "))");
     *error = absl::StrCat("input '", t.name, "': the file holds ", npy::ElementTypeName(a.type), " ('",
-                          npy::ElementTypeDescr(a.type), "'), the model's ", DtypeName(t.dtype),
+                          npy::ElementTypeDescr(a.type), "'), the model's ", DtypeName(t),
                           " input needs ", npy::ElementTypeName(want), " ('", npy::ElementTypeDescr(want),
                           "')", hint);
     return false;
@@ -109,9 +118,7 @@ bool NpyToTensorBytes(const npy::Array& a, const ModelTensor& t, std::string* by
 npy::Array TensorBytesToNpy(const std::string& bytes, const ModelTensor& t) {
   npy::Array a;
   a.shape = t.shape;
-  if (t.dtype == NRT_DTYPE_FLOAT16 || t.dtype == NRT_DTYPE_INT32 || t.dtype == NRT_DTYPE_INT64 ||
-      t.dtype == NRT_DTYPE_UINT8) {
-    NpyTypeFor(t.dtype, &a.type);
+  if (t.dtype != NRT_DTYPE_FLOAT32 && t.dtype != NRT_DTYPE_BFLOAT16 && NpyTypeFor(t, &a.type)) {
     a.data = bytes;
   } else if (t.dtype == NRT_DTYPE_BFLOAT16) {
     a.type = npy::ElementType::kFloat32;

@@ -16,6 +16,7 @@ struct ModelTensor {
   nrt_dtype_t dtype = NRT_DTYPE_INVALID;
   std::vector<int64_t> shape;
   size_t size = 0;  // bytes
+  bool is_bool = false;  // NRT_DTYPE_UINT8 holding PyTorch bools (nrt_get_model_tensor_is_bool)
 };
 
 struct ModelIo {
@@ -26,7 +27,7 @@ struct ModelIo {
 // From nrt_get_model_tensor_info. False with `error` set on failure.
 bool DescribeModel(nrt_model_t* model, ModelIo* io, std::string* error);
 
-const char* DtypeName(nrt_dtype_t dtype);  // "float32", "bfloat16", "float16", "int32", "int64"
+const char* DtypeName(const ModelTensor& t);  // "float32", "bfloat16", ..., "uint8", "bool"
 
 // The bytes of `t` from an .npy array: same shape, and float32 data for
 // float32 and bfloat16 tensors (bfloat16 rounds to nearest even), float16

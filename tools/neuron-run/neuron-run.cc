@@ -208,7 +208,7 @@ int Run(const Options& o) {
       if (!st.ok()) return Fail(std::string(st.message()));
     }
     lines.push_back(absl::StrCat("  ", o.output_dir.empty() ? absl::StrCat("output ", i) : file, "  '", t.name,
-                                 "' ", neuroncc::npy::ShapeString(t.shape), " ", neuroncc::tools::DtypeName(t.dtype),
+                                 "' ", neuroncc::npy::ShapeString(t.shape), " ", neuroncc::tools::DtypeName(t),
                                  t.dtype == NRT_DTYPE_BFLOAT16 ? " (saved as float32)" : ""));
   }
 

@@ -34,6 +34,13 @@ NRT_STATUS nrt_set_simulated_target(const char *target);
  * small). Either buffer may be NULL. */
 NRT_STATUS nrt_get_model_target(const nrt_model_t *model, char *target, char *name, size_t len);
 
+/* Whether the model's input or output tensor `name` holds PyTorch bools (one
+ * byte each, 0 or 1). nrt_get_model_tensor_info reports both bool and uint8
+ * tensors as NRT_DTYPE_UINT8, as the public API has no bool dtype; a tool
+ * that reads or writes .npy files tells them apart here. NRT_INVALID for a
+ * name the model does not have. */
+NRT_STATUS nrt_get_model_tensor_is_bool(const nrt_model_t *model, const char *name, bool *is_bool);
+
 /* Modeled device time of the model's most recent execution (nrt_execute or
  * nrt_execute_timing_only). */
 typedef struct nrt_execution_stats {

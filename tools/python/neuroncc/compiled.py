@@ -34,7 +34,8 @@ from .files import write_atomic
 SAVE_FORMAT = "neuroncc.compiled/1"
 
 _NRT_TO_TORCH = {"float32": torch.float32, "float16": torch.float16, "bfloat16": torch.bfloat16,
-                 "int32": torch.int32, "int64": torch.int64}
+                 "int32": torch.int32, "int64": torch.int64, "int16": torch.int16, "int8": torch.int8,
+                 "uint8": torch.uint8, "bool": torch.bool}
 _TORCH_NAMES = {torch.float32: "float32", torch.float16: "float16", torch.bfloat16: "bfloat16",
                 torch.float64: "float64", torch.int64: "int64", torch.int32: "int32", torch.int16: "int16",
                 torch.int8: "int8", torch.uint8: "uint8", torch.bool: "bool"}

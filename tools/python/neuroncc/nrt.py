@@ -16,7 +16,8 @@ import time
 NRT_TENSOR_NAME_MAX = 256
 
 # nrt_dtype_t (nrt/nrt.h), the public numeric values.
-DTYPE_NAMES = {0xA: "float32", 0x7: "float16", 0x6: "bfloat16", 0x8: "int32", 0xC: "int64"}
+DTYPE_NAMES = {0xA: "float32", 0x7: "float16", 0x6: "bfloat16", 0x8: "int32", 0xC: "int64", 0x4: "int16",
+               0x2: "int8", 0x3: "uint8"}  # NRT_DTYPE_UINT8 is also bool: nrt_get_model_tensor_is_bool tells
 # nrt_execution_stats_t (nrt/nrt_ext.h).
 _STATS_FIELDS = ["device_time_ps", "launch_overhead_ps", "kernel_count", "instruction_count", "hbm_read_bytes",
                  "hbm_write_bytes", "profile_hash", "dispatch_count", "timing_only"]
@@ -107,6 +108,7 @@ class Libnrt:
         lib.nrt_execute.argtypes = [vp, vp, vp]
         lib.nrt_get_model_tensor_info.argtypes = [vp, ctypes.POINTER(ctypes.POINTER(_TensorInfoArray))]
         lib.nrt_free_model_tensor_info.argtypes = [ctypes.POINTER(_TensorInfoArray)]
+        lib.nrt_get_model_tensor_is_bool.argtypes = [vp, ctypes.c_char_p, ctypes.POINTER(ctypes.c_bool)]
         lib.nrt_get_last_execution_stats.argtypes = [vp, ctypes.POINTER(_ExecutionStats), sz, ctypes.POINTER(sz)]
         lib.nrt_inspect_config_allocate.argtypes = [pp]
         lib.nrt_inspect_config_free.argtypes = [vp]
@@ -138,11 +140,20 @@ class Libnrt:
         self.check(self.lib.nrt_get_model_tensor_info(model, ctypes.byref(arr)), "nrt_get_model_tensor_info")
         try:
             infos = ctypes.cast(ctypes.addressof(arr.contents.tensor_array), ctypes.POINTER(_TensorInfo))
-            return [(t.name.decode(), "IN" if t.usage == 0 else "OUT", t.size, DTYPE_NAMES.get(t.dtype, "unknown"),
+            return [(t.name.decode(), "IN" if t.usage == 0 else "OUT", t.size, self._dtype_name(model, t),
                      [t.shape[d] for d in range(t.ndim)])
                     for t in (infos[i] for i in range(arr.contents.tensor_count))]
         finally:
             self.lib.nrt_free_model_tensor_info(arr)
+
+    def _dtype_name(self, model, info):
+        name = DTYPE_NAMES.get(info.dtype, "unknown")
+        if name == "uint8":
+            is_bool = ctypes.c_bool()
+            self.check(self.lib.nrt_get_model_tensor_is_bool(model, info.name, ctypes.byref(is_bool)),
+                       "nrt_get_model_tensor_is_bool")
+            name = "bool" if is_bool.value else name
+        return name
 
     def tensor(self, name, size):
         t = ctypes.c_void_p()
