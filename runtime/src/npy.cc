@@ -2,6 +2,7 @@
 
 #include "file_util.h"
 
+#include <algorithm>
 #include <unistd.h>
 
 #include <cerrno>
@@ -233,30 +234,25 @@ absl::StatusOr<Array> Parse(std::string_view bytes, std::string_view what_view) 
   Array a;
   if (absl::Status st = HeaderParser(header, what).Parse(&descr, &fortran, &a.shape); !st.ok())
     return st;
-  if (descr == "<f4") {
-    a.type = ElementType::kFloat32;
-  } else if (descr == "<f2") {
-    a.type = ElementType::kFloat16;
-  } else if (descr == "<i4") {
-    a.type = ElementType::kInt32;
-  } else if (descr == "<i8") {
-    a.type = ElementType::kInt64;
-  } else if (descr == "|b1") {
-    a.type = ElementType::kBool;
-  } else if (descr == "|u1") {
-    a.type = ElementType::kUint8;
-  } else if (descr == "|i1") {
-    a.type = ElementType::kInt8;
-  } else if (descr == "<i2") {
-    a.type = ElementType::kInt16;
+  static constexpr ElementType kTypes[] = {ElementType::kFloat32, ElementType::kFloat16, ElementType::kInt32,
+                                            ElementType::kInt64,   ElementType::kInt16,   ElementType::kInt8,
+                                            ElementType::kUint8,   ElementType::kBool};
+  const ElementType* known = std::find_if(std::begin(kTypes), std::end(kTypes),
+                                          [&](ElementType t) { return descr == ElementTypeDescr(t); });
+  if (known != std::end(kTypes)) {
+    a.type = *known;
   } else if (descr == "<f8") {
     return bad("dtype is float64 ('<f8'); save the array with .astype(numpy.float32)");
-  } else if (descr == ">f4" || descr == ">f2" || descr == ">i4" || descr == ">i8" || descr == ">i2") {
+  } else if (descr.size() == 3 && descr[0] == '>' &&
+             std::any_of(std::begin(kTypes), std::end(kTypes), [&](ElementType t) {
+               return ElementTypeDescr(t)[0] == '<' && descr.compare(1, 2, ElementTypeDescr(t) + 1) == 0;
+             })) {
     return bad(absl::StrCat("dtype '", descr, "' is big-endian; save a little-endian array"));
   } else {
-    return bad(absl::StrCat("unsupported dtype '", descr,
-                            "' (supported: '<f4' float32, '<f2' float16, '<i4' int32, '<i8' int64, '<i2' int16, '|i1' int8, "
-                                 "'|u1' uint8, '|b1' bool)"));
+    std::string supported;
+    for (ElementType t : kTypes)
+      absl::StrAppend(&supported, supported.empty() ? "" : ", ", "'", ElementTypeDescr(t), "' ", ElementTypeName(t));
+    return bad(absl::StrCat("unsupported dtype '", descr, "' (supported: ", supported, ")"));
   }
   if (fortran) return bad("fortran_order is True; save a C-ordered array (numpy.ascontiguousarray)");
   int64_t n = 1;

@@ -479,8 +479,14 @@ const IsaBadCase kGatherBadCases[] = {
      [](Executable* e) { Inst(e, 0, 1)->mutable_in1()->set_dtype(I32); }, "tile has dtype int32"},
     {"integer tile in a matmul", MatmulExe, [](Executable* e) { Inst(e, 0, 7)->mutable_in0()->set_dtype(I64); },
      "tile has dtype int64"},
-    {"tensor dtype past bool", GatherExe, [](Executable* e) { e->mutable_tensors(1)->set_dtype(DType(7)); },
+    {"tensor dtype past int16", GatherExe, [](Executable* e) { e->mutable_tensors(1)->set_dtype(DType(10)); },
      "has an invalid dtype"},
+    {"uint8 gather index", GatherExe,
+     [](Executable* e) {
+       e->mutable_tensors(1)->set_dtype(U8);
+       e->mutable_tensors(1)->set_size_bytes(e->tensors(1).size_bytes() / 8);
+     },
+     "dma_gather index tensor 'ids' is uint8"},
     {"int64 tensor size counted in 4-byte elements", GatherExe,
      [](Executable* e) { e->mutable_tensors(1)->set_size_bytes(24); }, "size_bytes"},
 };

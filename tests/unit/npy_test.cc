@@ -168,6 +168,7 @@ TEST(Npy, RefusesBadFilesWithClearMessages) {
   ExpectError(WithHeader(1, dict("<u4", "False", "(2, 3)"), d4),
               "unsupported dtype '<u4' (supported: '<f4' float32, '<f2' float16, '<i4' int32, '<i8' int64, "
               "'<i2' int16, '|i1' int8, '|u1' uint8, '|b1' bool)");
+  ExpectError(WithHeader(1, dict(">u1", "False", "(2, 3)"), d4), "unsupported dtype '>u1'");
   ExpectError(WithHeader(1, dict(">i2", "False", "(12,)"), d4), "'>i2' is big-endian");
   ExpectError(WithHeader(1, dict("<i8", "False", "(4,)"), d4), "int64 needs 32 data bytes but the file has 24");
   ExpectError(WithHeader(1, dict("<i4", "False", "(5,)"), d4), "trailing bytes");
