@@ -57,10 +57,13 @@ LogicalResult compare(NodeImporter& n) {
 // bools, as `m1 | m2`, `~m` write them; logical_* on any dtype, whose
 // operands count as true where nonzero), composed of where and the
 // comparisons: a and b = where(a, b, false), a or b = where(a, true, b),
-// a xor b = a != b, not a = a == 0. Bitwise ops on integers are refused.
+// a xor b = a != b, not a = a == 0. Bitwise ops on integers are composed
+// from arithmetic (ComposedBitwise.cpp).
 LogicalResult logicalOp(NodeImporter& n, StringRef kind, bool bitwise) {
   FailureOr<RankedTensorType> type = n.resultType();
   if (failed(type)) return failure();
+  if (bitwise && llvm::isa<IntegerType>(type->getElementType()) && !type->getElementType().isInteger(1))
+    return integerBitwise(n, kind);
   Type i1 = n.b.getI1Type();
   auto name = [](Type t) {
     std::string text;
@@ -72,13 +75,11 @@ LogicalResult logicalOp(NodeImporter& n, StringRef kind, bool bitwise) {
     auto t = llvm::cast<RankedTensorType>(v.getType());
     if (t.getElementType().isInteger(1)) return v;
     if (bitwise)
-      return n.error("bitwise ops are supported on bool tensors only (masks); this operand is " +
-                     name(t.getElementType()));
+      return n.error("bitwise ops take integer or bool tensors; this operand is " + name(t.getElementType()));
     return n.b.create<aten::NeScalarOp>(n.loc, t.clone(i1), v, n.b.getF64FloatAttr(0.0))->getResult(0);
   };
   if (!type->getElementType().isInteger(1))
-    return n.error("bitwise ops are supported on bool tensors only (masks); the result is " +
-                   name(type->getElementType()));
+    return n.error("bitwise ops take integer or bool tensors; the result is " + name(type->getElementType()));
   NCC_TRY(a0, n.tensor(0, "self"));
   NCC_TRY(a, toBool(a0));
   if (kind == "not")
@@ -640,6 +641,7 @@ const std::map<std::string, Builder>& registry() {
     addComposedOps(t);
     addComposedMathOps(t);
     addComposedIndexingOps(t);
+    addComposedBitwiseOps(t);
     // The unsafe_ variants (LSTM and GRU cells use them) differ only in
     // aliasing, which values do not see.
     t["aten::unsafe_split.Tensor"] = t.at("aten::split.Tensor");

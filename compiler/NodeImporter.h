@@ -307,5 +307,10 @@ void addComposedOps(std::map<std::string, Builder>& table);
 void addComposedMathOps(std::map<std::string, Builder>& table);
 // Sorting and selection, writes into a copy, layout ops (ComposedIndexing.cpp).
 void addComposedIndexingOps(std::map<std::string, Builder>& table);
+// Bitwise ops with a Scalar, and shifts, of integers (ComposedBitwise.cpp).
+void addComposedBitwiseOps(std::map<std::string, Builder>& table);
+// bitwise_and/or/xor (op "and", "or", "xor") of integer tensors, and
+// bitwise_not ("not") of one (ComposedBitwise.cpp).
+LogicalResult integerBitwise(NodeImporter& n, StringRef op);
 
 }  // namespace neuroncc::importer

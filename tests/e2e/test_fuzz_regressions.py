@@ -93,9 +93,7 @@ class FuzzRegressions(unittest.TestCase):
             (lambda a, p: a.masked_fill((a > 1) | (p == 0), -1e4), (x, pad), [torch.float32]),
             (lambda a, b: (~(a & b)).float() * 2 - 1, (m1, m2), [torch.float32]),
         ])
-        i = torch.arange(12, dtype=torch.int64).reshape(3, 4)
-        with self.assertRaisesRegex(common.CaseFailure, "bitwise ops are supported on bool tensors only"):
-            common.export_compile_run(lambda a, b: a | b, (i, i), self.tmp, "int_or", 2)
+        # (Bitwise ops of integers: test_narrow_integers.py.)
 
     def test_clamp_maximum_minimum_split_with_sizes(self):
         """clamp with Scalar bounds (both, min only, max only; NaN stays NaN; an int64 tensor),

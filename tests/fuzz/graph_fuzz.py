@@ -2323,7 +2323,8 @@ def g_int_input(b):
 
 def g_narrow_int(b):
     """uint8, int8 and int16 graph inputs (images, quantized data): read as floats (an image
-    scaled to [0, 1]), arithmetic that wraps around in the narrow type, comparisons and sums
+    scaled to [0, 1]), arithmetic and bitwise ops that wrap around in the narrow type (4-bit
+    fields unpacked with shifts and masks), comparisons and sums
     (int64), and a float mask cast into the narrow type; each integer result is cast to the
     case's float dtype (graph outputs are float)."""
     fdt = DTYPE_NAME[b.dt]
@@ -2337,7 +2338,9 @@ def g_narrow_int(b):
         b.add("(%s.to(%s.dtype) / %d - 0.5) * %s" % (m, x, top - 1, x), [shape])
     elif r < 0.55:
         m2 = b.new_input(shape, dtype=dt, kind="index", arg=top)
-        forms = ["%s + %s * 3" % (m, m2), "%s - %s" % (m, m2), "-%s + 7" % m]
+        forms = ["%s + %s * 3" % (m, m2), "%s - %s" % (m, m2), "-%s + 7" % m, "%s & %s" % (m, m2),
+                 "%s | %s" % (m, m2), "%s ^ %s" % (m, m2), "~%s" % m, "(%s >> 4) & 15" % m, "%s << 3" % m,
+                 "%s >> (%s & 3)" % (m, m2)]
         if dt != torch.int16:  # int16 products pass 2^24, past which the device's f32 is not exact
             forms.append("%s * %s" % (m, m2))
         e = b.rng.choice(forms)
