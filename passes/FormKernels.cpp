@@ -95,6 +95,16 @@ bool isInKernelCat(aten::CatOp cat) {
 // then several dims, which a cat's column ranges do not address).
 bool reducesSeveralDims(Operation* op) { return aten::reducedDims(op).size() > 1; }
 
+// An elementwise op that the rewrites below may move across views. The
+// conversion of a narrow integer graph output (i32 -> ui8, si8, si16) stays
+// where it is, the last op before the return: views take the types the
+// graph computes in only.
+bool movesAcrossViews(Operation* op) {
+  if (!aten::isElementwise(op)) return false;
+  auto narrow = [](Value v) { return nc::isNarrowInteger(llvm::cast<ShapedType>(v.getType()).getElementType()); };
+  return !llvm::any_of(op->getResults(), narrow) && !llvm::any_of(op->getOperands(), narrow);
+}
+
 bool holdsCat(ArrayRef<Operation*> ops) {
   return llvm::any_of(ops, [](Operation* o) { return llvm::isa<aten::CatOp>(o); });
 }
@@ -740,7 +750,7 @@ struct FormKernelsPass : impl::FormKernelsBase<FormKernelsPass> {
         op->erase();
         continue;
       }
-      if (!aten::isElementwise(op)) continue;
+      if (!movesAcrossViews(op)) continue;
       // Mixed float dtypes: whether an operand is 0-d decides PyTorch's
       // promotion, and widening would change that. Left as it is.
       {
@@ -917,7 +927,7 @@ struct FormKernelsPass : impl::FormKernelsBase<FormKernelsPass> {
           // Only along a dim the permutation keeps last (a cat inside a kernel).
           ok = normalized(c.getDim()) == rank - 1 && perm[size_t(rank - 1)] == rank - 1 &&
                llvm::all_of(c.getTensors(), [&](Value v) { return domain.contains(v); });
-        } else if (aten::isElementwise(op)) {
+        } else if (movesAcrossViews(op)) {
           ok = llvm::all_of(op->getOperands(), [&](Value v) {
             auto vt = llvm::cast<RankedTensorType>(v.getType());
             return domain.contains(v) ? vt.getShape() == rt.getShape() : vt.getRank() <= rank;
@@ -1093,7 +1103,7 @@ struct FormKernelsPass : impl::FormKernelsBase<FormKernelsPass> {
   void sinkIntoConsumers() {
     for (Operation* op : llvm::reverse(allOps)) {
       auto git = groupOf.find(op);
-      if (git == groupOf.end() || op->getNumResults() != 1 || !aten::isElementwise(op) ||
+      if (git == groupOf.end() || op->getNumResults() != 1 || !movesAcrossViews(op) ||
           transposedCopyOf.count(op) || materializedBy.count(op->getResult(0)))
         continue;
       int from = git->second;

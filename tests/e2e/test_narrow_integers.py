@@ -6,6 +6,7 @@ import unittest
 
 import numpy as np
 import torch
+import torch.nn.functional as F
 
 from e2e_common import ComparedWithEager, device_array, ex, toolchain
 
@@ -51,6 +52,18 @@ class NarrowIntegers(ComparedWithEager):
         x = ints((2, 6), 0, 256, torch.uint8, 4)
         y = ints((2, 6), -128, 128, torch.int8, 5)
         self.check(lambda a, b: (a, b, a.t(), b.reshape(3, 4), torch.cat([a, a], 1), a[:, 1:4].flip(1)), [x, y])
+
+    def test_image_preprocessing_ops(self):
+        # Ops whose results the compiler reshapes before the graph returns them
+        # (max over a dim, sort, gather, repeat): the conversion back to uint8
+        # stays the last op (a view of a ui8 value once broke the IR).
+        img = ints((1, 3, 6, 8), 0, 256, torch.uint8, 9)
+        idx = torch.zeros(1, 3, 6, 2, dtype=torch.long)
+        self.check(lambda x: (x.max(1), x.sort(-1)[0], x.gather(-1, idx), x.repeat(2, 1, 1, 1),
+                              F.max_pool2d(x.float(), 2).to(torch.uint8)), [img])
+        self.check(lambda x: (F.interpolate(x, scale_factor=2, mode="nearest"), x.flip(-1)[..., 1:5, 2:7],
+                              F.pad(x, (1, 1, 2, 0), value=7), x.cumsum(-1), x.clamp(10, 200), x.argmax(-1),
+                              x.index_select(1, torch.tensor([2, 1, 0])), x.bool(), x * 0.5), [img])
 
     def test_narrow_constants(self):
         lut = ints((6,), 0, 256, torch.uint8, 6)
