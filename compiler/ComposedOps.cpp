@@ -667,9 +667,11 @@ LogicalResult baddbmm(NodeImporter& n, bool sumBatches) {
   NCC_TRY(beta, n.number(3, "beta", 1.0));
   NCC_TRY(alpha, n.number(4, "alpha", 1.0));
   NCC_TRY(type, n.resultType());
-  Type compute = isReducedFloat(type.getElementType()) ? c.f32() : type.getElementType();
+  // Reduced precision and integers (exact below 2^24) in f32.
+  Type compute = aten::isFloatType(type.getElementType()) && !isReducedFloat(type.getElementType())
+                     ? type.getElementType()
+                     : c.f32();
   std::string op = sumBatches ? "addbmm" : "baddbmm";
-  if (!aten::isFloatType(compute)) return n.error(op + " needs float tensors");
   if (typeOf(b1).getRank() != 3 || typeOf(b2).getRank() != 3 || typeOf(b1).getDimSize(0) != typeOf(b2).getDimSize(0) ||
       typeOf(b1).getDimSize(2) != typeOf(b2).getDimSize(1))
     return n.error(op + " needs batches [B, M, K] and [B, K, N]");

@@ -11,8 +11,10 @@
 
 #include "compiler/NodeImporter.h"
 
+#include <array>
 #include <cmath>
 #include <set>
+#include <tuple>
 #include "google/protobuf/text_format.h"
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/IR/Verifier.h"
@@ -51,6 +53,25 @@ LogicalResult compare(NodeImporter& n) {
   }
   NCC_TRY(other, n.number(1, "other"));
   return n.create<ScalarOp>(self, n.b.getF64FloatAttr(asTensorScalar(other, self)));
+}
+
+// A matmul of integer tensors (eager computes it in the integer type) runs
+// on f32 copies of its operands and is cast back: exact while the products
+// and their sums stay below 2^24, as every integer on the device.
+template <typename OpTy, size_t N, typename... Attrs>
+LogicalResult matmulOp(NodeImporter& n, std::array<Value, N> operands, Attrs... attrs) {
+  FailureOr<RankedTensorType> type = n.resultType();
+  if (failed(type)) return failure();
+  auto build = [&](Type resultType) {
+    return std::apply([&](auto... v) { return n.b.create<OpTy>(n.loc, resultType, v..., attrs...); }, operands);
+  };
+  if (aten::isFloatType(type->getElementType())) return n.define(build(*type));
+  for (Value& v : operands) {
+    auto t = llvm::cast<RankedTensorType>(v.getType());
+    if (!aten::isFloatType(t.getElementType())) v = n.b.create<aten::ToCopyOp>(n.loc, t.clone(n.b.getF32Type()), v);
+  }
+  Operation* op = build(type->clone(n.b.getF32Type()));
+  return n.define(n.b.create<aten::ToCopyOp>(n.loc, *type, op->getResult(0)));
 }
 
 // Logical ops on masks: and, or, xor and not of bool tensors (bitwise_* on
@@ -583,13 +604,13 @@ const std::map<std::string, Builder>& registry() {
        [](NodeImporter& n) -> LogicalResult {
          NCC_TRY(a, n.tensor(0, "self"));
          NCC_TRY(b, n.tensor(1, "mat2"));
-         return n.create<aten::MmOp>(a, b);
+         return matmulOp<aten::MmOp>(n, std::array<Value, 2>{a, b});
        }},
       {"aten::bmm",
        [](NodeImporter& n) -> LogicalResult {
          NCC_TRY(a, n.tensor(0, "self"));
          NCC_TRY(b, n.tensor(1, "mat2"));
-         return n.create<aten::BmmOp>(a, b);
+         return matmulOp<aten::BmmOp>(n, std::array<Value, 2>{a, b});
        }},
       {"aten::addmm",
        [](NodeImporter& n) -> LogicalResult {
@@ -598,7 +619,8 @@ const std::map<std::string, Builder>& registry() {
          NCC_TRY(b, n.tensor(2, "mat2"));
          NCC_TRY(beta, n.number(3, "beta", 1.0));
          NCC_TRY(alpha, n.number(4, "alpha", 1.0));
-         return n.create<aten::AddmmOp>(bias, a, b, n.b.getF64FloatAttr(beta), n.b.getF64FloatAttr(alpha));
+         return matmulOp<aten::AddmmOp>(n, std::array<Value, 3>{bias, a, b}, n.b.getF64FloatAttr(beta),
+                                        n.b.getF64FloatAttr(alpha));
        }},
       {"aten::ones", [](NodeImporter& n) { return constantFill(n, 1.0, 0, ""); }},
       {"aten::zeros", [](NodeImporter& n) { return constantFill(n, 0.0, 0, ""); }},

@@ -119,6 +119,17 @@ class NarrowIntegers(ComparedWithEager):
         t, f = torch.tensor(True), torch.tensor(False)
         self.check(lambda m: (m & t, m | f, m ^ t), [torch.randn(3, 4) > 0])
 
+    def test_integer_matmuls(self):
+        # Eager multiplies integer matrices in their dtype (uint8 wraps); the
+        # device on f32 copies, exact below 2^24. These were refused by the
+        # matmul ops' float-only operand types.
+        a, b = ints((4, 8), -5, 5, torch.int64, 19), ints((8, 3), -5, 5, torch.int64, 20)
+        self.check(lambda x, y: (x @ y, (x * 100) @ (y * 100), x.int() @ y.int(), x.to(torch.uint8) @ y.to(torch.uint8),
+                                 torch.bmm(x.unsqueeze(0), y.unsqueeze(0))), [a, b])
+        one = torch.ones(4, 3, dtype=torch.int64)
+        self.check(lambda x, y: (torch.addmm(one, x, y, beta=2, alpha=3),
+                                 torch.baddbmm(one.unsqueeze(0), x.unsqueeze(0), y.unsqueeze(0))), [a, b])
+
     def test_empty_narrow_tensors(self):
         self.check(lambda a, b: (a + 1, b.to(torch.uint8), a.sum()),
                    [torch.zeros(0, 4, dtype=torch.uint8), torch.zeros(3, 0)])
