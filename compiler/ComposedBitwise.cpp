@@ -25,25 +25,10 @@
 namespace neuroncc::importer {
 namespace {
 
-// The magnitude bits of `dtype`'s values that the ops below read.
-int magnitudeBits(graph::DType dtype) {
-  switch (dtype) {
-    case graph::UINT8: return 8;
-    case graph::INT8: return 7;
-    case graph::INT16: return 15;
-    default: return 24;
-  }
-}
-
-// The wrap-around width of a narrow dtype (shifts), or 0.
-int narrowWidth(graph::DType dtype) {
-  switch (dtype) {
-    case graph::UINT8:
-    case graph::INT8: return 8;
-    case graph::INT16: return 16;
-    default: return 0;
-  }
-}
+// The result's narrow type (ui8, si8, si16; null for int32 and int64, whose
+// values are exact below 2^24) and the magnitude bits the ops below read.
+IntegerType narrowResult(NodeImporter& n) { return narrowIntegerType(n.node.outputs(0).dtype(), n.b.getContext()); }
+int magnitudeBits(IntegerType narrow) { return narrow ? int(narrow.getWidth()) - int(narrow.isSigned()) : 24; }
 
 struct SignMagnitude {
   Value negative;  // i1, or null where no value can be negative (uint8)
@@ -88,11 +73,11 @@ Value andOfMagnitudes(Composer& c, Value m1, Value m2, int bits, std::optional<i
 Value complement(Composer& c, Value v) { return c.addScalar(c.unary<aten::NegOp>(v), -1.0); }
 
 // a op b (op: and, or, xor) of whole numbers in f32.
-Value bitwise(Composer& c, StringRef op, Value a, Value b, graph::DType dtype, std::optional<int64_t> knownB) {
-  const bool unsignedType = dtype == graph::UINT8;
+Value bitwise(Composer& c, StringRef op, Value a, Value b, IntegerType narrow, std::optional<int64_t> knownB) {
+  const bool unsignedType = narrow && narrow.isUnsigned();
   SignMagnitude x = split(c, a, unsignedType), y = split(c, b, unsignedType);
   if (knownB && *knownB < 0) knownB = -*knownB - 1;  // y's magnitude
-  Value both = andOfMagnitudes(c, x.magnitude, y.magnitude, magnitudeBits(dtype), knownB);
+  Value both = andOfMagnitudes(c, x.magnitude, y.magnitude, magnitudeBits(narrow), knownB);
   Value sum = c.add(x.magnitude, y.magnitude);
   Value either = c.sub(sum, both), differ = c.sub(sum, both, 2.0);
   if (!x.negative) {  // uint8: both non-negative
@@ -110,15 +95,13 @@ Value bitwise(Composer& c, StringRef op, Value a, Value b, graph::DType dtype, s
   return c.where(y.negative, whenYNegative, whenYPositive);
 }
 
-// The f32 whole number an integer Scalar argument gives, wrapped into a
-// narrow dtype's range as eager converts it (uint8 x & 511 is x & 255).
-int64_t scalarInDtype(int64_t v, graph::DType dtype) {
-  switch (dtype) {
-    case graph::UINT8: return int64_t(uint8_t(v));
-    case graph::INT8: return int64_t(int8_t(v));
-    case graph::INT16: return int64_t(int16_t(v));
-    default: return v;
-  }
+// An integer Scalar argument wrapped into a narrow type's range, as eager
+// converts it (uint8 x & 511 is x & 255).
+int64_t scalarInType(int64_t v, IntegerType narrow) {
+  if (!narrow) return v;
+  const int64_t modulus = int64_t(1) << narrow.getWidth();
+  v = ((v % modulus) + modulus) % modulus;
+  return narrow.isSigned() && v >= modulus / 2 ? v - modulus : v;
 }
 
 // bitwise_and/or/xor of integer tensors (.Tensor) or with an integer Scalar
@@ -127,13 +110,13 @@ LogicalResult integerBitwiseOp(NodeImporter& n, StringRef op, bool scalarOther) 
   Composer c(n);
   NCC_TRY(type, n.resultType());
   NCC_TRY(self, n.tensor(0, "self"));
-  const graph::DType dtype = n.node.outputs(0).dtype();
+  const IntegerType narrow = narrowResult(n);
   std::optional<int64_t> known;
   Value other;
   if (scalarOther) {
     NCC_TRY(v, n.number(1, "other"));
     if (v != std::trunc(v)) return n.error("bitwise ops take an integer or bool scalar, not " + std::to_string(v));
-    known = scalarInDtype(int64_t(v), dtype);
+    known = scalarInType(int64_t(v), narrow);
     other = c.scalar(double(*known), c.f32());
   } else {
     NCC_TRY(o, n.tensor(1, "other"));
@@ -148,7 +131,7 @@ LogicalResult integerBitwiseOp(NodeImporter& n, StringRef op, bool scalarOther) 
   }
   if (!llvm::isa<IntegerType>(type.getElementType()))
     return n.error("bitwise ops take integer or bool tensors");
-  return c.finish(bitwise(c, op, c.cast(self, c.f32()), other, dtype, known));
+  return c.finish(bitwise(c, op, c.cast(self, c.f32()), other, narrow, known));
 }
 
 // 2^k of whole numbers k in [0, 63]: the product of 2^(2^j) over k's bits.
@@ -172,9 +155,9 @@ LogicalResult shiftOp(NodeImporter& n, bool left, bool scalarAmount) {
   if (!llvm::isa<IntegerType>(type.getElementType()) || type.getElementType().isInteger(1))
     return n.error("shifts take integer tensors");
   NCC_TRY(self, n.tensor(0, "self"));
-  const graph::DType dtype = n.node.outputs(0).dtype();
+  const IntegerType narrow = narrowResult(n);
   Value x = c.cast(self, c.f32()), power, mod;
-  const int width = narrowWidth(dtype);
+  const int width = narrow ? int(narrow.getWidth()) : 0;  // the wrap-around width
   if (scalarAmount) {
     NCC_TRY(v, n.number(1, "other"));
     double k = std::clamp(std::trunc(v), 0.0, 63.0);
