@@ -664,7 +664,7 @@ LogicalResult indexAdd(NodeImporter& n, bool copy) {
   NCC_TRY(dim0, n.integer(1, "dim"));
   NCC_TRY(index, n.tensor(2, "index"));
   NCC_TRY(source, n.tensor(3, "source"));
-  NCC_TRY(alpha, copy ? FailureOr<double>(1.0) : n.number(4, "alpha", 1.0));
+  NCC_TRY(alpha, copy ? FailureOr<double>(1.0) : n.numberAsResult(4, "alpha", 1.0));
   NCC_TRY(type, n.resultType());
   if (!isIndexType(typeOf(index).getElementType()) || typeOf(index).getRank() > 1)
     return n.error(op + " needs a 0-d or 1-d integer index");

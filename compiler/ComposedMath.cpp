@@ -430,8 +430,8 @@ LogicalResult logSigmoid(NodeImporter& n) {
 LogicalResult threshold(NodeImporter& n) {
   Composer c(n);
   NCC_TRY(self, n.tensor(0, "self"));
-  NCC_TRY(t, n.number(1, "threshold"));
-  NCC_TRY(v, n.number(2, "value"));
+  NCC_TRY(t, n.numberAsResult(1, "threshold"));
+  NCC_TRY(v, n.numberAsResult(2, "value"));
   Type elem = typeOf(self).getElementType();
   Value value = c.scalar(asTensorScalar(v, self), elem);
   return c.finish(c.where(c.compareScalar<aten::LeScalarOp>(self, asTensorScalar(t, self)), value, self));
@@ -701,8 +701,8 @@ LogicalResult addmvOrAddr(NodeImporter& n, bool isAddr) {
   NCC_TRY(self, n.tensor(0, "self"));
   NCC_TRY(a, n.tensor(1, isAddr ? "vec1" : "mat"));
   NCC_TRY(v, n.tensor(2, isAddr ? "vec2" : "vec"));
-  NCC_TRY(beta, n.number(3, "beta", 1.0));
-  NCC_TRY(alpha, n.number(4, "alpha", 1.0));
+  NCC_TRY(beta, n.numberAsResult(3, "beta", 1.0));
+  NCC_TRY(alpha, n.numberAsResult(4, "alpha", 1.0));
   NCC_TRY(type, n.resultType());
   Type compute = aten::isFloatType(type.getElementType()) ? type.getElementType() : c.f32();
   Value lhs, rhs;
@@ -1219,7 +1219,6 @@ LogicalResult trilinear(NodeImporter& n) {
   }
   NCC_TRY(sumdim, n.ints(6, "sumdim"));
   NCC_TRY(type, n.resultType());
-  if (!aten::isFloatType(type.getElementType())) return n.error("_trilinear needs float tensors");
   int64_t rank = typeOf(in[0]).getRank() + int64_t(expand[0].size());
   for (size_t i = 0; i < 3; ++i) {
     SmallVector<int64_t> dims(expand[i]);

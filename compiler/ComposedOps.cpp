@@ -664,8 +664,8 @@ LogicalResult baddbmm(NodeImporter& n, bool sumBatches) {
   NCC_TRY(self, n.tensor(0, "self"));
   NCC_TRY(b1, n.tensor(1, "batch1"));
   NCC_TRY(b2, n.tensor(2, "batch2"));
-  NCC_TRY(beta, n.number(3, "beta", 1.0));
-  NCC_TRY(alpha, n.number(4, "alpha", 1.0));
+  NCC_TRY(beta, n.numberAsResult(3, "beta", 1.0));
+  NCC_TRY(alpha, n.numberAsResult(4, "alpha", 1.0));
   NCC_TRY(type, n.resultType());
   // Reduced precision and integers (exact below 2^24) in f32.
   Type compute = aten::isFloatType(type.getElementType()) && !isReducedFloat(type.getElementType())
@@ -770,8 +770,9 @@ LogicalResult convolution(NodeImporter& n) {
     if (stride[i] < 1 || dilation[i] < 1 || pad[i] < 0 || stride[i] > kMaxSpatialArgument ||
         dilation[i] > kMaxSpatialArgument || pad[i] > kMaxSpatialArgument)
       return n.error("convolution needs positive strides and dilations and non-negative padding (at most 2^24)");
-  Type elem = type.getElementType();
-  if (!aten::isFloatType(elem)) return n.error("convolution needs float tensors");
+  // Integer convolutions (valid in eager) run on f32 copies, exact below
+  // 2^24; finish() casts the result back.
+  Type elem = c.floatOf(type.getElementType());
   Value x = c.cast(input, elem), w = c.cast(weight, elem);
   if (groups < 1) return n.error("convolution needs positive groups");
   if (transposed) {

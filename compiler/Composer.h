@@ -318,8 +318,15 @@ inline Value productAlong(Composer& c, Value x, int64_t dim) {
 // Rows of `x` along `dim` picked by the integer `index` (any shape, read
 // flat): the dim moved to the front, the rest flattened into the rows of an
 // embedding table, gathered, and moved back; the result has the dim
-// replaced by the index's element count.
+// replaced by the index's element count. The gather moves float rows, so
+// integer and bool values go through f32 (exact below 2^24) and back.
 inline FailureOr<Value> gatherAlong(Composer& c, Value x, int64_t dim, Value index) {
+  Type elem = typeOf(x).getElementType();
+  if (!aten::isFloatType(elem)) {
+    FailureOr<Value> picked = gatherAlong(c, c.cast(x, c.f32()), dim, index);
+    if (failed(picked)) return failure();
+    return c.cast(*picked, elem);
+  }
   int64_t rank = typeOf(x).getRank();
   SmallVector<int64_t> perm{dim};
   for (int64_t i = 0; i < rank; ++i)

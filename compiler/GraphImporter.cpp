@@ -401,7 +401,7 @@ const std::map<std::string, Builder>& registry() {
        [](NodeImporter& n) -> LogicalResult {
          NCC_TRY(self, n.tensor(0, "self"));
          NCC_TRY(mask, n.tensor(1, "mask"));
-         NCC_TRY(value, n.number(2, "value"));
+         NCC_TRY(value, n.numberAsResult(2, "value"));
          // A mask of more dims or longer ones than self broadcasts self to
          // the result's shape, as eager does (masked_fill(x[5], m[5, 5])).
          auto selfType = llvm::cast<RankedTensorType>(self.getType());
@@ -617,8 +617,8 @@ const std::map<std::string, Builder>& registry() {
          NCC_TRY(bias, n.tensor(0, "self"));
          NCC_TRY(a, n.tensor(1, "mat1"));
          NCC_TRY(b, n.tensor(2, "mat2"));
-         NCC_TRY(beta, n.number(3, "beta", 1.0));
-         NCC_TRY(alpha, n.number(4, "alpha", 1.0));
+         NCC_TRY(beta, n.numberAsResult(3, "beta", 1.0));
+         NCC_TRY(alpha, n.numberAsResult(4, "alpha", 1.0));
          return matmulOp<aten::AddmmOp>(n, std::array<Value, 3>{bias, a, b}, n.b.getF64FloatAttr(beta),
                                         n.b.getF64FloatAttr(alpha));
        }},

@@ -6,6 +6,7 @@
 //===----------------------------------------------------------------------===//
 #pragma once
 
+#include <cmath>
 #include <functional>
 #include <map>
 #include <optional>
@@ -112,6 +113,19 @@ class NodeImporter {
       case Argument::kBoolValue: return a->bool_value() ? 1.0 : 0.0;
       default: return error("argument '" + name.str() + "' must be a number");
     }
+  }
+  // A Scalar that eager converts to the dtype the op computes and returns
+  // (addmm's beta and alpha, masked_fill's value, threshold's bounds,
+  // index_add's alpha): for an integer result it is truncated toward zero
+  // (int64 addmm with beta=1.5 scales by 1, masked_fill with 2.7 writes 2),
+  // for a bool result it is its truth value. Float results keep it as given.
+  FailureOr<double> numberAsResult(size_t pos, StringRef name, std::optional<double> fallback = std::nullopt) {
+    FailureOr<double> v = number(pos, name, fallback);
+    if (failed(v) || node.outputs_size() == 0) return v;
+    Type elem = elementType(node.outputs(0).dtype(), b.getContext());
+    if (!elem || aten::isFloatType(elem)) return v;
+    if (elem.isInteger(1)) return *v != 0 ? 1.0 : 0.0;
+    return std::trunc(*v);
   }
   bool isFloatScalar(size_t pos, StringRef name) const {
     const Argument* a = arg(pos, name);

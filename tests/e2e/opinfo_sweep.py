@@ -5,7 +5,8 @@ For each overload that `neuron-cc list-operators --framework ATEN` prints, the
 OpInfos of torch.testing._internal.common_methods_invocations.op_db whose name
 matches it (the overload's base name, with a leading underscore dropped, as a
 torch or torch.nn.functional name, or an alias; plus a few explicit entries in
-EXTRA_OPINFOS) provide sample inputs on the CPU in f32 and bf16. Each sample
+EXTRA_OPINFOS) provide sample inputs on the CPU in f32, bf16, int64 and uint8
+(DEFAULT_DTYPES; --dtypes also takes f16, i32 and bool). Each sample
 call is traced with the exporter (make_fx); a sample belongs to the overload
 when its traced graph contains that overload (so `add` samples that trace to
 aten::add.Tensor are not counted for aten::add.Scalar). Up to MAX_SAMPLES
@@ -19,6 +20,13 @@ with eager on the same inputs:
         by at most one ulp, 2^-8 of the element and so of max |eager|.
         2^-7 doubles that for ops that eager composes from two rounded
         steps. A wrong element is off by far more.
+  f16:  <= 2^-9, the same two ulps of f16's 11-bit significand.
+  integer and bool results: exactly, dtype included; a float result of
+        integer inputs (true division, sqrt) as f32. Integers above 2^24
+        are inexact on the device (docs/compiler.md), so such samples
+        (int pow) are listed as expected failures.
+  topk, kthvalue, sort: the values exactly; the order of equal values'
+        indices is unspecified, so each index must point at its value.
 Samples whose tensors are empty or larger than MAX_ELEMENTS elements, whose
 eager call raises, or whose result is not a tensor (or tuple of tensors) are
 skipped and counted as skipped, never as passed.
@@ -29,7 +37,7 @@ enforces the list both ways.
 
 Usage:
   /usr/bin/python3 tests/e2e/opinfo_sweep.py [--ops aten::exp,aten::neg]
-      [--dtypes f32,bf16] [--max-samples 8] [--opt 2] [--jobs 2] [-v]
+      [--dtypes f32,bf16,i64,u8] [--max-samples 8] [--opt 2] [--jobs 2] [-v]
       [--update-xfail]
 prints passed/total per op and dtype (and the skipped count), then the total.
 --update-xfail rewrites xfail_opinfo.txt from this run's failures (only
@@ -58,8 +66,13 @@ from neuroncc import toolchain  # noqa: E402
 MAX_SAMPLES = 8
 MAX_ELEMENTS = 1 << 20
 OPT = 2
-TOLERANCE = {"f32": common.F32_TOLERANCE, "bf16": 2.0 ** -7}
-DTYPES = {"f32": torch.float32, "bf16": torch.bfloat16}
+TOLERANCE = {"f32": common.F32_TOLERANCE, "bf16": 2.0 ** -7, "f16": 2.0 ** -9}
+DTYPES = {"f32": torch.float32, "bf16": torch.bfloat16, "f16": torch.float16, "i64": torch.int64, "i32": torch.int32,
+          "u8": torch.uint8, "bool": torch.bool}
+# The dtypes test_opinfo.py runs: the float ones, int64 (what integer tensors
+# usually are) and uint8 (narrow: wraps on every op). tests/CMakeLists.txt
+# registers one ctest entry per dtype of this list.
+DEFAULT_DTYPES = ("f32", "bf16", "i64", "u8")
 XFAIL_PATH = os.path.join(HERE, "xfail_opinfo.txt")
 XFAIL_HEADER = """# Expected failures of the OpInfo sweep (tests/e2e/opinfo_sweep.py, enforced by
 # tests/e2e/test_opinfo.py): `op dtype sample reason`, sample = index or *.
@@ -68,6 +81,16 @@ XFAIL_HEADER = """# Expected failures of the OpInfo sweep (tests/e2e/opinfo_swee
 
 # Ops whose results hold unspecified values in eager (uninitialized memory).
 UNSPECIFIED_VALUES = {"aten::empty_like", "aten::new_empty", "aten::empty.memory_format"}
+
+# Ops whose index result orders equal values in an unspecified way (eager's
+# CPU kernels: a partial sort or selection; ours: index order): (position of
+# `dim`, its default, position of `keepdim` or None). Their values must match
+# eager's exactly; an index must only point at its value in the input.
+TIE_ORDERED_INDICES = {
+    "aten::topk": (2, -1, None),
+    "aten::kthvalue": (2, -1, 3),
+    "aten::sort": (1, -1, None),
+}
 
 # OpInfos whose name does not follow from the overload's name.
 EXTRA_OPINFOS = {
@@ -299,14 +322,68 @@ def run_sample(sample, workdir, opt=OPT):
             if tuple(y.shape) != tuple(r.shape) or y.dtype != common.device_array(r).dtype:
                 raise common.CaseFailure("%s %s, eager %s %s" % (y.shape, y.dtype, tuple(r.shape), r.dtype))
         return 0.0
-    return max([common.compare(y, r, TOLERANCE[sample.dtype]) for y, r in zip(outs, sample.eager)] or [0.0])
+    if sample.op in TIE_ORDERED_INDICES and len(outs) == 2:
+        checked = _check_tie_ordered(sample, outs)
+        if checked is not None:
+            return checked
+    # Integer and bool results must match exactly (compare's rule); a float
+    # result of integer inputs (true division, sqrt) is held to f32's tolerance.
+    tol = TOLERANCE.get(sample.dtype, common.F32_TOLERANCE)
+    for y, r in zip(outs, sample.eager):
+        if not (r.is_floating_point() or r.is_complex()) and y.dtype != common.device_array(r).dtype:
+            raise common.CaseFailure("output dtype %s, eager %s" % (y.dtype, r.dtype))
+    return max([common.compare(y, r, tol) for y, r in zip(outs, sample.eager)] or [0.0])
+
+
+def _int_arg(node, pos, name, default):
+    named = [a for a in node.args if a.name == name]
+    positional = [a for a in node.args if not a.name]
+    arg = named[0] if named else (positional[pos] if pos < len(positional) else None)
+    if arg is None or arg.WhichOneof("value") in (None, "none"):
+        return default
+    return getattr(arg, arg.WhichOneof("value"))
+
+
+def _check_tie_ordered(sample, outs):
+    """(values, indices) of a tie-ordered op: the values exactly as eager's, each
+    index pointing at its value in the input. None when the op's input is not
+    a graph input (then the outputs are compared as any other op's)."""
+    dim_pos, dim_default, keepdim_pos = TIE_ORDERED_INDICES[sample.op]
+    node = next(n for n in sample.exp.graph.nodes if n.target == sample.op)
+    source = node.args[0].tensor
+    if source not in sample.exp.input_values:
+        return None
+    x = sample.exp.input_values[source]
+    err = common.compare(outs[0], sample.eager[0], TOLERANCE.get(sample.dtype, common.F32_TOLERANCE))
+    if outs[1].dtype != np.int64:
+        raise common.CaseFailure("index output dtype %s, eager int64" % outs[1].dtype)
+    if x.dim() == 0:
+        if not (outs[1] == 0).all():
+            raise common.CaseFailure("index of a 0-d input is not 0")
+        return err
+    dim = _int_arg(node, dim_pos, "dim", dim_default) % x.dim()
+    keepdim = keepdim_pos is not None and _int_arg(node, keepdim_pos, "keepdim", False)
+    index = torch.from_numpy(np.asarray(outs[1]))
+    if keepdim_pos is not None and not keepdim:
+        index = index.unsqueeze(dim)
+    if index.numel() and (index.min() < 0 or index.max() >= x.shape[dim]):
+        raise common.CaseFailure("an index is out of range")
+    pointed = torch.gather(x, dim, index)
+    if keepdim_pos is not None and not keepdim:
+        pointed = pointed.squeeze(dim)
+    values = sample.eager[0]
+    same = (pointed == values) | (torch.isnan(pointed) & torch.isnan(values)) if values.is_floating_point() \
+        else pointed == values
+    if not bool(same.all()):
+        raise common.CaseFailure("%d of %d indices do not point at their value" % (int((~same).sum()), same.numel()))
+    return err
 
 
 def expected_failure(xfail, sample):
     return sample.key in xfail or (sample.op, sample.dtype, "*") in xfail
 
 
-def enumerate_cases(ops=None, dtypes=("f32", "bf16"), max_samples=MAX_SAMPLES):
+def enumerate_cases(ops=None, dtypes=DEFAULT_DTYPES, max_samples=MAX_SAMPLES):
     """[(op, dtype, [Sample], skipped Counter)] for the supported ops that have OpInfo samples,
     and the supported ops with no OpInfo at all."""
     op_db = load_op_db()
@@ -325,14 +402,14 @@ def enumerate_cases(ops=None, dtypes=("f32", "bf16"), max_samples=MAX_SAMPLES):
 def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--ops", help="comma-separated overloads (default: all that neuron-cc lists)")
-    parser.add_argument("--dtypes", default="f32,bf16")
+    parser.add_argument("--dtypes", default=",".join(DEFAULT_DTYPES), help="of " + ",".join(DTYPES))
     parser.add_argument("--max-samples", type=int, default=MAX_SAMPLES)
     parser.add_argument("--opt", type=int, default=OPT)
     parser.add_argument("--jobs", type=int, default=2)
     parser.add_argument("-v", "--verbose", action="store_true", help="print every failure")
     parser.add_argument("--update-xfail", action="store_true")
     args = parser.parse_args(argv)
-    if args.update_xfail and (args.ops or args.dtypes != "f32,bf16" or args.max_samples != MAX_SAMPLES):
+    if args.update_xfail and (args.ops or args.dtypes != ",".join(DEFAULT_DTYPES) or args.max_samples != MAX_SAMPLES):
         parser.error("--update-xfail needs the default --ops, --dtypes and --max-samples")
 
     cases, without = enumerate_cases(args.ops.split(",") if args.ops else None, args.dtypes.split(","),

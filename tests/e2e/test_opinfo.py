@@ -1,7 +1,8 @@
 #!/usr/bin/env python3
 """The OpInfo sweep (opinfo_sweep.py) as tests: one test per sample of every
-operator neuron-cc supports that has an OpInfo, in f32 and bf16 (tolerances
-and sample selection: see opinfo_sweep.py's docstring).
+operator neuron-cc supports that has an OpInfo, in f32, bf16, int64 and
+uint8, or the dtypes NEURONCC_OPINFO_DTYPES names (tolerances and sample
+selection: see opinfo_sweep.py's docstring).
 
 Samples listed in xfail_opinfo.txt (`op dtype sample reason`, sample = index
 or `*`) are expected failures; a listed sample that passes is an error
@@ -23,7 +24,13 @@ import e2e_common as common  # noqa: E402
 import opinfo_sweep as sweep  # noqa: E402
 
 XFAIL = common.XfailList(sweep.XFAIL_PATH, 3)
-CASES, WITHOUT_OPINFO = sweep.enumerate_cases()
+# ctest runs one process per dtype (tests/CMakeLists.txt), so they spread
+# over the cores; run directly, this file covers every default dtype.
+DTYPES = tuple(d for d in os.environ.get("NEURONCC_OPINFO_DTYPES", ",".join(sweep.DEFAULT_DTYPES)).split(",") if d)
+for _d in DTYPES:
+    if _d not in sweep.DTYPES:
+        raise SystemExit("NEURONCC_OPINFO_DTYPES: unknown dtype %r (known: %s)" % (_d, ", ".join(sweep.DTYPES)))
+CASES, WITHOUT_OPINFO = sweep.enumerate_cases(dtypes=DTYPES)
 RESULTS = {}  # sample key -> None (pass) or reason
 
 
@@ -42,7 +49,7 @@ class OpInfoSweep(unittest.TestCase):
         self.assertEqual(XFAIL.errors, [])
         keys = {s.key for _, _, ss, _ in CASES for s in ss}
         keys |= {(op, d, "*") for op, d, ss, _ in CASES if ss}
-        stale = sorted(" ".join(k) for k in XFAIL.entries if k not in keys)
+        stale = sorted(" ".join(k) for k in XFAIL.entries if k[1] in DTYPES and k not in keys)
         self.assertEqual(stale, [], "entries in %s that name no sample" % sweep.XFAIL_PATH)
 
     def test_sweep_found_samples(self):

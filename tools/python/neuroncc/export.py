@@ -225,7 +225,10 @@ def _in_float32(fn, *tensors):
 
 
 def _hardtanh(self, min_val=-1.0, max_val=1.0):
-    return aten.clamp.default(self, min_val, max_val)
+    # Eager's hardtanh returns self's dtype: clamp promotes an integer tensor
+    # with float bounds to float, and the cast back truncates as eager does.
+    out = aten.clamp.default(self, min_val, max_val)
+    return out if out.dtype == self.dtype else aten._to_copy.default(out, dtype=self.dtype)
 
 
 def _leaky_relu(self, negative_slope=0.01):
