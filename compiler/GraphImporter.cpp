@@ -260,12 +260,14 @@ LogicalResult constantFill(NodeImporter& n, std::optional<double> fill, size_t f
 LogicalResult arange(NodeImporter& n, bool hasStart, bool hasStep) {
   NCC_TRY(type, n.resultType());
   double start = 0, step = 1;
+  // An integer arange's start and step are truncated first, as eager's are
+  // (arange(-2.5, 5.5, dtype=int64) counts from -2).
   if (hasStart) {
-    NCC_TRY(v, n.number(0, "start"));
+    NCC_TRY(v, n.numberAsResult(0, "start"));
     start = v;
   }
   if (hasStep) {
-    NCC_TRY(v, n.number(2, "step", 1.0));  // (make_fx leaves out a step of 1)
+    NCC_TRY(v, n.numberAsResult(2, "step", 1.0));  // (make_fx leaves out a step of 1)
     step = v;
   }
   if (type.getRank() != 1) return n.error("arange must produce a 1-d tensor");

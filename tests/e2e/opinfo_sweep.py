@@ -5,8 +5,8 @@ For each overload that `neuron-cc list-operators --framework ATEN` prints, the
 OpInfos of torch.testing._internal.common_methods_invocations.op_db whose name
 matches it (the overload's base name, with a leading underscore dropped, as a
 torch or torch.nn.functional name, or an alias; plus a few explicit entries in
-EXTRA_OPINFOS) provide sample inputs on the CPU in f32, bf16, int64 and uint8
-(DEFAULT_DTYPES; --dtypes also takes f16, i32 and bool). Each sample
+EXTRA_OPINFOS) provide sample inputs on the CPU in f32, bf16, f16, int64 and uint8
+(DEFAULT_DTYPES; --dtypes also takes i32 and bool). Each sample
 call is traced with the exporter (make_fx); a sample belongs to the overload
 when its traced graph contains that overload (so `add` samples that trace to
 aten::add.Tensor are not counted for aten::add.Scalar). Up to MAX_SAMPLES
@@ -72,7 +72,7 @@ DTYPES = {"f32": torch.float32, "bf16": torch.bfloat16, "f16": torch.float16, "i
 # The dtypes test_opinfo.py runs: the float ones, int64 (what integer tensors
 # usually are) and uint8 (narrow: wraps on every op). tests/CMakeLists.txt
 # registers one ctest entry per dtype of this list.
-DEFAULT_DTYPES = ("f32", "bf16", "i64", "u8")
+DEFAULT_DTYPES = ("f32", "bf16", "f16", "i64", "u8")
 XFAIL_PATH = os.path.join(HERE, "xfail_opinfo.txt")
 XFAIL_HEADER = """# Expected failures of the OpInfo sweep (tests/e2e/opinfo_sweep.py, enforced by
 # tests/e2e/test_opinfo.py): `op dtype sample reason`, sample = index or *.

@@ -1,6 +1,6 @@
 """Integer tensors through ops whose float Scalar arguments eager converts to
 the integer dtype (addmm's beta and alpha, masked_fill's value, threshold's
-bounds, hardtanh's limits), and through ops the device computes on f32
+bounds, hardtanh's limits, an integer arange's start and step), and through ops the device computes on f32
 copies (convolution, bilinear, masked_scatter), compared with eager exactly.
 Each result is multiplied by 3 in the graph, so a fractional value held
 inside the graph (2.7 instead of 2) shows in the output."""
@@ -36,6 +36,12 @@ class IntegerScalarArguments(ComparedWithEager):
         self.check(lambda a: (a.masked_fill(a > 100, 3.9) * 3, F.hardtanh(a, 1.5, 199.5) * 3), [u])
         flags = torch.tensor([True, False, True])
         self.check(lambda a: (a.masked_fill(~a, 0.5), a.masked_fill(a, 0.0)), [flags])
+
+    def test_integer_arange_truncates_start_and_step(self):
+        x = torch.tensor([10])
+        self.check(lambda a: (a + torch.arange(-2.5, 5.5, dtype=torch.int64),
+                              a + torch.arange(0.5, 5, 1.5, dtype=torch.int64),
+                              a + torch.arange(-0.5, 5, 1.9, dtype=torch.int32)), [x])
 
 
 class IntegerOpsOnFloatCopies(ComparedWithEager):

@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
 """The OpInfo sweep (opinfo_sweep.py) as tests: one test per sample of every
-operator neuron-cc supports that has an OpInfo, in f32, bf16, int64 and
+operator neuron-cc supports that has an OpInfo, in f32, bf16, f16, int64 and
 uint8, or the dtypes NEURONCC_OPINFO_DTYPES names (tolerances and sample
 selection: see opinfo_sweep.py's docstring).
 
