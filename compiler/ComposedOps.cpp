@@ -250,8 +250,12 @@ LogicalResult roundedDivision(NodeImporter& n, StringRef kind, bool scalarOther)
   Type compute = isReducedFloat(type.getElementType()) ? c.f32() : c.floatOf(type.getElementType());
   Value a = c.cast(self, compute), b;
   if (scalarOther || !n.isTensor(1, "other")) {  // make_fx records `x // 3.0` with a Scalar
-    NCC_TRY(s, n.number(1, "other"));
-    b = c.scalar(asTensorScalar(s, self), compute);
+    // An integer result is computed in self's dtype (a narrow one wraps the
+    // Scalar first); a true division promotes to float instead.
+    bool promoted = aten::isFloatType(type.getElementType());
+    FailureOr<double> s = promoted ? n.number(1, "other") : scalarWith(n, 1, "other", self);
+    if (failed(s)) return failure();
+    b = c.scalar(promoted ? asTensorScalar(*s, self) : *s, compute);
   } else {
     NCC_TRY(o, n.tensor(1, "other"));
     b = c.cast(o, compute);

@@ -16,6 +16,7 @@
 #include <set>
 #include <tuple>
 #include "google/protobuf/text_format.h"
+#include "llvm/ADT/StringSet.h"
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/IR/Verifier.h"
 #include "mlir/Interfaces/SideEffectInterfaces.h"
@@ -51,8 +52,8 @@ LogicalResult compare(NodeImporter& n) {
     NCC_TRY(other, n.tensor(1, "other"));
     return n.create<TensorOp>(self, other);
   }
-  NCC_TRY(other, n.number(1, "other"));
-  return n.create<ScalarOp>(self, n.b.getF64FloatAttr(asTensorScalar(other, self)));
+  NCC_TRY(other, scalarWith(n, 1, "other", self));
+  return n.create<ScalarOp>(self, n.b.getF64FloatAttr(other));
 }
 
 // A matmul of integer tensors (eager computes it in the integer type) runs
@@ -680,6 +681,19 @@ const std::map<std::string, Builder>& registry() {
 // 2^bits into the narrow type's range through f32, where each step is exact:
 // t = v + offset, t - 2^bits * floor(t / 2^bits) - offset, the offset being
 // 2^(bits - 1) for the signed types and 0 for uint8.
+// Elementwise ops whose result depends on an operand's value beyond its low
+// bits, so that converting a wider 0-d integer operand into a narrow
+// operand's dtype first (as eager does) changes it.
+bool wrapsOperandsIntoItsDtype(StringRef target) {
+  static const llvm::StringSet<> kOps = {
+      "aten::maximum",         "aten::minimum",         "aten::fmax",           "aten::fmin",
+      "aten::where.self",      "aten::clamp.Tensor",    "aten::clamp_min.Tensor", "aten::clamp_max.Tensor",
+      "aten::floor_divide",    "aten::remainder.Tensor", "aten::fmod.Tensor",   "aten::div.Tensor_mode",
+      "aten::eq.Tensor",       "aten::ne.Tensor",       "aten::lt.Tensor",      "aten::le.Tensor",
+      "aten::gt.Tensor",       "aten::ge.Tensor"};
+  return kOps.contains(target);
+}
+
 Value wrapNarrowInteger(OpBuilder& b, Location loc, Value v, IntegerType narrow) {
   auto type = llvm::cast<RankedTensorType>(v.getType());
   auto f32 = type.clone(b.getF32Type());
@@ -996,8 +1010,39 @@ OwningOpRef<ModuleOp> GraphImporter::run() {
       continue;
     }
     if (failed(checkEmptyOperands(node))) return nullptr;
+    // Eager converts an elementwise op's operands to the dtype it computes
+    // in. A 0-d int64 tensor does not promote a uint8/int8/int16 one, so it
+    // is wrapped into the narrow dtype first: maximum(u8, tensor(300))
+    // compares with 44, u8 > tensor(-1) with 255. (Add, sub and mul wrap the
+    // same either way; indices and shift amounts are not converted.) The
+    // wrapped operand stands in for the original while this node imports.
+    SmallVector<std::pair<std::string, SmallVector<Value>>> originals;
+    if (wrapsOperandsIntoItsDtype(node.target())) {
+      IntegerType narrow;
+      for (const Argument& a : node.args()) {
+        auto it = a.value_case() == Argument::kTensor ? values.find(a.tensor()) : values.end();
+        if (it != values.end() && it->second.size() == 1)
+          if (IntegerType t = narrowValues.lookup(it->second.front());
+              t && llvm::cast<RankedTensorType>(it->second.front().getType()).getRank() > 0)
+            narrow = t;
+      }
+      for (const Argument& a : node.args()) {
+        auto it = a.value_case() == Argument::kTensor ? values.find(a.tensor()) : values.end();
+        if (!narrow || it == values.end() || it->second.size() != 1) continue;
+        Value v = it->second.front();
+        auto type = llvm::cast<RankedTensorType>(v.getType());
+        if (type.getRank() != 0 || !type.getElementType().isSignlessInteger() || type.getElementType().isInteger(1) ||
+            inRange(v) || llvm::any_of(originals, [&](auto& o) { return o.first == a.tensor(); }))
+          continue;
+        originals.emplace_back(a.tensor(), it->second);
+        it->second = {wrapNarrowInteger(b, nodeLoc(node.name()), v, narrow)};
+      }
+    }
     NodeImporter importer(node, b, nodeLoc(node.name()), values);
-    if (failed(registry().at(node.target())(importer))) return nullptr;
+    importer.narrowValues = &narrowValues;
+    LogicalResult imported = registry().at(node.target())(importer);
+    for (auto& [name, original] : originals) values[name] = original;
+    if (failed(imported)) return nullptr;
     wrapNarrowResults(node);
   }
   SmallVector<Value> results;

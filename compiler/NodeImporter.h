@@ -73,6 +73,9 @@ class NodeImporter {
 
   const graph::Node& node;
   OpBuilder& b;
+  // The values of narrow integer dtypes (set by GraphImporter), for the
+  // Python ints eager wraps into a narrow tensor's dtype (scalarWith).
+  const llvm::DenseMap<Value, IntegerType>* narrowValues = nullptr;
   Location loc;
   llvm::StringMap<SmallVector<Value>>& values;
 
@@ -257,6 +260,20 @@ inline double asTensorScalar(double v, Value tensor) {
   APFloat f(v);
   f.convert(llvm::cast<FloatType>(elem).getFloatSemantics(), APFloat::rmNearestTiesToEven, &lost);
   return f.convertToDouble();
+}
+
+// The Scalar at `pos` combined with `tensor` in an op that computes in the
+// tensor's dtype (a comparison, an integer division or remainder): a Python
+// int with a uint8/int8/int16 tensor takes that dtype first, wrapping around
+// as eager's conversion does (uint8 `x > -1` compares with 255, `x // 300`
+// divides by 44); otherwise as asTensorScalar (a float promotes the op).
+inline FailureOr<double> scalarWith(NodeImporter& n, size_t pos, StringRef name, Value tensor) {
+  FailureOr<double> v = n.number(pos, name);
+  if (failed(v)) return failure();
+  IntegerType narrow = n.narrowValues ? n.narrowValues->lookup(tensor) : IntegerType();
+  if (!narrow || n.isFloatScalar(pos, name)) return asTensorScalar(*v, tensor);
+  double range = std::ldexp(1.0, int(narrow.getWidth())), low = narrow.isSigned() ? -range / 2 : 0.0;
+  return *v - range * std::floor((*v - low) / range);
 }
 
 // Integer and bool graph inputs stay so in HBM. Elementwise ops and

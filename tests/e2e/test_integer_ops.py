@@ -43,6 +43,23 @@ class IntegerScalarArguments(ComparedWithEager):
                               a + torch.arange(0.5, 5, 1.5, dtype=torch.int64),
                               a + torch.arange(-0.5, 5, 1.9, dtype=torch.int32)), [x])
 
+    def test_python_ints_wrap_into_a_narrow_dtype(self):
+        # eager converts the int to the tensor's dtype: uint8 `x > -1` compares with 255
+        u = torch.tensor([0, 10, 200, 255], dtype=torch.uint8)
+        self.check(lambda a: (a == 266, a > -1, a < -1, a != 256, a >= 300, a // 300, a % 300, torch.fmod(a, 300),
+                              torch.div(a, -1, rounding_mode="floor"), a / 300, a == 266.0, a + 300), [u])
+        i8 = torch.tensor([-128, -100, -1, 0, 5, 127], dtype=torch.int8)
+        self.check(lambda a: (a == 255, a > 200, a // 200, a % 200, a > -200.5), [i8])
+
+    def test_zero_dim_int64_tensors_wrap_into_a_narrow_dtype(self):
+        # a 0-d int64 tensor does not promote a uint8 one: eager converts it to uint8 (300 -> 44)
+        u = torch.tensor([0, 10, 200, 255], dtype=torch.uint8)
+        t300, tm1 = torch.tensor(300), torch.tensor(-1)
+        self.check(lambda a: (torch.maximum(a, t300), torch.minimum(a, t300), a > tm1, a == torch.tensor(266),
+                              torch.where(a > 5, a, t300), torch.clamp(a, max=t300), a // t300, a % t300, a + t300,
+                              torch.maximum(a[0], t300), torch.maximum(a, torch.tensor([300, 1, 2, 3], dtype=torch.int32)),
+                              a[torch.tensor(2)] + a), [u])
+
 
 class IntegerOpsOnFloatCopies(ComparedWithEager):
     def test_integer_convolutions(self):
