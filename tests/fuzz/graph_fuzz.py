@@ -2335,7 +2335,8 @@ def g_narrow_int(b):
     """uint8, int8 and int16 graph inputs (images, quantized data): read as floats (an image
     scaled to [0, 1]), arithmetic and bitwise ops that wrap around in the narrow type (4-bit
     fields unpacked with shifts and masks), comparisons and sums
-    (int64), and a float mask cast into the narrow type; each integer result is cast to the
+    (int64), a float mask cast into the narrow type, and ints out of the narrow range
+    (Python ints and 0-d int64 tensors, which eager wraps into it); each integer result is cast to the
     case's float dtype (graph outputs are float)."""
     fdt = DTYPE_NAME[b.dt]
     shape = b.random_shape(b.rng.choice([1, 2, 3]))
@@ -2363,8 +2364,16 @@ def g_narrow_int(b):
     elif r < 0.85:
         x = b.pick_float(lambda v: v.shape == shape) or b.new_input(shape, kind="normal")
         b.add("((%s > 0).to(%s) * %d).to(%s)" % (x, DTYPE_NAME[dt], b.rng.choice([3, 100, 255]), fdt), [shape])
-    else:
+    elif r < 0.92:
         b.add("torch.where(%s > %d, %s, %s // 3).to(%s)" % (m, top // 3, m, m, fdt), [shape])
+    else:
+        # an int outside the narrow range (or a 0-d int64 tensor of one) takes the narrow dtype first
+        k = b.rng.choice([-1, 300, -200, 2 * top + 9, top + 1])
+        other = b.rng.choice(["%d" % k, "torch.tensor(%d)" % k])
+        forms = ["(%s > %s)" % (m, other), "(%s == %s)" % (m, other), "(%s // %s)" % (m, other),
+                 "(%s %% %s)" % (m, other), "torch.maximum(%s, torch.tensor(%d))" % (m, k),
+                 "torch.minimum(%s, torch.tensor(%d))" % (m, k)]
+        b.add("%s.to(%s)" % (b.rng.choice(forms), fdt), [shape])
 
 
 GENERATORS = [
