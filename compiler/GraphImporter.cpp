@@ -676,11 +676,6 @@ const std::map<std::string, Builder>& registry() {
   return table;
 }
 
-// Eager's wrap-around of a uint8, int8 or int16 result (200 + 100 is 44 in
-// uint8): v, an i32 value (exact on the device below 2^24), reduced modulo
-// 2^bits into the narrow type's range through f32, where each step is exact:
-// t = v + offset, t - 2^bits * floor(t / 2^bits) - offset, the offset being
-// 2^(bits - 1) for the signed types and 0 for uint8.
 // Elementwise ops whose result depends on an operand's value beyond its low
 // bits, so that converting a wider 0-d integer operand into a narrow
 // operand's dtype first (as eager does) changes it.
@@ -694,6 +689,11 @@ bool wrapsOperandsIntoItsDtype(StringRef target) {
   return kOps.contains(target);
 }
 
+// Eager's wrap-around of a uint8, int8 or int16 result (200 + 100 is 44 in
+// uint8): v, an i32 value (exact on the device below 2^24), reduced modulo
+// 2^bits into the narrow type's range through f32, where each step is exact:
+// t = v + offset, t - 2^bits * floor(t / 2^bits) - offset, the offset being
+// 2^(bits - 1) for the signed types and 0 for uint8.
 Value wrapNarrowInteger(OpBuilder& b, Location loc, Value v, IntegerType narrow) {
   auto type = llvm::cast<RankedTensorType>(v.getType());
   auto f32 = type.clone(b.getF32Type());
@@ -985,6 +985,37 @@ OwningOpRef<ModuleOp> GraphImporter::run() {
       narrowValues[v] = narrow;
     }
   };
+  // Eager converts an elementwise op's operands to the dtype it computes
+  // in. A 0-d int64 tensor does not promote a uint8/int8/int16 one, so it
+  // is wrapped into the narrow dtype first: maximum(u8, tensor(300))
+  // compares with 44, u8 > tensor(-1) with 255. (Add, sub and mul wrap the
+  // same either way; indices and shift amounts are not converted.) The
+  // wrapped operand stands in for the original while the node imports;
+  // returns the originals to put back.
+  auto wrapZeroDimOperands = [&](const graph::Node& node) {
+    SmallVector<std::pair<std::string, SmallVector<Value>>> originals;
+    if (!wrapsOperandsIntoItsDtype(node.target())) return originals;
+    auto single = [&](const Argument& a) {
+      auto it = a.value_case() == Argument::kTensor ? values.find(a.tensor()) : values.end();
+      return it != values.end() && it->second.size() == 1 ? it->second.front() : Value();
+    };
+    IntegerType narrow;
+    for (const Argument& a : node.args())
+      if (Value v = single(a); v && llvm::cast<RankedTensorType>(v.getType()).getRank() > 0)
+        if (IntegerType t = narrowValues.lookup(v)) narrow = t;
+    if (!narrow) return originals;
+    for (const Argument& a : node.args()) {
+      Value v = single(a);
+      if (!v) continue;
+      auto type = llvm::cast<RankedTensorType>(v.getType());
+      if (type.getRank() != 0 || !type.getElementType().isSignlessInteger() || type.getElementType().isInteger(1) ||
+          inRange(v) || llvm::any_of(originals, [&](auto& o) { return o.first == a.tensor(); }))
+        continue;
+      originals.emplace_back(a.tensor(), values[a.tensor()]);
+      values[a.tensor()] = {wrapNarrowInteger(b, nodeLoc(node.name()), v, narrow)};
+    }
+    return originals;
+  };
   for (const graph::Node& node : g.nodes()) {
     if (values.count(node.name())) return (error(node.name()) << "value defined twice", nullptr);
     if (node.target() == "getitem") {
@@ -1010,34 +1041,7 @@ OwningOpRef<ModuleOp> GraphImporter::run() {
       continue;
     }
     if (failed(checkEmptyOperands(node))) return nullptr;
-    // Eager converts an elementwise op's operands to the dtype it computes
-    // in. A 0-d int64 tensor does not promote a uint8/int8/int16 one, so it
-    // is wrapped into the narrow dtype first: maximum(u8, tensor(300))
-    // compares with 44, u8 > tensor(-1) with 255. (Add, sub and mul wrap the
-    // same either way; indices and shift amounts are not converted.) The
-    // wrapped operand stands in for the original while this node imports.
-    SmallVector<std::pair<std::string, SmallVector<Value>>> originals;
-    if (wrapsOperandsIntoItsDtype(node.target())) {
-      IntegerType narrow;
-      for (const Argument& a : node.args()) {
-        auto it = a.value_case() == Argument::kTensor ? values.find(a.tensor()) : values.end();
-        if (it != values.end() && it->second.size() == 1)
-          if (IntegerType t = narrowValues.lookup(it->second.front());
-              t && llvm::cast<RankedTensorType>(it->second.front().getType()).getRank() > 0)
-            narrow = t;
-      }
-      for (const Argument& a : node.args()) {
-        auto it = a.value_case() == Argument::kTensor ? values.find(a.tensor()) : values.end();
-        if (!narrow || it == values.end() || it->second.size() != 1) continue;
-        Value v = it->second.front();
-        auto type = llvm::cast<RankedTensorType>(v.getType());
-        if (type.getRank() != 0 || !type.getElementType().isSignlessInteger() || type.getElementType().isInteger(1) ||
-            inRange(v) || llvm::any_of(originals, [&](auto& o) { return o.first == a.tensor(); }))
-          continue;
-        originals.emplace_back(a.tensor(), it->second);
-        it->second = {wrapNarrowInteger(b, nodeLoc(node.name()), v, narrow)};
-      }
-    }
+    SmallVector<std::pair<std::string, SmallVector<Value>>> originals = wrapZeroDimOperands(node);
     NodeImporter importer(node, b, nodeLoc(node.name()), values);
     importer.narrowValues = &narrowValues;
     LogicalResult imported = registry().at(node.target())(importer);
