@@ -95,15 +95,6 @@ Value bitwise(Composer& c, StringRef op, Value a, Value b, IntegerType narrow, s
   return c.where(y.negative, whenYNegative, whenYPositive);
 }
 
-// An integer Scalar argument wrapped into a narrow type's range, as eager
-// converts it (uint8 x & 511 is x & 255).
-int64_t scalarInType(int64_t v, IntegerType narrow) {
-  if (!narrow) return v;
-  const int64_t modulus = int64_t(1) << narrow.getWidth();
-  v = ((v % modulus) + modulus) % modulus;
-  return narrow.isSigned() && v >= modulus / 2 ? v - modulus : v;
-}
-
 // bitwise_and/or/xor of integer tensors (.Tensor) or with an integer Scalar
 // (.Scalar); bools go to the logical forms.
 LogicalResult integerBitwiseOp(NodeImporter& n, StringRef op, bool scalarOther) {
@@ -116,7 +107,7 @@ LogicalResult integerBitwiseOp(NodeImporter& n, StringRef op, bool scalarOther) 
   if (scalarOther) {
     NCC_TRY(v, n.number(1, "other"));
     if (v != std::trunc(v)) return n.error("bitwise ops take an integer or bool scalar, not " + std::to_string(v));
-    known = scalarInType(int64_t(v), narrow);
+    known = int64_t(wrappedInto(narrow, v));  // uint8 x & 511 is x & 255
     other = c.scalar(double(*known), c.f32());
   } else {
     NCC_TRY(o, n.tensor(1, "other"));

@@ -119,7 +119,7 @@ class NodeImporter {
   }
   // A Scalar that eager converts to the dtype the op computes and returns
   // (addmm's beta and alpha, masked_fill's value, threshold's bounds,
-  // index_add's alpha): for an integer result it is truncated toward zero
+  // index_add's alpha, arange's start and step): for an integer result it is truncated toward zero
   // (int64 addmm with beta=1.5 scales by 1, masked_fill with 2.7 writes 2),
   // for a bool result it is its truth value. Float results keep it as given.
   FailureOr<double> numberAsResult(size_t pos, StringRef name, std::optional<double> fallback = std::nullopt) {
@@ -262,6 +262,15 @@ inline double asTensorScalar(double v, Value tensor) {
   return f.convertToDouble();
 }
 
+// A whole number wrapped into a narrow type's range, as eager converts a
+// Python int to uint8/int8/int16 (300 is 44 in uint8, 200 is -56 in int8);
+// unchanged for a null type.
+inline double wrappedInto(IntegerType narrow, double v) {
+  if (!narrow) return v;
+  double range = std::ldexp(1.0, int(narrow.getWidth())), low = narrow.isSigned() ? -range / 2 : 0.0;
+  return v - range * std::floor((v - low) / range);
+}
+
 // The Scalar at `pos` combined with `tensor` in an op that computes in the
 // tensor's dtype (a comparison, an integer division or remainder): a Python
 // int with a uint8/int8/int16 tensor takes that dtype first, wrapping around
@@ -272,8 +281,7 @@ inline FailureOr<double> scalarWith(NodeImporter& n, size_t pos, StringRef name,
   if (failed(v)) return failure();
   IntegerType narrow = n.narrowValues ? n.narrowValues->lookup(tensor) : IntegerType();
   if (!narrow || n.isFloatScalar(pos, name)) return asTensorScalar(*v, tensor);
-  double range = std::ldexp(1.0, int(narrow.getWidth())), low = narrow.isSigned() ? -range / 2 : 0.0;
-  return *v - range * std::floor((*v - low) / range);
+  return wrappedInto(narrow, *v);
 }
 
 // Integer and bool graph inputs stay so in HBM. Elementwise ops and

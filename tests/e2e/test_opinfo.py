@@ -13,6 +13,7 @@ per-op passed/total table at the end.
 """
 import collections
 import os
+import re
 import shutil
 import sys
 import tempfile
@@ -51,6 +52,13 @@ class OpInfoSweep(unittest.TestCase):
         keys |= {(op, d, "*") for op, d, ss, _ in CASES if ss}
         stale = sorted(" ".join(k) for k in XFAIL.entries if k[1] in DTYPES and k not in keys)
         self.assertEqual(stale, [], "entries in %s that name no sample" % sweep.XFAIL_PATH)
+
+    def test_ctest_runs_every_default_dtype(self):
+        """tests/CMakeLists.txt registers one test per dtype of DEFAULT_DTYPES."""
+        with open(os.path.join(HERE, "..", "CMakeLists.txt")) as f:
+            found = re.search(r"foreach\(dtype ([^)]*)\)", f.read())
+        self.assertIsNotNone(found, "no per-dtype OpInfo loop in tests/CMakeLists.txt")
+        self.assertEqual(tuple(found.group(1).split()), tuple(sweep.DEFAULT_DTYPES))
 
     def test_sweep_found_samples(self):
         """The sweep is not vacuous: most supported ops have an OpInfo with samples."""
