@@ -707,6 +707,22 @@ class FuzzRegressions(unittest.TestCase):
                    [randn(4, 1), randn(1, 128)])
         self.check(lambda x, y: y.exp() / -torch.cat([x], 1), [randn(4, 1), randn(4, 128)])
 
+    def test_matmul_operand_the_same_along_each_row(self):
+        # graph_fuzz 30303030 case 219: at -O2, x[M, 1].expand(-1, K) * 1.0 @ w
+        # computed its left operand in the matmul's kernel (a prologue) as one
+        # column per row and transposed that one column into the stationary
+        # slices: "stationary and moving must share the contraction dim" (one
+        # k slice) or "columns [128, 1) are outside the source's 1" (more). The
+        # operand is broadcast over its K columns first; an expanded splat and
+        # an expanded row reduction take the same path.
+        for dtype in (torch.float32, torch.bfloat16):
+            for m, k, n in ((1, 2, 1), (200, 300, 70), (3, 700, 600)):
+                w = randn(k, n, dtype=dtype, seed=1)
+                self.check(lambda x, w: (x.expand(-1, k) * 1.0) @ w, [randn(m, 1, dtype=dtype), w])
+                self.check(lambda x, w: torch.exp(x.expand(m, k)) @ w, [randn(1, 1, dtype=dtype), w])
+                self.check(lambda x, b, w: torch.addmm(b, torch.relu(x.amax(1, True).expand(-1, k)), w),
+                           [randn(m, 4, dtype=dtype), randn(n, dtype=dtype), w])
+
     def test_empty_graph(self):
         path = os.path.join(self.tmp, "empty.pb")
         open(path, "wb").close()

@@ -60,3 +60,27 @@ func.func @several_blocks(%x: tensor<256x2048xbf16>, %w: tensor<2048x4608xbf16>)
   %y = aten.mm %n, %w : tensor<256x2048xbf16>, tensor<2048x4608xbf16> -> tensor<256x4608xbf16>
   return %y : tensor<256x4608xbf16>
 }
+
+// -----
+
+// A prologue whose operand is the same along each row (a [200, 1] value
+// expanded over K = 300, then scaled): the scaled value is held as one
+// column per row, and is broadcast over the 300 columns (an iota and a
+// per-row add) before the 3 k slices of each of the 2 row tiles are
+// transposed (graph_fuzz 30303030 case 219: the stationary slices were
+// built from the one column, "stationary and moving must share the
+// contraction (partition) dim").
+// CHECK-LABEL: func.func @row_invariant_operand
+// CHECK: nc.kernel "k0_fused_expand_mul_mm"
+// ISA-LABEL: func.func @row_invariant_operand
+// ISA: nc.tensor_scalar{{.*}}memref<128x1xf32, 1>, memref<128x1xf32, 1>
+// ISA: nc.iota{{.*}}memref<128x300xf32, 1>
+// ISA: nc.tensor_scalar{{.*}}alu = "add"{{.*}}memref<128x300xf32, 1>, memref<128x300xf32, 1>, memref<128x1xf32, 1>
+// ISA-COUNT-3: nc.transpose
+// ISA: nc.matmul
+func.func @row_invariant_operand(%x: tensor<200x1xf32>, %w: tensor<300x64xf32>) -> tensor<200x64xf32> {
+  %e = aten.expand %x {size = array<i64: -1, 300>} : tensor<200x1xf32> -> tensor<200x300xf32>
+  %s = aten.mul.Scalar %e, 2.0 : tensor<200x300xf32> -> tensor<200x300xf32>
+  %y = aten.mm %s, %w : tensor<200x300xf32>, tensor<300x64xf32> -> tensor<200x64xf32>
+  return %y : tensor<200x64xf32>
+}
