@@ -1589,8 +1589,9 @@ def g_matmul(b):
 
 
 def g_prologue(b):
-    """A row-wise chain (a norm, a softmax, an activation) whose only reader is a matmul: at -O1/-O2
-    it runs in the matmul's kernel as the left operand's prologue (a norm before a projection)."""
+    """A row-wise chain (a norm, a softmax, an activation, a per-row value expanded over the row)
+    whose only reader is a matmul: at -O1/-O2 it runs in the matmul's kernel as the left operand's
+    prologue (a norm before a projection)."""
     if b.rng.random() < 0.3:
         m = b.sym(b.rng.choice(MATMUL_DIMS))
         kv = [k for k in MATMUL_DIMS if k * b.dim_val((m,)) <= ELEMENT_LIMIT]
@@ -1604,7 +1605,10 @@ def g_prologue(b):
                                                      norm_params(b, nshape, ["zeros", "normal"])),
               "rms_norm(%%s, %s, %s, 1e-06)" % (shape_src(nshape), norm_params(b, nshape, ["ones", "normal"])),
               "torch.softmax(%s, -1)", "(%s * torch.rsqrt(%s.pow(2).mean(-1, keepdim=True) + 1e-6))",
-              "(F.gelu(%s) * 0.5)"]
+              "(F.gelu(%s) * 0.5)",
+              # the same along each row (a per-row value expanded over K): held as one
+              # column per row until the stationary slices need all K
+              "(%s.amax(-1, keepdim=True).expand_as(%s) * 0.5)", "torch.sigmoid(%s[..., :1]).expand_as(%s)"]
     chain = b.rng.choice(chains)
     inner = chain % ((a,) * chain.count("%s"))
     nval = b.rng.choice(MATMUL_DIMS)
