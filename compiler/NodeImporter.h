@@ -119,9 +119,10 @@ class NodeImporter {
   }
   // A Scalar that eager converts to the dtype the op computes and returns
   // (addmm's beta and alpha, masked_fill's value, threshold's bounds,
-  // index_add's alpha, arange's start and step): for an integer result it is truncated toward zero
-  // (int64 addmm with beta=1.5 scales by 1, masked_fill with 2.7 writes 2),
-  // for a bool result it is its truth value. Float results keep it as given.
+  // index_add's alpha, arange's start and step): for an integer result it
+  // is truncated toward zero (int64 addmm with beta=1.5 scales by 1,
+  // masked_fill with 2.7 writes 2), for a bool result it is its truth value.
+  // Float results keep it as given.
   FailureOr<double> numberAsResult(size_t pos, StringRef name, std::optional<double> fallback = std::nullopt) {
     FailureOr<double> v = number(pos, name, fallback);
     if (failed(v) || node.outputs_size() == 0) return v;

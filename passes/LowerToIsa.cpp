@@ -1147,14 +1147,11 @@ LogicalResult KernelLowering::run(int64_t& instructions, int64_t& dmas) {
       if (failed(lowerOp(&op, p, space.cols))) return failure();
     }
     // An operand that is the same along each row (a [M, 1] value expanded
-    // over K) is held as one column per row, or as an immediate; the
-    // stationary slices are transposed from every column, so it is
-    // broadcast over the K columns first.
-    const Layout operandLayout = layouts.lookup(prologueOperand);
+    // over K) is held as one column per row; the stationary slices are
+    // transposed from every column, so it is broadcast over K first.
     Value tile = tiles.lookup(prologueOperand);
-    if (operandLayout.kind != Kind::Full && (tile || operandLayout.kind == Kind::Imm))
-      tile = broadcastRow(operandLayout.kind == Kind::Row ? tile : Value(), operandLayout.imm, p, space.cols,
-                          b->getF32Type(), prologueOperand.getDefiningOp());
+    if (tile && layouts.lookup(prologueOperand).kind == Kind::Row)
+      tile = broadcastRow(tile, 0.0, p, space.cols, b->getF32Type(), prologueOperand.getDefiningOp());
     if (!tile) return kernel.emitError("internal: a matmul's prologue left its operand without a tile");
     // A widening cast keeps its input's tile (bf16 values cast to f32 for an
     // f32 matmul): the TensorEngine takes the operand in its own dtype.
