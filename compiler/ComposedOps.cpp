@@ -16,6 +16,7 @@
 #include <numeric>
 
 #include "compiler/Composer.h"
+#include "llvm/Support/MathExtras.h"
 
 namespace neuroncc::importer {
 namespace {
@@ -725,11 +726,13 @@ SmallVector<Value> windowSlices(Composer& c, Value padded, int64_t lead, ArrayRe
 }
 
 // The output length of a window sweep: with ceil_mode, a last window that
-// starts inside the input or its left padding counts.
+// starts inside the input or its left padding counts, even when it reaches
+// past the padded end; so a window longer than the padded input still gives
+// one output there (PyTorch's pooling_output_shape, which divides rounding
+// down, also for a negative span).
 int64_t windowCount(int64_t size, int64_t kernel, int64_t stride, int64_t pad, int64_t dilation, bool ceilMode) {
   int64_t span = size + 2 * pad - dilation * (kernel - 1) - 1;
-  if (span < 0) return 0;
-  int64_t out = (ceilMode ? (span + stride - 1) / stride : span / stride) + 1;
+  int64_t out = llvm::divideFloorSigned(span + (ceilMode ? stride - 1 : 0), stride) + 1;
   if (ceilMode && (out - 1) * stride >= size + pad) --out;
   return out;
 }

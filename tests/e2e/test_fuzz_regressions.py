@@ -723,6 +723,21 @@ class FuzzRegressions(unittest.TestCase):
                 self.check(lambda x, b, w: torch.addmm(b, torch.relu(x.amax(1, True).expand(-1, k)), w),
                            [randn(m, 4, dtype=dtype), randn(n, dtype=dtype), w])
 
+    def test_ceil_mode_window_longer_than_the_padded_input(self):
+        # graph_fuzz 42424242 cases 86 and 157: with ceil_mode, PyTorch gives one
+        # output where the window starts inside the input but ends past its
+        # padded end (max_pool2d of a 2 x 2 input, kernel 3, dilation 2,
+        # padding 1; avg_pool1d of length 2, kernel 3); the importer counted
+        # no window there and refused the graph ("pooling window larger than
+        # its padded input").
+        for dtype in (torch.float32, torch.bfloat16):
+            x = randn(1, 2, 2, 3, dtype=dtype)
+            self.check(lambda x: F.max_pool2d(x, 3, stride=2, padding=1, dilation=2, ceil_mode=True), [x])
+            for cip in (True, False):
+                self.check(lambda x: F.avg_pool2d(x, (3, 4), stride=2, ceil_mode=True, count_include_pad=cip), [x])
+                self.check(lambda x: F.avg_pool1d(x, 3, stride=2, ceil_mode=True, count_include_pad=cip),
+                           [randn(2, 3, 2, dtype=dtype)])
+
     def test_empty_graph(self):
         path = os.path.join(self.tmp, "empty.pb")
         open(path, "wb").close()

@@ -63,7 +63,14 @@ casts between f32, bf16 and f16. A norm, softmax or activation read only by
 a linear or matmul (`--focus prologue`: -O2 computes it in the matmul's
 kernel), and values with no elements (`--focus empty`: an empty slice in a
 cat, summed over and added back, the input of a K = 0 linear, or a value of
-its own). Values are used more than once; graphs
+its own). Image and sequence ops on [N, C, H, W] and [N, C, L] values (inputs or
+computed ones; `--focus spatial`): conv1d/conv2d (stride, padding 'same' or
+numeric, dilation, depthwise groups, with and without bias), max and average
+pooling (padding, dilation, ceil mode, count_include_pad, divisor_override),
+adaptive average and max pooling, interpolate (nearest, linear, bilinear and
+bicubic, align_corners both ways, by scale or size), pad (constant, reflect,
+replicate), batch norm in eval mode, group norm (one group or one per
+channel), pixel_shuffle and unfold. Values are used more than once; graphs
 return several outputs, sometimes a view chain (permute/transpose/reshape...)
 of a computed value (with or without its base), a graph input as is, a
 constant (made in forward, or a parameter), the same value twice.
@@ -2380,6 +2387,161 @@ def g_narrow_int(b):
         b.add("%s.to(%s)" % (b.rng.choice(forms), fdt), [shape])
 
 
+SPATIAL_DIMS = [(1, 2), (2, 2), (3, 3), (4, 2), (5, 3), (7, 3), (8, 2), (16, 2), (31, 1)]
+SPATIAL_CHANNELS = [(1, 3), (2, 2), (3, 3), (4, 2), (8, 2), (16, 1)]
+SPATIAL_MACS = 1 << 22        # multiply-adds of one convolution
+
+
+def spatial_out(b, d, k, stride=1, pad=0, dil=1, ceil=False):
+    """The symbolic output length of a window of k taps over dim d (PyTorch's conv/pool formula)."""
+    E, e = dim_expr(d), dil * (k - 1) + 1
+    if not ceil:
+        return (b.derived("((%s) + %d - %d) // %d + 1" % (E, 2 * pad, e, stride)),)
+    q = "(-(-((%s) + %d - %d) // %d))" % (E, 2 * pad, e, stride)
+    # ceil mode: the last window must start inside the input or its left padding
+    return (b.derived("%s + 1 - (1 if %s * %d >= (%s) + %d else 0)" % (q, q, stride, E, pad)),)
+
+
+def const_dim(b, n):
+    return () if n == 1 else (b.derived(str(n)),)
+
+
+def g_spatial(b):
+    """Image and sequence ops on an [N, C, H, W] or [N, C, L] value (often a computed one, so that
+    they meet fusion): convolution (stride, padding, dilation, groups, bias), max and average
+    pooling (padding, ceil mode), adaptive pooling, interpolation, padding modes, batch and group
+    norm, pixel shuffle and unfold."""
+    a = b.pick_float(lambda v: len(v.shape) in (3, 4) and b.numel(v.shape) <= 20000)
+    if a is None or b.rng.random() < 0.3:
+        rank = b.rng.choice([3, 4, 4])
+        n = b.new_dim(SMALL_POOL)
+        c = b.new_dim(SPATIAL_CHANNELS)
+        sp = tuple(b.new_dim(SPATIAL_DIMS) for _ in range(rank - 2))
+        a = b.new_input((n, c) + sp, kind=b.rng.choice(["normal", "unit", "pos"]))
+    s = b.v(a).shape
+    rank = len(s)
+    N, C, spatial = s[0], s[1], s[2:]
+    nsp = len(spatial)
+    fn = {1: "1d", 2: "2d"}[nsp]
+    cval = b.dim_val(C)
+    keep_exact = dict(exact=b.v(a).attrs.get("exact"), intval=b.v(a).attrs.get("intval"))
+    ops = [o for o, t in (("conv", "aten::convolution"), ("maxpool", "aten::max_pool2d_with_indices"),
+                          ("avgpool", "aten::avg_pool2d"), ("adaptive", "aten::_adaptive_avg_pool2d"),
+                          ("interp", "aten::upsample_nearest2d"), ("pad", "aten::constant_pad_nd"),
+                          ("group_norm", "aten::native_group_norm"),
+                          ("batch_norm", "aten::_native_batch_norm_legit_no_training"),
+                          ("pixel_shuffle", "aten::pixel_shuffle"), ("unfold", "aten::im2col"))
+           if t in b.supported]
+    if nsp == 1:
+        ops = [o for o in ops if o not in ("adaptive", "pixel_shuffle", "unfold")]
+    if not ops:
+        raise Reject("no spatial ops")
+    op = b.rng.choice(ops)
+    if op == "conv":
+        k = b.rng.choice([1, 1, 2, 3, 3, 5])
+        stride, dil = b.rng.choice([1, 1, 2, 3]), b.rng.choice([1, 1, 1, 2])
+        same = stride == 1 and b.rng.random() < 0.2
+        pad = 0 if same else b.rng.choice([0, 0, 1, k // 2, k])
+        depthwise = cval > 1 and b.rng.random() < 0.3
+        if depthwise:
+            mult = b.rng.choice([1, 1, 2])
+            cout, cin_g, groups = mul_dim(C, const_dim(b, mult)), (), "#{%s}" % dim_expr(C)
+        else:
+            cout, cin_g, groups = b.new_dim(SPATIAL_CHANNELS + [(33, 1)]), C, "1"
+        out_sp = spatial if same else tuple(spatial_out(b, d, k, stride, pad, dil) for d in spatial)
+        oshape = (N, cout) + out_sp
+        kd = const_dim(b, k)
+        macs = b.numel(oshape) * b.dim_val(cin_g) * k ** nsp
+        if macs > SPATIAL_MACS:
+            raise Reject("convolution too large")
+        wkind = b.rng.choice(["normal", "normal", "ones", "unit"])
+        fan = "%s*%d" % (dim_expr(cin_g), k ** nsp)
+        w = b.new_param((cout, cin_g) + (kd,) * nsp, kind=wkind,
+                        arg="#{1.0 / max(1, %s) ** 0.5}" % fan if wkind == "normal" else None)
+        bias = "None" if b.rng.random() < 0.3 else b.new_param((cout,), kind=b.rng.choice(["zeros", "normal"]))
+        padding = "'same'" if same else str(pad)
+        b.add("F.conv%s(%s, %s, %s, stride=%d, padding=%s, dilation=%d, groups=%s)"
+              % (fn, a, w, bias, stride, padding, dil, groups), [oshape])
+    elif op in ("maxpool", "avgpool"):
+        k = b.rng.choice([1, 2, 2, 3, 4])
+        stride = b.rng.choice([None, 1, 2, 3])
+        st = k if stride is None else stride
+        pad = b.rng.choice([0, 0, k // 2])
+        ceil = b.rng.random() < 0.3
+        if op == "maxpool":
+            dil = b.rng.choice([1, 1, 2])
+            out_sp = tuple(spatial_out(b, d, k, st, pad, dil, ceil) for d in spatial)
+            b.add("F.max_pool%s(%s, %d, stride=%s, padding=%d, dilation=%d, ceil_mode=%r)"
+                  % (fn, a, k, stride, pad, dil, ceil), [(N, C) + out_sp], keep_exact)
+        else:
+            out_sp = tuple(spatial_out(b, d, k, st, pad, 1, ceil) for d in spatial)
+            extra = ""
+            if nsp == 2 and b.rng.random() < 0.2:
+                extra = ", divisor_override=%d" % b.rng.choice([1, 3])
+            b.add("F.avg_pool%s(%s, %d, stride=%s, padding=%d, ceil_mode=%r, count_include_pad=%r%s)"
+                  % (fn, a, k, stride, pad, ceil, b.rng.random() < 0.5, extra), [(N, C) + out_sp])
+    elif op == "adaptive":
+        osz = [b.rng.choice([1, 1, 2, 3, 5]) for _ in spatial]
+        out_sp = tuple(const_dim(b, o) for o in osz)
+        if b.rng.random() < 0.5:
+            b.add("F.adaptive_avg_pool2d(%s, %r)" % (a, tuple(osz)), [(N, C) + out_sp])
+        else:
+            b.add("F.adaptive_max_pool2d(%s, %r)" % (a, tuple(osz)), [(N, C) + out_sp], keep_exact)
+    elif op == "interp":
+        modes = ["nearest", "linear"] if nsp == 1 else ["nearest", "bilinear", "bilinear", "bicubic"]
+        mode = b.rng.choice(modes)
+        if b.rng.random() < 0.5:
+            sf = b.rng.choice([2, 3])
+            out_sp = tuple((b.derived("(%s) * %d" % (dim_expr(d), sf)),) for d in spatial)
+            size = "scale_factor=%d" % sf
+        else:
+            osz = [b.rng.choice([1, 2, 5, 9, 17]) for _ in spatial]
+            out_sp = tuple(const_dim(b, o) for o in osz)
+            size = "size=%r" % (tuple(osz),)
+        align = "" if mode == "nearest" else ", align_corners=%r" % (b.rng.random() < 0.5)
+        b.add("F.interpolate(%s, %s, mode=%r%s)" % (a, size, mode, align), [(N, C) + out_sp],
+              keep_exact if mode == "nearest" else {})
+    elif op == "pad":
+        mode = b.rng.choice(["constant", "constant", "reflect", "replicate"])
+        pads = [b.rng.choice([0, 1, 2]) for _ in range(2 * nsp)]
+        if mode == "reflect" and any(p >= b.dim_val(spatial[nsp - 1 - i // 2]) for i, p in enumerate(pads)):
+            raise Reject("reflect padding as wide as the input")
+        out_sp = tuple((b.derived("(%s) + %d" % (dim_expr(d), pads[2 * (nsp - 1 - i)] + pads[2 * (nsp - 1 - i) + 1])),)
+                       for i, d in enumerate(spatial))
+        value = ", value=%r" % b.rng.choice([0.0, 1.0, -2.5]) if mode == "constant" else ""
+        b.add("F.pad(%s, %r, mode=%r%s)" % (a, tuple(pads), mode, value), [(N, C) + out_sp], keep_exact)
+    elif op == "group_norm":
+        if b.numel(spatial) * (1 if b.rng.random() < 0.5 else cval) < 2:
+            raise Reject("group of one element")
+        groups = "1" if b.rng.random() < 0.5 else "#{%s}" % dim_expr(C)
+        w = b.new_param((C,), kind=b.rng.choice(["ones", "normal", "pos"]))
+        bias = b.new_param((C,), kind=b.rng.choice(["zeros", "normal"]))
+        b.check_sum(a, list(range(1, rank)))
+        b.add("F.group_norm(%s, %s, %s, %s, eps=%r)" % (a, groups, w, bias, b.rng.choice([1e-5, 1e-3])), [s])
+    elif op == "batch_norm":
+        mean = b.new_param((C,), kind=b.rng.choice(["zeros", "normal"]), buffer=True)
+        var = b.new_param((C,), kind=b.rng.choice(["ones", "pos"]), buffer=True)
+        w = "None" if b.rng.random() < 0.2 else b.new_param((C,), kind=b.rng.choice(["ones", "normal"]))
+        bias = "None" if b.rng.random() < 0.2 else b.new_param((C,), kind=b.rng.choice(["zeros", "normal"]))
+        b.add("F.batch_norm(%s, %s, %s, %s, %s, False, 0.1, %r)" % (a, mean, var, w, bias, 1e-5), [s])
+    elif op == "pixel_shuffle":
+        r = 2
+        if cval % (r * r):
+            raise Reject("channels not a multiple of 4")
+        cd = (b.derived("(%s) // %d" % (dim_expr(C), r * r)),)
+        out_sp = tuple((b.derived("(%s) * %d" % (dim_expr(d), r)),) for d in spatial)
+        b.add("F.pixel_shuffle(%s, %d)" % (a, r), [(N, cd) + out_sp], keep_exact)
+    else:  # unfold (im2col)
+        k = b.rng.choice([1, 2, 3])
+        stride, pad, dil = b.rng.choice([1, 2]), b.rng.choice([0, 1]), b.rng.choice([1, 1, 2])
+        hw = [spatial_out(b, d, k, stride, pad, dil) for d in spatial]
+        oshape = (N, mul_dim(C, const_dim(b, k * k)), mul_dim(hw[0], hw[1]))
+        if b.numel(oshape) > ELEMENT_LIMIT:
+            raise Reject("unfold too large")
+        b.add("F.unfold(%s, %d, dilation=%d, padding=%d, stride=%d)" % (a, k, dil, pad, stride), [oshape],
+              keep_exact)
+
+
 GENERATORS = [
     (10, g_unary, ()), (12, g_binary, ()), (7, g_scalar, ()), (8, g_compare, ()),
     (9, g_reduce, ()), (5, g_softmax, ()), (4, g_layer_norm, ("aten::native_layer_norm",)),
@@ -2399,6 +2561,7 @@ GENERATORS = [
     (1.5, g_layout, ()),
     (2, g_prologue, ("aten::mm", "aten::native_layer_norm")),
     (0.5, g_empty, ("aten::cat",)),
+    (2, g_spatial, ()),
 ]
 
 
