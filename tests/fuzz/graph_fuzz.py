@@ -70,7 +70,8 @@ pooling (padding, dilation, ceil mode, count_include_pad, divisor_override),
 adaptive average and max pooling, interpolate (nearest, linear, bilinear and
 bicubic, align_corners both ways, by scale or size), pad (constant, reflect,
 replicate), batch norm in eval mode, group norm (one group or one per
-channel), pixel_shuffle and unfold. Values are used more than once; graphs
+channel), pixel_shuffle, pixel_unshuffle, channel_shuffle and unfold; 3-d
+forms of convolution, pooling and interpolation, and transposed convolutions. Values are used more than once; graphs
 return several outputs, sometimes a view chain (permute/transpose/reshape...)
 of a computed value (with or without its base), a graph input as is, a
 constant (made in forward, or a parameter), the same value twice.
@@ -2387,8 +2388,8 @@ def g_narrow_int(b):
         b.add("%s.to(%s)" % (b.rng.choice(forms), fdt), [shape])
 
 
-SPATIAL_DIMS = [(1, 2), (2, 2), (3, 3), (4, 2), (5, 3), (7, 3), (8, 2), (16, 2), (31, 1)]
-SPATIAL_CHANNELS = [(1, 3), (2, 2), (3, 3), (4, 2), (8, 2), (16, 1)]
+SPATIAL_DIMS = [(1, 2), (2, 2), (3, 3), (4, 2), (5, 3), (7, 3), (8, 2), (16, 2), (31, 1), (64, 0.5), (129, 0.3)]
+SPATIAL_CHANNELS = [(1, 3), (2, 2), (3, 3), (4, 2), (8, 2), (16, 1), (129, 0.3)]
 SPATIAL_MACS = 1 << 22        # multiply-adds of one convolution
 
 
@@ -2411,18 +2412,20 @@ def g_spatial(b):
     they meet fusion): convolution (stride, padding, dilation, groups, bias), max and average
     pooling (padding, ceil mode), adaptive pooling, interpolation, padding modes, batch and group
     norm, pixel shuffle and unfold."""
-    a = b.pick_float(lambda v: len(v.shape) in (3, 4) and b.numel(v.shape) <= 20000)
+    a = b.pick_float(lambda v: len(v.shape) in (3, 4, 5) and b.numel(v.shape) <= 20000)
     if a is None or b.rng.random() < 0.3:
-        rank = b.rng.choice([3, 4, 4])
+        rank = b.rng.choice([3, 4, 4, 5])
         n = b.new_dim(SMALL_POOL)
         c = b.new_dim(SPATIAL_CHANNELS)
-        sp = tuple(b.new_dim(SPATIAL_DIMS) for _ in range(rank - 2))
+        sp = tuple(b.new_dim(SPATIAL_DIMS if rank < 5 else SMALL_POOL) for _ in range(rank - 2))
+        if b.numel((n, c) + sp) > 20000:
+            raise Reject("spatial input too large")
         a = b.new_input((n, c) + sp, kind=b.rng.choice(["normal", "unit", "pos"]))
-    s = b.v(a).shape
+    s, dt = b.v(a).shape, b.v(a).dtype
     rank = len(s)
     N, C, spatial = s[0], s[1], s[2:]
     nsp = len(spatial)
-    fn = {1: "1d", 2: "2d"}[nsp]
+    fn = {1: "1d", 2: "2d", 3: "3d"}[nsp]
     cval = b.dim_val(C)
     keep_exact = dict(exact=b.v(a).attrs.get("exact"), intval=b.v(a).attrs.get("intval"))
     ops = [o for o, t in (("conv", "aten::convolution"), ("maxpool", "aten::max_pool2d_with_indices"),
@@ -2434,10 +2437,33 @@ def g_spatial(b):
            if t in b.supported]
     if nsp == 1:
         ops = [o for o in ops if o not in ("adaptive", "pixel_shuffle", "unfold")]
+    if nsp == 3:
+        ops = [o for o in ops if o not in ("pixel_shuffle", "unfold")]
+        if b.numel(spatial) > 2000:
+            raise Reject("3-d value too large")
     if not ops:
         raise Reject("no spatial ops")
     op = b.rng.choice(ops)
-    if op == "conv":
+    if op == "conv" and b.rng.random() < 0.25:
+        # transposed: out = (in - 1) * stride - 2 * padding + dilation * (k - 1) + output_padding + 1
+        k = b.rng.choice([1, 2, 3])
+        stride, dil = b.rng.choice([1, 2, 3]), b.rng.choice([1, 1, 2])
+        pad = b.rng.choice([0, 0, 1])
+        opad = b.rng.choice([0, stride - 1]) if stride > 1 else 0
+        groups = "1"
+        cout = b.new_dim(SPATIAL_CHANNELS)
+        out_sp = tuple((b.derived("((%s) - 1) * %d - %d + %d" % (dim_expr(d), stride, 2 * pad,
+                                                                    dil * (k - 1) + opad + 1)),) for d in spatial)
+        oshape = (N, cout) + out_sp
+        if b.numel(oshape) * cval * k ** nsp > SPATIAL_MACS or b.numel(oshape) > ELEMENT_LIMIT:
+            raise Reject("convolution too large")
+        kd = const_dim(b, k)
+        w = b.new_param(dtype=dt, shape=(C, cout) + (kd,) * nsp, kind="normal",
+                        arg="#{1.0 / max(1, %s) ** 0.5}" % dim_expr(C))
+        bias = "None" if b.rng.random() < 0.4 else b.new_param(dtype=dt, shape=(cout,), kind=b.rng.choice(["zeros", "normal"]))
+        b.add("F.conv_transpose%s(%s, %s, %s, stride=%d, padding=%d, output_padding=%d, groups=%s, dilation=%d)"
+              % (fn, a, w, bias, stride, pad, opad, groups, dil), [oshape])
+    elif op == "conv":
         k = b.rng.choice([1, 1, 2, 3, 3, 5])
         stride, dil = b.rng.choice([1, 1, 2, 3]), b.rng.choice([1, 1, 1, 2])
         same = stride == 1 and b.rng.random() < 0.2
@@ -2456,9 +2482,9 @@ def g_spatial(b):
             raise Reject("convolution too large")
         wkind = b.rng.choice(["normal", "normal", "ones", "unit"])
         fan = "%s*%d" % (dim_expr(cin_g), k ** nsp)
-        w = b.new_param((cout, cin_g) + (kd,) * nsp, kind=wkind,
+        w = b.new_param(dtype=dt, shape=(cout, cin_g) + (kd,) * nsp, kind=wkind,
                         arg="#{1.0 / max(1, %s) ** 0.5}" % fan if wkind == "normal" else None)
-        bias = "None" if b.rng.random() < 0.3 else b.new_param((cout,), kind=b.rng.choice(["zeros", "normal"]))
+        bias = "None" if b.rng.random() < 0.3 else b.new_param(dtype=dt, shape=(cout,), kind=b.rng.choice(["zeros", "normal"]))
         padding = "'same'" if same else str(pad)
         b.add("F.conv%s(%s, %s, %s, stride=%d, padding=%s, dilation=%d, groups=%s)"
               % (fn, a, w, bias, stride, padding, dil, groups), [oshape])
@@ -2484,11 +2510,12 @@ def g_spatial(b):
         osz = [b.rng.choice([1, 1, 2, 3, 5]) for _ in spatial]
         out_sp = tuple(const_dim(b, o) for o in osz)
         if b.rng.random() < 0.5:
-            b.add("F.adaptive_avg_pool2d(%s, %r)" % (a, tuple(osz)), [(N, C) + out_sp])
+            b.add("F.adaptive_avg_pool%s(%s, %r)" % (fn, a, tuple(osz)), [(N, C) + out_sp])
         else:
-            b.add("F.adaptive_max_pool2d(%s, %r)" % (a, tuple(osz)), [(N, C) + out_sp], keep_exact)
+            b.add("F.adaptive_max_pool%s(%s, %r)" % (fn, a, tuple(osz)), [(N, C) + out_sp], keep_exact)
     elif op == "interp":
-        modes = ["nearest", "linear"] if nsp == 1 else ["nearest", "bilinear", "bilinear", "bicubic"]
+        modes = {1: ["nearest", "linear"], 2: ["nearest", "bilinear", "bilinear", "bicubic"],
+                 3: ["nearest", "trilinear"]}[nsp]
         mode = b.rng.choice(modes)
         if b.rng.random() < 0.5:
             sf = b.rng.choice([2, 3])
@@ -2514,20 +2541,31 @@ def g_spatial(b):
         if b.numel(spatial) * (1 if b.rng.random() < 0.5 else cval) < 2:
             raise Reject("group of one element")
         groups = "1" if b.rng.random() < 0.5 else "#{%s}" % dim_expr(C)
-        w = b.new_param((C,), kind=b.rng.choice(["ones", "normal", "pos"]))
-        bias = b.new_param((C,), kind=b.rng.choice(["zeros", "normal"]))
+        w = b.new_param(dtype=dt, shape=(C,), kind=b.rng.choice(["ones", "normal", "pos"]))
+        bias = b.new_param(dtype=dt, shape=(C,), kind=b.rng.choice(["zeros", "normal"]))
         b.check_sum(a, list(range(1, rank)))
         b.add("F.group_norm(%s, %s, %s, %s, eps=%r)" % (a, groups, w, bias, b.rng.choice([1e-5, 1e-3])), [s])
     elif op == "batch_norm":
-        mean = b.new_param((C,), kind=b.rng.choice(["zeros", "normal"]), buffer=True)
-        var = b.new_param((C,), kind=b.rng.choice(["ones", "pos"]), buffer=True)
-        w = "None" if b.rng.random() < 0.2 else b.new_param((C,), kind=b.rng.choice(["ones", "normal"]))
-        bias = "None" if b.rng.random() < 0.2 else b.new_param((C,), kind=b.rng.choice(["zeros", "normal"]))
+        mean = b.new_param(dtype=dt, shape=(C,), kind=b.rng.choice(["zeros", "normal"]), buffer=True)
+        var = b.new_param(dtype=dt, shape=(C,), kind=b.rng.choice(["ones", "pos"]), buffer=True)
+        w = "None" if b.rng.random() < 0.2 else b.new_param(dtype=dt, shape=(C,), kind=b.rng.choice(["ones", "normal"]))
+        bias = "None" if b.rng.random() < 0.2 else b.new_param(dtype=dt, shape=(C,), kind=b.rng.choice(["zeros", "normal"]))
         b.add("F.batch_norm(%s, %s, %s, %s, %s, False, 0.1, %r)" % (a, mean, var, w, bias, 1e-5), [s])
     elif op == "pixel_shuffle":
         r = 2
+        form = b.rng.choice(["shuffle", "unshuffle", "channels"])
+        if form == "unshuffle":
+            if any(b.dim_val(d) % r for d in spatial):
+                raise Reject("spatial dims not even")
+            cd = mul_dim(C, const_dim(b, r * r))
+            out_sp = tuple((b.derived("(%s) // %d" % (dim_expr(d), r)),) for d in spatial)
+            b.add("F.pixel_unshuffle(%s, %d)" % (a, r), [(N, cd) + out_sp], keep_exact)
+            return
         if cval % (r * r):
             raise Reject("channels not a multiple of 4")
+        if form == "channels":
+            b.add("F.channel_shuffle(%s, %d)" % (a, r), [s], keep_exact)
+            return
         cd = (b.derived("(%s) // %d" % (dim_expr(C), r * r)),)
         out_sp = tuple((b.derived("(%s) * %d" % (dim_expr(d), r)),) for d in spatial)
         b.add("F.pixel_shuffle(%s, %d)" % (a, r), [(N, cd) + out_sp], keep_exact)
