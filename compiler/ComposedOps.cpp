@@ -437,9 +437,10 @@ LogicalResult roll(NodeImporter& n) {
   return c.finish(c.fresh(x, self));
 }
 
-// Reversal as a cat of single-element slices: each costs a copy, so a long dim
-// is refused rather than compiled into thousands of pieces.
-constexpr int64_t kMaxFlipLength = 256;
+// Reversal of a short dim as a cat of single-element slices (each a copy);
+// a longer one gathers its rows in reverse order (gatherAlong) instead of
+// compiling into thousands of pieces.
+constexpr int64_t kMaxFlipSlices = 256;
 
 // `x` reversed along each of `dims`.
 FailureOr<Value> reversed(NodeImporter& n, Composer& c, Value x, ArrayRef<int64_t> dims) {
@@ -448,9 +449,13 @@ FailureOr<Value> reversed(NodeImporter& n, Composer& c, Value x, ArrayRef<int64_
     if (dim < 0 || dim >= std::max<int64_t>(typeOf(x).getRank(), 1)) return n.error("flip dim out of range");
     if (typeOf(x).getRank() == 0) break;
     int64_t size = typeOf(x).getDimSize(dim);
-    if (size > kMaxFlipLength)
-      return n.error("flip of a dim of " + std::to_string(size) + " elements: at most " +
-                     std::to_string(kMaxFlipLength) + " are supported");
+    if (size > kMaxFlipSlices) {
+      SmallVector<double> backwards(static_cast<size_t>(size));
+      for (int64_t i = 0; i < size; ++i) backwards[size_t(i)] = double(size - 1 - i);
+      NCC_TRY(gathered, gatherAlong(c, x, dim, c.constant({size}, n.b.getIntegerType(64), backwards)));
+      x = gathered;
+      continue;
+    }
     SmallVector<Value> pieces;
     for (int64_t i = size - 1; i >= 0; --i) pieces.push_back(c.slice(x, dim, i, i + 1));
     x = c.cat(pieces, dim);

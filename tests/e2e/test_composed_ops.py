@@ -457,6 +457,13 @@ class ComposedOps(common.ComparedWithEager):
                                         a.index_select(0, r), a.index_select(1, torch.tensor([5, 1])),
                                         torch.rot90(a), torch.rot90(a, 2, [0, 2]), torch.rot90(a, -1, [2, 1])),
                        (x.to(dtype), idx, rows))
+        # Dims longer than 256 are reversed by a gather of their rows (graph_fuzz 48484848
+        # case 472: rot90 of a [513, n] value was refused).
+        long = randn(2, 300, 3, seed=17)
+        for dtype in DTYPES:
+            self.check(lambda a: (a.flip(1), a.flip(0, 1, 2).exp(), torch.rot90(a[0], 1, (0, 1)),
+                                  a.flip(1).cumsum(1).flip(1)), (long.to(dtype),))
+        self.check(lambda a: (a.flip(0), (a > 0).flip(0)), (torch.randint(-999, 999, (700,)),))
         b1, b2, c = randn(3, 4, 5, seed=13), randn(3, 5, 6, seed=14), randn(4, 6, seed=15)
         full = randn(3, 4, 6, seed=16)
         full[0, 0, 0] = float("nan")  # beta == 0 ignores self
