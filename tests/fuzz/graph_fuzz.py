@@ -2644,7 +2644,12 @@ def g_catalog(b):
     values), losses (mse, huber, smooth L1, soft margin, binary cross entropy with and without
     logits), and structure ops (trace, diag, rot90, repeat, cummin, block_diag, cross, the
     scatter forms of select/slice/diagonal, addmv/addr/baddbmm/addbmm, cdist, windows and
-    linspace/logspace/eye added to a value)."""
+    linspace/logspace/eye added to a value); and (catalog_more) max/min of two tensors, pow
+    with a scalar base or a tensor exponent, rsub, NaN and inf tests of log of values away from
+    zero, take, index_fill, index_reduce, scatter of a value, masked_fill with a 0-d tensor,
+    std_mean, nanmedian, renorm, split with sizes, searchsorted/bucketize and round(decimals)
+    and remainder/fmod by a tensor of exact values, bitwise ops and shifts of integer inputs,
+    embedding_bag, multi-margin and 2-d NLL losses, pdist, bilinear, grid_sample."""
     a, s = pick_ranked(b)
     var = b.v(a)
     exact = bool(var.attrs.get("exact"))
@@ -2660,6 +2665,15 @@ def g_catalog(b):
     if len(s) == 2:
         ops += ["trace", "diag", "addmv", "addr", "block_diag", "cdist", "eye", "diagonal_scatter",
                 "select_scatter", "slice_scatter"]
+    ops += ["max_other", "pow_scalar", "pow_tt", "rsub_t", "isnan", "isinf", "take", "index_fill", "index_reduce",
+            "scatter_value", "masked_fill_t", "std_mean", "nanmedian", "renorm", "split_sizes", "bitwise",
+            "embedding_bag"]
+    if exact:
+        ops += ["remainder_t", "round_dec", "searchsorted"]
+    if len(s) == 2:
+        ops += ["multi_margin", "pdist", "bilinear"]
+    if len(s) == 4:
+        ops += ["grid_sample", "nll2d"]
     if len(s) == 3:
         ops += ["baddbmm", "addbmm"]
     if len(s) >= 1 and b.dim_val(s[-1]) == 3:
@@ -2880,6 +2894,146 @@ def g_catalog(b):
         if b.v(o).shape != s:
             raise Reject("cross needs equal shapes")
         b.add("torch.linalg.cross(%s, %s)" % (a, o), [s])
+    else:
+        catalog_more(b, op, a, s, d, keep)
+
+
+def catalog_more(b, op, a, s, d, keep):
+    """The rest of g_catalog: binary forms with tensors, tests for NaN and inf, index writes,
+    sorted-boundary searches, bitwise integer ops, bags, pair distances, sampling grids."""
+    var = b.v(a)
+    dt = var.dtype
+    E = dim_expr(s[d])
+    if op == "max_other":
+        o = b.partner(a)
+        shape = broadcast(s, b.v(o).shape)
+        if shape is None or b.numel(shape) > ELEMENT_LIMIT:
+            raise Reject("max shape")
+        b.add("torch.%s(%s, %s)" % (b.rng.choice(["max", "min"]), a, o), [shape])
+    elif op == "pow_scalar":
+        b.add("%r ** torch.tanh(%s)" % (b.rng.choice([2.0, 0.5, 3]), a), [s])
+    elif op == "pow_tt":
+        o = b.partner(a, allow_bigger=False)
+        b.add("torch.pow(%s.abs() + 0.5, torch.tanh(%s) * 2)" % (a, o), [s])
+    elif op == "rsub_t":
+        o = b.partner(a, allow_bigger=False)
+        b.add("torch.rsub(%s, %s, alpha=%r)" % (a, o, b.rng.choice([1, 2.0])), [s])
+    elif op in ("isnan", "isinf"):
+        if not b.robust_vs(a, 0.0):
+            raise Reject("NaN test near zero")
+        if op == "isnan":
+            fn = b.rng.choice(["torch.isnan(torch.log(%s))", "torch.isfinite(torch.log(%s))"])
+        else:
+            fn = b.rng.choice(["torch.isinf(torch.log(torch.relu(%s)))", "torch.isneginf(torch.log(torch.relu(%s)))",
+                               "torch.isposinf(-torch.log(torch.relu(%s)))"])
+        b.add("(%s).to(%s.dtype)" % (fn % a, a), [s], dict(exact=True, intval=True))
+    elif op == "take":
+        k = b.new_dim(SMALL_POOL)
+        idx = b.new_input((k,), dtype=torch.int64, kind="index", arg="#{%s}" % "*".join(dim_expr(x) for x in s))
+        b.v(idx).attrs.update(exact=True, intval=False)
+        b.add("torch.take(%s, %s)" % (a, idx), [(k,)], keep)
+    elif op in ("index_fill", "index_reduce", "scatter_value"):
+        k = b.derived("max(1, (%s) // %d)" % (E, b.rng.choice([1, 2, 3])))
+        if op == "scatter_value":
+            ishape = tuple((k,) if i == d else x for i, x in enumerate(s))
+            if b.numel(ishape) * b.dim_val(s[d]) > (1 << 21):
+                raise Reject("too many index comparisons")
+            idx = b.new_input(ishape, dtype=torch.int64, kind="index", arg="#{%s}" % E)
+            b.v(idx).attrs.update(exact=True, intval=False)
+            b.add("%s.scatter(%d, %s, %r)" % (a, d, idx, b.rng.choice([2.5, 0.0, -1.0])), [s], keep)
+            return
+        idx = b.new_input(((k,),), dtype=torch.int64, kind="index", arg="#{%s}" % E)
+        b.v(idx).attrs.update(exact=True, intval=False)
+        if op == "index_fill":
+            b.add("%s.index_fill(%d, %s, %r)" % (a, d, idx, b.rng.choice([1.5, 0.0, -3.0])), [s], keep)
+        else:
+            red = b.rng.choice(["amax", "amin", "mean", "prod"])
+            src = "%s.narrow(%d, 0, #{%s})" % (a, d, k)
+            if red == "prod":
+                src = "(torch.tanh(%s) + 1.0)" % src
+            b.add("%s.index_reduce(%d, %s, %s, %r, include_self=%r)" % (a, d, idx, src, red, b.rng.random() < 0.5),
+                  [s], keep if red in ("amax", "amin") else {})
+    elif op == "masked_fill_t":
+        m = make_mask(b, s)
+        b.add("%s.masked_fill(%s, torch.tensor(%r, dtype=%s.dtype))" % (a, m, b.rng.choice([1.5, -2.0]), a), [s])
+    elif op == "std_mean":
+        if b.dim_val(s[d]) < 2:
+            raise Reject("std of one element")
+        b.check_sum(a, [d])
+        t = b.add("torch.std_mean(%s, %d, correction=%d)" % (a, d, b.rng.choice([0, 1])), None, tuple_n=2)
+        b.add("%s[%d]" % (t, b.rng.choice([0, 1])), [reduced_shape(s, [d], False)])
+    elif op == "nanmedian":
+        b.add("%s.nanmedian(%d)[0]" % (a, d), [reduced_shape(s, [d], False)], keep)
+    elif op == "renorm":
+        if len(s) < 2:
+            raise Reject("renorm of a vector")
+        b.add("torch.renorm(%s, %r, %d, %r)" % (a, b.rng.choice([1.0, 2.0]), d, b.rng.choice([1.0, 5.0])), [s])
+    elif op == "split_sizes":
+        n = b.dim_val(s[d])
+        if n < 2:
+            raise Reject("split of one element")
+        k = b.derived("max(1, (%s) // 3)" % E)
+        rest = b.derived("(%s) - %s" % (E, k))
+        i = b.rng.choice([0, 1])
+        shape = tuple(((k,) if i == 0 else (rest,)) if j == d else x for j, x in enumerate(s))
+        b.add("torch.split(%s, [#{%s}, #{%s}], %d)[%d]" % (a, k, rest, d, i), [shape], keep)
+    elif op == "searchsorted":
+        nb = b.rng.choice([1, 3, 8, 33])
+        bounds = b.new_param(((b.sym(nb),),), dtype=dt, kind="arange", arg=b.rng.choice([1.0, 0.0625]))
+        b.v(bounds).attrs.update(exact=True)
+        right = b.rng.random() < 0.5
+        if b.rng.random() < 0.5:
+            e = "torch.bucketize(%s, %s - 2.0, right=%r)" % (a, bounds, right)
+        else:
+            e = "torch.searchsorted(%s - 2.0, %s.contiguous(), right=%r)" % (bounds, a, right)
+        b.add("(%s).to(%s.dtype)" % (e, a), [s], dict(exact=True, intval=True))
+    elif op == "remainder_t":
+        c = b.new_param(s[-1:], dtype=dt, kind="full", arg=b.rng.choice([2.0, -3.0, 0.5]))
+        b.add("torch.%s(%s, %s)" % (b.rng.choice(["remainder", "fmod"]), a, c), [s], dict(exact=True))
+    elif op == "round_dec":
+        b.add("torch.round(%s, decimals=%d)" % (a, b.rng.choice([1, 2, -1])), [s], dict(exact=True))
+    elif op == "bitwise":
+        x = b.new_input(s, dtype=torch.int64, kind="int")
+        y = b.new_input(s, dtype=torch.int64, kind="int")
+        e = b.rng.choice(["(%s & %s)", "(%s | %s)", "(%s ^ %s)", "(~%s + %s)", "(%s << (%s.abs() %% 3))",
+                          "(%s >> (%s.abs() %% 3))", "(%s << 2) + %s", "(%s >> 1) + %s", "(%s | 5) ^ %s"]) % (x, y)
+        b.add("%s + (%s).to(%s.dtype) * 0.25" % (a, e, a), [s])
+    elif op == "embedding_bag":
+        V, D = b.new_dim(SMALL_POOL + [(50, 1)]), b.new_dim(SMALL_POOL + [(64, 1)])
+        if not V:
+            raise Reject("a table of one row")
+        B, L = b.new_dim(SMALL_POOL), b.new_dim(SMALL_POOL)
+        idx = b.new_input((B, L), dtype=torch.int64, kind="index", arg="#{%s}" % dim_expr(V))
+        b.v(idx).attrs.update(exact=True, intval=False)
+        w = b.new_param((V, D), dtype=dt, kind=b.rng.choice(["normal", "unit"]))
+        mode = b.rng.choice(["sum", "mean", "max"])
+        b.add("F.embedding_bag(%s, %s, mode=%r)" % (idx, w, mode), [(B, D)], dict(exact=mode == "max"))
+    elif op == "multi_margin":
+        idx = b.new_input((s[0],), dtype=torch.int64, kind="index", arg="#{%s}" % dim_expr(s[1]))
+        b.v(idx).attrs.update(exact=True, intval=False)
+        b.add("F.multi_margin_loss(%s, %s, p=%d, margin=%r)" % (a, idx, b.rng.choice([1, 2]), 1.0), [()])
+    elif op == "pdist":
+        if b.dim_val(s[0]) > 64 or b.dim_val(s[0]) < 2 or b.dim_val(s[1]) > 64:
+            raise Reject("pdist size")
+        n = b.derived("(%s) * ((%s) - 1) // 2" % (dim_expr(s[0]), dim_expr(s[0])))
+        b.add("F.pdist(%s, p=%r)" % (a, b.rng.choice([1.0, 2.0])), [((n,),)])
+    elif op == "bilinear":
+        if b.dim_val(s[1]) > 64:
+            raise Reject("bilinear too large")
+        o = b.new_dim(SMALL_POOL)
+        x2 = b.new_input((s[0], b.new_dim(SMALL_POOL)), dtype=dt, kind="unit")
+        w = b.new_param((o, s[1], b.v(x2).shape[1]), dtype=dt, kind="normal", arg=0.3)
+        bias = b.new_param((o,), dtype=dt, kind=b.rng.choice(["zeros", "normal"]))
+        b.add("F.bilinear(%s, %s, %s, %s)" % (a, x2, w, bias), [(s[0], o)])
+    elif op == "grid_sample":
+        ho, wo = b.new_dim(SMALL_POOL), b.new_dim(SMALL_POOL)
+        g = b.new_input((s[0], ho, wo, const_dim(b, 2)), dtype=dt, kind="unit")
+        b.add("F.grid_sample(%s, torch.tanh(%s) * 1.1, mode='bilinear', padding_mode=%r, align_corners=%r)"
+              % (a, g, b.rng.choice(["zeros", "border"]), b.rng.random() < 0.5), [(s[0], s[1], ho, wo)])
+    elif op == "nll2d":
+        idx = b.new_input((s[0], s[2], s[3]), dtype=torch.int64, kind="index", arg="#{%s}" % dim_expr(s[1]))
+        b.v(idx).attrs.update(exact=True, intval=False)
+        b.add("F.nll_loss(torch.log_softmax(%s, 1), %s)" % (a, idx), [()])
     else:
         raise GenBug("catalog op %s" % op)
 
