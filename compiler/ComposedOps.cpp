@@ -277,12 +277,15 @@ LogicalResult roundedDivision(NodeImporter& n, StringRef kind, bool scalarOther)
 }
 
 // round.decimals: round(x * 10^d) / 10^d, as eager computes it (d < 0
-// divides first).
+// divides first). torch 1.13's CPU kernel computes in the input's dtype, so
+// bf16 rounds each step as eager does; it has no f16 kernel, and f16 is
+// computed in f32 as PyTorch's GPU kernel does (an f16 product could land
+// on a half and round the other way: 0.31494 * 100 is 31.5 in f16).
 LogicalResult roundDecimals(NodeImporter& n) {
   Composer c(n);
   NCC_TRY(self, n.tensor(0, "self"));
   NCC_TRY(decimals, n.integer(1, "decimals", 0));
-  Value x = c.toFloat(self);
+  Value x = typeOf(self).getElementType().isF16() ? c.cast(self, c.f32()) : c.toFloat(self);
   if (decimals == 0) return c.finish(c.unary<aten::RoundOp>(x));
   double ten = std::pow(10.0, double(std::abs(decimals)));
   auto scaled = [&](Value v, bool up) -> Value {

@@ -738,6 +738,26 @@ class FuzzRegressions(unittest.TestCase):
                 self.check(lambda x: F.avg_pool1d(x, 3, stride=2, ceil_mode=True, count_include_pad=cip),
                            [randn(2, 3, 2, dtype=dtype)])
 
+    def test_f16_round_decimals_computes_in_f32(self):
+        # graph_fuzz 55555555 case 973: round(remainder(x, 0.5), decimals=2) of the f16
+        # value 0.81494 gave 0.32: the product 0.31494 * 100 was rounded to f16 (31.5)
+        # before the round. torch 1.13's CPU has no f16 round, and PyTorch's GPU
+        # kernel computes in f32 (bf16 keeps the CPU kernel's bf16 steps, which eager
+        # runs and test_composed_ops compares with). Exported as graph_fuzz does, with
+        # the missing f16 kernels run in f32 and rounded once.
+        sys.path.insert(0, os.path.join(HERE, "..", "fuzz"))
+        import graph_fuzz  # noqa: E402
+
+        x = torch.tensor([[0.81494140625], [0.31494140625], [2.675], [-1.2345], [0.125]], dtype=torch.float16)
+        fn = lambda x: (torch.round(torch.remainder(x, 0.5), decimals=2), torch.round(x * 7, decimals=1))
+        want = (torch.round(torch.remainder(x.float(), 0.5), decimals=2), torch.round(x.float() * 7, decimals=1))
+        for opt in (0, 2):
+            with torch.no_grad(), graph_fuzz.P["LowPrecisionEager"]():
+                outs, _ = common.export_compile_run(fn, [x], self.tmp, "round_f16_O%d" % opt, opt)
+            for out, w in zip(outs, want):
+                self.assertEqual(out.dtype, np.float16)
+                np.testing.assert_array_equal(out, w.half().numpy())
+
     def test_empty_graph(self):
         path = os.path.join(self.tmp, "empty.pb")
         open(path, "wb").close()
