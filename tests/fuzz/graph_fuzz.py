@@ -2654,7 +2654,6 @@ def g_catalog(b):
     var = b.v(a)
     exact = bool(var.attrs.get("exact"))
     keep = dict(exact=exact, intval=var.attrs.get("intval"))
-    small = var.attrs.get("maxabs", 99) <= 30
     ops = ["tan", "sinh", "acosh", "atanh", "log10", "exp2", "deg2rad", "rad2deg", "mish", "logit",
            "clamp_min", "clamp_max", "fmax", "fmin", "copysign", "lerp_t", "logaddexp2", "entr", "xlog1py",
            "prelu", "rrelu", "nan_to_num", "median", "nansum", "prod", "std", "aminmax", "norm", "dist",
