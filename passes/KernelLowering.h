@@ -232,6 +232,21 @@ class KernelLowering {
   // column tiles while they stay small next to a partition.
   OperandCache stationaryCache;
   int64_t stationaryRow = -1;
+  // A row tile lowered alternately with another (the first two row tiles
+  // of a column block, LowerToIsa.cpp): its per-row values and caches,
+  // swapped in while one of its output tiles is lowered.
+  struct RowTileState {
+    int64_t row = 0, p = 0;
+    llvm::DenseMap<Value, Value> perRowTiles, rowTileLoads;
+    int64_t rowTileLoadsRow = -1, stationaryRow = -1;
+    OperandCache stationaryCache;
+  };
+  void swapRowTileState(RowTileState& s) {
+    std::swap(rowTileLoads, s.rowTileLoads);
+    std::swap(rowTileLoadsRow, s.rowTileLoadsRow);
+    std::swap(stationaryCache, s.stationaryCache);
+    std::swap(stationaryRow, s.stationaryRow);
+  }
   // The moving slices of the current block of column tiles, reused by every
   // row tile (of the same batch, for a bmm): a kernel of matmuls without
   // reductions runs its column tiles in blocks, all row tiles of one block

@@ -1178,6 +1178,7 @@ relower:
   // Column blocks (see movingCache): one block of all columns unless the
   // kernel's moving operands are worth keeping across row tiles.
   int64_t blockCols = space.cols;
+  bool movingInRows = false;
   if (movingBudget > 0 && space.matmul && !space.reduces && !chunked && space.rows > nc::kNumPartitions &&
       space.cols > chunk) {
     int64_t bytesPerColumnTile = 0;
@@ -1193,6 +1194,12 @@ relower:
       int64_t k = type.getDimSize(type.getRank() - 2);
       int64_t elemBytes = nc::deviceElementType(type.getElementType()).getIntOrFloatBitWidth() / 8;
       bytesPerColumnTile += (k + nc::kNumPartitions - 1) / nc::kNumPartitions * chunk * elemBytes;
+      // (An operand read in rows is transposed on the TensorEngine by the
+      // first row tile, which then has work for each panel it waits for.)
+      if (auto view = viewOf.find(moving); view != viewOf.end() && view->second.strides.size() >= 2 &&
+                                           view->second.strides[view->second.strides.size() - 2] == 1 &&
+                                           view->second.strides.back() != 1)
+        movingInRows = true;
     }
     if (bytesPerColumnTile > 0) {
       reuseMoving = true;
@@ -1214,12 +1221,69 @@ relower:
   }
   blockStarts.push_back(space.cols);
   blockColumnTiles = (columnTiles + numBlocks - 1) / numBlocks;
+  // One output tile of row tile r0 (p rows) and column tile c0.
+  auto lowerOutputTile = [&](int64_t p, llvm::DenseMap<Value, Value>& perRowTiles) -> LogicalResult {
+    int64_t f = std::min(chunk, space.cols - c0);
+    tiles.clear();
+    for (auto [v, tile] : perRowTiles) tiles[v] = tile;
+    ++iteration;
+    accumulating = chunked;
+    // Issue every input load up front so the DMA queues start while the
+    // engines are still busy with the previous row tile.
+    for (Value v : hbmValues) {
+      tileOf(v);
+      if (!chunked && layouts[v].kind == Kind::Row) perRowTiles[v] = tiles[v];
+    }
+    for (Operation& op : oldBody.without_terminator()) {
+      if ((chunked && afterReduction.contains(&op)) || prologueOps.contains(&op)) continue;
+      if (aliasTile(op) || llvm::isa<arith::ConstantOp>(op) || aten::isViewOp(&op)) continue;
+      if (op.getNumResults() == 1 && perRowTiles.count(op.getResult(0))) continue;
+      if (failed(lowerOp(&op, p, f))) return failure();
+      if (!chunked && op.getNumResults() == 1 && layouts[op.getResult(0)].kind == Kind::Row)
+        if (auto t = tiles.find(op.getResult(0)); t != tiles.end()) perRowTiles[t->first] = t->second;
+    }
+    for (auto [v, hbm] : llvm::zip(yield.getValues(), outHbm))
+      if ((!chunked || storedPerChunk(v)) && failed(storeOutput(v, hbm, p, f))) return failure();
+    return success();
+  };
+  auto rowTileRows = [&](int64_t row) {
+    int64_t p = std::min<int64_t>(nc::kNumPartitions, space.rows - row);
+    return space.rowBlock > 0 ? std::min(p, space.rowBlock - row % space.rowBlock) : p;
+  };
+  // The first row tile of a block (or of a bmm's batch in it) reads the
+  // block's moving slices as they arrive: its TensorEngine work on each
+  // panel is shorter than the panel's load (GPT-2-medium's MLP down
+  // projection: 17 us of matmuls against 36 us for its 8 MiB weight). So
+  // the first two row tiles run column tile by column tile, the second on
+  // each column tile's panels while the next column tile's panels load.
+  const bool pairFirstRows = reuseMoving && !movingInRows && !chunked && space.matmul && !space.reduces;
   for (size_t b = 0; b + 1 < blockStarts.size(); ++b) {
     int64_t block = blockStarts[b], blockEnd = blockStarts[b + 1];
     movingCache.clear();
     for (r0 = 0; r0 < space.rows;) {
-      int64_t p = std::min<int64_t>(nc::kNumPartitions, space.rows - r0);
-      if (space.rowBlock > 0) p = std::min(p, space.rowBlock - r0 % space.rowBlock);
+      int64_t p = rowTileRows(r0);
+      if (int64_t second = r0 + p;
+          pairFirstRows && blockEnd - block > chunk && (space.rowBlock > 0 ? r0 % space.rowBlock == 0 : r0 == 0) &&
+          second < space.rows && (space.rowBlock == 0 || second % space.rowBlock != 0)) {
+        std::array<RowTileState, 2> rows;
+        rows[0].row = r0;
+        rows[0].p = p;
+        rows[1].row = second;
+        rows[1].p = rowTileRows(second);
+        for (c0 = block; c0 < blockEnd; c0 += chunk)
+          for (RowTileState& row : rows) {
+            r0 = row.row;
+            swapRowTileState(row);
+            auto swapBack = llvm::make_scope_exit([&] { swapRowTileState(row); });
+            if (c0 == block) {
+              accumulators.clear();
+              if (prologueOperand && failed(lowerPrologue(row.p, row.perRowTiles))) return fail();
+            }
+            if (failed(lowerOutputTile(row.p, row.perRowTiles))) return fail();
+          }
+        r0 = rows[1].row + rows[1].p;
+        continue;
+      }
       accumulators.clear();
       // Per-row values of this row tile's first column tile (loads of
       // inputs broadcast along the row, a matmul with one column, and what
@@ -1229,29 +1293,8 @@ relower:
       // every per-row value depends on the row alone.
       llvm::DenseMap<Value, Value> perRowTiles;
       if (prologueOperand && failed(lowerPrologue(p, perRowTiles))) return fail();
-      for (c0 = block; c0 < blockEnd; c0 += chunk) {
-        int64_t f = std::min(chunk, space.cols - c0);
-        tiles.clear();
-        for (auto [v, tile] : perRowTiles) tiles[v] = tile;
-        ++iteration;
-        accumulating = chunked;
-        // Issue every input load up front so the DMA queues start while the
-        // engines are still busy with the previous row tile.
-        for (Value v : hbmValues) {
-          tileOf(v);
-          if (!chunked && layouts[v].kind == Kind::Row) perRowTiles[v] = tiles[v];
-        }
-        for (Operation& op : oldBody.without_terminator()) {
-          if ((chunked && afterReduction.contains(&op)) || prologueOps.contains(&op)) continue;
-          if (aliasTile(op) || llvm::isa<arith::ConstantOp>(op) || aten::isViewOp(&op)) continue;
-          if (op.getNumResults() == 1 && perRowTiles.count(op.getResult(0))) continue;
-          if (failed(lowerOp(&op, p, f))) return fail();
-          if (!chunked && op.getNumResults() == 1 && layouts[op.getResult(0)].kind == Kind::Row)
-            if (auto t = tiles.find(op.getResult(0)); t != tiles.end()) perRowTiles[t->first] = t->second;
-        }
-        for (auto [v, hbm] : llvm::zip(yield.getValues(), outHbm))
-          if ((!chunked || storedPerChunk(v)) && failed(storeOutput(v, hbm, p, f))) return fail();
-      }
+      for (c0 = block; c0 < blockEnd; c0 += chunk)
+        if (failed(lowerOutputTile(p, perRowTiles))) return fail();
       if (!chunked) {
         r0 += p;
         continue;

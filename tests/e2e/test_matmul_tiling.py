@@ -116,6 +116,34 @@ class MatmulTiling(unittest.TestCase):
         neff = os.path.join(self.tmp, name + ".neff")
         return len({i["span"] for i in toolchain.profile_instructions(neff, self.tmp)})
 
+    def test_first_row_tiles_paired(self):
+        # Weights read K-major (x @ w with w [in, out], GPT-2's Conv1D): the first two row
+        # tiles of each column block (of each batch for a bmm) alternate column tile by
+        # column tile (tests/lit/passes/lower-to-isa-paired-rows.mlir). With a layer norm
+        # prologue and a GELU epilogue, partial last row tiles and column tiles, a bmm
+        # whose batch has 2 full row tiles and a partial one, and an epilogue through a
+        # head split. Parameters as users have them (ones, zeros) and random.
+        for dtype in (torch.float32, torch.bfloat16):
+            for init in ("default", "random"):
+                with self.subTest(dtype=dtype, init=init, case="prologue"):
+                    x = randn(300, 200, dtype=dtype, scale=3.0)
+                    g = torch.ones(200, dtype=dtype) if init == "default" else randn(200, dtype=dtype, seed=3)
+                    beta = torch.zeros(200, dtype=dtype) if init == "default" else randn(200, dtype=dtype, seed=4)
+                    w, bias = randn(200, 1100, dtype=dtype, seed=1, scale=0.07), randn(1100, dtype=dtype, seed=2)
+                    if init == "default":
+                        bias = torch.zeros(1100, dtype=dtype)
+
+                    def fn(x, g, beta, w, bias):
+                        return F.gelu(F.layer_norm(x, (200,), g, beta, 1e-5) @ w + bias)
+                    self.check(fn, (x, g, beta, w, bias))
+                    self.assertEqual(self.kernels(), 1)
+            with self.subTest(dtype=dtype, case="bmm"):
+                self.check(lambda a, b: torch.bmm(a, b) * 0.5,
+                           (randn(2, 300, 64, dtype=dtype, seed=5), randn(2, 64, 1100, dtype=dtype, seed=6, scale=0.1)))
+            with self.subTest(dtype=dtype, case="heads"):
+                self.check(lambda x, w: (x @ w).view(260, 16, 64).transpose(0, 1).contiguous() + 1.0,
+                           (randn(260, 96, dtype=dtype, seed=7), randn(96, 1024, dtype=dtype, seed=8, scale=0.1)))
+
     def test_layer_norm_prologue(self):
         # GPT-2's ln -> c_fc -> gelu: the layer norm joins the matmul's kernel as its left
         # operand's prologue (one kernel). 3 row tiles (300, the last partial), K = 200 (two
