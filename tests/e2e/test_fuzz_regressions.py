@@ -758,6 +758,35 @@ class FuzzRegressions(unittest.TestCase):
                 self.assertEqual(out.dtype, np.float16)
                 np.testing.assert_array_equal(out, w.half().numpy())
 
+    def test_generator_models_roundings_inside_and_across_statements(self):
+        # graph_fuzz 60606060 case 1234, a false report: v3 = F.linear(F.layer_norm(x), w)
+        # in bf16, then v3 * rsqrt(mean(v3^2) + 1e-6) over a dim of 1 (about sign(v3)). One
+        # row's dot product cancels to 0.0035; the bf16 roundings of the layer norm (exact on
+        # the device: correctly rounded) shift it to 0.0017, and the next statement turns
+        # that into 0.86 against eager's 0.96 (eager's own layer norm rounds otherwise and
+        # happens to land near float64). The generator's sensitivity check moved only the
+        # statement's operands, each by an ulp, so it saw neither the rounding inside the
+        # first statement nor how far it carries. It now models every op's rounding and
+        # carries the moved values, and does not add the second statement.
+        sys.path.insert(0, os.path.join(HERE, "..", "fuzz"))
+        import graph_fuzz  # noqa: E402
+
+        b = graph_fuzz.Builder(1, "bf16", graph_fuzz.supported_ops())
+        seeds = iter([757894916, 757999645, 758104374, 758313832, 758418561])
+        b.next_seed = lambda: next(seeds)
+        rows, k, one = b.sym(17), b.sym(129), b.sym(1)
+        x = b.new_input(((rows,), (k,)), kind="unit")
+        g = b.new_param(((k,),), kind="ones", buffer=False)
+        beta = b.new_param(((k,),), kind="zeros", buffer=True)
+        w = b.new_param(((one,), (k,)), kind="normal", arg=0.08804509063256238, buffer=False)
+        bias = b.new_param(((one,),), kind="zeros", buffer=True)
+        v3 = b.add("F.linear(F.layer_norm(%s, (129,), %s, %s, 1e-5), %s, %s)" % (x, g, beta, w, bias),
+                   [((rows,), (one,))])
+        eager = b.ev.real[v3].float()
+        self.assertEqual(float(eager[16, 0]), 0.0036163330078125)  # the same data as the report
+        with self.assertRaisesRegex(graph_fuzz.Reject, "ill-conditioned"):
+            b.add("%s * torch.rsqrt(%s.pow(2).mean(-1, keepdim=True) + 1e-6)" % (v3, v3), [((rows,), (one,))])
+
     def test_empty_graph(self):
         path = os.path.join(self.tmp, "empty.pb")
         open(path, "wb").close()
