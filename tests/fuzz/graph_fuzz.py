@@ -556,17 +556,23 @@ class Program:
 # ---------------------------------------------------------------------------
 # Evaluation: every statement in eager (case dtype) and float64, with checks.
 
-# Ops whose float results are exactly their inputs' values (views aside: those alias), or
-# exact functions of them: not rounded by RoundingModel.
+# Ops whose float results are their inputs' values or exact functions of them: not rounded by
+# RoundingModel (ops whose results alias their inputs, views, are recognized by their schema;
+# "reshape" is the fuzzer's ncfuzz::reshape, a copy).
 EXACT_OPS = {"clone", "_to_copy", "copy", "cat", "stack", "index_select", "gather", "index", "take", "slice",
-             "select", "where", "masked_fill", "max", "min", "amax", "amin", "maximum", "minimum", "relu",
+             "split", "where", "masked_fill", "max", "min", "amax", "amin", "maximum", "minimum", "relu",
              "abs", "neg", "sort", "topk", "kthvalue", "median", "nanmedian", "flip", "roll", "repeat",
              "constant_pad_nd", "floor", "ceil", "round", "trunc", "sign", "sgn", "clamp", "clamp_min",
              "clamp_max", "zeros", "ones", "full", "zeros_like", "ones_like", "full_like", "empty",
              "new_zeros", "new_ones", "new_full", "arange", "tril", "triu", "embedding", "scatter",
-             "index_put", "fill", "lift_fresh", "alias", "detach", "cummax", "cummin", "max_pool2d_with_indices",
-             "_unsafe_view", "_reshape_alias", "view", "reshape", "expand", "permute", "transpose", "t",
-             "unsqueeze", "squeeze", "contiguous", "narrow", "split", "chunk", "unbind", "diagonal"}
+             "index_put", "fill", "cummax", "cummin", "max_pool2d_with_indices", "_unsafe_view",
+             "reshape"}
+
+
+def rounded_like(t, u, gen):
+    """t (float64) with each element moved by u relative, random signs: one rounding to a dtype
+    of unit roundoff u."""
+    return t * (1 + u * (torch.randint(0, 2, t.shape, generator=gen, dtype=torch.float64) * 2 - 1))
 
 
 class RoundingModel(torch.utils._python_dispatch.TorchDispatchMode):
@@ -584,12 +590,9 @@ class RoundingModel(torch.utils._python_dispatch.TorchDispatchMode):
                 schema.name.split("::")[-1].rstrip("_") in EXACT_OPS:
             return out
 
-        def rounded(t):
-            if isinstance(t, torch.Tensor) and t.dtype == torch.float64 and t.numel():
-                signs = torch.randint(0, 2, t.shape, generator=self.gen, dtype=torch.float64) * 2 - 1
-                return t * (1 + self.u * signs)
-            return t
-        return torch.utils._pytree.tree_map(rounded, out)
+        return torch.utils._pytree.tree_map(
+            lambda t: rounded_like(t, self.u, self.gen)
+            if isinstance(t, torch.Tensor) and t.dtype == torch.float64 and t.numel() else t, out)
 
 
 class Evaluator:
@@ -601,8 +604,8 @@ class Evaluator:
         self.level = level           # "full": conditioning checks; "run": only needs to execute
         self.real = {}
         self.ref = {}
-        # float64 values with every computed value's rounding modelled (an ulp, random signs)
-        # and carried through the statements that read it (check_sensitivity)
+        # float64 values with the device's roundings modelled (the unit roundoff of every op,
+        # random signs) and carried through the statements that read them (check_sensitivity)
         self.pert = {}
         self.g_real = dict(P)
         self.g_ref = dict(P)
@@ -665,10 +668,9 @@ class Evaluator:
         case 188) amplifies that beyond the tolerance although eager itself happens to land
         close to float64. The statement is evaluated in float64 again with the result of every
         op inside it moved by the dtype's unit roundoff (half an ulp, random signs: the device's
-        rounding; ops that alias, select or exactly transform their inputs
-        exactly are left alone) and with its computed operands at their moved values from the
-        statements that made them, which are kept for the statements that read this one: a
-        first-order propagation of rounding. So a bf16 layer norm's roundings shift the dot
+        rounding; ops that alias, select or exactly transform their inputs are left alone) and
+        with its computed operands at the moved values their statements left, which are kept
+        in turn for the statements that read this one: a first-order propagation of rounding. So a bf16 layer norm's roundings shift the dot
         product of a projection that cancels (by far more than an ulp of its result), and
         x * rsqrt(x^2 + eps) after it, which turns that into an error of the output's order, is
         not added (graph_fuzz 60606060 case 1234). Exact values (inputs, parameters, exact ops
@@ -688,8 +690,7 @@ class Evaluator:
             if name in self.pert:
                 moved[name] = self.pert[name]
             else:
-                u = UNIT_ROUNDOFF.get(var.attrs.get("prec", self.prog.dtype), 2.0 ** -24)
-                moved[name] = x * (1 + u * (torch.randint(0, 2, x.shape, generator=gen, dtype=torch.float64) * 2 - 1))
+                moved[name] = rounded_like(x, UNIT_ROUNDOFF.get(var.attrs.get("prec", self.prog.dtype), 2.0 ** -24), gen)
         precs = [v.attrs.get("prec", self.prog.dtype) for v in out_vars if v is not None]
         u = max(UNIT_ROUNDOFF.get(p, 2.0 ** -24) for p in precs or [self.prog.dtype])
         loc = dict(self.ref)
