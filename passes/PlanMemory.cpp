@@ -17,7 +17,7 @@
 // tiles are placed mirrored (from the top down), clear of the previous
 // kernel's when both fit, so that its first loads need not wait for it.
 // PSUM tiles rotate over the 8 banks (each reserved until the 7th, else the
-// 6th ... 2nd, PSUM tile after it is first used). If nothing
+// 6th ... 2nd, PSUM tile first used after its last use). If nothing
 // fits, the plan falls back to exact lifetimes (correct, less overlap)
 // before giving up. When the deepest buffering does not fit, tiles whose
 // uses follow one another (a result over its input's last read, unread
@@ -373,11 +373,29 @@ struct PlanMemoryPass : impl::PlanMemoryBase<PlanMemoryPass> {
       // The last `depth` tiles of a group (all of them in a group of fewer)
       // have no such successor: they are held to the end of the kernel, or
       // they would share bytes and each wait for the one before it.
+      // PSUM counts the successors from the tile's last use, not its first:
+      // an accumulator lives through a whole output tile, while the slices
+      // transposed meanwhile start and die, so counted from its first use
+      // its bank was free again at its evacuation, and the next row tile's
+      // first transpose or accumulator (the next tile placed) took that
+      // bank and waited for the evacuation (61 such waits of 0.4 us in the
+      // 4096^3 matmul). SBUF panels, loaded just before their few matmuls,
+      // keep the count from the first use (from the last one, LLaMA-7B at
+      // seq 16 was slower: 2046.2 us against 2025.6).
+      bool fromLastUse = !onlyMarked;
       for (auto& [group, order] : groups)
-        for (size_t i = 0; i < order.size(); ++i)
-          buffers[order[i]].end = std::max(buffers[order[i]].end, i + size_t(depth) < order.size()
-                                                                      ? exact[order[i + size_t(depth)]].start + 1
-                                                                      : step);
+        for (size_t i = 0; i < order.size(); ++i) {
+          size_t first = i + 1;
+          if (fromLastUse) {
+            int64_t lastUse = exact[order[i]].end;
+            first = std::max(first, size_t(llvm::partition_point(order, [&](size_t t) {
+                                               return exact[t].start < lastUse;
+                                             }) - order.begin()));
+          }
+          size_t successor = first + size_t(depth) - 1;
+          buffers[order[i]].end =
+              std::max(buffers[order[i]].end, successor < order.size() ? exact[order[successor]].start + 1 : step);
+        }
       return buffers;
     };
     // SBUF is large next to one iteration's tiles: sixteen iterations in

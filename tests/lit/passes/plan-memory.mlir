@@ -52,6 +52,36 @@ func.func @rotation(%x: tensor<200x300xf32>, %w: tensor<600x300xf32>) -> tensor<
 
 // -----
 
+// The rotation counts a PSUM tile's successors from its last use. The first
+// row tile's accumulator lives through its 16 matmuls while the 16 slices
+// of x transposed meanwhile start and die; counted from its first use, its
+// bank was free again after its copy out, and the second row tile's third
+// transpose took that bank and waited for the copy. Now the seven PSUM
+// tiles after the copy keep off it.
+// ROTATE-LABEL: func.func @from_last_use
+// ROTATE: %[[ACC:[0-9]+]] = nc.alloc_psum {offset = [[OFF:[0-9]+]] : i64} : memref<128x512xf32, 2>
+// ROTATE: nc.{{tensor_scalar|activation}} %{{[0-9]+}}, %[[ACC]] {
+// ROTATE-NOT: offset = [[OFF]] : i64} : memref
+// ROTATE: nc.alloc_psum
+// ROTATE-NOT: offset = [[OFF]] : i64} : memref
+// ROTATE: nc.alloc_psum
+// ROTATE-NOT: offset = [[OFF]] : i64} : memref
+// ROTATE: nc.alloc_psum
+// ROTATE-NOT: offset = [[OFF]] : i64} : memref
+// ROTATE: nc.alloc_psum
+// ROTATE-NOT: offset = [[OFF]] : i64} : memref
+// ROTATE: nc.alloc_psum
+// ROTATE-NOT: offset = [[OFF]] : i64} : memref
+// ROTATE: nc.alloc_psum
+// ROTATE-NOT: offset = [[OFF]] : i64} : memref
+// ROTATE: nc.alloc_psum
+func.func @from_last_use(%x: tensor<256x2048xf32>, %w: tensor<2048x512xf32>) -> tensor<256x512xf32> {
+  %y = aten.mm %x, %w : tensor<256x2048xf32>, tensor<2048x512xf32> -> tensor<256x512xf32>
+  return %y : tensor<256x512xf32>
+}
+
+// -----
+
 // A value stored transposed: per row tile, three 128-column blocks go
 // through the TensorEngine into PSUM and are copied out to SBUF. The six
 // PSUM tiles (fewer than the rotation depth) each keep a bank, so no
