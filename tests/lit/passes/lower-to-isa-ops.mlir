@@ -7,16 +7,24 @@
 // transposes of a k slice fill one PSUM bank side by side, so the moving
 // slice and the output tile stay 512 columns wide (600 = 512 + 88). K runs as
 // 128 + 128 + 44 partitions accumulated in one PSUM tile; the bias and relu
-// are the epilogue of the same kernel.
+// are the epilogue of the same kernel. x's two full [128 x 128] slices are
+// transposed side by side into one PSUM tile and copied out at once (the
+// partial slice of 44 stays on its own).
 // CHECK-LABEL: func.func @linear
 // CHECK: nc.kernel "k0_fused_t_addmm_relu"
 // CHECK-NOT: nc.kernel
 // CHECK: %[[P:.*]] = nc.alloc_psum : memref<128x512xf32, 2>
+// CHECK: %[[XG:.*]] = nc.alloc_psum : memref<128x256xf32, 2>
 // CHECK: %[[XP:.*]] = nc.alloc_tile {iteration = 1 : i64, rotation} : memref<128x300xf32, 1>
 // CHECK: nc.dma_load %{{.*}} -> %[[XP]] {ap = array<i64: 300, 128, 1, 300>, {{.*}}offset = 0 : i64{{.*}} : memref<200x300xf32>, memref<128x300xf32, 1>
 // CHECK: %[[XS:.*]] = nc.tile_columns %[[XP]][0] : memref<128x300xf32, 1> -> memref<128x128xf32, 1>
-// CHECK: nc.transpose %[[XT:.*]], %[[XS]]
-// CHECK: nc.tensor_scalar %[[A:.*]], %[[XT]] {alu = "mul", {{.*}}imm = 1.0
+// CHECK: %[[XT0:.*]] = nc.tile_columns %[[XG]][0] : memref<128x256xf32, 2> -> memref<128x128xf32, 2>
+// CHECK: nc.transpose %[[XT0]], %[[XS]]
+// CHECK: %[[XS1:.*]] = nc.tile_columns %[[XP]][128] : memref<128x300xf32, 1> -> memref<128x128xf32, 1>
+// CHECK: %[[XT1:.*]] = nc.tile_columns %[[XG]][128] : memref<128x256xf32, 2> -> memref<128x128xf32, 2>
+// CHECK: nc.transpose %[[XT1]], %[[XS1]]
+// CHECK: nc.tensor_scalar %[[XC:.*]], %[[XG]] {alu = "mul", {{.*}}imm = 1.0{{.*}} : memref<128x256xf32, 1>, memref<128x256xf32, 2>
+// CHECK: %[[A:.*]] = nc.tile_columns %[[XC]][0] : memref<128x256xf32, 1> -> memref<128x128xf32, 1>
 // CHECK: %[[WT:.*]] = nc.alloc_psum : memref<128x512xf32, 2>
 // CHECK: nc.dma_load %{{.*}} -> %[[WP:.*]] {ap = array<i64: 300, 128, 1, 300>, {{.*}}offset = 0 : i64{{.*}} : memref<600x300xf32>, memref<128x300xf32, 1>
 // CHECK: %[[WS:.*]] = nc.tile_columns %[[WP]][0]

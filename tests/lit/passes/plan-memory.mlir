@@ -34,16 +34,17 @@ func.func @too_wide(%x: tensor<4x60000xf32>) -> tensor<4x1xf32> {
 // PSUM tiles rotate over the banks (here every tile of the first row tile
 // gets a bank of its own), so a transpose never waits for the copy out of
 // the bank a previous one filled. A PSUM tile's column range (four W
-// transposes side by side) lives in its tile's bank.
+// transposes side by side, or x's two full slices) lives in its tile's
+// bank.
 // ROTATE-LABEL: func.func @rotation
 // ROTATE: nc.alloc_psum {offset = [[ACC:[0-9]+]] : i64} : memref<128x512xf32, 2>
-// ROTATE: nc.alloc_psum {offset = [[X0:[0-9]+]] : i64} : memref<128x128xf32, 2>
+// ROTATE: nc.alloc_psum {offset = [[X0:[0-9]+]] : i64} : memref<128x256xf32, 2>
 // ROTATE-NOT: offset = [[X0]] : i64} : memref
 // ROTATE: nc.alloc_psum {offset = [[W0:[0-9]+]] : i64} : memref<128x512xf32, 2>
 // ROTATE-NOT: offset = [[X0]] : i64} : memref
 // ROTATE-NOT: offset = [[W0]] : i64} : memref
 // ROTATE-NOT: offset = [[ACC]] : i64} : memref
-// ROTATE: nc.alloc_psum {offset = {{[0-9]+}} : i64} : memref<128x128xf32, 2>
+// ROTATE: nc.alloc_psum {offset = {{[0-9]+}} : i64} : memref<44x512xf32, 2>
 func.func @rotation(%x: tensor<200x300xf32>, %w: tensor<600x300xf32>) -> tensor<200x600xf32> {
   %t = aten.t %w : tensor<600x300xf32> -> tensor<300x600xf32>
   %y = aten.mm %x, %t : tensor<200x300xf32>, tensor<300x600xf32> -> tensor<200x600xf32>
@@ -53,11 +54,11 @@ func.func @rotation(%x: tensor<200x300xf32>, %w: tensor<600x300xf32>) -> tensor<
 // -----
 
 // The rotation counts a PSUM tile's successors from its last use. The first
-// row tile's accumulator lives through its 16 matmuls while the 16 slices
-// of x transposed meanwhile start and die; counted from its first use, its
-// bank was free again after its copy out, and the second row tile's third
-// transpose took that bank and waited for the copy. Now the seven PSUM
-// tiles after the copy keep off it.
+// row tile's accumulator lives through its 32 matmuls while the 32 slices
+// of x transposed meanwhile (four to a bank) start and die; counted from
+// its first use, its bank was free again after its copy out, and the second
+// row tile's transposes could take it and wait for the copy. Now the seven
+// PSUM tiles after the copy keep off it.
 // ROTATE-LABEL: func.func @from_last_use
 // ROTATE: %[[ACC:[0-9]+]] = nc.alloc_psum {offset = [[OFF:[0-9]+]] : i64} : memref<128x512xf32, 2>
 // ROTATE: nc.{{tensor_scalar|activation}} %{{[0-9]+}}, %[[ACC]] {
@@ -75,8 +76,8 @@ func.func @rotation(%x: tensor<200x300xf32>, %w: tensor<600x300xf32>) -> tensor<
 // ROTATE: nc.alloc_psum
 // ROTATE-NOT: offset = [[OFF]] : i64} : memref
 // ROTATE: nc.alloc_psum
-func.func @from_last_use(%x: tensor<256x2048xf32>, %w: tensor<2048x512xf32>) -> tensor<256x512xf32> {
-  %y = aten.mm %x, %w : tensor<256x2048xf32>, tensor<2048x512xf32> -> tensor<256x512xf32>
+func.func @from_last_use(%x: tensor<256x4096xf32>, %w: tensor<4096x512xf32>) -> tensor<256x512xf32> {
+  %y = aten.mm %x, %w : tensor<256x4096xf32>, tensor<4096x512xf32> -> tensor<256x512xf32>
   return %y : tensor<256x512xf32>
 }
 
