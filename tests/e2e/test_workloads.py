@@ -130,6 +130,10 @@ class Workloads(unittest.TestCase):
                 rows.setdefault(line.split()[0], line.split())
         self.assertEqual(sorted(rows), ["rmsnorm", "softmax"])
         self.assertEqual(rows["rmsnorm"][1:3], ["1", "1"])  # one dispatch, one kernel
+        # A one-kernel workload cannot beat its kernel's busiest resource.
+        self.assertIn("Tex/Kb", proc.stdout)
+        for name in ("rmsnorm", "softmax"):
+            self.assertGreaterEqual(float(rows[name][8]), 1.0, rows[name])
         self.assertIn("Goals", proc.stdout)
         self.assertRegex(proc.stdout, r"softmax +MBU \(exec\) +>= 80%")
         bad = subprocess.run([sys.executable, script, "--workloads", "nope"], stdout=subprocess.PIPE,

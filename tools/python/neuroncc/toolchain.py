@@ -91,9 +91,15 @@ def profile_instructions(neff, scratch):
     queue, opcode, start and end, bytes, source op), in issue order per queue."""
     base = os.path.join(scratch, os.path.splitext(os.path.basename(neff))[0] + "-instructions")
     capture_ntff(neff, base + ".ntff", timing_only=True)
-    _run([tool("neuron-profile"), "view", "-n", neff, "-s", base + ".ntff", "--output-format", "json",
-          "--output-file", base + ".json"])
-    with open(base + ".json") as f:
+    return ntff_instructions(neff, base + ".ntff", base + ".json")
+
+
+def ntff_instructions(neff, ntff, json_path):
+    """The instructions of an existing capture (neuron-profile's JSON view, also
+    written to `json_path`)."""
+    _run([tool("neuron-profile"), "view", "-n", neff, "-s", ntff, "--output-format", "json",
+          "--output-file", json_path])
+    with open(json_path) as f:
         return json.load(f)["instructions"]
 
 
