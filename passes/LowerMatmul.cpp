@@ -142,8 +142,9 @@ Value KernelLowering::operandSlice(OperandCache& cache, const MatmulOperand& o, 
   int64_t kt = std::min(P, o.K - k0), column = 0;
   Value slice;
   // Slices of 128 columns read in rows (a full row tile's stationary
-  // slices, [128 x 128] each) are transposed four at a time, side by side into one PSUM bank, and
-  // copied out to SBUF at once. A bank per slice crowded PSUM's 8 banks: a
+  // slices, [128 x 128] each) are transposed four at a time, side by side
+  // into one PSUM bank, and copied out to SBUF at once. A bank per slice
+  // crowded PSUM's 8 banks: a
   // bank came back to the rotation (PlanMemory.cpp) soon after its copy, and
   // the next transposes waited for it (the 4096^3 matmul: 2092.6 us so,
   // 2064.4 us grouped). Partial row tiles keep a bank per slice: their
