@@ -196,11 +196,10 @@ def kernel_engine_bound(instructions, bw):
     busy = {}
     for i in instructions:
         per = busy.setdefault(i["span"], {})
-        engine = "dma" if i["queue"].startswith("dma") else i["queue"]
-        if engine == "dma":
+        if i["queue"].startswith("dma"):
             per["dma"] = per.get("dma", 0.0) + i["bytes"] / bw * 1e6
         else:
-            per[engine] = per.get(engine, 0.0) + i["end_us"] - i["start_us"]
+            per[i["queue"]] = per.get(i["queue"], 0.0) + i["end_us"] - i["start_us"]
     return sum(max(per.values()) for per in busy.values()) * 1e-6
 
 

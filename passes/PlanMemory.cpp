@@ -364,7 +364,7 @@ struct PlanMemoryPass : impl::PlanMemoryBase<PlanMemoryPass> {
     // Marked tiles rotate within their group (the attribute's value: panels
     // of rows, transposed slices), so that one kind does not crowd out the
     // other.
-    auto rotated = [&](std::vector<PlannedBuffer> buffers, int64_t depth, bool onlyMarked) {
+    auto rotated = [&](std::vector<PlannedBuffer> buffers, int64_t depth, bool onlyMarked, bool fromLastUse) {
       llvm::MapVector<Attribute, std::vector<size_t>> groups;
       for (size_t i : byStart) {
         Attribute group = allocs[i]->getAttr("rotation");
@@ -382,7 +382,6 @@ struct PlanMemoryPass : impl::PlanMemoryBase<PlanMemoryPass> {
       // 4096^3 matmul). SBUF panels, loaded just before their few matmuls,
       // keep the count from the first use (from the last one, LLaMA-7B at
       // seq 16 was slower: 2046.2 us against 2025.6).
-      bool fromLastUse = !onlyMarked;
       for (auto& [group, order] : groups)
         for (size_t i = 0; i < order.size(); ++i) {
           size_t first = i + 1;
@@ -410,12 +409,12 @@ struct PlanMemoryPass : impl::PlanMemoryBase<PlanMemoryPass> {
       for (int64_t depth = 16; depth >= 1; --depth)
         candidates.push_back([&, depth] { return buffered(depth, false); });
       for (int64_t rotation : {32, 16, 8})
-        candidates.push_back([&, rotation] { return rotated(buffered(16, true), rotation, true); });
+        candidates.push_back([&, rotation] { return rotated(buffered(16, true), rotation, true, false); });
       for (int64_t panels : {8, 4, 2})
-        candidates.push_back([&, panels] { return rotated(buffered(1, true), panels, true); });
+        candidates.push_back([&, panels] { return rotated(buffered(1, true), panels, true, false); });
     } else {
       for (int64_t depth = kPsumBytes / nc::kPsumBankBytes - 1; depth >= 2; --depth)
-        candidates.push_back([&, depth] { return rotated(exact, depth, false); });
+        candidates.push_back([&, depth] { return rotated(exact, depth, false, true); });
     }
     candidates.push_back([&] { return exact; });
     // Any plan within the capacity will do, so the search only runs when the

@@ -670,10 +670,10 @@ class Evaluator:
         op inside it moved by the dtype's unit roundoff (half an ulp, random signs: the device's
         rounding; ops that alias, select or exactly transform their inputs are left alone) and
         with its computed operands at the moved values their statements left, which are kept
-        in turn for the statements that read this one: a first-order propagation of rounding. So a bf16 layer norm's roundings shift the dot
-        product of a projection that cancels (by far more than an ulp of its result), and
-        x * rsqrt(x^2 + eps) after it, which turns that into an error of the output's order, is
-        not added (graph_fuzz 60606060 case 1234). Exact values (inputs, parameters, exact ops
+        in turn for the statements that read this one: a first-order propagation of rounding.
+        So a bf16 layer norm's roundings shift the dot product of a projection that cancels (by
+        far more than an ulp of its result), and x * rsqrt(x^2 + eps) after it, which turns that
+        into an error of the output's order, is not added (graph_fuzz 60606060 case 1234). Exact values (inputs, parameters, exact ops
         of exact values) are the same bits on the device and are not moved."""
         for name in outs:
             self.pert.pop(name, None)
