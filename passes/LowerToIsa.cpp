@@ -601,37 +601,107 @@ bool KernelLowering::loadTransposed(Value v, Value tile, const Layout& l, int64_
   return true;
 }
 
-// The mirror of loadTransposed for a store whose rows are adjacent in
-// memory and whose columns are strided (a value stored through a transpose,
-// `(x * 2).t()` returned): blocks of up to 128 columns are transposed on the
-// TensorEngine, copied out of PSUM and stored with the columns on the
-// partitions, one contiguous run of the rows each. True if stored so.
+// The mirror of loadTransposed for a store whose columns are strided in
+// memory and whose rows come in runs of adjacent elements (a value stored
+// through a transpose, `(x * 2).t()` returned; a projection's result stored
+// as per-head K^T, [batch, heads, head_dim, tokens], where a row tile's
+// tokens run in one segment per batch): blocks of up to 128 columns with
+// one stride between them are transposed on the TensorEngine, copied out
+// of PSUM and stored with the columns on the partitions, each row segment
+// one contiguous run. Stored element by element, each element would cost a
+// DMA descriptor. True if stored so.
 bool KernelLowering::storeTransposed(Value hbm, Value tile, const Layout& l, ArrayRef<int64_t> offs, int64_t col0,
                                      int64_t f) {
   const int64_t P = nc::kNumPartitions;
-  int64_t p = int64_t(offs.size()), colStride = transposedColumnStride(l, offs, f);
-  if (colStride == 0 || nc::isPsumTile(tile.getType()) ||
+  const int64_t p = int64_t(offs.size());
+  if (l.kind != Kind::Full || space.split > 1 || p < 2 || f < 2 || l.colStrides.empty() ||
+      l.colStrides.back() <= 1 || nc::isPsumTile(tile.getType()) ||
       llvm::cast<MemRefType>(tile.getType()).getElementType() != llvm::cast<MemRefType>(hbm.getType()).getElementType())
     return false;
+  // Rows: segments of adjacent elements, (first row, count). Worth a
+  // transpose where they average two elements or more.
+  SmallVector<std::pair<int64_t, int64_t>, 4> segments;
+  for (int64_t i = 0; i < p; ++i) {
+    if (i > 0 && offs[size_t(i)] == offs[size_t(i - 1)] + 1) ++segments.back().second;
+    else segments.push_back({i, 1});
+  }
+  if (int64_t(segments.size()) * 2 > p) return false;
+  // Equal segments at equal distances go in one transfer.
+  int64_t segStride = segments.size() > 1 ? offs[size_t(segments[1].first)] - offs[0] : 0;
+  bool uniform = llvm::all_of(llvm::enumerate(segments), [&](auto e) {
+    return e.value().second == segments[0].second &&
+           offs[size_t(e.value().first)] == offs[0] + int64_t(e.index()) * segStride;
+  });
+  // The HBM offset of the tile's column c (from the view's first element).
+  auto columnOffset = [&](int64_t c) {
+    int64_t index = col0 + c, offset = 0;
+    for (size_t j = space.trail.size(); j-- > 0;) {
+      offset += index % space.trail[j] * l.colStrides[j];
+      index /= space.trail[j];
+    }
+    return offset;
+  };
   Type elem = llvm::cast<MemRefType>(hbm.getType()).getElementType();
   // The rows of a transposed block are the tile's rows: 128 of them are
   // runs of 256 bytes (bf16), each costing its descriptor more than its
-  // bytes. The blocks of consecutive row tiles are gathered, per column
-  // block, into one tile of up to kTransposedRows columns and stored once:
-  // runs of up to 1 KiB, one fixed cost for four row tiles (LLaMA-7B's
-  // RMSNorm kernels, which store the projections' operand transposed: 204
-  // to 136 us). Not in a matmul's kernel: there the gathered tiles held
-  // across row tiles cost the TensorEngine more waits than the stores save
-  // (LLaMA-7B's up projection 3064 to 3106 us).
+  // bytes. The blocks of consecutive row tiles (one segment each) are
+  // gathered, per column block, into one tile of up to kTransposedRows
+  // columns and stored once: runs of up to 1 KiB, one fixed cost for four
+  // row tiles (LLaMA-7B's RMSNorm kernels, which store the projections'
+  // operand transposed: 204 to 136 us). Not in a matmul's kernel: there the
+  // gathered tiles held across row tiles cost the TensorEngine more waits
+  // than the stores save (LLaMA-7B's up projection 3064 to 3106 us).
+  // Blocks (first column, columns, stride): up to 128 columns at one
+  // positive stride.
+  SmallVector<std::array<int64_t, 3>> blocks;
+  for (int64_t c = 0; c < f;) {
+    int64_t w = 1, colStride = 1;
+    if (c + 1 < f) {
+      colStride = columnOffset(c + 1) - columnOffset(c);
+      while (w < P && c + w < f && columnOffset(c + w) - columnOffset(c + w - 1) == colStride) ++w;
+    }
+    if (colStride < 1) return false;
+    blocks.push_back({c, w, colStride});
+    c += w;
+  }
   const bool lastRows = r0 + p >= space.rows || (space.rowBlock > 0 && (r0 + p) % space.rowBlock == 0);
-  for (int64_t c = 0; c < f; c += P) {
-    int64_t w = std::min(P, f - c);
-    int64_t colOffset = l.offset + (col0 + c) * colStride;
+  const bool gather = segments.size() == 1;
+  for (auto [c, w, colStride] : blocks) {
+    int64_t colOffset = l.offset + columnOffset(c);
+    auto transpose = [&] {
+      Value psum = allocPsum(w, p);
+      setSource(b->create<nc::TransposeOp>(loc, psum, tileColumns(*b, loc, tile, c, w)), nullptr);
+      ++numInst;
+      return psum;
+    };
+    if (!gather) {
+      Value psum = transpose();
+      Value transposed = alloc(w, p, elem);
+      copyTile(transposed, psum, nullptr);
+      ++numInst;
+      SmallVector<std::pair<int64_t, int64_t>, 4> transfers;  // (first row, rows)
+      if (uniform) transfers.push_back({0, p});
+      else transfers.assign(segments.begin(), segments.end());
+      for (auto [first, rows] : transfers) {
+        SmallVector<int64_t> ap{colStride, w};
+        if (uniform && segments.size() > 1) ap.append({segStride, int64_t(segments.size())});
+        ap.append({1, uniform ? segments[0].second : rows});
+        Operation* dma = b->create<nc::DmaStoreOp>(loc, tileColumns(*b, loc, transposed, first, rows), hbm,
+                                                   b->getI64IntegerAttr(0),
+                                                   b->getI64IntegerAttr(colOffset + offs[size_t(first)]),
+                                                   b->getDenseI64ArrayAttr(ap));
+        setEngineAndSource(dma, *b, "dma", -1);
+        ++numInst;
+        ++numDma;
+      }
+      continue;
+    }
     auto output = llvm::dyn_cast<BlockArgument>(hbm);  // (the kernel's results are)
     auto key = std::make_pair(output ? int64_t(output.getArgNumber()) : -1, colOffset);
     auto it = pendingTransposed.find(key);
     if (it != pendingTransposed.end() &&
-        (it->second.firstRow + it->second.rows != offs[0] || it->second.partitions != w)) {
+        (it->second.firstRow + it->second.rows != offs[0] || it->second.partitions != w ||
+         it->second.colStride != colStride)) {
       flushTransposed(it->second);
       pendingTransposed.erase(it);
       it = pendingTransposed.end();
@@ -645,10 +715,8 @@ bool KernelLowering::storeTransposed(Value hbm, Value tile, const Layout& l, Arr
       it = pendingTransposed.emplace(key, fresh).first;
     }
     PendingTransposedStore& pending = it->second;
-    Value psum = allocPsum(w, p);
-    setSource(b->create<nc::TransposeOp>(loc, psum, tileColumns(*b, loc, tile, c, w)), nullptr);
-    copyTile(tileColumns(*b, loc, pending.tile, pending.rows, p), psum, nullptr);
-    numInst += 2;
+    copyTile(tileColumns(*b, loc, pending.tile, pending.rows, p), transpose(), nullptr);
+    ++numInst;
     pending.rows += p;
     if (lastRows || p < P || pending.rows + P > pending.capacity) {
       flushTransposed(pending);

@@ -241,6 +241,44 @@ class AttentionEndToEnd(unittest.TestCase):
                     kernels = self.run_case(make(seq, heads, head_dim, dtype, bias, hf), inputs, name)
                     self.assertEqual(len(kernels), 4, kernels)
 
+    def test_batched_rotary_heads(self):
+        """Batch 2 and 3: the head split of a batch > 1 cannot merge [batch, heads] into the
+        batched matmul's one batch dim as a view, so the graph copies K^T per head (a clone of
+        [b, h, d, s]), which the projection's kernel stores transposed: each row tile's
+        tokens are one run per batch (100 tokens per batch: runs of 100 and 28 rows in the
+        first row tile); 128- and 64-wide heads, with a causal mask."""
+        def rotate_half(x):
+            half = x.shape[-1] // 2
+            return torch.cat((-x[..., half:], x[..., :half]), dim=-1)
+
+        def make(batch, seq, heads, head_dim, dtype):
+            inv = 1.0 / (10000.0 ** (torch.arange(0, head_dim, 2, dtype=torch.float32) / head_dim))
+            emb = torch.outer(torch.arange(seq, dtype=torch.float32), inv)
+            emb = torch.cat((emb, emb), dim=-1)
+            cos, sin = emb.cos().to(dtype), emb.sin().to(dtype)
+            mask = torch.ones(seq, seq, dtype=torch.bool).triu(1)
+
+            def fn(x, wq, wk, wv):
+                def split(w):
+                    return F.linear(x, w).view(batch, seq, heads, head_dim).transpose(1, 2)
+                q, k, v = split(wq), split(wk), split(wv)
+                q = q * cos + rotate_half(q) * sin
+                k = k * cos + rotate_half(k) * sin
+                scores = torch.matmul(q, k.transpose(2, 3)) / math.sqrt(head_dim)
+                probs = F.softmax(scores.masked_fill(mask, float("-inf")), dim=-1, dtype=torch.float32).to(dtype)
+                return torch.matmul(probs, v).transpose(1, 2).reshape(batch, seq, -1)
+            return fn
+
+        for batch, seq, heads, head_dim in ((2, 100, 2, 128), (3, 64, 4, 64)):
+            hidden = heads * head_dim
+            for dtype in (torch.float32, torch.bfloat16):
+                with self.subTest(batch=batch, head_dim=head_dim, dtype=dtype):
+                    scale = 1.0 / math.sqrt(hidden)
+                    inputs = [randn(batch, seq, hidden, seed=31, dtype=dtype)] + \
+                        [(randn(hidden, hidden, seed=32 + i) * scale).to(dtype) for i in range(3)]
+                    name = "batched_rotary_%d_%d_%s" % (batch, head_dim, str(dtype)[6:])
+                    self.run_case(make(batch, seq, heads, head_dim, dtype), inputs, name)
+
     def test_fully_masked_rows_are_nan(self):
         mask = torch.zeros(130, 600, dtype=torch.bool)
         mask[5] = True            # every key masked: NaN, as in eager
