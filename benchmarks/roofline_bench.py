@@ -39,8 +39,13 @@ Goals (issue 9): the LLaMA-2-7B layer compiles in <= 5 s and profiles in
 <= 10 s; nothing here asserts on time. A workload that fails shows its stage
 and reason, and the script still exits 0.
 
+With --sizes, a third table measures the same workloads at other sizes
+(SIZES below: odd and small matmuls, short and long sequences, other model
+widths, batches of 2 and 3 sequences), so that a size the production table
+does not show, and falls off a cliff, is seen.
+
 Usage: /usr/bin/python3 benchmarks/roofline_bench.py [--workloads a,b] [--skip-small]
-           [--keep DIR] [--json FILE]
+           [--sizes] [--keep DIR] [--json FILE]
 """
 import argparse
 import json
@@ -203,6 +208,41 @@ def kernel_engine_bound(instructions, bw):
     return sum(max(per.values()) for per in busy.values()) * 1e-6
 
 
+# (row name, workload, sizes) of the --sizes table, all on trn1.
+SIZES = [
+    ("mm 1000^3", "matmul", dict(m=1000, k=1000, n=1000)),
+    ("mm 2048x4096x1024", "matmul", dict(m=2048, k=4096, n=1024)),
+    ("mm 4096x1024x4096", "matmul", dict(m=4096, k=1024, n=4096)),
+    ("mm 3000x5000x2000", "matmul", dict(m=3000, k=5000, n=2000)),
+    ("mm 128x4096x4096", "matmul", dict(m=128, k=4096, n=4096)),
+    ("mm 8192x2048x2048", "matmul", dict(m=8192, k=2048, n=2048)),
+    ("mm 1x4096x4096", "matmul", dict(m=1, k=4096, n=4096)),
+    ("mm 4096x4096x1", "matmul", dict(m=4096, k=4096, n=1)),
+    ("mm 4096x128x4096", "matmul", dict(m=4096, k=128, n=4096)),
+    ("mm 777x333x555", "matmul", dict(m=777, k=333, n=555)),
+    ("ffn 512/2048/5504", "swiglu_ffn", dict(tokens=512, dim=2048, hidden=5504)),
+    ("ffn 1000/4096/11008", "swiglu_ffn", dict(tokens=1000, dim=4096, hidden=11008)),
+    ("ffn 16/4096/11008", "swiglu_ffn", dict(tokens=16, dim=4096, hidden=11008)),
+    ("rms 1000x5120", "rmsnorm", dict(rows=1000, dim=5120)),
+    ("rms 8192x768", "rmsnorm", dict(rows=8192, dim=768)),
+    ("rms 3x100000", "rmsnorm", dict(rows=3, dim=100000)),
+    ("smax 12x1024x1000", "softmax", dict(batch=12, rows=1024, cols=1000)),
+    ("smax 128x50257", "softmax", dict(batch=1, rows=128, cols=50257)),
+    ("llama s512", "llama7b_s2048", dict(seq=512)),
+    ("llama s1000", "llama7b_s2048", dict(seq=1000)),
+    ("llama d2048 s128", "llama7b_s2048", dict(seq=128, dim=2048, heads=16, ffn=5504)),
+    ("llama d2560 s256", "llama7b_s2048", dict(seq=256, dim=2560, heads=32, ffn=6912)),
+    ("llama s1", "llama7b_s2048", dict(seq=1)),
+    ("llama b2 s64", "llama7b_s2048", dict(seq=64, batch=2)),
+    ("gpt2 d768 s128", "gpt2_medium", dict(seq=128, dim=768, heads=12)),
+    ("gpt2 d768 s512", "gpt2_medium", dict(seq=512, dim=768, heads=12)),
+    ("gpt2 d1024 s2048", "gpt2_medium", dict(seq=2048)),
+    ("gpt2 d1280 s300", "gpt2_medium", dict(seq=300, dim=1280, heads=20)),
+    ("gpt2 d1600 s256", "gpt2_medium", dict(seq=256, dim=1600, heads=25)),
+    ("gpt2 b3 s200", "gpt2_medium", dict(seq=200, batch=3)),
+]
+
+
 def print_table(title, rows):
     print("\n" + title)
     head = ("%-19s %4s %4s %7s %11s %11s %11s %8s %7s %6s %6s %6s %6s  %-26s %11s %6s %6s %6s %7s"
@@ -252,6 +292,7 @@ def main(argv=None):
     ap.add_argument("--workloads", default=",".join(r[0] for r in ROWS),
                     help="comma-separated rows of the production table")
     ap.add_argument("--skip-small", action="store_true", help="skip the small e2e models' table")
+    ap.add_argument("--sizes", action="store_true", help="also measure the workloads at the SIZES below")
     ap.add_argument("--keep", help="keep graphs, NEFFs and NTFFs in this directory")
     ap.add_argument("--json", help="also write every row as JSON here")
     args = ap.parse_args(argv)
@@ -276,9 +317,18 @@ def main(argv=None):
             for name in models.MODELS:
                 small.append(measure(name, small_model_export(name), "trn1", workdir))
             print_table("Small end-to-end models (bf16, -O2, trn1)", small)
+        sized = []
+        if args.sizes:
+            for name, workload, sizes in SIZES:
+                w = workloads.WORKLOADS[workload]
+                file_name = re.sub(r"[^A-Za-z0-9]+", "_", name)
+                sized.append(measure(file_name, lambda path, w=w, sizes=sizes: w.export(path, **sizes), "trn1",
+                                     workdir))
+                sized[-1]["name"] = name
+            print_table("Other sizes (bf16, -O2, trn1)", sized)
         if args.json:
             with open(args.json, "w") as f:
-                json.dump({"production": rows, "small": small}, f, indent=1)
+                json.dump({"production": rows, "small": small, "sizes": sized}, f, indent=1)
     finally:
         if not args.keep:
             shutil.rmtree(workdir, ignore_errors=True)

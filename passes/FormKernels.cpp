@@ -238,13 +238,19 @@ struct FormKernelsPass : impl::FormKernelsBase<FormKernelsPass> {
   }
 
   // Index of the first view in the chain that cannot be folded (a reshape of
-  // a non-contiguous view), or -1.
-  int firstUnfoldable(const Chain& c) {
+  // a non-contiguous view), or -1. With `keepBatchDims` (an attention's
+  // matmul operand), views may regroup leading dims they cannot merge
+  // (aten::applyBatchedView): the attention kernel splits its batch index
+  // over them (LowerAttention.cpp).
+  int firstUnfoldable(const Chain& c, bool keepBatchDims = false) {
     aten::StridedView v = aten::contiguousView(llvm::cast<RankedTensorType>(c.root.getType()).getShape());
     for (auto [i, op] : llvm::enumerate(c.ops)) {
       aten::StridedView next;
       std::string error;
-      if (!aten::applyView(op, v, next, &error)) return int(i);
+      auto inShape = llvm::cast<RankedTensorType>(op->getOperand(0).getType()).getShape();
+      if (!(keepBatchDims ? aten::applyBatchedView(op, v, inShape, next, &error)
+                          : aten::applyView(op, v, next, &error)))
+        return int(i);
       v = next;
     }
     return -1;
@@ -266,10 +272,10 @@ struct FormKernelsPass : impl::FormKernelsBase<FormKernelsPass> {
 
   // The operand's chain, after copying out any prefix that cannot be folded
   // (or having the producer store it, below).
-  Chain foldableChain(Value v) {
+  Chain foldableChain(Value v, bool keepBatchDims = false) {
     while (true) {
       Chain c = chainOf(v);
-      int bad = firstUnfoldable(c);
+      int bad = firstUnfoldable(c, keepBatchDims);
       if (bad < 0) return c;
       ArrayRef<Operation*> prefix = ArrayRef<Operation*>(c.ops).take_front(size_t(bad));
       if (!storeThroughProducer(c.root, prefix)) makeCopyGroup(prefix);
@@ -301,7 +307,7 @@ struct FormKernelsPass : impl::FormKernelsBase<FormKernelsPass> {
       link = view->getResult(0);
     }
     aten::StridedView inverse;
-    if (!aten::invertViewChain(prefix, inverse)) return false;
+    if (!aten::invertViewChain(prefix, inverse, grp.attention)) return false;
     for (Operation* view : prefix)
       if (grp.members.insert(view).second) grp.ops.push_back(view);
     llvm::sort(grp.ops, [&](Operation* x, Operation* y) { return position.lookup(x) < position.lookup(y); });
@@ -1267,7 +1273,7 @@ struct FormKernelsPass : impl::FormKernelsBase<FormKernelsPass> {
     for (Operation* op : ops)
       for (Value v : op->getOperands()) {
         if (Operation* def = v.getDefiningOp(); def && own.contains(def)) continue;
-        Chain c = foldableChain(v);
+        Chain c = foldableChain(v, v == m.query() || v == m.key() || v == m.value());
         Group& g = groups[size_t(index)];  // foldableChain may add copy kernels
         for (Operation* view : c.ops)
           if (g.members.insert(view).second) g.ops.push_back(view);
@@ -1472,7 +1478,7 @@ struct FormKernelsPass : impl::FormKernelsBase<FormKernelsPass> {
       };
       bool storable = g >= 0 && (groups[size_t(g)].fusible || (groups[size_t(g)].attention && onlyThisView()));
       if (storable && !groups[size_t(g)].merged && !llvm::isa<BlockArgument>(c.root) &&
-          aten::invertViewChain(whole, inverse)) {
+          aten::invertViewChain(whole, inverse, groups[size_t(g)].attention)) {
         Group& grp = groups[size_t(g)];
         for (Operation* o : c.ops)
           if (grp.members.insert(o).second) grp.ops.push_back(o);

@@ -56,6 +56,33 @@ constexpr double kSkippableFill = -1e30;
 
 ArrayRef<int64_t> shapeOf(Value v) { return llvm::cast<RankedTensorType>(v.getType()).getShape(); }
 
+// A batched matmul's operand or result in HBM, [batch..., rows, cols]: the
+// leading dims flatten row-major into its one batch dim. There may be more
+// of them than the tensor has (a head split of several sequences, [b, h]
+// with strides that do not merge: aten::regroupsLeadingDims).
+struct MatrixView {
+  const aten::StridedView& v;
+  size_t rank() const { return v.shape.size(); }
+  int64_t rows() const { return v.shape[rank() - 2]; }
+  int64_t cols() const { return v.shape[rank() - 1]; }
+  int64_t rowStride() const { return v.strides[rank() - 2]; }
+  int64_t colStride() const { return v.strides[rank() - 1]; }
+  int64_t batches() const {
+    int64_t n = 1;
+    for (size_t j = 0; j + 2 < rank(); ++j) n *= v.shape[j];
+    return n;
+  }
+  // The element offset of batch b's [0, 0].
+  int64_t at(int64_t b) const {
+    int64_t offset = v.offset;
+    for (size_t j = rank() - 2; j-- > 0;) {
+      offset += b % v.shape[j] * v.strides[j];
+      b /= v.shape[j];
+    }
+    return offset;
+  }
+};
+
 }  // namespace
 
 // A mask at the end of f with a compile-time condition: per block, whether
@@ -211,20 +238,37 @@ LogicalResult KernelLowering::runAttention(int64_t& instructions, int64_t& dmas)
   if (!match) return kernel.emitError("internal: the ops of an attention kernel do not form an attention");
   const AttentionMatch& m = *match;
   aten::StridedView outLayout = aten::contiguousView(shapeOf(m.output->getResult(0)));
-  if (!outputViews.empty() && !aten::invertViewChain(outputViews, outLayout))
+  if (!outputViews.empty() && !aten::invertViewChain(outputViews, outLayout, /*keepBatchDims=*/true))
     return kernel.emitError("internal: an attention kernel returns a view of its output that is not one-to-one");
   // Views of the inputs fold into access patterns; the pattern's own views
   // (of the scores and the probabilities) are regroupings the loop follows.
   for (BlockArgument arg : old.getArguments())
     viewOf[arg] = aten::contiguousView(shapeOf(arg));
+  // The views that lead to the matmuls' operands may keep batch dims that
+  // do not merge apart (the batch index splits over them: MatrixView).
+  llvm::DenseSet<Value> towardOperands;
+  for (Value v : {m.query(), m.key(), m.value()})
+    for (Operation* def = v.getDefiningOp(); def && aten::isViewOp(def); def = def->getOperand(0).getDefiningOp())
+      towardOperands.insert(def->getResult(0));
   for (Operation& op : old.without_terminator()) {
     if (!aten::isViewOp(&op) || llvm::is_contained(outputViews, &op)) continue;
     auto in = viewOf.find(op.getOperand(0));
     if (in == viewOf.end()) continue;
     std::string error;
     aten::StridedView out;
-    if (!aten::applyView(&op, in->second, out, &error)) return op.emitError(error);
+    bool ok = towardOperands.contains(op.getResult(0))
+                  ? aten::applyBatchedView(&op, in->second, shapeOf(op.getOperand(0)), out, &error)
+                  : aten::applyView(&op, in->second, out, &error);
+    if (!ok) return op.emitError(error);
     viewOf[op.getResult(0)] = out;
+    // A view that keeps batch dims apart reads right only along the chain
+    // to a matmul operand.
+    if (ArrayRef<int64_t>(out.shape) != shapeOf(op.getResult(0)))
+      for (Operation* user : op.getResult(0).getUsers())
+        if (!(user == m.scores || user == m.output ||
+              (aten::isViewOp(user) && towardOperands.contains(user->getResult(0)))))
+          return op.emitError("internal: a view of heads with unmerged batch dims is read outside the attention's "
+                              "matmuls");
   }
   for (Value v : {m.query(), m.key(), m.value()})
     if (!viewOf.count(v)) return kernel.emitError("internal: an attention operand is not read from HBM");
@@ -261,14 +305,17 @@ LogicalResult KernelLowering::runAttention(int64_t& instructions, int64_t& dmas)
 
 LogicalResult KernelLowering::lowerAttention(const AttentionMatch& m, Value out, const aten::StridedView& outLayout) {
   const int64_t P = nc::kNumPartitions;
-  const aten::StridedView &Q = viewOf[m.query()], &K = viewOf[m.key()], &V = viewOf[m.value()];
+  const MatrixView Q{viewOf[m.query()]}, K{viewOf[m.key()]}, V{viewOf[m.value()]}, O{outLayout};
   auto deviceElem = [](Value v) {
     return nc::deviceElementType(llvm::cast<RankedTensorType>(v.getType()).getElementType());
   };
   Type qe = deviceElem(m.query()), ve = deviceElem(m.value()), oe = deviceElem(m.output->getResult(0));
   Type f32 = b->getF32Type();
   if (qe != deviceElem(m.key())) return m.scores->emitError("matmul operands of different dtypes are not supported yet");
-  const int64_t batches = Q.shape[0], S = Q.shape[1], D = Q.shape[2], T = K.shape[2], Dv = V.shape[2];
+  const int64_t batches = Q.batches(), S = Q.rows(), D = Q.cols(), T = K.cols(), Dv = V.cols();
+  if (K.batches() != batches || V.batches() != batches || O.batches() != batches || K.rows() != D ||
+      V.rows() != T || O.rows() != S || O.cols() != Dv)
+    return m.scores->emitError("internal: an attention's operands have mismatched shapes");
   const int64_t dPieces = (Dv + kKeyBlock - 1) / kKeyBlock;
   std::optional<AttentionMask> mask = attentionMask(m);
   Operation *qk = m.scores, *pv = m.output, *softmax = m.exp;
@@ -358,10 +405,10 @@ LogicalResult KernelLowering::lowerAttention(const AttentionMatch& m, Value out,
           inputColumns = nk;
           ++iteration;
           tiles.clear();
-          MatmulOperand query{hbmOf[m.query()], Q.offset + batch * Q.strides[0] + qb.q0 * Q.strides[1],
-                              Q.strides[2], Q.strides[1], D, p, qe};
-          MatmulOperand key{hbmOf[m.key()], K.offset + batch * K.strides[0] + kb * K.strides[2], K.strides[1],
-                            K.strides[2], D, std::min(kKeyBlock, T - kb), qe};
+          MatmulOperand query{hbmOf[m.query()], Q.at(batch) + qb.q0 * Q.rowStride(), Q.colStride(), Q.rowStride(),
+                              D, p, qe};
+          MatmulOperand key{hbmOf[m.key()], K.at(batch) + kb * K.colStride(), K.rowStride(), K.colStride(), D,
+                            std::min(kKeyBlock, T - kb), qe};
           Value scores = allocPsum(p, nk);
           for (int64_t d0 = 0; d0 < D; d0 += P)
             setSource(b->create<nc::MatmulOp>(loc, scores, operandSlice(qb.queries, query, d0, qk),
@@ -444,8 +491,8 @@ LogicalResult KernelLowering::lowerAttention(const AttentionMatch& m, Value out,
           const int64_t p = qb.p, k0 = (*qb.blocks)[step].k0;
           for (int64_t piece = 0; piece < dPieces; ++piece) {
             const int64_t dv0 = piece * kKeyBlock, dn = std::min(kKeyBlock, Dv - dv0);
-            MatmulOperand value{hbmOf[m.value()], V.offset + batch * V.strides[0] + dv0 * V.strides[2],
-                                V.strides[1], V.strides[2], T, dn, ve};
+            MatmulOperand value{hbmOf[m.value()], V.at(batch) + dv0 * V.colStride(), V.rowStride(), V.colStride(),
+                                T, dn, ve};
             Value o = allocPsum(p, dn);
             for (auto [c, chunk] : llvm::enumerate(qb.chunks))
               setSource(b->create<nc::MatmulOp>(loc, o, chunk, operandSlice(kc, value, k0 + int64_t(c) * P, pv),
@@ -475,11 +522,10 @@ LogicalResult KernelLowering::lowerAttention(const AttentionMatch& m, Value out,
                       m.normalized);
           else
             tensorScalar(result, qb.acc[size_t(piece)], qb.rowSum, "div", 0.0, m.normalized);
-          const SmallVector<int64_t>& st = outLayout.strides;  // [batches, S, Dv] into the output
           Operation* dma = b->create<nc::DmaStoreOp>(
               loc, result, out, b->getI64IntegerAttr(0),
-              b->getI64IntegerAttr(outLayout.offset + batch * st[0] + qb.q0 * st[1] + dv0 * st[2]),
-              b->getDenseI64ArrayAttr({st[1], qb.p, st[2], dn}));
+              b->getI64IntegerAttr(O.at(batch) + qb.q0 * O.rowStride() + dv0 * O.colStride()),
+              b->getDenseI64ArrayAttr({O.rowStride(), qb.p, O.colStride(), dn}));
           setEngineAndSource(dma, *b, "dma", -1);
           ++numInst;
           ++numDma;

@@ -262,7 +262,43 @@ bool viewReshape(llvm::ArrayRef<int64_t> size, const StridedView& in, StridedVie
   return true;
 }
 
-bool invertViewChain(llvm::ArrayRef<mlir::Operation*> chain, StridedView& out) {
+bool regroupsLeadingDims(llvm::ArrayRef<int64_t> from, llvm::ArrayRef<int64_t> to) {
+  if (from.size() < 2 || to.size() < 2 || from.take_back(2) != to.take_back(2)) return false;
+  return numel(from.drop_back(2)) == numel(to.drop_back(2));
+}
+
+bool applyBatchedView(mlir::Operation* op, const StridedView& in, llvm::ArrayRef<int64_t> inShape, StridedView& out,
+                      std::string* error) {
+  auto outShape = llvm::cast<mlir::RankedTensorType>(op->getResult(0).getType()).getShape();
+  const bool regroup = llvm::isa<ViewShapeOp, UnsafeViewOp, ReshapeOp, ReshapeAliasOp, CloneOp>(op) &&
+                       regroupsLeadingDims(in.shape, outShape);
+  if (llvm::ArrayRef<int64_t>(in.shape) == inShape) {
+    bool notAView = false;
+    if (applyView(op, in, out, error, &notAView)) return true;
+    if (!notAView || !regroup) return false;
+    out = in;
+    return true;
+  }
+  // `in` keeps leading dims apart.
+  if (regroup || (llvm::isa<ExpandOp>(op) && inShape == outShape)) {
+    out = in;
+    return true;
+  }
+  if (auto t = llvm::dyn_cast<TransposeIntOp>(op)) {
+    int64_t rank = int64_t(inShape.size()), d0 = t.getDim0(), d1 = t.getDim1();
+    d0 = d0 < 0 ? d0 + rank : d0;
+    d1 = d1 < 0 ? d1 + rank : d1;
+    if (std::min(d0, d1) == rank - 2 && std::max(d0, d1) == rank - 1) {
+      int64_t keptRank = int64_t(in.shape.size());
+      return viewTranspose(keptRank - 2, keptRank - 1, in, out, error);
+    }
+    if (d0 == d1 && d0 >= 0 && d0 < rank) return (out = in, true);
+  }
+  *error = "a view of heads whose batch dims do not merge";
+  return false;
+}
+
+bool invertViewChain(llvm::ArrayRef<mlir::Operation*> chain, StridedView& out, bool keepBatchDims) {
   if (chain.empty()) return false;
   auto shapeOf = [](mlir::Value v) { return llvm::cast<mlir::RankedTensorType>(v.getType()).getShape(); };
   StridedView cur = contiguousView(shapeOf(chain.back()->getResult(0)));
@@ -297,10 +333,18 @@ bool invertViewChain(llvm::ArrayRef<mlir::Operation*> chain, StridedView& out) {
                   .Case<ViewShapeOp, UnsafeViewOp, ReshapeOp, ReshapeAliasOp, CloneOp>(
                       [&](mlir::Operation*) { return viewReshape(inShape, cur, next, &error); })
                   .Default([](mlir::Operation*) { return false; });
+    if (!ok && keepBatchDims && op == chain.front() && isViewOp(op) && numel(inShape) == numel(cur.shape) &&
+        regroupsLeadingDims(cur.shape, inShape) &&
+        llvm::isa<ViewShapeOp, UnsafeViewOp, ReshapeOp, ReshapeAliasOp, ExpandOp, CloneOp>(op)) {
+      next = cur;
+      ok = true;
+    }
     if (!ok) return false;
     cur = next;
   }
-  if (llvm::ArrayRef<int64_t>(cur.shape) != shapeOf(chain.front()->getOperand(0))) return false;
+  llvm::ArrayRef<int64_t> rootShape = shapeOf(chain.front()->getOperand(0));
+  if (llvm::ArrayRef<int64_t>(cur.shape) != rootShape && !(keepBatchDims && regroupsLeadingDims(cur.shape, rootShape)))
+    return false;
   out = cur;
   return true;
 }

@@ -50,7 +50,30 @@ std::optional<llvm::SmallVector<int64_t>> reshapeStrides(llvm::ArrayRef<int64_t>
 // (reshapes, permutations, squeezes and unsqueezes of size-1 dims, expands
 // that repeat nothing) have one; slices, selects, broadcasts and reshapes
 // after a permutation return false.
-bool invertViewChain(llvm::ArrayRef<mlir::Operation*> chain, StridedView& out);
+//
+// With `keepBatchDims`, the chain's first op may be a reshape that only
+// regroups leading dims (regroupsLeadingDims) whose strides do not merge:
+// `out` then keeps the leading dims of the view, standing for the root's
+// leading dims flattened row-major (a batched matmul's result split into
+// [batch, heads] and merged into the tokens: LowerAttention.cpp).
+bool invertViewChain(llvm::ArrayRef<mlir::Operation*> chain, StridedView& out, bool keepBatchDims = false);
+
+// Whether `to` is `from` with its leading dims regrouped: the same last
+// two dims, the same product of the others ([b, h, s, d] and [b * h, s, d]).
+// A view of `from`'s shape then reads `to` where only the flattened index
+// of the leading dims matters (the batch of a batched matmul).
+bool regroupsLeadingDims(llvm::ArrayRef<int64_t> from, llvm::ArrayRef<int64_t> to);
+
+// applyView for the views that lead to a batched matmul's operand, which
+// may keep leading dims apart: where a reshape only regroups leading dims
+// whose strides do not merge (the [b, h] of heads split out of rows, the
+// [kv heads, repeats] of grouped-query attention's repeated keys), `out`
+// keeps `in`'s leading dims, which then stand for the op's leading dims
+// flattened row-major. Such a view (more dims than the tensor) only takes
+// ops on its last two dims (a transpose of them, an expand that repeats
+// nothing) and further regroupings. `inShape`: the op's operand shape.
+bool applyBatchedView(mlir::Operation* op, const StridedView& in, llvm::ArrayRef<int64_t> inShape, StridedView& out,
+                      std::string* error);
 
 // One function per kind of view, on attribute values (shape inference calls
 // these through the op adaptors).

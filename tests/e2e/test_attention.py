@@ -279,6 +279,50 @@ class AttentionEndToEnd(unittest.TestCase):
                     name = "batched_rotary_%d_%d_%s" % (batch, head_dim, str(dtype)[6:])
                     self.run_case(make(batch, seq, heads, head_dim, dtype), inputs, name)
 
+    def test_batched_heads_read_and_stored_through_views(self):
+        """Heads split out of [b, s, h * d] for b > 1 have no single batch stride, nor do the
+        [kv heads, repeats] of grouped-query attention's repeated keys: the attention kernel
+        splits its batch index over such dims where it reads q, k and v and where it stores the
+        head merge, instead of copy kernels around it (one kernel in all). Cross attention (150
+        queries, 90 keys) with a per-sequence padding mask, and grouped-query attention (2
+        key/value heads repeated for 6 query heads, causal) for one and two sequences; f32 and
+        bf16."""
+        def cross(q_in, kv_in, pad):
+            b, s, t = q_in.shape[0], q_in.shape[1], kv_in.shape[1]
+            q = q_in.view(b, s, 3, 32).transpose(1, 2)
+            k = kv_in[..., :96].reshape(b, t, 3, 32).transpose(1, 2)
+            v = kv_in[..., 96:].reshape(b, t, 3, 40).transpose(1, 2)
+            scores = (q @ k.transpose(-1, -2)) * 32 ** -0.5
+            scores = scores.masked_fill(pad[:, None, None, :], -1e4)
+            return (scores.softmax(-1) @ v).transpose(1, 2).reshape(b, s, 120)
+
+        def grouped(q_in, k_in, v_in):
+            b, s = q_in.shape[0], q_in.shape[1]
+            q = q_in.view(b, s, 6, 64).transpose(1, 2)
+            k = k_in.view(b, s, 2, 64).transpose(1, 2)[:, :, None].expand(b, 2, 3, s, 64).reshape(b, 6, s, 64)
+            v = v_in.view(b, s, 2, 64).transpose(1, 2)[:, :, None].expand(b, 2, 3, s, 64).reshape(b, 6, s, 64)
+            mask = torch.ones(s, s, dtype=torch.bool).triu(1)
+            scores = torch.matmul(q, k.transpose(2, 3)) / 8.0
+            probs = F.softmax(scores.masked_fill(mask, float("-inf")), dim=-1)
+            return torch.matmul(probs, v).transpose(1, 2).reshape(b, s, -1)
+
+        pad = torch.zeros(2, 90, dtype=torch.bool)
+        pad[0, 70:] = True
+        pad[1, 45:] = True
+        for dtype in (torch.float32, torch.bfloat16):
+            with self.subTest(case="cross", dtype=dtype):
+                kernels = self.run_case(cross, [randn(2, 150, 96, seed=41, dtype=dtype),
+                                                randn(2, 90, 216, seed=42, dtype=dtype), pad],
+                                        "batched_cross_%s" % str(dtype)[6:])
+                self.assertEqual(kernels, ["k0_attention"])
+            for b in (1, 2):
+                with self.subTest(case="grouped", batch=b, dtype=dtype):
+                    kernels = self.run_case(grouped, [randn(b, 200, 384, seed=43, dtype=dtype),
+                                                      randn(b, 200, 128, seed=44, dtype=dtype),
+                                                      randn(b, 200, 128, seed=45, dtype=dtype)],
+                                            "batched_grouped_%d_%s" % (b, str(dtype)[6:]))
+                    self.assertEqual(kernels, ["k0_attention"])
+
     def test_fully_masked_rows_are_nan(self):
         mask = torch.zeros(130, 600, dtype=torch.bool)
         mask[5] = True            # every key masked: NaN, as in eager

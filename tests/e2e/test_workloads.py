@@ -141,6 +141,20 @@ class Workloads(unittest.TestCase):
         self.assertEqual(bad.returncode, 2)
         self.assertIn("unknown workload", bad.stderr)
 
+    def test_roofline_bench_sizes_are_workload_sizes(self):
+        """roofline_bench.py --sizes: every row names a workload and only sizes it takes, once."""
+        sys.path.insert(0, os.path.join(HERE, "..", "..", "benchmarks"))
+        try:
+            import roofline_bench
+        finally:
+            sys.path.pop(0)
+        names = [name for name, _, _ in roofline_bench.SIZES]
+        self.assertEqual(len(names), len(set(names)))
+        for name, workload, sizes in roofline_bench.SIZES:
+            self.assertLessEqual(len(name), 19, name)  # the table's first column
+            self.assertIn(workload, workloads.WORKLOADS, name)
+            self.assertLessEqual(set(sizes), set(workloads.WORKLOADS[workload].sizes), name)
+
     def test_cli(self):
         tmp = tempfile.mkdtemp(prefix="neuroncc-workloads-")
         try:

@@ -2357,8 +2357,16 @@ ATTENTION_DIMS = [1, 7, 64, 128, 129, 200, 513]
 def g_attention(b):
     """softmax(f(q @ k^T)) @ v, which -O2 lowers as one flash-attention kernel: several
     query and key blocks, a scale, then no mask, a constant causal mask (masked_fill of -inf or
-    where with a large negative fill), a mask from make_mask, or an additive bias input."""
+    where with a large negative fill), a mask from make_mask, or an additive bias input; with
+    two batch dims, q, k and v may be heads split out of [b, rows, h * d] inputs (k and v
+    repeated from fewer heads, as grouped-query attention does), and the result merged back into
+    [b, s, h * dv]."""
     batch = tuple(b.new_dim(SMALL_POOL) for _ in range(b.rng.choice([1, 2])))
+    # Grouped-query attention: the heads as [kv heads, repeats], k and v repeated from kv heads.
+    grouped = len(batch) == 2 and b.rng.random() < 0.25
+    if grouped:
+        KVH, REP = b.new_dim(SMALL_POOL), b.new_dim(SMALL_POOL)
+        batch = (batch[0], KVH + REP)
     nb = b.numel(batch)
     s, t = b.rng.choice(ATTENTION_DIMS), b.rng.choice(ATTENTION_DIMS)
     d, dv = b.rng.choice([1, 16, 64, 129]), b.rng.choice([1, 16, 64, 130])
@@ -2366,9 +2374,32 @@ def g_attention(b):
         raise Reject("attention too large")
     S, T, D, DV = (b.sym(s),), (b.sym(t),), (b.sym(d),), (b.sym(dv),)
     kinds = ["normal", "unit"]
-    q = b.new_input(batch + (S, D), kind=b.rng.choice(kinds))
-    k = b.new_input(batch + (T, D), kind=b.rng.choice(kinds))
-    v = b.new_input(batch + (T, DV), kind=b.rng.choice(kinds))
+    split = len(batch) == 2 and (grouped or b.rng.random() < 0.5)
+    if split:
+        # Heads split out of [b, rows, h * d] (projections viewed per head): for b > 1 the
+        # batched matmul's [b * h] batch has no single stride.
+        B0, H = batch
+
+        def heads(rows, width):
+            x = b.new_input((B0, rows, H + width), kind=b.rng.choice(kinds))
+            return b.add("%s.view%s.transpose(1, 2)" % (x, shape_src((B0, rows, H, width))),
+                         [(B0, H, rows, width)])
+        if grouped:
+            # HF's repeat_kv: [b, kvh, rows, d] -> [b, kvh, rep, rows, d] -> [b, kvh * rep, rows, d].
+            def repeated(rows, width):
+                x = b.new_input((B0, rows, KVH + width), kind=b.rng.choice(kinds))
+                x = b.add("%s.view%s.transpose(1, 2)" % (x, shape_src((B0, rows, KVH, width))),
+                          [(B0, KVH, rows, width)])
+                return b.add("%s[:, :, None].expand%s.reshape%s" % (
+                    x, shape_src((B0, KVH, REP, rows, width)), shape_src((B0, H, rows, width))),
+                    [(B0, H, rows, width)])
+            q, k, v = heads(S, D), repeated(T, D), repeated(T, DV)
+        else:
+            q, k, v = heads(S, D), heads(T, D), heads(T, DV)
+    else:
+        q = b.new_input(batch + (S, D), kind=b.rng.choice(kinds))
+        k = b.new_input(batch + (T, D), kind=b.rng.choice(kinds))
+        v = b.new_input(batch + (T, DV), kind=b.rng.choice(kinds))
     shape = batch + (S, T)
     x = b.add("torch.matmul(%s, %s.transpose(-1, -2))" % (q, k), [shape])
     x = b.add(b.rng.choice(["%s / 8.0", "%s * 0.125", "%s * 0.3"]) % x, [shape])
@@ -2389,7 +2420,9 @@ def g_attention(b):
         bias = b.new_input(b.derive_broadcast(shape), kind=b.rng.choice(["normal", "zeros"]))
         x = b.add("%s + %s" % (x, bias), [shape])
     p = b.add(b.rng.choice(["torch.softmax(%s, dim=-1)", "F.softmax(%s, dim=-1)", "%s.softmax(-1)"]) % x, [shape])
-    b.add("torch.matmul(%s, %s)" % (p, v), [batch + (S, DV)])
+    o = b.add("torch.matmul(%s, %s)" % (p, v), [batch + (S, DV)])
+    if split and b.rng.random() < 0.5:  # the head merge
+        b.add("%s.transpose(1, 2).reshape%s" % (o, shape_src((B0, S, H + DV))), [(B0, S, H + DV)])
 
 
 def g_rotary(b):
