@@ -332,9 +332,10 @@ struct FormKernelsPass : impl::FormKernelsBase<FormKernelsPass> {
   }
 
   // The same rows under another leading shape (a residual add after a
-  // reshape of a matmul's result): fine when every value the op reads from
-  // outside is a contiguous full-size tensor or a scalar, since those map
-  // onto the kernel's rows by plain row-major order.
+  // reshape of a matmul's result, the bias of nn.Linear on a 3-d input):
+  // fine when every value the op reads from outside is a contiguous
+  // full-size tensor, a scalar or one row of the columns, since those map
+  // onto the kernel's rows by plain row-major order or broadcast alike.
   bool sameRowsReshaped(Operation* op, const RowSpace& s, Group& grp) {
     auto product = [](ArrayRef<int64_t> v) {
       int64_t p = 1;
@@ -348,7 +349,7 @@ struct FormKernelsPass : impl::FormKernelsBase<FormKernelsPass> {
       int g = int(&grp - groups.data());
       if (producerGroup(c.root) == g) continue;  // computed in the kernel: same rows
       auto type = llvm::cast<RankedTensorType>(v.getType());
-      if (type.getNumElements() == 1) continue;
+      if (type.getNumElements() == 1 || isScalarOrColumnsRow(v, s.cols)) continue;
       if (type.getNumElements() != total) return false;
       aten::StridedView view = aten::contiguousView(llvm::cast<RankedTensorType>(c.root.getType()).getShape());
       for (Operation* o : c.ops) {

@@ -9,6 +9,8 @@ test_models.py: f32 1e-4, bf16 2^-5, relative to max |eager|), and its
 timing-only NTFF must equal a full run's.
 """
 import os
+import re
+import subprocess
 import sys
 import tempfile
 import shutil
@@ -54,6 +56,25 @@ class MatmulTiling(unittest.TestCase):
                 x, w, b = randn(300, 200, dtype=dtype), randn(600, 200, dtype=dtype, seed=1, scale=0.07), \
                     randn(600, dtype=dtype, seed=2)
                 self.check(lambda x, w, b: F.relu(F.linear(x, w, b)), (x, w, b))
+
+    def test_linear_bias_on_3d_input_is_one_kernel(self):
+        # nn.Linear with a bias on [batch, tokens, features] exports as mm on the flattened
+        # rows, a reshape back and the bias added: the add joins the matmul's epilogue (its
+        # bias a row of the columns under either leading shape). Zero bias (as initialised
+        # by some models) and nn.Linear's own; 2 sequences of 70 tokens.
+        for dtype in (torch.float32, torch.bfloat16):
+            for zero in (True, False):
+                with self.subTest(dtype=dtype, zero_bias=zero):
+                    torch.manual_seed(0)
+                    layer = torch.nn.Linear(128, 384)
+                    if zero:
+                        torch.nn.init.zeros_(layer.bias)
+                    layer = layer.to(dtype).eval()
+                    self.check(layer, (randn(2, 70, 128, dtype=dtype),))
+                    neff = os.path.join(self.tmp, self.id().split(".")[-1] + ".neff")
+                    info = subprocess.run([toolchain.tool("neuron-packager"), "info", neff], stdout=subprocess.PIPE,
+                                          text=True, check=True).stdout
+                    self.assertEqual(len(re.findall(r"^\d+\s+\d+\s+(k\d+_\S+)", info, re.M)), 1, info)
 
     def test_row_major_weight(self):
         # The moving operand read directly (512-column tiles), K = 129.
