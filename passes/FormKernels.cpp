@@ -247,8 +247,7 @@ struct FormKernelsPass : impl::FormKernelsBase<FormKernelsPass> {
     for (auto [i, op] : llvm::enumerate(c.ops)) {
       aten::StridedView next;
       std::string error;
-      auto inShape = llvm::cast<RankedTensorType>(op->getOperand(0).getType()).getShape();
-      if (!(keepBatchDims ? aten::applyBatchedView(op, v, inShape, next, &error)
+      if (!(keepBatchDims ? aten::applyBatchedView(op, v, next, &error)
                           : aten::applyView(op, v, next, &error)))
         return int(i);
       v = next;
@@ -349,7 +348,7 @@ struct FormKernelsPass : impl::FormKernelsBase<FormKernelsPass> {
       int g = int(&grp - groups.data());
       if (producerGroup(c.root) == g) continue;  // computed in the kernel: same rows
       auto type = llvm::cast<RankedTensorType>(v.getType());
-      if (type.getNumElements() == 1 || isScalarOrColumnsRow(v, s.cols)) continue;
+      if (isScalarOrColumnsRow(v, s.cols)) continue;
       if (type.getNumElements() != total) return false;
       aten::StridedView view = aten::contiguousView(llvm::cast<RankedTensorType>(c.root.getType()).getShape());
       for (Operation* o : c.ops) {

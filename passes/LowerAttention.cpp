@@ -257,7 +257,7 @@ LogicalResult KernelLowering::runAttention(int64_t& instructions, int64_t& dmas)
     std::string error;
     aten::StridedView out;
     bool ok = towardOperands.contains(op.getResult(0))
-                  ? aten::applyBatchedView(&op, in->second, shapeOf(op.getOperand(0)), out, &error)
+                  ? aten::applyBatchedView(&op, in->second, out, &error)
                   : aten::applyView(&op, in->second, out, &error);
     if (!ok) return op.emitError(error);
     viewOf[op.getResult(0)] = out;

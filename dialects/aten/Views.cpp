@@ -267,8 +267,8 @@ bool regroupsLeadingDims(llvm::ArrayRef<int64_t> from, llvm::ArrayRef<int64_t> t
   return numel(from.drop_back(2)) == numel(to.drop_back(2));
 }
 
-bool applyBatchedView(mlir::Operation* op, const StridedView& in, llvm::ArrayRef<int64_t> inShape, StridedView& out,
-                      std::string* error) {
+bool applyBatchedView(mlir::Operation* op, const StridedView& in, StridedView& out, std::string* error) {
+  auto inShape = llvm::cast<mlir::RankedTensorType>(op->getOperand(0).getType()).getShape();
   auto outShape = llvm::cast<mlir::RankedTensorType>(op->getResult(0).getType()).getShape();
   const bool regroup = llvm::isa<ViewShapeOp, UnsafeViewOp, ReshapeOp, ReshapeAliasOp, CloneOp>(op) &&
                        regroupsLeadingDims(in.shape, outShape);
@@ -333,7 +333,7 @@ bool invertViewChain(llvm::ArrayRef<mlir::Operation*> chain, StridedView& out, b
                   .Case<ViewShapeOp, UnsafeViewOp, ReshapeOp, ReshapeAliasOp, CloneOp>(
                       [&](mlir::Operation*) { return viewReshape(inShape, cur, next, &error); })
                   .Default([](mlir::Operation*) { return false; });
-    if (!ok && keepBatchDims && op == chain.front() && isViewOp(op) && numel(inShape) == numel(cur.shape) &&
+    if (!ok && keepBatchDims && op == chain.front() && numel(inShape) == numel(cur.shape) &&
         regroupsLeadingDims(cur.shape, inShape) &&
         llvm::isa<ViewShapeOp, UnsafeViewOp, ReshapeOp, ReshapeAliasOp, ExpandOp, CloneOp>(op)) {
       next = cur;

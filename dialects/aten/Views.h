@@ -71,9 +71,8 @@ bool regroupsLeadingDims(llvm::ArrayRef<int64_t> from, llvm::ArrayRef<int64_t> t
 // keeps `in`'s leading dims, which then stand for the op's leading dims
 // flattened row-major. Such a view (more dims than the tensor) only takes
 // ops on its last two dims (a transpose of them, an expand that repeats
-// nothing) and further regroupings. `inShape`: the op's operand shape.
-bool applyBatchedView(mlir::Operation* op, const StridedView& in, llvm::ArrayRef<int64_t> inShape, StridedView& out,
-                      std::string* error);
+// nothing) and further regroupings.
+bool applyBatchedView(mlir::Operation* op, const StridedView& in, StridedView& out, std::string* error);
 
 // One function per kind of view, on attribute values (shape inference calls
 // these through the op adaptors).
