@@ -156,6 +156,10 @@ struct Group {
   // columns they split in two dims ([tokens, heads, head_dim] over the
   // matmul's [tokens, heads * head_dim]; see joinsSplitColumns).
   SmallVector<int64_t> splitShape;
+  // Its whole rows fit the SBUF budget only spread over several partitions
+  // each (spreadKeepsRows): ops that would keep the lowering from spreading
+  // them stay out.
+  bool spreadRows = false;
   llvm::SmallPtrSet<Operation*, 16> members;
 };
 
@@ -524,6 +528,37 @@ struct FormKernelsPass : impl::FormKernelsBase<FormKernelsPass> {
     return true;
   }
 
+  // Joining `op` would put whole rows longer than the SBUF budget into the
+  // kernel: it needs a reduced value at every element of the row (x - max
+  // after the max), which no chunk-by-chunk reduction provides.
+  bool needsLongWholeRows(Operation* op, const RowSpace& s, Group& grp) {
+    bool needsWholeRow = !s.reduces && s.cols > 1 &&
+                         llvm::any_of(op->getOperands(), [&](Value v) { return isDerived(grp, v); });
+    RowSpace merged{s.rows, std::max(s.cols, grp.space.cols), s.reduces || grp.space.reduces};
+    return merged.reduces && needsWholeRow && rowBytes(merged) > sbufBudgetBytes;
+  }
+
+  // Ops the lowering does not spread rows over (LowerToIsa.cpp, splitLongRows).
+  static bool breaksSpread(Operation* op) {
+    return llvm::isa<aten::CatOp, aten::EmbeddingOp>(op) || isMatmul(op) || reducesSeveralDims(op);
+  }
+
+  // The lowering spreads a kernel over few rows across the partitions
+  // (nc::spreadFactor), so that each partition holds a part of a row: such
+  // a kernel keeps its long whole rows (a softmax over a 32000-word
+  // vocabulary for a few tokens) when a part fits the budget and nothing in
+  // it keeps the lowering from spreading: one row space, no matmul, cat or
+  // embedding, reductions over the last dim.
+  bool spreadKeepsRows(Operation* op, const RowSpace& s, Group& grp) {
+    int64_t rows = 1;
+    for (int64_t d : s.rows) rows *= d;
+    int64_t cols = std::max(s.cols, grp.space.cols), m = nc::spreadFactor(rows, cols);
+    if (cols < nc::kMinSpreadReduction || m == 1 || rowBytes(RowSpace{{}, cols / m, true}) > sbufBudgetBytes)
+      return false;
+    if (grp.hasMatmul || grp.attention || !grp.splitShape.empty() || s.rows != grp.space.rows) return false;
+    return !breaksSpread(op) && llvm::none_of(grp.ops, breaksSpread);
+  }
+
   // Why `op` (with row space `s`) cannot join group `g`; empty if it can.
   std::string refusal(Operation* op, const RowSpace& s, int g, ArrayRef<int> producer_groups) {
     Group& grp = groups[size_t(g)];
@@ -538,6 +573,8 @@ struct FormKernelsPass : impl::FormKernelsBase<FormKernelsPass> {
           return "the kernel's columns are split; an op of another shape may only read scalars, rows of all the "
                  "columns and what the kernel computes";
     if (!grp.fusible) return "the producer kernel cannot be fused";
+    if (grp.spreadRows && (s.rows != grp.space.rows || breaksSpread(op)))
+      return "the kernel's long rows fit SBUF only spread over partitions, which this op would prevent";
     // A matmul is a root: it starts a kernel that its epilogue may join.
     if (isMatmul(op)) return "a matmul starts its own kernel";
     if (auto e = llvm::dyn_cast<aten::EmbeddingOp>(op))
@@ -564,16 +601,9 @@ struct FormKernelsPass : impl::FormKernelsBase<FormKernelsPass> {
     if (!split && s.cols != grp.space.cols && s.cols != 1 && grp.space.cols != 1)
       return "innermost lengths differ (" + std::to_string(s.cols) + " vs " +
              std::to_string(grp.space.cols) + ")";
-    bool reduces = s.reduces || grp.space.reduces;
-    int64_t cols = std::max(s.cols, grp.space.cols);
-    RowSpace merged{s.rows, cols, reduces};
-    // Only an op that needs a reduced value at every element of the row
-    // forces whole rows into SBUF; everything else is reduced chunk by chunk.
-    bool needsWholeRow = !s.reduces && s.cols > 1 &&
-                         llvm::any_of(op->getOperands(), [&](Value v) { return isDerived(grp, v); });
-    if (reduces && needsWholeRow && rowBytes(merged) > sbufBudgetBytes)
-      return "a reduced row of " + std::to_string(cols) + " elements exceeds the SBUF budget of " +
-             std::to_string(sbufBudgetBytes) + " bytes per partition";
+    if (needsLongWholeRows(op, s, grp) && !spreadKeepsRows(op, s, grp))
+      return "a reduced row of " + std::to_string(std::max(s.cols, grp.space.cols)) +
+             " elements exceeds the SBUF budget of " + std::to_string(sbufBudgetBytes) + " bytes per partition";
     for (int p : producer_groups)
       if (p != g && reaches(g, p)) return "joining would create a cycle between kernels";
     // Views fold into access patterns only over HBM values: a view of a value
@@ -1407,6 +1437,7 @@ struct FormKernelsPass : impl::FormKernelsBase<FormKernelsPass> {
       } else {
         ++numFused;
         if (space) {
+          if (needsLongWholeRows(op, *space, groups[size_t(target)])) groups[size_t(target)].spreadRows = true;
           RowSpace& gs = groups[size_t(target)].space;
           gs.cols = std::max(gs.cols, space->cols);
           gs.reduces |= space->reduces;

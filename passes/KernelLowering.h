@@ -119,6 +119,14 @@ class KernelLowering {
   LogicalResult computeSpace(bool prologue = false);
   LogicalResult findPrologue(Block& body);
   void splitLongRows();
+  // The kernel's leading dims before a spread added its partitions' dim.
+  ArrayRef<int64_t> unsplitLead() const {
+    return space.split > 1 ? ArrayRef<int64_t>(space.lead).drop_back() : ArrayRef<int64_t>(space.lead);
+  }
+  // A spread kernel's reduction: f32 partials [p x 1], one per partition, to
+  // their row's result on each of the row's partitions.
+  Value combineSpreadPartials(Value partials, StringRef alu, int64_t p, Operation* src);
+  Value spreadMask(int64_t p);
   LogicalResult layoutOfInput(Value v, Layout& out);
   LogicalResult layoutOfView(const aten::StridedView& view, Layout& out);
   LogicalResult lowerCat(aten::CatOp cat, Block* body, ArrayRef<Value> outHbm);
@@ -204,6 +212,8 @@ class KernelLowering {
   // by (value bits, partitions, columns, dtype): written once per kernel and
   // read by every row tile that needs them.
   std::map<std::tuple<uint64_t, int64_t, int64_t, const void*>, Value> constantTiles;
+  // A spread kernel's [p x p] mask: 1 where two partitions hold the same row.
+  Value sameRowMask;
   // Output columns per matmul tile: one PSUM bank (512 f32).
   static constexpr int64_t matmulColumns = nc::kPsumBankBytes / 4;
   OpBuilder* b = nullptr;

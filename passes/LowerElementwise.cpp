@@ -12,6 +12,8 @@
 #include "dialects/aten/TypeRules.h"
 #include "llvm/ADT/TypeSwitch.h"
 
+#include <limits>
+
 namespace neuroncc::lowering {
 
 LogicalResult KernelLowering::lowerOp(Operation* op, int64_t p, int64_t f) {
@@ -165,9 +167,9 @@ LogicalResult KernelLowering::lowerOp(Operation* op, int64_t p, int64_t f) {
       tiles[result] = out;
       return success();
     }
-    if (count != space.cols)
+    if (count != space.cols * space.split)
       return op->emitError("internal: a reduction over ") << count << " elements in a kernel whose rows have "
-                                                           << space.cols;
+                                                           << space.cols * space.split;
     if (chunked && accumulating) {
       Value part = alloc(p, 1, b->getF32Type());
       setSource(b->create<nc::TensorReduceOp>(loc, part, tileOf(in), b->getStringAttr(alu)), op);
@@ -178,8 +180,20 @@ LogicalResult KernelLowering::lowerOp(Operation* op, int64_t p, int64_t f) {
         setSource(b->create<nc::TensorTensorOp>(loc, it->second, it->second, part, b->getStringAttr(alu)), op);
       return success();
     }
-    Value out = alloc(p, 1, elem);
     double scale = mean ? 1.0 / double(count) : 1.0;
+    if (space.split > 1) {
+      Value part = alloc(p, 1, b->getF32Type());
+      setSource(b->create<nc::TensorReduceOp>(loc, part, tileOf(in), b->getStringAttr(alu)), op);
+      Value total = combineSpreadPartials(part, alu, p, op);
+      if (scale != 1.0 || !elem.isF32()) {
+        Value out = alloc(p, 1, elem);
+        tensorScalar(out, total, Value(), "mul", scale, false);
+        total = out;
+      }
+      tiles[result] = total;
+      return success();
+    }
+    Value out = alloc(p, 1, elem);
     if (scale != 1.0) {
       Value acc = alloc(p, 1, b->getF32Type());
       auto inst = b->create<nc::TensorReduceOp>(loc, acc, tileOf(in), b->getStringAttr(alu));
@@ -439,6 +453,7 @@ void KernelLowering::finalizeReduction(Operation* op, int64_t p) {
   if (!acc) return;  // reduced without accumulation (a per-row or constant input)
   int64_t count = reducedCount(op);
   bool isMean = llvm::isa<aten::MeanDimOp>(op);
+  if (space.split > 1) acc = combineSpreadPartials(acc, llvm::isa<aten::AmaxOp>(op) ? "max" : "add", p, op);
   Type elem = nc::deviceElementType(llvm::cast<RankedTensorType>(result.getType()).getElementType());
   if (!isMean && elem.isF32()) {
     tiles[result] = acc;
@@ -447,6 +462,50 @@ void KernelLowering::finalizeReduction(Operation* op, int64_t p) {
   Value out = alloc(p, 1, elem);
   tensorScalar(out, acc, Value(), "mul", isMean ? 1.0 / double(count) : 1.0, op);
   tiles[result] = out;
+}
+
+// Partition q's partial, broadcast along a [p x p] tile and transposed on
+// the TensorEngine, is element q of every partition; a mask keeps the
+// partials of the partition's own row (the others become the reduction's
+// identity) and a reduce along the free dim combines them. A select rather
+// than a multiply by the mask, so that an infinite or NaN partial of one row
+// does not reach the others. The mask is built once per kernel: partitions
+// j and q hold the same row when floor((j + 0.5) / m) == floor((q + 0.5) / m)
+// (the half keeps each quotient clear of whole numbers under rounding).
+Value KernelLowering::spreadMask(int64_t p) {
+  Type f32 = b->getF32Type();
+  auto rowOf = [&](double partitionStep, double elementStep) {
+    Value t = alloc(p, p, f32);
+    setSource(b->create<nc::IotaOp>(loc, t, b->getF64FloatAttr(0.5), b->getF64FloatAttr(partitionStep),
+                                    b->getF64FloatAttr(elementStep)),
+              nullptr);
+    setSource(b->create<nc::ActivationOp>(loc, t, t, Value(), Value(), Value(), b->getStringAttr("floor"),
+                                          b->getF64FloatAttr(1.0 / double(space.split)),
+                                          b->getF64FloatAttr(nc::kNoBias)),
+              nullptr);
+    return t;
+  };
+  Value own = rowOf(1.0, 0.0), other = rowOf(0.0, 1.0);
+  Value mask = alloc(p, p, f32);
+  setSource(b->create<nc::TensorTensorOp>(loc, mask, own, other, b->getStringAttr("is_equal")), nullptr);
+  return mask;
+}
+
+Value KernelLowering::combineSpreadPartials(Value partials, StringRef alu, int64_t p, Operation* src) {
+  Type f32 = b->getF32Type();
+  if (!sameRowMask) sameRowMask = spreadMask(p);
+  Value spread = alloc(p, p, f32);
+  tensorScalar(spread, broadcastRow(Value(), 1.0, p, p, f32, src), partials, "mul", 0.0, src);
+  Value transposed = allocPsum(p, p);
+  setSource(b->create<nc::TransposeOp>(loc, transposed, spread), src);
+  double identity = alu == "max" ? -std::numeric_limits<double>::infinity() : 0.0;
+  Value kept = alloc(p, p, f32);
+  setSource(b->create<nc::TensorSelectOp>(loc, kept, transposed, broadcastRow(Value(), identity, p, p, f32, src),
+                                          sameRowMask),
+            src);
+  Value total = alloc(p, 1, f32);
+  setSource(b->create<nc::TensorReduceOp>(loc, total, kept, b->getStringAttr(alu)), src);
+  return total;
 }
 
 // A Full [p x f] tile holding `imm` plus, when given, the per-row value of

@@ -265,29 +265,35 @@ LogicalResult KernelLowering::computeSpace(bool prologue) {
   return success();
 }
 
-// An elementwise kernel over fewer rows than partitions whose rows are
-// longer than one chunk (a 1 x 2^31 tensor) spreads each row over several
-// partitions: the innermost dim C becomes [m, C / m] with m the largest
-// divisor of C that keeps rows * m within 128. Every value is read and
-// written through strides of the unsplit shape, so any broadcast still
-// works; only full-size results are allowed, since a per-row result would
-// no longer have one element per row.
+// A kernel over fewer rows than partitions spreads each row over several
+// partitions: the innermost dim C becomes [m, C / m] with m =
+// nc::spreadFactor(rows, C). Every value is read and written through strides
+// of the unsplit shape, so any broadcast still works. An elementwise kernel
+// does so when its rows are longer than one chunk (a 1 x 2^31 tensor); a
+// reducing one from nc::kMinSpreadReduction columns (a softmax over a 32000-word
+// vocabulary for one token ran on one partition: 75.5 us; form-kernels
+// counts on it to keep such a softmax whole). Each reduction then reduces
+// its partition's part of the row and combines the m partials
+// (combineSpreadPartials), so a per-row value is held by each of its row's
+// partitions and stored from one of them.
 void KernelLowering::splitLongRows() {
   Block& body = kernel.getBody().front();
-  if (space.reduces || space.matmul || space.trail.size() != 1 || space.rows >= nc::kNumPartitions ||
-      space.cols <= maxFree)
+  if (space.matmul || permutedInput || space.trail.size() != 1 || space.rows >= nc::kNumPartitions ||
+      space.cols <= (space.reduces ? nc::kMinSpreadReduction - 1 : maxFree))
     return;
   bool computes = false;
   for (Operation& op : body.without_terminator()) {
     if (llvm::isa<aten::EmbeddingOp, aten::CatOp>(op)) return;
+    // A reduction over the whole row, or over a per-row value.
+    if (!aten::reducedDims(&op).empty() && reducedCount(&op) != space.cols && reducedCount(&op) != 1) return;
     computes |= !aten::isViewOp(&op) && !llvm::isa<arith::ConstantOp>(op);
   }
   if (!computes) return;
-  for (Value v : body.getTerminator()->getOperands())
-    if (llvm::cast<RankedTensorType>(v.getType()).getNumElements() != space.rows * space.cols) return;
-  int64_t best = 1;
-  for (int64_t m = 2; m * space.rows <= nc::kNumPartitions; ++m)
-    if (space.cols % m == 0) best = m;
+  for (Value v : body.getTerminator()->getOperands()) {
+    int64_t n = llvm::cast<RankedTensorType>(v.getType()).getNumElements();
+    if (n != space.rows * space.cols && !(space.reduces && n == space.rows)) return;
+  }
+  int64_t best = nc::spreadFactor(space.rows, space.cols);
   if (best == 1) return;
   space.split = best;
   space.lead.push_back(best);
@@ -473,11 +479,14 @@ void KernelLowering::emitDma(bool load, Value hbm, Value tile, const Layout& l, 
     int64_t end = start + 1;
     int64_t stride = end < p ? offs[size_t(end)] - offs[size_t(start)] : 0;
     while (end < p && offs[size_t(end)] - offs[size_t(end - 1)] == stride) ++end;
-    int64_t count = end - start;
+    // A per-row value of a spread kernel is held by each partition of its
+    // row: one of them stores it.
+    const bool once = !load && stride == 0 && space.split > 1 && l.kind == Kind::Row;
+    const int64_t count = once ? 1 : end - start;
     int64_t pieces = std::clamp<int64_t>(count * bytesPerRow / splitBytes, 1, 8);
     int64_t per = (count + pieces - 1) / pieces;
-    for (int64_t s = start; s < end; s += per) {
-      int64_t c = std::min(per, end - s);
+    for (int64_t s = start; s < start + count; s += per) {
+      int64_t c = std::min(per, start + count - s);
       SmallVector<int64_t> ap{stride, c};
       ap.append(simplifyFreePattern(freeAp));
       auto partStart = b->getI64IntegerAttr(s);
@@ -832,11 +841,13 @@ LogicalResult KernelLowering::storeOutput(Value v, Value hbm, int64_t p, int64_t
           strides.push_back(stride);
         }
       std::optional<SmallVector<int64_t>> rowStrides;
-      if (product(w.shape) == space.rows) rowStrides = aten::reshapeStrides(shape, strides, space.lead);
+      if (product(w.shape) == product(unsplitLead()))
+        rowStrides = aten::reshapeStrides(shape, strides, unsplitLead());
       if (!rowStrides)
         return kernel.emitError("a returned view of a per-row value cannot be stored in the kernel's rows ")
-               << aten::shapeToString(space.lead) << " with one access pattern";
+               << aten::shapeToString(unsplitLead()) << " with one access pattern";
       store.rowStrides = *rowStrides;
+      if (space.split > 1) store.rowStrides.push_back(0);  // the same value on each partition of a row
       for (auto [size, stride] : llvm::zip(space.lead, store.rowStrides))
         if (size == 1) stride = 0;
       store.colStrides.assign(space.trail.size(), 0);
@@ -861,10 +872,11 @@ LogicalResult KernelLowering::storeOutput(Value v, Value hbm, int64_t p, int64_t
   }
   if (l.kind == Kind::Row) {
     // Per-row results are stored densely: element r of a rows-long tensor.
-    if (t.getNumElements() != space.rows)
+    if (t.getNumElements() != product(unsplitLead()))
       return kernel.emitError("per-row result of shape ") << aten::shapeToString(t.getShape())
              << " does not have one element per row";
-    store.rowStrides = contiguousStrides(space.lead);
+    store.rowStrides = contiguousStrides(unsplitLead());
+    if (space.split > 1) store.rowStrides.push_back(0);  // the same value on each partition of a row
     store.colStrides.assign(space.trail.size(), 0);
   } else if (failed(layoutOfView(aten::contiguousView(t.getShape()), store)) ||
              t.getNumElements() != space.rows * space.cols) {
@@ -1326,6 +1338,17 @@ relower:
   // the first two row tiles run column tile by column tile, the second on
   // each column tile's panels while the next column tile's panels load.
   const bool pairFirstRows = reuseMoving && !movingInRows && !chunked && space.matmul && !space.reduces;
+  // A spread kernel's constants for combining partials depend on nothing:
+  // written first, they are ready before the first load arrives rather
+  // than on the reductions' critical path.
+  if (space.split > 1 && space.reduces) {
+    Type f32 = builder.getF32Type();
+    sameRowMask = spreadMask(space.rows);
+    broadcastRow(Value(), 1.0, space.rows, space.rows, f32, nullptr);
+    for (Operation* op : reductions)
+      broadcastRow(Value(), llvm::isa<aten::AmaxOp>(op) ? -std::numeric_limits<double>::infinity() : 0.0,
+                   space.rows, space.rows, f32, nullptr);
+  }
   for (size_t b = 0; b + 1 < blockStarts.size(); ++b) {
     int64_t block = blockStarts[b], blockEnd = blockStarts[b + 1];
     movingCache.clear();
@@ -1434,6 +1457,7 @@ relower:
     rowTileLoads.clear();
     rowTileLoadsRow = -1;
     constantTiles.clear();  // (written in the body just erased)
+    sameRowMask = Value();
     stationaryCache.clear();
     stationaryRow = -1;
     movingCache.clear();

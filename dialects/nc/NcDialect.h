@@ -19,6 +19,26 @@ inline constexpr unsigned kSbufMemorySpace = 1;
 inline constexpr unsigned kPsumMemorySpace = 2;
 inline constexpr int64_t kPsumBankBytes = 2048;
 inline constexpr int64_t kNumPartitions = 128;
+// Few long rows spread over the partitions: the largest m dividing `cols`
+// with rows * m <= kNumPartitions and at least kMinSpreadRun elements on
+// each partition (1 when there is none), so that each row becomes m
+// partitions of cols / m elements. Shared by form-kernels (which sizes whole
+// rows by it) and the lowering (which splits by it). The floor keeps each
+// partition's part of a row one DMA descriptor's worth: a run costs the
+// device model's 20 ns however short, and 512 bytes take that long at one
+// queue's bandwidth (RMSNorm of one 4096-wide bf16 row on 128 partitions,
+// 64 bytes each: its load took 4.6 us, 2.3 us on one partition).
+inline constexpr int64_t kMinSpreadRun = 256;
+// Reducing kernels spread from this row length (elementwise ones from a
+// chunk, maxFree, on): below it the partials' combination costs more than
+// the shorter rows save (passes/LowerToIsa.cpp, splitLongRows).
+inline constexpr int64_t kMinSpreadReduction = 2048;
+inline int64_t spreadFactor(int64_t rows, int64_t cols) {
+  int64_t best = 1;
+  for (int64_t m = 2; rows > 0 && m * rows <= kNumPartitions && m * kMinSpreadRun <= cols; ++m)
+    if (cols % m == 0) best = m;
+  return best;
+}
 // Unit attribute of an nc.kernel that holds one attention (softmax(f(Q @ K))
 // @ V, passes/AttentionPattern.h), lowered as a flash attention.
 inline constexpr const char kAttentionAttr[] = "nc.attention";

@@ -62,7 +62,20 @@ func.func @wide_rows(%x: tensor<4x4096xf32>) -> tensor<4x1xf32> {
 // BUDGET-LABEL: func.func @needs_whole_row
 // BUDGET: nc.kernel "k0_amax"
 // BUDGET: nc.kernel "k1_sub"
-func.func @needs_whole_row(%x: tensor<4x4096xf32>) -> tensor<4x4096xf32> {
+func.func @needs_whole_row(%x: tensor<65x4096xf32>) -> tensor<65x4096xf32> {
+  %m = aten.amax %x {dim = array<i64: -1>, keepdim = true} : tensor<65x4096xf32> -> tensor<65x1xf32>
+  %d = aten.sub.Tensor %x, %m : tensor<65x4096xf32>, tensor<65x1xf32> -> tensor<65x4096xf32>
+  return %d : tensor<65x4096xf32>
+}
+
+// Over 64 rows or fewer, the lowering spreads each row over several
+// partitions (here 16 of 256 elements: nc::spreadFactor), so a part of a row
+// fits the budget and the subtraction stays in the kernel.
+// BUDGET-LABEL: func.func @spread_whole_row
+// BUDGET: nc.kernel "k0_fused_amax_sub"
+// BUDGET-NOT: nc.kernel
+// BUDGET: func.func @residual
+func.func @spread_whole_row(%x: tensor<4x4096xf32>) -> tensor<4x4096xf32> {
   %m = aten.amax %x {dim = array<i64: -1>, keepdim = true} : tensor<4x4096xf32> -> tensor<4x1xf32>
   %d = aten.sub.Tensor %x, %m : tensor<4x4096xf32>, tensor<4x1xf32> -> tensor<4x4096xf32>
   return %d : tensor<4x4096xf32>

@@ -108,21 +108,22 @@ func.func @unit_columns(%x: tensor<129x129x1xf32>, %m: tensor<129x1xi1>) -> tens
 
 // -----
 
-// A row too long to keep whole (here 10000 f32, over the 96 KiB budget for 4
-// live copies) is reduced chunk by chunk into a per-row accumulator; the mean
-// scale and the per-row ops after it run once, after the last chunk.
+// A row too long to keep whole (here 10007 f32, over the 96 KiB budget for 4
+// live copies; a prime length, so it is not spread over partitions) is
+// reduced chunk by chunk into a per-row accumulator; the mean scale and the
+// per-row ops after it run once, after the last chunk.
 // CHECK-LABEL: func.func @long_rows
-// CHECK: nc.dma_load {{.*}} {ap = array<i64: 10000, 4, 1, 4096>, {{.*}}offset = 0 : i64
+// CHECK: nc.dma_load {{.*}} {ap = array<i64: 10007, 4, 1, 4096>, {{.*}}offset = 0 : i64
 // CHECK: nc.tensor_reduce %[[ACC:.*]], %{{.*}} {alu = "max"
-// CHECK: nc.dma_load {{.*}} {ap = array<i64: 10000, 4, 1, 4096>, {{.*}}offset = 4096 : i64
+// CHECK: nc.dma_load {{.*}} {ap = array<i64: 10007, 4, 1, 4096>, {{.*}}offset = 4096 : i64
 // CHECK: nc.tensor_reduce %[[PART:.*]], %{{.*}} {alu = "max"
 // CHECK: nc.tensor_tensor %[[ACC]], %[[ACC]], %[[PART]] {alu = "max"
-// CHECK: nc.dma_load {{.*}} {ap = array<i64: 10000, 4, 1, 1808>, {{.*}}offset = 8192 : i64
+// CHECK: nc.dma_load {{.*}} {ap = array<i64: 10007, 4, 1, 1815>, {{.*}}offset = 8192 : i64
 // CHECK: nc.tensor_tensor %[[ACC]], %[[ACC]], %{{.*}} {alu = "max"
 // CHECK: nc.activation %{{.*}}, %[[ACC]] {{{.*}}func = "exp"
 // CHECK: nc.dma_store {{.*}} {ap = array<i64: 1, 4, 1, 1>
-func.func @long_rows(%x: tensor<4x10000xf32>) -> tensor<4x1xf32> {
-  %m = aten.amax %x {dim = array<i64: -1>, keepdim = true} : tensor<4x10000xf32> -> tensor<4x1xf32>
+func.func @long_rows(%x: tensor<4x10007xf32>) -> tensor<4x1xf32> {
+  %m = aten.amax %x {dim = array<i64: -1>, keepdim = true} : tensor<4x10007xf32> -> tensor<4x1xf32>
   %e = aten.exp %m : tensor<4x1xf32> -> tensor<4x1xf32>
   return %e : tensor<4x1xf32>
 }

@@ -21,12 +21,13 @@
 // CHECK: nc.kernel "k5_mul"{{.*}}result_offsets = array<i64: -1>
 
 // A whole row of 60000 f32 does not fit a 192 KiB partition (here whole rows
-// are forced; by default such a row is reduced chunk by chunk).
-func.func @too_wide(%x: tensor<4x60000xf32>) -> tensor<4x1xf32> {
+// are forced; by default such a row is reduced chunk by chunk; over more than
+// 64 rows, rows are not spread over partitions).
+func.func @too_wide(%x: tensor<65x60000xf32>) -> tensor<65x1xf32> {
   // expected-error @+2 {{kernel 'k0_sum' needs 240004 SBUF bytes per partition, more than the 196608 available}}
   // expected-note @+1 {{peak live bytes (a lower bound): 240004}}
-  %r = aten.sum.dim_IntList %x {dim = array<i64: -1>, keepdim = true} : tensor<4x60000xf32> -> tensor<4x1xf32>
-  return %r : tensor<4x1xf32>
+  %r = aten.sum.dim_IntList %x {dim = array<i64: -1>, keepdim = true} : tensor<65x60000xf32> -> tensor<65x1xf32>
+  return %r : tensor<65x1xf32>
 }
 
 // -----

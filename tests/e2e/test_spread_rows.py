@@ -1,0 +1,101 @@
+#!/usr/bin/env python3
+"""Reductions over a few long rows, which the lowering spreads over several
+partitions per row (passes/LowerToIsa.cpp, splitLongRows): a language model's
+last step for one to a few tokens (softmax, log-softmax, argmax and cross
+entropy over a vocabulary), a norm of one token, per-row sums returned
+through views, and rows holding infinities and NaN. Each is compiled at -O0
+and -O2, run, and compared with PyTorch eager in f32 and bf16; a softmax over
+a vocabulary is one kernel at -O2.
+"""
+import os
+import re
+import subprocess
+import sys
+import unittest
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, HERE)
+import e2e_common as common  # noqa: E402
+
+import torch  # noqa: E402
+import torch.nn as nn  # noqa: E402
+import torch.nn.functional as F  # noqa: E402
+
+from neuroncc import toolchain  # noqa: E402
+
+DTYPES = common.FLOAT_DTYPES
+randn = common.seeded_randn
+
+
+class SpreadRows(common.ComparedWithEager):
+    def kernels(self, opt=2):
+        """Kernels of the NEFF the last check compiled at -O<opt>."""
+        name = "%s_%d_O%d" % (self.id().split(".")[-1], self.count - 1, opt)
+        info = subprocess.run([toolchain.tool("neuron-packager"), "info", os.path.join(self.tmp, name + ".neff")],
+                              stdout=subprocess.PIPE, text=True, check=True).stdout
+        return len(re.findall(r"^\d+\s+\d+\s+(k\d+_\S+)", info, re.M))
+
+    def test_vocabulary_softmax_is_one_kernel(self):
+        # 32000 words for 1 and 3 tokens; GPT-2's 50257 (29 partitions of 1733).
+        for rows, vocab in ((1, 32000), (3, 32000), (1, 50257)):
+            for dtype in DTYPES:
+                with self.subTest(rows=rows, vocab=vocab, dtype=dtype):
+                    logits = (randn(rows, vocab) * 4).to(dtype)
+                    self.check(lambda x: F.softmax(x, -1), (logits,), opts=(2,))
+                    self.assertEqual(self.kernels(), 1)
+                    self.check(lambda x: (F.log_softmax(x, -1), x.argmax(-1)), (logits,))
+
+    def test_last_token_sampling_step(self):
+        # Temperature, top-1 probability and index, and the loss against a target.
+        def step(logits, target):
+            probs = F.softmax(logits / 0.7, dim=-1)
+            top, index = probs.max(-1)
+            return top, index, F.cross_entropy(logits.float(), target)
+
+        for dtype in DTYPES:
+            with self.subTest(dtype=dtype):
+                self.check(step, ((randn(2, 32000, seed=3) * 3).to(dtype), torch.tensor([5, 31999])))
+
+    def test_norms_of_one_token(self):
+        # A decoder's norms for one token: default parameters (ones and zeros) and random
+        # ones, f32 and bf16 (common.models).
+        class RmsNorm(nn.Module):
+            def __init__(self, dim):
+                super().__init__()
+                self.weight = nn.Parameter(torch.ones(dim))
+
+            def forward(self, x):
+                v = x.float().pow(2).mean(-1, keepdim=True)
+                return self.weight * (x.float() * torch.rsqrt(v + 1e-6)).to(x.dtype)
+
+        self.models(lambda: nn.LayerNorm(4096), (randn(1, 1, 4096),))
+        self.models(lambda: RmsNorm(5120), (randn(1, 5120, seed=1),))
+        self.models(lambda: nn.LayerNorm(8192), (randn(2, 3, 8192, seed=2),))
+
+    def test_per_row_results_through_views(self):
+        # Per-row values (one per row, held by each of the row's partitions) returned
+        # without keepdim, through a view, and expanded over the row.
+        def f(x):
+            s = x.sum(-1)
+            m = x.amax(-1, keepdim=True)
+            return s, x.mean(-1).view(2, 3, 1), m.expand_as(x), x - m
+
+        for dtype in DTYPES:
+            with self.subTest(dtype=dtype):
+                self.check(f, (randn(2, 3, 6000, seed=4).to(dtype),))
+
+    def test_non_finite_rows(self):
+        # One row holds +inf, one NaN, one only -inf (its softmax is NaN), one is masked
+        # but for a single element; the other rows must not see them.
+        x = randn(5, 12288, seed=5)
+        x[0, 7] = float("inf")
+        x[1, 4000] = float("nan")
+        x[2] = float("-inf")
+        x[3, 1:] = float("-inf")
+        for dtype in DTYPES:
+            with self.subTest(dtype=dtype):
+                self.check(lambda x: (F.softmax(x, -1), x.amax(-1), x.sum(-1)), (x.to(dtype),))
+
+
+if __name__ == "__main__":
+    common.main()
