@@ -1,11 +1,14 @@
 #!/usr/bin/env python3
-"""Reductions over a few long rows, which the lowering spreads over several
+"""Reductions over long rows. A few of them the lowering spreads over several
 partitions per row (passes/LowerToIsa.cpp, splitLongRows): a language model's
 last step for one to a few tokens (softmax, log-softmax, argmax and cross
 entropy over a vocabulary), a norm of one token, per-row sums returned
-through views, and rows holding infinities and NaN. Each is compiled at -O0
-and -O2, run, and compared with PyTorch eager in f32 and bf16; a softmax over
-a vocabulary is one kernel at -O2.
+through views, and rows holding infinities and NaN. Many of them, too long
+for SBUF, take several kernels, where the ops that need the reduced values
+recompute their elementwise operands (passes/FormKernels.cpp,
+recomputeLongRowOperands). Each is compiled at -O0 and -O2, run, and compared
+with PyTorch eager in f32 and bf16; a softmax over a vocabulary for a few
+tokens is one kernel at -O2.
 """
 import os
 import re
@@ -95,6 +98,21 @@ class SpreadRows(common.ComparedWithEager):
         for dtype in DTYPES:
             with self.subTest(dtype=dtype):
                 self.check(lambda x: (F.softmax(x, -1), x.amax(-1), x.sum(-1)), (x.to(dtype),))
+
+    def test_long_rows_over_many_rows(self):
+        # Rows too long for SBUF and too many to spread: the kernels after the reductions
+        # compute x - max, exp(x - max) and x - mean again from x. Non-finite rows too.
+        x = randn(70, 9000, seed=6) * 3
+        x[0, 3] = float("nan")
+        x[1] = float("-inf")
+        x[2, 5] = float("inf")
+        for dtype in DTYPES:
+            with self.subTest(dtype=dtype):
+                xd = x.to(dtype)
+                self.check(lambda x: (F.softmax(x, -1), F.log_softmax(x, -1)), (xd,))
+                self.check(lambda lg, t: F.cross_entropy(lg.float(), t),
+                           ((randn(100, 32000, seed=8) * 2).to(dtype), torch.randint(0, 32000, (100,))))
+        self.models(lambda: nn.LayerNorm(7000), (randn(2, 65, 7000, seed=7),))
 
 
 if __name__ == "__main__":

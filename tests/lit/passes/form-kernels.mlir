@@ -154,3 +154,22 @@ func.func @sink(%x: tensor<4x64xf32>) -> tensor<4xf32> {
   %l = aten.log %s : tensor<4xf32> -> tensor<4xf32>
   return %l : tensor<4xf32>
 }
+
+// A softmax over rows too long for SBUF (50257 f32, 128 rows: too many to
+// spread) is three kernels: the maximum, the sum of exponentials, the
+// division. The division needs exp(x - max) at every element; instead of
+// reading it from HBM (written by the second kernel, 4 bytes an element
+// each way), it computes it again from x and the maximum, so the second
+// kernel returns only the sum.
+// RESID-LABEL: func.func @recompute_long_rows
+// RESID: nc.kernel "k0_amax"(%arg0)
+// RESID: nc.kernel "k1_fused_sub_exp_sum"(%arg0, %0) {{.*}} -> tensor<128x1xf32>
+// RESID: nc.kernel "k2_fused_sub_exp_div"(%arg0, %0, %1) {{.*}}: (tensor<128x50257xf32>, tensor<128x1xf32>, tensor<128x1xf32>) -> tensor<128x50257xf32>
+func.func @recompute_long_rows(%x: tensor<128x50257xf32>) -> tensor<128x50257xf32> {
+  %m = aten.amax %x {dim = array<i64: -1>, keepdim = true} : tensor<128x50257xf32> -> tensor<128x1xf32>
+  %d = aten.sub.Tensor %x, %m : tensor<128x50257xf32>, tensor<128x1xf32> -> tensor<128x50257xf32>
+  %e = aten.exp %d : tensor<128x50257xf32> -> tensor<128x50257xf32>
+  %s = aten.sum.dim_IntList %e {dim = array<i64: -1>, keepdim = true} : tensor<128x50257xf32> -> tensor<128x1xf32>
+  %y = aten.div.Tensor %e, %s : tensor<128x50257xf32>, tensor<128x1xf32> -> tensor<128x50257xf32>
+  return %y : tensor<128x50257xf32>
+}
