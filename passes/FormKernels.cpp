@@ -538,6 +538,13 @@ struct FormKernelsPass : impl::FormKernelsBase<FormKernelsPass> {
     return merged.reduces && needsWholeRow && rowBytes(merged) > sbufBudgetBytes;
   }
 
+  // A partition's part of a row fits the budget once the lowering spreads
+  // `rows` rows of `cols` over the partitions.
+  bool spreadRowFits(int64_t rows, int64_t cols) {
+    int64_t m = nc::spreadFactor(rows, cols);
+    return cols >= nc::kMinSpreadReduction && m > 1 && rowBytes(RowSpace{{}, cols / m, true}) <= sbufBudgetBytes;
+  }
+
   // Ops the lowering does not spread rows over (LowerToIsa.cpp, splitLongRows).
   static bool breaksSpread(Operation* op) {
     return llvm::isa<aten::CatOp, aten::EmbeddingOp>(op) || isMatmul(op) || reducesSeveralDims(op);
@@ -552,9 +559,7 @@ struct FormKernelsPass : impl::FormKernelsBase<FormKernelsPass> {
   bool spreadKeepsRows(Operation* op, const RowSpace& s, Group& grp) {
     int64_t rows = 1;
     for (int64_t d : s.rows) rows *= d;
-    int64_t cols = std::max(s.cols, grp.space.cols), m = nc::spreadFactor(rows, cols);
-    if (cols < nc::kMinSpreadReduction || m == 1 || rowBytes(RowSpace{{}, cols / m, true}) > sbufBudgetBytes)
-      return false;
+    if (!spreadRowFits(rows, std::max(s.cols, grp.space.cols))) return false;
     if (grp.hasMatmul || grp.attention || !grp.splitShape.empty() || s.rows != grp.space.rows) return false;
     return !breaksSpread(op) && llvm::none_of(grp.ops, breaksSpread);
   }
@@ -1330,10 +1335,6 @@ struct FormKernelsPass : impl::FormKernelsBase<FormKernelsPass> {
   void recomputeLongRowOperands(func::FuncOp func) {
     constexpr int kMaxChain = 8;
     auto shapeOf = [](Value v) { return llvm::cast<RankedTensorType>(v.getType()).getShape(); };
-    auto bytesOf = [](Value v) {
-      Type t = llvm::cast<RankedTensorType>(v.getType()).getElementType();
-      return int64_t(std::max(8u, t.getIntOrFloatBitWidth()) / 8);
-    };
     auto computedElementwise = [](Value v) -> Operation* {
       Operation* def = v.getDefiningOp();
       return def && aten::isElementwise(def) && !isReduction(def) && def->getNumResults() == 1 ? def : nullptr;
@@ -1346,10 +1347,7 @@ struct FormKernelsPass : impl::FormKernelsBase<FormKernelsPass> {
       if (!type || type.getRank() == 0) continue;
       ArrayRef<int64_t> shape = type.getShape();
       int64_t cols = shape.back(), rows = type.getNumElements() / std::max<int64_t>(cols, 1);
-      if (cols <= 1 || rowBytes(RowSpace{{}, cols, true}) <= sbufBudgetBytes) continue;
-      int64_t m = nc::spreadFactor(rows, cols);
-      if (cols >= nc::kMinSpreadReduction && m > 1 && rowBytes(RowSpace{{}, cols / m, true}) <= sbufBudgetBytes)
-        continue;
+      if (cols <= 1 || rowBytes(RowSpace{{}, cols, true}) <= sbufBudgetBytes || spreadRowFits(rows, cols)) continue;
       SmallVector<int64_t> perRow(shape);
       perRow.back() = 1;
       // The op's full-width operand e and its per-row operand r, where r is
