@@ -18,6 +18,9 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include <array>
+#include <functional>
+
 #include "device_model.h"
 #include "passes/Passes.h"
 #include "passes/AttentionPattern.h"
@@ -410,6 +413,14 @@ struct FormKernelsPass : impl::FormKernelsBase<FormKernelsPass> {
     RowSpace merged{b.space.rows, std::max(a.space.cols, b.space.cols), a.space.reduces || b.space.reduces};
     if (merged.reduces && rowBytes(merged) > sbufBudgetBytes)
       return "a reduced row of " + std::to_string(merged.cols) + " elements exceeds the SBUF budget";
+    // (Shorter rows with many full-width values live at once may not fit
+    // whole either.)
+    if (merged.reduces) {
+      SmallVector<Operation*> ops(a.ops);
+      ops.append(b.ops.begin(), b.ops.end());
+      if (!wholeRowsFit(ops, merged.cols))
+        return "the merged kernel's rows of " + std::to_string(merged.cols) + " elements exceed the SBUF budget";
+    }
     if (reachesIndirectly(other, into) || reachesIndirectly(into, other))
       return "merging would create a cycle between kernels";
     // Ops that read their operands from HBM (matmul, embedding), and views
@@ -528,14 +539,85 @@ struct FormKernelsPass : impl::FormKernelsBase<FormKernelsPass> {
     return true;
   }
 
-  // Joining `op` would put whole rows longer than the SBUF budget into the
+  // SBUF bytes per partition that one row tile of a kernel of `ops` holds at
+  // once when its rows of `cols` stay whole. Each full-width value (its last
+  // dim `cols`, a broadcast row included) is live from its op, or for a
+  // value read from HBM from the row tile's first load, to its last use in
+  // the kernel, or to the row tile's end when something outside reads it
+  // (it is stored). Computed values count 4 bytes an element (f32), loaded
+  // ones their device dtype's width; per-row values and scalars are left
+  // out. The lowering folds ops and reuses dying tiles, so it needs at most
+  // about this (6 bytes an element for a bf16 RMSNorm, estimated at 10; 8
+  // for a bf16 softmax, estimated at 8).
+  int64_t wholeRowBytes(ArrayRef<Operation*> ops, int64_t cols) {
+    SmallVector<Operation*> order;
+    for (Operation* op : ops)
+      if (!aten::isViewOp(op)) order.push_back(op);
+    llvm::sort(order, [](Operation* a, Operation* b) { return a->isBeforeInBlock(b); });
+    llvm::DenseMap<Operation*, int> indexOf;
+    for (auto [i, op] : llvm::enumerate(order)) indexOf[op] = int(i);
+    llvm::SmallPtrSet<Operation*, 16> views;
+    for (Operation* op : ops)
+      if (aten::isViewOp(op)) views.insert(op);
+    auto isFull = [&](Value v) {
+      auto t = llvm::dyn_cast<RankedTensorType>(v.getType());
+      return t && t.getRank() > 0 && t.getShape().back() == cols;
+    };
+    auto elementBytes = [](Value v) {
+      Type e = nc::deviceElementType(llvm::cast<RankedTensorType>(v.getType()).getElementType());
+      return std::max<int64_t>(1, e.getIntOrFloatBitWidth() / 8);
+    };
+    std::function<bool(Value)> readOutside = [&](Value v) {
+      return llvm::any_of(v.getUsers(), [&](Operation* u) {
+        if (views.contains(u)) return readOutside(u->getResult(0));
+        return !indexOf.count(u);
+      });
+    };
+    const int last = int(order.size()) - 1;
+    llvm::MapVector<Value, std::array<int64_t, 3>> live;  // value -> {first, last, bytes}
+    for (auto [i, op] : llvm::enumerate(order)) {
+      for (Value v : op->getOperands()) {
+        if (!isFull(v)) continue;
+        Value root = chainOf(v).root;
+        Operation* def = root.getDefiningOp();
+        bool computed = def && indexOf.count(def);
+        auto it = live.find(computed ? root : v);
+        if (it == live.end()) it = live.insert({v, {0, int64_t(i), elementBytes(v)}}).first;
+        it->second[1] = std::max<int64_t>(it->second[1], int64_t(i));
+      }
+      for (Value r : op->getResults())
+        if (isFull(r))
+          live[r] = {int64_t(i), readOutside(r) ? last : int64_t(i), std::max<int64_t>(4, elementBytes(r))};
+    }
+    std::vector<std::pair<int64_t, int64_t>> events;  // (step, +/- bytes)
+    for (auto& [v, range] : live) {
+      events.push_back({range[0], range[2] * cols});
+      events.push_back({range[1] + 1, -range[2] * cols});
+    }
+    llvm::sort(events);
+    int64_t bytes = 0, peak = 0;
+    for (auto [at, delta] : events) peak = std::max(peak, bytes += delta);
+    return peak;
+  }
+
+  // A row tile of `ops` with whole rows of `cols` fits the budget, with
+  // room left for its per-row values, constants and alignment (at exactly
+  // half a partition the planner cannot double-buffer the tile).
+  static constexpr int64_t kRowTileReserve = 4096;
+  bool wholeRowsFit(ArrayRef<Operation*> ops, int64_t cols) {
+    return wholeRowBytes(ops, cols) + kRowTileReserve <= sbufBudgetBytes;
+  }
+
+  // Joining `op` would put whole rows too long for the SBUF budget into the
   // kernel: it needs a reduced value at every element of the row (x - max
   // after the max), which no chunk-by-chunk reduction provides.
   bool needsLongWholeRows(Operation* op, const RowSpace& s, Group& grp) {
     bool needsWholeRow = !s.reduces && s.cols > 1 &&
                          llvm::any_of(op->getOperands(), [&](Value v) { return isDerived(grp, v); });
-    RowSpace merged{s.rows, std::max(s.cols, grp.space.cols), s.reduces || grp.space.reduces};
-    return merged.reduces && needsWholeRow && rowBytes(merged) > sbufBudgetBytes;
+    if (!needsWholeRow || !(s.reduces || grp.space.reduces)) return false;
+    SmallVector<Operation*> ops(grp.ops);
+    ops.push_back(op);
+    return !wholeRowsFit(ops, std::max(s.cols, grp.space.cols));
   }
 
   // A partition's part of a row fits the budget once the lowering spreads
@@ -606,9 +688,15 @@ struct FormKernelsPass : impl::FormKernelsBase<FormKernelsPass> {
     if (!split && s.cols != grp.space.cols && s.cols != 1 && grp.space.cols != 1)
       return "innermost lengths differ (" + std::to_string(s.cols) + " vs " +
              std::to_string(grp.space.cols) + ")";
-    if (needsLongWholeRows(op, s, grp) && !spreadKeepsRows(op, s, grp))
-      return "a reduced row of " + std::to_string(std::max(s.cols, grp.space.cols)) +
-             " elements exceeds the SBUF budget of " + std::to_string(sbufBudgetBytes) + " bytes per partition";
+    if (needsLongWholeRows(op, s, grp) && !spreadKeepsRows(op, s, grp)) {
+      SmallVector<Operation*> ops(grp.ops);
+      ops.push_back(op);
+      int64_t cols = std::max(s.cols, grp.space.cols);
+      return "whole rows of " + std::to_string(cols) + " elements would need about " +
+             std::to_string(wholeRowBytes(ops, cols)) + " bytes per partition; the SBUF budget leaves " +
+             std::to_string(sbufBudgetBytes - kRowTileReserve) + " (" + std::to_string(sbufBudgetBytes) +
+             " less " + std::to_string(kRowTileReserve) + " for per-row values and constants)";
+    }
     for (int p : producer_groups)
       if (p != g && reaches(g, p)) return "joining would create a cycle between kernels";
     // Views fold into access patterns only over HBM values: a view of a value
@@ -1322,8 +1410,8 @@ struct FormKernelsPass : impl::FormKernelsBase<FormKernelsPass> {
 
   // An op that needs a reduced value at every element of its row (x - max,
   // e / sum, d * rstd) cannot share the reduction's kernel when the row is
-  // too long for SBUF (rowBytes, not spread either), so it starts a kernel
-  // of its own and reads its full-width operand from HBM: an f32
+  // too long to stay whole in SBUF (wholeRowsFit, not spread either), so it
+  // starts a kernel of its own and reads its full-width operand from HBM: an f32
   // intermediate (a softmax's exp of a bf16 input, 4 bytes an element)
   // written by the reduction's kernel and read back. Where that operand is
   // a short chain of elementwise ops over graph inputs, constants and
@@ -1332,6 +1420,29 @@ struct FormKernelsPass : impl::FormKernelsBase<FormKernelsPass> {
   // fewer bytes; the original chain stays for its other users (the
   // reduction), which then often need not write it out at all. A softmax
   // over 128 rows of 50257 went from 122.7 to 49 MiB of HBM traffic.
+  // The ops a kernel ending at `op` would hold if fusion kept its rows
+  // whole: `op` and, transitively, the elementwise ops and reductions over
+  // the last dim that compute its operands; none if more than 64 (too many
+  // to count: taken as a row that cannot stay whole).
+  SmallVector<Operation*> rowKernelOf(Operation* op) {
+    constexpr size_t kMaxOps = 64;
+    SmallVector<Operation*> ops{op};
+    llvm::SmallPtrSet<Operation*, 16> seen{op};
+    for (size_t i = 0; i < ops.size(); ++i)
+      for (Value v : ops[i]->getOperands()) {
+        Operation* def = v.getDefiningOp();
+        if (!def || seen.contains(def) || def->getNumResults() != 1 || !(aten::isElementwise(def) || isReduction(def)))
+          continue;
+        SmallVector<int64_t> dims = aten::reducedDims(def);
+        auto in = llvm::dyn_cast<RankedTensorType>(def->getOperand(0).getType());
+        if (!dims.empty() && (dims.size() != 1 || !in || dims[0] != in.getRank() - 1)) continue;
+        if (ops.size() == kMaxOps) return {};
+        seen.insert(def);
+        ops.push_back(def);
+      }
+    return ops;
+  }
+
   void recomputeLongRowOperands(func::FuncOp func) {
     constexpr int kMaxChain = 8;
     auto shapeOf = [](Value v) { return llvm::cast<RankedTensorType>(v.getType()).getShape(); };
@@ -1347,7 +1458,10 @@ struct FormKernelsPass : impl::FormKernelsBase<FormKernelsPass> {
       if (!type || type.getRank() == 0) continue;
       ArrayRef<int64_t> shape = type.getShape();
       int64_t cols = shape.back(), rows = type.getNumElements() / std::max<int64_t>(cols, 1);
-      if (cols <= 1 || rowBytes(RowSpace{{}, cols, true}) <= sbufBudgetBytes || spreadRowFits(rows, cols)) continue;
+      if (cols <= 1 || spreadRowFits(rows, cols)) continue;
+      if (SmallVector<Operation*> kernelOps = rowKernelOf(op);
+          !kernelOps.empty() && wholeRowsFit(kernelOps, cols))
+        continue;
       SmallVector<int64_t> perRow(shape);
       perRow.back() = 1;
       // The op's full-width operand e and its per-row operand r, where r is

@@ -1185,7 +1185,16 @@ LogicalResult KernelLowering::run(int64_t& instructions, int64_t& dmas) {
           def && (afterReduction.contains(def) || !aten::reducedDims(def).empty()))
         afterReduction.insert(&op);
   }
-  chunked = space.reduces && space.trail.size() == 1 && space.cols > maxFree &&
+  // An op after a reduction with a full-width result (x - max) needs the
+  // reduced value at every element: form-kernels admitted such a kernel
+  // because its row tile fits SBUF (wholeRowBytes there), so its rows stay
+  // whole. Other kernels reduce rows too long for the budget chunk by chunk.
+  const bool needsWholeRows = llvm::any_of(afterReduction, [&](Operation* op) {
+    if (aten::isViewOp(op) || op->getNumResults() != 1) return false;
+    auto t = llvm::dyn_cast<RankedTensorType>(op->getResult(0).getType());
+    return t && t.getNumElements() == space.rows * space.cols && space.cols > 1;
+  });
+  chunked = space.reduces && space.trail.size() == 1 && space.cols > maxFree && !needsWholeRows &&
             space.cols * 4 * 4 > rowBudget;
   // A matmul's output tile is one 2 KiB PSUM bank: 512 f32 columns.
   int64_t chunk = columnTile();
@@ -1436,7 +1445,7 @@ relower:
   // column chunks, each reducing into a per-row accumulator; chunks half as
   // wide while their tiles still overflow (down to 256 columns).
   const bool mayChunk = space.reduces && space.trail.size() == 1 && space.cols > maxFree && !space.matmul &&
-                        prologueOps.empty() && (!chunked || chunk > 256);
+                        !needsWholeRows && prologueOps.empty() && (!chunked || chunk > 256);
   const bool overflows = (mayChunk || reuseMoving) && sbufPeakBytes(*body) > rowBudget * 3 / 2;
   const bool chunkInstead = mayChunk && overflows;
   if (overflows) {

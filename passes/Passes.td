@@ -78,7 +78,8 @@ def FormKernels : Pass<"ncc-form-kernels", "mlir::func::FuncOp"> {
     Option<"report", "report", "bool", /*default=*/"false",
            "Emit a remark for every fusion refused, with its reason">,
     Option<"sbufBudgetBytes", "sbuf-budget-bytes", "int64_t", /*default=*/"98304",
-           "Per-partition SBUF bytes one fused row may use">
+           "Per-partition SBUF bytes a row tile of whole reduced rows may use "
+           "(the kernel's live full-width values, 4 KiB kept for the rest)">
   ];
   let statistics = [
     Statistic<"numKernels", "kernels", "Kernels formed">,
@@ -102,7 +103,7 @@ def LowerToIsa : Pass<"ncc-lower-to-isa", "mlir::func::FuncOp"> {
            "Longest row chunk of an elementwise-only kernel">,
     Option<"rowBudgetBytes", "row-budget-bytes", "int64_t", /*default=*/"98304",
            "Per-partition SBUF bytes a whole reduced row may use (4 live f32 copies); "
-           "longer rows are reduced chunk by chunk">
+           "longer rows are reduced chunk by chunk unless the kernel needs them whole">
   ];
   let statistics = [
     Statistic<"numInstructions", "instructions", "ISA instructions emitted">,

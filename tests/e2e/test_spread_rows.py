@@ -6,7 +6,9 @@ entropy over a vocabulary), a norm of one token, per-row sums returned
 through views, and rows holding infinities and NaN. Many of them, too long
 for SBUF, take several kernels, where the ops that need the reduced values
 recompute their elementwise operands (passes/FormKernels.cpp,
-recomputeLongRowOperands). Each is compiled at -O0 and -O2, run, and compared
+recomputeLongRowOperands); rows whose kernel's live values fit SBUF stay
+whole in one kernel (wholeRowBytes there), and a kernel with many live rows
+is split where they would not fit. Each is compiled at -O0 and -O2, run, and compared
 with PyTorch eager in f32 and bf16; a softmax over a vocabulary for a few
 tokens is one kernel at -O2.
 """
@@ -113,6 +115,44 @@ class SpreadRows(common.ComparedWithEager):
                 self.check(lambda lg, t: F.cross_entropy(lg.float(), t),
                            ((randn(100, 32000, seed=8) * 2).to(dtype), torch.randint(0, 32000, (100,))))
         self.models(lambda: nn.LayerNorm(7000), (randn(2, 65, 7000, seed=7),))
+
+    def test_whole_long_rows(self):
+        # Rows of 8192 and 11000 over more rows than the spread takes: a softmax keeps two
+        # live rows, so it stays one kernel; a norm of LLaMA-2-70B's width too.
+        x = randn(130, 8192, seed=9) * 3
+        x[0, 3] = float("nan")
+        x[1] = float("-inf")
+        x[2, 5] = float("inf")
+        for dtype in DTYPES:
+            with self.subTest(dtype=dtype):
+                self.check(lambda x: F.softmax(x, -1), (x.to(dtype),), opts=(2,))
+                self.assertEqual(self.kernels(), 1)
+                self.check(lambda x: (F.softmax(x, -1), F.log_softmax(x, -1)), (x.to(dtype),))
+                self.check(lambda x: F.softmax(x, -1), ((randn(3, 65, 11000, seed=10) * 2).to(dtype),))
+
+        class RmsNorm(nn.Module):
+            def __init__(self, dim):
+                super().__init__()
+                self.weight = nn.Parameter(torch.ones(dim))
+
+            def forward(self, x):
+                v = x.float().pow(2).mean(-1, keepdim=True)
+                return self.weight * (x.float() * torch.rsqrt(v + 1e-6)).to(x.dtype)
+
+        self.models(lambda: RmsNorm(8192), (randn(130, 8192, seed=11),))
+        self.models(lambda: nn.LayerNorm(8192), (randn(2, 70, 8192, seed=12),))
+
+    def test_many_live_long_rows(self):
+        # Five full-width inputs live until the end of a row of 6144 f32: more than half
+        # of a partition, so the kernel is split where its rows would not fit (this
+        # failed to compile when only the row's length was counted).
+        def f(a, b, c, d, e):
+            s = a * b + c
+            return (s - s.amax(-1, keepdim=True)) * a * b * c * d * e + d / e
+
+        for dtype in DTYPES:
+            with self.subTest(dtype=dtype):
+                self.check(f, tuple((randn(130, 6144, seed=i) + 3).to(dtype) for i in range(5)))
 
 
 if __name__ == "__main__":

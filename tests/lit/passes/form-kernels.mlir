@@ -47,7 +47,7 @@ func.func @diamond(%x: tensor<4x512xf32>) -> tensor<4x512xf32> {
 // A reduction over long rows still fuses with its elementwise producer: the
 // row is reduced chunk by chunk, so the budget does not apply.
 // Remarks come first, before the IR.
-// BUDGET: remark: not fused into kernel of 'aten.amax': a reduced row of 4096 elements exceeds the SBUF budget of 4096 bytes per partition
+// BUDGET: remark: not fused into kernel of 'aten.amax': whole rows of 4096 elements would need about 32768 bytes per partition; the SBUF budget leaves 0 (4096 less 4096 for per-row values and constants)
 // BUDGET-LABEL: func.func @wide_rows
 // BUDGET: nc.kernel "k0_fused_exp_sum"
 // BUDGET-NOT: nc.kernel
@@ -172,4 +172,52 @@ func.func @recompute_long_rows(%x: tensor<128x50257xf32>) -> tensor<128x50257xf3
   %s = aten.sum.dim_IntList %e {dim = array<i64: -1>, keepdim = true} : tensor<128x50257xf32> -> tensor<128x1xf32>
   %y = aten.div.Tensor %e, %s : tensor<128x50257xf32>, tensor<128x1xf32> -> tensor<128x50257xf32>
   return %y : tensor<128x50257xf32>
+}
+
+// Whether a row stays whole is estimated from the kernel's live full-width
+// values (wholeRowBytes), not from the row's length alone: a softmax over
+// 8192 f32 holds two of them at a time (x and x - max, then the
+// exponentials and the quotient), 64 KiB per partition, so it is one kernel.
+// RESID-LABEL: func.func @whole_long_rows
+// RESID: nc.kernel "k0_fused_amax_sub_exp_sum_etc"(%arg0)
+// RESID-NOT: nc.kernel
+func.func @whole_long_rows(%x: tensor<65x8192xf32>) -> tensor<65x8192xf32> {
+  %m = aten.amax %x {dim = array<i64: -1>, keepdim = true} : tensor<65x8192xf32> -> tensor<65x1xf32>
+  %d = aten.sub.Tensor %x, %m : tensor<65x8192xf32>, tensor<65x1xf32> -> tensor<65x8192xf32>
+  %e = aten.exp %d : tensor<65x8192xf32> -> tensor<65x8192xf32>
+  %s = aten.sum.dim_IntList %e {dim = array<i64: -1>, keepdim = true} : tensor<65x8192xf32> -> tensor<65x1xf32>
+  %y = aten.div.Tensor %e, %s : tensor<65x8192xf32>, tensor<65x1xf32> -> tensor<65x8192xf32>
+  return %y : tensor<65x8192xf32>
+}
+
+// Over 12288 f32 the same two live values take the whole budget, so the
+// division goes to a kernel of its own (recomputing exp(x - max)).
+// RESID-LABEL: func.func @whole_rows_over_budget
+// RESID: nc.kernel "k0_amax"(%arg0)
+// RESID: nc.kernel "k1_fused_sub_exp_sum"
+// RESID: nc.kernel "k2_fused_sub_exp_div"
+func.func @whole_rows_over_budget(%x: tensor<65x12288xf32>) -> tensor<65x12288xf32> {
+  %m = aten.amax %x {dim = array<i64: -1>, keepdim = true} : tensor<65x12288xf32> -> tensor<65x1xf32>
+  %d = aten.sub.Tensor %x, %m : tensor<65x12288xf32>, tensor<65x1xf32> -> tensor<65x12288xf32>
+  %e = aten.exp %d : tensor<65x12288xf32> -> tensor<65x12288xf32>
+  %s = aten.sum.dim_IntList %e {dim = array<i64: -1>, keepdim = true} : tensor<65x12288xf32> -> tensor<65x1xf32>
+  %y = aten.div.Tensor %e, %s : tensor<65x12288xf32>, tensor<65x1xf32> -> tensor<65x12288xf32>
+  return %y : tensor<65x12288xf32>
+}
+
+// Shorter rows with many live full-width values do not fit whole either:
+// a, b, a + b and its difference from the maximum are four f32 rows of 6144
+// live at once, 96 KiB per partition, so once the product with b would keep
+// b live that long, it starts a kernel of its own.
+// RESID-LABEL: func.func @many_live_rows
+// RESID: nc.kernel "k0_fused_add_amax_sub_mul"(%arg0, %arg1)
+// RESID: nc.kernel "k1_fused_mul"(%0, %arg1, %arg2)
+func.func @many_live_rows(%a: tensor<65x6144xf32>, %b: tensor<65x6144xf32>, %c: tensor<65x6144xf32>) -> tensor<65x6144xf32> {
+  %s = aten.add.Tensor %a, %b : tensor<65x6144xf32>, tensor<65x6144xf32> -> tensor<65x6144xf32>
+  %m = aten.amax %s {dim = array<i64: -1>, keepdim = true} : tensor<65x6144xf32> -> tensor<65x1xf32>
+  %d = aten.sub.Tensor %s, %m : tensor<65x6144xf32>, tensor<65x1xf32> -> tensor<65x6144xf32>
+  %p = aten.mul.Tensor %d, %a : tensor<65x6144xf32>, tensor<65x6144xf32> -> tensor<65x6144xf32>
+  %q = aten.mul.Tensor %p, %b : tensor<65x6144xf32>, tensor<65x6144xf32> -> tensor<65x6144xf32>
+  %r = aten.mul.Tensor %q, %c : tensor<65x6144xf32>, tensor<65x6144xf32> -> tensor<65x6144xf32>
+  return %r : tensor<65x6144xf32>
 }
