@@ -1559,6 +1559,7 @@ struct FormKernelsPass : impl::FormKernelsBase<FormKernelsPass> {
     groups.clear();
     groupOf.clear();
     transposedCopyOf.clear();
+    materializedBy.clear();
     stageReductions(func);
     if (fuse) {
       sinkSqueezes(func);

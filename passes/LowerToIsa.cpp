@@ -16,6 +16,7 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "device_model.h"
 #include "passes/KernelLowering.h"
 #include "llvm/ADT/ScopeExit.h"
 #include "passes/Passes.h"
@@ -472,8 +473,21 @@ void KernelLowering::emitDma(bool load, Value hbm, Value tile, const Layout& l, 
   // first tiles arrive sooner and all 16 queues take part (GPT-2-medium's
   // layer norms, 8 row tiles of 1024: the block 38.2% -> 40.7% MFU; 32 or
   // 128 pieces instead of 64 change nothing measurable).
+  // The stores of the last row tile's last columns are the kernel's drain,
+  // which nothing overlaps: they take pieces of 64 KiB or more over as many
+  // as all 16 queues (a bf16 softmax over rows of 8192: 2 MiB row tiles in 4
+  // pieces of 512 KiB took 22.5 us each, in 16 of 128 KiB 7.1 us). Earlier
+  // column chunks of that row tile are not the drain (a softmax over one
+  // row tile of 50257 columns, stored in chunks of 4096 that way: 197.5 ->
+  // 212.7 us, from the pieces' fixed costs). Splitting the
+  // first row tile's loads the same way helps a kernel with two row tiles
+  // in flight but slows one that keeps many in flight (RMSNorm over 8192
+  // rows of 4096: 381.8 -> 390.3 us), whose loads are not on its critical
+  // path.
+  const bool pipelineEnd = !load && first + p >= space.rows && col0 + f >= space.cols;
   const int64_t splitBytes =
-      std::clamp<int64_t>(space.rows * bytesPerRow / 64, 64 * 1024, kSplitBytes);
+      pipelineEnd ? 64 * 1024 : std::clamp<int64_t>(space.rows * bytesPerRow / 64, 64 * 1024, kSplitBytes);
+  const int64_t maxPieces = pipelineEnd ? int64_t(neff::Trn1().dma_queues) : 8;
   int64_t start = 0;
   while (start < p) {
     int64_t end = start + 1;
@@ -483,7 +497,7 @@ void KernelLowering::emitDma(bool load, Value hbm, Value tile, const Layout& l, 
     // row: one of them stores it.
     const bool once = !load && stride == 0 && space.split > 1 && l.kind == Kind::Row;
     const int64_t count = once ? 1 : end - start;
-    int64_t pieces = std::clamp<int64_t>(count * bytesPerRow / splitBytes, 1, 8);
+    int64_t pieces = std::clamp<int64_t>(count * bytesPerRow / splitBytes, 1, maxPieces);
     int64_t per = (count + pieces - 1) / pieces;
     for (int64_t s = start; s < start + count; s += per) {
       int64_t c = std::min(per, start + count - s);

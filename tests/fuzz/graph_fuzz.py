@@ -3174,7 +3174,11 @@ def _generate(b, stats, focus=()):
     gens = [(w * (25 if g.__name__[2:] in focus else 1), g) for w, g, needs in GENERATORS
             if all(n in b.supported for n in needs)]
     kind = rng.random()
-    if kind < 0.08:       # long rows: beyond the SBUF row budget, or spread over partitions
+    if kind < 0.025:      # many long rows: whole in SBUF or not (FormKernels' wholeRowBytes)
+        rows = b.sym(rng.choice([65, 70, 129]))
+        long = b.sym(rng.choice([6144, 8192, 9420, 11776, 12288]))
+        b.new_input(((rows,), (long,)), kind=rng.choice(["normal", "unit"]))
+    elif kind < 0.08:     # long rows: beyond the SBUF row budget, or spread over partitions
         long = b.sym(rng.choice([30000, 20000, 9000, 4096, 2560, 12007]))
         lead = [b.new_dim([(1, 2), (2, 1), (3, 1), (5, 1)]) for _ in range(rng.choice([0, 1, 1, 2]))]
         shape = tuple(d for d in lead if d) + ((long,),)

@@ -134,7 +134,8 @@ func.func @long_rows(%x: tensor<4x10007xf32>) -> tensor<4x1xf32> {
 // bf16 softmax over 8192, which form-kernels keeps whole: two live rows of
 // 8192 fit the budget) is not chunked: each row tile is loaded once, its
 // maximum and the sum of exponentials taken over the whole row, and the
-// quotient stored from the same tiles.
+// quotient stored from the same tiles. The last row tile's stores, the
+// kernel's drain, go in 16 pieces (one per DMA queue) instead of 8.
 // CHECK-LABEL: func.func @whole_long_rows
 // CHECK: nc.kernel "k0_softmax"
 // CHECK: nc.dma_load %{{.*}} -> %[[X:[0-9]+]] {ap = array<i64: 8192, 16, 1, 8192>, {{.*}}offset = 0 : i64
@@ -143,9 +144,14 @@ func.func @long_rows(%x: tensor<4x10007xf32>) -> tensor<4x1xf32> {
 // CHECK: nc.activation %[[E:[0-9]+]], %[[X]] bias %{{.*}} accum %[[S:[0-9]+]] : {{.*}}func = "exp"{{.*}} : memref<128x8192xf32, 1>, memref<128x8192xbf16, 1>
 // CHECK: nc.tensor_scalar %[[Q:[0-9]+]], %[[E]], %[[S]] {alu = "div"
 // CHECK: nc.dma_store %[[Q]] -> %{{.*}} {ap = array<i64: 8192, 16, 1, 8192>, {{.*}}offset = 0 : i64
-func.func @whole_long_rows(%x: tensor<130x8192xbf16>) -> tensor<130x8192xbf16> {
-  %y = aten._softmax %x {dim = -1 : i64, half_to_float = false} : tensor<130x8192xbf16> -> tensor<130x8192xbf16>
-  return %y : tensor<130x8192xbf16>
+// CHECK-NOT: nc.dma_store {{.*}}ap = array<i64: 8192, 8, 1, 8192>
+// CHECK: nc.dma_store {{.*}}ap = array<i64: 8192, 16, 1, 8192>, {{.*}}part_start = 112 : i64
+// CHECK: nc.dma_store {{.*}}ap = array<i64: 8192, 8, 1, 8192>, {{.*}}part_start = 0 : i64
+// CHECK-COUNT-14: nc.dma_store {{.*}}ap = array<i64: 8192, 8, 1, 8192>
+// CHECK: nc.dma_store {{.*}}ap = array<i64: 8192, 8, 1, 8192>, {{.*}}part_start = 120 : i64
+func.func @whole_long_rows(%x: tensor<256x8192xbf16>) -> tensor<256x8192xbf16> {
+  %y = aten._softmax %x {dim = -1 : i64, half_to_float = false} : tensor<256x8192xbf16> -> tensor<256x8192xbf16>
+  return %y : tensor<256x8192xbf16>
 }
 
 // -----

@@ -109,3 +109,25 @@ func.func @stored_transposed(%x: tensor<256x384xbf16>) -> tensor<384x256xbf16> {
   %t = aten.t %y : tensor<256x384xbf16> -> tensor<384x256xbf16>
   return %t : tensor<384x256xbf16>
 }
+
+// -----
+
+// A bf16 softmax over rows of 8192 fits only two row tiles' f32
+// exponentials, but the tiles its DMAs fill and drain (x, the quotient) are
+// held through two more row tiles, so that the loads run ahead and the
+// stores drain while the next row tiles compute: row tile 3's x takes bytes
+// of its own, row tile 4's those of row tile 1.
+// ROTATE-LABEL: func.func @transferred_deeper
+// ROTATE: nc.alloc_tile {iteration = 1 : i64, offset = [[X1:[0-9]+]] : i64} : memref<128x8192xbf16, 1>
+// ROTATE-NOT: nc.alloc_tile {iteration = 3 : i64, offset = [[X1]] : i64}
+// ROTATE: nc.alloc_tile {iteration = 4 : i64, offset = [[X1]] : i64} : memref<128x8192xbf16, 1>
+func.func @transferred_deeper(%x: tensor<512x8192xbf16>) -> tensor<512x8192xbf16> {
+  %0 = aten._to_copy %x : tensor<512x8192xbf16> -> tensor<512x8192xf32>
+  %1 = aten.amax %0 {dim = array<i64: -1>, keepdim = true} : tensor<512x8192xf32> -> tensor<512x1xf32>
+  %2 = aten.sub.Tensor %0, %1 : tensor<512x8192xf32>, tensor<512x1xf32> -> tensor<512x8192xf32>
+  %3 = aten.exp %2 : tensor<512x8192xf32> -> tensor<512x8192xf32>
+  %4 = aten.sum.dim_IntList %3 {dim = array<i64: -1>, keepdim = true} : tensor<512x8192xf32> -> tensor<512x1xf32>
+  %5 = aten.div.Tensor %3, %4 : tensor<512x8192xf32>, tensor<512x1xf32> -> tensor<512x8192xf32>
+  %6 = aten._to_copy %5 : tensor<512x8192xf32> -> tensor<512x8192xbf16>
+  return %6 : tensor<512x8192xbf16>
+}
