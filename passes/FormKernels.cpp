@@ -20,6 +20,7 @@
 
 #include <array>
 #include <functional>
+#include <optional>
 
 #include "device_model.h"
 #include "passes/Passes.h"
@@ -1408,18 +1409,6 @@ struct FormKernelsPass : impl::FormKernelsBase<FormKernelsPass> {
     ++numFused;
   }
 
-  // An op that needs a reduced value at every element of its row (x - max,
-  // e / sum, d * rstd) cannot share the reduction's kernel when the row is
-  // too long to stay whole in SBUF (wholeRowsFit, not spread either), so it
-  // starts a kernel of its own and reads its full-width operand from HBM: an f32
-  // intermediate (a softmax's exp of a bf16 input, 4 bytes an element)
-  // written by the reduction's kernel and read back. Where that operand is
-  // a short chain of elementwise ops over graph inputs, constants and
-  // per-row values, the op gets a copy of the chain instead, reading the
-  // chain's inputs (2 bytes an element for a bf16 input) when that moves
-  // fewer bytes; the original chain stays for its other users (the
-  // reduction), which then often need not write it out at all. A softmax
-  // over 128 rows of 50257 went from 122.7 to 49 MiB of HBM traffic.
   // The ops a kernel ending at `op` would hold if fusion kept its rows
   // whole: `op` and, transitively, the elementwise ops and reductions over
   // the last dim that compute its operands; none if more than 64 (too many
@@ -1443,6 +1432,19 @@ struct FormKernelsPass : impl::FormKernelsBase<FormKernelsPass> {
     return ops;
   }
 
+  // An op that needs a reduced value at every element of its row (x - max,
+  // e / sum, d * rstd) cannot share the reduction's kernel when the row is
+  // too long to stay whole in SBUF (wholeRowsFit, not spread either), so
+  // it starts a kernel of its own and reads its full-width operand from
+  // HBM: an f32 intermediate (a softmax's exp of a bf16 input, 4 bytes an
+  // element) written by the reduction's kernel and read back. Where that
+  // operand is a short chain of elementwise ops over graph inputs,
+  // constants and per-row values, the op gets a copy of the chain instead,
+  // reading the chain's inputs (2 bytes an element for a bf16 input) when
+  // that moves fewer bytes; the original chain stays for its other users
+  // (the reduction), which then often need not write it out at all. A
+  // softmax over 128 rows of 50257 went from 122.7 to 49 MiB of HBM
+  // traffic.
   void recomputeLongRowOperands(func::FuncOp func) {
     constexpr int kMaxChain = 8;
     auto shapeOf = [](Value v) { return llvm::cast<RankedTensorType>(v.getType()).getShape(); };
@@ -1459,9 +1461,7 @@ struct FormKernelsPass : impl::FormKernelsBase<FormKernelsPass> {
       ArrayRef<int64_t> shape = type.getShape();
       int64_t cols = shape.back(), rows = type.getNumElements() / std::max<int64_t>(cols, 1);
       if (cols <= 1 || spreadRowFits(rows, cols)) continue;
-      if (SmallVector<Operation*> kernelOps = rowKernelOf(op);
-          !kernelOps.empty() && wholeRowsFit(kernelOps, cols))
-        continue;
+      std::optional<bool> fitsWhole;  // (estimated once an operand needs it)
       SmallVector<int64_t> perRow(shape);
       perRow.back() = 1;
       // The op's full-width operand e and its per-row operand r, where r is
@@ -1500,6 +1500,11 @@ struct FormKernelsPass : impl::FormKernelsBase<FormKernelsPass> {
           return false;
         });
         if (!needsReduced) continue;
+        if (!fitsWhole) {
+          SmallVector<Operation*> kernelOps = rowKernelOf(op);
+          fitsWhole = !kernelOps.empty() && wholeRowsFit(kernelOps, cols);
+        }
+        if (*fitsWhole) break;
         // The chain computing e from graph inputs, constants, per-row values
         // and other values read from HBM (its leaves).
         SmallVector<Operation*> chain;
