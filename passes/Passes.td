@@ -8,7 +8,8 @@ include "mlir/Pass/PassBase.td"
 def DecomposeComposites : Pass<"ncc-decompose-composites", "mlir::func::FuncOp"> {
   let summary = "Rewrite composite ATen ops into primitive elementwise and reduction ops";
   let description = [{
-    `aten.rms_norm` becomes `x * rsqrt(mean(x * x) + eps) * weight`. Every op a
+    `aten.rms_norm` becomes `x * rsqrt(mean(x * x) + eps) * weight`; a matmul
+    with one output column becomes a product and a sum over k. Every op a
     composite expands into is tagged with `nc.source` (the composite's name) and
     `nc.source_id` (one id per expanded composite), so that kernel formation at
     -O0 keeps a composite in one kernel and the profiler attributes time to it.

@@ -66,3 +66,43 @@ func.func @norms(%x: tensor<16x64xf32>, %w: tensor<64xf32>, %b: tensor<64xf32>) 
   %v, %mm = aten.var_mean.correction %x {dim = array<i64: -1>, correction = 1 : i64, keepdim = true} : tensor<16x64xf32> -> tensor<16x1xf32>, tensor<16x1xf32>
   return %o, %m, %r, %v : tensor<16x64xf32>, tensor<16x1xf32>, tensor<16x1xf32>, tensor<16x1xf32>
 }
+
+// -----
+
+// A matmul with one output column is a product with the column laid along
+// the rows and a sum over k, in f32 for bf16 (the column is promoted by the
+// product, not cast on its own); addmm scales by alpha and adds beta times
+// its input. A bmm lays each batch's column along its rows.
+// CHECK-LABEL: func.func @mat_vec
+// CHECK: %[[ROW:.*]] = aten.reshape %arg1 {{.*}}size = array<i64: 512>{{.*}} : tensor<512x1xbf16> -> tensor<512xbf16>
+// CHECK: %[[A:.*]] = aten._to_copy %arg0 {{.*}} : tensor<64x512xbf16> -> tensor<64x512xf32>
+// CHECK: %[[P:.*]] = aten.mul.Tensor %[[A]], %[[ROW]] {{.*}} : tensor<64x512xf32>, tensor<512xbf16> -> tensor<64x512xf32>
+// CHECK: %[[S:.*]] = aten.sum.dim_IntList %[[P]] {dim = array<i64: 1>, keepdim = true{{.*}} -> tensor<64x1xf32>
+// CHECK: %[[MM:.*]] = aten._to_copy %[[S]] {{.*}} -> tensor<64x1xbf16>
+// CHECK: %[[S2:.*]] = aten.sum.dim_IntList
+// CHECK: %[[SCALED:.*]] = aten.mul.Scalar %[[S2]], 2.000000e+00
+// CHECK: %[[BIASED:.*]] = aten.add.Tensor %[[SCALED]], %arg2 {alpha = 5.000000e-01 : f64
+// CHECK: %[[ADDMM:.*]] = aten._to_copy %[[BIASED]] {{.*}} -> tensor<64x1xbf16>
+// CHECK: return %[[MM]], %[[ADDMM]]
+// CHECK-NOT: aten.mm
+// CHECK-LABEL: func.func @batched_mat_vec
+// CHECK: %[[ROW:.*]] = aten.reshape %arg1 {{.*}}size = array<i64: 3, 1, 512>{{.*}} -> tensor<3x1x512xf32>
+// CHECK: %[[P:.*]] = aten.mul.Tensor %arg0, %[[ROW]]
+// CHECK: aten.sum.dim_IntList %[[P]] {dim = array<i64: 2>, keepdim = true
+// A transposed matrix stays a matmul: the TensorEngine reads it as it is.
+// CHECK-LABEL: func.func @transposed_matrix
+// CHECK: aten.mm
+func.func @mat_vec(%a: tensor<64x512xbf16>, %v: tensor<512x1xbf16>, %b: tensor<1xbf16>) -> (tensor<64x1xbf16>, tensor<64x1xbf16>) {
+  %0 = aten.mm %a, %v : tensor<64x512xbf16>, tensor<512x1xbf16> -> tensor<64x1xbf16>
+  %1 = aten.addmm %b, %a, %v {alpha = 2.0 : f64, beta = 0.5 : f64} : tensor<1xbf16>, tensor<64x512xbf16>, tensor<512x1xbf16> -> tensor<64x1xbf16>
+  return %0, %1 : tensor<64x1xbf16>, tensor<64x1xbf16>
+}
+func.func @batched_mat_vec(%a: tensor<3x64x512xf32>, %v: tensor<3x512x1xf32>) -> tensor<3x64x1xf32> {
+  %0 = aten.bmm %a, %v : tensor<3x64x512xf32>, tensor<3x512x1xf32> -> tensor<3x64x1xf32>
+  return %0 : tensor<3x64x1xf32>
+}
+func.func @transposed_matrix(%a: tensor<512x64xf32>, %v: tensor<512x1xf32>) -> tensor<64x1xf32> {
+  %t = aten.t %a : tensor<512x64xf32> -> tensor<64x512xf32>
+  %0 = aten.mm %t, %v : tensor<64x512xf32>, tensor<512x1xf32> -> tensor<64x1xf32>
+  return %0 : tensor<64x1xf32>
+}
