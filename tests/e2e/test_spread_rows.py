@@ -32,6 +32,27 @@ DTYPES = common.FLOAT_DTYPES
 randn = common.seeded_randn
 
 
+class RmsNorm(nn.Module):
+    """LLaMA's RMSNorm: in f32, cast back, then the weight."""
+
+    def __init__(self, dim):
+        super().__init__()
+        self.weight = nn.Parameter(torch.ones(dim))
+
+    def forward(self, x):
+        v = x.float().pow(2).mean(-1, keepdim=True)
+        return self.weight * (x.float() * torch.rsqrt(v + 1e-6)).to(x.dtype)
+
+
+def with_non_finite_rows(rows, cols, seed):
+    """Random rows, the first holding a NaN, the second all -inf, the third a +inf."""
+    x = randn(rows, cols, seed=seed) * 3
+    x[0, 3] = float("nan")
+    x[1] = float("-inf")
+    x[2, 5] = float("inf")
+    return x
+
+
 class SpreadRows(common.ComparedWithEager):
     def kernels(self, opt=2):
         """Kernels of the NEFF the last check compiled at -O<opt>."""
@@ -64,15 +85,6 @@ class SpreadRows(common.ComparedWithEager):
     def test_norms_of_one_token(self):
         # A decoder's norms for one token: default parameters (ones and zeros) and random
         # ones, f32 and bf16 (common.models).
-        class RmsNorm(nn.Module):
-            def __init__(self, dim):
-                super().__init__()
-                self.weight = nn.Parameter(torch.ones(dim))
-
-            def forward(self, x):
-                v = x.float().pow(2).mean(-1, keepdim=True)
-                return self.weight * (x.float() * torch.rsqrt(v + 1e-6)).to(x.dtype)
-
         self.models(lambda: nn.LayerNorm(4096), (randn(1, 1, 4096),))
         self.models(lambda: RmsNorm(5120), (randn(1, 5120, seed=1),))
         self.models(lambda: nn.LayerNorm(8192), (randn(2, 3, 8192, seed=2),))
@@ -104,10 +116,7 @@ class SpreadRows(common.ComparedWithEager):
     def test_long_rows_over_many_rows(self):
         # Rows too long for SBUF and too many to spread: the kernels after the reductions
         # compute x - max, exp(x - max) and x - mean again from x. Non-finite rows too.
-        x = randn(70, 9000, seed=6) * 3
-        x[0, 3] = float("nan")
-        x[1] = float("-inf")
-        x[2, 5] = float("inf")
+        x = with_non_finite_rows(70, 9000, seed=6)
         for dtype in DTYPES:
             with self.subTest(dtype=dtype):
                 xd = x.to(dtype)
@@ -119,25 +128,13 @@ class SpreadRows(common.ComparedWithEager):
     def test_whole_long_rows(self):
         # Rows of 8192 and 11000 over more rows than the spread takes: a softmax keeps two
         # live rows, so it stays one kernel; a norm of LLaMA-2-70B's width too.
-        x = randn(130, 8192, seed=9) * 3
-        x[0, 3] = float("nan")
-        x[1] = float("-inf")
-        x[2, 5] = float("inf")
+        x = with_non_finite_rows(130, 8192, seed=9)
         for dtype in DTYPES:
             with self.subTest(dtype=dtype):
                 self.check(lambda x: F.softmax(x, -1), (x.to(dtype),), opts=(2,))
                 self.assertEqual(self.kernels(), 1)
                 self.check(lambda x: (F.softmax(x, -1), F.log_softmax(x, -1)), (x.to(dtype),))
                 self.check(lambda x: F.softmax(x, -1), ((randn(3, 65, 11000, seed=10) * 2).to(dtype),))
-
-        class RmsNorm(nn.Module):
-            def __init__(self, dim):
-                super().__init__()
-                self.weight = nn.Parameter(torch.ones(dim))
-
-            def forward(self, x):
-                v = x.float().pow(2).mean(-1, keepdim=True)
-                return self.weight * (x.float() * torch.rsqrt(v + 1e-6)).to(x.dtype)
 
         self.models(lambda: RmsNorm(8192), (randn(130, 8192, seed=11),))
         self.models(lambda: nn.LayerNorm(8192), (randn(2, 70, 8192, seed=12),))
