@@ -479,11 +479,10 @@ void KernelLowering::emitDma(bool load, Value hbm, Value tile, const Layout& l, 
   // pieces of 512 KiB took 22.5 us each, in 16 of 128 KiB 7.1 us). Earlier
   // column chunks of that row tile are not the drain (a softmax over one
   // row tile of 50257 columns, stored in chunks of 4096 that way: 197.5 ->
-  // 212.7 us, from the pieces' fixed costs). Splitting the
-  // first row tile's loads the same way helps a kernel with two row tiles
-  // in flight but slows one that keeps many in flight (RMSNorm over 8192
-  // rows of 4096: 381.8 -> 390.3 us), whose loads are not on its critical
-  // path.
+  // 212.7 us, from the pieces' fixed costs). Splitting the first row
+  // tile's loads the same way helps a kernel with two row tiles in flight
+  // but slows one that keeps many in flight (RMSNorm over 8192 rows of
+  // 4096: 381.8 -> 390.3 us), whose loads are not on its critical path.
   const bool pipelineEnd = !load && first + p >= space.rows && col0 + f >= space.cols;
   const int64_t splitBytes =
       pipelineEnd ? 64 * 1024 : std::clamp<int64_t>(space.rows * bytesPerRow / 64, 64 * 1024, kSplitBytes);
