@@ -1459,12 +1459,20 @@ relower:
   // wide while their tiles still overflow (down to 256 columns).
   const bool mayChunk = space.reduces && space.trail.size() == 1 && space.cols > maxFree && !space.matmul &&
                         !needsWholeRows && prologueOps.empty() && (!chunked || chunk > 256);
-  const bool overflows = (mayChunk || reuseMoving) && sbufPeakBytes(*body) > rowBudget * 3 / 2;
+  // Likewise an elementwise kernel whose column tiles overflow (the same
+  // digamma over rows of 8192 in column tiles of 4096 needed 229 KB per
+  // partition): column tiles half as wide, down to 256 columns.
+  const bool mayNarrow = !space.reduces && !space.matmul && space.trail.size() == 1 && prologueOps.empty() &&
+                         chunk > 256;
+  const bool overflows = (mayChunk || mayNarrow || reuseMoving) && sbufPeakBytes(*body) > rowBudget * 3 / 2;
   const bool chunkInstead = mayChunk && overflows;
   if (overflows) {
     if (chunkInstead) {
       if (chunked) chunkColumns = chunk / 2;
       chunked = true;
+      chunk = columnTile();
+    } else if (mayNarrow) {
+      chunkColumns = chunk / 2;
       chunk = columnTile();
     }
     body->erase();

@@ -738,6 +738,17 @@ class FuzzRegressions(unittest.TestCase):
                 self.check(lambda x: F.avg_pool1d(x, 3, stride=2, ceil_mode=True, count_include_pad=cip),
                            [randn(2, 3, 2, dtype=dtype)])
 
+    def test_long_elementwise_chain_over_wide_column_tiles(self):
+        # graph_fuzz 86868686 case 555: digamma (about 70 ops once exported) of a row of
+        # 12007 (a prime length, not spread over partitions) in column tiles of 4096
+        # needed 229 KB of SBUF per partition and was refused at -O2 ("needs 229376 SBUF
+        # bytes per partition"); so were rows of 8192 over 130 rows. The lowering now
+        # narrows the column tiles of an elementwise kernel that overflows.
+        fn = lambda x: torch.digamma(x.abs() + 0.25)
+        for shape in ((1, 12007), (130, 8192)):
+            self.check(fn, [randn(*shape, seed=5)])
+        self.check(lambda x: torch.digamma(x.abs() + 0.25) - x.amax(-1, keepdim=True), [randn(130, 8192, seed=6)])
+
     def test_f16_round_decimals_computes_in_f32(self):
         # graph_fuzz 55555555 case 973: round(remainder(x, 0.5), decimals=2) of the f16
         # value 0.81494 gave 0.32: the product 0.31494 * 100 was rounded to f16 (31.5)
