@@ -30,11 +30,10 @@ struct DecomposeCompositesPass
     });
     SmallVector<Operation*> composites;
     getOperation().walk([&](Operation* op) {
-      if (llvm::isa<aten::RmsNormOp, aten::SoftmaxOp, aten::LogSoftmaxOp, aten::NativeLayerNormOp,
-                    aten::VarMeanCorrectionOp>(op) &&
+      if ((llvm::isa<aten::RmsNormOp, aten::SoftmaxOp, aten::LogSoftmaxOp, aten::NativeLayerNormOp,
+                     aten::VarMeanCorrectionOp>(op) ||
+           isMatVec(op)) &&
           !llvm::is_contained(legalOps, op->getName().getStringRef().str()))
-        composites.push_back(op);
-      else if (isMatVec(op) && !llvm::is_contained(legalOps, op->getName().getStringRef().str()))
         composites.push_back(op);
     });
     for (Operation* op : composites) {
