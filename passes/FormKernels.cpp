@@ -25,6 +25,7 @@
 #include "device_model.h"
 #include "passes/Passes.h"
 #include "passes/AttentionPattern.h"
+#include "passes/OnlineSum.h"
 #include "dialects/aten/TypeRules.h"
 #include "dialects/aten/Views.h"
 #include "mlir/IR/Builders.h"
@@ -82,6 +83,9 @@ constexpr const char kSqueezeAttr[] = "nc.squeeze";
 // Reduced lengths from which a reduction over few rows is spread across
 // partitions (64 chunks of the lowering's 4096-element free size).
 constexpr int64_t kLongReduction = int64_t(1) << 18;
+// The lowering's column chunk (LowerToIsa's default max-free-elements):
+// only rows longer than this are reduced chunk by chunk.
+constexpr int64_t kLoweringChunk = 4096;
 
 // A cat along the last dim of float tensors of the result's dtype: inside a
 // kernel (at -O1/-O2) its operands are loaded from HBM into column ranges of
@@ -613,12 +617,24 @@ struct FormKernelsPass : impl::FormKernelsBase<FormKernelsPass> {
   // kernel: it needs a reduced value at every element of the row (x - max
   // after the max), which no chunk-by-chunk reduction provides.
   bool needsLongWholeRows(Operation* op, const RowSpace& s, Group& grp) {
+    if (joinsOnlineSum(op, s, grp)) return false;
     bool needsWholeRow = !s.reduces && s.cols > 1 &&
                          llvm::any_of(op->getOperands(), [&](Value v) { return isDerived(grp, v); });
     if (!needsWholeRow || !(s.reduces || grp.space.reduces)) return false;
     SmallVector<Operation*> ops(grp.ops);
     ops.push_back(op);
     return !wholeRowsFit(ops, std::max(s.cols, grp.space.cols));
+  }
+
+  // The subtraction and exp of a softmax's normalizer (passes/OnlineSum.h)
+  // may join the kernel of its row maximum over rows of any length: over
+  // chunked rows the lowering sums the exponentials against a running
+  // maximum, and their sum's kernel reads the row once instead of twice.
+  bool joinsOnlineSum(Operation* op, const RowSpace& s, Group& grp) {
+    std::optional<OnlineSum> m = onlineSumOf(op);
+    if (!m || std::max(s.cols, grp.space.cols) <= kLoweringChunk) return false;
+    if (op == m->shifted) return grp.members.contains(m->rowMax) && !isDerived(grp, m->input);
+    return grp.members.contains(m->shifted);
   }
 
   // A partition's part of a row fits the budget once the lowering spreads
@@ -1455,12 +1471,16 @@ struct FormKernelsPass : impl::FormKernelsBase<FormKernelsPass> {
     SmallVector<Operation*> candidates;
     for (Operation& op : func.getBody().front())
       if (aten::isElementwise(&op) && !isReduction(&op) && op.getNumResults() == 1) candidates.push_back(&op);
-    for (Operation* op : candidates) {
+    // Last op first: once a softmax's division reads its own copy of
+    // exp(y - m), the subtraction is left to the normalizer alone and joins
+    // the row maximum's kernel with y itself (joinsOnlineSum).
+    for (Operation* op : llvm::reverse(candidates)) {
       auto type = llvm::dyn_cast<RankedTensorType>(op->getResult(0).getType());
       if (!type || type.getRank() == 0) continue;
       ArrayRef<int64_t> shape = type.getShape();
       int64_t cols = shape.back(), rows = type.getNumElements() / std::max<int64_t>(cols, 1);
       if (cols <= 1 || spreadRowFits(rows, cols)) continue;
+      if (cols > kLoweringChunk && matchOnlineSum(op)) continue;
       std::optional<bool> fitsWhole;  // (estimated once an operand needs it)
       SmallVector<int64_t> perRow(shape);
       perRow.back() = 1;

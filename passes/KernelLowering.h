@@ -13,6 +13,7 @@
 #include "dialects/aten/Views.h"
 #include "dialects/nc/NcDialect.h"
 #include "passes/AttentionPattern.h"
+#include "passes/OnlineSum.h"
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/IR/Builders.h"
 #include "llvm/ADT/DenseMap.h"
@@ -183,6 +184,16 @@ class KernelLowering {
   void finishBody(Block& old, int64_t& instructions, int64_t& dmas);
   Value broadcastRow(Value rowTile, double imm, int64_t p, int64_t f, Type elem, Operation* source);
   void finalizeReduction(Operation* op, int64_t p);
+  // Over chunked rows, a softmax's normalizer (passes/OnlineSum.h) is summed
+  // chunk by chunk against a running reference; the reference and the sum
+  // are kept in `accumulators` under the subtraction's and the exp's results
+  // (values nothing else reads).
+  LogicalResult lowerOnlineStep(const OnlineSum& m, int64_t p, int64_t f);
+  void finalizeOnlineSum(const OnlineSum& m, int64_t p);
+  void expWithBias(Value out, Value in, Value bias, Value accum, Operation* src);
+  // The normalizer whose subtraction, exp or sum `op` is, when the kernel's
+  // chunks sum it online (its input is a full-width tile).
+  const OnlineSum* summedOnline(Operation* op);
 
   nc::KernelOp kernel;
   int64_t maxFree;
@@ -199,6 +210,7 @@ class KernelLowering {
   int64_t chunkColumns = 0;
   bool accumulating = false;  // lowering a chunk (not the ops after the last one)
   llvm::DenseMap<Value, Value> accumulators;  // reduction result -> f32 [p x 1]
+  SmallVector<OnlineSum> onlineSums;          // the kernel's softmax normalizers
   // A lone reduction over non-trailing dims: its input, read with this
   // permutation of dims (kept dims, then reduced dims).
   Value permutedInput;

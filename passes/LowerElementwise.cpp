@@ -464,6 +464,78 @@ void KernelLowering::finalizeReduction(Operation* op, int64_t p) {
   tiles[result] = out;
 }
 
+const OnlineSum* KernelLowering::summedOnline(Operation* op) {
+  if (!chunked) return nullptr;
+  for (const OnlineSum& m : onlineSums)
+    if ((op == m.shifted || op == m.exp || op == m.rowSum) && layouts.lookup(m.input).kind == Kind::Full)
+      return &m;
+  return nullptr;
+}
+
+// One chunk of y: r = the running maximum (its own accumulation, already
+// holding this chunk) clamped to the finite floats, exp(y - r) on the scalar
+// engine with its row sums accumulated, and the running sum rescaled by
+// exp(r_old - r) before adding them.
+LogicalResult KernelLowering::lowerOnlineStep(const OnlineSum& m, int64_t p, int64_t f) {
+  Type f32 = b->getF32Type();
+  Value runningMax = accumulators.lookup(m.rowMax->getResult(0));
+  if (!runningMax) return m.rowMax->emitError("internal: a softmax normalizer's row maximum is not accumulated");
+  Value ref = alloc(p, 1, f32), negRef = alloc(p, 1, f32);
+  tensorScalar(ref, runningMax, Value(), "max", -std::numeric_limits<float>::max(), m.rowMax);
+  tensorScalar(ref, ref, Value(), "min", std::numeric_limits<float>::max(), m.rowMax);
+  tensorScalar(negRef, ref, Value(), "mul", -1.0, m.shifted);
+  Value part = alloc(p, 1, f32);
+  expWithBias(alloc(p, f, f32), tileOf(m.input), negRef, part, m.exp);
+  Value refKey = m.shifted->getResult(0), sumKey = m.exp->getResult(0);
+  if (Value total = accumulators.lookup(sumKey)) {
+    Value rescale = alloc(p, 1, f32);
+    expWithBias(rescale, accumulators.lookup(refKey), negRef, Value(), m.rowSum);
+    tensorScalar(total, total, rescale, "mul", 0.0, m.rowSum);
+    setSource(b->create<nc::TensorTensorOp>(loc, total, total, part, b->getStringAttr("add")), m.rowSum);
+  } else {
+    accumulators[sumKey] = part;
+  }
+  accumulators[refKey] = ref;
+  return success();
+}
+
+// After the last chunk, in the ops' order (c is computed by then): a
+// spread row's partitions first rescale their sums to the row's reference
+// (the largest of theirs) and add them; then sum(exp(y - c)) is the sum
+// against r times exp(r - c).
+void KernelLowering::finalizeOnlineSum(const OnlineSum& m, int64_t p) {
+  Value total = accumulators.lookup(m.exp->getResult(0)), ref = accumulators.lookup(m.shifted->getResult(0));
+  Type f32 = b->getF32Type();
+  if (space.split > 1) {
+    Value rowRef = combineSpreadPartials(ref, "max", p, m.rowSum);
+    Value negRowRef = alloc(p, 1, f32), rescale = alloc(p, 1, f32);
+    tensorScalar(negRowRef, rowRef, Value(), "mul", -1.0, m.rowSum);
+    expWithBias(rescale, ref, negRowRef, Value(), m.rowSum);
+    tensorScalar(total, total, rescale, "mul", 0.0, m.rowSum);
+    total = combineSpreadPartials(total, "add", p, m.rowSum);
+    ref = rowRef;
+  }
+  Value c = m.shift(), negC = alloc(p, 1, f32), rescale = alloc(p, 1, f32), sum = alloc(p, 1, f32);
+  if (layouts.lookup(c).kind == Kind::Imm)
+    setSource(b->create<nc::IotaOp>(loc, negC, b->getF64FloatAttr(-layouts.lookup(c).imm), b->getF64FloatAttr(0.0),
+                                    b->getF64FloatAttr(0.0)),
+              m.shifted);
+  else
+    tensorScalar(negC, tileOf(c), Value(), "mul", -1.0, m.shifted);
+  expWithBias(rescale, ref, negC, Value(), m.rowSum);
+  tensorScalar(sum, total, rescale, "mul", 0.0, m.rowSum);
+  Value result = m.rowSum->getResult(0);
+  layouts[result].kind = Kind::Row;
+  tiles[result] = sum;
+}
+
+// out = exp(in + bias[p, 0]), its row sums into accum when given.
+void KernelLowering::expWithBias(Value out, Value in, Value bias, Value accum, Operation* src) {
+  setSource(b->create<nc::ActivationOp>(loc, out, in, Value(), bias, accum, b->getStringAttr("exp"),
+                                        b->getF64FloatAttr(1.0), b->getF64FloatAttr(nc::kNoBias)),
+            src);
+}
+
 // Partition q's partial, broadcast along a [p x p] tile and transposed on
 // the TensorEngine, is element q of every partition; a mask keeps the
 // partials of the partition's own row (the others become the reduction's

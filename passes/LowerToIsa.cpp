@@ -1202,7 +1202,17 @@ LogicalResult KernelLowering::run(int64_t& instructions, int64_t& dmas) {
   // reduced value at every element: form-kernels admitted such a kernel
   // because its row tile fits SBUF (wholeRowBytes there), so its rows stay
   // whole. Other kernels reduce rows too long for the budget chunk by chunk.
+  // Softmax normalizers (passes/OnlineSum.h): over chunked rows their
+  // subtraction and exp run chunk by chunk against a running maximum.
+  onlineSums.clear();
+  for (Operation& op : oldBody.without_terminator())
+    if (std::optional<OnlineSum> m = matchOnlineSum(&op))
+      if (m->rowMax->getBlock() == &oldBody && m->rowSum->getBlock() == &oldBody &&
+          !afterReduction.contains(m->rowMax) && afterReduction.contains(m->shifted))
+        onlineSums.push_back(*m);
   const bool needsWholeRows = llvm::any_of(afterReduction, [&](Operation* op) {
+    if (llvm::any_of(onlineSums, [&](const OnlineSum& m) { return op == m.shifted || op == m.exp; }))
+      return false;
     if (aten::isViewOp(op) || op->getNumResults() != 1) return false;
     auto t = llvm::dyn_cast<RankedTensorType>(op->getResult(0).getType());
     return t && t.getNumElements() == space.rows * space.cols && space.cols > 1;
@@ -1345,6 +1355,9 @@ relower:
       if (!chunked && op.getNumResults() == 1 && layouts[op.getResult(0)].kind == Kind::Row)
         if (auto t = tiles.find(op.getResult(0)); t != tiles.end()) perRowTiles[t->first] = t->second;
     }
+    // (After the chunk's ops: its row maxima are accumulated by then.)
+    for (const OnlineSum& m : onlineSums)
+      if (summedOnline(m.shifted) && failed(lowerOnlineStep(m, p, f))) return failure();
     for (auto [v, hbm] : llvm::zip(yield.getValues(), outHbm))
       if ((!chunked || storedPerChunk(v)) && failed(storeOutput(v, hbm, p, f))) return failure();
     return success();
@@ -1433,6 +1446,10 @@ relower:
         if (!afterReduction.contains(&op) || aliasTile(op) || llvm::isa<arith::ConstantOp>(op) ||
             aten::isViewOp(&op))
           continue;
+        if (const OnlineSum* m = summedOnline(&op)) {
+          if (&op == m->rowSum) finalizeOnlineSum(*m, p);
+          continue;
+        }
         if (failed(lowerOp(&op, p, 1))) return fail();
         if (layouts[op.getResult(0)].kind == Kind::Full) {
           op.emitError("a row of ") << space.cols << " elements is too long for SBUF, and this op needs "

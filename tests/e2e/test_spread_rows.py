@@ -151,6 +151,50 @@ class SpreadRows(common.ComparedWithEager):
             with self.subTest(dtype=dtype):
                 self.check(f, tuple((randn(130, 6144, seed=i) + 3).to(dtype) for i in range(5)))
 
+    def test_online_normalizer(self):
+        # Rows too long to stay whole in SBUF: the sum of exp(x - max) is taken chunk by
+        # chunk against a running maximum in the maximum's kernel, so a softmax is two
+        # kernels and a logsumexp one. Rows whose maximum comes early, late, after
+        # chunks of -inf, or is +-inf or NaN.
+        def rows(count, cols, seed):
+            x = with_non_finite_rows(count, cols, seed)
+            x[3, :5000] = float("-inf")
+            x[4] = torch.linspace(-50, 50, cols)
+            x[5, 0] = 40
+            x[6, :-1] = float("-inf")
+            x[7, 100], x[7, -100] = float("-inf"), float("inf")
+            return x
+
+        def normalizers(x):
+            return (F.softmax(x, -1), F.log_softmax(x, -1), torch.logsumexp(x, -1),
+                    F.softmax(x / 0.7, -1).amax(-1))
+
+        for count, cols in ((70, 12288), (130, 32000)):
+            x = rows(count, cols, seed=count)
+            for dtype in DTYPES:
+                with self.subTest(rows=count, cols=cols, dtype=dtype):
+                    xd = x.to(dtype)
+                    self.check(normalizers, (xd,))
+                    self.check(lambda x: F.softmax(x, -1), (xd,), opts=(2,))
+                    self.assertEqual(self.kernels(), 2)
+                    self.check(lambda x: torch.logsumexp(x, -1, keepdim=True), (xd,), opts=(2,))
+                    self.assertEqual(self.kernels(), 1)
+        # Two rows of 2^20, each spread over 64 partitions and chunked there. Against
+        # eager in f64: eager's f32 sums of 2^20 exponentials are off by 1.6e-4.
+        x = randn(2, 1 << 20, seed=13) * 4
+        x[1, : 1 << 19] = float("-inf")
+
+        def spread(x):
+            return F.softmax(x, -1), torch.logsumexp(x, -1)
+
+        refs = [r.float() for r in spread(x.double())]
+        for opt in (0, 2):
+            outs, _ = common.export_compile_run(spread, (x,), self.tmp, "spread_O%d" % opt, opt)
+            for out, ref in zip(outs, refs):
+                common.compare(out, ref, common.F32_TOLERANCE)
+        self.check(lambda lg, t: F.cross_entropy(lg, t),
+                   ((randn(100, 32000, seed=14) * 2).to(torch.bfloat16).float(), torch.randint(0, 32000, (100,))))
+
 
 if __name__ == "__main__":
     common.main()

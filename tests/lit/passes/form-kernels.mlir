@@ -156,15 +156,14 @@ func.func @sink(%x: tensor<4x64xf32>) -> tensor<4xf32> {
 }
 
 // A softmax over rows too long for SBUF (50257 f32, 128 rows: too many to
-// spread) is three kernels: the maximum, the sum of exponentials, the
+// spread) is two kernels: the maximum with the sum of exponentials (summed
+// against a running maximum chunk by chunk, passes/OnlineSum.h), then the
 // division. The division needs exp(x - max) at every element; instead of
-// reading it from HBM (written by the second kernel, 4 bytes an element
-// each way), it computes it again from x and the maximum, so the second
-// kernel returns only the sum.
+// reading it from HBM (4 bytes an element each way), it computes it again
+// from x and the maximum, so the first kernel returns only per-row values.
 // RESID-LABEL: func.func @recompute_long_rows
-// RESID: nc.kernel "k0_amax"(%arg0)
-// RESID: nc.kernel "k1_fused_sub_exp_sum"(%arg0, %0) {{.*}} -> tensor<128x1xf32>
-// RESID: nc.kernel "k2_fused_sub_exp_div"(%arg0, %0, %1) {{.*}}: (tensor<128x50257xf32>, tensor<128x1xf32>, tensor<128x1xf32>) -> tensor<128x50257xf32>
+// RESID: nc.kernel "k0_fused_amax_sub_exp_sum"(%arg0) {{.*}} -> (tensor<128x1xf32>, tensor<128x1xf32>)
+// RESID: nc.kernel "k1_fused_sub_exp_div"(%arg0, %0#0, %0#1) {{.*}}: (tensor<128x50257xf32>, tensor<128x1xf32>, tensor<128x1xf32>) -> tensor<128x50257xf32>
 func.func @recompute_long_rows(%x: tensor<128x50257xf32>) -> tensor<128x50257xf32> {
   %m = aten.amax %x {dim = array<i64: -1>, keepdim = true} : tensor<128x50257xf32> -> tensor<128x1xf32>
   %d = aten.sub.Tensor %x, %m : tensor<128x50257xf32>, tensor<128x1xf32> -> tensor<128x50257xf32>
@@ -193,9 +192,8 @@ func.func @whole_long_rows(%x: tensor<65x8192xf32>) -> tensor<65x8192xf32> {
 // Over 12288 f32 the same two live values take the whole budget, so the
 // division goes to a kernel of its own (recomputing exp(x - max)).
 // RESID-LABEL: func.func @whole_rows_over_budget
-// RESID: nc.kernel "k0_amax"(%arg0)
-// RESID: nc.kernel "k1_fused_sub_exp_sum"
-// RESID: nc.kernel "k2_fused_sub_exp_div"
+// RESID: nc.kernel "k0_fused_amax_sub_exp_sum"(%arg0)
+// RESID: nc.kernel "k1_fused_sub_exp_div"
 func.func @whole_rows_over_budget(%x: tensor<65x12288xf32>) -> tensor<65x12288xf32> {
   %m = aten.amax %x {dim = array<i64: -1>, keepdim = true} : tensor<65x12288xf32> -> tensor<65x1xf32>
   %d = aten.sub.Tensor %x, %m : tensor<65x12288xf32>, tensor<65x1xf32> -> tensor<65x12288xf32>
@@ -203,6 +201,49 @@ func.func @whole_rows_over_budget(%x: tensor<65x12288xf32>) -> tensor<65x12288xf
   %s = aten.sum.dim_IntList %e {dim = array<i64: -1>, keepdim = true} : tensor<65x12288xf32> -> tensor<65x1xf32>
   %y = aten.div.Tensor %e, %s : tensor<65x12288xf32>, tensor<65x1xf32> -> tensor<65x12288xf32>
   return %y : tensor<65x12288xf32>
+}
+
+// A logsumexp over long rows is one kernel: its sum of exponentials is
+// taken against the maximum with infinities masked (c, a per-row value
+// computed after the maximum), which the online sum applies at the end.
+// RESID-LABEL: func.func @online_logsumexp
+// RESID: nc.kernel "k0_fused_amax_abs_eq_masked_fill_etc"(%arg0)
+// RESID-NOT: nc.kernel
+func.func @online_logsumexp(%x: tensor<65x12288xf32>) -> tensor<65x1xf32> {
+  %m = aten.amax %x {dim = array<i64: -1>, keepdim = true} : tensor<65x12288xf32> -> tensor<65x1xf32>
+  %a = aten.abs %m : tensor<65x1xf32> -> tensor<65x1xf32>
+  %i = aten.eq.Scalar %a, 0x7FF0000000000000 : tensor<65x1xf32> -> tensor<65x1xi1>
+  %c = aten.masked_fill.Scalar %m, %i, 0.000000e+00 : tensor<65x1xf32>, tensor<65x1xi1> -> tensor<65x1xf32>
+  %d = aten.sub.Tensor %x, %c : tensor<65x12288xf32>, tensor<65x1xf32> -> tensor<65x12288xf32>
+  %e = aten.exp %d : tensor<65x12288xf32> -> tensor<65x12288xf32>
+  %s = aten.sum.dim_IntList %e {dim = array<i64: -1>, keepdim = true} : tensor<65x12288xf32> -> tensor<65x1xf32>
+  %l = aten.log %s : tensor<65x1xf32> -> tensor<65x1xf32>
+  %r = aten.add.Tensor %l, %c : tensor<65x1xf32>, tensor<65x1xf32> -> tensor<65x1xf32>
+  return %r : tensor<65x1xf32>
+}
+
+// Not an online sum: exp(x - max) in bf16 (its sum would be of rounded
+// values), and x - max read by another op. Both keep the three kernels.
+// RESID-LABEL: func.func @not_online
+// RESID: nc.kernel "k0_amax"(%arg0)
+// RESID: nc.kernel "k1_fused_sub_exp_sum"
+// RESID: nc.kernel "k2_fused_sub_exp_div"
+// RESID: nc.kernel "k3_amax"
+// RESID: nc.kernel "k4_fused_sub
+// RESID-NOT: nc.kernel
+func.func @not_online(%x: tensor<65x12288xbf16>, %y: tensor<65x12288xf32>) -> (tensor<65x12288xbf16>, tensor<65x1xf32>) {
+  %m = aten.amax %x {dim = array<i64: -1>, keepdim = true} : tensor<65x12288xbf16> -> tensor<65x1xbf16>
+  %d = aten.sub.Tensor %x, %m : tensor<65x12288xbf16>, tensor<65x1xbf16> -> tensor<65x12288xbf16>
+  %e = aten.exp %d : tensor<65x12288xbf16> -> tensor<65x12288xbf16>
+  %s = aten.sum.dim_IntList %e {dim = array<i64: -1>, keepdim = true} : tensor<65x12288xbf16> -> tensor<65x1xbf16>
+  %q = aten.div.Tensor %e, %s : tensor<65x12288xbf16>, tensor<65x1xbf16> -> tensor<65x12288xbf16>
+  %my = aten.amax %y {dim = array<i64: -1>, keepdim = true} : tensor<65x12288xf32> -> tensor<65x1xf32>
+  %dy = aten.sub.Tensor %y, %my : tensor<65x12288xf32>, tensor<65x1xf32> -> tensor<65x12288xf32>
+  %ey = aten.exp %dy : tensor<65x12288xf32> -> tensor<65x12288xf32>
+  %sy = aten.sum.dim_IntList %ey {dim = array<i64: -1>, keepdim = true} : tensor<65x12288xf32> -> tensor<65x1xf32>
+  %ty = aten.sum.dim_IntList %dy {dim = array<i64: -1>, keepdim = true} : tensor<65x12288xf32> -> tensor<65x1xf32>
+  %r = aten.add.Tensor %sy, %ty : tensor<65x1xf32>, tensor<65x1xf32> -> tensor<65x1xf32>
+  return %q, %r : tensor<65x12288xbf16>, tensor<65x1xf32>
 }
 
 // Shorter rows with many live full-width values do not fit whole either:

@@ -130,6 +130,43 @@ func.func @long_rows(%x: tensor<4x10007xf32>) -> tensor<4x1xf32> {
 
 // -----
 
+// The sum of exp(y - max) over a row too long to keep whole is taken chunk
+// by chunk in the maximum's kernel (passes/OnlineSum.h): each chunk's
+// exponentials against the running maximum so far, clamped to the finite
+// floats (one activation with its row sums accumulated), the running sum
+// rescaled by exp(r_old - r_new) before adding them, and at the end by
+// exp(r - max).
+// CHECK-LABEL: func.func @online_softmax_sum
+// CHECK: nc.kernel "k0_fused_to_copy_amax_sub_exp_etc"
+// CHECK: nc.dma_load {{.*}} -> %[[X0:[0-9]+]] {{.*}}offset = 0 : i64
+// CHECK: nc.tensor_reduce %[[MAX:[0-9]+]], %[[X0]] {alu = "max"
+// CHECK: nc.tensor_scalar %[[R0:[0-9]+]], %[[MAX]] {alu = "max", {{.*}}imm = -3.4028234663852886E+38
+// CHECK: nc.tensor_scalar %[[R0]], %[[R0]] {alu = "min", {{.*}}imm = 3.4028234663852886E+38
+// CHECK: nc.tensor_scalar %[[NR0:[0-9]+]], %[[R0]] {alu = "mul", {{.*}}imm = -1.0
+// CHECK: nc.activation %{{.*}}, %[[X0]] bias %[[NR0]] : {{.*}} accum %[[SUM:[0-9]+]] : {{.*}}func = "exp"
+// CHECK: nc.dma_load {{.*}} -> %[[X1:[0-9]+]] {{.*}}offset = 4096 : i64
+// CHECK: nc.tensor_tensor %[[MAX]], %[[MAX]], %{{.*}} {alu = "max"
+// CHECK: nc.tensor_scalar %[[R1:[0-9]+]], %[[MAX]] {alu = "max"
+// CHECK: nc.tensor_scalar %[[NR1:[0-9]+]], %[[R1]] {alu = "mul", {{.*}}imm = -1.0
+// CHECK: nc.activation %{{.*}}, %[[X1]] bias %[[NR1]] : {{.*}} accum %[[PART:[0-9]+]] : {{.*}}func = "exp"
+// CHECK: nc.activation %[[RESCALE:[0-9]+]], %[[R0]] bias %[[NR1]] : {{.*}}func = "exp"
+// CHECK: nc.tensor_scalar %[[SUM]], %[[SUM]], %[[RESCALE]] {alu = "mul"
+// CHECK: nc.tensor_tensor %[[SUM]], %[[SUM]], %[[PART]] {alu = "add"
+// CHECK: nc.dma_load {{.*}}offset = 8192 : i64
+// CHECK: nc.tensor_scalar %[[NM:[0-9]+]], %[[MAX]] {alu = "mul", {{.*}}imm = -1.0
+// CHECK: nc.activation %[[LAST:[0-9]+]], %{{.*}} bias %[[NM]] : {{.*}}func = "exp"
+// CHECK: nc.activation %{{.*}}, %[[SUM]] scale %[[LAST]] : {{.*}}func = "log"
+// CHECK-NOT: nc.dma_load
+func.func @online_softmax_sum(%x: tensor<4x10007xbf16>) -> tensor<4x1xf32> {
+  %y = aten._to_copy %x {dtype = 6 : i64} : tensor<4x10007xbf16> -> tensor<4x10007xf32>
+  %m = aten.amax %y {dim = array<i64: -1>, keepdim = true} : tensor<4x10007xf32> -> tensor<4x1xf32>
+  %d = aten.sub.Tensor %y, %m : tensor<4x10007xf32>, tensor<4x1xf32> -> tensor<4x10007xf32>
+  %e = aten.exp %d : tensor<4x10007xf32> -> tensor<4x10007xf32>
+  %s = aten.sum.dim_IntList %e {dim = array<i64: -1>, keepdim = true} : tensor<4x10007xf32> -> tensor<4x1xf32>
+  %l = aten.log %s : tensor<4x1xf32> -> tensor<4x1xf32>
+  return %l : tensor<4x1xf32>
+}
+
 // A kernel that needs the reduced value at every element of a long row (a
 // bf16 softmax over 8192, which form-kernels keeps whole: two live rows of
 // 8192 fit the budget) is not chunked: each row tile is loaded once, its
