@@ -416,13 +416,16 @@ struct FormKernelsPass : impl::FormKernelsBase<FormKernelsPass> {
     if (a.space.cols != b.space.cols && a.space.cols != 1 && b.space.cols != 1)
       return "innermost lengths differ (" + std::to_string(a.space.cols) + " vs " + std::to_string(b.space.cols) + ")";
     RowSpace merged{b.space.rows, std::max(a.space.cols, b.space.cols), a.space.reduces || b.space.reduces};
-    if (merged.reduces && rowBytes(merged) > sbufBudgetBytes)
+    // A kernel that counts on spreading its rows keeps the flat rule (the
+    // other kernel's ops might prevent the spread).
+    if (merged.reduces && (a.spreadRows || b.spreadRows) && rowBytes(merged) > sbufBudgetBytes)
       return "a reduced row of " + std::to_string(merged.cols) + " elements exceeds the SBUF budget";
-    // (Shorter rows with many full-width values live at once may not fit
-    // whole either.)
-    if (merged.reduces) {
-      SmallVector<Operation*> ops(a.ops);
-      ops.append(b.ops.begin(), b.ops.end());
+    // Reductions alone are chunked over rows of any length; a kernel with an
+    // op that needs a reduced value at every element keeps whole rows,
+    // which must fit (by the kernel's live values, wholeRowBytes).
+    SmallVector<Operation*> ops(a.ops);
+    ops.append(b.ops.begin(), b.ops.end());
+    if (merged.reduces && keepsWholeRows(ops, merged.cols)) {
       if (!wholeRowsFit(ops, merged.cols))
         return "the merged kernel's rows of " + std::to_string(merged.cols) + " elements exceed the SBUF budget";
     }
@@ -461,6 +464,7 @@ struct FormKernelsPass : impl::FormKernelsBase<FormKernelsPass> {
     b.space.cols = std::max(a.space.cols, b.space.cols);
     b.space.reduces |= a.space.reduces;
     b.hasMatmul |= a.hasMatmul;
+    b.spreadRows |= a.spreadRows;
     b.derived.insert(a.derived.begin(), a.derived.end());
     for (int p : a.producers)
       if (p != into) b.producers.insert(p);
@@ -624,6 +628,28 @@ struct FormKernelsPass : impl::FormKernelsBase<FormKernelsPass> {
     SmallVector<Operation*> ops(grp.ops);
     ops.push_back(op);
     return !wholeRowsFit(ops, std::max(s.cols, grp.space.cols));
+  }
+
+  // Whether a kernel of `ops` holds an op that needs a reduced value at
+  // every element of its row (x - max after max), other than a softmax's
+  // normalizer summed online, so that the lowering keeps its rows whole.
+  bool keepsWholeRows(ArrayRef<Operation*> ops, int64_t cols) {
+    SmallVector<Operation*> order(ops);
+    llvm::sort(order, [&](Operation* x, Operation* y) { return position.lookup(x) < position.lookup(y); });
+    llvm::SmallPtrSet<Operation*, 16> members(order.begin(), order.end());
+    llvm::DenseSet<Value> derived;
+    auto isDerivedValue = [&](Value v) { return derived.contains(v) || derived.contains(chainOf(v).root); };
+    for (Operation* op : order) {
+      if (aten::isViewOp(op) || op->getNumResults() != 1) continue;
+      bool readsDerived = llvm::any_of(op->getOperands(), isDerivedValue);
+      std::optional<RowSpace> s = rowSpaceOf(op);
+      if (!s) continue;
+      if (isReduction(op) || readsDerived) derived.insert(op->getResult(0));
+      if (!readsDerived || s->reduces || s->cols <= 1) continue;
+      std::optional<OnlineSum> m = onlineSumOf(op);
+      if (!m || !members.contains(m->rowMax) || !members.contains(m->rowSum) || cols <= kLoweringChunk) return true;
+    }
+    return false;
   }
 
   // The subtraction and exp of a softmax's normalizer (passes/OnlineSum.h)
@@ -898,8 +924,10 @@ struct FormKernelsPass : impl::FormKernelsBase<FormKernelsPass> {
       }
       if (!movesAcrossViews(op)) continue;
       // Mixed float dtypes: whether an operand is 0-d decides PyTorch's
-      // promotion, and widening would change that. Left as it is.
-      {
+      // promotion, and widening a 0-d result's operands would change that.
+      // Left as it is. (Over a result of rank 1 or more, every operand that
+      // widens has that rank already; one-element operands stay as they are.)
+      if (resultType.getRank() == 0) {
         Type floatElem;
         bool mixed = false;
         for (Value v : op->getOperands()) {

@@ -195,6 +195,18 @@ class SpreadRows(common.ComparedWithEager):
         self.check(lambda lg, t: F.cross_entropy(lg, t),
                    ((randn(100, 32000, seed=14) * 2).to(torch.bfloat16).float(), torch.randint(0, 32000, (100,))))
 
+    def test_sibling_reductions_over_long_rows(self):
+        # Reductions of one long row in kernels that meet in a per-row op merge into one
+        # chunked kernel; min-max scaling then needs one more for x - min.
+        x = with_non_finite_rows(70, 12288, seed=15)
+        for dtype in DTYPES:
+            with self.subTest(dtype=dtype):
+                xd = x.to(dtype)
+                self.check(lambda x: x.amax(-1) - x.amin(-1) + x.float().mean(-1), (xd,))
+                self.assertEqual(self.kernels(), 1)
+                self.check(lambda x: (x - x.amin(-1, keepdim=True)) / (x.amax(-1, keepdim=True) -
+                                                                       x.amin(-1, keepdim=True)), (xd,))
+
 
 if __name__ == "__main__":
     common.main()

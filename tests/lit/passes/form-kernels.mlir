@@ -246,6 +246,20 @@ func.func @not_online(%x: tensor<65x12288xbf16>, %y: tensor<65x12288xf32>) -> (t
   return %q, %r : tensor<65x12288xbf16>, tensor<65x1xf32>
 }
 
+// Sibling reductions over rows too long to keep whole merge all the same:
+// a kernel of reductions and per-row ops is chunked over rows of any length,
+// so x is read once for both maxima.
+// RESID-LABEL: func.func @long_row_siblings
+// RESID: nc.kernel "k0_fused_amax_neg_add"(%arg0) {{.*}}source_ops = ["aten.amax", "aten.neg", "aten.amax", "aten.add.Tensor"]
+// RESID-NOT: nc.kernel
+func.func @long_row_siblings(%x: tensor<65x12288xf32>) -> tensor<65x1xf32> {
+  %a = aten.amax %x {dim = array<i64: -1>, keepdim = true} : tensor<65x12288xf32> -> tensor<65x1xf32>
+  %n = aten.neg %x : tensor<65x12288xf32> -> tensor<65x12288xf32>
+  %b = aten.amax %n {dim = array<i64: -1>, keepdim = true} : tensor<65x12288xf32> -> tensor<65x1xf32>
+  %r = aten.add.Tensor %a, %b : tensor<65x1xf32>, tensor<65x1xf32> -> tensor<65x1xf32>
+  return %r : tensor<65x1xf32>
+}
+
 // Shorter rows with many live full-width values do not fit whole either:
 // a, b, a + b and its difference from the maximum are four f32 rows of 6144
 // live at once, 96 KiB per partition, so once the product with b would keep
