@@ -168,6 +168,9 @@ struct Group {
   // each (spreadKeepsRows): ops that would keep the lowering from spreading
   // them stay out.
   bool spreadRows = false;
+  // Its whole rows do not fit the SBUF budget, but its full-width inputs do
+  // (residentRowsFit): lowered in passes over resident inputs.
+  bool residentRows = false;
   llvm::SmallPtrSet<Operation*, 16> members;
 };
 
@@ -426,7 +429,7 @@ struct FormKernelsPass : impl::FormKernelsBase<FormKernelsPass> {
     SmallVector<Operation*> ops(a.ops);
     ops.append(b.ops.begin(), b.ops.end());
     if (merged.reduces && keepsWholeRows(ops, merged.cols)) {
-      if (!wholeRowsFit(ops, merged.cols))
+      if (!wholeRowsFit(ops, merged.cols) && !residentRowsFit(ops, merged.cols))
         return "the merged kernel's rows of " + std::to_string(merged.cols) + " elements exceed the SBUF budget";
     }
     if (reachesIndirectly(other, into) || reachesIndirectly(into, other))
@@ -465,6 +468,7 @@ struct FormKernelsPass : impl::FormKernelsBase<FormKernelsPass> {
     b.space.reduces |= a.space.reduces;
     b.hasMatmul |= a.hasMatmul;
     b.spreadRows |= a.spreadRows;
+    b.residentRows |= a.residentRows;
     b.derived.insert(a.derived.begin(), a.derived.end());
     for (int p : a.producers)
       if (p != into) b.producers.insert(p);
@@ -476,6 +480,9 @@ struct FormKernelsPass : impl::FormKernelsBase<FormKernelsPass> {
     }
     for (auto& [v, g] : materializedBy)
       if (g == other) g = into;
+    if (b.space.reduces && !b.residentRows && keepsWholeRows(b.ops, b.space.cols) &&
+        !wholeRowsFit(b.ops, b.space.cols))
+      b.residentRows = true;
     a.ops.clear();
     a.members.clear();
     a.producers.clear();
@@ -617,6 +624,38 @@ struct FormKernelsPass : impl::FormKernelsBase<FormKernelsPass> {
     return wholeRowBytes(ops, cols) + kRowTileReserve <= sbufBudgetBytes;
   }
 
+  // A row tile of `ops` over rows of `cols` lowered in passes (one per level
+  // of reductions, LowerToIsa.cpp) with its full-width inputs resident in
+  // SBUF fits the budget: each value the kernel reads from HBM whole at its
+  // dtype's width (x of a bf16 norm: 2 bytes an element), plus one chunk's
+  // share of the whole-row estimate. Only rows the lowering chunks, in a
+  // kernel it can chunk (no matmul, cat, embedding or reduction over
+  // several dims).
+  bool residentRowsFit(ArrayRef<Operation*> ops, int64_t cols) {
+    int64_t bytes = residentRowBytes(ops, cols);
+    return bytes >= 0 && bytes + kRowTileReserve <= sbufBudgetBytes;
+  }
+  // (-1 where the lowering would not chunk the kernel.)
+  int64_t residentRowBytes(ArrayRef<Operation*> ops, int64_t cols) {
+    if (cols <= kLoweringChunk || llvm::any_of(ops, breaksSpread)) return -1;
+    llvm::SmallPtrSet<Operation*, 16> members(ops.begin(), ops.end());
+    llvm::DenseSet<Value> inputs;
+    int64_t resident = 0;
+    for (Operation* op : ops)
+      for (Value v : op->getOperands()) {
+        auto t = llvm::dyn_cast<RankedTensorType>(v.getType());
+        Value root = chainOf(v).root;
+        Operation* def = root.getDefiningOp();
+        if (!t || t.getRank() == 0 || t.getShape().back() != cols || (def && members.contains(def)) ||
+            !inputs.insert(root).second)
+          continue;
+        Type e = nc::deviceElementType(t.getElementType());
+        resident += std::max<int64_t>(1, e.getIntOrFloatBitWidth() / 8) * cols;
+      }
+    int64_t chunk = (wholeRowBytes(ops, cols) * kLoweringChunk + cols - 1) / cols;
+    return resident + chunk;
+  }
+
   // Joining `op` would put whole rows too long for the SBUF budget into the
   // kernel: it needs a reduced value at every element of the row (x - max
   // after the max), which no chunk-by-chunk reduction provides.
@@ -663,6 +702,13 @@ struct FormKernelsPass : impl::FormKernelsBase<FormKernelsPass> {
     return grp.members.contains(m->shifted);
   }
 
+  bool residentRowsWith(Operation* op, const RowSpace& s, Group& grp) {
+    if (grp.spreadRows) return false;
+    SmallVector<Operation*> ops(grp.ops);
+    ops.push_back(op);
+    return residentRowsFit(ops, std::max(s.cols, grp.space.cols));
+  }
+
   // A partition's part of a row fits the budget once the lowering spreads
   // `rows` rows of `cols` over the partitions.
   bool spreadRowFits(int64_t rows, int64_t cols) {
@@ -705,6 +751,12 @@ struct FormKernelsPass : impl::FormKernelsBase<FormKernelsPass> {
     if (!grp.fusible) return "the producer kernel cannot be fused";
     if (grp.spreadRows && (s.rows != grp.space.rows || breaksSpread(op)))
       return "the kernel's long rows fit SBUF only spread over partitions, which this op would prevent";
+    if (grp.residentRows && !residentRowsWith(op, s, grp)) {
+      SmallVector<Operation*> ops(grp.ops);
+      ops.push_back(op);
+      return "the kernel's long rows fit SBUF only with its inputs resident, which this op would prevent (about " +
+             std::to_string(residentRowBytes(ops, std::max(s.cols, grp.space.cols))) + " bytes per partition)";
+    }
     // A matmul is a root: it starts a kernel that its epilogue may join.
     if (isMatmul(op)) return "a matmul starts its own kernel";
     if (auto e = llvm::dyn_cast<aten::EmbeddingOp>(op))
@@ -731,7 +783,7 @@ struct FormKernelsPass : impl::FormKernelsBase<FormKernelsPass> {
     if (!split && s.cols != grp.space.cols && s.cols != 1 && grp.space.cols != 1)
       return "innermost lengths differ (" + std::to_string(s.cols) + " vs " +
              std::to_string(grp.space.cols) + ")";
-    if (needsLongWholeRows(op, s, grp) && !spreadKeepsRows(op, s, grp)) {
+    if (needsLongWholeRows(op, s, grp) && !spreadKeepsRows(op, s, grp) && !residentRowsWith(op, s, grp)) {
       SmallVector<Operation*> ops(grp.ops);
       ops.push_back(op);
       int64_t cols = std::max(s.cols, grp.space.cols);
@@ -1550,7 +1602,7 @@ struct FormKernelsPass : impl::FormKernelsBase<FormKernelsPass> {
         if (!needsReduced) continue;
         if (!fitsWhole) {
           SmallVector<Operation*> kernelOps = rowKernelOf(op);
-          fitsWhole = !kernelOps.empty() && wholeRowsFit(kernelOps, cols);
+          fitsWhole = !kernelOps.empty() && (wholeRowsFit(kernelOps, cols) || residentRowsFit(kernelOps, cols));
         }
         if (*fitsWhole) break;
         // The chain computing e from graph inputs, constants, per-row values
@@ -1715,7 +1767,10 @@ struct FormKernelsPass : impl::FormKernelsBase<FormKernelsPass> {
       } else {
         ++numFused;
         if (space) {
-          if (needsLongWholeRows(op, *space, groups[size_t(target)])) groups[size_t(target)].spreadRows = true;
+          if (Group& grp = groups[size_t(target)]; needsLongWholeRows(op, *space, grp)) {
+            if (spreadKeepsRows(op, *space, grp)) grp.spreadRows = true;
+            else grp.residentRows = true;
+          }
           RowSpace& gs = groups[size_t(target)].space;
           gs.cols = std::max(gs.cols, space->cols);
           gs.reduces |= space->reduces;
@@ -1917,6 +1972,7 @@ struct FormKernelsPass : impl::FormKernelsBase<FormKernelsPass> {
                                            b.getStringAttr(name), kernel_inputs,
                                            b.getArrayAttr(sources), b.getArrayAttr(result_sources));
       if (grp.attention) kernel->setAttr(nc::kAttentionAttr, b.getUnitAttr());
+      if (grp.residentRows) kernel->setAttr(nc::kResidentRowsAttr, b.getUnitAttr());
       Block* body = new Block();
       kernel.getBody().push_back(body);
       IRMapping inner;

@@ -42,6 +42,12 @@ inline int64_t spreadFactor(int64_t rows, int64_t cols) {
 // Unit attribute of an nc.kernel that holds one attention (softmax(f(Q @ K))
 // @ V, passes/AttentionPattern.h), lowered as a flash attention.
 inline constexpr const char kAttentionAttr[] = "nc.attention";
+// Unit attribute of an nc.kernel whose rows are too long to stay whole in
+// SBUF but whose ops need reduced values at every element (x * rstd after
+// the sum of squares): the lowering keeps the row tile's inputs resident in
+// SBUF and makes one pass over them, chunk by chunk, per level of
+// reductions (passes/FormKernels.cpp, residentRowsFit).
+inline constexpr const char kResidentRowsAttr[] = "nc.resident_rows";
 
 bool isSbufTile(mlir::Type type);
 

@@ -189,11 +189,13 @@ func.func @whole_long_rows(%x: tensor<65x8192xf32>) -> tensor<65x8192xf32> {
   return %y : tensor<65x8192xf32>
 }
 
-// Over 12288 f32 the same two live values take the whole budget, so the
-// division goes to a kernel of its own (recomputing exp(x - max)).
+// Over 12288 f32 the same two live values take the whole budget, but x
+// itself (48 KiB a partition) and a chunk's share of them fit: the kernel
+// stays one, lowered in passes over x resident in SBUF (nc.resident_rows;
+// residentRowsFit).
 // RESID-LABEL: func.func @whole_rows_over_budget
-// RESID: nc.kernel "k0_fused_amax_sub_exp_sum"(%arg0)
-// RESID: nc.kernel "k1_fused_sub_exp_div"
+// RESID: nc.kernel "k0_fused_amax_sub_exp_sum_etc"(%arg0) {nc.resident_rows,
+// RESID-NOT: nc.kernel
 func.func @whole_rows_over_budget(%x: tensor<65x12288xf32>) -> tensor<65x12288xf32> {
   %m = aten.amax %x {dim = array<i64: -1>, keepdim = true} : tensor<65x12288xf32> -> tensor<65x1xf32>
   %d = aten.sub.Tensor %x, %m : tensor<65x12288xf32>, tensor<65x1xf32> -> tensor<65x12288xf32>
@@ -223,7 +225,8 @@ func.func @online_logsumexp(%x: tensor<65x12288xf32>) -> tensor<65x1xf32> {
 }
 
 // Not an online sum: exp(x - max) in bf16 (its sum would be of rounded
-// values), and x - max read by another op. Both keep the three kernels.
+// values), and x - max read by another op. Over rows of 50257, too long for
+// x to stay resident either, both keep three kernels.
 // RESID-LABEL: func.func @not_online
 // RESID: nc.kernel "k0_amax"(%arg0)
 // RESID: nc.kernel "k1_fused_sub_exp_sum"
@@ -231,19 +234,19 @@ func.func @online_logsumexp(%x: tensor<65x12288xf32>) -> tensor<65x1xf32> {
 // RESID: nc.kernel "k3_amax"
 // RESID: nc.kernel "k4_fused_sub
 // RESID-NOT: nc.kernel
-func.func @not_online(%x: tensor<65x12288xbf16>, %y: tensor<65x12288xf32>) -> (tensor<65x12288xbf16>, tensor<65x1xf32>) {
-  %m = aten.amax %x {dim = array<i64: -1>, keepdim = true} : tensor<65x12288xbf16> -> tensor<65x1xbf16>
-  %d = aten.sub.Tensor %x, %m : tensor<65x12288xbf16>, tensor<65x1xbf16> -> tensor<65x12288xbf16>
-  %e = aten.exp %d : tensor<65x12288xbf16> -> tensor<65x12288xbf16>
-  %s = aten.sum.dim_IntList %e {dim = array<i64: -1>, keepdim = true} : tensor<65x12288xbf16> -> tensor<65x1xbf16>
-  %q = aten.div.Tensor %e, %s : tensor<65x12288xbf16>, tensor<65x1xbf16> -> tensor<65x12288xbf16>
-  %my = aten.amax %y {dim = array<i64: -1>, keepdim = true} : tensor<65x12288xf32> -> tensor<65x1xf32>
-  %dy = aten.sub.Tensor %y, %my : tensor<65x12288xf32>, tensor<65x1xf32> -> tensor<65x12288xf32>
-  %ey = aten.exp %dy : tensor<65x12288xf32> -> tensor<65x12288xf32>
-  %sy = aten.sum.dim_IntList %ey {dim = array<i64: -1>, keepdim = true} : tensor<65x12288xf32> -> tensor<65x1xf32>
-  %ty = aten.sum.dim_IntList %dy {dim = array<i64: -1>, keepdim = true} : tensor<65x12288xf32> -> tensor<65x1xf32>
+func.func @not_online(%x: tensor<65x50257xbf16>, %y: tensor<65x50257xf32>) -> (tensor<65x50257xbf16>, tensor<65x1xf32>) {
+  %m = aten.amax %x {dim = array<i64: -1>, keepdim = true} : tensor<65x50257xbf16> -> tensor<65x1xbf16>
+  %d = aten.sub.Tensor %x, %m : tensor<65x50257xbf16>, tensor<65x1xbf16> -> tensor<65x50257xbf16>
+  %e = aten.exp %d : tensor<65x50257xbf16> -> tensor<65x50257xbf16>
+  %s = aten.sum.dim_IntList %e {dim = array<i64: -1>, keepdim = true} : tensor<65x50257xbf16> -> tensor<65x1xbf16>
+  %q = aten.div.Tensor %e, %s : tensor<65x50257xbf16>, tensor<65x1xbf16> -> tensor<65x50257xbf16>
+  %my = aten.amax %y {dim = array<i64: -1>, keepdim = true} : tensor<65x50257xf32> -> tensor<65x1xf32>
+  %dy = aten.sub.Tensor %y, %my : tensor<65x50257xf32>, tensor<65x1xf32> -> tensor<65x50257xf32>
+  %ey = aten.exp %dy : tensor<65x50257xf32> -> tensor<65x50257xf32>
+  %sy = aten.sum.dim_IntList %ey {dim = array<i64: -1>, keepdim = true} : tensor<65x50257xf32> -> tensor<65x1xf32>
+  %ty = aten.sum.dim_IntList %dy {dim = array<i64: -1>, keepdim = true} : tensor<65x50257xf32> -> tensor<65x1xf32>
   %r = aten.add.Tensor %sy, %ty : tensor<65x1xf32>, tensor<65x1xf32> -> tensor<65x1xf32>
-  return %q, %r : tensor<65x12288xbf16>, tensor<65x1xf32>
+  return %q, %r : tensor<65x50257xbf16>, tensor<65x1xf32>
 }
 
 // Sibling reductions over rows too long to keep whole merge all the same:

@@ -167,6 +167,44 @@ func.func @online_softmax_sum(%x: tensor<4x10007xbf16>) -> tensor<4x1xf32> {
   return %l : tensor<4x1xf32>
 }
 
+// -----
+
+// A norm over rows too long to keep whole (12288 bf16: about 120 KiB a
+// partition) whose input fits SBUF (24 KiB) is one kernel with resident
+// rows: each row tile's x is loaded once, chunk by chunk, into one tile; pass
+// 0 sums its squares over column ranges of that tile, and pass 1 scales the
+// same columns by the per-row factor, multiplies by the weight (loaded when
+// pass 1 first needs it) and stores the result.
+// CHECK-LABEL: func.func @resident_rms_norm
+// CHECK: nc.kernel "k0_rms_norm"{{.*}}nc.resident_rows
+// CHECK: %[[X:[0-9]+]] = nc.alloc_tile {{.*}} : memref<128x12288xbf16, 1>
+// CHECK: %[[X0:[0-9]+]] = nc.tile_columns %[[X]][0]
+// CHECK: nc.dma_load %arg{{[0-9]+}} -> %[[X0]] {ap = array<i64: 12288, 16, 1, 4096>, {{.*}}offset = 0 : i64
+// CHECK: %[[X1:[0-9]+]] = nc.tile_columns %[[X]][4096]
+// CHECK: nc.dma_load %arg{{[0-9]+}} -> %[[X1]] {{.*}}offset = 4096 : i64
+// CHECK: %[[X2:[0-9]+]] = nc.tile_columns %[[X]][8192]
+// CHECK: nc.dma_load %arg{{[0-9]+}} -> %[[X2]] {{.*}}offset = 8192 : i64
+// CHECK: %[[A0:[0-9]+]] = nc.tile_columns %[[X]][0]
+// CHECK: nc.activation %{{.*}}, %[[A0]] accum %[[SS:[0-9]+]] : {{.*}}func = "square"
+// CHECK: nc.activation %{{.*}} accum %{{.*}}func = "square"
+// CHECK: nc.activation %{{.*}} accum %{{.*}}func = "square"
+// CHECK: nc.activation %[[R:[0-9]+]], %[[SS]] {{.*}}func = "rsqrt"
+// CHECK-NOT: nc.dma_load %arg{{[0-9]+}} -> %{{.*}} {ap = array<i64: 12288,
+// CHECK: %[[B0:[0-9]+]] = nc.tile_columns %[[X]][0]
+// CHECK: nc.tensor_scalar %[[N:[0-9]+]], %[[B0]], %[[R]] {alu = "mul"
+// CHECK: nc.dma_load %arg{{[0-9]+}} -> %[[W:[0-9]+]] {ap = array<i64: 0, 16, 1, 4096>
+// CHECK: nc.tensor_tensor %[[Y:[0-9]+]], %[[N]], %[[W]] {alu = "mul"
+// CHECK: nc.dma_store %[[Y]] -> %arg{{[0-9]+}} {ap = array<i64: 12288, 16, 1, 4096>, {{.*}}offset = 0 : i64
+// CHECK: nc.tile_columns %[[X]][4096]
+// CHECK: nc.tile_columns %[[X]][8192]
+// CHECK: nc.dma_load %arg{{[0-9]+}} -> %{{.*}} {ap = array<i64: 12288, 16, 1, 4096>, {{.*}}offset = 1572864 : i64
+func.func @resident_rms_norm(%x: tensor<256x12288xbf16>, %w: tensor<12288xbf16>) -> tensor<256x12288xbf16> {
+  %y = aten.rms_norm %x, %w {normalized_shape = array<i64: 12288>, eps = 1.0e-06} : tensor<256x12288xbf16>, tensor<12288xbf16> -> tensor<256x12288xbf16>
+  return %y : tensor<256x12288xbf16>
+}
+
+// -----
+
 // A kernel that needs the reduced value at every element of a long row (a
 // bf16 softmax over 8192, which form-kernels keeps whole: two live rows of
 // 8192 fit the budget) is not chunked: each row tile is loaded once, its
