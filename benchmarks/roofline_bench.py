@@ -231,6 +231,8 @@ SIZES = [
     ("smax 1x32000", "softmax", dict(batch=1, rows=1, cols=32000)),
     ("smax 8x512x8192", "softmax", dict(batch=8, rows=512, cols=8192)),
     ("rms 1x4096", "rmsnorm", dict(rows=1, dim=4096)),
+    ("rms 2048x12288", "rmsnorm", dict(rows=2048, dim=12288)),
+    ("smax 2048x32000", "softmax", dict(batch=1, rows=2048, cols=32000)),
     ("llama s512", "llama7b_s2048", dict(seq=512)),
     ("llama s1000", "llama7b_s2048", dict(seq=1000)),
     ("llama d2048 s128", "llama7b_s2048", dict(seq=128, dim=2048, heads=16, ffn=5504)),

@@ -1303,23 +1303,30 @@ LogicalResult KernelLowering::run(int64_t& instructions, int64_t& dmas) {
     const OnlineSum* m = onlineRole(op);
     return m && op != m->rowSum;
   };
+  // A value of a full row (rows x cols elements) rather than one per row.
+  auto fullWidth = [&](Value v) {
+    auto t = llvm::dyn_cast<RankedTensorType>(v.getType());
+    return t && space.cols > 1 && t.getNumElements() == space.rows * space.cols;
+  };
+  // What a pass lowers chunk by chunk: full-width ops, and reductions of
+  // full-width values (a reduction of a per-row value is a per-row op).
+  auto inPass = [&](Operation* op) {
+    if (op->getNumResults() != 1) return false;
+    if (!aten::reducedDims(op).empty()) return fullWidth(op->getOperand(0));
+    return fullWidth(op->getResult(0));
+  };
   if (resident)
     for (Operation& op : oldBody.without_terminator()) {
       int level = 0;
       for (Value v : op.getOperands())
         if (Operation* def = v.getDefiningOp(); def && levelOf.count(def)) {
-          bool endsPass = !aten::reducedDims(def).empty() && !onlineRole(def);
+          bool endsPass = !aten::reducedDims(def).empty() && inPass(def) && !onlineRole(def);
           level = std::max(level, levelOf[def] + (endsPass ? 1 : 0));
         }
       if (const OnlineSum* m = onlineRole(&op)) level = levelOf.lookup(m->rowMax) + (&op == m->rowSum ? 1 : 0);
       levelOf[&op] = level;
       maxLevel = std::max(maxLevel, level);
     }
-  // A value of a full row (rows x cols elements) rather than one per row.
-  auto fullWidth = [&](Value v) {
-    auto t = llvm::dyn_cast<RankedTensorType>(v.getType());
-    return t && space.cols > 1 && t.getNumElements() == space.rows * space.cols;
-  };
   // One row tile of a resident kernel: pass L lowers, chunk by chunk, its
   // level-L reductions and the full-width ops of level L or below that they
   // or level-L full-width ops and outputs need (recomputed from the inputs,
@@ -1347,19 +1354,15 @@ LogicalResult KernelLowering::run(int64_t& instructions, int64_t& dmas) {
       c0 = 0;
       accumulating = false;
       for (Operation& op : oldBody.without_terminator()) {
-        if (op.getNumResults() != 1 || levelOf.lookup(&op) != level || fullWidth(op.getResult(0)) ||
-            isOnlinePart(&op) || llvm::isa<arith::ConstantOp>(op))
+        if (op.getNumResults() != 1 || levelOf.lookup(&op) != level || isOnlinePart(&op) ||
+            llvm::isa<arith::ConstantOp>(op) || (aten::isViewOp(&op) ? fullWidth(op.getResult(0)) : inPass(&op)))
           continue;
         if (aten::isViewOp(&op)) {
           aliasTile(op);
-          continue;
-        }
-        if (const OnlineSum* m = summedOnline(&op)) {
+        } else if (const OnlineSum* m = summedOnline(&op)) {
           finalizeOnlineSum(*m, p);
-        } else if (aten::reducedDims(&op).empty()) {
-          if (failed(lowerOp(&op, p, 1))) return failure();
-        } else {
-          continue;  // a reduction: finalized after its pass
+        } else if (failed(lowerOp(&op, p, 1))) {
+          return failure();
         }
       }
       rowTiles = tiles;
@@ -1372,9 +1375,7 @@ LogicalResult KernelLowering::run(int64_t& instructions, int64_t& dmas) {
       llvm::DenseSet<Operation*> needed;
       SmallVector<Operation*> work;
       for (Operation& op : oldBody.without_terminator())
-        if (levelOf.lookup(&op) == level && op.getNumResults() == 1 && !isOnlinePart(&op) &&
-            (fullWidth(op.getResult(0)) || !aten::reducedDims(&op).empty()))
-          work.push_back(&op);
+        if (levelOf.lookup(&op) == level && !isOnlinePart(&op) && inPass(&op)) work.push_back(&op);
       for (const OnlineSum& m : onlineSums)
         if (levelOf.lookup(m.rowMax) == level) work.push_back(m.input.getDefiningOp());
       while (!work.empty()) {
@@ -1384,6 +1385,7 @@ LogicalResult KernelLowering::run(int64_t& instructions, int64_t& dmas) {
           if (Operation* def = v.getDefiningOp(); def && fullWidth(v) && aten::reducedDims(def).empty())
             work.push_back(def);
       }
+      if (needed.empty()) continue;
       llvm::DenseMap<Value, Value> directResults;  // reductions of per-row values (no accumulation)
       for (c0 = 0; c0 < space.cols; c0 += chunk) {
         int64_t f = std::min(chunk, space.cols - c0);
@@ -1420,7 +1422,6 @@ LogicalResult KernelLowering::run(int64_t& instructions, int64_t& dmas) {
         }
       rowTiles = tiles;
     }
-    if (failed(perRowStep(maxLevel + 1))) return failure();
     for (auto [v, hbm] : llvm::zip(yield.getValues(), outHbm))
       if (!fullWidth(v) && failed(storeOutput(v, hbm, p, 1))) return failure();
     return success();
