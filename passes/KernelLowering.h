@@ -194,6 +194,20 @@ class KernelLowering {
   // The normalizer whose subtraction, exp or sum `op` is, when the kernel's
   // chunks sum it online (its input is a full-width tile).
   const OnlineSum* summedOnline(Operation* op);
+  const OnlineSum* onlineRole(Operation* op) const;
+  bool isOnlinePart(Operation* op) const;
+  // A row-preserving reshape of a computed value takes over its tile.
+  bool aliasTile(Operation& op);
+
+  // LowerResident.cpp: a kernel marked nc.resident_rows, in passes over its
+  // inputs kept in SBUF, one per level of reductions.
+  void planResidentRows(Block& body);
+  LogicalResult lowerResidentRows(Block& body, ArrayRef<Value> hbmValues, nc::YieldOp yield, ArrayRef<Value> outHbm,
+                                  ArrayRef<Operation*> reductions, int64_t chunk, int64_t p);
+  bool fullWidth(Value v) const;
+  bool inResidentPass(Operation* op) const;
+  llvm::DenseMap<Operation*, int> residentLevel;
+  int residentMaxLevel = 0;
 
   nc::KernelOp kernel;
   int64_t maxFree;

@@ -1050,6 +1050,14 @@ LogicalResult KernelLowering::lowerCat(aten::CatOp cat, Block* body, ArrayRef<Va
   return success();
 }
 
+bool KernelLowering::aliasTile(Operation& op) {
+  auto alias = sameTileAs.find(op.getNumResults() ? op.getResult(0) : Value());
+  if (alias == sameTileAs.end()) return false;
+  tiles[alias->first] = tiles.lookup(alias->second);
+  layouts[alias->first] = layouts.lookup(alias->second);
+  return true;
+}
+
 LogicalResult KernelLowering::run(int64_t& instructions, int64_t& dmas) {
   if (kernel.isLowered()) return success();
   if (kernel->hasAttr(nc::kAttentionAttr)) return runAttention(instructions, dmas);
@@ -1231,14 +1239,6 @@ LogicalResult KernelLowering::run(int64_t& instructions, int64_t& dmas) {
     body->erase();
     return failure();
   };
-  // A row-preserving reshape of a computed value takes over its tile.
-  auto aliasTile = [&](Operation& op) {
-    auto alias = sameTileAs.find(op.getNumResults() ? op.getResult(0) : Value());
-    if (alias == sameTileAs.end()) return false;
-    tiles[alias->first] = tiles.lookup(alias->second);
-    layouts[alias->first] = layouts.lookup(alias->second);
-    return true;
-  };
   // A row tile of the prologue: its inputs loaded and its ops lowered over
   // whole [p x K] rows; the left operand's tile serves every column tile.
   auto lowerPrologue = [&](int64_t p, llvm::DenseMap<Value, Value>& rowTiles) -> LogicalResult {
@@ -1287,145 +1287,7 @@ LogicalResult KernelLowering::run(int64_t& instructions, int64_t& dmas) {
     return def && !afterReduction.contains(def) && aten::reducedDims(def).empty() &&
            layouts[v].kind == Kind::Full;
   };
-  // Resident rows: levels of the ops. An op reading a reduction's result
-  // is one level above the reduction (a softmax normalizer's subtraction and
-  // exp keep its maximum's level: they run in the same pass, online, and
-  // its sum stands for a per-row op one level up). Views keep their
-  // source's level.
-  llvm::DenseMap<Operation*, int> levelOf;
-  int maxLevel = 0;
-  auto onlineRole = [&](Operation* op) -> const OnlineSum* {
-    for (const OnlineSum& m : onlineSums)
-      if (op == m.shifted || op == m.exp || op == m.rowSum) return &m;
-    return nullptr;
-  };
-  auto isOnlinePart = [&](Operation* op) {
-    const OnlineSum* m = onlineRole(op);
-    return m && op != m->rowSum;
-  };
-  // A value of a full row (rows x cols elements) rather than one per row.
-  auto fullWidth = [&](Value v) {
-    auto t = llvm::dyn_cast<RankedTensorType>(v.getType());
-    return t && space.cols > 1 && t.getNumElements() == space.rows * space.cols;
-  };
-  // What a pass lowers chunk by chunk: full-width ops, and reductions of
-  // full-width values (a reduction of a per-row value is a per-row op).
-  auto inPass = [&](Operation* op) {
-    if (op->getNumResults() != 1) return false;
-    if (!aten::reducedDims(op).empty()) return fullWidth(op->getOperand(0));
-    return fullWidth(op->getResult(0));
-  };
-  if (resident)
-    for (Operation& op : oldBody.without_terminator()) {
-      int level = 0;
-      for (Value v : op.getOperands())
-        if (Operation* def = v.getDefiningOp(); def && levelOf.count(def)) {
-          bool endsPass = !aten::reducedDims(def).empty() && inPass(def) && !onlineRole(def);
-          level = std::max(level, levelOf[def] + (endsPass ? 1 : 0));
-        }
-      if (const OnlineSum* m = onlineRole(&op)) level = levelOf.lookup(m->rowMax) + (&op == m->rowSum ? 1 : 0);
-      levelOf[&op] = level;
-      maxLevel = std::max(maxLevel, level);
-    }
-  // One row tile of a resident kernel: pass L lowers, chunk by chunk, its
-  // level-L reductions and the full-width ops of level L or below that they
-  // or level-L full-width ops and outputs need (recomputed from the inputs,
-  // which pass 0 loads and keeps); per-row ops of level L run once before
-  // it. Full-width outputs are stored by the pass of their level.
-  auto lowerResidentRows = [&](int64_t p) -> LogicalResult {
-    llvm::DenseMap<Value, Value> rowTiles;  // per-row values so far
-    // Full-width inputs read in whole rows (long contiguous runs, few
-    // transfers) into one tile each; every pass reads its chunks' columns.
-    // Other inputs (broadcast rows, strided columns) load per chunk.
-    llvm::MapVector<Value, Value> wholeLoads;
-    for (Value v : hbmValues) {
-      const Layout l = layouts.lookup(v);
-      bool broadcast = false;
-      for (auto [stride, size] : llvm::zip(l.rowStrides, space.lead)) broadcast |= stride == 0 && size > 1;
-      if (l.kind != Kind::Full || broadcast || l.colStrides.empty() || l.colStrides.back() != 1) continue;
-      Value tile = alloc(p, space.cols, nc::deviceElementType(llvm::cast<RankedTensorType>(v.getType()).getElementType()));
-      for (int64_t c = 0; c < space.cols; c += chunk)
-        emitDma(/*load=*/true, hbmOf[v], tileColumns(*b, loc, tile, c, std::min(chunk, space.cols - c)), l, r0, p,
-                c, std::min(chunk, space.cols - c));
-      wholeLoads[v] = tile;
-    }
-    auto perRowStep = [&](int level) -> LogicalResult {
-      tiles = rowTiles;
-      c0 = 0;
-      accumulating = false;
-      for (Operation& op : oldBody.without_terminator()) {
-        if (op.getNumResults() != 1 || levelOf.lookup(&op) != level || isOnlinePart(&op) ||
-            llvm::isa<arith::ConstantOp>(op) || (aten::isViewOp(&op) ? fullWidth(op.getResult(0)) : inPass(&op)))
-          continue;
-        if (aten::isViewOp(&op)) {
-          aliasTile(op);
-        } else if (const OnlineSum* m = summedOnline(&op)) {
-          finalizeOnlineSum(*m, p);
-        } else if (failed(lowerOp(&op, p, 1))) {
-          return failure();
-        }
-      }
-      rowTiles = tiles;
-      return success();
-    };
-    for (int level = 0; level <= maxLevel; ++level) {
-      if (failed(perRowStep(level))) return failure();
-      // What this pass lowers at full width: level-L ops and outputs, and
-      // what they read at full width, transitively.
-      llvm::DenseSet<Operation*> needed;
-      SmallVector<Operation*> work;
-      for (Operation& op : oldBody.without_terminator())
-        if (levelOf.lookup(&op) == level && !isOnlinePart(&op) && inPass(&op)) work.push_back(&op);
-      for (const OnlineSum& m : onlineSums)
-        if (levelOf.lookup(m.rowMax) == level) work.push_back(m.input.getDefiningOp());
-      while (!work.empty()) {
-        Operation* op = work.pop_back_val();
-        if (!op || op->getBlock() != &oldBody || !needed.insert(op).second) continue;
-        for (Value v : op->getOperands())
-          if (Operation* def = v.getDefiningOp(); def && fullWidth(v) && aten::reducedDims(def).empty())
-            work.push_back(def);
-      }
-      if (needed.empty()) continue;
-      llvm::DenseMap<Value, Value> directResults;  // reductions of per-row values (no accumulation)
-      for (c0 = 0; c0 < space.cols; c0 += chunk) {
-        int64_t f = std::min(chunk, space.cols - c0);
-        tiles = rowTiles;
-        ++iteration;
-        accumulating = true;
-        for (auto [v, tile] : wholeLoads) tiles[v] = tileColumns(*b, loc, tile, c0, f);
-        for (Operation& op : oldBody.without_terminator()) {
-          if (aliasTile(op) || llvm::isa<arith::ConstantOp>(op) || aten::isViewOp(&op)) continue;
-          bool reduces = !aten::reducedDims(&op).empty();
-          if (!needed.contains(&op) || (reduces && levelOf.lookup(&op) != level) || summedOnline(&op)) continue;
-          if (failed(lowerOp(&op, p, f))) return failure();
-          if (Value r = op.getResult(0); reduces && !accumulators.count(r) && tiles.count(r)) directResults[r] = tiles[r];
-        }
-        for (const OnlineSum& m : onlineSums)
-          if (levelOf.lookup(m.rowMax) == level && summedOnline(m.shifted) && failed(lowerOnlineStep(m, p, f)))
-            return failure();
-        for (auto [v, hbm] : llvm::zip(yield.getValues(), outHbm))
-          if (Operation* def = v.getDefiningOp(); def && fullWidth(v) && needed.contains(def) &&
-                                                   levelOf.lookup(def) == level &&
-                                                   failed(storeOutput(v, hbm, p, f)))
-            return failure();
-      }
-      tiles = rowTiles;
-      for (auto [v, tile] : directResults) tiles[v] = tile;
-      c0 = 0;
-      accumulating = false;
-      for (Operation* op : reductions)
-        if (levelOf.lookup(op) == level && !onlineRole(op)) {
-          finalizeReduction(op, p);
-          Value r = op->getResult(0);
-          if (!tiles.count(r) && layouts.lookup(r).kind != Kind::Imm)
-            return op->emitError("internal: a resident kernel's reduction has no value");
-        }
-      rowTiles = tiles;
-    }
-    for (auto [v, hbm] : llvm::zip(yield.getValues(), outHbm))
-      if (!fullWidth(v) && failed(storeOutput(v, hbm, p, 1))) return failure();
-    return success();
-  };
+  if (resident) planResidentRows(oldBody);
   // Kept moving slices, bytes per partition: halved, and at last none, each
   // time they make the kernel's tiles too large for SBUF (below).
   int64_t movingBudget = 128 * 1024;
@@ -1569,7 +1431,7 @@ relower:
       }
       accumulators.clear();
       if (resident) {
-        if (failed(lowerResidentRows(p))) return fail();
+        if (failed(lowerResidentRows(oldBody, hbmValues, yield, outHbm, reductions, chunk, p))) return fail();
         r0 += p;
         continue;
       }
