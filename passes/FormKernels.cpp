@@ -625,7 +625,7 @@ struct FormKernelsPass : impl::FormKernelsBase<FormKernelsPass> {
   }
 
   // A row tile of `ops` over rows of `cols` lowered in passes (one per level
-  // of reductions, LowerToIsa.cpp) with its full-width inputs resident in
+  // of reductions, LowerResident.cpp) with its full-width inputs resident in
   // SBUF fits the budget: each value the kernel reads from HBM whole at its
   // dtype's width (x of a bf16 norm: 2 bytes an element), plus one chunk's
   // share of the whole-row estimate. Only rows the lowering chunks, in a

@@ -46,7 +46,7 @@ inline constexpr const char kAttentionAttr[] = "nc.attention";
 // SBUF but whose ops need reduced values at every element (x * rstd after
 // the sum of squares): the lowering keeps the row tile's inputs resident in
 // SBUF and makes one pass over them, chunk by chunk, per level of
-// reductions (passes/FormKernels.cpp, residentRowsFit).
+// reductions (passes/FormKernels.cpp, residentRowsFit; passes/LowerResident.cpp).
 inline constexpr const char kResidentRowsAttr[] = "nc.resident_rows";
 
 bool isSbufTile(mlir::Type type);
