@@ -627,8 +627,8 @@ struct FormKernelsPass : impl::FormKernelsBase<FormKernelsPass> {
   // A row tile of `ops` over rows of `cols` lowered in passes (one per level
   // of reductions, LowerResident.cpp) with its full-width inputs resident in
   // SBUF fits the budget: each value the kernel reads from HBM whole at its
-  // dtype's width (x of a bf16 norm: 2 bytes an element), plus one chunk's
-  // share of the whole-row estimate. Only rows the lowering chunks, in a
+  // dtype's width (x of a bf16 norm: 2 bytes an element; a row shared by all
+  // rows at half that), plus one chunk's share of the whole-row estimate. Only rows the lowering chunks, in a
   // kernel it can chunk (no matmul, cat, embedding or reduction over
   // several dims).
   bool residentRowsFit(ArrayRef<Operation*> ops, int64_t cols) {
@@ -650,7 +650,11 @@ struct FormKernelsPass : impl::FormKernelsBase<FormKernelsPass> {
             !inputs.insert(root).second)
           continue;
         Type e = nc::deviceElementType(t.getElementType());
-        resident += std::max<int64_t>(1, e.getIntOrFloatBitWidth() / 8) * cols;
+        int64_t bytes = std::max<int64_t>(1, e.getIntOrFloatBitWidth() / 8) * cols;
+        // One row for all rows (a norm's weight): loaded once per kernel and
+        // shared by the row tiles in flight, so half of it per row tile's
+        // budget (half a partition).
+        resident += t.getNumElements() == cols ? (bytes + 1) / 2 : bytes;
       }
     int64_t chunk = (wholeRowBytes(ops, cols) * kLoweringChunk + cols - 1) / cols;
     return resident + chunk;
