@@ -1135,7 +1135,11 @@ LogicalResult avgPool(NodeImporter& n, int64_t k) {
     divisor = d;
   }
   NCC_TRY(type, n.resultType());
-  Value x = c.cast(self, c.floatOf(type.getElementType()));
+  // A half-precision window is summed in f32 and rounded once at the end,
+  // as eager's kernels accumulate (sixteen adds rounded to f16 each were off
+  // by 1.5% where a norm over the result magnified them).
+  Type elem = c.floatOf(type.getElementType());
+  Value x = c.cast(self, elem.isF16() || elem.isBF16() ? c.f32() : elem);
   int64_t lead = typeOf(x).getRank() - k;
   ArrayRef<int64_t> sizes = typeOf(x).getShape().drop_front(size_t(lead));
   int64_t area = 1;

@@ -769,6 +769,28 @@ class FuzzRegressions(unittest.TestCase):
                 self.assertEqual(out.dtype, np.float16)
                 np.testing.assert_array_equal(out, w.half().numpy())
 
+    def test_f16_average_pooling_sums_in_f32(self):
+        # graph_fuzz 96969696 case 630: an RMSNorm over one element of an f16
+        # avg_pool2d (16 window slices, divisor_override=1) was off by 1.5%: the importer
+        # summed the slices in f16, each add rounded, where eager accumulates in f32 and
+        # rounds once; the norm magnified the difference for small sums. torch 1.13's
+        # CPU has no f16 avg_pool2d: the reference runs it in f32, rounded once. (1025
+        # windows of values up to about 30, so that some sums lie near zero.)
+        sys.path.insert(0, os.path.join(HERE, "..", "fuzz"))
+        import graph_fuzz  # noqa: E402
+
+        x = (randn(1, 1, 4097, 1, seed=7) * 8).half()
+
+        def fn(x):
+            v = F.avg_pool2d(x, 4, padding=2, divisor_override=1)
+            return (v.float() * torch.rsqrt(v.float().pow(2).mean(-1, keepdim=True) + 1e-3)).to(x.dtype)
+
+        want = fn(x.float()).half()
+        for opt in (0, 2):
+            with torch.no_grad(), graph_fuzz.P["LowPrecisionEager"]():
+                outs, _ = common.export_compile_run(fn, [x], self.tmp, "avg_pool_f16_O%d" % opt, opt)
+            common.compare(outs[0], want, 2.0 ** -9)
+
     def test_generator_models_roundings_inside_and_across_statements(self):
         # graph_fuzz 60606060 case 1234, a false report: v3 = F.linear(F.layer_norm(x), w)
         # in bf16, then v3 * rsqrt(mean(v3^2) + 1e-6) over a dim of 1 (about sign(v3)). One
