@@ -758,8 +758,11 @@ struct FormKernelsPass : impl::FormKernelsBase<FormKernelsPass> {
     if (grp.residentRows && !residentRowsWith(op, s, grp)) {
       SmallVector<Operation*> ops(grp.ops);
       ops.push_back(op);
-      return "the kernel's long rows fit SBUF only with its inputs resident, which this op would prevent (about " +
-             std::to_string(residentRowBytes(ops, std::max(s.cols, grp.space.cols))) + " bytes per partition)";
+      int64_t bytes = grp.spreadRows ? -1 : residentRowBytes(ops, std::max(s.cols, grp.space.cols));
+      return "the kernel's long rows fit SBUF only with its inputs resident, which this op would prevent (" +
+             (bytes < 0 ? std::string("the lowering does not chunk such a kernel")
+                        : "about " + std::to_string(bytes) + " bytes per partition") +
+             ")";
     }
     // A matmul is a root: it starts a kernel that its epilogue may join.
     if (isMatmul(op)) return "a matmul starts its own kernel";

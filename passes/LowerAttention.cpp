@@ -323,11 +323,6 @@ LogicalResult KernelLowering::lowerAttention(const AttentionMatch& m, Value out,
   auto tensorTensor = [&](Value o, Value x, Value y, StringRef alu, Operation* src) {
     setSource(b->create<nc::TensorTensorOp>(loc, o, x, y, b->getStringAttr(alu)), src);
   };
-  auto activation = [&](Value o, Value in, Value bias, Value accum, Operation* src) {
-    setSource(b->create<nc::ActivationOp>(loc, o, in, Value(), bias, accum, b->getStringAttr("exp"),
-                                          b->getF64FloatAttr(1.0), b->getF64FloatAttr(nc::kNoBias)),
-              src);
-  };
   int64_t keyBytes = ((D + P - 1) / P) * T * (qe.getIntOrFloatBitWidth() / 8) +
                      ((T + P - 1) / P) * Dv * (ve.getIntOrFloatBitWidth() / 8);
   bool keepKeys = keyBytes <= kKeepKeysBytes;
@@ -448,13 +443,13 @@ LogicalResult KernelLowering::lowerAttention(const AttentionMatch& m, Value out,
           // exp(x - m') as one activation: -m' is its bias tile.
           Value blockSum = alloc(p, 1, f32);
           qb.probs = alloc(p, nk, ve);
-          activation(qb.probs, qb.x, negMax, blockSum, softmax);
+          expWithBias(qb.probs, qb.x, negMax, blockSum, softmax);
           if (first) {
             qb.rowSum = blockSum;
           } else {
             Value sum = alloc(p, 1, f32);
             qb.scale = alloc(p, 1, f32);
-            activation(qb.scale, qb.rowMax, negMax, Value(), softmax);
+            expWithBias(qb.scale, qb.rowMax, negMax, Value(), softmax);
             tensorScalar(sum, qb.rowSum, qb.scale, "mul", 0.0, m.rowSum);
             tensorTensor(sum, sum, blockSum, "add", m.rowSum);
             qb.rowSum = sum;

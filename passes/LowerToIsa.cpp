@@ -1219,8 +1219,7 @@ LogicalResult KernelLowering::run(int64_t& instructions, int64_t& dmas) {
           !afterReduction.contains(m->rowMax) && afterReduction.contains(m->shifted))
         onlineSums.push_back(*m);
   const bool needsWholeRows = llvm::any_of(afterReduction, [&](Operation* op) {
-    if (llvm::any_of(onlineSums, [&](const OnlineSum& m) { return op == m.shifted || op == m.exp; }))
-      return false;
+    if (isOnlinePart(op)) return false;
     if (aten::isViewOp(op) || op->getNumResults() != 1) return false;
     auto t = llvm::dyn_cast<RankedTensorType>(op->getResult(0).getType());
     return t && t.getNumElements() == space.rows * space.cols && space.cols > 1;
