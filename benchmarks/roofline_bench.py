@@ -215,6 +215,7 @@ SIZES = [
     ("mm 4096x1024x4096", "matmul", dict(m=4096, k=1024, n=4096)),
     ("mm 3000x5000x2000", "matmul", dict(m=3000, k=5000, n=2000)),
     ("mm 128x4096x4096", "matmul", dict(m=128, k=4096, n=4096)),
+    ("mm 128x11008x4096", "matmul", dict(m=128, k=11008, n=4096)),
     ("mm 8192x2048x2048", "matmul", dict(m=8192, k=2048, n=2048)),
     ("mm 1x4096x4096", "matmul", dict(m=1, k=4096, n=4096)),
     ("mm 4096x4096x1", "matmul", dict(m=4096, k=4096, n=1)),

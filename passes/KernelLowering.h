@@ -95,6 +95,11 @@ struct MatmulOperand {
   Value hbm;
   int64_t offset, kStride, fStride, K, n;
   Type elem;
+  // A moving operand whose slices each serve a single row tile (M <= 128:
+  // a weight read for a few tokens) is streamed: its loads, not the
+  // TensorEngine, bound the kernel. Its bytes (all batches and columns), or
+  // 0 for any other operand.
+  int64_t streamedBytes = 0;
   int64_t elemBytes() const { return elem.getIntOrFloatBitWidth() / 8; }
   bool inRows() const { return kStride == 1 && fStride != 1; }
 };
@@ -290,6 +295,10 @@ class KernelLowering {
   // movingBudget bytes per partition).
   OperandCache movingCache;
   bool reuseMoving = false;
+  // Whether a streamed operand's slices may be prepared far ahead
+  // (kStreamedAheadBytes, LowerMatmul.cpp), and whether the body being
+  // lowered did: if it then overflows SBUF, it is lowered again without.
+  bool streamAhead = true, streamedAhead = false;
   int64_t blockColumnTiles = 1;  // column tiles that share a row tile's stationary slices
   llvm::DenseSet<Value> yielded;
   // A matmul's prologue (FormKernels' formPrologues): the ops that compute

@@ -53,6 +53,24 @@ constexpr int64_t kWideRunBytes = 1024;  // rows of a K-major left operand loade
 // LLaMA-7B layer 59.7% MFU against 59.3% and at seq 16 46.6% MBU against
 // 45.3% (benchmarks/roofline_bench.py; 64 KiB and 512 KiB were slower).
 constexpr int64_t kSplitBytes = 128 * 1024;
+// A streamed operand (MatmulOperand::streamedBytes) bounds its kernel by its
+// loads, where each piece's fixed 2 us counts: 512 KiB pieces spend 9% of
+// their queue time on it, 128 KiB ones 28% (a SwiGLU FFN for 16 tokens,
+// 4096 -> 11008 -> 4096 with (in, out) weights: 953.3 -> 792.8 us). A small
+// one keeps 128 KiB pieces, so that its few panels still load over several
+// queues at once: pieces grow only past kStreamedPieces of them (as
+// LowerToIsa.cpp's elementwise tiles do). Weights loaded in rows (nn.Linear's
+// (out, in)) keep 128 KiB: their transposes bound the TensorEngine, and
+// larger pieces made it wait (LLaMA-7B at seq 16: 2008.8 -> 2191.1 us).
+constexpr int64_t kStreamedSplitBytes = 512 * 1024;
+constexpr int64_t kStreamedPieces = 64;
+// The slices of a streamed operand prepared ahead of the matmul that takes
+// them, in bytes per partition: kLookahead slices keep a few of its larger
+// pieces in flight, too few for 16 queues (128 x 11008 x 4096: 755.6 us;
+// prepared 64 KiB ahead 388.8, 96 KiB 273.6, against a 229.4 us HBM bound).
+// A body that then overflows SBUF is lowered again with kLookahead
+// (LowerToIsa.cpp).
+constexpr int64_t kStreamedAheadBytes = 96 * 1024;
 }  // namespace
 
 // Columns [column, column + n) of a tile: itself, or an nc.tile_columns view.
@@ -118,7 +136,10 @@ Value KernelLowering::operandPanel(OperandCache& cache, const MatmulOperand& o, 
   if (o.inRows()) panel.getDefiningOp()->setAttr("rotation", b->getUnitAttr());
   SmallVector<int64_t> freeAp = simplifyFreePattern(ArrayRef<int64_t>(ap).drop_front(2));
   int64_t startOffset = offset + first * o.kStride;
-  int64_t pieces = std::clamp<int64_t>(partitions * cols * o.elemBytes() / kSplitBytes, 1, 8);
+  int64_t split = kSplitBytes;
+  if (o.streamedBytes > 0 && !o.inRows())
+    split = std::clamp<int64_t>(o.streamedBytes / kStreamedPieces, kSplitBytes, kStreamedSplitBytes);
+  int64_t pieces = std::clamp<int64_t>(partitions * cols * o.elemBytes() / split, 1, 8);
   int64_t per = (partitions + pieces - 1) / pieces;
   for (int64_t s = 0; s < partitions; s += per) {
     SmallVector<int64_t> pieceAp{ap[0], std::min(per, partitions - s)};
@@ -234,6 +255,7 @@ LogicalResult KernelLowering::lowerMatmul(Operation* op, Value a, Value bm, Valu
   const int64_t P = nc::kNumPartitions, slices = (K + P - 1) / P;
   MatmulOperand stationary{computedA ? Value() : hbmOf[a], A.offset + batch * sAb + m0 * sAm, sAk, sAm, K, p, ae};
   MatmulOperand moving{hbmOf[bm], B.offset + batch * sBb + col0 * sBn, sBk, sBn, K, f, be};
+  if (M <= P) moving.streamedBytes = llvm::cast<RankedTensorType>(bm.getType()).getNumElements() * moving.elemBytes();
   // A K-major left operand has rows of p elements, shorter than a DMA
   // descriptor's worth, so its loads cost about a run per partition row.
   // When a row tile's slices serve a single column tile (a long K leaves no
@@ -265,10 +287,15 @@ LogicalResult KernelLowering::lowerMatmul(Operation* op, Value a, Value bm, Valu
                          : oneTileStationary;
   OperandCache& mc = reuseMoving ? movingCache : oneTileMoving;
 
+  int64_t lookahead = kLookahead;
+  if (moving.streamedBytes > 0 && !moving.inRows() && streamAhead) {
+    lookahead = std::max(kLookahead, kStreamedAheadBytes / (moving.n * moving.elemBytes()));
+    streamedAhead |= lookahead > kLookahead && slices > kLookahead + 1;
+  }
   Value psum = allocPsum(p, f);
   SmallVector<std::pair<Value, Value>> prepared;
   for (int64_t i = 0; i < slices; ++i) {
-    while (int64_t(prepared.size()) < std::min(slices, i + 1 + kLookahead)) {
+    while (int64_t(prepared.size()) < std::min(slices, i + 1 + lookahead)) {
       int64_t k0 = int64_t(prepared.size()) * P;
       Value left = computedA ? computedSlice(sc, computedA, k0, op) : operandSlice(sc, stationary, k0, op);
       if (stationary.n != p) left = tileColumns(*b, loc, left, wideColumn, p);

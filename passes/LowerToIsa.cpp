@@ -1490,7 +1490,8 @@ relower:
   // partition): column tiles half as wide, down to 256 columns.
   const bool mayNarrow = !space.reduces && !space.matmul && space.trail.size() == 1 && prologueOps.empty() &&
                          chunk > 256;
-  const bool overflows = (mayChunk || mayNarrow || reuseMoving) && sbufPeakBytes(*body) > rowBudget * 3 / 2;
+  const bool overflows =
+      (mayChunk || mayNarrow || reuseMoving || streamedAhead) && sbufPeakBytes(*body) > rowBudget * 3 / 2;
   const bool chunkInstead = mayChunk && overflows;
   if (overflows) {
     if (chunkInstead) {
@@ -1519,7 +1520,10 @@ relower:
     movingCache.clear();
     accumulators.clear();
     numInst = numDma = 0;
-    if (!chunkInstead) movingBudget = blockCols > chunk ? movingBudget * 3 / 4 : 0;
+    // A streamed operand's deep prefetch goes first (LowerMatmul.cpp).
+    if (streamedAhead) streamAhead = false;
+    else if (!chunkInstead) movingBudget = blockCols > chunk ? movingBudget * 3 / 4 : 0;
+    streamedAhead = false;
     reuseMoving = false;
     goto relower;
   }

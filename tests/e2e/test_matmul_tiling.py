@@ -49,6 +49,24 @@ class MatmulTiling(unittest.TestCase):
         common.compare(outs[0], ref, TOL[ref.dtype])
         self.assertTrue(toolchain.timing_only_matches(os.path.join(self.tmp, name + ".neff"), self.tmp))
 
+    def test_streamed_weights(self):
+        # A weight read for few rows (M <= 128) streams: pieces of up to
+        # 512 KiB and slices prepared 96 KiB per partition ahead. 64 MiB of
+        # bf16 for 16 rows (whole panels), an f32 weight of 3000 x 5000 with
+        # a bias for 100 rows (a last k slice of 56 rows, a partial last
+        # column tile), and a single row against 8 MiB of f32 (128 KiB
+        # pieces, the clamp's low end).
+        cases = [(randn(16, 4096, dtype=torch.bfloat16), randn(4096, 8192, dtype=torch.bfloat16, seed=1, scale=0.02),
+                  None),
+                 (randn(100, 3000), randn(3000, 5000, seed=1, scale=0.02), randn(5000, seed=2)),
+                 (randn(1, 2048), randn(2048, 1024, seed=1, scale=0.02), None)]
+        for x, w, b in cases:
+            with self.subTest(shape=(tuple(x.shape), tuple(w.shape))):
+                if b is None:
+                    self.check(lambda x, w: x @ w, (x, w))
+                else:
+                    self.check(lambda x, w, b: torch.addmm(b, x, w), (x, w, b))
+
     def test_linear_transposed_weight_bias_relu(self):
         # 3 row tiles (300), 5 column tiles (600 = 4 x 128 + 88), 2 k slices.
         for dtype in (torch.float32, torch.bfloat16):

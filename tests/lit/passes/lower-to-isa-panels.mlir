@@ -62,3 +62,23 @@ func.func @linear_one_row_tile(%x: tensor<16x256xbf16>, %w: tensor<1024x256xbf16
   %y = aten.mm %x, %t : tensor<16x256xbf16>, tensor<256x1024xbf16> -> tensor<16x1024xbf16>
   return %y : tensor<16x1024xbf16>
 }
+
+// -----
+
+// A weight streamed for 16 tokens (each moving slice serves the single row
+// tile): its loads bound the kernel, so its 64 MiB load in pieces of 512
+// KiB, a whole panel of four k slices each (one DMA of 128 partitions, not
+// four of 32), and all 32 slices of a column tile are prepared before its
+// first matmul (96 KiB per partition ahead, against 4 slices otherwise),
+// so that enough pieces are in flight for the 16 queues. (@direct_panels
+// above, 1 MiB, keeps 128 KiB pieces: a small operand loads over several
+// queues at once.)
+// CHECK-LABEL: func.func @streamed_weight
+// CHECK-COUNT-8: nc.dma_load %{{.*}} {ap = array<i64: 8192, 128, 1048576, 4, 1, 512>, {{.*}}part_start = 0 : i64{{.*}} : memref<4096x8192xbf16>, memref<128x2048xbf16, 1>
+// CHECK-NOT: nc.dma_load {{.*}}memref<4096x8192xbf16>
+// CHECK: nc.matmul
+// CHECK: return
+func.func @streamed_weight(%x: tensor<16x4096xbf16>, %w: tensor<4096x8192xbf16>) -> tensor<16x8192xbf16> {
+  %y = aten.mm %x, %w : tensor<16x4096xbf16>, tensor<4096x8192xbf16> -> tensor<16x8192xbf16>
+  return %y : tensor<16x8192xbf16>
+}
