@@ -1295,8 +1295,7 @@ relower:
   // kernel's moving operands are worth keeping across row tiles.
   int64_t blockCols = space.cols;
   bool movingInRows = false;
-  if (movingBudget > 0 && space.matmul && !space.reduces && !chunked && space.rows > nc::kNumPartitions &&
-      space.cols > chunk) {
+  if (movingBudget > 0 && space.matmul && !space.reduces && !chunked && space.rows > nc::kNumPartitions) {
     int64_t bytesPerColumnTile = 0;
     for (Operation& op : oldBody.without_terminator()) {
       Value moving;

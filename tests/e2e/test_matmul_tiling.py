@@ -49,6 +49,24 @@ class MatmulTiling(unittest.TestCase):
         common.compare(outs[0], ref, TOL[ref.dtype])
         self.assertTrue(toolchain.timing_only_matches(os.path.join(self.tmp, name + ".neff"), self.tmp))
 
+    def test_narrow_moving_kept_across_row_tiles(self):
+        # One column tile (N <= 512) and several row tiles: the moving
+        # slices are loaded once and kept for every row tile. A row-major
+        # weight (odd K and N), an nn.Linear weight read in rows (transposed
+        # by the first row tile) with a bias, and a bmm (slices kept per
+        # batch).
+        for dtype in (torch.float32, torch.bfloat16):
+            with self.subTest(dtype=dtype, case="mm"):
+                self.check(lambda x, w: x @ w, (randn(1000, 700, dtype=dtype), randn(700, 48, dtype=dtype, seed=1,
+                                                                                      scale=0.05)))
+            with self.subTest(dtype=dtype, case="linear"):
+                self.check(lambda x, w, b: F.linear(x, w, b),
+                           (randn(600, 256, dtype=dtype), randn(300, 256, dtype=dtype, seed=1, scale=0.07),
+                            randn(300, dtype=dtype, seed=2)))
+            with self.subTest(dtype=dtype, case="bmm"):
+                self.check(lambda a, b: torch.bmm(a, b), (randn(3, 300, 200, dtype=dtype), randn(3, 200, 40, dtype=dtype,
+                                                                                                  seed=1, scale=0.1)))
+
     def test_streamed_weights(self):
         # A weight read for few rows (M <= 128) streams: pieces of up to
         # 512 KiB and slices prepared 96 KiB per partition ahead. 64 MiB of
