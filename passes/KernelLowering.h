@@ -319,6 +319,7 @@ class KernelLowering {
   bool wholeRows = false;  // lowering the prologue: one column tile per row
   int64_t r0 = 0, c0 = 0, iteration = 0;
   int64_t numInst = 0, numDma = 0;
+  int64_t largestMatmulK = 0;  // of the kernel's matmuls lowered so far
 };
 
 }  // namespace neuroncc::lowering

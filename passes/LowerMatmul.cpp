@@ -253,6 +253,7 @@ LogicalResult KernelLowering::lowerMatmul(Operation* op, Value a, Value bm, Valu
   bool perRow = B.shape.back() == 1 && space.cols > 1;
   int64_t f = perRow ? 1 : fullWidth, col0 = perRow ? 0 : c0;
   const int64_t P = nc::kNumPartitions, slices = (K + P - 1) / P;
+  largestMatmulK = std::max(largestMatmulK, K);
   MatmulOperand stationary{computedA ? Value() : hbmOf[a], A.offset + batch * sAb + m0 * sAm, sAk, sAm, K, p, ae};
   MatmulOperand moving{hbmOf[bm], B.offset + batch * sBb + col0 * sBn, sBk, sBn, K, f, be};
   if (M <= P) moving.streamedBytes = llvm::cast<RankedTensorType>(bm.getType()).getNumElements() * moving.elemBytes();

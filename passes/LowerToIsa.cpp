@@ -483,9 +483,18 @@ void KernelLowering::emitDma(bool load, Value hbm, Value tile, const Layout& l, 
   // tile's loads the same way helps a kernel with two row tiles in flight
   // but slows one that keeps many in flight (RMSNorm over 8192 rows of
   // 4096: 381.8 -> 390.3 us), whose loads are not on its critical path.
+  // The rule above counts a matmul kernel's output by its column tile (a
+  // PSUM bank wide, 128 KiB of bf16 for a row tile) as if it were the whole
+  // value, and splits its stores in two. Where each output tile is a single
+  // matmul (K <= 128), those stores bound the kernel and count whole rows
+  // (mm 4096 x 128 x 4096: 173.1 -> 144.0 us; with K = 256 the TensorEngine
+  // keeps pace and the split was no slower).
+  const bool storeBound = !load && space.matmul && largestMatmulK > 0 && largestMatmulK <= nc::kNumPartitions &&
+                          l.kind != Kind::Row;
+  const int64_t valueRowBytes = storeBound ? space.cols * (elem.getIntOrFloatBitWidth() / 8) : bytesPerRow;
   const bool pipelineEnd = !load && first + p >= space.rows && col0 + f >= space.cols;
   const int64_t splitBytes =
-      pipelineEnd ? 64 * 1024 : std::clamp<int64_t>(space.rows * bytesPerRow / 64, 64 * 1024, kSplitBytes);
+      pipelineEnd ? 64 * 1024 : std::clamp<int64_t>(space.rows * valueRowBytes / 64, 64 * 1024, kSplitBytes);
   const int64_t maxPieces = pipelineEnd ? int64_t(neff::Trn1().dma_queues) : 8;
   int64_t start = 0;
   while (start < p) {
