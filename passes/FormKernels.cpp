@@ -628,9 +628,9 @@ struct FormKernelsPass : impl::FormKernelsBase<FormKernelsPass> {
   // of reductions, LowerResident.cpp) with its full-width inputs resident in
   // SBUF fits the budget: each value the kernel reads from HBM whole at its
   // dtype's width (x of a bf16 norm: 2 bytes an element; a row shared by all
-  // rows at half that), plus one chunk's share of the whole-row estimate. Only rows the lowering chunks, in a
-  // kernel it can chunk (no matmul, cat, embedding or reduction over
-  // several dims).
+  // rows at half that), plus one chunk's share of the whole-row estimate.
+  // Only rows the lowering chunks, in a kernel it can chunk (no matmul, cat,
+  // embedding or reduction over several dims).
   bool residentRowsFit(ArrayRef<Operation*> ops, int64_t cols) {
     int64_t bytes = residentRowBytes(ops, cols);
     return bytes >= 0 && bytes + kRowTileReserve <= sbufBudgetBytes;

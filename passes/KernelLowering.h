@@ -95,10 +95,10 @@ struct MatmulOperand {
   Value hbm;
   int64_t offset, kStride, fStride, K, n;
   Type elem;
-  // A moving operand whose slices each serve a single row tile (M <= 128:
-  // a weight read for a few tokens) is streamed: its loads, not the
-  // TensorEngine, bound the kernel. Its bytes (all batches and columns), or
-  // 0 for any other operand.
+  // A direct moving operand whose slices each serve a single row tile
+  // (M <= 128: a weight read for a few tokens) is streamed: its loads, not
+  // the TensorEngine, bound the kernel. Its bytes (all batches and columns),
+  // or 0 for any other operand (one read in rows is bound by its transposes).
   int64_t streamedBytes = 0;
   int64_t elemBytes() const { return elem.getIntOrFloatBitWidth() / 8; }
   bool inRows() const { return kStride == 1 && fStride != 1; }

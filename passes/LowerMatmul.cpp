@@ -137,7 +137,7 @@ Value KernelLowering::operandPanel(OperandCache& cache, const MatmulOperand& o, 
   SmallVector<int64_t> freeAp = simplifyFreePattern(ArrayRef<int64_t>(ap).drop_front(2));
   int64_t startOffset = offset + first * o.kStride;
   int64_t split = kSplitBytes;
-  if (o.streamedBytes > 0 && !o.inRows())
+  if (o.streamedBytes > 0)
     split = std::clamp<int64_t>(o.streamedBytes / kStreamedPieces, kSplitBytes, kStreamedSplitBytes);
   int64_t pieces = std::clamp<int64_t>(partitions * cols * o.elemBytes() / split, 1, 8);
   int64_t per = (partitions + pieces - 1) / pieces;
@@ -256,7 +256,7 @@ LogicalResult KernelLowering::lowerMatmul(Operation* op, Value a, Value bm, Valu
   largestMatmulK = std::max(largestMatmulK, K);
   MatmulOperand stationary{computedA ? Value() : hbmOf[a], A.offset + batch * sAb + m0 * sAm, sAk, sAm, K, p, ae};
   MatmulOperand moving{hbmOf[bm], B.offset + batch * sBb + col0 * sBn, sBk, sBn, K, f, be};
-  if (M <= P) moving.streamedBytes = llvm::cast<RankedTensorType>(bm.getType()).getNumElements() * moving.elemBytes();
+  if (M <= P && !moving.inRows()) moving.streamedBytes = llvm::cast<RankedTensorType>(bm.getType()).getNumElements() * moving.elemBytes();
   // A K-major left operand has rows of p elements, shorter than a DMA
   // descriptor's worth, so its loads cost about a run per partition row.
   // When a row tile's slices serve a single column tile (a long K leaves no
@@ -289,7 +289,7 @@ LogicalResult KernelLowering::lowerMatmul(Operation* op, Value a, Value bm, Valu
   OperandCache& mc = reuseMoving ? movingCache : oneTileMoving;
 
   int64_t lookahead = kLookahead;
-  if (moving.streamedBytes > 0 && !moving.inRows() && streamAhead) {
+  if (moving.streamedBytes > 0 && streamAhead) {
     lookahead = std::max(kLookahead, kStreamedAheadBytes / (moving.n * moving.elemBytes()));
     streamedAhead |= lookahead > kLookahead && slices > kLookahead + 1;
   }
