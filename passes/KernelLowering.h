@@ -66,6 +66,17 @@ struct Space {
   // cols] and the first part moved onto the rows (few long rows spread over
   // the partitions); layouts are computed against the unsplit shape.
   int64_t split = 1;
+  // An elementwise kernel (no reduction, matmul, embedding or cat): any
+  // split of its dims into rows and columns computes the same elements.
+  bool elementwise = false;
+  // > 1: short rows packed several to a partition (packShortRows): the last
+  // leading dim L of `unpacked` (the lead dims, then the trail dims, before
+  // packing) was split into [L / pack, pack] and the second part moved onto
+  // the columns, which are [pack, C] (C the one trailing dim longer than 1).
+  // Layouts are computed against the unpacked shape.
+  int64_t pack = 1;
+  SmallVector<int64_t> unpacked;
+  size_t unpackedLead = 0;
 };
 
 // Prepared matmul operand slices ([k slice x columns] SBUF tiles, see
@@ -125,6 +136,10 @@ class KernelLowering {
   LogicalResult computeSpace(bool prologue = false);
   LogicalResult findPrologue(Block& body);
   void splitLongRows();
+  bool packShortRows(ArrayRef<Value> hbmValues);
+  // A packed kernel's input that is the same in each of a partition's rows
+  // (a bias over the columns): one row loaded, then copied across the tile.
+  void loadRepeatedRows(Value hbm, Value tile, const Layout& l, int64_t p, int64_t f);
   // The kernel's leading dims before a spread added its partitions' dim.
   ArrayRef<int64_t> unsplitLead() const {
     return space.split > 1 ? ArrayRef<int64_t>(space.lead).drop_back() : ArrayRef<int64_t>(space.lead);

@@ -239,6 +239,7 @@ LogicalResult KernelLowering::computeSpace(bool prologue) {
                      });
   // (Only where the widened columns fit one tile: column chunks take a
   // single innermost dim.)
+  space.elementwise = elementwise;
   if (elementwise) {
     int64_t widened = k;
     while (widened < int64_t(full.size()) && product(ArrayRef<int64_t>(full).take_back(size_t(widened))) == 1)
@@ -303,6 +304,78 @@ void KernelLowering::splitLongRows() {
   space.cols /= best;
 }
 
+// An elementwise kernel over short rows (a [16384 x 64] bf16 tensor: runs of
+// 128 bytes, each costing a DMA descriptor more than its bytes) packs
+// several consecutive rows into each partition: the last leading dim L
+// becomes [L / g, g] and g moves onto the columns, so that a partition's
+// rows are one contiguous run. Every value keeps its strides (split like
+// L's), so broadcasts still work; it needs every HBM value contiguous along
+// the row (a transposed one would turn into element-wise runs) and no value
+// that is constant along the row but varies with L (a per-row scalar would
+// no longer be one per partition). g is the smallest divisor of L that
+// makes the narrowest value's runs kPackedRunBytes long, keeping at least a
+// row tile of rows and the columns within one tile; or the largest that
+// fits those if none does. Called with the unpacked layouts; true if it
+// packed (the layouts are then stale).
+static Type hbmTypeOf(Value outer);
+
+bool KernelLowering::packShortRows(ArrayRef<Value> hbmValues) {
+  constexpr int64_t kPackedRunBytes = 1024;
+  if (!space.elementwise || space.split > 1 || space.pack > 1 || permutedInput || prologueOperand ||
+      space.lead.empty() || space.lead.back() < 2)
+    return false;
+  if (llvm::count_if(space.trail, [](int64_t d) { return d != 1; }) != 1) return false;
+  const int64_t columns = space.cols;
+  // Whether a layout over the unpacked space keeps its runs whole rows.
+  auto packable = [&](const Layout& l) {
+    if (l.kind == Kind::Imm) return true;
+    if (l.kind == Kind::Row) return l.rowStrides.back() == 0;
+    for (auto [size, stride] : llvm::zip(space.trail, l.colStrides))
+      if (size != 1 && stride != 1) return false;
+    return true;
+  };
+  auto bytesOf = [](Type elem) { return std::max<int64_t>(1, int64_t(elem.getIntOrFloatBitWidth()) / 8); };
+  int64_t narrowest = 8;
+  for (Value v : hbmValues) {
+    if (!packable(layouts.lookup(v))) return false;
+    Value root = v;
+    while (Operation* def = root.getDefiningOp()) root = def->getOperand(0);
+    if (auto arg = llvm::dyn_cast<BlockArgument>(root)) narrowest = std::min(narrowest, bytesOf(hbmElementType(arg)));
+  }
+  for (auto [inner, outer] : llvm::zip(llvm::cast<nc::YieldOp>(kernel.getBody().front().getTerminator()).getValues(),
+                                       kernel.getResults())) {
+    if (llvm::cast<RankedTensorType>(inner.getType()).getNumElements() != space.rows * space.cols) return false;
+    narrowest = std::min(narrowest, bytesOf(hbmTypeOf(outer)));
+    Value root = inner;
+    for (auto it = sameTileAs.find(root); it != sameTileAs.end(); it = sameTileAs.find(root)) root = it->second;
+    for (Value v : {inner, root})
+      if (auto it = storedThrough.find(v); it != storedThrough.end()) {
+        Layout store;
+        if (failed(layoutOfView(it->second, store))) return false;
+        store.kind = Kind::Full;
+        if (!packable(store)) return false;
+      }
+  }
+  if (columns * narrowest >= kPackedRunBytes / 2) return false;  // runs of 512 bytes are bandwidth-bound
+  const int64_t L = space.lead.back();
+  int64_t g = 1;
+  for (int64_t d = 2; d <= L && d * columns <= maxFree && space.rows / d >= nc::kNumPartitions; ++d) {
+    if (L % d != 0) continue;
+    g = d;
+    if (d * columns * narrowest >= kPackedRunBytes) break;
+  }
+  if (g == 1) return false;
+  space.unpacked.assign(space.lead.begin(), space.lead.end());
+  space.unpacked.append(space.trail.begin(), space.trail.end());
+  space.unpackedLead = space.lead.size();
+  space.pack = g;
+  space.lead.back() /= g;
+  space.trail = {g, columns};
+  space.rows /= g;
+  space.cols *= g;
+  return true;
+}
+
 // Broadcast strides of an HBM input against the iteration space.
 // An HBM value (a kernel input, or a chain of views of one) seen from the
 // iteration space: its strides broadcast against the space's dims.
@@ -321,6 +394,7 @@ LogicalResult KernelLowering::layoutOfView(const aten::StridedView& given, Layou
   if (product(given.shape) == space.rows * space.cols && !given.shape.empty()) {
     SmallVector<int64_t> full(space.lead);
     full.append(space.trail);
+    if (space.pack > 1) full = space.unpacked;
     if (ArrayRef<int64_t>(full) != ArrayRef<int64_t>(given.shape))
       if (auto strides = aten::reshapeStrides(given.shape, given.strides, full)) {
         view.shape = full;
@@ -342,6 +416,11 @@ LogicalResult KernelLowering::layoutOfView(const aten::StridedView& given, Layou
   out.offset = view.offset;
   SmallVector<int64_t> dims(space.lead);
   dims.append(space.trail);
+  ArrayRef<int64_t> leadDims = space.lead;
+  if (space.pack > 1) {  // broadcast against the unpacked shape
+    dims = space.unpacked;
+    leadDims = ArrayRef<int64_t>(space.unpacked).take_front(space.unpackedLead);
+  }
   if (space.split > 1 && view.shape != dims) {  // broadcast against the unsplit shape
     dims.erase(dims.end() - 2);
     dims.back() *= space.split;
@@ -372,10 +451,19 @@ LogicalResult KernelLowering::layoutOfView(const aten::StridedView& given, Layou
   // A value that broadcasts only against the rows is an operand of an op
   // on per-row values (the result of a reduction without keepdim): it is
   // constant along the row.
-  if (!align(dims) && (space.split > 1 || !align(space.lead)))
+  if (!align(dims) && (space.split > 1 || !align(leadDims)))
     return kernel.emitError("input of shape ") << aten::shapeToString(shape)
            << " does not broadcast to the iteration space " << aten::shapeToString(dims);
-  if (int64_t(dims.size()) != int64_t(space.lead.size() + space.trail.size())) {
+  if (space.pack > 1) {
+    // Split L's stride s over [L / pack, pack] (s * pack, s); the columns
+    // [pack, C] take s and the stride of C.
+    size_t last = space.unpackedLead - 1;
+    int64_t s = all[last], c = 0;
+    for (size_t j = space.unpackedLead; j < all.size(); ++j)
+      if (space.unpacked[j] != 1) c = all[j];
+    all.resize(last);
+    all.append({s * space.pack, s, c});
+  } else if (int64_t(dims.size()) != int64_t(space.lead.size() + space.trail.size())) {
     // Split the innermost stride s over [split, cols]: (s * cols, s).
     int64_t s = all.back();
     all.back() = s * space.cols;
@@ -577,7 +665,10 @@ Value KernelLowering::tileOf(Value v) {
     if (auto h = repeatedLoads.find(key); h != repeatedLoads.end()) return tiles[v] = h->second;
   }
   Value tile = alloc(p, f, elem);
-  if (!loadTransposed(v, tile, l, p, f)) emitDma(/*load=*/true, hbmOf[v], tile, l, r0, p, c0, f);
+  if (space.pack > 1 && l.kind == Kind::Full && l.colStrides[0] == 0 && f > space.trail[1])
+    loadRepeatedRows(hbmOf[v], tile, l, p, f);
+  else if (!loadTransposed(v, tile, l, p, f))
+    emitDma(/*load=*/true, hbmOf[v], tile, l, r0, p, c0, f);
   int64_t bytes = f * (elem.getIntOrFloatBitWidth() / 8);
   if (sameInRowTile) rowTileLoads[v] = tile;
   if (rowInvariant ? invariantLoadBytes + bytes <= kInvariantLoadBytes
@@ -586,6 +677,19 @@ Value KernelLowering::tileOf(Value v) {
     (rowInvariant ? invariantLoadBytes : repeatedLoadBytes) += bytes;
   }
   return tiles[v] = tile;
+}
+
+// Its rows each a run of their own, the g copies of one value would cost g
+// descriptors per partition (a bias over 64 columns packed 8 rows to a
+// partition: 1024 runs for one row tile); one copy is loaded and doubled
+// across the tile instead.
+void KernelLowering::loadRepeatedRows(Value hbm, Value tile, const Layout& l, int64_t p, int64_t f) {
+  const int64_t row = space.trail[1];
+  emitDma(/*load=*/true, hbm, tileColumns(*b, loc, tile, 0, row), l, r0, p, c0, row);
+  for (int64_t filled = row; filled < f; filled *= 2) {
+    int64_t n = std::min(filled, f - filled);
+    copyTile(tileColumns(*b, loc, tile, filled, n), tileColumns(*b, loc, tile, 0, n), nullptr);
+  }
 }
 
 // The column stride of a [rows x f] access of `l` whose rows (at `offs`)
@@ -1199,6 +1303,9 @@ LogicalResult KernelLowering::run(int64_t& instructions, int64_t& dmas) {
   for (Value v : hbmValues)
     if (failed(layoutOfInput(v, layouts[v]))) return failure();
   if (failed(markImmediates(oldBody))) return failure();
+  if (packShortRows(hbmValues))
+    for (Value v : hbmValues)
+      if (failed(layoutOfInput(v, layouts[v]))) return failure();
 
   SmallVector<Value> outHbm;
   Block* body = createIsaBody(oldBody, outHbm);
@@ -1496,8 +1603,8 @@ relower:
   // Likewise an elementwise kernel whose column tiles overflow (the same
   // digamma over rows of 8192 in column tiles of 4096 needed 229 KB per
   // partition): column tiles half as wide, down to 256 columns.
-  const bool mayNarrow = !space.reduces && !space.matmul && space.trail.size() == 1 && prologueOps.empty() &&
-                         chunk > 256;
+  const bool mayNarrow = !space.reduces && !space.matmul && prologueOps.empty() && chunk > 256 &&
+                         (space.trail.size() == 1 || (space.pack > 1 && chunk / 2 >= space.trail[1]));
   const bool overflows =
       (mayChunk || mayNarrow || reuseMoving || streamedAhead) && sbufPeakBytes(*body) > rowBudget * 3 / 2;
   const bool chunkInstead = mayChunk && overflows;

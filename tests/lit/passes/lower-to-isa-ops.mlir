@@ -123,16 +123,17 @@ func.func @mask(%x: tensor<8x8xf32>) -> tensor<8x8xf32> {
 
 // -----
 
-// The fill tile holds only a constant: written once, read by every row tile.
+// The fill tile holds only a constant: written once, read by every row tile
+// (rows of 512 bytes: two row tiles, not packed).
 // CHECK-LABEL: func.func @mask_rows
 // CHECK: nc.iota %[[FILL:.*]] {base = 0xFFF0000000000000 : f64
 // CHECK: nc.tensor_select %{{.*}}, %[[FILL]], %{{.*}}, %{{.*}}
 // CHECK-NOT: nc.iota
 // CHECK: nc.tensor_select %{{.*}}, %[[FILL]], %{{.*}}, %{{.*}}
-func.func @mask_rows(%x: tensor<256x8xf32>) -> tensor<256x8xf32> {
-  %m = aten.gt.Scalar %x, 0.0 : tensor<256x8xf32> -> tensor<256x8xi1>
-  %f = aten.masked_fill.Scalar %x, %m, 0xFFF0000000000000 : tensor<256x8xf32>, tensor<256x8xi1> -> tensor<256x8xf32>
-  return %f : tensor<256x8xf32>
+func.func @mask_rows(%x: tensor<256x128xf32>) -> tensor<256x128xf32> {
+  %m = aten.gt.Scalar %x, 0.0 : tensor<256x128xf32> -> tensor<256x128xi1>
+  %f = aten.masked_fill.Scalar %x, %m, 0xFFF0000000000000 : tensor<256x128xf32>, tensor<256x128xi1> -> tensor<256x128xf32>
+  return %f : tensor<256x128xf32>
 }
 
 // -----

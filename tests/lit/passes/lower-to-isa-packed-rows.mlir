@@ -1,0 +1,72 @@
+// RUN: neuron-opt %s --ncc-decompose-composites --ncc-form-kernels --ncc-lower-to-isa | FileCheck %s
+
+// An elementwise kernel over rows shorter than 512 bytes packs several
+// consecutive rows into each partition (passes/LowerToIsa.cpp,
+// packShortRows): [16384 x 64] bf16 runs as [2048 x 512], each partition's
+// eight rows one run of 1 KiB, instead of 128 row tiles of 128-byte runs.
+// CHECK-LABEL: func.func @packed
+// CHECK-NOT: memref<128x64xbf16, 1>
+// CHECK: nc.dma_load {{.*}}ap = array<i64: 512, 64, 1, 512>{{.*}}memref<16384x64xbf16>, memref<128x512xbf16, 1>
+// CHECK: nc.activation {{.*}}func = "sigmoid"{{.*}}memref<128x512xbf16, 1>
+// CHECK: nc.dma_store {{.*}}ap = array<i64: 512, 64, 1, 512>{{.*}}memref<128x512xbf16, 1>, memref<16384x64xbf16>
+// CHECK-NOT: memref<128x64xbf16, 1>
+// CHECK: return
+func.func @packed(%x: tensor<16384x64xbf16>) -> tensor<16384x64xbf16> {
+  %s = aten.sigmoid %x : tensor<16384x64xbf16> -> tensor<16384x64xbf16>
+  %y = aten.mul.Tensor %x, %s : tensor<16384x64xbf16>, tensor<16384x64xbf16> -> tensor<16384x64xbf16>
+  return %y : tensor<16384x64xbf16>
+}
+
+// A bias over the columns is the same in each of a partition's rows: one
+// row is loaded (128 runs, not 128 x 8) and doubled across the tile, once
+// for every row tile.
+// CHECK-LABEL: func.func @bias
+// CHECK: %[[ROW:.*]] = nc.tile_columns %[[B:[0-9]+]][0] : memref<128x384xf32, 1> -> memref<128x48xf32, 1>
+// CHECK: nc.dma_load %{{.*}} -> %[[ROW]] {ap = array<i64: 0, 128, 1, 48>
+// CHECK: %[[D1:.*]] = nc.tile_columns %[[B]][48] : memref<128x384xf32, 1> -> memref<128x48xf32, 1>
+// CHECK: nc.tensor_scalar %[[D1]]
+// CHECK: %[[D2:.*]] = nc.tile_columns %[[B]][96] : memref<128x384xf32, 1> -> memref<128x96xf32, 1>
+// CHECK: nc.tensor_scalar %[[D2]]
+// CHECK: %[[D3:.*]] = nc.tile_columns %[[B]][192] : memref<128x384xf32, 1> -> memref<128x192xf32, 1>
+// CHECK: nc.tensor_scalar %[[D3]]
+// CHECK: nc.tensor_tensor %{{.*}}, %{{.*}}, %[[B]] {alu = "add"
+// CHECK-NOT: nc.dma_load %{{.*}} -> %{{.*}} {ap = array<i64: 0,
+// CHECK: nc.tensor_tensor %{{.*}}, %{{.*}}, %[[B]] {alu = "add"
+// CHECK: return
+func.func @bias(%x: tensor<2048x48xf32>, %b: tensor<48xf32>) -> tensor<2048x48xf32> {
+  %y = aten.add.Tensor %x, %b : tensor<2048x48xf32>, tensor<48xf32> -> tensor<2048x48xf32>
+  return %y : tensor<2048x48xf32>
+}
+
+// NCHW with a per-channel scale: the rows of a channel pack (14 of 28 rows
+// of 28 to a partition); the scale stays one value per partition.
+// CHECK-LABEL: func.func @per_channel
+// CHECK: nc.dma_load {{.*}}ap = array<i64: 392, 128, 1, 392>{{.*}}memref<128x392xbf16, 1>
+// CHECK: nc.tensor_scalar {{.*}}alu = "mul"{{.*}}memref<128x392xbf16, 1>, memref<128x392xbf16, 1>, memref<128x1xbf16, 1>
+// CHECK: return
+func.func @per_channel(%x: tensor<2x32x28x28xbf16>, %s: tensor<32x1x1xbf16>) -> tensor<2x32x28x28xbf16> {
+  %z = aten.mul.Tensor %x, %s : tensor<2x32x28x28xbf16>, tensor<32x1x1xbf16> -> tensor<2x32x28x28xbf16>
+  return %z : tensor<2x32x28x28xbf16>
+}
+
+// Not packed: a per-row scalar (it would vary inside a partition) and a
+// transposed input (its packed rows would be element-wise runs).
+// CHECK-LABEL: func.func @per_row
+// CHECK-NOT: memref<128x256xf32, 1>
+// CHECK: nc.tensor_scalar {{.*}}alu = "mul"{{.*}}memref<128x32xf32, 1>, memref<128x32xf32, 1>, memref<128x1xf32, 1>
+// CHECK-NOT: memref<128x256xf32, 1>
+// CHECK: return
+func.func @per_row(%x: tensor<2048x32xf32>, %s: tensor<2048x1xf32>) -> tensor<2048x32xf32> {
+  %y = aten.mul.Tensor %x, %s : tensor<2048x32xf32>, tensor<2048x1xf32> -> tensor<2048x32xf32>
+  return %y : tensor<2048x32xf32>
+}
+// CHECK-LABEL: func.func @transposed
+// CHECK-NOT: memref<128x512xf32, 1>
+// CHECK: nc.dma_load {{.*}}ap = array<i64: 64, 128, 1, 64>{{.*}}memref<128x64xf32, 1>
+// CHECK-NOT: memref<128x512xf32, 1>
+// CHECK: return
+func.func @transposed(%x: tensor<64x2048xf32>, %y: tensor<2048x64xf32>) -> tensor<2048x64xf32> {
+  %t = aten.t %x : tensor<64x2048xf32> -> tensor<2048x64xf32>
+  %z = aten.add.Tensor %t, %y : tensor<2048x64xf32>, tensor<2048x64xf32> -> tensor<2048x64xf32>
+  return %z : tensor<2048x64xf32>
+}
