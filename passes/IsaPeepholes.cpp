@@ -15,6 +15,15 @@ using namespace mlir;
 
 namespace neuroncc::lowering {
 
+// Moves the op defining `tile` (an allocation, or a column range of one and
+// then its source first) before `op` where it comes after it.
+static void defineBefore(Value tile, Operation* op) {
+  Operation* def = tile.getDefiningOp();
+  if (!def || def->isBeforeInBlock(op)) return;
+  if (auto columns = llvm::dyn_cast<nc::TileColumnsOp>(def)) defineBefore(columns->getOperand(0), op);
+  def->moveBefore(op);
+}
+
 // x * x feeding only a sum becomes one scalar-engine instruction: a Square
 // activation whose accumulator collects the row sum. This takes a 2N-cycle
 // tensor_tensor and an N-cycle tensor_reduce off the vector engine.
@@ -38,7 +47,7 @@ int64_t fuseSquareSum(Block& body) {
   }
   for (auto [square, reduce] : matches) {
     // The accumulator's allocation may come after the square; hoist it.
-    if (Operation* alloc = reduce.getOut().getDefiningOp()) alloc->moveBefore(square);
+    defineBefore(reduce.getOut(), square);
     OpBuilder b(square);
     auto act = b.create<nc::ActivationOp>(square.getLoc(), square.getOut(), square.getIn0(), Value(),
                                           Value(), reduce.getOut(), b.getStringAttr("square"),
@@ -185,8 +194,7 @@ int64_t foldActivationSum(Block& body) {
     if (!readBetween && claimed.insert(act).second) matches.push_back({act, reduce});
   }
   for (auto [act, reduce] : matches) {
-    if (Operation* alloc = reduce.getOut().getDefiningOp(); alloc && !alloc->isBeforeInBlock(act))
-      alloc->moveBefore(act);
+    defineBefore(reduce.getOut(), act);
     act.getAccumMutable().assign(reduce.getOut());
     reduce.erase();
   }

@@ -77,6 +77,11 @@ struct Space {
   int64_t pack = 1;
   SmallVector<int64_t> unpacked;
   size_t unpackedLead = 0;
+  // > 1: interleaved row tiles (interleaveShortRows): rows go in groups of
+  // up to 128 x interleave, row tile j of a group holding rows start + j +
+  // i * interleave on partition i, and values read or written in rows move
+  // for the whole group at once, `interleave` rows per partition.
+  int64_t interleave = 1;
 };
 
 // Prepared matmul operand slices ([k slice x columns] SBUF tiles, see
@@ -137,6 +142,16 @@ class KernelLowering {
   LogicalResult findPrologue(Block& body);
   void splitLongRows();
   bool packShortRows(ArrayRef<Value> hbmValues);
+  bool interleaveShortRows(ArrayRef<Value> hbmValues);
+  // Short-row helpers: the narrowest HBM element among the kernel's inputs
+  // and results, in bytes; the rows per partition for runs of `runBytes`.
+  int64_t narrowestElementBytes(ArrayRef<Value> hbmValues);
+  int64_t shortRowFactor(int64_t narrowest, int64_t runBytes);
+  // Whether a value read or written in rows through `l` is one run per row.
+  bool rowIsOneRun(const Layout& l) const;
+  // A row tile's store of a value laid out as `store` (an interleaved
+  // kernel's goes through its group's tile).
+  void storeRows(Value hbm, Value tile, const Layout& store, int64_t p, int64_t f, bool computed);
   // A packed kernel's input that is the same in each of a partition's rows
   // (a bias over the columns): one row loaded, then copied across the tile.
   void loadRepeatedRows(Value hbm, Value tile, const Layout& l, int64_t p, int64_t f);
@@ -151,9 +166,12 @@ class KernelLowering {
   LogicalResult layoutOfInput(Value v, Layout& out);
   LogicalResult layoutOfView(const aten::StridedView& view, Layout& out);
   LogicalResult lowerCat(aten::CatOp cat, Block* body, ArrayRef<Value> outHbm);
+  // The HBM offsets of rows r0 + i * rowStep, i < p.
   SmallVector<int64_t> rowOffsets(const Layout& l, int64_t r0, int64_t p);
+  // `packedRows` > 1: each partition holds that many consecutive rows of f
+  // columns each (an interleaved kernel's group tile).
   void emitDma(bool load, Value hbm, Value tile, const Layout& l, int64_t r0, int64_t p,
-               int64_t c0, int64_t f);
+               int64_t c0, int64_t f, int64_t packedRows = 1);
   Value alloc(int64_t p, int64_t f, Type elem);
   Value allocPsum(int64_t p, int64_t f);
   Value tileOf(Value v);
@@ -333,6 +351,13 @@ class KernelLowering {
   }
   bool wholeRows = false;  // lowering the prologue: one column tile per row
   int64_t r0 = 0, c0 = 0, iteration = 0;
+  // Interleaved row tiles (Space::interleave): the step between a row
+  // tile's rows, its group's first row and its index in the group; the
+  // group tiles by input value or output HBM memref.
+  int64_t rowStep = 1, groupStart = 0, groupRow = 0;
+  llvm::DenseSet<Value> groupedInputs;
+  llvm::DenseMap<Value, Value> groupTiles;
+  llvm::DenseSet<Operation*> rowTileAllocs;  // the tiles allocated by the current row tile
   int64_t numInst = 0, numDma = 0;
   int64_t largestMatmulK = 0;  // of the kernel's matmuls lowered so far
 };

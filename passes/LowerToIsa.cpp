@@ -304,48 +304,71 @@ void KernelLowering::splitLongRows() {
   space.cols /= best;
 }
 
-// An elementwise kernel over short rows (a [16384 x 64] bf16 tensor: runs of
-// 128 bytes, each costing a DMA descriptor more than its bytes) packs
-// several consecutive rows into each partition: the last leading dim L
-// becomes [L / g, g] and g moves onto the columns, so that a partition's
-// rows are one contiguous run. Every value keeps its strides (split like
-// L's), so broadcasts still work; it needs every HBM value contiguous along
-// the row (a transposed one would turn into element-wise runs) and no value
-// that is constant along the row but varies with L (a per-row scalar would
-// no longer be one per partition). g is the smallest divisor of L that
-// makes the narrowest value's runs kPackedRunBytes long, keeping at least a
-// row tile of rows and the columns within one tile; or the largest that
-// fits those if none does. Called with the unpacked layouts; true if it
-// packed (the layouts are then stale).
+// Short rows. A row under 512 bytes read or written on its own partition is
+// a DMA run that costs its descriptor (20 ns) more than its bytes: a
+// [16384 x 64] bf16 tensor moves at a quarter of the bandwidth in 128 row
+// tiles. Two ways put several consecutive rows on each partition, so that
+// they are one run: an elementwise kernel packs them into its columns
+// (packShortRows); any other kernel over whole rows interleaves its row
+// tiles (interleaveShortRows). Both take g, the rows per partition, as the
+// smallest divisor of the last leading dim L that makes the narrowest
+// value's runs 1 KiB, keeping at least a row tile of partitions and the g
+// rows within one column tile; or the largest that fits, if none reaches it.
+constexpr int64_t kShortRowBytes = 512, kPackedRunBytes = 1024;
+
 static Type hbmTypeOf(Value outer);
 
-bool KernelLowering::packShortRows(ArrayRef<Value> hbmValues) {
-  constexpr int64_t kPackedRunBytes = 1024;
-  if (!space.elementwise || space.split > 1 || space.pack > 1 || permutedInput || prologueOperand ||
-      space.lead.empty() || space.lead.back() < 2)
-    return false;
-  if (llvm::count_if(space.trail, [](int64_t d) { return d != 1; }) != 1) return false;
-  const int64_t columns = space.cols;
-  // Whether a layout over the unpacked space keeps its runs whole rows.
-  auto packable = [&](const Layout& l) {
-    if (l.kind == Kind::Imm) return true;
-    if (l.kind == Kind::Row) return l.rowStrides.back() == 0;
-    for (auto [size, stride] : llvm::zip(space.trail, l.colStrides))
-      if (size != 1 && stride != 1) return false;
-    return true;
-  };
+int64_t KernelLowering::narrowestElementBytes(ArrayRef<Value> hbmValues) {
   auto bytesOf = [](Type elem) { return std::max<int64_t>(1, int64_t(elem.getIntOrFloatBitWidth()) / 8); };
   int64_t narrowest = 8;
   for (Value v : hbmValues) {
-    if (!packable(layouts.lookup(v))) return false;
     Value root = v;
     while (Operation* def = root.getDefiningOp()) root = def->getOperand(0);
     if (auto arg = llvm::dyn_cast<BlockArgument>(root)) narrowest = std::min(narrowest, bytesOf(hbmElementType(arg)));
   }
-  for (auto [inner, outer] : llvm::zip(llvm::cast<nc::YieldOp>(kernel.getBody().front().getTerminator()).getValues(),
-                                       kernel.getResults())) {
+  for (Value outer : kernel.getResults()) narrowest = std::min(narrowest, bytesOf(hbmTypeOf(outer)));
+  return narrowest;
+}
+
+int64_t KernelLowering::shortRowFactor(int64_t narrowest, int64_t runBytes) {
+  if (space.lead.empty() || space.cols * narrowest >= kShortRowBytes) return 1;
+  const int64_t L = space.lead.back();
+  int64_t g = 1;
+  for (int64_t d = 2; d <= L && d * space.cols <= maxFree && space.rows / d >= nc::kNumPartitions; ++d) {
+    if (L % d != 0) continue;
+    g = d;
+    if (d * space.cols * narrowest >= runBytes) break;
+  }
+  return g;
+}
+
+bool KernelLowering::rowIsOneRun(const Layout& l) const {
+  if (l.kind != Kind::Full) return true;
+  SmallVector<int64_t> ap;
+  for (auto [size, stride] : llvm::zip(space.trail, l.colStrides)) ap.append({stride, size});
+  ap = simplifyFreePattern(ap);
+  return ap.size() == 2 && ap[0] == 1;
+}
+
+// Packing: the last leading dim L becomes [L / g, g] and g moves onto the
+// columns. Every value keeps its strides (split like L's), so broadcasts
+// still work; it needs every HBM value one run per row (a transposed one
+// would turn into element-wise runs) and no value that is constant along
+// the row but varies with L (a per-row scalar would no longer be one per
+// partition). Called with the unpacked layouts; true if it packed (the
+// layouts are then stale).
+bool KernelLowering::packShortRows(ArrayRef<Value> hbmValues) {
+  if (!space.elementwise || space.split > 1 || space.pack > 1 || permutedInput || prologueOperand ||
+      space.lead.empty() || space.lead.back() < 2)
+    return false;
+  if (llvm::count_if(space.trail, [](int64_t d) { return d != 1; }) != 1) return false;
+  auto packable = [&](const Layout& l) {
+    return l.kind == Kind::Row ? l.rowStrides.back() == 0 : rowIsOneRun(l);
+  };
+  for (Value v : hbmValues)
+    if (!packable(layouts.lookup(v))) return false;
+  for (Value inner : llvm::cast<nc::YieldOp>(kernel.getBody().front().getTerminator()).getValues()) {
     if (llvm::cast<RankedTensorType>(inner.getType()).getNumElements() != space.rows * space.cols) return false;
-    narrowest = std::min(narrowest, bytesOf(hbmTypeOf(outer)));
     Value root = inner;
     for (auto it = sameTileAs.find(root); it != sameTileAs.end(); it = sameTileAs.find(root)) root = it->second;
     for (Value v : {inner, root})
@@ -356,15 +379,9 @@ bool KernelLowering::packShortRows(ArrayRef<Value> hbmValues) {
         if (!packable(store)) return false;
       }
   }
-  if (columns * narrowest >= kPackedRunBytes / 2) return false;  // runs of 512 bytes are bandwidth-bound
-  const int64_t L = space.lead.back();
-  int64_t g = 1;
-  for (int64_t d = 2; d <= L && d * columns <= maxFree && space.rows / d >= nc::kNumPartitions; ++d) {
-    if (L % d != 0) continue;
-    g = d;
-    if (d * columns * narrowest >= kPackedRunBytes) break;
-  }
+  const int64_t g = shortRowFactor(narrowestElementBytes(hbmValues), kPackedRunBytes);
   if (g == 1) return false;
+  const int64_t columns = space.cols;
   space.unpacked.assign(space.lead.begin(), space.lead.end());
   space.unpacked.append(space.trail.begin(), space.trail.end());
   space.unpackedLead = space.lead.size();
@@ -373,6 +390,49 @@ bool KernelLowering::packShortRows(ArrayRef<Value> hbmValues) {
   space.trail = {g, columns};
   space.rows /= g;
   space.cols *= g;
+  return true;
+}
+
+// Interleaving, for kernels that reduce their short rows or read per-row
+// values: the iteration space and the ops' lowering stay as they are, but
+// row tile j of a group of 128 x g rows holds rows start + j + i * g on
+// partition i. Each value read in rows (varying with L) is loaded once per
+// group into a [p x g x width] tile, g rows per partition in one run, and
+// each row tile reads its column range; each value written in rows goes
+// into its group's tile (the op computing it writes there directly) and is
+// stored once the group's last row tile is done. A value not one run per
+// row (a transposed input) keeps the kernel from interleaving; one
+// broadcast along L is loaded per row tile as before. Chunked, spread,
+// matmul and gather kernels never interleave.
+bool KernelLowering::interleaveShortRows(ArrayRef<Value> hbmValues) {
+  if (space.pack > 1 || space.split > 1 || space.matmul || space.rowBlock > 0 || permutedInput || prologueOperand ||
+      space.lead.empty() || space.lead.back() < 2 || space.cols > maxFree)
+    return false;
+  Block& body = kernel.getBody().front();
+  if (llvm::any_of(body.without_terminator(),
+                   [](Operation& op) { return llvm::isa<aten::EmbeddingOp, aten::CatOp>(op); }))
+    return false;
+  SmallVector<Value> grouped;
+  for (Value v : hbmValues) {
+    const Layout l = layouts.lookup(v);
+    if (l.kind == Kind::Imm || l.rowStrides.empty() || l.rowStrides.back() == 0) continue;
+    if (!rowIsOneRun(l)) return false;
+    grouped.push_back(v);
+  }
+  for (Value inner : llvm::cast<nc::YieldOp>(body.getTerminator()).getValues()) {
+    Value root = inner;
+    for (auto it = sameTileAs.find(root); it != sameTileAs.end(); it = sameTileAs.find(root)) root = it->second;
+    for (Value v : {inner, root})
+      if (auto it = storedThrough.find(v); it != storedThrough.end()) {
+        Layout store;
+        if (failed(layoutOfView(it->second, store)) || !rowIsOneRun(store)) return false;
+      }
+  }
+  const int64_t g = shortRowFactor(narrowestElementBytes(hbmValues), kPackedRunBytes);
+  if (g == 1) return false;
+  space.interleave = g;
+  groupedInputs.clear();
+  groupedInputs.insert(grouped.begin(), grouped.end());
   return true;
 }
 
@@ -478,8 +538,8 @@ LogicalResult KernelLowering::layoutOfView(const aten::StridedView& given, Layou
 
 SmallVector<int64_t> KernelLowering::rowOffsets(const Layout& l, int64_t first, int64_t p) {
   SmallVector<int64_t> offs;
-  for (int64_t r = first; r < first + p; ++r) {
-    int64_t rem = r, off = 0;
+  for (int64_t i = 0; i < p; ++i) {
+    int64_t rem = first + i * rowStep, off = 0;
     for (int64_t i = int64_t(space.lead.size()) - 1; i >= 0; --i) {
       off += (rem % space.lead[size_t(i)]) * l.rowStrides[size_t(i)];
       rem /= space.lead[size_t(i)];
@@ -524,7 +584,7 @@ SmallVector<int64_t> simplifyFreePattern(ArrayRef<int64_t> freeAp) {
 // one DMA per run; large runs are split further so that several DMA queues
 // can share the transfer.
 void KernelLowering::emitDma(bool load, Value hbm, Value tile, const Layout& l, int64_t first,
-                             int64_t p, int64_t col0, int64_t f) {
+                             int64_t p, int64_t col0, int64_t f, int64_t packedRows) {
   SmallVector<int64_t> offs = rowOffsets(l, first, p);
   if (!load && storeTransposed(hbm, tile, l, offs, col0, f)) return;
   SmallVector<int64_t> freeAp;  // (stride, count) pairs
@@ -549,8 +609,9 @@ void KernelLowering::emitDma(bool load, Value hbm, Value tile, const Layout& l, 
       freeAp.push_back(space.trail[j]);
     }
   }
+  if (packedRows > 1) freeAp.insert(freeAp.begin(), {l.rowStrides.back(), packedRows});
   auto elem = llvm::cast<MemRefType>(tile.getType()).getElementType();
-  int64_t bytesPerRow = (l.kind == Kind::Row ? 1 : f) * (elem.getIntOrFloatBitWidth() / 8);
+  int64_t bytesPerRow = (l.kind == Kind::Row ? 1 : f) * packedRows * (elem.getIntOrFloatBitWidth() / 8);
   // Each transfer pays the device model's fixed cost (2 us): 512 KiB pieces
   // spend 9% of their time on it; smaller pieces start compute sooner but
   // cost more queue time (RMSNorm 8192 x 4096 bf16: 81% MBU with 256 KiB
@@ -579,8 +640,9 @@ void KernelLowering::emitDma(bool load, Value hbm, Value tile, const Layout& l, 
   // keeps pace and the split was no slower).
   const bool storeBound = !load && space.matmul && largestMatmulK > 0 && largestMatmulK <= nc::kNumPartitions &&
                           l.kind != Kind::Row;
-  const int64_t valueRowBytes = storeBound ? space.cols * (elem.getIntOrFloatBitWidth() / 8) : bytesPerRow;
-  const bool pipelineEnd = !load && first + p >= space.rows && col0 + f >= space.cols;
+  const int64_t valueRowBytes =
+      storeBound ? space.cols * (elem.getIntOrFloatBitWidth() / 8) : bytesPerRow / packedRows;
+  const bool pipelineEnd = !load && first + (p - 1) * rowStep + packedRows >= space.rows && col0 + f >= space.cols;
   const int64_t splitBytes =
       pipelineEnd ? 64 * 1024 : std::clamp<int64_t>(space.rows * valueRowBytes / 64, 64 * 1024, kSplitBytes);
   const int64_t maxPieces = pipelineEnd ? int64_t(neff::Trn1().dma_queues) : 8;
@@ -618,6 +680,7 @@ Value KernelLowering::alloc(int64_t p, int64_t f, Type elem) {
                               b->getI64IntegerAttr(nc::kSbufMemorySpace));
   auto tile = b->create<nc::AllocTileOp>(loc, type, IntegerAttr());
   tile->setAttr("iteration", b->getI64IntegerAttr(iteration));
+  if (rowStep > 1) rowTileAllocs.insert(tile);
   return tile;
 }
 
@@ -640,12 +703,20 @@ Value KernelLowering::tileOf(Value v) {
   if (it != tiles.end()) return it->second;
   // A kernel input: load it for this iteration (or reuse a row-invariant load).
   const Layout l = layouts.lookup(v);  // a copy: `layouts` may grow below
-  int64_t p = std::min<int64_t>(nc::kNumPartitions, space.rows - r0);
+  int64_t p = std::min<int64_t>(nc::kNumPartitions, (space.rows - (rowStep > 1 ? groupStart : r0)) / rowStep);
   if (space.rowBlock > 0) p = std::min(p, space.rowBlock - r0 % space.rowBlock);
   int64_t f = l.kind == Kind::Row ? 1 : inputColumns > 0 ? inputColumns : std::min(space.cols - c0, columnTile());
+  auto elem = nc::deviceElementType(llvm::cast<RankedTensorType>(v.getType()).getElementType());
+  if (rowStep > 1 && groupedInputs.contains(v)) {  // its group's rows, loaded by the group's first row tile
+    Value& group = groupTiles[v];
+    if (!group) {
+      group = alloc(p, f * rowStep, elem);
+      emitDma(/*load=*/true, hbmOf[v], group, l, groupStart, p, c0, f, rowStep);
+    }
+    return tiles[v] = tileColumns(*b, loc, group, groupRow * f, f);
+  }
   bool rowInvariant = llvm::all_of(l.rowStrides, [](int64_t s) { return s == 0; });
   bool broadcast = llvm::is_contained(l.rowStrides, 0);
-  auto elem = nc::deviceElementType(llvm::cast<RankedTensorType>(v.getType()).getElementType());
   // Over split columns [heads, d], a value broadcast over the heads (a
   // rotary table) is the same in every column tile of a row tile: loaded by
   // its first one, read by the others.
@@ -930,6 +1001,42 @@ static Type tileTypeFor(Value hbm) {
   return nc::deviceElementType(llvm::cast<MemRefType>(hbm.getType()).getElementType());
 }
 
+// In an interleaved kernel a value written in rows goes into its group's
+// tile, at the row tile's column range: the op that computed it (its tile
+// allocated in this row tile) writes there directly, anything else is
+// copied; the group's last row tile stores the group, g rows per partition.
+void KernelLowering::storeRows(Value hbm, Value tile, const Layout& store, int64_t p, int64_t f, bool computed) {
+  if (rowStep == 1 || store.kind == Kind::Imm || store.rowStrides.empty() || store.rowStrides.back() == 0 ||
+      !rowIsOneRun(store)) {
+    emitDma(/*load=*/false, hbm, tile, store, r0, p, c0, f);
+    return;
+  }
+  const int64_t width = store.kind == Kind::Row ? 1 : f;
+  auto type = llvm::cast<MemRefType>(tile.getType());
+  Value& group = groupTiles[hbm];
+  auto allocated = tile.getDefiningOp<nc::AllocTileOp>();
+  bool retarget = computed && allocated && rowTileAllocs.contains(allocated) &&
+                  llvm::none_of(constantTiles, [&](const auto& e) { return e.second == tile; }) &&
+                  type.getShape()[0] == p && type.getShape()[1] == width &&
+                  (!group || llvm::cast<MemRefType>(group.getType()).getElementType() == type.getElementType());
+  {
+    OpBuilder::InsertionGuard guard(*b);
+    if (retarget) b->setInsertionPoint(allocated);
+    if (!group) group = alloc(p, width * rowStep, type.getElementType());
+    Value columns = tileColumns(*b, loc, group, groupRow * width, width);
+    if (retarget) {
+      allocated.getResult().replaceAllUsesWith(columns);
+      for (auto& entry : tiles)
+        if (entry.second == tile) entry.second = columns;
+      rowTileAllocs.erase(allocated);
+      allocated.erase();
+    } else {
+      copyTile(columns, tile, nullptr);
+    }
+  }
+  if (groupRow == rowStep - 1) emitDma(/*load=*/false, hbm, group, store, groupStart, p, c0, width, rowStep);
+}
+
 LogicalResult KernelLowering::storeOutput(Value v, Value hbm, int64_t p, int64_t f) {
   const Layout l = layouts.lookup(v);  // a copy: see LowerElementwise's layoutOf
   if (l.kind == Kind::Imm) {  // written across the tile (or one per row)
@@ -982,7 +1089,7 @@ LogicalResult KernelLowering::storeOutput(Value v, Value hbm, int64_t p, int64_t
       return failure();
     }
     store.kind = l.kind;
-    emitDma(/*load=*/false, hbm, tiles[v], store, r0, p, c0, f);
+    storeRows(hbm, tiles[v], store, p, f, !viewOf.count(v));
     return success();
   }
   if (l.kind == Kind::Row && t.getNumElements() == space.rows * space.cols && space.cols > 1) {
@@ -1009,7 +1116,7 @@ LogicalResult KernelLowering::storeOutput(Value v, Value hbm, int64_t p, int64_t
     return kernel.emitError("result of shape ") << aten::shapeToString(t.getShape())
            << " does not cover the iteration space";
   }
-  emitDma(/*load=*/false, hbm, tiles[v], store, r0, p, c0, f);
+  storeRows(hbm, tiles[v], store, p, f, !viewOf.count(v));
   return success();
 }
 
@@ -1303,9 +1410,12 @@ LogicalResult KernelLowering::run(int64_t& instructions, int64_t& dmas) {
   for (Value v : hbmValues)
     if (failed(layoutOfInput(v, layouts[v]))) return failure();
   if (failed(markImmediates(oldBody))) return failure();
-  if (packShortRows(hbmValues))
+  if (packShortRows(hbmValues)) {
     for (Value v : hbmValues)
       if (failed(layoutOfInput(v, layouts[v]))) return failure();
+  } else {
+    interleaveShortRows(hbmValues);
+  }
 
   SmallVector<Value> outHbm;
   Block* body = createIsaBody(oldBody, outHbm);
@@ -1555,6 +1665,28 @@ relower:
       // their tiles instead of loading or computing them again. Without
       // chunking, a row tile with several column tiles has no reduction, so
       // every per-row value depends on the row alone.
+      if (space.interleave > 1) {
+        // A group of interleaved row tiles (interleaveShortRows).
+        groupStart = r0;
+        rowStep = space.interleave;
+        groupTiles.clear();
+        const int64_t parts = std::min<int64_t>(nc::kNumPartitions, (space.rows - groupStart) / rowStep);
+        // The group's row tiles share an iteration: the memory plan holds
+        // tiles through the iterations after theirs, so that as many groups
+        // as row tiles stay in flight.
+        for (groupRow = 0; groupRow < rowStep; ++groupRow) {
+          r0 = groupStart + groupRow;
+          rowTileAllocs.clear();
+          llvm::DenseMap<Value, Value> perRowTiles;
+          for (c0 = block; c0 < blockEnd; c0 += chunk)
+            if (failed(lowerOutputTile(parts, perRowTiles, /*newIteration=*/groupRow == 0))) return fail();
+        }
+        rowTileAllocs.clear();
+        r0 = groupStart + parts * rowStep;
+        rowStep = 1;
+        groupRow = 0;
+        continue;
+      }
       llvm::DenseMap<Value, Value> perRowTiles;
       if (prologueOperand && failed(lowerPrologue(p, perRowTiles))) return fail();
       for (c0 = block; c0 < blockEnd; c0 += chunk)
@@ -1604,6 +1736,7 @@ relower:
   // digamma over rows of 8192 in column tiles of 4096 needed 229 KB per
   // partition): column tiles half as wide, down to 256 columns.
   const bool mayNarrow = !space.reduces && !space.matmul && prologueOps.empty() && chunk > 256 &&
+                         space.interleave == 1 &&
                          (space.trail.size() == 1 || (space.pack > 1 && chunk / 2 >= space.trail[1]));
   const bool overflows =
       (mayChunk || mayNarrow || reuseMoving || streamedAhead) && sbufPeakBytes(*body) > rowBudget * 3 / 2;

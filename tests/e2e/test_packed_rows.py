@@ -1,16 +1,21 @@
 #!/usr/bin/env python3
-"""Elementwise kernels over short rows. Where a row is under 512 bytes the
-lowering packs several consecutive rows into each partition
-(passes/LowerToIsa.cpp, packShortRows): the rows' last leading dim is split
-and part of it moved onto the columns, and every value keeps its strides.
-These cases cover what that must keep right: broadcasts over the columns
-(a bias, loaded once and copied across the packed rows), per-batch and
-per-channel scalars, per-row values (which keep the kernel unpacked), sliced
-and transposed inputs, returned views, integer and bool inputs one byte
-wide, odd row counts, trailing unit dims and long chains whose tiles must
-be narrowed. Each is compiled at -O0 and -O2, run, and compared with
-PyTorch eager in f32 and bf16, with default-like (zeros, ones) and random
-parameters.
+"""Kernels over short rows. Where a row is under 512 bytes the lowering puts
+several consecutive rows on each partition (passes/LowerToIsa.cpp): an
+elementwise kernel packs them into its columns (packShortRows: the rows'
+last leading dim is split and part of it moved onto the columns, every
+value keeping its strides); a kernel that reduces its rows or reads per-row
+values interleaves its row tiles (interleaveShortRows: row tile j of a
+group holds every g-th row, and values read or written in rows move for
+the whole group through column ranges of group tiles). These cases cover
+what that must keep right: broadcasts over the columns (a bias, loaded once
+and copied across the packed rows), per-batch, per-channel and per-row
+scalars, sliced and transposed inputs, returned views, integer and bool
+inputs one byte wide, odd row counts, trailing unit dims, long chains whose
+tiles must be narrowed; reductions (softmax, norms, sums, maxima and their
+indices, losses) with per-row and full-width results, keepdim or not,
+returned through views, over rows holding infinities and NaN. Each is
+compiled at -O0 and -O2, run, and compared with PyTorch eager in f32 and
+bf16, with default-like (zeros, ones) and random parameters.
 """
 import os
 import sys
@@ -92,6 +97,52 @@ class PackedRows(common.ComparedWithEager):
         x = randn(8192, 100).abs() + 0.5
         self.check(torch.special.digamma, (x,))
         self.check(lambda a: torch.special.digamma(a) * a, (x.to(torch.bfloat16),))
+
+    def test_reductions_over_short_rows(self):
+        for shape in ((4096, 64), (1000, 24), (999, 7), (3, 300, 40), (600, 50, 1)):
+            for dtype in DTYPES:
+                with self.subTest(shape=shape, dtype=dtype):
+                    x = (randn(*shape) * 3).to(dtype)
+                    self.check(lambda a: (F.softmax(a, -1), a.sum(-1), a.amax(-1, keepdim=True)), (x,))
+                    self.check(lambda a: (F.log_softmax(a, -1), a.argmax(-1), a.mean(-1).view(-1)), (x,))
+
+    def test_norms_over_short_rows(self):
+        # LayerNorm with its default (ones, zeros) and random parameters; an
+        # RMSNorm; a per-row statistic returned beside the normalized rows.
+        for dtype in DTYPES:
+            with self.subTest(dtype=dtype, what="layer norm"):
+                self.models(lambda: torch.nn.LayerNorm(48), (randn(4096, 48),))
+            with self.subTest(dtype=dtype, what="rms norm"):
+                x = randn(2, 1024, 32).to(dtype)
+                w = randn(32, seed=9).to(dtype)
+                self.check(lambda a, w: (a * torch.rsqrt(a.float().pow(2).mean(-1, keepdim=True) + 1e-6).to(a.dtype) * w,
+                                         a.var(-1)), (x, w))
+
+    def test_losses_and_per_row_inputs(self):
+        target = torch.randint(0, 10, (4096,), generator=torch.Generator().manual_seed(2))
+        for dtype in DTYPES:
+            with self.subTest(dtype=dtype):
+                logits = (randn(4096, 10) * 2).to(dtype)
+                self.check(lambda a, t: F.cross_entropy(a.float(), t, reduction="none"), (logits, target))
+                scale = randn(4096, 1, seed=4).to(dtype)
+                self.check(lambda a, s: (a - a.amax(-1, keepdim=True)) * s, (logits, scale))
+
+    def test_non_finite_rows(self):
+        x = randn(2048, 32) * 3
+        x[0, 3] = float("nan")
+        x[1] = float("-inf")
+        x[2, 5] = float("inf")
+        x[777] = float("-inf")
+        for dtype in DTYPES:
+            with self.subTest(dtype=dtype):
+                self.check(lambda a: (F.softmax(a, -1), a.amax(-1), torch.logsumexp(a, -1)), (x.to(dtype),))
+
+    def test_transposed_reduction_input(self):
+        # A transposed input keeps the kernel's row tiles as they were.
+        for dtype in DTYPES:
+            with self.subTest(dtype=dtype):
+                x = randn(64, 2048).to(dtype)
+                self.check(lambda a: F.softmax(a.t() * 2, -1), (x,))
 
 
 if __name__ == "__main__":

@@ -1,9 +1,10 @@
 // RUN: neuron-opt %s --ncc-decompose-composites --ncc-form-kernels --ncc-lower-to-isa | FileCheck %s
 
-// An elementwise kernel over rows shorter than 512 bytes packs several
-// consecutive rows into each partition (passes/LowerToIsa.cpp,
-// packShortRows): [16384 x 64] bf16 runs as [2048 x 512], each partition's
-// eight rows one run of 1 KiB, instead of 128 row tiles of 128-byte runs.
+// Kernels over rows shorter than 512 bytes put several consecutive rows on
+// each partition (passes/LowerToIsa.cpp). An elementwise kernel packs them
+// into its columns (packShortRows): [16384 x 64] bf16 runs as [2048 x 512],
+// each partition's eight rows one run of 1 KiB, instead of 128 row tiles of
+// 128-byte runs.
 // CHECK-LABEL: func.func @packed
 // CHECK-NOT: memref<128x64xbf16, 1>
 // CHECK: nc.dma_load {{.*}}ap = array<i64: 512, 64, 1, 512>{{.*}}memref<16384x64xbf16>, memref<128x512xbf16, 1>
@@ -49,17 +50,49 @@ func.func @per_channel(%x: tensor<2x32x28x28xbf16>, %s: tensor<32x1x1xbf16>) -> 
   return %z : tensor<2x32x28x28xbf16>
 }
 
-// Not packed: a per-row scalar (it would vary inside a partition) and a
-// transposed input (its packed rows would be element-wise runs).
+// Not packed: a per-row scalar would vary inside a partition. The row tiles
+// interleave instead: the group's eight rows per partition are loaded in one
+// [128 x 256] tile (its scalars in one [128 x 8] tile), row tile j reads
+// columns [32 j, 32 j + 32) (column j of the scalars) and its product goes
+// straight into the group's output tile, stored once.
 // CHECK-LABEL: func.func @per_row
-// CHECK-NOT: memref<128x256xf32, 1>
-// CHECK: nc.tensor_scalar {{.*}}alu = "mul"{{.*}}memref<128x32xf32, 1>, memref<128x32xf32, 1>, memref<128x1xf32, 1>
-// CHECK-NOT: memref<128x256xf32, 1>
+// CHECK: %[[X:.*]] = nc.alloc_tile {{.*}} : memref<128x256xf32, 1>
+// CHECK: nc.dma_load %{{.*}} -> %[[X]] {ap = array<i64: 256, 64, 1, 256>
+// CHECK: %[[X0:.*]] = nc.tile_columns %[[X]][0] : memref<128x256xf32, 1> -> memref<128x32xf32, 1>
+// CHECK: %[[S:.*]] = nc.alloc_tile {{.*}} : memref<128x8xf32, 1>
+// CHECK: nc.dma_load %{{.*}} -> %[[S]] {ap = array<i64: 8, 128, 1, 8>
+// CHECK: %[[S0:.*]] = nc.tile_columns %[[S]][0] : memref<128x8xf32, 1> -> memref<128x1xf32, 1>
+// CHECK: %[[Y:.*]] = nc.alloc_tile {{.*}} : memref<128x256xf32, 1>
+// CHECK: %[[Y0:.*]] = nc.tile_columns %[[Y]][0]
+// CHECK: nc.tensor_scalar %[[Y0]], %[[X0]], %[[S0]] {alu = "mul"
+// CHECK: %[[X7:.*]] = nc.tile_columns %[[X]][224]
+// CHECK: %[[S7:.*]] = nc.tile_columns %[[S]][7]
+// CHECK: %[[Y7:.*]] = nc.tile_columns %[[Y]][224]
+// CHECK: nc.tensor_scalar %[[Y7]], %[[X7]], %[[S7]] {alu = "mul"
+// CHECK: nc.dma_store %[[Y]] -> %{{.*}} {ap = array<i64: 256, 64, 1, 256>
 // CHECK: return
 func.func @per_row(%x: tensor<2048x32xf32>, %s: tensor<2048x1xf32>) -> tensor<2048x32xf32> {
   %y = aten.mul.Tensor %x, %s : tensor<2048x32xf32>, tensor<2048x1xf32> -> tensor<2048x32xf32>
   return %y : tensor<2048x32xf32>
 }
+
+// A reduction interleaves too: its per-row results fill a [128 x 8] group
+// tile, stored as one run of eight sums per partition.
+// CHECK-LABEL: func.func @row_sums
+// CHECK: %[[G:.*]] = nc.alloc_tile {{.*}} : memref<128x8xf32, 1>
+// CHECK: %[[G0:.*]] = nc.tile_columns %[[G]][0] : memref<128x8xf32, 1> -> memref<128x1xf32, 1>
+// CHECK: nc.tensor_reduce %[[G0]], %{{.*}} {alu = "add"
+// CHECK: %[[G7:.*]] = nc.tile_columns %[[G]][7] : memref<128x8xf32, 1> -> memref<128x1xf32, 1>
+// CHECK: nc.tensor_reduce %[[G7]], %{{.*}} {alu = "add"
+// CHECK: nc.dma_store %[[G]] -> %{{.*}} {ap = array<i64: 8, 128, 1, 8>
+// CHECK: return
+func.func @row_sums(%x: tensor<2048x32xf32>) -> tensor<2048xf32> {
+  %y = aten.sum.dim_IntList %x {dim = array<i64: -1>, keepdim = false} : tensor<2048x32xf32> -> tensor<2048xf32>
+  return %y : tensor<2048xf32>
+}
+
+// Neither packed nor interleaved: a transposed input (its packed rows would
+// be element-wise runs).
 // CHECK-LABEL: func.func @transposed
 // CHECK-NOT: memref<128x512xf32, 1>
 // CHECK: nc.dma_load {{.*}}ap = array<i64: 64, 128, 1, 64>{{.*}}memref<128x64xf32, 1>
