@@ -41,7 +41,7 @@ and reason, and the script still exits 0.
 
 With --sizes, a third table measures the same workloads at other sizes
 (SIZES below: odd and small matmuls, short and long sequences, other model
-widths, batches of 2 and 3 sequences), so that a size the production table
+widths, batches of 2 and 3 sequences, rows under 512 bytes), so that a size the production table
 does not show, and falls off a cliff, is seen.
 
 Usage: /usr/bin/python3 benchmarks/roofline_bench.py [--workloads a,b] [--skip-small]
@@ -234,6 +234,8 @@ SIZES = [
     ("rms 1x4096", "rmsnorm", dict(rows=1, dim=4096)),
     ("rms 2048x12288", "rmsnorm", dict(rows=2048, dim=12288)),
     ("smax 2048x32000", "softmax", dict(batch=1, rows=2048, cols=32000)),
+    ("rms 16384x64", "rmsnorm", dict(rows=16384, dim=64)),
+    ("smax 32x512x64", "softmax", dict(batch=32, rows=512, cols=64)),
     ("llama s512", "llama7b_s2048", dict(seq=512)),
     ("llama s1000", "llama7b_s2048", dict(seq=1000)),
     ("llama d2048 s128", "llama7b_s2048", dict(seq=128, dim=2048, heads=16, ffn=5504)),

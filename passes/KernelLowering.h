@@ -77,6 +77,9 @@ struct Space {
   int64_t pack = 1;
   SmallVector<int64_t> unpacked;
   size_t unpackedLead = 0;
+  // Packed or interleaved: the index of L among the (unpacked) leading dims
+  // (any after it are 1).
+  size_t packDim = 0;
   // > 1: interleaved row tiles (interleaveShortRows): rows go in groups of
   // up to 128 x interleave, row tile j of a group holding rows start + j +
   // i * interleave on partition i, and values read or written in rows move
@@ -146,7 +149,10 @@ class KernelLowering {
   // Short-row helpers: the narrowest HBM element among the kernel's inputs
   // and results, in bytes; the rows per partition for runs of `runBytes`.
   int64_t narrowestElementBytes(ArrayRef<Value> hbmValues);
-  int64_t shortRowFactor(int64_t narrowest, int64_t runBytes);
+  int64_t shortRowFactor(int64_t rowDim, int64_t narrowest, int64_t runBytes);
+  // The innermost leading dim longer than 1 if only dims of 1 follow it
+  // (where consecutive rows step), else -1.
+  int64_t shortRowDim() const;
   // Whether a value read or written in rows through `l` is one run per row.
   bool rowIsOneRun(const Layout& l) const;
   // A row tile's store of a value laid out as `store` (an interleaved

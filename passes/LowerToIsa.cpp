@@ -330,9 +330,15 @@ int64_t KernelLowering::narrowestElementBytes(ArrayRef<Value> hbmValues) {
   return narrowest;
 }
 
-int64_t KernelLowering::shortRowFactor(int64_t narrowest, int64_t runBytes) {
-  if (space.lead.empty() || space.cols * narrowest >= kShortRowBytes) return 1;
-  const int64_t L = space.lead.back();
+int64_t KernelLowering::shortRowDim() const {
+  for (int64_t k = int64_t(space.lead.size()) - 1; k >= 0; --k)
+    if (space.lead[size_t(k)] > 1) return k;
+  return -1;
+}
+
+int64_t KernelLowering::shortRowFactor(int64_t rowDim, int64_t narrowest, int64_t runBytes) {
+  if (rowDim < 0 || space.cols * narrowest >= kShortRowBytes) return 1;
+  const int64_t L = space.lead[size_t(rowDim)];
   int64_t g = 1;
   for (int64_t d = 2; d <= L && d * space.cols <= maxFree && space.rows / d >= nc::kNumPartitions; ++d) {
     if (L % d != 0) continue;
@@ -358,12 +364,12 @@ bool KernelLowering::rowIsOneRun(const Layout& l) const {
 // partition). Called with the unpacked layouts; true if it packed (the
 // layouts are then stale).
 bool KernelLowering::packShortRows(ArrayRef<Value> hbmValues) {
-  if (!space.elementwise || space.split > 1 || space.pack > 1 || permutedInput || prologueOperand ||
-      space.lead.empty() || space.lead.back() < 2)
+  const int64_t k = shortRowDim();
+  if (!space.elementwise || space.split > 1 || space.pack > 1 || permutedInput || prologueOperand || k < 0)
     return false;
   if (llvm::count_if(space.trail, [](int64_t d) { return d != 1; }) != 1) return false;
   auto packable = [&](const Layout& l) {
-    return l.kind == Kind::Row ? l.rowStrides.back() == 0 : rowIsOneRun(l);
+    return l.kind == Kind::Row ? l.rowStrides[size_t(k)] == 0 : rowIsOneRun(l);
   };
   for (Value v : hbmValues)
     if (!packable(layouts.lookup(v))) return false;
@@ -379,13 +385,15 @@ bool KernelLowering::packShortRows(ArrayRef<Value> hbmValues) {
         if (!packable(store)) return false;
       }
   }
-  const int64_t g = shortRowFactor(narrowestElementBytes(hbmValues), kPackedRunBytes);
+  const int64_t g = shortRowFactor(k, narrowestElementBytes(hbmValues), kPackedRunBytes);
   if (g == 1) return false;
   const int64_t columns = space.cols;
   space.unpacked.assign(space.lead.begin(), space.lead.end());
   space.unpacked.append(space.trail.begin(), space.trail.end());
   space.unpackedLead = space.lead.size();
+  space.packDim = size_t(k);
   space.pack = g;
+  space.lead.resize(size_t(k) + 1);  // (the dims of 1 after L go)
   space.lead.back() /= g;
   space.trail = {g, columns};
   space.rows /= g;
@@ -405,8 +413,9 @@ bool KernelLowering::packShortRows(ArrayRef<Value> hbmValues) {
 // broadcast along L is loaded per row tile as before. Chunked, spread,
 // matmul and gather kernels never interleave.
 bool KernelLowering::interleaveShortRows(ArrayRef<Value> hbmValues) {
+  const int64_t k = shortRowDim();
   if (space.pack > 1 || space.split > 1 || space.matmul || space.rowBlock > 0 || permutedInput || prologueOperand ||
-      space.lead.empty() || space.lead.back() < 2 || space.cols > maxFree)
+      k < 0 || space.cols > maxFree)
     return false;
   Block& body = kernel.getBody().front();
   if (llvm::any_of(body.without_terminator(),
@@ -415,7 +424,7 @@ bool KernelLowering::interleaveShortRows(ArrayRef<Value> hbmValues) {
   SmallVector<Value> grouped;
   for (Value v : hbmValues) {
     const Layout l = layouts.lookup(v);
-    if (l.kind == Kind::Imm || l.rowStrides.empty() || l.rowStrides.back() == 0) continue;
+    if (l.kind == Kind::Imm || l.rowStrides[size_t(k)] == 0) continue;
     if (!rowIsOneRun(l)) return false;
     grouped.push_back(v);
   }
@@ -428,9 +437,10 @@ bool KernelLowering::interleaveShortRows(ArrayRef<Value> hbmValues) {
         if (failed(layoutOfView(it->second, store)) || !rowIsOneRun(store)) return false;
       }
   }
-  const int64_t g = shortRowFactor(narrowestElementBytes(hbmValues), kPackedRunBytes);
+  const int64_t g = shortRowFactor(k, narrowestElementBytes(hbmValues), kPackedRunBytes);
   if (g == 1) return false;
   space.interleave = g;
+  space.packDim = size_t(k);
   groupedInputs.clear();
   groupedInputs.insert(grouped.begin(), grouped.end());
   return true;
@@ -517,7 +527,7 @@ LogicalResult KernelLowering::layoutOfView(const aten::StridedView& given, Layou
   if (space.pack > 1) {
     // Split L's stride s over [L / pack, pack] (s * pack, s); the columns
     // [pack, C] take s and the stride of C.
-    size_t last = space.unpackedLead - 1;
+    size_t last = space.packDim;
     int64_t s = all[last], c = 0;
     for (size_t j = space.unpackedLead; j < all.size(); ++j)
       if (space.unpacked[j] != 1) c = all[j];
@@ -609,7 +619,7 @@ void KernelLowering::emitDma(bool load, Value hbm, Value tile, const Layout& l, 
       freeAp.push_back(space.trail[j]);
     }
   }
-  if (packedRows > 1) freeAp.insert(freeAp.begin(), {l.rowStrides.back(), packedRows});
+  if (packedRows > 1) freeAp.insert(freeAp.begin(), {l.rowStrides[space.packDim], packedRows});
   auto elem = llvm::cast<MemRefType>(tile.getType()).getElementType();
   int64_t bytesPerRow = (l.kind == Kind::Row ? 1 : f) * packedRows * (elem.getIntOrFloatBitWidth() / 8);
   // Each transfer pays the device model's fixed cost (2 us): 512 KiB pieces
@@ -1006,7 +1016,7 @@ static Type tileTypeFor(Value hbm) {
 // allocated in this row tile) writes there directly, anything else is
 // copied; the group's last row tile stores the group, g rows per partition.
 void KernelLowering::storeRows(Value hbm, Value tile, const Layout& store, int64_t p, int64_t f, bool computed) {
-  if (rowStep == 1 || store.kind == Kind::Imm || store.rowStrides.empty() || store.rowStrides.back() == 0 ||
+  if (rowStep == 1 || store.kind == Kind::Imm || store.rowStrides[space.packDim] == 0 ||
       !rowIsOneRun(store)) {
     emitDma(/*load=*/false, hbm, tile, store, r0, p, c0, f);
     return;

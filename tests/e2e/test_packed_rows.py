@@ -34,7 +34,8 @@ randn = common.seeded_randn
 
 class PackedRows(common.ComparedWithEager):
     def test_activations_over_narrow_rows(self):
-        for shape in ((4096, 64), (1000, 24), (999, 7), (129, 3, 10), (300, 64, 1), (2, 1536, 3)):
+        for shape in ((4096, 64), (1000, 24), (999, 7), (129, 3, 10), (300, 64, 1), (2, 1536, 3), (4096, 1, 64),
+                      (1024, 1, 1, 40)):
             for dtype in DTYPES:
                 with self.subTest(shape=shape, dtype=dtype):
                     x = randn(*shape).to(dtype)
@@ -99,7 +100,7 @@ class PackedRows(common.ComparedWithEager):
         self.check(lambda a: torch.special.digamma(a) * a, (x.to(torch.bfloat16),))
 
     def test_reductions_over_short_rows(self):
-        for shape in ((4096, 64), (1000, 24), (999, 7), (3, 300, 40), (600, 50, 1)):
+        for shape in ((4096, 64), (1000, 24), (999, 7), (3, 300, 40), (600, 50, 1), (2048, 1, 48)):
             for dtype in DTYPES:
                 with self.subTest(shape=shape, dtype=dtype):
                     x = (randn(*shape) * 3).to(dtype)

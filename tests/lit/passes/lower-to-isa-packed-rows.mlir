@@ -91,6 +91,24 @@ func.func @row_sums(%x: tensor<2048x32xf32>) -> tensor<2048xf32> {
   return %y : tensor<2048xf32>
 }
 
+// L is the innermost leading dim longer than 1: dims of 1 after it do not
+// stop either way (8 rows of [4096, 1, 64] bf16 a partition, 4 of f32).
+// CHECK-LABEL: func.func @unit_dims
+// CHECK: nc.dma_load {{.*}}ap = array<i64: 512, 64, 1, 512>{{.*}}memref<4096x1x64xbf16>, memref<128x512xbf16, 1>
+// CHECK: return
+// CHECK-LABEL: func.func @unit_dims_sum
+// CHECK: nc.dma_load {{.*}}ap = array<i64: 256, 64, 1, 256>{{.*}}memref<4096x1x64xf32>, memref<128x256xf32, 1>
+// CHECK: nc.dma_store {{.*}}ap = array<i64: 4, 128, 1, 4>{{.*}}memref<4096x1xf32>
+// CHECK: return
+func.func @unit_dims(%x: tensor<4096x1x64xbf16>) -> tensor<4096x1x64xbf16> {
+  %s = aten.sigmoid %x : tensor<4096x1x64xbf16> -> tensor<4096x1x64xbf16>
+  return %s : tensor<4096x1x64xbf16>
+}
+func.func @unit_dims_sum(%x: tensor<4096x1x64xf32>) -> tensor<4096x1xf32> {
+  %y = aten.sum.dim_IntList %x {dim = array<i64: -1>, keepdim = false} : tensor<4096x1x64xf32> -> tensor<4096x1xf32>
+  return %y : tensor<4096x1xf32>
+}
+
 // Neither packed nor interleaved: a transposed input (its packed rows would
 // be element-wise runs).
 // CHECK-LABEL: func.func @transposed
