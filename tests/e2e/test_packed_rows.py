@@ -34,8 +34,8 @@ randn = common.seeded_randn
 
 class PackedRows(common.ComparedWithEager):
     def test_activations_over_narrow_rows(self):
-        for shape in ((4096, 64), (1000, 24), (999, 7), (129, 3, 10), (300, 64, 1), (2, 1536, 3), (4096, 1, 64),
-                      (1024, 1, 1, 40)):
+        for shape in ((4096, 64), (8192, 24), (3000, 7), (1000, 24), (129, 3, 10), (2048, 64, 1), (2, 1536, 3),
+                      (4096, 1, 64), (2048, 1, 1, 40)):
             for dtype in DTYPES:
                 with self.subTest(shape=shape, dtype=dtype):
                     x = randn(*shape).to(dtype)
@@ -50,7 +50,7 @@ class PackedRows(common.ComparedWithEager):
                     x = randn(2048, 48).to(dtype)
                     self.check(lambda a, c: F.gelu(a + c), (x, bias.to(dtype)))
             with self.subTest(dtype=dtype, per_batch=True):
-                x = randn(3, 512, 40).to(dtype)
+                x = randn(3, 1024, 40).to(dtype)
                 c = randn(3, 1, 40, seed=4).to(dtype)
                 self.check(lambda a, c: a * c - 1, (x, c))
 
@@ -65,7 +65,7 @@ class PackedRows(common.ComparedWithEager):
                 s = randn(2048, 1, seed=2).to(dtype)
                 self.check(lambda a, s: a * s + 2, (x, s))
             with self.subTest(dtype=dtype, what="per channel, NCHW"):
-                x = randn(2, 32, 28, 28).to(dtype)
+                x = randn(4, 32, 28, 28).to(dtype)
                 scale = randn(32, 1, 1, seed=5).to(dtype)
                 shift = torch.zeros(32, 1, 1).to(dtype)
                 self.check(lambda a, s, t: torch.relu(a * s + t), (x, scale, shift))
@@ -100,7 +100,7 @@ class PackedRows(common.ComparedWithEager):
         self.check(lambda a: torch.special.digamma(a) * a, (x.to(torch.bfloat16),))
 
     def test_reductions_over_short_rows(self):
-        for shape in ((4096, 64), (1000, 24), (999, 7), (3, 300, 40), (600, 50, 1), (2048, 1, 48)):
+        for shape in ((4096, 64), (3000, 7), (1000, 24), (3, 1000, 40), (2400, 50, 1), (2048, 1, 48)):
             for dtype in DTYPES:
                 with self.subTest(shape=shape, dtype=dtype):
                     x = (randn(*shape) * 3).to(dtype)

@@ -34,20 +34,20 @@ func.func @packed(%x: tensor<16384x64xbf16>) -> tensor<16384x64xbf16> {
 // CHECK-NOT: nc.dma_load %{{.*}} -> %{{.*}} {ap = array<i64: 0,
 // CHECK: nc.tensor_tensor %{{.*}}, %{{.*}}, %[[B]] {alu = "add"
 // CHECK: return
-func.func @bias(%x: tensor<2048x48xf32>, %b: tensor<48xf32>) -> tensor<2048x48xf32> {
-  %y = aten.add.Tensor %x, %b : tensor<2048x48xf32>, tensor<48xf32> -> tensor<2048x48xf32>
-  return %y : tensor<2048x48xf32>
+func.func @bias(%x: tensor<16384x48xf32>, %b: tensor<48xf32>) -> tensor<16384x48xf32> {
+  %y = aten.add.Tensor %x, %b : tensor<16384x48xf32>, tensor<48xf32> -> tensor<16384x48xf32>
+  return %y : tensor<16384x48xf32>
 }
 
-// NCHW with a per-channel scale: the rows of a channel pack (14 of 28 rows
-// of 28 to a partition); the scale stays one value per partition.
+// NCHW with a per-channel scale: the rows of a channel pack (all 28 rows of
+// 28 to a partition, 8 row tiles); the scale stays one value per partition.
 // CHECK-LABEL: func.func @per_channel
-// CHECK: nc.dma_load {{.*}}ap = array<i64: 392, 128, 1, 392>{{.*}}memref<128x392xbf16, 1>
-// CHECK: nc.tensor_scalar {{.*}}alu = "mul"{{.*}}memref<128x392xbf16, 1>, memref<128x392xbf16, 1>, memref<128x1xbf16, 1>
+// CHECK: nc.dma_load {{.*}}ap = array<i64: 784, 43, 1, 784>{{.*}}memref<128x784xbf16, 1>
+// CHECK: nc.tensor_scalar {{.*}}alu = "mul"{{.*}}memref<128x784xbf16, 1>, memref<128x784xbf16, 1>, memref<128x1xbf16, 1>
 // CHECK: return
-func.func @per_channel(%x: tensor<2x32x28x28xbf16>, %s: tensor<32x1x1xbf16>) -> tensor<2x32x28x28xbf16> {
-  %z = aten.mul.Tensor %x, %s : tensor<2x32x28x28xbf16>, tensor<32x1x1xbf16> -> tensor<2x32x28x28xbf16>
-  return %z : tensor<2x32x28x28xbf16>
+func.func @per_channel(%x: tensor<16x64x28x28xbf16>, %s: tensor<64x1x1xbf16>) -> tensor<16x64x28x28xbf16> {
+  %z = aten.mul.Tensor %x, %s : tensor<16x64x28x28xbf16>, tensor<64x1x1xbf16> -> tensor<16x64x28x28xbf16>
+  return %z : tensor<16x64x28x28xbf16>
 }
 
 // Not packed: a per-row scalar would vary inside a partition. The row tiles
@@ -71,9 +71,9 @@ func.func @per_channel(%x: tensor<2x32x28x28xbf16>, %s: tensor<32x1x1xbf16>) -> 
 // CHECK: nc.tensor_scalar %[[Y7]], %[[X7]], %[[S7]] {alu = "mul"
 // CHECK: nc.dma_store %[[Y]] -> %{{.*}} {ap = array<i64: 256, 64, 1, 256>
 // CHECK: return
-func.func @per_row(%x: tensor<2048x32xf32>, %s: tensor<2048x1xf32>) -> tensor<2048x32xf32> {
-  %y = aten.mul.Tensor %x, %s : tensor<2048x32xf32>, tensor<2048x1xf32> -> tensor<2048x32xf32>
-  return %y : tensor<2048x32xf32>
+func.func @per_row(%x: tensor<16384x32xf32>, %s: tensor<16384x1xf32>) -> tensor<16384x32xf32> {
+  %y = aten.mul.Tensor %x, %s : tensor<16384x32xf32>, tensor<16384x1xf32> -> tensor<16384x32xf32>
+  return %y : tensor<16384x32xf32>
 }
 
 // A reduction interleaves too: its per-row results fill a [128 x 8] group
@@ -86,27 +86,40 @@ func.func @per_row(%x: tensor<2048x32xf32>, %s: tensor<2048x1xf32>) -> tensor<20
 // CHECK: nc.tensor_reduce %[[G7]], %{{.*}} {alu = "add"
 // CHECK: nc.dma_store %[[G]] -> %{{.*}} {ap = array<i64: 8, 128, 1, 8>
 // CHECK: return
-func.func @row_sums(%x: tensor<2048x32xf32>) -> tensor<2048xf32> {
-  %y = aten.sum.dim_IntList %x {dim = array<i64: -1>, keepdim = false} : tensor<2048x32xf32> -> tensor<2048xf32>
-  return %y : tensor<2048xf32>
+func.func @row_sums(%x: tensor<16384x32xf32>) -> tensor<16384xf32> {
+  %y = aten.sum.dim_IntList %x {dim = array<i64: -1>, keepdim = false} : tensor<16384x32xf32> -> tensor<16384xf32>
+  return %y : tensor<16384xf32>
 }
 
 // L is the innermost leading dim longer than 1: dims of 1 after it do not
-// stop either way (8 rows of [4096, 1, 64] bf16 a partition, 4 of f32).
+// stop either way (8 rows of [16384, 1, 64] bf16 a partition, 4 of f32).
 // CHECK-LABEL: func.func @unit_dims
-// CHECK: nc.dma_load {{.*}}ap = array<i64: 512, 64, 1, 512>{{.*}}memref<4096x1x64xbf16>, memref<128x512xbf16, 1>
+// CHECK: nc.dma_load {{.*}}ap = array<i64: 512, 64, 1, 512>{{.*}}memref<16384x1x64xbf16>, memref<128x512xbf16, 1>
 // CHECK: return
 // CHECK-LABEL: func.func @unit_dims_sum
 // CHECK: nc.dma_load {{.*}}ap = array<i64: 256, 64, 1, 256>{{.*}}memref<4096x1x64xf32>, memref<128x256xf32, 1>
 // CHECK: nc.dma_store {{.*}}ap = array<i64: 4, 128, 1, 4>{{.*}}memref<4096x1xf32>
 // CHECK: return
-func.func @unit_dims(%x: tensor<4096x1x64xbf16>) -> tensor<4096x1x64xbf16> {
-  %s = aten.sigmoid %x : tensor<4096x1x64xbf16> -> tensor<4096x1x64xbf16>
-  return %s : tensor<4096x1x64xbf16>
+func.func @unit_dims(%x: tensor<16384x1x64xbf16>) -> tensor<16384x1x64xbf16> {
+  %s = aten.sigmoid %x : tensor<16384x1x64xbf16> -> tensor<16384x1x64xbf16>
+  return %s : tensor<16384x1x64xbf16>
 }
 func.func @unit_dims_sum(%x: tensor<4096x1x64xf32>) -> tensor<4096x1xf32> {
   %y = aten.sum.dim_IntList %x {dim = array<i64: -1>, keepdim = false} : tensor<4096x1x64xf32> -> tensor<4096x1xf32>
   return %y : tensor<4096x1xf32>
+}
+
+// Too few rows: packed 2 to a partition, [2048 x 32] would be 8 row tiles of
+// 256-byte runs, and packing needs at least 8 row tiles left (kernels of
+// fewer overlap too little): as it was, 16 row tiles of 128 bytes.
+// CHECK-LABEL: func.func @few_rows
+// CHECK-NOT: memref<128x64xf32, 1>
+// CHECK: nc.activation {{.*}}memref<128x32xf32, 1>, memref<128x32xf32, 1>
+// CHECK-NOT: memref<128x64xf32, 1>
+// CHECK: return
+func.func @few_rows(%x: tensor<1024x32xf32>) -> tensor<1024x32xf32> {
+  %s = aten.sigmoid %x : tensor<1024x32xf32> -> tensor<1024x32xf32>
+  return %s : tensor<1024x32xf32>
 }
 
 // Neither packed nor interleaved: a transposed input (its packed rows would
@@ -116,8 +129,8 @@ func.func @unit_dims_sum(%x: tensor<4096x1x64xf32>) -> tensor<4096x1xf32> {
 // CHECK: nc.dma_load {{.*}}ap = array<i64: 64, 128, 1, 64>{{.*}}memref<128x64xf32, 1>
 // CHECK-NOT: memref<128x512xf32, 1>
 // CHECK: return
-func.func @transposed(%x: tensor<64x2048xf32>, %y: tensor<2048x64xf32>) -> tensor<2048x64xf32> {
-  %t = aten.t %x : tensor<64x2048xf32> -> tensor<2048x64xf32>
-  %z = aten.add.Tensor %t, %y : tensor<2048x64xf32>, tensor<2048x64xf32> -> tensor<2048x64xf32>
-  return %z : tensor<2048x64xf32>
+func.func @transposed(%x: tensor<64x16384xf32>, %y: tensor<16384x64xf32>) -> tensor<16384x64xf32> {
+  %t = aten.t %x : tensor<64x16384xf32> -> tensor<16384x64xf32>
+  %z = aten.add.Tensor %t, %y : tensor<16384x64xf32>, tensor<16384x64xf32> -> tensor<16384x64xf32>
+  return %z : tensor<16384x64xf32>
 }
