@@ -45,6 +45,9 @@ struct Region {
   // rows of rowStride elements (a tile of a wider matrix); else anywhere in
   // [lo, hi).
   int64_t rowStride = 0, c0 = 0, c1 = 0;
+  // HBM only, when runLength > 0: exactly the runs [first + i * runStride,
+  // + runLength) for i < runCount (a transfer of runs, one per partition).
+  int64_t first = 0, runStride = 0, runCount = 0, runLength = 0;
   bool overlaps(const Region& o) const {
     if (hbm != o.hbm) return false;
     if (!hbm && (p1 <= o.p0 || o.p1 <= p0)) return false;
@@ -52,7 +55,30 @@ struct Region {
     // Column tiles of the same rows are disjoint although their bounding
     // intervals interleave.
     if (hbm && rowStride > 0 && rowStride == o.rowStride && (c1 <= o.c0 || o.c1 <= c0)) return false;
+    // So are runs at other strides that fall between each other (a cat's
+    // padding rows, one per channel plane, and the rows of the planes).
+    if (hbm && runLength > 0 && o.runLength > 0) return runsIntersect(o);
     return true;
+  }
+  // Whether the elements are all of [lo, hi).
+  bool gapless() const { return !hbm || runLength == 0 || runCount == 1 || runLength >= runStride; }
+
+ private:
+  bool runsIntersect(const Region& o) const {
+    const Region& a = runCount <= o.runCount ? *this : o;
+    const Region& b = runCount <= o.runCount ? o : *this;
+    for (int64_t i = 0; i < a.runCount; ++i) {
+      const int64_t x = a.first + i * a.runStride;  // [x, x + a.runLength)
+      if (b.runCount == 1) {
+        if (b.first < x + a.runLength && x < b.first + b.runLength) return true;
+        continue;
+      }
+      // b's runs j with first + j * stride < x + length and first + j * stride + b.length > x.
+      int64_t jLo = std::max<int64_t>(llvm::divideFloorSigned(x - b.runLength - b.first, b.runStride) + 1, 0);
+      int64_t jHi = std::min(llvm::divideFloorSigned(x + a.runLength - b.first - 1, b.runStride), b.runCount - 1);
+      if (jLo <= jHi) return true;
+    }
+    return false;
   }
 };
 
@@ -78,6 +104,12 @@ Region hbmRegion(Value hbm, int64_t offset, ArrayRef<int64_t> ap) {
     (span < 0 ? lo : hi) += span;
   }
   Region r{hbm, 0, 0, lo, hi + 1};
+  if (ap.size() == 4 && ap[0] >= 0 && ap[1] >= 1 && ap[2] == 1 && ap[3] >= 1) {
+    r.first = offset;
+    r.runStride = ap[0];
+    r.runCount = ap[0] == 0 ? 1 : ap[1];
+    r.runLength = ap[3];
+  }
   // [rows of stride S] x [C contiguous elements] that stay inside one row:
   // a rectangle of the row-major [.. x S] view.
   if (ap.size() == 4 && ap[0] > 0 && ap[2] == 1 && offset >= 0) {
@@ -175,8 +207,10 @@ class AccessTracker {
       if (!list.entries.empty()) scan(list, r, deps, retire, absorb);
   }
 
+  // (A write with gaps between its runs covers nothing: an access that
+  // conflicts with what falls in a gap need not conflict with the write.)
   static bool covers(const Region& outer, const Region& inner) {
-    return outer.hbm == inner.hbm && outer.lo <= inner.lo && inner.hi <= outer.hi &&
+    return outer.hbm == inner.hbm && outer.lo <= inner.lo && inner.hi <= outer.hi && outer.gapless() &&
            (outer.hbm || (outer.p0 <= inner.p0 && inner.p1 <= outer.p1));
   }
 
@@ -196,6 +230,7 @@ class AccessTracker {
         const Region& e = it->second.first;
         absorb->lo = std::min(absorb->lo, e.lo);
         absorb->hi = std::max(absorb->hi, e.hi);
+        absorb->runLength = 0;  // the union: its bounding interval
         // The union stays inside the bounding rectangle of both, or, for
         // different shapes, inside the bounding interval.
         if (absorb->rowStride > 0 && absorb->rowStride == e.rowStride) {
