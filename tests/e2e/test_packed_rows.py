@@ -19,7 +19,6 @@ bf16, with default-like (zeros, ones) and random parameters.
 """
 import os
 import sys
-import unittest
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
