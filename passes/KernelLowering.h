@@ -155,6 +155,7 @@ class KernelLowering {
   int64_t shortRowDim() const;
   // Whether a value read or written in rows through `l` is one run per row.
   bool rowIsOneRun(const Layout& l) const;
+  bool storedViewsAllow(llvm::function_ref<bool(const Layout&)> ok);
   // A row tile's store of a value laid out as `store` (an interleaved
   // kernel's goes through its group's tile).
   void storeRows(Value hbm, Value tile, const Layout& store, int64_t p, int64_t f, bool computed);

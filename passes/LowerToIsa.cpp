@@ -364,7 +364,22 @@ bool KernelLowering::rowIsOneRun(const Layout& l) const {
   return ap.size() == 2 && ap[0] == 1;
 }
 
-// Packing: the last leading dim L becomes [L / g, g] and g moves onto the
+// Whether `ok` holds for the layout of every returned view a result is
+// stored through (of it, or of the value whose tile it shares).
+bool KernelLowering::storedViewsAllow(llvm::function_ref<bool(const Layout&)> ok) {
+  for (Value inner : llvm::cast<nc::YieldOp>(kernel.getBody().front().getTerminator()).getValues()) {
+    Value root = inner;
+    for (auto it = sameTileAs.find(root); it != sameTileAs.end(); it = sameTileAs.find(root)) root = it->second;
+    for (Value v : {inner, root})
+      if (auto it = storedThrough.find(v); it != storedThrough.end()) {
+        Layout store;
+        if (failed(layoutOfView(it->second, store)) || !ok(store)) return false;
+      }
+  }
+  return true;
+}
+
+// Packing: L (shortRowDim) becomes [L / g, g] and g moves onto the
 // columns. Every value keeps its strides (split like L's), so broadcasts
 // still work; it needs every HBM value one run per row (a transposed one
 // would turn into element-wise runs) and no value that is constant along
@@ -381,18 +396,9 @@ bool KernelLowering::packShortRows(ArrayRef<Value> hbmValues) {
   };
   for (Value v : hbmValues)
     if (!packable(layouts.lookup(v))) return false;
-  for (Value inner : llvm::cast<nc::YieldOp>(kernel.getBody().front().getTerminator()).getValues()) {
+  for (Value inner : llvm::cast<nc::YieldOp>(kernel.getBody().front().getTerminator()).getValues())
     if (llvm::cast<RankedTensorType>(inner.getType()).getNumElements() != space.rows * space.cols) return false;
-    Value root = inner;
-    for (auto it = sameTileAs.find(root); it != sameTileAs.end(); it = sameTileAs.find(root)) root = it->second;
-    for (Value v : {inner, root})
-      if (auto it = storedThrough.find(v); it != storedThrough.end()) {
-        Layout store;
-        if (failed(layoutOfView(it->second, store))) return false;
-        store.kind = Kind::Full;
-        if (!packable(store)) return false;
-      }
-  }
+  if (!storedViewsAllow([&](const Layout& l) { return l.kind == Kind::Full && rowIsOneRun(l); })) return false;
   const int64_t g = shortRowFactor(k, narrowestElementBytes(hbmValues), kPackedRunBytes);
   if (g == 1) return false;
   const int64_t columns = space.cols;
@@ -436,15 +442,7 @@ bool KernelLowering::interleaveShortRows(ArrayRef<Value> hbmValues) {
     if (!rowIsOneRun(l)) return false;
     grouped.push_back(v);
   }
-  for (Value inner : llvm::cast<nc::YieldOp>(body.getTerminator()).getValues()) {
-    Value root = inner;
-    for (auto it = sameTileAs.find(root); it != sameTileAs.end(); it = sameTileAs.find(root)) root = it->second;
-    for (Value v : {inner, root})
-      if (auto it = storedThrough.find(v); it != storedThrough.end()) {
-        Layout store;
-        if (failed(layoutOfView(it->second, store)) || !rowIsOneRun(store)) return false;
-      }
-  }
+  if (!storedViewsAllow([&](const Layout& l) { return rowIsOneRun(l); })) return false;
   const int64_t g = shortRowFactor(k, narrowestElementBytes(hbmValues), kPackedRunBytes);
   if (g == 1) return false;
   space.interleave = g;

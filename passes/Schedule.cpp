@@ -60,9 +60,6 @@ struct Region {
     if (hbm && runLength > 0 && o.runLength > 0) return runsIntersect(o);
     return true;
   }
-  // Whether the elements are all of [lo, hi).
-  bool gapless() const { return !hbm || runLength == 0 || runCount == 1 || runLength >= runStride; }
-
  private:
   bool runsIntersect(const Region& o) const {
     const Region& a = runCount <= o.runCount ? *this : o;
@@ -207,10 +204,8 @@ class AccessTracker {
       if (!list.entries.empty()) scan(list, r, deps, retire, absorb);
   }
 
-  // (A write with gaps between its runs covers nothing: an access that
-  // conflicts with what falls in a gap need not conflict with the write.)
   static bool covers(const Region& outer, const Region& inner) {
-    return outer.hbm == inner.hbm && outer.lo <= inner.lo && inner.hi <= outer.hi && outer.gapless() &&
+    return outer.hbm == inner.hbm && outer.lo <= inner.lo && inner.hi <= outer.hi &&
            (outer.hbm || (outer.p0 <= inner.p0 && inner.p1 <= outer.p1));
   }
 
