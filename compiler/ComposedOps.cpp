@@ -760,6 +760,75 @@ Value padSpatial(Composer& c, Value x, int64_t lead, ArrayRef<int64_t> kernel, A
   return x;
 }
 
+// Stride-1 windows as contiguous ranges. With every stride 1, the padded
+// input's spatial dims flattened into one, position q = (z, y, x) of the
+// padded grid reads tap t at q + offset(t), offset(t) the tap's flat index.
+// So tap t's slice over the first out[0] planes of the padded grid is one
+// contiguous range of each [n, c] plane: a convolution computes its output
+// at every position of those planes ("wide": the padded width and height
+// beyond out[i] included, whose windows wrap into the next row and are cut
+// at the end), and every window copy or view is one run per plane instead
+// of a run per output row (the im2col of a 3 x 3 convolution over 56 x 56
+// moved rows of 56 elements from rows of 58). The padded planes get enough
+// extra rows at the end for the last wide position's window. Not where the
+// wide positions would be more than twice the output (the cut positions
+// are computed for nothing).
+struct WideWindows {
+  Value flat;                     // [N, C, padded elements per plane]
+  SmallVector<int64_t> offsets;   // per tap, row-major over the kernel
+  int64_t positions = 0;          // wide positions per plane
+  SmallVector<int64_t> wideShape; // [out[0], padded sizes of the other dims]
+};
+
+std::optional<WideWindows> wideWindows(Composer& c, Value x, ArrayRef<int64_t> kernel, ArrayRef<int64_t> stride,
+                                       ArrayRef<int64_t> pad, ArrayRef<int64_t> dilation, ArrayRef<int64_t> out,
+                                       double value) {
+  size_t k = kernel.size();
+  if (llvm::any_of(stride, [](int64_t s) { return s != 1; })) return std::nullopt;
+  auto shape = typeOf(x).getShape();
+  SmallVector<int64_t> padded;  // the extent the windows read, per spatial dim
+  for (size_t i = 0; i < k; ++i) padded.push_back(out[i] + dilation[i] * (kernel[i] - 1));
+  SmallVector<int64_t> flatStride(k, 1);
+  for (size_t i = k - 1; i > 0; --i) flatStride[i - 1] = flatStride[i] * padded[i];
+  WideWindows w;
+  w.wideShape.push_back(out[0]);
+  w.wideShape.append(padded.begin() + 1, padded.end());
+  w.positions = ShapedType::getNumElements(w.wideShape);
+  int64_t outputs = ShapedType::getNumElements(out);
+  if (w.positions > 2 * outputs) return std::nullopt;
+  // Beyond the first dim's planes, the last wide position's window reaches
+  // sum over the other dims of (kernel - 1) * dilation * flat stride.
+  int64_t reach = 0;
+  for (size_t i = 1; i < k; ++i) reach += (kernel[i] - 1) * dilation[i] * flatStride[i];
+  int64_t extraPlanes = (reach + flatStride[0] - 1) / flatStride[0];
+  for (size_t i = 0; i < k; ++i) {
+    int64_t dim = 2 + int64_t(i);
+    int64_t right = padded[i] - shape[size_t(dim)] - pad[i] + (i == 0 ? extraPlanes : 0);
+    x = padDim(c, x, dim, pad[i], right, value);
+  }
+  int64_t planeElements = (padded[0] + extraPlanes) * flatStride[0];
+  w.flat = c.reshape(x, {shape[0], shape[1], planeElements});
+  SmallVector<int64_t> at(k, 0);
+  while (true) {
+    int64_t offset = 0;
+    for (size_t i = 0; i < k; ++i) offset += at[i] * dilation[i] * flatStride[i];
+    w.offsets.push_back(offset);
+    size_t i = k;
+    while (i > 0 && ++at[i - 1] == kernel[i - 1]) at[--i] = 0;
+    if (i == 0) break;
+  }
+  return w;
+}
+
+// The output at wide positions [N, C, positions] cut to [N, C, out...].
+Value cutWide(Composer& c, const WideWindows& w, Value r, ArrayRef<int64_t> out) {
+  SmallVector<int64_t> shape{typeOf(r).getDimSize(0), typeOf(r).getDimSize(1)};
+  shape.append(w.wideShape);
+  r = c.reshape(r, shape);
+  for (size_t i = 1; i < out.size(); ++i) r = c.slice(r, 2 + int64_t(i), 0, out[i]);
+  return r;
+}
+
 // Convolution (1-d, 2-d, 3-d; any stride, padding, dilation, groups;
 // transposed too): the window slices of the zero-padded input, stacked on
 // the channel dim, times the weight as one matmul per group (im2col), the
@@ -843,33 +912,65 @@ LogicalResult convolution(NodeImporter& n) {
     if (out.back() <= 0) return n.error("convolution window larger than its padded input");
     positions *= out.back(), taps *= kernel[i];
   }
-  SmallVector<Value> slices =
-      windowSlices(c, padSpatial(c, x, 2, kernel, stride, pad, dilation, out, 0.0), 2, kernel, stride, dilation, out);
   SmallVector<int64_t> outShape{batch, cout};
   outShape.append(out);
   int64_t cinGroup = cin / groups, coutGroup = cout / groups;
+  std::optional<WideWindows> wide = wideWindows(c, x, kernel, stride, pad, dilation, out, 0.0);
   if (cinGroup == 1 && groups > 1) {
     // Depthwise: output channel o reads input channel o / (cout / groups).
+    SmallVector<Value> slices;
+    if (wide)
+      for (int64_t offset : wide->offsets) slices.push_back(c.slice(wide->flat, 2, offset, offset + wide->positions));
+    else
+      slices = windowSlices(c, padSpatial(c, x, 2, kernel, stride, pad, dilation, out, 0.0), 2, kernel, stride,
+                            dilation, out);
+    SmallVector<int64_t> perChannel(typeOf(slices.front()).getRank() - 2, 1);
+    perChannel.insert(perChannel.begin(), cout);
     Value acc;
     for (auto [tap, s] : llvm::enumerate(slices)) {
       if (coutGroup > 1) {
-        SmallVector<int64_t> wide(typeOf(s).getShape());
-        wide.insert(wide.begin() + 2, coutGroup);
-        s = c.reshape(c.expand(c.unsqueeze(s, 2), wide), outShape);
+        SmallVector<int64_t> shape(typeOf(s).getShape()), expanded(shape);
+        expanded.insert(expanded.begin() + 2, coutGroup);
+        shape[1] = cout;
+        s = c.reshape(c.expand(c.unsqueeze(s, 2), expanded), shape);
       }
-      SmallVector<int64_t> perChannel(size_t(k), 1);
-      perChannel.insert(perChannel.begin(), cout);
       Value tapWeight = c.reshape(c.slice(c.reshape(w, {cout, taps}), 1, int64_t(tap), int64_t(tap) + 1), perChannel);
       Value term = c.mul(s, tapWeight);
       acc = acc ? c.add(acc, term) : term;
     }
-    if (bias) {
-      SmallVector<int64_t> perChannel(size_t(k), 1);
-      perChannel.insert(perChannel.begin(), cout);
-      acc = c.add(acc, c.reshape(c.cast(bias, elem), perChannel));
-    }
-    return c.finish(acc);
+    if (bias) acc = c.add(acc, c.reshape(c.cast(bias, elem), perChannel));
+    return c.finish(wide ? cutWide(c, *wide, acc, out) : acc);
   }
+  if (wide) {
+    // Per group: columns [N, C_g x taps, wide positions] (tap t of channel
+    // c in row c x taps + t, the weight's order), each tap one contiguous
+    // window of every input plane, and the weight [C_out_g, C_g x taps]
+    // broadcast over the batch times them: the output is NCHW already, at
+    // the wide positions, and the cut is a view for whatever reads it.
+    SmallVector<Value> results;
+    for (int64_t g = 0; g < groups; ++g) {
+      Value planes = c.slice(wide->flat, 1, g * cinGroup, (g + 1) * cinGroup);
+      Value cols;
+      if (taps == 1) {
+        cols = c.slice(planes, 2, wide->offsets[0], wide->offsets[0] + wide->positions);
+      } else {
+        SmallVector<Value> columns;
+        for (int64_t offset : wide->offsets)
+          columns.push_back(c.unsqueeze(c.slice(planes, 2, offset, offset + wide->positions), 2));
+        cols = c.reshape(c.cat(columns, 2), {batch, cinGroup * taps, wide->positions});
+      }
+      Value wMat = c.reshape(c.slice(w, 0, g * coutGroup, (g + 1) * coutGroup), {coutGroup, cinGroup * taps});
+      wMat = c.expand(c.unsqueeze(wMat, 0), {batch, coutGroup, cinGroup * taps});
+      Value r = n.b.create<aten::BmmOp>(n.loc, RankedTensorType::get({batch, coutGroup, wide->positions}, elem),
+                                        wMat, cols);
+      if (bias)
+        r = c.add(r, c.reshape(c.slice(c.cast(bias, elem), 0, g * coutGroup, (g + 1) * coutGroup), {coutGroup, 1}));
+      results.push_back(cutWide(c, *wide, r, out));
+    }
+    return c.finish(groups == 1 ? results.front() : c.cat(results, 1));
+  }
+  SmallVector<Value> slices =
+      windowSlices(c, padSpatial(c, x, 2, kernel, stride, pad, dilation, out, 0.0), 2, kernel, stride, dilation, out);
   // Channel-major columns: [N, C_g, out...] per tap -> [C_g, taps, N, out...]
   // -> [C_g * taps, positions] (the order of the weight's [cin_g, kernel...]),
   // then weight [cout_g, C_g * taps] @ columns -> [cout_g, positions]. Only
@@ -1028,9 +1129,19 @@ FailureOr<Pooling> poolingArgs(NodeImporter& n, Value self, bool hasDilation, in
 // dilation, no partial window) as one reduction: the input cut to whole
 // windows, each spatial dim split into [windows, kernel], the kernel dims
 // reduced by `reduce` (sum or amax). Otherwise a null value.
+// Only for windows of more than kMinTiledTaps taps, or a single output per
+// row: the reduction reads each output's window as its own row of kernel
+// columns, a few elements each, where window slices (each tap a strided
+// slice, loaded as its span: LowerToIsa's stepped loads) move whole rows
+// (2 x 2 average pooling of [4, 256, 28, 28] bf16: 2943.5 us tiled).
+constexpr int64_t kMinTiledTaps = 64;
+
 template <typename Reduce>
 Value tiledWindows(Composer& c, Value x, int64_t lead, const Pooling& p, Reduce reduce) {
   size_t k = p.kernel.size();
+  int64_t taps = 1;
+  for (int64_t kernel : p.kernel) taps = std::min<int64_t>(taps * kernel, kMinTiledTaps + 1);
+  if (taps <= kMinTiledTaps && p.out.back() > 1) return Value();
   for (size_t i = 0; i < k; ++i)
     if (p.stride[i] != p.kernel[i] || p.pad[i] != 0 || p.dilation[i] != 1 ||
         p.out[i] * p.kernel[i] > typeOf(x).getDimSize(lead + int64_t(i)))

@@ -98,6 +98,7 @@ void fillTile(neff::TileRef* ref, Value tile, int64_t partStart = 0, int64_t par
   ref->set_byte_offset(uint32_t(offset));
   ref->set_num_elements(uint32_t(type.getDimSize(1)));
   ref->set_dtype(dtypeOf(type.getElementType()));
+  if (int64_t step = nc::tileStep(tile); step > 1) ref->set_step(uint32_t(step));
 }
 
 void fillAccessPattern(neff::AccessPattern* ap, uint32_t tensor, int64_t offset,

@@ -173,6 +173,10 @@ class KernelLowering {
   LogicalResult layoutOfInput(Value v, Layout& out);
   LogicalResult layoutOfView(const aten::StridedView& view, Layout& out);
   LogicalResult lowerCat(aten::CatOp cat, Block* body, ArrayRef<Value> outHbm);
+  // A cat along the last dim whose output rows are short, with g rows per
+  // partition; 1 (not applicable) leaves it to the general lowering.
+  int64_t rowCatFactor(aten::CatOp cat);
+  LogicalResult lowerRowCat(aten::CatOp cat, int64_t g, ArrayRef<Value> outHbm);
   // The HBM offsets of rows r0 + i * rowStep, i < p.
   SmallVector<int64_t> rowOffsets(const Layout& l, int64_t r0, int64_t p);
   // `packedRows` > 1: each partition holds that many consecutive rows of f
@@ -228,6 +232,9 @@ class KernelLowering {
   Block* createIsaBody(Block& old, SmallVectorImpl<Value>& outHbm);
   void finishBody(Block& old, int64_t& instructions, int64_t& dmas);
   Value broadcastRow(Value rowTile, double imm, int64_t p, int64_t f, Type elem, Operation* source);
+  // The value of a kernel input (or a view of one) that is a splat
+  // constant, inside the kernel or passed in; nullopt otherwise.
+  std::optional<double> splatPiece(Value v);
   void finalizeReduction(Operation* op, int64_t p);
   // Over chunked rows, a softmax's normalizer (passes/OnlineSum.h) is summed
   // chunk by chunk against a running reference; the reference and the sum

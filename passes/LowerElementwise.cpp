@@ -415,6 +415,12 @@ LogicalResult KernelLowering::lowerOp(Operation* op, int64_t p, int64_t f) {
           if (auto [src, from] = heldSlice(piece, width); lo < hi && src) {
             copyTile(tileColumns(*b, loc, out, lo - c0, hi - lo),
                      tileColumns(*b, loc, tileOf(src), from + (lo - start), hi - lo), op);
+          } else if (std::optional<double> fill = splatPiece(piece); lo < hi && fill) {
+            // A constant piece (padding) is written, not loaded.
+            setSource(b->create<nc::IotaOp>(loc, tileColumns(*b, loc, out, lo - c0, hi - lo),
+                                            b->getF64FloatAttr(*fill), b->getF64FloatAttr(0.0),
+                                            b->getF64FloatAttr(0.0)),
+                      op);
           } else if (lo < hi) {
             auto view = viewOf.find(piece);
             if (view == viewOf.end()) return op->emitError("internal: a cat operand that is not in HBM");
@@ -578,6 +584,17 @@ Value KernelLowering::combineSpreadPartials(Value partials, StringRef alu, int64
   Value total = alloc(p, 1, f32);
   setSource(b->create<nc::TensorReduceOp>(loc, total, kept, b->getStringAttr(alu)), src);
   return total;
+}
+
+std::optional<double> KernelLowering::splatPiece(Value v) {
+  while (Operation* def = v.getDefiningOp()) {
+    if (!aten::isViewOp(def)) return splatValue(v);
+    v = def->getOperand(0);
+  }
+  auto arg = llvm::dyn_cast<BlockArgument>(v);
+  if (!arg || arg.getOwner()->getParentOp() != kernel.getOperation() || arg.getArgNumber() >= kernel->getNumOperands())
+    return std::nullopt;
+  return splatValue(kernel->getOperand(arg.getArgNumber()));
 }
 
 // A Full [p x f] tile holding `imm` plus, when given, the per-row value of

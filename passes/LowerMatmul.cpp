@@ -79,7 +79,7 @@ Value tileColumns(OpBuilder& b, Location loc, Value tile, int64_t column, int64_
   if (column == 0 && n == t.getDimSize(1)) return tile;
   auto type = MemRefType::get({t.getDimSize(0), n}, t.getElementType(), MemRefLayoutAttrInterface{},
                               t.getMemorySpace());
-  return b.create<nc::TileColumnsOp>(loc, type, tile, b.getI64IntegerAttr(column));
+  return b.create<nc::TileColumnsOp>(loc, type, tile, b.getI64IntegerAttr(column), IntegerAttr());
 }
 
 // An f32 PSUM tile. PSUM tiles rotate over the banks in the memory plan;

@@ -90,7 +90,7 @@ constexpr int64_t kPsumRegionBase = int64_t(1) << 40;
 Region tileRegion(Value tile, int64_t partStart = 0, int64_t parts = -1) {
   auto t = llvm::cast<MemRefType>(tile.getType());
   int64_t off = nc::tileByteOffset(tile) + (nc::isPsumTile(tile.getType()) ? kPsumRegionBase : 0);
-  int64_t bytes = t.getDimSize(1) * (t.getElementType().getIntOrFloatBitWidth() / 8);
+  int64_t bytes = nc::tileSpanBytes(tile);
   return {Value(), partStart, partStart + (parts < 0 ? t.getDimSize(0) : parts), off, off + bytes};
 }
 

@@ -37,6 +37,16 @@ int64_t tileByteOffset(Value tile) {
   return (offset ? offset.getInt() : 0) + skipped;
 }
 
+int64_t tileStep(Value tile) {
+  auto view = tile.getDefiningOp<TileColumnsOp>();
+  return view && view.getStep() ? int64_t(*view.getStep()) : 1;
+}
+
+int64_t tileSpanBytes(Value tile) {
+  auto t = llvm::cast<MemRefType>(tile.getType());
+  return ((t.getDimSize(1) - 1) * tileStep(tile) + 1) * int64_t(t.getElementTypeBitWidth() / 8);
+}
+
 Value tileBuffer(Value tile) {
   while (auto view = tile.getDefiningOp<TileColumnsOp>()) tile = view.getSource();
   return tile;
@@ -341,9 +351,12 @@ LogicalResult TileColumnsOp::verify() {
       view.getMemorySpace() != src.getMemorySpace() || view.getDimSize(0) != src.getDimSize(0))
     return emitOpError("result must be a tile of the source's partitions, element type and memory, got ")
            << getView().getType();
-  int64_t column = getColumn(), n = view.getDimSize(1);
-  if (column < 0 || n < 1 || column + n > src.getDimSize(1))
-    return emitOpError("columns [") << column << ", " << column + n << ") are outside the source's "
+  int64_t column = getColumn(), n = view.getDimSize(1), step = tileStep(getView());
+  if (step < 1) return emitOpError("step must be positive, got ") << step;
+  if (auto inner = getSource().getDefiningOp<TileColumnsOp>(); inner && tileStep(inner.getView()) > 1)
+    return emitOpError("source steps through its columns; a stepped view is read by instructions only");
+  if (column < 0 || n < 1 || column + (n - 1) * step + 1 > src.getDimSize(1))
+    return emitOpError("columns [") << column << ", " << column + (n - 1) * step + 1 << ") are outside the source's "
                                     << src.getDimSize(1);
   return success();
 }

@@ -55,6 +55,10 @@ bool isSbufTile(mlir::Type type);
 // ncc-plan-memory gave its allocation (SBUF or PSUM; 0 before planning) plus,
 // for a tile_columns range, the columns it skips.
 int64_t tileByteOffset(mlir::Value tile);
+// The element step of a tile's columns (a stepped tile_columns view), 1 if
+// contiguous; and the bytes of a partition it spans, first to last element.
+int64_t tileStep(mlir::Value tile);
+int64_t tileSpanBytes(mlir::Value tile);
 // The alloc_tile or alloc_psum result a tile (or a column view of one) lives in.
 mlir::Value tileBuffer(mlir::Value tile);
 bool isPsumTile(mlir::Type type);

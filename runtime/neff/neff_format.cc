@@ -10,6 +10,7 @@
 #include <limits>
 #include <sstream>
 #include <thread>
+#include <tuple>
 
 #include "absl/strings/str_cat.h"
 #include "device_model.h"
@@ -369,7 +370,7 @@ absl::Status VerifyTile(const TileRef& t, const DeviceParams& dev, const std::st
     return Bad(absl::StrCat(where, ": tile partitions [", t.start_partition(), ", +",
                             t.partitions(), ") outside 0..", dev.partitions));
   const uint64_t capacity = psum ? dev.psum_bytes_per_partition : dev.sbuf_bytes_per_partition;
-  uint64_t end = uint64_t(t.byte_offset()) + uint64_t(t.num_elements()) * DTypeSize(t.dtype());
+  uint64_t end = uint64_t(t.byte_offset()) + TileSpanBytes(t);
   if (t.num_elements() == 0 || end > capacity)
     return Bad(absl::StrCat(where, ": tile bytes [", t.byte_offset(), ", ", end, ") outside the ",
                             capacity, "-byte ", psum ? "PSUM" : "SBUF", " partition"));
@@ -519,6 +520,17 @@ absl::Status VerifyInstruction(const Instruction& inst, const Kernel& k, const E
   if (inst.engine() == GPSIMD)
     for (const TileRef* t : {&inst.in0(), &inst.in1(), &inst.in2()})
       if (t->space() == PSUM) return Bad(absl::StrCat(where, ": the gpsimd engine cannot read PSUM"));
+  {
+    const Opcode op = inst.opcode();
+    const bool in0Steps = op == TENSOR_TENSOR || op == TENSOR_SCALAR || op == ACTIVATION || op == TENSOR_REDUCE;
+    const bool in1Steps = op == TENSOR_TENSOR;
+    for (auto [t, name, allowed] : {std::tuple{&inst.out(), "out", false}, {&inst.in0(), "in0", in0Steps},
+                                    {&inst.in1(), "in1", in1Steps}, {&inst.in2(), "in2", false},
+                                    {&inst.accum(), "accum", false}})
+      if (TileStep(*t) > 1 && !allowed)
+        return Bad(absl::StrCat(where, ": ", name, " of ", OpcodeName(op), " steps by ", t->step(),
+                                " elements; only the data inputs of elementwise instructions may step"));
+  }
   switch (inst.opcode()) {
     case DMA_LOAD:
     case DMA_STORE: {

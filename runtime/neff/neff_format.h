@@ -95,6 +95,15 @@ std::vector<KernelRange> Dispatches(const Executable& executable);
 const char* DispatchModelName(DispatchModel model);
 
 size_t DTypeSize(DType dtype);
+// Elements between consecutive elements of a tile in its partition (1 for a
+// contiguous tile, also when `step` is unset).
+inline uint64_t TileStep(const TileRef& t) { return t.step() > 1 ? t.step() : 1; }
+// Bytes of a partition a tile spans, from its first element to the end of
+// its last: num_elements x dtype size when contiguous.
+inline uint64_t TileSpanBytes(const TileRef& t) {
+  return t.num_elements() == 0 ? 0
+                               : ((uint64_t(t.num_elements()) - 1) * TileStep(t) + 1) * DTypeSize(t.dtype());
+}
 // Integer and bool HBM tensors, which DMAs convert from and into f32 tiles.
 bool IsIntegerDType(DType dtype);
 const char* DTypeName(DType dtype);

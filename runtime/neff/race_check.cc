@@ -22,7 +22,7 @@ constexpr int kMaxRegions = 4;  // the most OnChipFootprint returns (select, mat
 
 Region Whole(const TileRef& t, bool write) {
   return {write, t.space(), t.start_partition(), t.start_partition() + t.partitions(),
-          t.byte_offset(), t.byte_offset() + uint64_t(t.num_elements()) * DTypeSize(t.dtype())};
+          t.byte_offset(), t.byte_offset() + TileSpanBytes(t)};
 }
 
 // Only element 0 of every partition (per-partition scalars and results).

@@ -56,7 +56,7 @@ void ForRows(Rows rows, uint64_t elements_per_row, bool parallel, F row) {
 
 bool RangesOverlap(uint64_t a0, uint64_t a1, uint64_t b0, uint64_t b1) { return a0 < b1 && b0 < a1; }
 
-uint64_t TileBytes(const TileRef& t) { return uint64_t(t.num_elements()) * neff::DTypeSize(t.dtype()); }
+uint64_t TileBytes(const TileRef& t) { return neff::TileSpanBytes(t); }
 
 // Whether writing `w` could change what a later read of `r` sees, given that
 // rows may run on different threads and a row is processed in blocks of
@@ -71,7 +71,8 @@ bool ReadWriteHazard(const TileRef& r, const TileRef& w) {
                  RangesOverlap(r.byte_offset(), r.byte_offset() + TileBytes(r), w.byte_offset(),
                                w.byte_offset() + TileBytes(w));
   bool same_mapping = r.start_partition() == w.start_partition() && r.byte_offset() == w.byte_offset() &&
-                      neff::DTypeSize(r.dtype()) == neff::DTypeSize(w.dtype());
+                      neff::DTypeSize(r.dtype()) == neff::DTypeSize(w.dtype()) &&
+                      neff::TileStep(r) == neff::TileStep(w);
   return overlap && !same_mapping;
 }
 
@@ -288,13 +289,24 @@ uint8_t* Executor::Row(const TileRef& tile, uint32_t p) const {
 }
 
 Executor::RowSource Executor::Source(const TileRef& in, const Instruction& inst, int slot) {
+  const uint64_t step = neff::TileStep(in);
   bool hazard = ReadWriteHazard(in, inst.out()) || (inst.has_accum() && ReadWriteHazard(in, inst.accum()));
-  if (!hazard) return {Row(in, 0), PartitionBytes(in)};
-  uint64_t bytes = TileBytes(in);
+  if (!hazard && step == 1) return {Row(in, 0), PartitionBytes(in)};
+  // A copy of the input, contiguous: before the output overwrites it, or
+  // gathered along its step.
+  const size_t es = neff::DTypeSize(in.dtype());
+  const uint64_t bytes = uint64_t(in.num_elements()) * es;
   std::vector<uint8_t>& snap = snapshot_[slot];
   snap.resize(size_t(bytes) * in.partitions());
-  for (uint32_t p = 0; p < in.partitions(); ++p)
-    std::memcpy(snap.data() + p * bytes, Row(in, p), size_t(bytes));
+  for (uint32_t p = 0; p < in.partitions(); ++p) {
+    uint8_t* to = snap.data() + p * bytes;
+    const uint8_t* from = Row(in, p);
+    if (step == 1) {
+      std::memcpy(to, from, size_t(bytes));
+      continue;
+    }
+    for (uint32_t i = 0; i < in.num_elements(); ++i) std::memcpy(to + size_t(i) * es, from + i * step * es, es);
+  }
   return {snap.data(), bytes};
 }
 
@@ -610,6 +622,9 @@ bool PartitionLocal(const Instruction& inst) {
   const std::array<const TileRef*, 5> tiles = TilesOf(inst);
   for (const TileRef* t : tiles)
     if (t && (t->start_partition() != main.start_partition() || t->partitions() != main.partitions())) return false;
+  // A stepped input is gathered into the instruction's one snapshot (Source).
+  for (const TileRef* t : tiles)
+    if (t && neff::TileStep(*t) > 1) return false;
   if (inst.opcode() == neff::DMA_STORE) return StoreRowsDisjoint(inst.hbm());
   for (int i = 0; i < 3; ++i) {
     if (!tiles[i] || inst.opcode() == neff::DMA_LOAD) continue;

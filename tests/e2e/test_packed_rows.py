@@ -144,6 +144,25 @@ class PackedRows(common.ComparedWithEager):
                 x = randn(64, 2048).to(dtype)
                 self.check(lambda a: F.softmax(a.t() * 2, -1), (x,))
 
+    def test_cats_of_short_rows(self):
+        # A cat along the last dim of short rows, alone in its kernel, puts g
+        # rows on each partition: padding (one value, written by iota), pieces
+        # of different constants, computed pieces, a piece that is a slice,
+        # rows that g does not divide evenly into tiles, a transposed piece
+        # (its rows not consecutive: one row a partition as before).
+        for dtype in DTYPES:
+            with self.subTest(dtype=dtype):
+                x = randn(8, 64, 30, 28).to(dtype)
+                y = randn(4096, 20, seed=1).to(dtype)
+                self.check(lambda a: (F.pad(a, (1, 1, 1, 1)), F.pad(a, (2, 3), value=-1.5),
+                                      F.pad(a, (0, 4), value=float("-inf"))), (x,))
+                self.check(lambda a: torch.cat([torch.ones(4096, 3, dtype=a.dtype), a, torch.zeros(4096, 5, dtype=a.dtype)], -1),
+                           (y,))
+                self.check(lambda a: torch.cat([a.exp(), a[:, 3:11] * 2, a.t().reshape(4096, 20)], -1), (y,))
+                self.check(lambda a: torch.cat([a[:, :7], a[:, 7:].t().t()], -1) + 1, (y,))
+                z = randn(3000, 14, seed=2).to(dtype)
+                self.check(lambda a: F.pad(a, (1, 1)).sin(), (z,))
+
 
 if __name__ == "__main__":
     common.main()

@@ -345,6 +345,16 @@ const IsaBadCase kIsaBadCases[] = {
      "per-partition operand spans 2 partitions, expected 4"},
     {"activation bias tile past SBUF", [] { return TwoKernelModel(4, 8); },
      [](Executable* e) { *Inst(e, 1, 3)->mutable_in2() = Tile(0, 4, 196608 - 2, 1, F32); }, "SBUF"},
+    {"stepped output", MatmulExe, [](Executable* e) { Inst(e, 0, 9)->mutable_out()->set_step(2); },
+     "out of tensor_scalar steps by 2 elements; only the data inputs"},
+    {"stepped DMA tile", MatmulExe, [](Executable* e) { Inst(e, 0, 0)->mutable_out()->set_step(3); },
+     "out of dma_load steps by 3"},
+    {"stepped transpose input", MatmulExe, [](Executable* e) { Inst(e, 0, 3)->mutable_in0()->set_step(2); },
+     "in0 of transpose steps by 2"},
+    {"stepped select predicate", SelectExe, [](Executable* e) { Inst(e, 0, 3)->mutable_in2()->set_step(2); },
+     "in2 of tensor_select steps"},
+    {"stepped input past SBUF", [] { return TwoKernelModel(4, 8); },
+     [](Executable* e) { Inst(e, 1, 3)->mutable_in0()->set_step(1u << 20); }, "SBUF"},
 };
 
 TEST(NeffCorruption, VerifierRefusesBrokenIsaAdditions) {

@@ -337,3 +337,31 @@ func.func @tile_columns_source(%m: memref<128x512xf32, 1>) {
   %v = nc.tile_columns %m [0] : memref<128x512xf32, 1> -> memref<128x128xf32, 1>
   return
 }
+
+// -----
+
+func.func @tile_columns_step_range() {
+  %a = nc.alloc_tile : memref<128x64xf32, 1>
+  // expected-error @+1 {{columns [2, 65) are outside the source's 64}}
+  %v = nc.tile_columns %a [2] {step = 2 : i64} : memref<128x64xf32, 1> -> memref<128x32xf32, 1>
+  return
+}
+
+// -----
+
+func.func @tile_columns_step_positive() {
+  %a = nc.alloc_tile : memref<128x64xf32, 1>
+  // expected-error @+1 {{step must be positive, got 0}}
+  %v = nc.tile_columns %a [0] {step = 0 : i64} : memref<128x64xf32, 1> -> memref<128x32xf32, 1>
+  return
+}
+
+// -----
+
+func.func @tile_columns_of_stepped() {
+  %a = nc.alloc_tile : memref<128x64xf32, 1>
+  %v = nc.tile_columns %a [0] {step = 2 : i64} : memref<128x64xf32, 1> -> memref<128x32xf32, 1>
+  // expected-error @+1 {{source steps through its columns; a stepped view is read by instructions only}}
+  %w = nc.tile_columns %v [0] : memref<128x32xf32, 1> -> memref<128x16xf32, 1>
+  return
+}

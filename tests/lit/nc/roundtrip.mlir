@@ -55,6 +55,8 @@ func.func @engines() {
   %bank = nc.alloc_psum : memref<128x512xf32, 2>
   %quarter = nc.tile_columns %bank [384] : memref<128x512xf32, 2> -> memref<128x128xf32, 2>
   nc.transpose %quarter, %a : memref<128x128xf32, 2>, memref<128x128xbf16, 1>
+  // CHECK: nc.tile_columns %{{.*}}[1] {step = 3 : i64} : memref<128x512xf32, 2> -> memref<128x100xf32, 2>
+  %thirds = nc.tile_columns %bank [1] {step = 3 : i64} : memref<128x512xf32, 2> -> memref<128x100xf32, 2>
   %s = nc.alloc_tile : memref<128x512xf32, 1>
   // Results leave PSUM through the vector or scalar engine.
   // CHECK: nc.activation %{{.*}}, %{{.*}} {func = "gelu_tanh"} : memref<128x512xf32, 1>, memref<128x512xf32, 2>

@@ -98,14 +98,32 @@ func.func @copy(%x: tensor<4x8xf32>) -> tensor<32xf32> {
 
 // -----
 
-// cat: each input is copied into its slab of the output.
+// cat along the last dim: each input is loaded into its column range of
+// one tile and the rows are stored whole, one run each.
 // CHECK-LABEL: func.func @concat
 // CHECK: nc.kernel "k0_cat"
-// CHECK: nc.dma_store {{.*}} {ap = array<i64: 11, 4, 1, 8>, {{.*}}offset = 0 : i64
-// CHECK: nc.dma_store {{.*}} {ap = array<i64: 11, 4, 1, 3>, {{.*}}offset = 8 : i64
+// CHECK: %[[T:.*]] = nc.alloc_tile {{.*}} : memref<4x11xf32, 1>
+// CHECK: %[[X:.*]] = nc.tile_columns %[[T]][0] : memref<4x11xf32, 1> -> memref<4x8xf32, 1>
+// CHECK: nc.dma_load %{{.*}} -> %[[X]] {ap = array<i64: 8, 4, 1, 8>
+// CHECK: %[[Y:.*]] = nc.tile_columns %[[T]][8] : memref<4x11xf32, 1> -> memref<4x3xf32, 1>
+// CHECK: nc.dma_load %{{.*}} -> %[[Y]] {ap = array<i64: 3, 4, 1, 3>
+// CHECK: nc.dma_store %[[T]] -> %{{.*}} {ap = array<i64: 11, 4, 1, 11>, {{.*}}offset = 0 : i64
+// CHECK-NOT: nc.dma_store
 func.func @concat(%x: tensor<4x8xf32>, %y: tensor<4x3xf32>) -> tensor<4x11xf32> {
   %c = aten.cat %x, %y {dim = 1 : i64} : tensor<4x8xf32>, tensor<4x3xf32> -> tensor<4x11xf32>
   return %c : tensor<4x11xf32>
+}
+
+// -----
+
+// cat along another dim: each input is copied into its slab of the output.
+// CHECK-LABEL: func.func @concat_rows
+// CHECK: nc.kernel "k0_cat"
+// CHECK: nc.dma_store {{.*}} {ap = array<i64: 8, 4, 1, 8>, {{.*}}offset = 0 : i64
+// CHECK: nc.dma_store {{.*}} {ap = array<i64: 8, 3, 1, 8>, {{.*}}offset = 32 : i64
+func.func @concat_rows(%x: tensor<4x8xf32>, %y: tensor<3x8xf32>) -> tensor<7x8xf32> {
+  %c = aten.cat %x, %y {dim = 0 : i64} : tensor<4x8xf32>, tensor<3x8xf32> -> tensor<7x8xf32>
+  return %c : tensor<7x8xf32>
 }
 
 // -----

@@ -58,14 +58,16 @@ func.func @column_tiles(%x: tensor<128x8192xf32>) -> tensor<128x8192xf32> {
 
 // A transfer of one run per partition is kept as its runs: the padding rows
 // of a cat along H (one per channel plane, at the stride of a plane, spanning
-// the whole output) and the rows of the planes between them do not conflict,
-// so each plane's stores wait only for their own load instead of for the
-// padding and each other, one at a time.
+// the whole output) and the planes between them (one run of 56 x 56 per
+// partition: the copy's columns are the trailing dims contiguous in both
+// the input and the output) do not conflict, so each plane's stores wait
+// only for their own load instead of for the padding and each other, one
+// at a time.
 // CHECK-LABEL: func.func @padding_rows
 // CHECK: nc.dma_store {{.*}}ap = array<i64: 3248, 128, 1, 56>{{.*}}offset = 0 : i64
 // CHECK: nc.dma_store {{.*}}ap = array<i64: 3248, 128, 1, 56>{{.*}}offset = 415744 : i64
-// CHECK: nc.dma_store {{.*}}ap = array<i64: 56, 56, 1, 56>{{.*}}offset = 56 : i64, part_start = 0 : i64, queue = 3 : i64, source_op = -1 : i64, waits = array<i64: 6, 1>}
-// CHECK-NEXT: nc.dma_store {{.*}}ap = array<i64: 56, 56, 1, 56>{{.*}}offset = 3304 : i64, part_start = 56 : i64, queue = 4 : i64, source_op = -1 : i64, waits = array<i64: 6, 1>}
+// CHECK: nc.dma_store {{.*}}ap = array<i64: 3248, 16, 1, 3136>{{.*}}offset = 56 : i64, part_start = 0 : i64, queue = 6 : i64, source_op = -1 : i64, waits = array<i64: 6, 1>}
+// CHECK-NEXT: nc.dma_store {{.*}}ap = array<i64: 3248, 16, 1, 3136>{{.*}}offset = 52024 : i64, part_start = 16 : i64, queue = 7 : i64, source_op = -1 : i64, waits = array<i64: 7, 1>}
 func.func @padding_rows(%z: tensor<4x64x1x56xbf16>, %x: tensor<4x64x56x56xbf16>) -> tensor<4x64x58x56xbf16> {
   %y = aten.cat %z, %x, %z {dim = 2 : i64} : tensor<4x64x1x56xbf16>, tensor<4x64x56x56xbf16>, tensor<4x64x1x56xbf16> -> tensor<4x64x58x56xbf16>
   return %y : tensor<4x64x58x56xbf16>

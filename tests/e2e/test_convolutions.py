@@ -1,0 +1,145 @@
+#!/usr/bin/env python3
+"""Convolutions. With every stride 1 a convolution reads each tap as one
+contiguous window of the padded input's flattened planes and computes its
+output at every position of the padded width (compiler/ComposedOps.cpp,
+wideWindows): a batched matmul of the weight with the taps' windows, whose
+extra columns are cut by a view; a depthwise one sums the windows times
+per-channel weights. Other strides, and shapes whose wide positions would be
+more than twice the output, take the strided window slices. These cases
+cover both: 1-d, 2-d and 3-d, padding (none, symmetric, larger than the
+kernel's reach), dilation, rectangular kernels, groups and depthwise with a
+channel multiplier, biases (zeros, ones, random) and none, transposed
+convolutions (a stride-1 convolution of the spread input; f32), batch 1 and
+more, a convolution returned as is and one followed by batch norm, an
+activation and a residual add (the epilogue over the batched matmul's
+rows), integer-valued weights where rounding cannot hide an off-by-one
+window. Strided reads (slices whose innermost dim steps, pooling with a
+stride) load the contiguous span and keep every step-th element. Each is compiled at -O0 and -O2, run, and compared with PyTorch
+eager in f32 and bf16.
+"""
+import os
+import sys
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, HERE)
+import e2e_common as common  # noqa: E402
+
+import torch  # noqa: E402
+import torch.nn.functional as F  # noqa: E402
+
+DTYPES = common.FLOAT_DTYPES
+randn = common.seeded_randn
+
+
+class Convolutions(common.ComparedWithEager):
+    def conv(self, x_shape, w_shape, bias="random", seed=0, **kw):
+        conv = {3: F.conv1d, 4: F.conv2d, 5: F.conv3d}[len(x_shape)]
+        for dtype in DTYPES:
+            with self.subTest(x=x_shape, w=w_shape, bias=bias, dtype=dtype, **kw):
+                x = randn(*x_shape, seed=seed).to(dtype)
+                w = (randn(*w_shape, seed=seed + 1) * 0.3).to(dtype)
+                inputs = [x, w]
+                if bias is None:
+                    self.check(lambda a, k: conv(a, k, **kw), inputs)
+                    continue
+                b = {"zeros": torch.zeros, "ones": torch.ones}.get(bias, lambda n: randn(n, seed=seed + 2))(w_shape[0])
+                self.check(lambda a, k, c: conv(a, k, c, **kw), inputs + [b.to(dtype)])
+
+    def test_stride_one_2d(self):
+        self.conv((2, 8, 9, 11), (16, 8, 3, 3), padding=1)
+        self.conv((1, 3, 16, 16), (8, 3, 3, 3), bias=None)
+        self.conv((3, 4, 7, 10), (6, 4, 2, 3), bias="zeros", padding=(1, 2))
+        self.conv((2, 5, 12, 9), (7, 5, 3, 3), bias="ones", padding=2, dilation=2)
+        self.conv((2, 6, 8, 8), (6, 6, 5, 5), padding=2)
+        self.conv((2, 4, 6, 6), (4, 4, 3, 3), padding="same")
+        self.conv((2, 4, 9, 7), (5, 4, 1, 1))
+        self.conv((2, 4, 9, 7), (5, 4, 1, 1), bias=None, padding=1)
+
+    def test_stride_one_1d_and_3d(self):
+        self.conv((2, 16, 40), (24, 16, 3), padding=1)
+        self.conv((3, 8, 33), (8, 8, 5), bias=None, dilation=3, padding=6)
+        self.conv((1, 32, 64), (16, 32, 1))
+        self.conv((2, 3, 5, 6, 7), (4, 3, 3, 3, 3), padding=1)
+        self.conv((1, 4, 4, 5, 6), (2, 4, 2, 1, 3), bias=None)
+
+    def test_groups_and_depthwise(self):
+        self.conv((2, 8, 10, 10), (12, 4, 3, 3), padding=1, groups=2)
+        self.conv((2, 12, 7, 9), (12, 3, 3, 3), bias=None, groups=4)
+        self.conv((2, 16, 10, 12), (16, 1, 3, 3), padding=1, groups=16)
+        self.conv((2, 8, 9, 9), (24, 1, 5, 5), bias="zeros", padding=2, groups=8)
+        self.conv((2, 6, 30), (6, 1, 7), padding=3, groups=6)
+
+    def test_strides_and_wide_fallback(self):
+        self.conv((2, 8, 17, 15), (16, 8, 3, 3), padding=1, stride=2)
+        self.conv((2, 4, 9, 12), (6, 4, 3, 3), stride=(1, 2))
+        self.conv((2, 4, 12, 9), (6, 4, 3, 3), bias=None, stride=(2, 1), padding=1)
+        self.conv((2, 8, 9, 9), (8, 1, 3, 3), padding=1, stride=2, groups=8)
+        # Wide positions more than twice the output: a 3 x 3 output of a 5 x 5
+        # kernel over a 3 x 3 input padded by 2.
+        self.conv((2, 4, 3, 3), (5, 4, 5, 5), padding=2)
+
+    def test_transposed(self):
+        # f32: eager 1.13's bf16 transposed convolution on the CPU is wrong
+        # (test_composed_ops compares our bf16 with f32 eager instead).
+        x, w, b = randn(2, 6, 7, 8), randn(6, 4, 3, 3, seed=1) * 0.3, randn(4, seed=2)
+        self.check(lambda a, k, c: F.conv_transpose2d(a, k, c, stride=2, padding=1, output_padding=1), [x, w, b])
+        self.check(lambda a, k: F.conv_transpose1d(a.flatten(2), k[:, :, 1]), [x, w])
+
+    def test_integer_valued_windows(self):
+        # Small integers: every product and sum exact in f32 and bf16, so a
+        # window one column off is an exact mismatch, not noise.
+        for dtype in DTYPES:
+            x = torch.arange(2 * 3 * 6 * 7, dtype=torch.float32).reshape(2, 3, 6, 7).remainder(5).to(dtype)
+            w = torch.arange(4 * 3 * 3 * 3, dtype=torch.float32).reshape(4, 3, 3, 3).remainder(3).sub(1).to(dtype)
+            self.check(lambda a, k: F.conv2d(a, k, padding=1), [x, w])
+            self.check(lambda a, k: F.conv2d(a, k[:3, :1], padding=(2, 1), groups=3), [x, w])
+
+    def test_conv_bn_relu_residual(self):
+        class Block(torch.nn.Module):
+            def __init__(self, c):
+                super().__init__()
+                self.conv1 = torch.nn.Conv2d(c, c, 3, padding=1, bias=False)
+                self.bn1 = torch.nn.BatchNorm2d(c)
+                self.conv2 = torch.nn.Conv2d(c, c, 3, padding=1, bias=False)
+                self.bn2 = torch.nn.BatchNorm2d(c)
+                self.proj = torch.nn.Conv2d(c, 2 * c, 1)
+
+            def forward(self, x):
+                y = F.relu(self.bn1(self.conv1(x)))
+                y = F.relu(self.bn2(self.conv2(y)) + x)
+                return self.proj(y), y.mean((2, 3))
+
+        self.models(lambda: Block(8), (randn(2, 8, 10, 12),))
+
+    def test_strided_reads(self):
+        # Slices whose innermost dim steps load the contiguous span and keep
+        # every step-th element (a stepped engine read): steps 2 to 5 with
+        # offsets, two stepped dims under a reduction, pooling with stride
+        # 2 (NaN and -inf in windows), integer inputs converted by the load,
+        # and steps too wide to stage (element runs as before).
+        for dtype in DTYPES:
+            x = randn(4, 6, 20, 22).to(dtype)
+            x[0, 0, 2, 4], x[1, 2, 6, 0] = float("nan"), float("-inf")
+            self.check(lambda a: (a[..., ::2] * 3, a[:, :, 1::3, 2::4].exp(), a[..., 1:20:5] + 1), [x])
+            self.check(lambda a: a[:, ::2, :, 1::2].sum((-2, -1)), [x])
+            self.check(lambda a: (F.max_pool2d(a, 3, 2, 1), F.max_pool2d(a, 2), F.avg_pool2d(a, 3, 2, 1),
+                                  F.avg_pool2d(a, 2), F.avg_pool2d(a, (20, 22)), F.max_pool2d(a, (10, 11))), [x])
+            self.check(lambda a: F.max_pool1d(a.flatten(2), 4, 3), [x])
+            w = randn(500, 300, seed=3).to(dtype)
+            self.check(lambda a: a[:, ::100].tanh(), [w])
+        i = torch.arange(4 * 64, dtype=torch.int64).reshape(4, 64) * 7 - 500
+        self.check(lambda a: (a[:, 1::2].float() * 0.5, a[:, ::3] + 3), [i])
+
+    def test_batched_matmul_split_epilogue(self):
+        # The pattern the convolutions make, written directly: a batched
+        # matmul whose rows of N are reshaped into two dims, then scaled per
+        # row and per column.
+        for dtype in DTYPES:
+            a, b = randn(3, 16, 8).to(dtype), randn(3, 8, 99, seed=1).to(dtype)
+            s, t = randn(16, 1, 1, seed=2).to(dtype), randn(11, seed=3).to(dtype)
+            self.check(lambda p, q, u, v: torch.relu(torch.bmm(p, q).reshape(3, 16, 9, 11) * u + v), [a, b, s, t])
+            self.check(lambda p, q, u: (torch.bmm(p, q).reshape(3, 16, 9, 11)[..., :7] + u), [a, b, s])
+
+
+if __name__ == "__main__":
+    common.main()

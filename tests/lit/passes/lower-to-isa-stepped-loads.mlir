@@ -1,0 +1,54 @@
+// Loads whose innermost dim steps through HBM (passes/LowerToIsa.cpp,
+// emitDma): instead of one DMA run per element, the contiguous span of each
+// run of steps is loaded into a staging tile, and one tensor_scalar per
+// outer index reads every step-th element of it through a stepped
+// tile_columns view (neff.proto TileRef.step) into the tile the ops use.
+// RUN: neuron-opt %s --split-input-file --ncc-form-kernels=fuse=true --ncc-lower-to-isa | FileCheck %s
+
+// x[:, ::2]: rows of 64 read as spans of 63, compacted by step 2.
+// CHECK-LABEL: func.func @every_other_column
+// CHECK: %[[T:.*]] = nc.alloc_tile {{.*}} : memref<128x32xf32, 1>
+// CHECK: %[[S:.*]] = nc.alloc_tile {{.*}} : memref<128x63xf32, 1>
+// CHECK: nc.dma_load %{{.*}} -> %[[S]] {ap = array<i64: 64, 128, 1, 63>
+// CHECK: %[[V:.*]] = nc.tile_columns %[[S]][0] {step = 2 : i64} : memref<128x63xf32, 1> -> memref<128x32xf32, 1>
+// CHECK: nc.tensor_scalar %[[T]], %[[V]] {alu = "mul", {{.*}}imm = 1.000000e+00
+// CHECK: nc.tensor_scalar %{{.*}}, %[[T]] {alu = "mul", {{.*}}imm = 2.000000e+00
+func.func @every_other_column(%x: tensor<256x64xf32>) -> tensor<256x32xf32> {
+  %s = aten.slice.Tensor %x {dim = 1 : i64, start = 0 : i64, end = 64 : i64, step = 2 : i64} : tensor<256x64xf32> -> tensor<256x32xf32>
+  %y = aten.mul.Scalar %s, 2.0 : tensor<256x32xf32> -> tensor<256x32xf32>
+  return %y : tensor<256x32xf32>
+}
+
+// -----
+
+// Two stepped dims under a row sum: four outer rows (step 2 over 8) of 19
+// elements each, compacted by step 3 into the four 7-column ranges.
+// CHECK-LABEL: func.func @strided_plane_sums
+// CHECK: %[[T:.*]] = nc.alloc_tile {{.*}} : memref<128x28xf32, 1>
+// CHECK: %[[S:.*]] = nc.alloc_tile {{.*}} : memref<128x76xf32, 1>
+// CHECK: nc.dma_load %{{.*}} -> %[[S]] {ap = array<i64: 160, 128, 40, 4, 1, 19>, {{.*}}offset = 1 : i64
+// CHECK: nc.tile_columns %[[S]][0] {step = 3 : i64}
+// CHECK: nc.tile_columns %[[S]][19] {step = 3 : i64}
+// CHECK: nc.tile_columns %[[S]][38] {step = 3 : i64}
+// CHECK: %[[V:.*]] = nc.tile_columns %[[S]][57] {step = 3 : i64} : memref<128x76xf32, 1> -> memref<128x7xf32, 1>
+// CHECK: %[[C:.*]] = nc.tile_columns %[[T]][21] : memref<128x28xf32, 1> -> memref<128x7xf32, 1>
+// CHECK: nc.tensor_scalar %[[C]], %[[V]]
+// CHECK: nc.tensor_reduce %{{.*}}, %[[T]] {alu = "add"
+func.func @strided_plane_sums(%x: tensor<256x8x20xf32>) -> tensor<256xf32> {
+  %a = aten.slice.Tensor %x {dim = 1 : i64, start = 0 : i64, end = 8 : i64, step = 2 : i64} : tensor<256x8x20xf32> -> tensor<256x4x20xf32>
+  %b = aten.slice.Tensor %a {dim = 2 : i64, start = 1 : i64, end = 20 : i64, step = 3 : i64} : tensor<256x4x20xf32> -> tensor<256x4x7xf32>
+  %s = aten.sum.dim_IntList %b {dim = array<i64: 1, 2>, keepdim = false} : tensor<256x4x7xf32> -> tensor<256xf32>
+  return %s : tensor<256xf32>
+}
+
+// -----
+
+// Steps of 100 would load 100 times the bytes: element runs as before.
+// CHECK-LABEL: func.func @wide_steps
+// CHECK: nc.dma_load %{{.*}} {ap = array<i64: 1000, 128, 100, 10>
+// CHECK-NOT: step =
+func.func @wide_steps(%x: tensor<128x1000xf32>) -> tensor<128x10xf32> {
+  %s = aten.slice.Tensor %x {dim = 1 : i64, start = 0 : i64, end = 1000 : i64, step = 100 : i64} : tensor<128x1000xf32> -> tensor<128x10xf32>
+  %y = aten.exp %s : tensor<128x10xf32> -> tensor<128x10xf32>
+  return %y : tensor<128x10xf32>
+}
