@@ -902,6 +902,9 @@ LogicalResult indexFill(NodeImporter& n, bool tensorValue) {
     value = c.scalar(asTensorScalar(v, x), elem);
   }
   int64_t size = typeOf(x).getDimSize(dim), count = std::max<int64_t>(typeOf(index).getNumElements(), 1);
+  // (Unfused, at -O0, the [size, count] comparisons are a tensor of their
+  // own: 65151 positions by as many indices took 34 GB.)
+  if (size * count > kMaxPairs) return n.error("index_fill of more than 2^28 index comparisons");
   auto [position, valid] = flatIndexOf(c, {size}, {c.reshape(index, {count})});
   // [size, count]: position i is one of the indices
   Value hits = c.logicalAnd(c.compare<aten::EqTensorOp>(c.iota(size, {size, 1}), c.reshape(position, {1, count})),

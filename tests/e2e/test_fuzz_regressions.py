@@ -835,6 +835,19 @@ class FuzzRegressions(unittest.TestCase):
         self.assertIn("float64 results are not supported",
                       self.compile_error(lambda x: x.double() * 2, [randn(3, 4)]))
 
+    def test_index_fill_beyond_its_comparisons(self):
+        """graph_fuzz seed 24242424 case 208: index_fill of 65151 positions by 65151 indices
+        compiled at -O0 into a 34 GB arena (its [positions, indices] comparisons unfused),
+        which the runtime could not allocate. It is refused at compile time past 2^28
+        comparisons, as scatter is; a smaller one still matches eager."""
+        x = randn(65151)
+        idx = torch.randint(0, 65151, (65151,), generator=torch.Generator().manual_seed(3))
+        for opt in (0, 2):
+            self.assertIn("index_fill of more than 2^28 index comparisons",
+                          self.compile_error(lambda a, i: a.index_fill(0, i, 0.0), [x, idx], opt=opt))
+        small = torch.tensor([3, 0, 3, 99], dtype=torch.int64)
+        self.check(lambda a, i: a.index_fill(0, i, -2.0), (randn(100, 3), small))
+
 
 if __name__ == "__main__":
     unittest.main(verbosity=2)
