@@ -678,8 +678,9 @@ void KernelLowering::emitDma(bool load, Value hbm, Value tile, const Layout& l, 
   const int64_t span = (steps - 1) * step + 1, elemBytes = std::max<int64_t>(1, elem.getIntOrFloatBitWidth() / 8);
   Value staging;
   SmallVector<int64_t> stagedPattern;
+  // (The copies cover the tile's partitions: only for a load that fills them all.)
   if (load && step >= 2 && step <= kMaxStagedStep && steps >= 4 && outer <= kMaxStagedOuter &&
-      outer * span * elemBytes <= kMaxStagingBytes) {
+      outer * span * elemBytes <= kMaxStagingBytes && llvm::cast<MemRefType>(tile.getType()).getDimSize(0) == p) {
     staging = alloc(llvm::cast<MemRefType>(tile.getType()).getDimSize(0), outer * span, elem);
     stagedPattern.assign(freePattern.begin(), freePattern.end() - 2);
     stagedPattern.append({1, span});
@@ -1464,20 +1465,23 @@ LogicalResult KernelLowering::run(int64_t& instructions, int64_t& dmas) {
              });
     };
     const bool alone = cat && !others && yield.getValues().size() == 1 && yield.getValues()[0] == cat.getResult();
+    // The kernel's ISA body, written by `lower` (given the outputs in HBM).
+    auto lowerCopy = [&](llvm::function_ref<LogicalResult(Block*, ArrayRef<Value>)> lower) -> LogicalResult {
+      SmallVector<Value> outHbm;
+      Block* body = createIsaBody(old, outHbm);
+      OpBuilder builder = OpBuilder::atBlockEnd(body);
+      b = &builder;
+      if (failed(lower(body, outHbm))) {
+        body->erase();
+        return failure();
+      }
+      finishBody(old, instructions, dmas);
+      return success();
+    };
     if (alone && rowsAssembled()) {
       if (failed(foldViews(old, /*allowTileAliases=*/false))) return failure();
-      if (int64_t g = rowCatFactor(cat); g > 1) {
-        SmallVector<Value> outHbm;
-        Block* body = createIsaBody(old, outHbm);
-        OpBuilder builder = OpBuilder::atBlockEnd(body);
-        b = &builder;
-        if (failed(lowerRowCat(cat, g, outHbm))) {
-          body->erase();
-          return failure();
-        }
-        finishBody(old, instructions, dmas);
-        return success();
-      }
+      if (int64_t g = rowCatFactor(cat); g > 1)
+        return lowerCopy([&](Block*, ArrayRef<Value> outHbm) { return lowerRowCat(cat, g, outHbm); });
       viewOf.clear();
     }
     if (alone && !rowsAssembled()) {
@@ -1488,16 +1492,7 @@ LogicalResult KernelLowering::run(int64_t& instructions, int64_t& dmas) {
           }))
         return cat.emitError("cat of tensors with different dtypes is not supported yet");
       if (failed(foldViews(old, /*allowTileAliases=*/false))) return failure();
-      SmallVector<Value> outHbm;
-      Block* body = createIsaBody(old, outHbm);
-      OpBuilder builder = OpBuilder::atBlockEnd(body);
-      b = &builder;
-      if (failed(lowerCat(cat, body, outHbm))) {
-        body->erase();
-        return failure();
-      }
-      finishBody(old, instructions, dmas);
-      return success();
+      return lowerCopy([&](Block* body, ArrayRef<Value> outHbm) { return lowerCat(cat, body, outHbm); });
     }
   }
   Block& oldBody = kernel.getBody().front();
