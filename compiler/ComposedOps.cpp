@@ -915,6 +915,17 @@ LogicalResult convolution(NodeImporter& n) {
   SmallVector<int64_t> outShape{batch, cout};
   outShape.append(out);
   int64_t cinGroup = cin / groups, coutGroup = cout / groups;
+  // A 1 x 1 window strided without padding reads the strided slice of the
+  // input: that slice convolved with stride 1 (one copy of it, a strided
+  // read, and a bmm giving NCHW; the im2col's permutes of the input and the
+  // output cost twice as much: [4, 64, 56, 56] -> 128 channels at stride 2,
+  // 152.9 us).
+  if (llvm::all_of(kernel, [](int64_t t) { return t == 1; }))
+    for (int64_t i = 0; i < k; ++i)
+      if (stride[i] > 1 && pad[i] == 0) {
+        x = c.slice(x, 2 + i, 0, (out[i] - 1) * stride[i] + 1, stride[i]);
+        stride[i] = 1;
+      }
   std::optional<WideWindows> wide = wideWindows(c, x, kernel, stride, pad, dilation, out, 0.0);
   if (cinGroup == 1 && groups > 1) {
     // Depthwise: output channel o reads input channel o / (cout / groups).

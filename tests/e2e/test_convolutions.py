@@ -74,6 +74,13 @@ class Convolutions(common.ComparedWithEager):
         self.conv((2, 4, 9, 12), (6, 4, 3, 3), stride=(1, 2))
         self.conv((2, 4, 12, 9), (6, 4, 3, 3), bias=None, stride=(2, 1), padding=1)
         self.conv((2, 8, 9, 9), (8, 1, 3, 3), padding=1, stride=2, groups=8)
+        # 1 x 1 windows: the strided slice convolved with stride 1 (with
+        # padding, the padded positions give the bias alone).
+        self.conv((2, 8, 11, 10), (6, 8, 1, 1), stride=2)
+        self.conv((2, 8, 11, 10), (6, 4, 1, 1), bias=None, stride=(3, 1), groups=2)
+        self.conv((2, 6, 9, 9), (6, 1, 1, 1), stride=2, groups=6)
+        self.conv((2, 4, 7, 7), (5, 4, 1, 1), padding=1, stride=2)
+        self.conv((3, 8, 25), (4, 8, 1), bias="zeros", stride=4)
         # Wide positions more than twice the output: a 3 x 3 output of a 5 x 5
         # kernel over a 3 x 3 input padded by 2.
         self.conv((2, 4, 3, 3), (5, 4, 5, 5), padding=2)
