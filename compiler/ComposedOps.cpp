@@ -830,10 +830,13 @@ Value cutWide(Composer& c, const WideWindows& w, Value r, ArrayRef<int64_t> out)
 }
 
 // Convolution (1-d, 2-d, 3-d; any stride, padding, dilation, groups;
-// transposed too): the window slices of the zero-padded input, stacked on
-// the channel dim, times the weight as one matmul per group (im2col), the
-// bias as the matmul's addend. One input channel per group (depthwise) is a
-// weighted sum of the slices instead.
+// transposed too). Stride 1 (after a 1 x 1 window's strided slice): each
+// tap a contiguous range of the padded planes (wideWindows), the weight
+// times their stack as one bmm per group, the extra positions cut. Other
+// strides: the window slices of the zero-padded input, stacked on the
+// channel dim, times the weight as one matmul per group (im2col), the bias
+// as the matmul's addend. One input channel per group (depthwise) is a
+// weighted sum of the ranges or slices instead.
 LogicalResult convolution(NodeImporter& n) {
   Composer c(n);
   NCC_TRY(input, n.tensor(0, "input"));
@@ -918,8 +921,8 @@ LogicalResult convolution(NodeImporter& n) {
   // A 1 x 1 window strided without padding reads the strided slice of the
   // input: that slice convolved with stride 1 (one copy of it, a strided
   // read, and a bmm giving NCHW; the im2col's permutes of the input and the
-  // output cost twice as much: [4, 64, 56, 56] -> 128 channels at stride 2,
-  // 152.9 us).
+  // output cost three times as much: [4, 64, 56, 56] -> 128 channels at
+  // stride 2, 152.9 us against 43.7).
   if (llvm::all_of(kernel, [](int64_t t) { return t == 1; }))
     for (int64_t i = 0; i < k; ++i)
       if (stride[i] > 1 && pad[i] == 0) {

@@ -41,7 +41,8 @@ std::string Tile(const char* role, const nn::TileRef& t) {
   std::string dtype = nn::DType_Name(t.dtype());
   std::transform(dtype.begin(), dtype.end(), dtype.begin(), [](unsigned char c) { return char(std::tolower(c)); });
   return absl::StrCat(role, " ", t.partitions(), "x", t.num_elements(), " ", dtype,
-                      t.space() == nn::PSUM ? " PSUM" : " SBUF");
+                      t.space() == nn::PSUM ? " PSUM" : " SBUF",
+                      t.step() > 1 ? absl::StrCat(" step ", t.step()) : std::string());
 }
 
 // "out 128x512 bf16 SBUF, in0 ..." and, for DMA, the HBM access pattern.
