@@ -232,6 +232,8 @@ class KernelLowering {
   Block* createIsaBody(Block& old, SmallVectorImpl<Value>& outHbm);
   void finishBody(Block& old, int64_t& instructions, int64_t& dmas);
   Value broadcastRow(Value rowTile, double imm, int64_t p, int64_t f, Type elem, Operation* source);
+  // Writes `value` into every element of `tile` (an iota with zero steps).
+  void fillConstant(Value tile, double value, Operation* source);
   // The value of a kernel input (or a view of one) that is a splat
   // constant, inside the kernel or passed in; nullopt otherwise.
   std::optional<double> splatPiece(Value v);

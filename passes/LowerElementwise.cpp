@@ -126,8 +126,7 @@ LogicalResult KernelLowering::lowerOp(Operation* op, int64_t p, int64_t f) {
       if (anyFull) return fullTile(v, l);
       if (l.kind == Kind::Row) return tileOf(v);
       Value t = alloc(p, 1, b->getF32Type());  // an immediate as a per-row value
-      setSource(b->create<nc::IotaOp>(loc, t, b->getF64FloatAttr(l.imm), b->getF64FloatAttr(0.0),
-                                      b->getF64FloatAttr(0.0)), op);
+      fillConstant(t, l.imm, op);
       return t;
     };
     Value c = operand(cond, lc), t = operand(onTrue, lt), e = operand(onFalse, lf);
@@ -417,10 +416,7 @@ LogicalResult KernelLowering::lowerOp(Operation* op, int64_t p, int64_t f) {
                      tileColumns(*b, loc, tileOf(src), from + (lo - start), hi - lo), op);
           } else if (std::optional<double> fill = splatPiece(piece); lo < hi && fill) {
             // A constant piece (padding) is written, not loaded.
-            setSource(b->create<nc::IotaOp>(loc, tileColumns(*b, loc, out, lo - c0, hi - lo),
-                                            b->getF64FloatAttr(*fill), b->getF64FloatAttr(0.0),
-                                            b->getF64FloatAttr(0.0)),
-                      op);
+            fillConstant(tileColumns(*b, loc, out, lo - c0, hi - lo), *fill, op);
           } else if (lo < hi) {
             auto view = viewOf.find(piece);
             if (view == viewOf.end()) return op->emitError("internal: a cat operand that is not in HBM");
@@ -523,9 +519,7 @@ void KernelLowering::finalizeOnlineSum(const OnlineSum& m, int64_t p) {
   }
   Value c = m.shift(), negC = alloc(p, 1, f32), rescale = alloc(p, 1, f32), sum = alloc(p, 1, f32);
   if (layouts.lookup(c).kind == Kind::Imm)
-    setSource(b->create<nc::IotaOp>(loc, negC, b->getF64FloatAttr(-layouts.lookup(c).imm), b->getF64FloatAttr(0.0),
-                                    b->getF64FloatAttr(0.0)),
-              m.shifted);
+    fillConstant(negC, -layouts.lookup(c).imm, m.shifted);
   else
     tensorScalar(negC, tileOf(c), Value(), "mul", -1.0, m.shifted);
   expWithBias(rescale, ref, negC, Value(), m.rowSum);
@@ -597,6 +591,12 @@ std::optional<double> KernelLowering::splatPiece(Value v) {
   return splatValue(kernel->getOperand(arg.getArgNumber()));
 }
 
+void KernelLowering::fillConstant(Value tile, double value, Operation* source) {
+  setSource(b->create<nc::IotaOp>(loc, tile, b->getF64FloatAttr(value), b->getF64FloatAttr(0.0),
+                                  b->getF64FloatAttr(0.0)),
+            source);
+}
+
 // A Full [p x f] tile holding `imm` plus, when given, the per-row value of
 // `rowTile` (iota writes the constant, an add the row value).
 Value KernelLowering::broadcastRow(Value rowTile, double imm, int64_t p, int64_t f, Type elem,
@@ -606,9 +606,7 @@ Value KernelLowering::broadcastRow(Value rowTile, double imm, int64_t p, int64_t
     if (auto it = constantTiles.find(key); it != constantTiles.end()) return it->second;
   Value t = alloc(p, f, elem);
   if (!rowTile) constantTiles[key] = t;
-  setSource(b->create<nc::IotaOp>(loc, t, b->getF64FloatAttr(imm), b->getF64FloatAttr(0.0),
-                                  b->getF64FloatAttr(0.0)),
-            source);
+  fillConstant(t, imm, source);
   if (rowTile) tensorScalar(t, t, rowTile, "add", 0.0, source);
   return t;
 }

@@ -1353,13 +1353,13 @@ int64_t KernelLowering::rowCatFactor(aten::CatOp cat) {
     aten::StridedView view = viewOf.count(piece) ? viewOf[piece] : aten::contiguousView(t.getShape());
     if (!aten::reshapeStrides(view.shape, view.strides, {rows * t.getShape().back()})) return 1;
   }
-  int64_t g = 1;
-  for (int64_t d = 2; d * width <= maxFree && rows / d >= nc::kNumPartitions * kMinShortRowTiles; ++d) {
-    if (rows % d != 0) continue;
-    g = d;
-    if (d * width * bytes >= kPackedRunBytes) break;
-  }
-  return g;
+  // The rows as one leading dim, as shortRowFactor divides it.
+  space = Space{};
+  space.lead = {rows};
+  space.trail = {width};
+  space.rows = rows;
+  space.cols = width;
+  return shortRowFactor(0, bytes, kPackedRunBytes);
 }
 
 LogicalResult KernelLowering::lowerRowCat(aten::CatOp cat, int64_t g, ArrayRef<Value> outHbm) {
@@ -1395,10 +1395,7 @@ LogicalResult KernelLowering::lowerRowCat(aten::CatOp cat, int64_t g, ArrayRef<V
     const int64_t p = std::min<int64_t>(nc::kNumPartitions, groups - r0);
     ++iteration;
     Value out = alloc(p, g * width, elem);
-    if (fill && oneFill)
-      setSource(b->create<nc::IotaOp>(loc, out, b->getF64FloatAttr(*fill), b->getF64FloatAttr(0.0),
-                                      b->getF64FloatAttr(0.0)),
-                cat);
+    if (fill && oneFill) fillConstant(out, *fill, cat);
     int64_t start = 0;
     for (Value piece : cat.getTensors()) {
       auto t = llvm::cast<RankedTensorType>(piece.getType());
@@ -1406,11 +1403,7 @@ LogicalResult KernelLowering::lowerRowCat(aten::CatOp cat, int64_t g, ArrayRef<V
       if (w == 0) continue;
       if (std::optional<double> v = splatPiece(piece)) {
         if (!oneFill)
-          for (int64_t j = 0; j < g; ++j)
-            setSource(b->create<nc::IotaOp>(loc, tileColumns(*b, loc, out, j * width + start, w),
-                                            b->getF64FloatAttr(*v), b->getF64FloatAttr(0.0),
-                                            b->getF64FloatAttr(0.0)),
-                      cat);
+          for (int64_t j = 0; j < g; ++j) fillConstant(tileColumns(*b, loc, out, j * width + start, w), *v, cat);
       } else {
         Layout l;
         if (failed(layoutOf(viewOf.count(piece) ? viewOf[piece] : aten::contiguousView(t.getShape()), w, l)))
@@ -1483,6 +1476,7 @@ LogicalResult KernelLowering::run(int64_t& instructions, int64_t& dmas) {
       if (int64_t g = rowCatFactor(cat); g > 1)
         return lowerCopy([&](Block*, ArrayRef<Value> outHbm) { return lowerRowCat(cat, g, outHbm); });
       viewOf.clear();
+      space = Space{};
     }
     if (alone && !rowsAssembled()) {
       auto rt = llvm::cast<RankedTensorType>(kernel.getResult(0).getType());
