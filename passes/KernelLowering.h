@@ -42,6 +42,9 @@ SmallVector<int64_t> simplifyFreePattern(ArrayRef<int64_t> freeAp);
 // Columns [column, column + n) of an SBUF or PSUM tile: the tile itself, or
 // an nc.tile_columns view of it.
 Value tileColumns(OpBuilder& b, Location loc, Value tile, int64_t column, int64_t n);
+// The n columns column, column + step, ... of a tile (a stepped view when
+// step > 1): the data inputs and the outputs of elementwise instructions.
+Value steppedColumns(OpBuilder& b, Location loc, Value tile, int64_t column, int64_t n, int64_t step);
 
 enum class Kind { Full, Row, Imm };
 
@@ -175,8 +178,11 @@ class KernelLowering {
   LogicalResult lowerCat(aten::CatOp cat, Block* body, ArrayRef<Value> outHbm);
   // A cat along the last dim whose output rows are short, with g rows per
   // partition; 1 (not applicable) leaves it to the general lowering.
-  int64_t rowCatFactor(aten::CatOp cat);
-  LogicalResult lowerRowCat(aten::CatOp cat, int64_t g, ArrayRef<Value> outHbm);
+  // A cat along the last dim of `pieces` into `result` (`source`: the op the
+  // instructions are attributed to, a cat or an expand of the last dim).
+  int64_t rowCatFactor(ArrayRef<Value> pieces, RankedTensorType result);
+  LogicalResult lowerRowCat(ArrayRef<Value> pieces, RankedTensorType result, Operation* source, int64_t g,
+                            ArrayRef<Value> outHbm);
   // The HBM offsets of rows r0 + i * rowStep, i < p.
   SmallVector<int64_t> rowOffsets(const Layout& l, int64_t r0, int64_t p);
   // `packedRows` > 1: each partition holds that many consecutive rows of f
@@ -288,6 +294,9 @@ class KernelLowering {
   // through this view of the output buffer in the root's shape.
   llvm::DenseMap<Value, aten::StridedView> storedThrough;
   llvm::DenseSet<Value> tilelessViews;  // inner links of such chains: no tile of their own
+  // Reshapes between a copy kernel's cat and its result (a stack flattened):
+  // the output holds the cat's elements in order, so they emit nothing.
+  llvm::DenseSet<Operation*> reshapesOfCat;
   // Tiles holding only a splat constant (broadcastRow without a row value),
   // by (value bits, partitions, columns, dtype): written once per kernel and
   // read by every row tile that needs them.

@@ -82,6 +82,14 @@ Value tileColumns(OpBuilder& b, Location loc, Value tile, int64_t column, int64_
   return b.create<nc::TileColumnsOp>(loc, type, tile, b.getI64IntegerAttr(column), IntegerAttr());
 }
 
+Value steppedColumns(OpBuilder& b, Location loc, Value tile, int64_t column, int64_t n, int64_t step) {
+  if (step == 1) return tileColumns(b, loc, tile, column, n);
+  auto t = llvm::cast<MemRefType>(tile.getType());
+  auto type = MemRefType::get({t.getDimSize(0), n}, t.getElementType(), MemRefLayoutAttrInterface{},
+                              t.getMemorySpace());
+  return b.create<nc::TileColumnsOp>(loc, type, tile, b.getI64IntegerAttr(column), b.getI64IntegerAttr(step));
+}
+
 // An f32 PSUM tile. PSUM tiles rotate over the banks in the memory plan;
 // they carry no iteration.
 Value KernelLowering::allocPsum(int64_t p, int64_t f) {

@@ -324,6 +324,9 @@ constexpr int64_t kShortRowBytes = 512, kPackedRunBytes = 1024;
 // LayerNorm over 2048 rows of 128 in 4 groups of 4 rows a partition slowed
 // the layer from 150.1 to 151.9 us, in 8 of 2 not).
 constexpr int64_t kMinShortRowTiles = 8;
+// A copy kernel broadcasting a last dim of 1 to at most this many is lowered
+// as a cat of that many copies (one stepped copy each per row tile).
+constexpr int64_t kMaxExpandCopies = 64;
 
 static Type hbmTypeOf(Value outer);
 
@@ -715,10 +718,8 @@ void KernelLowering::emitDma(bool load, Value hbm, Value tile, const Layout& l, 
   if (!staging) return;
   auto type = llvm::cast<MemRefType>(staging.getType());
   for (int64_t o = 0; o < outer; ++o) {
-    auto view = MemRefType::get({type.getDimSize(0), steps}, elem, MemRefLayoutAttrInterface{}, type.getMemorySpace());
-    Value stepped = b->create<nc::TileColumnsOp>(loc, view, staging, b->getI64IntegerAttr(o * span),
-                                                 b->getI64IntegerAttr(step));
-    copyTile(tileColumns(*b, loc, tile, o * steps, steps), stepped, nullptr);
+    copyTile(tileColumns(*b, loc, tile, o * steps, steps), steppedColumns(*b, loc, staging, o * span, steps, step),
+             nullptr);
   }
 }
 
@@ -1215,6 +1216,7 @@ LogicalResult KernelLowering::foldViews(Block& old, bool allowTileAliases) {
   for (Operation& op : old.without_terminator()) {
     if (!aten::isViewOp(&op)) continue;
     auto in = viewOf.find(op.getOperand(0));
+    if (in == viewOf.end() && reshapesOfCat.contains(&op)) continue;
     if (in == viewOf.end()) {
       // A returned view is stored through its chain's inverse pattern; a
       // reshape that keeps the rows of a value with a tile reuses the tile.
@@ -1340,14 +1342,13 @@ LogicalResult KernelLowering::lowerCat(aten::CatOp cat, Block* body, ArrayRef<Va
 // piece is written by iota. g is the smallest divisor of the rows that makes
 // the output's runs kPackedRunBytes, keeping kMinShortRowTiles row tiles
 // (or the largest that fits).
-int64_t KernelLowering::rowCatFactor(aten::CatOp cat) {
-  auto rt = llvm::cast<RankedTensorType>(cat.getType());
+int64_t KernelLowering::rowCatFactor(ArrayRef<Value> pieces, RankedTensorType rt) {
   const int64_t width = rt.getShape().back(), rows = rt.getNumElements() / std::max<int64_t>(width, 1);
   const int64_t bytes = std::max<int64_t>(1, rt.getElementTypeBitWidth() / 8);
   if (width == 0 || rows == 0 || width * bytes >= kShortRowBytes) return 1;
   // Every loaded piece must hold its rows one after another, so that g of
   // them are one run.
-  for (Value piece : cat.getTensors()) {
+  for (Value piece : pieces) {
     auto t = llvm::cast<RankedTensorType>(piece.getType());
     if (t.getShape().back() == 0 || splatPiece(piece)) continue;
     aten::StridedView view = viewOf.count(piece) ? viewOf[piece] : aten::contiguousView(t.getShape());
@@ -1362,8 +1363,8 @@ int64_t KernelLowering::rowCatFactor(aten::CatOp cat) {
   return shortRowFactor(0, bytes, kPackedRunBytes);
 }
 
-LogicalResult KernelLowering::lowerRowCat(aten::CatOp cat, int64_t g, ArrayRef<Value> outHbm) {
-  auto rt = llvm::cast<RankedTensorType>(cat.getType());
+LogicalResult KernelLowering::lowerRowCat(ArrayRef<Value> pieces, RankedTensorType rt, Operation* cat, int64_t g,
+                                          ArrayRef<Value> outHbm) {
   Type elem = nc::deviceElementType(rt.getElementType());
   const int64_t width = rt.getShape().back(), rows = rt.getNumElements() / width, groups = rows / g;
   // Each value seen as [rows / g, g x its width]: one row of the space per
@@ -1386,7 +1387,7 @@ LogicalResult KernelLowering::lowerRowCat(aten::CatOp cat, int64_t g, ArrayRef<V
   // One fill of the whole tile when every splat piece has the same value.
   std::optional<double> fill;
   bool oneFill = true;
-  for (Value piece : cat.getTensors())
+  for (Value piece : pieces)
     if (auto v = splatPiece(piece); v && llvm::cast<RankedTensorType>(piece.getType()).getShape().back() > 0) {
       if (fill && llvm::bit_cast<uint64_t>(*fill) != llvm::bit_cast<uint64_t>(*v)) oneFill = false;
       fill = v;
@@ -1397,21 +1398,38 @@ LogicalResult KernelLowering::lowerRowCat(aten::CatOp cat, int64_t g, ArrayRef<V
     Value out = alloc(p, g * width, elem);
     if (fill && oneFill) fillConstant(out, *fill, cat);
     int64_t start = 0;
-    for (Value piece : cat.getTensors()) {
+    // A piece given more than once (an expand) is loaded once per row tile.
+    llvm::SmallDenseMap<Value, Value, 4> staged;
+    for (Value piece : pieces) {
       auto t = llvm::cast<RankedTensorType>(piece.getType());
       const int64_t w = t.getShape().back();
       if (w == 0) continue;
+      // A piece narrower than g is written column by column along a step
+      // (w instructions, each over its column of all g rows), else row by
+      // row (g instructions): a stack of two values along a new last dim,
+      // flattened, interleaves them one column each.
+      const bool byColumn = w < g;
       if (std::optional<double> v = splatPiece(piece)) {
-        if (!oneFill)
+        if (!oneFill && byColumn)
+          for (int64_t k = 0; k < w; ++k) fillConstant(steppedColumns(*b, loc, out, start + k, g, width), *v, cat);
+        else if (!oneFill)
           for (int64_t j = 0; j < g; ++j) fillConstant(tileColumns(*b, loc, out, j * width + start, w), *v, cat);
       } else {
-        Layout l;
-        if (failed(layoutOf(viewOf.count(piece) ? viewOf[piece] : aten::contiguousView(t.getShape()), w, l)))
-          return cat.emitError("internal: a cat piece whose rows are not consecutive");
-        Value staging = alloc(p, g * w, elem);
-        emitDma(/*load=*/true, hbmOf[piece], staging, l, r0, p, 0, g * w);
-        for (int64_t j = 0; j < g; ++j)
-          copyTile(tileColumns(*b, loc, out, j * width + start, w), tileColumns(*b, loc, staging, j * w, w), cat);
+        Value& staging = staged[piece];
+        if (!staging) {
+          Layout l;
+          if (failed(layoutOf(viewOf.count(piece) ? viewOf[piece] : aten::contiguousView(t.getShape()), w, l)))
+            return cat->emitError("internal: a cat piece whose rows are not consecutive");
+          staging = alloc(p, g * w, elem);
+          emitDma(/*load=*/true, hbmOf[piece], staging, l, r0, p, 0, g * w);
+        }
+        if (byColumn) {
+          for (int64_t k = 0; k < w; ++k)
+            copyTile(steppedColumns(*b, loc, out, start + k, g, width), steppedColumns(*b, loc, staging, k, g, w), cat);
+        } else {
+          for (int64_t j = 0; j < g; ++j)
+            copyTile(tileColumns(*b, loc, out, j * width + start, w), tileColumns(*b, loc, staging, j * w, w), cat);
+        }
       }
       start += w;
     }
@@ -1451,13 +1469,42 @@ LogicalResult KernelLowering::run(int64_t& instructions, int64_t& dmas) {
     auto yield = llvm::cast<nc::YieldOp>(old.getTerminator());
     auto rowsAssembled = [&] {
       auto rt = llvm::cast<RankedTensorType>(cat.getType());
-      int64_t rank = rt.getRank(), dim = cat.getDim() < 0 ? cat.getDim() + rank : int64_t(cat.getDim());
+      int64_t rank = rt.getRank(), dim = int64_t(cat.getDim());
+      if (dim < 0) dim += rank;
       return rank > 0 && dim == rank - 1 && llvm::isa<FloatType>(rt.getElementType()) &&
              llvm::all_of(cat.getTensors(), [&](Value v) {
                return llvm::cast<RankedTensorType>(v.getType()).getElementType() == rt.getElementType();
              });
     };
-    const bool alone = cat && !others && yield.getValues().size() == 1 && yield.getValues()[0] == cat.getResult();
+    // The kernel returns the cat, or a reshape of it that keeps the order of
+    // its elements (a stack along a new dim, flattened): the output buffer
+    // holds the cat's elements in order either way.
+    Value returned = yield.getValues().size() == 1 && !others ? yield.getValues()[0] : Value();
+    reshapesOfCat.clear();
+    while (returned && (!cat || returned != cat.getResult())) {
+      Operation* def = returned.getDefiningOp();
+      if (!def || !def->hasOneUse() ||
+          !llvm::isa<aten::UnsqueezeOp, aten::SqueezeDimOp, aten::ViewShapeOp, aten::UnsafeViewOp, aten::ReshapeOp,
+                     aten::ReshapeAliasOp, aten::CloneOp>(def))
+        break;
+      reshapesOfCat.insert(def);
+      returned = def->getOperand(0);
+    }
+    const bool alone = cat && !others && returned == cat.getResult();
+    // A copy kernel that broadcasts a last dim of 1 to r (nearest
+    // upsampling, repeat_interleave) is a cat of r copies of its input.
+    aten::ExpandOp expand = !cat && returned ? returned.getDefiningOp<aten::ExpandOp>() : aten::ExpandOp();
+    if (expand) {
+      auto in = llvm::cast<RankedTensorType>(expand.getSelf().getType());
+      auto out = llvm::cast<RankedTensorType>(expand.getType());
+      const int64_t rank = in.getRank();
+      const bool lastDimOnly = rank > 0 && out.getRank() == rank && in.getShape().back() == 1 &&
+                               out.getShape().drop_back() == in.getShape().drop_back() &&
+                               out.getShape().back() >= 2 && out.getShape().back() <= kMaxExpandCopies &&
+                               llvm::isa<FloatType>(in.getElementType()) &&
+                               in.getElementType() == out.getElementType();
+      if (!lastDimOnly) expand = aten::ExpandOp();
+    }
     // The kernel's ISA body, written by `lower` (given the outputs in HBM).
     auto lowerCopy = [&](llvm::function_ref<LogicalResult(Block*, ArrayRef<Value>)> lower) -> LogicalResult {
       SmallVector<Value> outHbm;
@@ -1471,10 +1518,21 @@ LogicalResult KernelLowering::run(int64_t& instructions, int64_t& dmas) {
       finishBody(old, instructions, dmas);
       return success();
     };
+    if (expand) {
+      if (failed(foldViews(old, /*allowTileAliases=*/false))) return failure();
+      auto rt = llvm::cast<RankedTensorType>(expand.getType());
+      SmallVector<Value> pieces(size_t(rt.getShape().back()), expand.getSelf());
+      if (int64_t g = rowCatFactor(pieces, rt); g > 1)
+        return lowerCopy([&](Block*, ArrayRef<Value> outHbm) { return lowerRowCat(pieces, rt, expand, g, outHbm); });
+      viewOf.clear();
+      space = Space{};
+    }
     if (alone && rowsAssembled()) {
       if (failed(foldViews(old, /*allowTileAliases=*/false))) return failure();
-      if (int64_t g = rowCatFactor(cat); g > 1)
-        return lowerCopy([&](Block*, ArrayRef<Value> outHbm) { return lowerRowCat(cat, g, outHbm); });
+      SmallVector<Value> pieces(cat.getTensors());
+      auto rt = llvm::cast<RankedTensorType>(cat.getType());
+      if (int64_t g = rowCatFactor(pieces, rt); g > 1)
+        return lowerCopy([&](Block*, ArrayRef<Value> outHbm) { return lowerRowCat(pieces, rt, cat, g, outHbm); });
       viewOf.clear();
       space = Space{};
     }
@@ -1489,6 +1547,8 @@ LogicalResult KernelLowering::run(int64_t& instructions, int64_t& dmas) {
       return lowerCopy([&](Block* body, ArrayRef<Value> outHbm) { return lowerCat(cat, body, outHbm); });
     }
   }
+  // The general lowering folds a returned reshape of a cat itself.
+  reshapesOfCat.clear();
   Block& oldBody = kernel.getBody().front();
   if (failed(findPrologue(oldBody))) return failure();
   if (prologueOperand) {

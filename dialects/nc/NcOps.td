@@ -241,11 +241,12 @@ def Nc_TileColumnsOp : Nc_Op<"tile_columns", [Pure]> {
     ```mlir
     %v = nc.tile_columns %t [128] : memref<128x512xf32, 2> -> memref<128x128xf32, 2>
     ```
-    With `step` s > 1 the view is the columns `column + i * s` (i < n): an
-    input of elementwise instructions only (their data operands may step
-    through a partition, neff.proto `TileRef.step`), never the source of
-    another view. A strided slice of a row is loaded as its contiguous span
-    and compacted by one such read, instead of one DMA run per element.
+    With `step` s > 1 the view is the columns `column + i * s` (i < n): a
+    data input or the output of elementwise instructions only (neff.proto
+    `TileRef.step`), never the source of another view. A strided slice of a
+    row is loaded as its contiguous span and compacted by one such read,
+    instead of one DMA run per element; short rows are interleaved by
+    writing each piece along a step.
   }];
   let arguments = (ins AnyMemRef:$source, I64Attr:$column, OptionalAttr<I64Attr>:$step);
   let results = (outs AnyMemRef:$view);

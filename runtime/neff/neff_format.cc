@@ -524,12 +524,14 @@ absl::Status VerifyInstruction(const Instruction& inst, const Kernel& k, const E
     const Opcode op = inst.opcode();
     const bool in0Steps = op == TENSOR_TENSOR || op == TENSOR_SCALAR || op == ACTIVATION || op == TENSOR_REDUCE;
     const bool in1Steps = op == TENSOR_TENSOR;
-    for (auto [t, name, allowed] : {std::tuple{&inst.out(), "out", false}, {&inst.in0(), "in0", in0Steps},
+    // Elementwise results may be written along a step too (interleaving).
+    const bool outSteps = op == TENSOR_TENSOR || op == TENSOR_SCALAR || op == ACTIVATION || op == IOTA;
+    for (auto [t, name, allowed] : {std::tuple{&inst.out(), "out", outSteps}, {&inst.in0(), "in0", in0Steps},
                                     {&inst.in1(), "in1", in1Steps}, {&inst.in2(), "in2", false},
                                     {&inst.accum(), "accum", false}})
       if (TileStep(*t) > 1 && !allowed)
         return Bad(absl::StrCat(where, ": ", name, " of ", OpcodeName(op), " steps by ", t->step(),
-                                " elements; only the data inputs of elementwise instructions may step"));
+                                " elements; only the data inputs and the outputs of elementwise instructions may step"));
   }
   switch (inst.opcode()) {
     case DMA_LOAD:

@@ -223,6 +223,12 @@ struct Executor::RowSource {
   const uint8_t* row(uint32_t p) const { return base + uint64_t(p) * stride; }
 };
 
+struct Executor::RowSink {
+  uint8_t* base;
+  uint64_t stride;
+  uint8_t* row(uint32_t p) const { return base + uint64_t(p) * stride; }
+};
+
 Executor::Executor(const neff::Neff& neff, const neff::DeviceParams& device)
     : neff_(neff), device_(device) {}
 
@@ -308,6 +314,26 @@ Executor::RowSource Executor::Source(const TileRef& in, const Instruction& inst,
     for (uint32_t i = 0; i < in.num_elements(); ++i) std::memcpy(to + size_t(i) * es, from + i * step * es, es);
   }
   return {snap.data(), bytes};
+}
+
+Executor::RowSink Executor::Sink(const TileRef& out) {
+  if (neff::TileStep(out) == 1) return {Row(out, 0), PartitionBytes(out)};
+  const uint64_t bytes = uint64_t(out.num_elements()) * neff::DTypeSize(out.dtype());
+  sink_.resize(size_t(bytes) * out.partitions());
+  return {sink_.data(), bytes};
+}
+
+// The inputs were all read into the sink first, so an input that the stepped
+// output overlaps is seen as it was.
+void Executor::Scatter(const TileRef& out, const RowSink& sink, Rows rows) {
+  const uint64_t step = neff::TileStep(out);
+  if (step == 1) return;
+  const size_t es = neff::DTypeSize(out.dtype());
+  for (uint32_t p = rows.begin; p < rows.end; ++p) {
+    uint8_t* to = Row(out, p);
+    const uint8_t* from = sink.row(p);
+    for (uint32_t i = 0; i < out.num_elements(); ++i) std::memcpy(to + i * step * es, from + size_t(i) * es, es);
+  }
 }
 
 void Executor::ExecDma(const Instruction& inst, Rows rows, bool parallel) {
@@ -423,9 +449,11 @@ void Executor::ExecTensorTensor(const Instruction& inst, Rows rows, bool paralle
   const DType d0 = inst.in0().dtype(), d1 = inst.in1().dtype(), dout = out.dtype();
   RowSource s0 = Source(inst.in0(), inst, 0);
   RowSource s1 = Source(inst.in1(), inst, 1);
+  RowSink o = Sink(out);
   ForRows(rows, n, parallel, [&](uint32_t p) {
-    vm::AluRow(inst.alu(), {d0, s0.row(p)}, {d1, s1.row(p)}, {dout, Row(out, p)}, n);
+    vm::AluRow(inst.alu(), {d0, s0.row(p)}, {d1, s1.row(p)}, {dout, o.row(p)}, n);
   });
+  Scatter(out, o, rows);
 }
 
 void Executor::ExecTensorScalar(const Instruction& inst, Rows rows, bool parallel) {
@@ -434,10 +462,12 @@ void Executor::ExecTensorScalar(const Instruction& inst, Rows rows, bool paralle
   const DType d0 = inst.in0().dtype(), dout = out.dtype();
   RowSource s0 = Source(inst.in0(), inst, 0);
   RowSource s1 = inst.has_in1() ? Source(inst.in1(), inst, 1) : RowSource{nullptr, 0};
+  RowSink o = Sink(out);
   ForRows(rows, n, parallel, [&](uint32_t p) {
     const float s = inst.has_in1() ? LoadScalar(inst.in1().dtype(), s1.row(p)) : inst.imm();
-    vm::AluScalarRow(inst.alu(), {d0, s0.row(p)}, s, inst.reverse(), {dout, Row(out, p)}, n);
+    vm::AluScalarRow(inst.alu(), {d0, s0.row(p)}, s, inst.reverse(), {dout, o.row(p)}, n);
   });
+  Scatter(out, o, rows);
 }
 
 void Executor::ExecActivation(const Instruction& inst, Rows rows, bool parallel) {
@@ -447,15 +477,17 @@ void Executor::ExecActivation(const Instruction& inst, Rows rows, bool parallel)
   RowSource s0 = Source(inst.in0(), inst, 0);
   RowSource s1 = inst.has_in1() ? Source(inst.in1(), inst, 1) : RowSource{nullptr, 0};
   RowSource s2 = inst.has_in2() ? Source(inst.in2(), inst, 2) : RowSource{nullptr, 0};
+  RowSink o = Sink(out);
   ForRows(rows, n, parallel, [&](uint32_t p) {
     const float scale = inst.has_in1() ? LoadScalar(inst.in1().dtype(), s1.row(p)) : inst.scale();
     const float bias = inst.has_in2() ? LoadScalar(inst.in2().dtype(), s2.row(p)) : inst.bias();
     // The accum sums the float32 results before they are rounded to `out`.
     vm::LaneSum sum;
-    vm::ActivationRow(inst.func(), {d0, s0.row(p)}, scale, bias, {dout, Row(out, p)}, n,
+    vm::ActivationRow(inst.func(), {d0, s0.row(p)}, scale, bias, {dout, o.row(p)}, n,
                       inst.has_accum() ? &sum : nullptr);
     if (inst.has_accum()) StoreScalar(inst.accum().dtype(), sum.Total(), Row(inst.accum(), p));
   });
+  Scatter(out, o, rows);
 }
 
 void Executor::ExecTensorReduce(const Instruction& inst, Rows rows, bool parallel) {
@@ -561,16 +593,18 @@ void Executor::ExecIota(const Instruction& inst, Rows rows, bool parallel) {
   const uint32_t n = out.num_elements();
   const size_t eo = neff::DTypeSize(out.dtype());
   const float imm = inst.imm(), scale = inst.scale(), bias = inst.bias();
+  RowSink o = Sink(out);
   ForRows(rows, n, parallel, [&](uint32_t p) {
     alignas(64) float values[kBlock];
     const float base = imm + float(p) * scale;
-    uint8_t* w = Row(out, p);
+    uint8_t* w = o.row(p);
     for (uint32_t f0 = 0; f0 < n; f0 += kBlock) {
       const uint32_t m = std::min(kBlock, n - f0);
       for (uint32_t i = 0; i < m; ++i) values[i] = base + float(f0 + i) * bias;
       vm::Narrow(out.dtype(), values, m, w + f0 * eo);
     }
   });
+  Scatter(out, o, rows);
 }
 
 void Executor::Execute(const Instruction& inst, Rows rows, bool parallel) {

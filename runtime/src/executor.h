@@ -63,6 +63,7 @@ class Executor {
   absl::Status AllocateMemories();
 
   struct RowSource;
+  struct RowSink;
   // A run of d.order[begin, end): run band by band (`band` partitions at a
   // time) when `banded`, else in order.
   struct Window {
@@ -90,6 +91,10 @@ class Executor {
   uint8_t* Row(const neff::TileRef& tile, uint32_t p) const;
   uint64_t PartitionBytes(const neff::TileRef& tile) const;
   RowSource Source(const neff::TileRef& in, const neff::Instruction& inst, int slot);
+  // Where an instruction writes row p of `out`: in place, or for a stepped
+  // output a contiguous row that Scatter then spreads along the step.
+  RowSink Sink(const neff::TileRef& out);
+  void Scatter(const neff::TileRef& out, const RowSink& sink, Rows rows);
 
   const neff::Neff& neff_;
   const neff::DeviceParams& device_;
@@ -114,6 +119,8 @@ class Executor {
   std::vector<int64_t> gather_rows_;
   // Snapshots of input tiles that an instruction's outputs overwrite.
   std::vector<uint8_t> snapshot_[3];
+  // A stepped output's rows, contiguous, before they are scattered (Sink).
+  std::vector<uint8_t> sink_;
 };
 
 }  // namespace neuroncc::rt

@@ -848,6 +848,17 @@ class FuzzRegressions(unittest.TestCase):
         small = torch.tensor([3, 0, 3, 99], dtype=torch.int64)
         self.check(lambda a, i: a.index_fill(0, i, -2.0), (randn(100, 3), small))
 
+    def test_stack_of_single_rows_flattened(self):
+        """graph_fuzz seed 29292929 case 16 (a generator added with the lowering):
+        torch.stack([x, y, x, x], -1).flatten(-2) of [1] vectors. The copy kernel returns a
+        reshape of its cat; with rows too few to pack, the general lowering took over but
+        still skipped that reshape as the packed lowering does, and crashed (SIGSEGV in
+        emitDma) on the view it had no layout for."""
+        for dtype in (torch.float32, torch.float16):
+            for n in (1, 5):
+                x, y = randn(n).to(dtype), randn(n, seed=1).to(dtype)
+                self.check(lambda a, b: torch.stack([a, b, a, a], dim=-1).flatten(-2), (x, y))
+
 
 if __name__ == "__main__":
     unittest.main(verbosity=2)

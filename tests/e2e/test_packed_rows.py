@@ -163,6 +163,44 @@ class PackedRows(common.ComparedWithEager):
                 z = randn(3000, 14, seed=2).to(dtype)
                 self.check(lambda a: F.pad(a, (1, 1)).sin(), (z,))
 
+    def test_interleaved_rows(self):
+        # Short rows assembled by writing each piece along a step: values
+        # stacked along a new last dim and flattened (computed pieces,
+        # stepped slices as in GPT-J's rotate_every_two, constants equal or
+        # not, pieces of different widths), and a last dim of 1 broadcast
+        # and merged (repeat_interleave, nearest upsampling), beside the
+        # cases that keep the general lowering (broadcast past 64 copies,
+        # integer values).
+        def rotate_every_two(a):
+            return torch.stack((-a[..., 1::2], a[..., ::2]), -1).flatten(-2)
+
+        for dtype in DTYPES:
+            with self.subTest(dtype=dtype):
+                x = randn(4, 512, 64).to(dtype)
+                y = randn(4, 512, 64, seed=1).to(dtype)
+                self.check(lambda a, b: torch.stack([a, b], -1).flatten(-2), (x, y))
+                self.check(lambda a, b: torch.stack([a.exp(), b, a * b], 3).reshape(4, 512, 192), (x, y))
+                self.check(lambda a: torch.stack([a, torch.zeros_like(a)], -1).flatten(-2), (x,))
+                self.check(lambda a: torch.stack([torch.ones_like(a), a, torch.full_like(a, -2.5)], -1).flatten(-2),
+                           (x,))
+                pairs = randn(4, 512, 128, seed=7).to(dtype)
+                self.check(lambda a, b: torch.cat([a.unsqueeze(-1), b.reshape(4, 512, 64, 2)], -1).flatten(-2),
+                           (x, pairs))
+                self.check(rotate_every_two, (x,))
+                q = randn(1, 256, 4, 64, seed=2).to(dtype)
+                cos, sin = randn(1, 256, 1, 64, seed=3).to(dtype), randn(1, 256, 1, 64, seed=4).to(dtype)
+                self.check(lambda a, c, s: a * c + rotate_every_two(a) * s, (q, cos, sin))
+                self.check(lambda a: a.repeat_interleave(3, dim=-1), (x,))
+                self.check(lambda a: a.repeat_interleave(2, dim=-1) * 2 + 1, (torch.ones(2048, 48, dtype=dtype),))
+                img = randn(2, 16, 28, 28, seed=5).to(dtype)
+                self.check(lambda a: F.interpolate(a, scale_factor=2, mode="nearest"), (img,))
+                self.check(lambda a: F.interpolate(a, scale_factor=3, mode="nearest"), (img[:, :, :10, :10],))
+                self.check(lambda a: F.interpolate(a, scale_factor=4, mode="nearest"), (randn(4, 32, 500, seed=6).to(dtype),))
+                self.check(lambda a: a.unsqueeze(-1).expand(2048, 4, 100).reshape(2048, 400), (randn(2048, 4).to(dtype),))
+        ids = torch.arange(4096 * 8, dtype=torch.int64).reshape(4096, 8) % 1000 - 500
+        self.check(lambda a: a.repeat_interleave(2, dim=-1), (ids,))
+        self.check(lambda a: torch.stack([a, -a], -1).flatten(-2), (ids.to(torch.int32),))
+
 
 if __name__ == "__main__":
     common.main()

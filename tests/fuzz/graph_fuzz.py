@@ -2470,6 +2470,52 @@ def g_rotary(b):
     b.add("%s * %s + %s * %s" % (q, cos, rot, sin), [shape])
 
 
+def g_interleave(b):
+    """Rows interleaved along the last dim: values stacked along a new last dim and
+    flattened (the value itself, computed ones, constants, a fresh input), GPT-J's
+    rotate_every_two (stack of stepped slices), and a last dim of 1 broadcast and merged
+    (repeat_interleave, nearest upsampling of [N, C, L] and [N, C, H, W])."""
+    a, s = pick_ranked(b)
+    var = b.v(a)
+    last = s[-1]
+    r = b.rng.random()
+    ex_ = var.attrs.get("exact")
+    if r < 0.45:
+        n = b.rng.choice([2, 2, 3, 4])
+        pieces = []
+        for _ in range(n):
+            k = b.rng.random()
+            if k < 0.3:
+                pieces.append(a)
+            elif k < 0.55:
+                pieces.append(b.add("%s * %r" % (a, b.rng.choice([2.0, -1.0, 0.5])), [s]))
+            elif k < 0.8:
+                c = b.rng.choice(["torch.zeros_like(%s)", "torch.ones_like(%s)", "torch.full_like(%s, -2.0)"])
+                pieces.append(b.add(c % a, [s], dict(exact=True, intval=True, const=True)))
+            else:
+                pieces.append(b.new_input(s, dtype=var.dtype))
+        total = b.derived("(%s) * %d" % (dim_expr(last), n))
+        b.add("torch.stack([%s], dim=-1).flatten(-2)" % ", ".join(pieces), [s[:-1] + ((total,),)],
+              dict(exact=ex_))
+    elif r < 0.6:
+        if b.dim_val(last) % 2:
+            raise Reject("odd last dim")
+        b.add("torch.stack((-%s[..., 1::2], %s[..., ::2]), -1).flatten(-2)" % (a, a), [s], dict(exact=ex_))
+    elif r < 0.8:
+        k = b.rng.choice([2, 3, 4, 70])
+        if b.numel(s) * k > ELEMENT_LIMIT:
+            raise Reject("repeat too large")
+        total = b.derived("(%s) * %d" % (dim_expr(last), k))
+        b.add("%s.repeat_interleave(%d, dim=-1)" % (a, k), [s[:-1] + ((total,),)], dict(exact=ex_))
+    else:
+        k = b.rng.choice([2, 3])
+        if len(s) not in (3, 4) or b.numel(s) * k ** (len(s) - 2) > ELEMENT_LIMIT:
+            raise Reject("upsampling needs [N, C, L] or [N, C, H, W]")
+        up = tuple((b.derived("(%s) * %d" % (dim_expr(d), k)),) for d in s[2:])
+        b.add("F.interpolate(%s, scale_factor=%d, mode='nearest')" % (a, k), [s[:2] + up],
+              dict(exact=ex_))
+
+
 def g_int_input(b):
     """Integer graph inputs (int64 or int32, small values as masks and counts are) in
     arithmetic: promoted against a float value, compared, masked_fill's mask, cast, and integer
@@ -3141,6 +3187,7 @@ GENERATORS = [
     (2.5, g_logsumexp, ("aten::amax", "aten::abs", "aten::log")), (4, g_reduce_bcast, ()),
     (2, g_attention, ("aten::bmm",)),
     (2, g_rotary, ("aten::cat", "aten::neg")),
+    (2, g_interleave, ("aten::cat", "aten::expand")),
     (1.5, g_int_input, ()),
     (1, g_narrow_int, ()),
     (3, g_composed, ()),

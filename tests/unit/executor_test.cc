@@ -381,6 +381,56 @@ TEST(ExecutorNumerics, SteppedInputOverwrittenByItsOutputReadsTheOriginal) {
     for (uint32_t i = 0; i < N / 2; ++i) EXPECT_EQ(got[p * (N / 2) + i], a[p * N + 2 * i]) << p << "," << i;
 }
 
+// Writes `make(input tile)` over the input tile [P, N] and returns the whole
+// tile afterwards (the harness's output slot is unused).
+template <typename Make>
+std::vector<float> RunInPlace(uint32_t P, uint32_t N, const std::vector<float>& a, Make make) {
+  Executable exe = Harness(P, N, {F32}, F32, N, [&](const std::vector<TileRef>& in, const TileRef&) {
+    return make(in[0]);
+  });
+  Kernel* k = exe.mutable_kernels(0);
+  Instruction* store = k->mutable_instructions(k->instructions_size() - 1);
+  *store->mutable_in0() = Tile(0, P, 0, N, F32);
+  return Floats(RunExe(exe, {Bytes(a)}).outputs[0]);
+}
+
+TEST(ExecutorNumerics, SteppedOutputsWriteEveryStepthElementOnly) {
+  // out = columns 1, 4, 7, 10 of the tile; in0 = its columns [0, 4), which
+  // the output overwrites in part (column 1): the input is read first.
+  const uint32_t P = 3, N = 12;
+  std::vector<float> a = Iota(P * N, 1.0f, 1.0f);
+  auto stepped = [](TileRef t, uint32_t first, uint32_t n, uint32_t step) {
+    t.set_byte_offset(t.byte_offset() + first * 4);
+    t.set_num_elements(n);
+    t.set_step(step);
+    return t;
+  };
+  auto head = [](TileRef t, uint32_t n) {
+    t.set_num_elements(n);
+    return t;
+  };
+  std::vector<float> scaled = RunInPlace(P, N, a, [&](TileRef t) {
+    return TensorScalar(MUL, stepped(t, 1, 4, 3), head(t, 4), 2.0f, {}, VECTOR);
+  });
+  std::vector<float> summed = RunInPlace(P, N, a, [&](TileRef t) {
+    return TensorTensor(ADD, stepped(t, 1, 4, 3), head(t, 4), stepped(t, 0, 4, 2), {}, VECTOR);
+  });
+  std::vector<float> exped = RunInPlace(P, N, a, [&](TileRef t) {
+    return Activation(EXP, stepped(t, 2, 5, 2), head(t, 5), 1.0f, 0.0f, {});
+  });
+  std::vector<float> filled = RunInPlace(P, N, a, [&](TileRef t) { return neuroncc::testing::Iota(stepped(t, 0, 3, 4), -1.0f, 0.0f, 0.5f, {}); });
+  for (uint32_t p = 0; p < P; ++p)
+    for (uint32_t j = 0; j < N; ++j) {
+      const float x = a[p * N + j];
+      const bool hit3 = j % 3 == 1, hit2 = j >= 2 && j % 2 == 0 && j < 12, hit4 = j % 4 == 0;
+      const uint32_t i3 = j / 3, i2 = (j - 2) / 2, i4 = j / 4;
+      EXPECT_EQ(scaled[p * N + j], hit3 ? 2.0f * a[p * N + i3] : x) << p << "," << j;
+      EXPECT_EQ(summed[p * N + j], hit3 ? a[p * N + i3] + a[p * N + 2 * i3] : x) << p << "," << j;
+      EXPECT_EQ(exped[p * N + j], hit2 && i2 < 5 ? rt::vm::ExpRef(a[p * N + i2]) : x) << p << "," << j;
+      EXPECT_EQ(filled[p * N + j], hit4 ? -1.0f + 0.5f * float(i4) : x) << p << "," << j;
+    }
+}
+
 TEST(ExecutorNumerics, TensorReduceAddMaxMin) {
   const uint32_t P = 3, N = 7;
   std::vector<float> a = Iota(P * N, -2.0f, 0.7f);

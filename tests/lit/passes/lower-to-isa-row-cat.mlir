@@ -36,3 +36,49 @@ func.func @transposed_piece(%x: tensor<16384x16xf32>, %y: tensor<16x16384xf32>) 
   %c = aten.cat %x, %t {dim = 1 : i64} : tensor<16384x16xf32>, tensor<16384x16xf32> -> tensor<16384x32xf32>
   return %c : tensor<16384x32xf32>
 }
+
+// -----
+
+// Two values stacked along a new last dim and flattened interleave one
+// column each: the cat (through the reshape it returns) packs 128 rows of two
+// on a partition, and each piece is one copy written along a step of 2
+// rather than 128 copies of one column.
+// CHECK-LABEL: func.func @stacked
+// CHECK: %[[OUT:.*]] = nc.alloc_tile {{.*}} : memref<128x256xf32, 1>
+// CHECK-NEXT: %[[X:.*]] = nc.alloc_tile {{.*}} : memref<128x128xf32, 1>
+// CHECK-NEXT: nc.dma_load %{{.*}} -> %[[X]] {ap = array<i64: 128, 128, 1, 128>
+// CHECK-NEXT: %[[EVEN:.*]] = nc.tile_columns %[[OUT]][0] {step = 2 : i64} : memref<128x256xf32, 1> -> memref<128x128xf32, 1>
+// CHECK-NEXT: nc.tensor_scalar %[[EVEN]], %[[X]]
+// CHECK: %[[ODD:.*]] = nc.tile_columns %[[OUT]][1] {step = 2 : i64}
+// CHECK-NEXT: nc.tensor_scalar %[[ODD]]
+// CHECK-NEXT: nc.dma_store %[[OUT]] -> %{{.*}} {ap = array<i64: 256, 128, 1, 256>
+func.func @stacked(%x: tensor<16x2048x64xf32>, %y: tensor<16x2048x64xf32>) -> tensor<16x2048x128xf32> {
+  %a = aten.unsqueeze %x {dim = 3 : i64} : tensor<16x2048x64xf32> -> tensor<16x2048x64x1xf32>
+  %b = aten.unsqueeze %y {dim = 3 : i64} : tensor<16x2048x64xf32> -> tensor<16x2048x64x1xf32>
+  %c = aten.cat %a, %b {dim = -1 : i64} : tensor<16x2048x64x1xf32>, tensor<16x2048x64x1xf32> -> tensor<16x2048x64x2xf32>
+  %r = aten.reshape %c {size = array<i64: 16, 2048, 128>} : tensor<16x2048x64x2xf32> -> tensor<16x2048x128xf32>
+  return %r : tensor<16x2048x128xf32>
+}
+
+// -----
+
+// A last dim of 1 broadcast to 3 (repeat_interleave) is a cat of three
+// copies of the input: loaded once per row tile and written three times
+// along a step of 3.
+// CHECK-LABEL: func.func @repeated
+// CHECK: %[[OUT:.*]] = nc.alloc_tile {{.*}} : memref<128x384xf32, 1>
+// CHECK-NEXT: %[[X:.*]] = nc.alloc_tile {{.*}} : memref<128x128xf32, 1>
+// CHECK-NEXT: nc.dma_load %{{.*}} -> %[[X]]
+// CHECK-NEXT: %[[C0:.*]] = nc.tile_columns %[[OUT]][0] {step = 3 : i64}
+// CHECK-NEXT: nc.tensor_scalar %[[C0]], %[[X]]
+// CHECK-NEXT: %[[C1:.*]] = nc.tile_columns %[[OUT]][1] {step = 3 : i64}
+// CHECK-NEXT: nc.tensor_scalar %[[C1]], %[[X]]
+// CHECK-NEXT: %[[C2:.*]] = nc.tile_columns %[[OUT]][2] {step = 3 : i64}
+// CHECK-NEXT: nc.tensor_scalar %[[C2]], %[[X]]
+// CHECK-NEXT: nc.dma_store %[[OUT]] -> %{{.*}} {ap = array<i64: 384, 128, 1, 384>
+func.func @repeated(%x: tensor<4096x256xf32>) -> tensor<4096x768xf32> {
+  %a = aten.unsqueeze %x {dim = 2 : i64} : tensor<4096x256xf32> -> tensor<4096x256x1xf32>
+  %e = aten.expand %a {size = array<i64: 4096, 256, 3>} : tensor<4096x256x1xf32> -> tensor<4096x256x3xf32>
+  %r = aten.reshape %e {size = array<i64: 4096, 768>} : tensor<4096x256x3xf32> -> tensor<4096x768xf32>
+  return %r : tensor<4096x768xf32>
+}
