@@ -42,6 +42,13 @@ SmallVector<int64_t> simplifyFreePattern(ArrayRef<int64_t> freeAp);
 // Columns [column, column + n) of an SBUF or PSUM tile: the tile itself, or
 // an nc.tile_columns view of it.
 Value tileColumns(OpBuilder& b, Location loc, Value tile, int64_t column, int64_t n);
+
+struct RowSegments {
+  SmallVector<std::pair<int64_t, int64_t>, 4> segments;  // (first row, rows)
+  int64_t stride = 0;                                    // between segments' first elements
+  bool uniform = true;
+};
+RowSegments adjacentRowSegments(ArrayRef<int64_t> offs);
 // The n columns column, column + step, ... of a tile (a stepped view when
 // step > 1): the data inputs and the outputs of elementwise instructions.
 Value steppedColumns(OpBuilder& b, Location loc, Value tile, int64_t column, int64_t n, int64_t step);
@@ -145,6 +152,7 @@ class KernelLowering {
 
  private:
   LogicalResult computeSpace(bool prologue = false);
+  void mergeCopiedColumns(Value copied, SmallVectorImpl<int64_t>& full);
   LogicalResult findPrologue(Block& body);
   void splitLongRows();
   bool packShortRows(ArrayRef<Value> hbmValues);
@@ -193,7 +201,6 @@ class KernelLowering {
   Value allocPsum(int64_t p, int64_t f);
   Value tileOf(Value v);
   int64_t columnTile() const;
-  int64_t transposedColumnStride(const Layout& l, ArrayRef<int64_t> offs, int64_t f);
   bool loadTransposed(Value v, Value tile, const Layout& l, int64_t p, int64_t f);
   bool storeTransposed(Value hbm, Value tile, const Layout& l, ArrayRef<int64_t> offs, int64_t col0, int64_t f);
   // Transposed blocks of consecutive row tiles gathered for one store.

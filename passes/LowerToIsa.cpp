@@ -141,6 +141,38 @@ LogicalResult KernelLowering::findPrologue(Block& body) {
   return success();
 }
 
+// A copy kernel's columns take the trailing dims that are one run in the
+// copied view as well as in the (contiguous) result, while 128 rows remain:
+// NHWC to NCHW of [4, 56, 56, 64] copies [256 x 3136] (its rows adjacent
+// in the input: transposed loads) rather than [14336 x 56] rows of
+// elements 64 apart. The merged dims stay merged in `full`.
+void KernelLowering::mergeCopiedColumns(Value copied, SmallVectorImpl<int64_t>& full) {
+  SmallVector<Operation*> chain;
+  Value root = copied;
+  while (Operation* def = root.getDefiningOp()) {
+    if (!aten::isViewOp(def)) return;
+    chain.push_back(def);
+    root = def->getOperand(0);
+  }
+  if (!llvm::isa<BlockArgument>(root) || chain.empty()) return;
+  aten::StridedView view = aten::contiguousView(llvm::cast<RankedTensorType>(root.getType()).getShape());
+  for (Operation* op : llvm::reverse(chain)) {
+    aten::StridedView next;
+    std::string error;
+    if (!aten::applyView(op, view, next, &error)) return;
+    view = next;
+  }
+  if (view.shape.size() != full.size()) return;
+  size_t first = full.size() - 1;
+  while (first > 0 && product(ArrayRef<int64_t>(full).take_front(first - 1)) >= nc::kNumPartitions &&
+         full[first - 1] > 1 && view.strides[first - 1] == view.strides[first] * full[first])
+    --first;
+  if (first + 1 == full.size()) return;
+  int64_t columns = product(ArrayRef<int64_t>(full).drop_front(first));
+  full.resize(first);
+  full.push_back(columns);
+}
+
 LogicalResult KernelLowering::computeSpace(bool prologue) {
   Block& body = kernel.getBody().front();
   // A matmul's prologue and the rest of the kernel have a space each.
@@ -159,6 +191,7 @@ LogicalResult KernelLowering::computeSpace(bool prologue) {
     if (yield.getValues().size() == 1) {
       auto t = llvm::cast<RankedTensorType>(yield.getValues().front().getType());
       full.assign(t.getShape().begin(), t.getShape().end());
+      mergeCopiedColumns(yield.getValues().front(), full);
     }
   }
   for (Operation& op : body.without_terminator()) {
@@ -811,30 +844,40 @@ void KernelLowering::loadRepeatedRows(Value hbm, Value tile, const Layout& l, in
   }
 }
 
-// The column stride of a [rows x f] access of `l` whose rows (at `offs`)
-// are adjacent in memory and whose columns are strided, a transposed
-// access; 0 for any other.
-int64_t KernelLowering::transposedColumnStride(const Layout& l, ArrayRef<int64_t> offs, int64_t f) {
-  int64_t p = int64_t(offs.size());
-  if (l.kind != Kind::Full || space.trail.size() != 1 || space.split > 1 || p < 2 || f < 2) return 0;
-  int64_t colStride = l.colStrides.back();
-  if (colStride <= 1) return 0;
-  for (int64_t i = 1; i < p; ++i)
-    if (offs[size_t(i)] != offs[0] + i) return 0;
-  return colStride;
+// Rows at `offs` as segments of adjacent elements, (first row, count), and
+// whether they are equal and equally spaced (`stride` apart), so that one
+// transfer moves them all.
+RowSegments adjacentRowSegments(ArrayRef<int64_t> offs) {
+  RowSegments r;
+  for (size_t i = 0; i < offs.size(); ++i) {
+    if (i > 0 && offs[i] == offs[i - 1] + 1) ++r.segments.back().second;
+    else r.segments.push_back({int64_t(i), 1});
+  }
+  r.stride = r.segments.size() > 1 ? offs[size_t(r.segments[1].first)] - offs[0] : 0;
+  r.uniform = llvm::all_of(llvm::enumerate(r.segments), [&](auto e) {
+    return e.value().second == r.segments[0].second &&
+           offs[size_t(e.value().first)] == offs[0] + int64_t(e.index()) * r.stride;
+  });
+  return r;
 }
 
-// A transposed input (the tile's rows adjacent in memory, its columns
-// strided) read element by element would cost one DMA descriptor per
-// element. Instead, blocks of up to 128 columns are loaded with the columns
-// on the partitions (each partition one contiguous run of the tile's rows),
-// transposed on the TensorEngine into a PSUM bank (exact), and copied into
-// the tile. True if the tile was loaded so.
+// A transposed input (the tile's rows in runs of adjacent elements, its
+// columns strided) read element by element would cost one DMA descriptor
+// per element. Instead, blocks of up to 128 columns are loaded with the
+// columns on the partitions (each partition a contiguous run per segment of
+// the tile's rows: one segment, or one per batch where the rows cross a
+// batch, as `x.flatten(2).transpose(1, 2)` of [8, 768, 14, 14] does every
+// 196 rows), transposed on the TensorEngine into a PSUM bank (exact), and
+// copied into the tile. Worth it where the segments average two rows or
+// more. True if the tile was loaded so.
 bool KernelLowering::loadTransposed(Value v, Value tile, const Layout& l, int64_t p, int64_t f) {
   const int64_t P = nc::kNumPartitions, bank = 512;
+  if (l.kind != Kind::Full || space.trail.size() != 1 || space.split > 1 || p < 2 || f < 2) return false;
+  const int64_t colStride = l.colStrides.back();
+  if (colStride <= 1) return false;
   SmallVector<int64_t> offs = rowOffsets(l, r0, p);
-  int64_t colStride = transposedColumnStride(l, offs, f);
-  if (colStride == 0) return false;
+  const RowSegments rows = adjacentRowSegments(offs);
+  if (int64_t(rows.segments.size()) * 2 > p) return false;
   Type elem = llvm::cast<MemRefType>(tile.getType()).getElementType();
   for (int64_t j = 0; j < f; j += bank) {
     int64_t n = std::min(bank, f - j);
@@ -842,13 +885,23 @@ bool KernelLowering::loadTransposed(Value v, Value tile, const Layout& l, int64_
     for (int64_t c = j; c < j + n; c += P) {
       int64_t w = std::min(P, j + n - c);
       Value columns = alloc(w, p, elem);
-      Operation* dma = b->create<nc::DmaLoadOp>(loc, hbmOf[v], columns, b->getI64IntegerAttr(0),
-                                                b->getI64IntegerAttr(l.offset + offs[0] + (c0 + c) * colStride),
-                                                b->getDenseI64ArrayAttr({colStride, w, 1, p}));
-      setEngineAndSource(dma, *b, "dma", -1);
+      SmallVector<std::pair<int64_t, int64_t>, 4> transfers;  // (first row, rows)
+      if (rows.uniform) transfers.push_back({0, p});
+      else transfers.assign(rows.segments.begin(), rows.segments.end());
+      for (auto [first, count] : transfers) {
+        SmallVector<int64_t> ap{colStride, w};
+        if (rows.uniform && rows.segments.size() > 1) ap.append({rows.stride, int64_t(rows.segments.size())});
+        ap.append({1, rows.uniform ? rows.segments[0].second : count});
+        Operation* dma = b->create<nc::DmaLoadOp>(loc, hbmOf[v], tileColumns(*b, loc, columns, first, count),
+                                                  b->getI64IntegerAttr(0),
+                                                  b->getI64IntegerAttr(l.offset + offs[size_t(first)] + (c0 + c) * colStride),
+                                                  b->getDenseI64ArrayAttr(ap));
+        setEngineAndSource(dma, *b, "dma", -1);
+        ++numInst;
+        ++numDma;
+      }
       setSource(b->create<nc::TransposeOp>(loc, tileColumns(*b, loc, psum, c - j, w), columns), nullptr);
-      numInst += 2;
-      ++numDma;
+      ++numInst;
     }
     copyTile(tileColumns(*b, loc, tile, j, n), psum, nullptr);
   }
@@ -872,20 +925,12 @@ bool KernelLowering::storeTransposed(Value hbm, Value tile, const Layout& l, Arr
       l.colStrides.back() <= 1 || nc::isPsumTile(tile.getType()) ||
       llvm::cast<MemRefType>(tile.getType()).getElementType() != llvm::cast<MemRefType>(hbm.getType()).getElementType())
     return false;
-  // Rows: segments of adjacent elements, (first row, count). Worth a
-  // transpose where they average two elements or more.
-  SmallVector<std::pair<int64_t, int64_t>, 4> segments;
-  for (int64_t i = 0; i < p; ++i) {
-    if (i > 0 && offs[size_t(i)] == offs[size_t(i - 1)] + 1) ++segments.back().second;
-    else segments.push_back({i, 1});
-  }
+  // Worth a transpose where the rows' segments average two elements or more.
+  const RowSegments rows = adjacentRowSegments(offs);
+  const auto& segments = rows.segments;
   if (int64_t(segments.size()) * 2 > p) return false;
-  // Equal segments at equal distances go in one transfer.
-  int64_t segStride = segments.size() > 1 ? offs[size_t(segments[1].first)] - offs[0] : 0;
-  bool uniform = llvm::all_of(llvm::enumerate(segments), [&](auto e) {
-    return e.value().second == segments[0].second &&
-           offs[size_t(e.value().first)] == offs[0] + int64_t(e.index()) * segStride;
-  });
+  const int64_t segStride = rows.stride;
+  const bool uniform = rows.uniform;
   // The HBM offset of the tile's column c (from the view's first element).
   auto columnOffset = [&](int64_t c) {
     int64_t index = col0 + c, offset = 0;

@@ -163,6 +163,32 @@ class PackedRows(common.ComparedWithEager):
                 z = randn(3000, 14, seed=2).to(dtype)
                 self.check(lambda a: F.pad(a, (1, 1)).sin(), (z,))
 
+    def test_transposed_copies(self):
+        # Copies whose input is read across its contiguous dim: the rows of a
+        # tile come in runs of adjacent elements (one per batch where a tile
+        # crosses a batch: ViT's flatten(2).transpose(1, 2) every 196 rows)
+        # and are loaded with the columns on the partitions and transposed on
+        # the TensorEngine; a copy's columns take the trailing dims that are
+        # one run in both views (NHWC to NCHW copies [N x C, H x W]). Sliced
+        # inputs keep their strides; integers convert as they load.
+        for dtype in DTYPES:
+            with self.subTest(dtype=dtype):
+                nhwc = randn(2, 14, 14, 96).to(dtype)
+                nchw = randn(2, 96, 14, 14, seed=1).to(dtype)
+                self.check(lambda a: a.permute(0, 3, 1, 2).contiguous(), (nhwc,))
+                self.check(lambda a: a.permute(0, 2, 3, 1).contiguous(), (nchw,))
+                self.check(lambda a: a.flatten(2).transpose(1, 2).contiguous(), (nchw,))
+                self.check(lambda a: a.flatten(2).transpose(1, 2).contiguous(), (randn(3, 40, 7, 9, seed=2).to(dtype),))
+                self.check(lambda a: a.transpose(1, 2).contiguous() * 2, (randn(2, 130, 70, seed=3).to(dtype),))
+                self.check(lambda a: a[:, 1:, :, ::2].permute(0, 3, 1, 2).contiguous(), (nhwc,))
+                self.check(lambda a: a.permute(0, 3, 1, 2)[:, :, 2:-2].contiguous(), (nhwc,))
+                for weight, bias in ((torch.ones(96), torch.zeros(96)), (randn(96, seed=4), randn(96, seed=5))):
+                    self.check(lambda a, w, b: F.layer_norm(a.permute(0, 2, 3, 1), (96,), w, b).permute(0, 3, 1, 2)
+                               .contiguous(), (nchw, weight.to(dtype), bias.to(dtype)))
+        ids = (torch.arange(2 * 9 * 9 * 40, dtype=torch.int64).reshape(2, 9, 9, 40) % 777) - 300
+        self.check(lambda a: a.permute(0, 3, 1, 2).contiguous(), (ids,))
+        self.check(lambda a: a.flatten(1, 2).transpose(1, 2).contiguous(), (ids.to(torch.int32),))
+
     def test_interleaved_rows(self):
         # Short rows assembled by writing each piece along a step: values
         # stacked along a new last dim and flattened (computed pieces,

@@ -1,0 +1,43 @@
+// Copies that read their input across its contiguous dim
+// (passes/LowerToIsa.cpp, mergeCopiedColumns and loadTransposed).
+// RUN: neuron-opt %s --split-input-file --ncc-form-kernels=fuse=true --ncc-lower-to-isa | FileCheck %s
+
+// NHWC to NCHW: the columns take H x W (one run in both views), so a row
+// tile is [C of two images x 196]. Its rows are adjacent in the input in
+// two equal segments of 64 (one per image), loaded in one transfer with the
+// columns on the partitions, transposed on the TensorEngine, copied out of
+// PSUM and stored in one run per partition.
+// CHECK-LABEL: func.func @nhwc_to_nchw
+// CHECK: %[[T:.*]] = nc.alloc_tile {{.*}} : memref<128x196xf32, 1>
+// CHECK-NEXT: %[[P:.*]] = nc.alloc_psum : memref<128x196xf32, 2>
+// CHECK-NEXT: %[[C:.*]] = nc.alloc_tile {{.*}} : memref<128x128xf32, 1>
+// CHECK-NEXT: nc.dma_load %{{.*}} -> %[[C]] {ap = array<i64: 64, 128, 12544, 2, 1, 64>
+// CHECK: nc.transpose %{{.*}}, %[[C]]
+// CHECK: nc.dma_load %{{.*}} {ap = array<i64: 64, 68, 12544, 2, 1, 64>
+// CHECK: nc.transpose
+// CHECK-NEXT: nc.tensor_scalar %[[T]], %[[P]]
+// CHECK-NEXT: nc.dma_store %[[T]] -> %{{.*}} {ap = array<i64: 196, 128, 1, 196>
+func.func @nhwc_to_nchw(%x: tensor<2x14x14x64xf32>) -> tensor<2x64x14x14xf32> {
+  %p = aten.permute %x {dims = array<i64: 0, 3, 1, 2>} : tensor<2x14x14x64xf32> -> tensor<2x64x14x14xf32>
+  %c = aten.clone %p : tensor<2x64x14x14xf32> -> tensor<2x64x14x14xf32>
+  return %c : tensor<2x64x14x14xf32>
+}
+
+// -----
+
+// ViT's flatten(2).transpose(1, 2): the first row tile's 128 tokens are
+// image 0's 100 and the first 28 of image 1, two segments of different
+// lengths, each loaded into its range of the transposed block.
+// CHECK-LABEL: func.func @flatten_transpose
+// CHECK: %[[C:.*]] = nc.alloc_tile {{.*}} : memref<128x128xf32, 1>
+// CHECK-NEXT: %[[A:.*]] = nc.tile_columns %[[C]][0] : memref<128x128xf32, 1> -> memref<128x100xf32, 1>
+// CHECK-NEXT: nc.dma_load %{{.*}} -> %[[A]] {ap = array<i64: 100, 128, 1, 100>, {{.*}}offset = 0 : i64
+// CHECK-NEXT: %[[B:.*]] = nc.tile_columns %[[C]][100] : memref<128x128xf32, 1> -> memref<128x28xf32, 1>
+// CHECK-NEXT: nc.dma_load %{{.*}} -> %[[B]] {ap = array<i64: 100, 128, 1, 28>, {{.*}}offset = 25600 : i64
+// CHECK: nc.transpose %{{.*}}, %[[C]]
+func.func @flatten_transpose(%x: tensor<2x256x10x10xf32>) -> tensor<2x100x256xf32> {
+  %r = aten.reshape %x {size = array<i64: 2, 256, 100>} : tensor<2x256x10x10xf32> -> tensor<2x256x100xf32>
+  %t = aten.transpose.int %r {dim0 = 1 : i64, dim1 = 2 : i64} : tensor<2x256x100xf32> -> tensor<2x100x256xf32>
+  %c = aten.clone %t : tensor<2x100x256xf32> -> tensor<2x100x256xf32>
+  return %c : tensor<2x100x256xf32>
+}
