@@ -8,6 +8,9 @@
 #pragma once
 
 #include <map>
+#include <optional>
+#include <tuple>
+#include <vector>
 
 #include "dialects/aten/AtenDialect.h"
 #include "dialects/aten/Views.h"
@@ -42,6 +45,13 @@ SmallVector<int64_t> simplifyFreePattern(ArrayRef<int64_t> freeAp);
 // Columns [column, column + n) of an SBUF or PSUM tile: the tile itself, or
 // an nc.tile_columns view of it.
 Value tileColumns(OpBuilder& b, Location loc, Value tile, int64_t column, int64_t n);
+
+// A kernel input (its position) and the strides it is read with (emitDma's
+// staging).
+using SiblingKey = std::tuple<int64_t, std::vector<int64_t>, std::vector<int64_t>>;
+// A staged load: the tensor, the tile's dtype, the iteration, each
+// partition's first element, the pattern.
+using StagedKey = std::tuple<const void*, const void*, int64_t, std::vector<int64_t>, std::vector<int64_t>>;
 
 struct RowSegments {
   SmallVector<std::pair<int64_t, int64_t>, 4> segments;  // (first row, rows)
@@ -304,6 +314,14 @@ class KernelLowering {
   // Reshapes between a copy kernel's cat and its result (a stack flattened):
   // the output holds the cat's elements in order, so they emit nothing.
   llvm::DenseSet<Operation*> reshapesOfCat;
+  // Loaded values by HBM tensor and strides: their first elements (emitDma
+  // stages one span for those of a stepped load), and the staging tiles of
+  // the kernel body's loads, by what they read.
+  std::map<SiblingKey, SmallVector<int64_t, 4>> stagedSiblings;
+  std::map<StagedKey, Value> stagedTiles;
+  static SiblingKey siblingKey(Value input, const Layout& l);
+  void compactStaged(Value tile, Value staging, int64_t outer, int64_t span, int64_t shift, int64_t steps,
+                     int64_t step);
   // Tiles holding only a splat constant (broadcastRow without a row value),
   // by (value bits, partitions, columns, dtype): written once per kernel and
   // read by every row tile that needs them.

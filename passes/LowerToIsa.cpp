@@ -714,12 +714,53 @@ void KernelLowering::emitDma(bool load, Value hbm, Value tile, const Layout& l, 
   const int64_t span = (steps - 1) * step + 1, elemBytes = std::max<int64_t>(1, elem.getIntOrFloatBitWidth() / 8);
   Value staging;
   SmallVector<int64_t> stagedPattern;
+  // Values read at other first elements of the same strides (the 3 x 3
+  // windows of a pooling: three along each row) share one staging of the
+  // span they all need, where the spans overlap: `shift` is this value's
+  // place in it.
+  int64_t stagedSpan = span, shift = 0, firstOffset = l.offset;
+  std::optional<StagedKey> sharedKey;
+  if (load && l.kind == Kind::Full && packedRows == 1 && llvm::isa<BlockArgument>(hbm))
+    if (auto it = stagedSiblings.find(siblingKey(hbm, l)); it != stagedSiblings.end() && it->second.size() > 1) {
+      // Siblings in clusters of first elements less than a span apart (the
+      // three windows along a row), taken greedily in order.
+      SmallVector<int64_t, 4> sorted(it->second);
+      llvm::sort(sorted);
+      SmallVector<std::pair<int64_t, int64_t>, 4> clusters;  // (first, last)
+      for (int64_t o : sorted)
+        if (clusters.empty() || o - clusters.back().first >= span) clusters.push_back({o, o});
+        else clusters.back().second = o;
+      int64_t lo = 0, hi = -1;
+      for (auto [first, last] : clusters)
+        if (first <= l.offset && l.offset <= last) std::tie(lo, hi) = std::pair{first, last};
+      if (hi > lo && outer * (span + hi - lo) * elemBytes <= kMaxStagingBytes) {
+        stagedSpan = span + (hi - lo);
+        shift = l.offset - lo;
+        firstOffset = lo;
+        // What the staging DMAs read, exactly (the tensor, each partition's
+        // first element, the pattern: the outer dims and the span), into a
+        // tile of this dtype, in this iteration of the memory plan.
+        std::vector<int64_t> starts;
+        for (int64_t o : offs) starts.push_back(lo + o + colBase);
+        std::vector<int64_t> pattern(freePattern.begin(), freePattern.end() - 2);
+        pattern.push_back(stagedSpan);
+        sharedKey = StagedKey{hbm.getAsOpaquePointer(), elem.getAsOpaquePointer(), iteration, std::move(starts),
+                              std::move(pattern)};
+      }
+    }
   // (The copies cover the tile's partitions: only for a load that fills them all.)
   if (load && step >= 2 && step <= kMaxStagedStep && steps >= 4 && outer <= kMaxStagedOuter &&
-      outer * span * elemBytes <= kMaxStagingBytes && llvm::cast<MemRefType>(tile.getType()).getDimSize(0) == p) {
-    staging = alloc(llvm::cast<MemRefType>(tile.getType()).getDimSize(0), outer * span, elem);
+      outer * stagedSpan * elemBytes <= kMaxStagingBytes &&
+      llvm::cast<MemRefType>(tile.getType()).getDimSize(0) == p) {
+    if (sharedKey)
+      if (auto hit = stagedTiles.find(*sharedKey); hit != stagedTiles.end()) {
+        compactStaged(tile, hit->second, outer, stagedSpan, shift, steps, step);
+        return;
+      }
+    staging = alloc(llvm::cast<MemRefType>(tile.getType()).getDimSize(0), outer * stagedSpan, elem);
     stagedPattern.assign(freePattern.begin(), freePattern.end() - 2);
-    stagedPattern.append({1, span});
+    stagedPattern.append({1, stagedSpan});
+    if (sharedKey) stagedTiles[*sharedKey] = staging;
   }
   int64_t start = 0;
   while (start < p) {
@@ -737,7 +778,7 @@ void KernelLowering::emitDma(bool load, Value hbm, Value tile, const Layout& l, 
       SmallVector<int64_t> ap{stride, c};
       ap.append(staging ? stagedPattern : freePattern);
       auto partStart = b->getI64IntegerAttr(s);
-      auto offset = b->getI64IntegerAttr(l.offset + offs[size_t(s)] + colBase);
+      auto offset = b->getI64IntegerAttr((staging ? firstOffset : l.offset) + offs[size_t(s)] + colBase);
       auto apAttr = b->getDenseI64ArrayAttr(ap);
       Operation* dma;
       if (load) dma = b->create<nc::DmaLoadOp>(loc, hbm, staging ? staging : tile, partStart, offset, apAttr);
@@ -748,12 +789,25 @@ void KernelLowering::emitDma(bool load, Value hbm, Value tile, const Layout& l, 
     }
     start = end;
   }
-  if (!staging) return;
-  auto type = llvm::cast<MemRefType>(staging.getType());
-  for (int64_t o = 0; o < outer; ++o) {
-    copyTile(tileColumns(*b, loc, tile, o * steps, steps), steppedColumns(*b, loc, staging, o * span, steps, step),
-             nullptr);
-  }
+  if (staging) compactStaged(tile, staging, outer, stagedSpan, shift, steps, step);
+}
+
+// Every step-th element of each staged run (`outer` runs of `span`
+// elements, read from `shift` on) into the tile's columns.
+void KernelLowering::compactStaged(Value tile, Value staging, int64_t outer, int64_t span, int64_t shift,
+                                   int64_t steps, int64_t step) {
+  for (int64_t o = 0; o < outer; ++o)
+    copyTile(tileColumns(*b, loc, tile, o * steps, steps),
+             steppedColumns(*b, loc, staging, o * span + shift, steps, step), nullptr);
+}
+
+// By the kernel input's position: the lowered body's inputs are the
+// unlowered body's arguments in order.
+SiblingKey KernelLowering::siblingKey(Value input, const Layout& l) {
+  auto arg = llvm::dyn_cast<BlockArgument>(input);
+  return SiblingKey{arg ? int64_t(arg.getArgNumber()) : -1,
+                    std::vector<int64_t>(l.rowStrides.begin(), l.rowStrides.end()),
+                    std::vector<int64_t>(l.colStrides.begin(), l.colStrides.end())};
 }
 
 Value KernelLowering::alloc(int64_t p, int64_t f, Type elem) {
@@ -1295,6 +1349,7 @@ LogicalResult KernelLowering::foldViews(Block& old, bool allowTileAliases) {
 
 // The lowered body: HBM memrefs for the inputs, then the outputs.
 Block* KernelLowering::createIsaBody(Block& old, SmallVectorImpl<Value>& outHbm) {
+  stagedTiles.clear();  // (of a body lowered before, if this one is a retry)
   Block* body = new Block();
   for (BlockArgument arg : old.getArguments()) {
     auto t = llvm::cast<RankedTensorType>(arg.getType());
@@ -1697,6 +1752,20 @@ LogicalResult KernelLowering::run(int64_t& instructions, int64_t& dmas) {
       if (failed(layoutOfInput(v, layouts[v]))) return failure();
   } else {
     interleaveShortRows(hbmValues);
+  }
+  // Loaded values that differ only in their first element (the window
+  // slices of a pooling): a stepped load stages the span all of them need
+  // once per row tile (emitDma).
+  stagedSiblings.clear();
+  for (Value v : hbmValues) {
+    Value root = v;
+    while (Operation* def = root.getDefiningOp()) {
+      if (!aten::isViewOp(def)) break;
+      root = def->getOperand(0);
+    }
+    const Layout& l = layouts[v];
+    if (auto arg = llvm::dyn_cast<BlockArgument>(root); arg && l.kind == Kind::Full)
+      stagedSiblings[siblingKey(arg, l)].push_back(l.offset);
   }
 
   SmallVector<Value> outHbm;

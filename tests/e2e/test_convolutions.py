@@ -55,6 +55,22 @@ class Convolutions(common.ComparedWithEager):
         self.conv((2, 4, 9, 7), (5, 4, 1, 1))
         self.conv((2, 4, 9, 7), (5, 4, 1, 1), bias=None, padding=1)
 
+    def test_patches(self):
+        # Windows that tile the input beyond 64 taps (patch embeddings) are a
+        # reshape of it, a permute copy and one matmul: 2-d with and without
+        # bias, an input cut to whole patches, rectangular patches, 1-d and
+        # 3-d; 64 taps and grouped patches keep the window slices.
+        self.conv((2, 3, 64, 64), (24, 3, 16, 16), stride=16)
+        self.conv((1, 3, 70, 45), (8, 3, 16, 16), bias=None, stride=16)
+        self.conv((2, 4, 36, 40), (6, 4, 12, 8), bias="zeros", stride=(12, 8))
+        self.conv((2, 5, 800), (7, 5, 80), bias="ones", stride=80)
+        self.conv((1, 2, 8, 8, 16), (3, 2, 4, 4, 8), stride=(4, 4, 8))
+        self.conv((2, 3, 32, 32), (8, 3, 8, 8), stride=8)
+        self.conv((1, 4, 32, 32), (8, 2, 16, 16), stride=16, groups=2)
+        x = torch.arange(2 * 3 * 32 * 32, dtype=torch.int64).reshape(2, 3, 32, 32) % 7 - 3
+        w = torch.arange(4 * 3 * 16 * 16, dtype=torch.int64).reshape(4, 3, 16, 16) % 5 - 2
+        self.check(lambda a, k: F.conv2d(a.float(), k.float(), stride=16), [x, w])
+
     def test_stride_one_1d_and_3d(self):
         self.conv((2, 16, 40), (24, 16, 3), padding=1)
         self.conv((3, 8, 33), (8, 8, 5), bias=None, dilation=3, padding=6)

@@ -52,3 +52,27 @@ func.func @wide_steps(%x: tensor<128x1000xf32>) -> tensor<128x10xf32> {
   %y = aten.exp %s : tensor<128x10xf32> -> tensor<128x10xf32>
   return %y : tensor<128x10xf32>
 }
+
+// -----
+
+// Three windows along a row (a 3-wide pooling with stride 2) differ only in
+// their first element: one staging load of the span all three need
+// (67 = 65 + 2 elements), and each window's copy reads it from its own
+// first element.
+// CHECK-LABEL: func.func @windows
+// CHECK: %[[S:.*]] = nc.alloc_tile {{.*}} : memref<128x67xf32, 1>
+// CHECK-NEXT: nc.dma_load %{{.*}} -> %[[S]] {ap = array<i64: 67, 128, 1, 67>
+// CHECK-NEXT: nc.tile_columns %[[S]][0] {step = 2 : i64}
+// CHECK: nc.tile_columns %[[S]][1] {step = 2 : i64}
+// CHECK: nc.tile_columns %[[S]][2] {step = 2 : i64}
+// CHECK-NOT: nc.dma_load
+// CHECK: nc.tensor_tensor
+// CHECK: nc.dma_store
+func.func @windows(%x: tensor<256x67xf32>) -> tensor<256x33xf32> {
+  %a = aten.slice.Tensor %x {dim = 1 : i64, start = 0 : i64, end = 65 : i64, step = 2 : i64} : tensor<256x67xf32> -> tensor<256x33xf32>
+  %b = aten.slice.Tensor %x {dim = 1 : i64, start = 1 : i64, end = 66 : i64, step = 2 : i64} : tensor<256x67xf32> -> tensor<256x33xf32>
+  %c = aten.slice.Tensor %x {dim = 1 : i64, start = 2 : i64, end = 67 : i64, step = 2 : i64} : tensor<256x67xf32> -> tensor<256x33xf32>
+  %m = aten.maximum %a, %b : tensor<256x33xf32>, tensor<256x33xf32> -> tensor<256x33xf32>
+  %n = aten.maximum %m, %c : tensor<256x33xf32>, tensor<256x33xf32> -> tensor<256x33xf32>
+  return %n : tensor<256x33xf32>
+}
