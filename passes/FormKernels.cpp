@@ -1828,13 +1828,7 @@ struct FormKernelsPass : impl::FormKernelsBase<FormKernelsPass> {
       // The lowering stores through the whole chain back to the computed
       // value (through returned views too), so that chain must invert.
       SmallVector<Operation*> whole;
-      Value root = v;
-      while (Operation* def = root.getDefiningOp()) {
-        if (!aten::isViewOp(def)) break;
-        whole.push_back(def);
-        root = def->getOperand(0);
-      }
-      std::reverse(whole.begin(), whole.end());
+      aten::viewChainRoot(v, &whole);
       aten::StridedView inverse;
       // An attention kernel returns one value (LowerAttention.cpp): it may
       // store a returned view of its output that nothing else reads.

@@ -148,15 +148,10 @@ LogicalResult KernelLowering::findPrologue(Block& body) {
 // elements 64 apart. The merged dims stay merged in `full`.
 void KernelLowering::mergeCopiedColumns(Value copied, SmallVectorImpl<int64_t>& full) {
   SmallVector<Operation*> chain;
-  Value root = copied;
-  while (Operation* def = root.getDefiningOp()) {
-    if (!aten::isViewOp(def)) return;
-    chain.push_back(def);
-    root = def->getOperand(0);
-  }
+  Value root = aten::viewChainRoot(copied, &chain);
   if (!llvm::isa<BlockArgument>(root) || chain.empty()) return;
   aten::StridedView view = aten::contiguousView(llvm::cast<RankedTensorType>(root.getType()).getShape());
-  for (Operation* op : llvm::reverse(chain)) {
+  for (Operation* op : chain) {
     aten::StridedView next;
     std::string error;
     if (!aten::applyView(op, view, next, &error)) return;
@@ -1758,13 +1753,8 @@ LogicalResult KernelLowering::run(int64_t& instructions, int64_t& dmas) {
   // once per row tile (emitDma).
   stagedSiblings.clear();
   for (Value v : hbmValues) {
-    Value root = v;
-    while (Operation* def = root.getDefiningOp()) {
-      if (!aten::isViewOp(def)) break;
-      root = def->getOperand(0);
-    }
     const Layout& l = layouts[v];
-    if (auto arg = llvm::dyn_cast<BlockArgument>(root); arg && l.kind == Kind::Full)
+    if (auto arg = llvm::dyn_cast<BlockArgument>(aten::viewChainRoot(v)); arg && l.kind == Kind::Full)
       stagedSiblings[siblingKey(arg, l)].push_back(l.offset);
   }
 

@@ -3,6 +3,8 @@
 #include "dialects/aten/AtenDialect.h"
 #include "llvm/ADT/TypeSwitch.h"
 
+#include <algorithm>
+
 namespace neuroncc::aten {
 namespace {
 
@@ -131,6 +133,17 @@ int64_t trailingDimsOf(llvm::ArrayRef<int64_t> shape, int64_t rows, int64_t cols
 bool isViewOp(mlir::Operation* op) {
   return llvm::isa<TransposeIntOp, TOp, PermuteOp, UnsqueezeOp, SqueezeDimOp, ExpandOp, SliceTensorOp,
                    SelectIntOp, ViewShapeOp, UnsafeViewOp, ReshapeOp, ReshapeAliasOp, CloneOp>(op);
+}
+
+mlir::Value viewChainRoot(mlir::Value v, llvm::SmallVectorImpl<mlir::Operation*>* chain) {
+  size_t first = chain ? chain->size() : 0;
+  while (mlir::Operation* def = v.getDefiningOp()) {
+    if (!isViewOp(def)) break;
+    if (chain) chain->push_back(def);
+    v = def->getOperand(0);
+  }
+  if (chain) std::reverse(chain->begin() + long(first), chain->end());
+  return v;
 }
 
 bool viewTranspose(int64_t dim0, int64_t dim1, const StridedView& in, StridedView& out, std::string* error) {

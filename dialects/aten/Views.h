@@ -21,6 +21,10 @@ StridedView contiguousView(llvm::ArrayRef<int64_t> shape);
 bool isContiguous(const StridedView& view);
 bool isViewOp(mlir::Operation* op);
 
+// The value `v` is a chain of view ops of (v itself if it is no view),
+// appending the chain's ops to `chain`, when given, in the order they apply.
+mlir::Value viewChainRoot(mlir::Value v, llvm::SmallVectorImpl<mlir::Operation*>* chain = nullptr);
+
 // A reshape (or clone) that keeps the innermost dim: flattening the leading
 // dims gives the same rows, so on the device it is the same tile.
 bool isRowPreservingReshape(mlir::Operation* op);
