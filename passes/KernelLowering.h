@@ -57,6 +57,7 @@ struct RowSegments {
   SmallVector<std::pair<int64_t, int64_t>, 4> segments;  // (first row, rows)
   int64_t stride = 0;                                    // between segments' first elements
   bool uniform = true;
+  SmallVector<std::tuple<int64_t, int64_t, SmallVector<int64_t>>, 4> transfers(int64_t colStride, int64_t w) const;
 };
 RowSegments adjacentRowSegments(ArrayRef<int64_t> offs);
 // The n columns column, column + step, ... of a tile (a stepped view when
@@ -194,10 +195,10 @@ class KernelLowering {
   LogicalResult layoutOfInput(Value v, Layout& out);
   LogicalResult layoutOfView(const aten::StridedView& view, Layout& out);
   LogicalResult lowerCat(aten::CatOp cat, Block* body, ArrayRef<Value> outHbm);
-  // A cat along the last dim whose output rows are short, with g rows per
-  // partition; 1 (not applicable) leaves it to the general lowering.
-  // A cat along the last dim of `pieces` into `result` (`source`: the op the
-  // instructions are attributed to, a cat or an expand of the last dim).
+  // A cat along the last dim of `pieces` into `result` whose output rows are
+  // short, with g rows per partition (rowCatFactor: 1, not applicable,
+  // leaves it to the general lowering). `source`: the op the instructions
+  // are attributed to, a cat or an expand of the last dim.
   int64_t rowCatFactor(ArrayRef<Value> pieces, RankedTensorType result);
   LogicalResult lowerRowCat(ArrayRef<Value> pieces, RankedTensorType result, Operation* source, int64_t g,
                             ArrayRef<Value> outHbm);
@@ -311,9 +312,10 @@ class KernelLowering {
   // through this view of the output buffer in the root's shape.
   llvm::DenseMap<Value, aten::StridedView> storedThrough;
   llvm::DenseSet<Value> tilelessViews;  // inner links of such chains: no tile of their own
-  // Reshapes between a copy kernel's cat and its result (a stack flattened):
-  // the output holds the cat's elements in order, so they emit nothing.
-  llvm::DenseSet<Operation*> reshapesOfCat;
+  // Reshapes between a copy kernel's cat (or last-dim expand) and its
+  // result (a stack flattened): the output holds the cat's elements in
+  // order, so they emit nothing.
+  llvm::DenseSet<Operation*> returnedReshapes;
   // Loaded values by HBM tensor and strides: their first elements (emitDma
   // stages one span for those of a stepped load), and the staging tiles of
   // the kernel body's loads, by what they read.

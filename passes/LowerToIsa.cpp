@@ -714,9 +714,14 @@ void KernelLowering::emitDma(bool load, Value hbm, Value tile, const Layout& l, 
   // span they all need, where the spans overlap: `shift` is this value's
   // place in it.
   int64_t stagedSpan = span, shift = 0, firstOffset = l.offset;
-  std::optional<StagedKey> sharedKey;
-  if (load && l.kind == Kind::Full && packedRows == 1 && llvm::isa<BlockArgument>(hbm))
-    if (auto it = stagedSiblings.find(siblingKey(hbm, l)); it != stagedSiblings.end() && it->second.size() > 1) {
+  // (The copies cover the tile's partitions: only for a load that fills them all.)
+  if (load && step >= 2 && step <= kMaxStagedStep && steps >= 4 && outer <= kMaxStagedOuter &&
+      outer * span * elemBytes <= kMaxStagingBytes && llvm::cast<MemRefType>(tile.getType()).getDimSize(0) == p) {
+    std::optional<StagedKey> sharedKey;
+    if (auto it = l.kind == Kind::Full && packedRows == 1 && llvm::isa<BlockArgument>(hbm)
+                      ? stagedSiblings.find(siblingKey(hbm, l))
+                      : stagedSiblings.end();
+        it != stagedSiblings.end() && it->second.size() > 1) {
       // Siblings in clusters of first elements less than a span apart (the
       // three windows along a row), taken greedily in order.
       SmallVector<int64_t, 4> sorted(it->second);
@@ -741,17 +746,12 @@ void KernelLowering::emitDma(bool load, Value hbm, Value tile, const Layout& l, 
         pattern.push_back(stagedSpan);
         sharedKey = StagedKey{hbm.getAsOpaquePointer(), elem.getAsOpaquePointer(), iteration, std::move(starts),
                               std::move(pattern)};
+        if (auto hit = stagedTiles.find(*sharedKey); hit != stagedTiles.end()) {
+          compactStaged(tile, hit->second, outer, stagedSpan, shift, steps, step);
+          return;
+        }
       }
     }
-  // (The copies cover the tile's partitions: only for a load that fills them all.)
-  if (load && step >= 2 && step <= kMaxStagedStep && steps >= 4 && outer <= kMaxStagedOuter &&
-      outer * stagedSpan * elemBytes <= kMaxStagingBytes &&
-      llvm::cast<MemRefType>(tile.getType()).getDimSize(0) == p) {
-    if (sharedKey)
-      if (auto hit = stagedTiles.find(*sharedKey); hit != stagedTiles.end()) {
-        compactStaged(tile, hit->second, outer, stagedSpan, shift, steps, step);
-        return;
-      }
     staging = alloc(llvm::cast<MemRefType>(tile.getType()).getDimSize(0), outer * stagedSpan, elem);
     stagedPattern.assign(freePattern.begin(), freePattern.end() - 2);
     stagedPattern.append({1, stagedSpan});
@@ -910,6 +910,23 @@ RowSegments adjacentRowSegments(ArrayRef<int64_t> offs) {
   return r;
 }
 
+// The transfers moving a transposed block's w columns (partitions, `colStride`
+// apart in HBM) for these rows: (first row, rows, access pattern), one for
+// all of them where uniform, else one per segment.
+SmallVector<std::tuple<int64_t, int64_t, SmallVector<int64_t>>, 4> RowSegments::transfers(int64_t colStride,
+                                                                                      int64_t w) const {
+  SmallVector<std::tuple<int64_t, int64_t, SmallVector<int64_t>>, 4> out;
+  if (uniform) {
+    SmallVector<int64_t> ap{colStride, w};
+    if (segments.size() > 1) ap.append({stride, int64_t(segments.size())});
+    ap.append({1, segments[0].second});
+    out.push_back({0, segments[0].second * int64_t(segments.size()), ap});
+  } else {
+    for (auto [first, rows] : segments) out.push_back({first, rows, SmallVector<int64_t>{colStride, w, 1, rows}});
+  }
+  return out;
+}
+
 // A transposed input (the tile's rows in runs of adjacent elements, its
 // columns strided) read element by element would cost one DMA descriptor
 // per element. Instead, blocks of up to 128 columns are loaded with the
@@ -934,13 +951,7 @@ bool KernelLowering::loadTransposed(Value v, Value tile, const Layout& l, int64_
     for (int64_t c = j; c < j + n; c += P) {
       int64_t w = std::min(P, j + n - c);
       Value columns = alloc(w, p, elem);
-      SmallVector<std::pair<int64_t, int64_t>, 4> transfers;  // (first row, rows)
-      if (rows.uniform) transfers.push_back({0, p});
-      else transfers.assign(rows.segments.begin(), rows.segments.end());
-      for (auto [first, count] : transfers) {
-        SmallVector<int64_t> ap{colStride, w};
-        if (rows.uniform && rows.segments.size() > 1) ap.append({rows.stride, int64_t(rows.segments.size())});
-        ap.append({1, rows.uniform ? rows.segments[0].second : count});
+      for (auto [first, count, ap] : rows.transfers(colStride, w)) {
         Operation* dma = b->create<nc::DmaLoadOp>(loc, hbmOf[v], tileColumns(*b, loc, columns, first, count),
                                                   b->getI64IntegerAttr(0),
                                                   b->getI64IntegerAttr(l.offset + offs[size_t(first)] + (c0 + c) * colStride),
@@ -976,10 +987,7 @@ bool KernelLowering::storeTransposed(Value hbm, Value tile, const Layout& l, Arr
     return false;
   // Worth a transpose where the rows' segments average two elements or more.
   const RowSegments rows = adjacentRowSegments(offs);
-  const auto& segments = rows.segments;
-  if (int64_t(segments.size()) * 2 > p) return false;
-  const int64_t segStride = rows.stride;
-  const bool uniform = rows.uniform;
+  if (int64_t(rows.segments.size()) * 2 > p) return false;
   // The HBM offset of the tile's column c (from the view's first element).
   auto columnOffset = [&](int64_t c) {
     int64_t index = col0 + c, offset = 0;
@@ -1013,7 +1021,7 @@ bool KernelLowering::storeTransposed(Value hbm, Value tile, const Layout& l, Arr
     c += w;
   }
   const bool lastRows = r0 + p >= space.rows || (space.rowBlock > 0 && (r0 + p) % space.rowBlock == 0);
-  const bool gather = segments.size() == 1;
+  const bool gather = rows.segments.size() == 1;
   for (auto [c, w, colStride] : blocks) {
     int64_t colOffset = l.offset + columnOffset(c);
     auto transpose = [&] {
@@ -1027,14 +1035,8 @@ bool KernelLowering::storeTransposed(Value hbm, Value tile, const Layout& l, Arr
       Value transposed = alloc(w, p, elem);
       copyTile(transposed, psum, nullptr);
       ++numInst;
-      SmallVector<std::pair<int64_t, int64_t>, 4> transfers;  // (first row, rows)
-      if (uniform) transfers.push_back({0, p});
-      else transfers.assign(segments.begin(), segments.end());
-      for (auto [first, rows] : transfers) {
-        SmallVector<int64_t> ap{colStride, w};
-        if (uniform && segments.size() > 1) ap.append({segStride, int64_t(segments.size())});
-        ap.append({1, uniform ? segments[0].second : rows});
-        Operation* dma = b->create<nc::DmaStoreOp>(loc, tileColumns(*b, loc, transposed, first, rows), hbm,
+      for (auto [first, count, ap] : rows.transfers(colStride, w)) {
+        Operation* dma = b->create<nc::DmaStoreOp>(loc, tileColumns(*b, loc, transposed, first, count), hbm,
                                                    b->getI64IntegerAttr(0),
                                                    b->getI64IntegerAttr(colOffset + offs[size_t(first)]),
                                                    b->getDenseI64ArrayAttr(ap));
@@ -1310,7 +1312,7 @@ LogicalResult KernelLowering::foldViews(Block& old, bool allowTileAliases) {
   for (Operation& op : old.without_terminator()) {
     if (!aten::isViewOp(&op)) continue;
     auto in = viewOf.find(op.getOperand(0));
-    if (in == viewOf.end() && reshapesOfCat.contains(&op)) continue;
+    if (in == viewOf.end() && returnedReshapes.contains(&op)) continue;
     if (in == viewOf.end()) {
       // A returned view is stored through its chain's inverse pattern; a
       // reshape that keeps the rows of a value with a tile reuses the tile.
@@ -1575,14 +1577,14 @@ LogicalResult KernelLowering::run(int64_t& instructions, int64_t& dmas) {
     // its elements (a stack along a new dim, flattened): the output buffer
     // holds the cat's elements in order either way.
     Value returned = yield.getValues().size() == 1 && !others ? yield.getValues()[0] : Value();
-    reshapesOfCat.clear();
+    returnedReshapes.clear();
     while (returned && (!cat || returned != cat.getResult())) {
       Operation* def = returned.getDefiningOp();
       if (!def || !def->hasOneUse() ||
           !llvm::isa<aten::UnsqueezeOp, aten::SqueezeDimOp, aten::ViewShapeOp, aten::UnsafeViewOp, aten::ReshapeOp,
                      aten::ReshapeAliasOp, aten::CloneOp>(def))
         break;
-      reshapesOfCat.insert(def);
+      returnedReshapes.insert(def);
       returned = def->getOperand(0);
     }
     const bool alone = cat && !others && returned == cat.getResult();
@@ -1643,7 +1645,7 @@ LogicalResult KernelLowering::run(int64_t& instructions, int64_t& dmas) {
     }
   }
   // The general lowering folds a returned reshape of a cat itself.
-  reshapesOfCat.clear();
+  returnedReshapes.clear();
   Block& oldBody = kernel.getBody().front();
   if (failed(findPrologue(oldBody))) return failure();
   if (prologueOperand) {
