@@ -20,6 +20,7 @@
 
 #include <array>
 #include <functional>
+#include <map>
 #include <optional>
 
 #include "device_model.h"
@@ -111,6 +112,12 @@ bool movesAcrossViews(Operation* op) {
   if (!aten::isElementwise(op)) return false;
   auto narrow = [](Value v) { return nc::isNarrowInteger(llvm::cast<ShapedType>(v.getType()).getElementType()); };
   return !llvm::any_of(op->getResults(), narrow) && !llvm::any_of(op->getOperands(), narrow);
+}
+
+// The source op a rewrite's new op is attributed to (kernel names, profiles).
+void copySourceTags(Operation* from, Operation* to) {
+  for (StringRef name : {kSourceAttr, kSourceIdAttr})
+    if (Attribute a = from->getAttr(name)) to->setAttr(name, a);
 }
 
 bool holdsCat(ArrayRef<Operation*> ops) {
@@ -263,8 +270,9 @@ struct FormKernelsPass : impl::FormKernelsBase<FormKernelsPass> {
       aten::StridedView next;
       std::string error;
       if (!(keepBatchDims ? aten::applyBatchedView(op, v, next, &error)
-                          : aten::applyView(op, v, next, &error)))
+                          : aten::applyView(op, v, next, &error))) {
         return int(i);
+      }
       v = next;
     }
     return -1;
@@ -949,14 +957,10 @@ struct FormKernelsPass : impl::FormKernelsBase<FormKernelsPass> {
       if (outType.getRank() >= inType.getRank() || without1(inType) != without1(outType)) return nullptr;
       return r;
     };
-    auto copyTags = [](Operation* from, Operation* to) {
-      for (StringRef name : {kSourceAttr, kSourceIdAttr})
-        if (Attribute a = from->getAttr(name)) to->setAttr(name, a);
-    };
     auto squeeze = [&](Operation* like, Value v, RankedTensorType type) {
       Operation* r = b.create<aten::ReshapeOp>(like->getLoc(), type, v, b.getDenseI64ArrayAttr(type.getShape()));
       r->setAttr(kSqueezeAttr, b.getUnitAttr());
-      copyTags(like, r);
+      copySourceTags(like, r);
       return r;
     };
     // One pass in program order: the users of a new reshape come later, and
@@ -1021,7 +1025,7 @@ struct FormKernelsPass : impl::FormKernelsBase<FormKernelsPass> {
         } else if (t.getShape() == resultType.getShape()) {
           Operation* r = b.create<aten::ReshapeOp>(op->getLoc(), t.clone(wide.getShape()), v,
                                                    b.getDenseI64ArrayAttr(wide.getShape()));
-          copyTags(op, r);
+          copySourceTags(op, r);
           operands.push_back(r->getResult(0));
         } else {
           ok = false;  // broadcast inside the op: leave it
@@ -1076,8 +1080,7 @@ struct FormKernelsPass : impl::FormKernelsBase<FormKernelsPass> {
       auto plain = b.create<aten::CatOp>(cat.getLoc(), type, operands, cat.getDimAttr());
       plain->setAttrs(cat->getAttrs());
       auto product = b.create<aten::MulTensorOp>(firstNeg->getLoc(), type, plain.getResult(), sign);
-      for (StringRef name : {kSourceAttr, kSourceIdAttr})
-        if (Attribute a = firstNeg->getAttr(name)) product->setAttr(name, a);
+      copySourceTags(firstNeg, product);
       if (!product->hasAttr(kSourceAttr)) product->setAttr(kSourceAttr, b.getStringAttr("aten.neg"));
       cat.getResult().replaceAllUsesWith(product.getResult());
       cat.erase();
@@ -1087,6 +1090,91 @@ struct FormKernelsPass : impl::FormKernelsBase<FormKernelsPass> {
     for (Operation& op : func.getBody().front())
       if (llvm::isa<aten::NegOp>(op) && op.use_empty()) dead.push_back(&op);
     for (Operation* op : dead) op->erase();
+  }
+
+  // Recomputes `moving` (in program order) in a permuted frame: dim i of each
+  // new value is dim frame[i] of the value it replaces. An operand from
+  // outside is broadcast to the op's shape and permuted, unless the
+  // permutation leaves its dims alone; readers outside `moving` read the new
+  // value through `readBack` (the inverse view). `mapped` holds the values
+  // already in the frame and gains the moved ones; the old ops are erased.
+  // With `tagViews`, the views made for an op's operands are attributed to it.
+  template <typename ReadBack>
+  static void moveIntoFrame(ArrayRef<Operation*> moving, ArrayRef<int64_t> frame, IRMapping& mapped,
+                            ReadBack readBack, bool tagViews = false) {
+    int64_t rank = int64_t(frame.size());
+    SmallVector<int64_t> inverse(rank, 0);
+    for (int64_t i = 0; i < rank; ++i) inverse[size_t(frame[size_t(i)])] = i;
+    auto framed = [&](ArrayRef<int64_t> shape) {
+      SmallVector<int64_t> s(rank);
+      for (int64_t i = 0; i < rank; ++i) s[size_t(i)] = shape[size_t(frame[size_t(i)])];
+      return s;
+    };
+    auto normalized = [&](int64_t d) { return d < 0 ? d + rank : d; };
+    OpBuilder b(moving.front()->getContext());
+    // One view per value and shape: a kernel loads each view of its own.
+    std::map<std::pair<void*, SmallVector<int64_t>>, Value> views;
+    for (Operation* op : moving) {
+      b.setInsertionPoint(op);
+      auto rt = llvm::cast<RankedTensorType>(op->getResult(0).getType());
+      SmallVector<Value> operands;
+      for (Value v : op->getOperands()) {
+        if (Value m = mapped.lookupOrNull(v)) {
+          operands.push_back(m);
+          continue;
+        }
+        auto vt = llvm::cast<RankedTensorType>(v.getType());
+        int64_t q = vt.getRank();
+        bool unaffected = vt.getNumElements() == 1;
+        if (!unaffected) {
+          unaffected = true;
+          for (int64_t i = rank - q; i < rank; ++i) unaffected &= frame[size_t(i)] == i;
+        }
+        if (unaffected) {
+          operands.push_back(v);
+          continue;
+        }
+        // (A reduction's operand has the frame's rank already.)
+        ArrayRef<int64_t> target = isReduction(op) ? vt.getShape() : rt.getShape();
+        Value& view = views[{v.getAsOpaquePointer(), SmallVector<int64_t>(target)}];
+        if (view) {
+          operands.push_back(view);
+          continue;
+        }
+        Value full = v;
+        if (vt.getShape() != target) {
+          full = b.create<aten::ExpandOp>(op->getLoc(), vt.clone(rt.getShape()), v, b.getDenseI64ArrayAttr(rt.getShape()));
+          if (tagViews) copySourceTags(op, full.getDefiningOp());
+        }
+        auto fullShape = llvm::cast<RankedTensorType>(full.getType()).getShape();
+        auto permuted = b.create<aten::PermuteOp>(op->getLoc(), vt.clone(framed(fullShape)), full,
+                                                  b.getDenseI64ArrayAttr(frame));
+        if (tagViews) copySourceTags(op, permuted);
+        operands.push_back(view = permuted);
+      }
+      Operation* moved = b.clone(*op);
+      moved->setOperands(operands);
+      moved->getResult(0).setType(rt.clone(framed(rt.getShape())));
+      if (auto s = llvm::dyn_cast<aten::SliceTensorOp>(moved)) s.setDim(inverse[size_t(normalized(s.getDim()))]);
+      if (auto c = llvm::dyn_cast<aten::CatOp>(moved)) c.setDim(inverse[size_t(normalized(c.getDim()))]);
+      if (isReduction(moved)) {
+        SmallVector<int64_t> dims;
+        for (int64_t d : aten::reducedDims(op)) dims.push_back(inverse[size_t(d)]);
+        llvm::sort(dims);
+        moved->setAttr("dim", b.getDenseI64ArrayAttr(dims));
+      }
+      mapped.map(op->getResult(0), moved->getResult(0));
+    }
+    llvm::SmallPtrSet<Operation*, 16> moved(moving.begin(), moving.end());
+    for (Operation* op : moving) {
+      Value r = op->getResult(0);
+      if (llvm::all_of(r.getUsers(), [&](Operation* u) { return moved.contains(u); })) continue;
+      Value m = mapped.lookup(r);
+      b.setInsertionPointAfterValue(m);
+      Value again = readBack(b, m, r.getType());
+      r.replaceUsesWithIf(again, [&](OpOperand& use) { return !moved.contains(use.getOwner()); });
+    }
+    for (Operation* op : llvm::reverse(moving)) op->erase();
   }
 
   // Elementwise ops, slices and cats applied to a permutation of a matmul's
@@ -1136,11 +1224,6 @@ struct FormKernelsPass : impl::FormKernelsBase<FormKernelsPass> {
       if (aten::trailingDimsOf(yShape, mmType.getDimSize(0), mmType.getDimSize(1)) != 2 ||
           yShape.back() > kMatmulTileColumns)
         continue;
-      auto unpermuted = [&](ArrayRef<int64_t> shape) {
-        SmallVector<int64_t> s(shape.size());
-        for (int64_t i = 0; i < rank; ++i) s[size_t(perm[size_t(i)])] = shape[size_t(i)];
-        return s;
-      };
       auto normalized = [&](int64_t d) { return d < 0 ? d + rank : d; };
       // Which ops move: in program order, those whose permuted operands
       // are the permutation or ops that move.
@@ -1176,56 +1259,82 @@ struct FormKernelsPass : impl::FormKernelsBase<FormKernelsPass> {
         continue;
       IRMapping mapped;
       mapped.map(permOp->getResult(0), y);
-      OpBuilder b(func.getContext());
-      for (Operation* op : moving) {
-        b.setInsertionPoint(op);
-        auto rt = llvm::cast<RankedTensorType>(op->getResult(0).getType());
-        SmallVector<Value> operands;
-        for (Value v : op->getOperands()) {
-          if (Value m = mapped.lookupOrNull(v)) {
-            operands.push_back(m);
-            continue;
-          }
-          auto vt = llvm::cast<RankedTensorType>(v.getType());
-          int64_t q = vt.getRank();
-          bool unaffected = vt.getNumElements() == 1;
-          if (!unaffected) {
-            unaffected = true;
-            for (int64_t i = rank - q; i < rank; ++i) unaffected &= perm[size_t(i)] == i;
-          }
-          if (unaffected) {
-            operands.push_back(v);
-            continue;
-          }
-          // Broadcast to the op's shape, then the inverse permutation.
-          Value full = v;
-          if (vt.getShape() != rt.getShape())
-            full = b.create<aten::ExpandOp>(op->getLoc(), vt.clone(rt.getShape()), v, b.getDenseI64ArrayAttr(rt.getShape()));
-          operands.push_back(b.create<aten::PermuteOp>(op->getLoc(), vt.clone(unpermuted(rt.getShape())), full,
-                                                       b.getDenseI64ArrayAttr(inverse)));
-        }
-        Operation* moved = b.clone(*op);
-        moved->setOperands(operands);
-        moved->getResult(0).setType(rt.clone(unpermuted(rt.getShape())));
-        if (auto s = llvm::dyn_cast<aten::SliceTensorOp>(moved))
-          s.setDim(perm[size_t(normalized(s.getDim()))]);
-        if (auto c = llvm::dyn_cast<aten::CatOp>(moved)) c.setDim(rank - 1);
-        mapped.map(op->getResult(0), moved->getResult(0));
-      }
-      // Readers of the moved values that did not move read them permuted.
-      llvm::SmallPtrSet<Operation*, 16> moved(moving.begin(), moving.end());
-      for (Operation* op : moving) {
-        Value r = op->getResult(0);
-        if (llvm::all_of(r.getUsers(), [&](Operation* u) { return moved.contains(u); })) continue;
-        Value m = mapped.lookup(r);
-        b.setInsertionPointAfterValue(m);
+      moveIntoFrame(moving, inverse, mapped, [&](OpBuilder& b, Value m, Type t) {
         Operation* again = b.clone(*permOp);
         again->setOperand(0, m);
-        again->getResult(0).setType(r.getType());
-        r.replaceUsesWithIf(again->getResult(0), [&](OpOperand& use) { return !moved.contains(use.getOwner()); });
-      }
-      for (Operation* op : llvm::reverse(moving)) op->erase();
+        again->getResult(0).setType(t);
+        return again->getResult(0);
+      });
       if (permOp->use_empty()) permOp->erase();
+    }
+  }
+
+  // A reduction over dims that are not the trailing ones (softmax over dim 1,
+  // a channel norm of NCHW maps: `x - x.mean(1, keepdim=True)`) has no row
+  // space, so it would run alone and every op around it in kernels of its
+  // own. The reduction and the elementwise ops of its rank connected to it
+  // (the values it reads, those that read it, and the reductions over the
+  // same dims among them) are computed instead in a frame whose last dims are
+  // the reduced ones: their inputs are read through a permutation (a view,
+  // folded into the loads) and their results, where read outside, through
+  // the inverse one. They then form one kernel of whole rows, as a softmax
+  // over the last dim does. A lone reduction keeps its permuted access
+  // pattern (the same reads).
+  void reduceInPermutedFrame(func::FuncOp func) {
+    SmallVector<Operation*> reductions;
+    for (Operation& op : func.getBody().front())
+      if (isReduction(&op) && keepdimOf(&op) && !rowSpaceOf(&op)) reductions.push_back(&op);
+    llvm::DenseSet<Operation*> visited;
+    for (Operation* reduction : reductions) {
+      if (visited.contains(reduction)) continue;
+      SmallVector<int64_t> dims = aten::reducedDims(reduction);
+      auto inType = llvm::cast<RankedTensorType>(reduction->getOperand(0).getType());
+      int64_t rank = inType.getRank();
+      // Values of the reduction's operand shape (whole rows in the frame)
+      // and of its result's (per row).
+      ArrayRef<int64_t> fullShape = inType.getShape(),
+                        rowShape = llvm::cast<RankedTensorType>(reduction->getResult(0).getType()).getShape();
+      auto joins = [&](Operation* op) {
+        if (op->getBlock() != reduction->getBlock() || op->getNumResults() != 1) return false;
+        auto rt = llvm::dyn_cast<RankedTensorType>(op->getResult(0).getType());
+        if (!rt || (rt.getShape() != fullShape && rt.getShape() != rowShape)) return false;
+        if (isReduction(op))
+          return keepdimOf(op) && aten::reducedDims(op) == dims &&
+                 llvm::cast<RankedTensorType>(op->getOperand(0).getType()).getShape() == fullShape;
+        return movesAcrossViews(op) && llvm::all_of(op->getOperands(), [&](Value v) {
+                 auto vt = llvm::dyn_cast<RankedTensorType>(v.getType());
+                 return vt && vt.getRank() <= rank;
+               });
+      };
+      llvm::SetVector<Operation*> component;
+      component.insert(reduction);
+      for (size_t i = 0; i < component.size(); ++i) {
+        Operation* op = component[i];
+        SmallVector<Operation*> near;
+        for (Value v : op->getOperands())
+          if (Operation* def = v.getDefiningOp()) near.push_back(def);
+        for (Operation* user : op->getResult(0).getUsers()) near.push_back(user);
+        for (Operation* n : near)
+          if (!component.contains(n) && !visited.contains(n) && joins(n)) component.insert(n);
+      }
+      visited.insert(component.begin(), component.end());
+      if (component.size() < 2) continue;
+      // The frame: the kept dims in order, then the reduced ones.
+      SmallVector<int64_t> frame;
+      for (int64_t d = 0; d < rank; ++d)
+        if (!llvm::is_contained(dims, d)) frame.push_back(d);
+      frame.append(dims.begin(), dims.end());
+      SmallVector<int64_t> back(rank, 0);
+      for (int64_t i = 0; i < rank; ++i) back[size_t(frame[size_t(i)])] = i;
+      SmallVector<Operation*> moving(component.begin(), component.end());
+      llvm::sort(moving, [](Operation* a, Operation* c) { return a->isBeforeInBlock(c); });
+      IRMapping mapped;
+      auto readBack = [&](OpBuilder& b, Value m, Type t) -> Value {
+        auto view = b.create<aten::PermuteOp>(m.getLoc(), t, m, b.getDenseI64ArrayAttr(back));
+        copySourceTags(m.getDefiningOp(), view);
+        return view;
+      };
+      moveIntoFrame(moving, frame, mapped, readBack, /*tagViews=*/true);
     }
   }
 
@@ -1675,6 +1784,7 @@ struct FormKernelsPass : impl::FormKernelsBase<FormKernelsPass> {
     stageReductions(func);
     if (fuse) {
       sinkSqueezes(func);
+      reduceInPermutedFrame(func);
       recomputeLongRowOperands(func);
       hoistNegationsOutOfCats(func);
       movePermutationsPastEpilogues(func);

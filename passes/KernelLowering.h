@@ -57,7 +57,10 @@ struct RowSegments {
   SmallVector<std::pair<int64_t, int64_t>, 4> segments;  // (first row, rows)
   int64_t stride = 0;                                    // between segments' first elements
   bool uniform = true;
-  SmallVector<std::tuple<int64_t, int64_t, SmallVector<int64_t>>, 4> transfers(int64_t colStride, int64_t w) const;
+  // With blocks > 1 (uniform rows only), `blocks` consecutive blocks of w
+  // columns each, one after another in the free dim.
+  SmallVector<std::tuple<int64_t, int64_t, SmallVector<int64_t>>, 4> transfers(int64_t colStride, int64_t w,
+                                                                                int64_t blocks = 1) const;
 };
 RowSegments adjacentRowSegments(ArrayRef<int64_t> offs);
 // The n columns column, column + step, ... of a tile (a stepped view when

@@ -914,10 +914,13 @@ RowSegments adjacentRowSegments(ArrayRef<int64_t> offs) {
 // apart in HBM) for these rows: (first row, rows, access pattern), one for
 // all of them where uniform, else one per segment.
 SmallVector<std::tuple<int64_t, int64_t, SmallVector<int64_t>>, 4> RowSegments::transfers(int64_t colStride,
-                                                                                      int64_t w) const {
+                                                                                      int64_t w,
+                                                                                      int64_t blocks) const {
   SmallVector<std::tuple<int64_t, int64_t, SmallVector<int64_t>>, 4> out;
+  assert((uniform || blocks == 1) && "blocks of rows in several transfers");
   if (uniform) {
     SmallVector<int64_t> ap{colStride, w};
+    if (blocks > 1) ap.append({w * colStride, blocks});
     if (segments.size() > 1) ap.append({stride, int64_t(segments.size())});
     ap.append({1, segments[0].second});
     out.push_back({0, segments[0].second * int64_t(segments.size()), ap});
@@ -948,7 +951,28 @@ bool KernelLowering::loadTransposed(Value v, Value tile, const Layout& l, int64_
   for (int64_t j = 0; j < f; j += bank) {
     int64_t n = std::min(bank, f - j);
     Value psum = allocPsum(p, n);
-    for (int64_t c = j; c < j + n; c += P) {
+    // The whole blocks of a bank in one transfer where the rows allow
+    // (each transfer pays the fixed cost: a softmax over dim 1 of
+    // [32, 2048, 128] loads 16 blocks a row tile).
+    int64_t together = rows.uniform ? n / P : 0;
+    if (together < 2) together = 0;
+    if (together > 0) {
+      Value columns = alloc(P, together * p, elem);
+      auto [first, count, ap] = rows.transfers(colStride, P, together).front();
+      Operation* dma = b->create<nc::DmaLoadOp>(loc, hbmOf[v], columns, b->getI64IntegerAttr(0),
+                                                b->getI64IntegerAttr(l.offset + offs[0] + (c0 + j) * colStride),
+                                                b->getDenseI64ArrayAttr(ap));
+      setEngineAndSource(dma, *b, "dma", -1);
+      ++numInst;
+      ++numDma;
+      for (int64_t k = 0; k < together; ++k) {
+        setSource(b->create<nc::TransposeOp>(loc, tileColumns(*b, loc, psum, k * P, P),
+                                             tileColumns(*b, loc, columns, k * p, p)),
+                  nullptr);
+        ++numInst;
+      }
+    }
+    for (int64_t c = j + together * P; c < j + n; c += P) {
       int64_t w = std::min(P, j + n - c);
       Value columns = alloc(w, p, elem);
       for (auto [first, count, ap] : rows.transfers(colStride, w)) {
@@ -980,6 +1004,7 @@ bool KernelLowering::loadTransposed(Value v, Value tile, const Layout& l, int64_
 bool KernelLowering::storeTransposed(Value hbm, Value tile, const Layout& l, ArrayRef<int64_t> offs, int64_t col0,
                                      int64_t f) {
   const int64_t P = nc::kNumPartitions;
+  constexpr size_t kBlocksTogether = 4;
   const int64_t p = int64_t(offs.size());
   if (l.kind != Kind::Full || space.split > 1 || p < 2 || f < 2 || l.colStrides.empty() ||
       l.colStrides.back() <= 1 || nc::isPsumTile(tile.getType()) ||
@@ -1022,8 +1047,42 @@ bool KernelLowering::storeTransposed(Value hbm, Value tile, const Layout& l, Arr
   }
   const bool lastRows = r0 + p >= space.rows || (space.rowBlock > 0 && (r0 + p) % space.rowBlock == 0);
   const bool gather = rows.segments.size() == 1;
-  for (auto [c, w, colStride] : blocks) {
+  // Where no row tile before or after continues these rows (a softmax over
+  // dim 1 of [32, 2048, 128]: a row tile per batch), up to four whole
+  // blocks at one distance are stored together instead (a 128 KiB transfer
+  // for bf16), except from the last row tile, whose stores nothing overlaps.
+  bool continued = false;
+  if (gather && !lastRows && r0 + p < space.rows)
+    continued = rowOffsets(l, r0 + p, 1).front() == offs.back() + 1;
+  const bool blocksTogether = gather && !continued && !lastRows && !space.matmul &&
+                              llvm::none_of(pendingTransposed, [&](auto& e) { return e.second.hbm == hbm; });
+  for (size_t i = 0; i < blocks.size();) {
+    auto [c, w, colStride] = blocks[i];
     int64_t colOffset = l.offset + columnOffset(c);
+    size_t together = 1;
+    while (blocksTogether && w == P && together < kBlocksTogether && i + together < blocks.size() &&
+           blocks[i + together][1] == P &&
+           blocks[i + together][2] == colStride &&
+           columnOffset(blocks[i + together][0]) == columnOffset(c) + int64_t(together) * P * colStride)
+      ++together;
+    if (together > 1) {
+      Value gathered = alloc(P, int64_t(together) * p, elem);
+      for (size_t k = 0; k < together; ++k) {
+        Value psum = allocPsum(P, p);
+        setSource(b->create<nc::TransposeOp>(loc, psum, tileColumns(*b, loc, tile, blocks[i + k][0], P)), nullptr);
+        copyTile(tileColumns(*b, loc, gathered, int64_t(k) * p, p), psum, nullptr);
+        numInst += 2;
+      }
+      Operation* dma = b->create<nc::DmaStoreOp>(
+          loc, gathered, hbm, b->getI64IntegerAttr(0), b->getI64IntegerAttr(colOffset + offs[0]),
+          b->getDenseI64ArrayAttr({colStride, P, P * colStride, int64_t(together), 1, p}));
+      setEngineAndSource(dma, *b, "dma", -1);
+      ++numInst;
+      ++numDma;
+      i += together;
+      continue;
+    }
+    ++i;
     auto transpose = [&] {
       Value psum = allocPsum(w, p);
       setSource(b->create<nc::TransposeOp>(loc, psum, tileColumns(*b, loc, tile, c, w)), nullptr);

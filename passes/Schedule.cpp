@@ -120,10 +120,25 @@ Region hbmRegion(Value hbm, int64_t offset, ArrayRef<int64_t> ap) {
   return r;
 }
 
+// The HBM regions of a transfer. Runs of partitions in a few segments (a
+// transposed tile whose rows cross a batch: [partitions, segments, run]) are
+// one region per segment, each exactly its runs; as one bounding interval
+// they would overlap the transfers of the rows between, and every later
+// transfer that waits for them would grow over them too (a chain of stores).
+void addHbmRegions(SmallVectorImpl<Region>& regions, Value hbm, int64_t offset, ArrayRef<int64_t> ap) {
+  constexpr int64_t kMaxSegmentRegions = 8;
+  if (ap.size() == 6 && ap[0] >= 0 && ap[1] >= 1 && ap[2] > 0 && ap[3] > 1 && ap[3] <= kMaxSegmentRegions &&
+      ap[4] == 1 && ap[5] >= 1) {
+    for (int64_t j = 0; j < ap[3]; ++j) regions.push_back(hbmRegion(hbm, offset + j * ap[2], {ap[0], ap[1], 1, ap[5]}));
+    return;
+  }
+  regions.push_back(hbmRegion(hbm, offset, ap));
+}
+
 Access accessOf(Operation* op) {
   Access a;
   if (auto o = llvm::dyn_cast<nc::DmaLoadOp>(op)) {
-    a.reads.push_back(hbmRegion(o.getHbm(), o.getOffset(), o.getAp()));
+    addHbmRegions(a.reads, o.getHbm(), o.getOffset(), o.getAp());
     a.writes.push_back(tileRegion(o.getTile(), o.getPartStart(), o.getAp()[1]));
   } else if (auto o = llvm::dyn_cast<nc::DmaGatherOp>(op)) {
     // Any row of the table may be read: the whole table, and the indices.
@@ -134,7 +149,7 @@ Access accessOf(Operation* op) {
     a.writes.push_back(tileRegion(o.getTile(), o.getPartStart(), o.getAp()[1]));
   } else if (auto o = llvm::dyn_cast<nc::DmaStoreOp>(op)) {
     a.reads.push_back(tileRegion(o.getTile(), o.getPartStart(), o.getAp()[1]));
-    a.writes.push_back(hbmRegion(o.getHbm(), o.getOffset(), o.getAp()));
+    addHbmRegions(a.writes, o.getHbm(), o.getOffset(), o.getAp());
   } else {
     // Compute instructions: operand 0 is the output tile, the rest are read,
     // except an activation's accumulator, which is written too.

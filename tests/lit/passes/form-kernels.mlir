@@ -28,20 +28,49 @@
 // COMPOSITE: nc.kernel "k0_rms_norm"(%arg0, %arg1) {nc.source_id = 0 : i64, result_sources = ["aten._to_copy of aten.rms_norm"], source_ops = ["aten.rms_norm"]}
 // COMPOSITE-NOT: nc.kernel
 
-// A column reduction cannot share a kernel, and joining its consumer to the
+// A column reduction alone (its operand and result reach other ops only
+// through views) cannot share a kernel, and joining its consumer to the
 // first kernel would make the two kernels depend on each other.
 // REPORT: remark: cannot share a kernel: reductions over non-trailing dims are not fused
-// REPORT: remark: not fused into kernel of 'aten.amax': the producer kernel cannot be fused
+// REPORT: remark: not fused into kernel of 'aten.reshape': the producer kernel cannot be fused
 // REPORT: remark: not fused into kernel of 'aten.exp': joining would create a cycle between kernels
 // REPORT-LABEL: func.func @diamond
 // REPORT: nc.kernel "k0_exp"
-// REPORT: nc.kernel "k1_amax"
-// REPORT: nc.kernel "k2_mul"
+// REPORT: nc.kernel "k1_fused_reshape_amax"
+// REPORT: nc.kernel "k2_fused_expand_mul"
 func.func @diamond(%x: tensor<4x512xf32>) -> tensor<4x512xf32> {
   %a = aten.exp %x : tensor<4x512xf32> -> tensor<4x512xf32>
-  %b = aten.amax %a {dim = array<i64: 0>, keepdim = true} : tensor<4x512xf32> -> tensor<1x512xf32>
-  %c = aten.mul.Tensor %a, %b : tensor<4x512xf32>, tensor<1x512xf32> -> tensor<4x512xf32>
+  %v = aten.reshape %a {size = array<i64: 4, 512>} : tensor<4x512xf32> -> tensor<4x512xf32>
+  %b = aten.amax %v {dim = array<i64: 0>, keepdim = true} : tensor<4x512xf32> -> tensor<1x512xf32>
+  %e = aten.expand %b {size = array<i64: 4, 512>} : tensor<1x512xf32> -> tensor<4x512xf32>
+  %c = aten.mul.Tensor %a, %e : tensor<4x512xf32>, tensor<4x512xf32> -> tensor<4x512xf32>
   return %c : tensor<4x512xf32>
+}
+
+// With the ops around it, a reduction over a leading dim is computed in a
+// frame whose last dim is the reduced one: its inputs are read through a
+// permutation (one view per input), the result is written through the
+// inverse one, and the whole softmax over dim 1 is one kernel.
+// RESID-LABEL: func.func @softmax_dim1
+// RESID: nc.kernel "k0_fused_permute_exp_amax_sub_etc"
+// RESID-NEXT: ^bb0(%[[X:.*]]: tensor<3x40x8xf32>):
+// RESID-NEXT: %[[P:.*]] = aten.permute %[[X]] {dims = array<i64: 0, 2, 1>{{.*}} -> tensor<3x8x40xf32>
+// RESID-NEXT: %[[E:.*]] = aten.exp %[[P]]
+// RESID-NEXT: %[[M:.*]] = aten.amax %[[E]] {dim = array<i64: 2>, keepdim = true{{.*}} -> tensor<3x8x1xf32>
+// RESID-NEXT: %[[S:.*]] = aten.sub.Tensor %[[E]], %[[M]]
+// RESID-NEXT: %[[N:.*]] = aten.sum.dim_IntList %[[S]] {dim = array<i64: 2>, keepdim = true
+// RESID-NEXT: %[[D:.*]] = aten.div.Tensor %[[S]], %[[N]]
+// RESID-NEXT: %[[R:.*]] = aten.permute %[[D]] {dims = array<i64: 0, 2, 1>{{.*}} -> tensor<3x40x8xf32>
+// RESID-NEXT: nc.yield %[[R]]
+// RESID-NOT: nc.kernel
+// RESID-LABEL: func.func @
+func.func @softmax_dim1(%x: tensor<3x40x8xf32>) -> tensor<3x40x8xf32> {
+  %e = aten.exp %x : tensor<3x40x8xf32> -> tensor<3x40x8xf32>
+  %m = aten.amax %e {dim = array<i64: 1>, keepdim = true} : tensor<3x40x8xf32> -> tensor<3x1x8xf32>
+  %s = aten.sub.Tensor %e, %m : tensor<3x40x8xf32>, tensor<3x1x8xf32> -> tensor<3x40x8xf32>
+  %n = aten.sum.dim_IntList %s {dim = array<i64: 1>, keepdim = true} : tensor<3x40x8xf32> -> tensor<3x1x8xf32>
+  %d = aten.div.Tensor %s, %n : tensor<3x40x8xf32>, tensor<3x1x8xf32> -> tensor<3x40x8xf32>
+  return %d : tensor<3x40x8xf32>
 }
 
 // A reduction over long rows still fuses with its elementwise producer: the

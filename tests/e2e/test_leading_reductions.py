@@ -1,0 +1,106 @@
+#!/usr/bin/env python3
+"""Reductions over dims that are not the trailing ones, with the elementwise
+ops around them (passes/FormKernels.cpp, reduceInPermutedFrame): softmax over
+dim 0 or 1, a channel norm of NCHW maps (ConvNeXt's channels-first layer
+norm), statistics over (N, H, W), several reductions over the same dims in
+one computation, values of the permuted computation read by other ops and
+returned, inputs broadcast along the reduced or the kept dims. At -O2 such a
+computation runs in a frame whose last dims are the reduced ones (inputs read
+through a permutation, results written back through the inverse one); -O0
+keeps one kernel per op. Each case is compared with PyTorch eager in f32 and
+bf16, with default-like (zeros, ones) and random parameters.
+"""
+import os
+import sys
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, HERE)
+import e2e_common as common  # noqa: E402
+
+import torch  # noqa: E402
+
+DTYPES = common.FLOAT_DTYPES
+randn = common.seeded_randn
+
+
+def channel_norm(x, w, b, eps=1e-6):
+    u = x.mean(1, keepdim=True)
+    s = (x - u).pow(2).mean(1, keepdim=True)
+    x = (x - u) / torch.sqrt(s + eps)
+    return w[:, None, None] * x + b[:, None, None]
+
+
+class LeadingReductions(common.ComparedWithEager):
+    def test_softmax_over_leading_dims(self):
+        for shape, dim in (((32, 256, 64), 1), ((300, 40), 0), ((4, 130, 3, 50), 1), ((6, 5, 7), 0),
+                           ((2, 1000, 129), -2)):
+            for dtype in DTYPES:
+                with self.subTest(shape=shape, dim=dim, dtype=dtype):
+                    x = randn(*shape).to(dtype)
+                    self.check(lambda a: (torch.softmax(a, dim), torch.log_softmax(a, dim)), (x,))
+
+    def test_channel_norm(self):
+        for shape in ((2, 96, 28, 28), (1, 40, 7, 9), (3, 130, 5, 4)):
+            c = shape[1]
+            for dtype in DTYPES:
+                for w, b in ((torch.ones(c), torch.zeros(c)), (randn(c, seed=1), randn(c, seed=2))):
+                    with self.subTest(shape=shape, dtype=dtype, w=float(w.sum())):
+                        x = randn(*shape).to(dtype)
+                        self.check(channel_norm, (x, w.to(dtype), b.to(dtype)))
+
+    def test_statistics_over_several_dims(self):
+        # Batch-norm-style statistics over (N, H, W), and over (0, 2) of a 3-d value.
+        for dtype in DTYPES:
+            with self.subTest(dtype=dtype, dims=(0, 2, 3)):
+                x = randn(4, 24, 10, 10).to(dtype)
+                g = randn(24, seed=3).to(dtype)
+
+                def bn(a, g):
+                    m = a.mean((0, 2, 3), keepdim=True)
+                    v = ((a - m) ** 2).mean((0, 2, 3), keepdim=True)
+                    return (a - m) * torch.rsqrt(v + 1e-5) * g[None, :, None, None]
+                self.check(bn, (x, g))
+            with self.subTest(dtype=dtype, dims=(0, 2)):
+                x = randn(20, 33, 17).to(dtype)
+                self.check(lambda a: a - a.amax((0, 2), keepdim=True) + a.sum((0, 2), keepdim=True) / 100, (x,))
+
+    def test_values_read_outside(self):
+        # Intermediate values of the permuted computation also read by other
+        # ops, returned, or read through views; a producer shared with them.
+        for dtype in DTYPES:
+            with self.subTest(dtype=dtype):
+                x = randn(8, 200, 48).to(dtype)
+                y = randn(8, 200, 48, seed=5).to(dtype)
+
+                def f(a, c):
+                    t = a * 2 + c
+                    e = torch.exp(t - t.amax(1, keepdim=True))
+                    s = e.sum(1, keepdim=True)
+                    return e / s, e.transpose(1, 2) @ c, s.squeeze(1), t.relu().sum(-1)
+                self.check(f, (x, y))
+
+    def test_broadcast_inputs(self):
+        # Inputs broadcast along the reduced dim, along the kept dims, scalars.
+        for dtype in DTYPES:
+            for scale in (torch.ones(1, 64, 1), torch.zeros(1, 64, 1), randn(1, 64, 1, seed=7)):
+                with self.subTest(dtype=dtype, scale=float(scale.sum())):
+                    x = randn(3, 64, 80).to(dtype)
+                    bias = randn(3, 1, 80, seed=8).to(dtype)
+
+                    def f(a, s, b):
+                        z = a * s + b - 0.5
+                        return z * z.mean(1, keepdim=True), z - z.amax(1, keepdim=True)
+                    self.check(f, (x, scale.to(dtype), bias))
+
+    def test_non_finite_values(self):
+        for dtype in DTYPES:
+            with self.subTest(dtype=dtype):
+                x = randn(16, 300, 20).to(dtype)
+                x[3, 7, 2] = float("inf")
+                x[5, :, 4] = float("-inf")
+                x[9, 100, 11] = float("nan")
+                self.check(lambda a: torch.softmax(a, 1), (x,))
+
+
+if __name__ == "__main__":
+    common.main()
