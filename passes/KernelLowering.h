@@ -122,6 +122,13 @@ struct OperandKey {
            std::tie(o.hbm, o.offset, o.kStride, o.fStride, o.k0, o.n);
   }
 };
+// The panel operandPanel loads for a slice: its cache key, shape, the
+// slice's first column in it, and the DMA (first element, access pattern).
+struct PanelSpec {
+  OperandKey key{};
+  int64_t partitions = 0, cols = 0, column = 0, startOffset = 0;
+  SmallVector<int64_t> ap;
+};
 struct OperandCache {
   std::map<OperandKey, Value> slices, panels;
   // Slices serve one output tile only (they die at its matmuls), so
@@ -232,6 +239,9 @@ class KernelLowering {
   Value operandSlice(OperandCache& cache, const MatmulOperand& o, int64_t k0, Operation* op);
   Value computedSlice(OperandCache& cache, Value tile, int64_t k0, Operation* op);
   Value operandPanel(OperandCache& cache, const MatmulOperand& o, int64_t k0, int64_t chunk, int64_t& column);
+  PanelSpec panelSpec(const MatmulOperand& o, int64_t k0, int64_t chunk) const;
+  void loadPanel(Value hbm, Value panel, int64_t startOffset, ArrayRef<int64_t> ap, int64_t split);
+  Value sharePanels(ArrayRef<MatmulOperand> operands, ArrayRef<OperandCache*> caches, int64_t k0, int64_t chunk);
   void setSource(Operation* inst, Operation* src);
   // Emits out = alu(in, scalar[p, 0] or imm) (operands swapped with reverse), attributed to src.
   void tensorScalar(Value out, Value in, Value scalar, StringRef alu, double imm, Operation* src,

@@ -51,6 +51,17 @@ constexpr int64_t kGroup = 8;       // query blocks interleaved step by step
 // K^T and V of one batch stay in SBUF for all its query blocks up to this
 // many bytes per partition; beyond, each block loads its own.
 constexpr int64_t kKeepKeysBytes = 48 * 1024;
+// Head groups (lowerAttention): heads whose rows are shorter than this
+// share their loads and stores, up to kHeads of them, holding at most
+// kHeadGroupBytes per partition of panels and outputs across the group.
+// Short sequences gain (8 x 12 heads of 128 tokens, d = 64: the attention
+// kernel 150.0 -> 97.8 us); over long ones the kernel is bound by its
+// engines, and groups held longer only delay the next kernel (GPT-2-medium,
+// 1024 tokens: 634.6 us ungrouped, 652.7 with groups of 4 heads, 648.2 of
+// 2; benchmarks/roofline_bench.py): 4 KiB keeps its heads apart.
+constexpr int64_t kMinHeadRunBytes = 512;
+constexpr int64_t kHeads = 8;
+constexpr int64_t kHeadGroupBytes = 4 * 1024;
 // Finite fills at or below this count as -inf for skipping (see above).
 constexpr double kSkippableFill = -1e30;
 
@@ -372,160 +383,239 @@ LogicalResult KernelLowering::lowerAttention(const AttentionMatch& m, Value out,
     Value x, probs, scale;
     SmallVector<Value> chunks;
   };
-  for (int64_t batch = 0; batch < batches; ++batch) {
-    OperandCache keys;
-    for (int64_t g0 = 0; g0 < S; g0 += kGroup * P) {
-      std::vector<QueryBlock> group;
-      for (int64_t q0 = g0; q0 < std::min(S, g0 + kGroup * P); q0 += P) {
-        QueryBlock qb;
-        qb.q0 = q0;
-        qb.p = std::min(P, S - q0);
-        qb.blocks = &keyBlocks(batch, q0, qb.p);
-        qb.acc.resize(size_t(dPieces));
-        group.push_back(std::move(qb));
+  // Heads side by side. Where consecutive batches (the heads of `[b, s, h,
+  // d]` read per head) have their rows of Q right after one another, and a
+  // head's rows are shorter than a DMA descriptor's worth, up to kHeads
+  // batches form a head group: each panel of Q, K and V they read is loaded
+  // once for the group, `heads` times as wide (runs of heads x d elements),
+  // and their outputs are gathered into one tile per query block and
+  // stored together. The group's panels stay in SBUF until its last batch,
+  // so a group is as large as kHeadGroupBytes per partition allows.
+  auto bytesOf = [](Type t) { return int64_t(t.getIntOrFloatBitWidth() / 8); };
+  const int64_t queryBlocks = (S + P - 1) / P, keyChunks = (T + P - 1) / P;
+  const int64_t headBytes = (queryBlocks + keyChunks) * D * bytesOf(qe) + keyChunks * Dv * bytesOf(ve) +
+                            queryBlocks * Dv * bytesOf(oe);
+  const bool shortRows = D * bytesOf(qe) < kMinHeadRunBytes && Q.colStride() == 1;
+  const int64_t maxHeads = !keepKeys || !shortRows || headBytes <= 0
+                               ? 1
+                               : std::clamp<int64_t>(kHeadGroupBytes / headBytes, 1, kHeads);
+  auto groupEnd = [&](int64_t b0) {
+    int64_t e = b0 + 1;
+    while (e < batches && e - b0 < maxHeads && Q.at(e) == Q.at(e - 1) + D) ++e;
+    return e;
+  };
+  const bool gatherOutputs = dPieces == 1 && O.colStride() == 1;
+  for (int64_t group0 = 0, groupLast = 0; group0 < batches; group0 = groupLast) {
+    groupLast = groupEnd(group0);
+    const int64_t heads = groupLast - group0;
+    std::vector<OperandCache> groupKeys(static_cast<size_t>(heads));
+    std::map<std::pair<int64_t, int64_t>, OperandCache> groupQueries;  // (head, q0)
+    bool gathered = false;
+    std::map<int64_t, Value> gatheredOut;  // q0 -> [p x heads * Dv]
+    SmallVector<Value> groupTiles;         // the shared panels
+    if (heads > 1) {
+      auto share = [&](auto operandOf, auto cacheOf, int64_t K, int64_t n) {
+        SmallVector<MatmulOperand> operands;
+        SmallVector<OperandCache*> caches;
+        for (int64_t h = 0; h < heads; ++h) {
+          operands.push_back(operandOf(group0 + h));
+          caches.push_back(&cacheOf(h));
+        }
+        const bool inRows = operands.front().inRows();
+        for (int64_t chunk = 0; chunk * P < (inRows ? n : 1); ++chunk)
+          for (int64_t k0 = 0; k0 < K; k0 += P)
+            if (Value wide = sharePanels(operands, caches, k0, chunk)) groupTiles.push_back(wide);
+      };
+      for (int64_t q0 = 0; q0 < S; q0 += P) {
+        const int64_t p = std::min(P, S - q0);
+        share([&](int64_t b) { return MatmulOperand{hbmOf[m.query()], Q.at(b) + q0 * Q.rowStride(), Q.colStride(),
+                                                    Q.rowStride(), D, p, qe}; },
+              [&](int64_t h) -> OperandCache& { return groupQueries[{h, q0}]; }, D, p);
       }
-      size_t steps = 0;
-      for (QueryBlock& qb : group) steps = std::max(steps, qb.blocks->size());
-      for (size_t step = 0; step < steps; ++step) {
-        OperandCache blockKeys;
-        OperandCache& kc = keepKeys ? keys : blockKeys;
-        auto active = [&](QueryBlock& qb) { return step < qb.blocks->size(); };
-        // Scores, and the kernel's ops on them.
-        for (QueryBlock& qb : group) {
-          if (!active(qb)) continue;
-          const KeyBlock& block = (*qb.blocks)[step];
-          const int64_t p = qb.p, k0 = block.k0, nk = block.nk, kb = k0 / kKeyBlock * kKeyBlock;
-          r0 = batch * S + qb.q0;
-          c0 = k0;
-          inputColumns = nk;
-          ++iteration;
-          tiles.clear();
-          MatmulOperand query{hbmOf[m.query()], Q.at(batch) + qb.q0 * Q.rowStride(), Q.colStride(), Q.rowStride(),
-                              D, p, qe};
-          MatmulOperand key{hbmOf[m.key()], K.at(batch) + kb * K.colStride(), K.rowStride(), K.colStride(), D,
-                            std::min(kKeyBlock, T - kb), qe};
-          Value scores = allocPsum(p, nk);
-          for (int64_t d0 = 0; d0 < D; d0 += P)
-            setSource(b->create<nc::MatmulOp>(loc, scores, operandSlice(qb.queries, query, d0, qk),
-                                              tileColumns(*b, loc, operandSlice(kc, key, d0, qk), k0 - kb, nk),
-                                              b->getBoolAttr(d0 > 0)),
-                      qk);
-          tiles[m.shapedScores()] = scores;
-          layouts[m.shapedScores()].kind = Kind::Full;
-          for (auto [i, op] : llvm::enumerate(m.transforms)) {
-            if (mask && op == mask->op) {
-              Value chainIn = i == 0 ? m.shapedScores() : m.transforms[i - 1]->getResult(0);
-              if (block.masked.empty()) {
-                tiles[op->getResult(0)] = tiles.lookup(chainIn);
-                layouts[op->getResult(0)] = layouts.lookup(chainIn);
-                continue;
+      for (int64_t kb = 0; kb < T; kb += kKeyBlock) {
+        const int64_t n = std::min(kKeyBlock, T - kb);
+        share([&](int64_t b) { return MatmulOperand{hbmOf[m.key()], K.at(b) + kb * K.colStride(), K.rowStride(),
+                                                    K.colStride(), D, n, qe}; },
+              [&](int64_t h) -> OperandCache& { return groupKeys[size_t(h)]; }, D, n);
+      }
+      if (dPieces == 1)
+        share([&](int64_t b) { return MatmulOperand{hbmOf[m.value()], V.at(b), V.rowStride(), V.colStride(), T, Dv,
+                                                    ve}; },
+              [&](int64_t h) -> OperandCache& { return groupKeys[size_t(h)]; }, T, Dv);
+      gathered = gatherOutputs;
+      for (int64_t h = 1; h < heads && gathered; ++h) gathered = O.at(group0 + h) == O.at(group0 + h - 1) + Dv;
+    }
+    for (int64_t batch = group0; batch < groupLast; ++batch) {
+      const int64_t head = batch - group0;
+      OperandCache& keys = groupKeys[size_t(head)];
+      for (int64_t g0 = 0; g0 < S; g0 += kGroup * P) {
+        std::vector<QueryBlock> group;
+        for (int64_t q0 = g0; q0 < std::min(S, g0 + kGroup * P); q0 += P) {
+          QueryBlock qb;
+          qb.q0 = q0;
+          qb.p = std::min(P, S - q0);
+          qb.blocks = &keyBlocks(batch, q0, qb.p);
+          qb.acc.resize(size_t(dPieces));
+          if (auto it = groupQueries.find({head, q0}); it != groupQueries.end()) qb.queries = std::move(it->second);
+          group.push_back(std::move(qb));
+        }
+        size_t steps = 0;
+        for (QueryBlock& qb : group) steps = std::max(steps, qb.blocks->size());
+        for (size_t step = 0; step < steps; ++step) {
+          OperandCache blockKeys;
+          OperandCache& kc = keepKeys ? keys : blockKeys;
+          auto active = [&](QueryBlock& qb) { return step < qb.blocks->size(); };
+          // Scores, and the kernel's ops on them.
+          for (QueryBlock& qb : group) {
+            if (!active(qb)) continue;
+            const KeyBlock& block = (*qb.blocks)[step];
+            const int64_t p = qb.p, k0 = block.k0, nk = block.nk, kb = k0 / kKeyBlock * kKeyBlock;
+            r0 = batch * S + qb.q0;
+            c0 = k0;
+            inputColumns = nk;
+            ++iteration;
+            tiles.clear();
+            MatmulOperand query{hbmOf[m.query()], Q.at(batch) + qb.q0 * Q.rowStride(), Q.colStride(), Q.rowStride(),
+                                D, p, qe};
+            MatmulOperand key{hbmOf[m.key()], K.at(batch) + kb * K.colStride(), K.rowStride(), K.colStride(), D,
+                              std::min(kKeyBlock, T - kb), qe};
+            Value scores = allocPsum(p, nk);
+            for (int64_t d0 = 0; d0 < D; d0 += P)
+              setSource(b->create<nc::MatmulOp>(loc, scores, operandSlice(qb.queries, query, d0, qk),
+                                                tileColumns(*b, loc, operandSlice(kc, key, d0, qk), k0 - kb, nk),
+                                                b->getBoolAttr(d0 > 0)),
+                        qk);
+            tiles[m.shapedScores()] = scores;
+            layouts[m.shapedScores()].kind = Kind::Full;
+            for (auto [i, op] : llvm::enumerate(m.transforms)) {
+              if (mask && op == mask->op) {
+                Value chainIn = i == 0 ? m.shapedScores() : m.transforms[i - 1]->getResult(0);
+                if (block.masked.empty()) {
+                  tiles[op->getResult(0)] = tiles.lookup(chainIn);
+                  layouts[op->getResult(0)] = layouts.lookup(chainIn);
+                  continue;
+                }
+                if (failed(lowerMaskInPlace(op, chainIn, p, k0, nk, block.masked))) return failure();
+              } else if (failed(lowerOp(op, p, nk))) {
+                return failure();
               }
-              if (failed(lowerMaskInPlace(op, chainIn, p, k0, nk, block.masked))) return failure();
-            } else if (failed(lowerOp(op, p, nk))) {
-              return failure();
+              if (layouts[op->getResult(0)].kind != Kind::Full)
+                return op->emitError("internal: an attention's score op gave a per-row value");
             }
-            if (layouts[op->getResult(0)].kind != Kind::Full)
-              return op->emitError("internal: an attention's score op gave a per-row value");
+            qb.x = tiles[m.softmaxInput()];
           }
-          qb.x = tiles[m.softmaxInput()];
+          // Running maximum, the rescale factor of what came before, exp and
+          // the running sum.
+          for (QueryBlock& qb : group) {
+            if (!active(qb)) continue;
+            const int64_t p = qb.p, nk = (*qb.blocks)[step].nk;
+            const bool first = step == 0;
+            Value blockMax = alloc(p, 1, f32), newMax = alloc(p, 1, f32), negMax = alloc(p, 1, f32);
+            setSource(b->create<nc::TensorReduceOp>(loc, blockMax, qb.x, b->getStringAttr("max")), m.rowMax);
+            if (first) tensorScalar(newMax, blockMax, Value(), "max", -FLT_MAX, m.rowMax);
+            else tensorTensor(newMax, blockMax, qb.rowMax, "max", m.rowMax);
+            tensorScalar(negMax, newMax, Value(), "mul", -1.0, m.shifted);
+            // exp(x - m') as one activation: -m' is its bias tile.
+            Value blockSum = alloc(p, 1, f32);
+            qb.probs = alloc(p, nk, ve);
+            expWithBias(qb.probs, qb.x, negMax, blockSum, softmax);
+            if (first) {
+              qb.rowSum = blockSum;
+            } else {
+              Value sum = alloc(p, 1, f32);
+              qb.scale = alloc(p, 1, f32);
+              expWithBias(qb.scale, qb.rowMax, negMax, Value(), softmax);
+              tensorScalar(sum, qb.rowSum, qb.scale, "mul", 0.0, m.rowSum);
+              tensorTensor(sum, sum, blockSum, "add", m.rowSum);
+              qb.rowSum = sum;
+            }
+            qb.rowMax = newMax;
+          }
+          // The probabilities transposed: keys on the partitions, 128 per
+          // chunk; whole chunks side by side in one PSUM bank.
+          for (QueryBlock& qb : group) {
+            if (!active(qb)) continue;
+            const int64_t p = qb.p, nk = (*qb.blocks)[step].nk, whole = nk / P, rest = nk % P;
+            qb.chunks.clear();
+            if (whole > 0) {
+              Value psum = allocPsum(P, whole * p);
+              for (int64_t c = 0; c < whole; ++c)
+                setSource(b->create<nc::TransposeOp>(loc, tileColumns(*b, loc, psum, c * p, p),
+                                                     tileColumns(*b, loc, qb.probs, c * P, P)),
+                          pv);
+              Value sb = alloc(P, whole * p, ve);
+              copyTile(sb, psum, pv);
+              for (int64_t c = 0; c < whole; ++c) qb.chunks.push_back(tileColumns(*b, loc, sb, c * p, p));
+            }
+            if (rest > 0) {
+              Value psum = allocPsum(rest, p);
+              setSource(b->create<nc::TransposeOp>(loc, psum, tileColumns(*b, loc, qb.probs, whole * P, rest)), pv);
+              Value sb = alloc(rest, p, ve);
+              copyTile(sb, psum, pv);
+              qb.chunks.push_back(sb);
+            }
+          }
+          // O = scale * O + E^T x V.
+          for (QueryBlock& qb : group) {
+            if (!active(qb)) continue;
+            const int64_t p = qb.p, k0 = (*qb.blocks)[step].k0;
+            for (int64_t piece = 0; piece < dPieces; ++piece) {
+              const int64_t dv0 = piece * kKeyBlock, dn = std::min(kKeyBlock, Dv - dv0);
+              MatmulOperand value{hbmOf[m.value()], V.at(batch) + dv0 * V.colStride(), V.rowStride(), V.colStride(),
+                                  T, dn, ve};
+              Value o = allocPsum(p, dn);
+              for (auto [c, chunk] : llvm::enumerate(qb.chunks))
+                setSource(b->create<nc::MatmulOp>(loc, o, chunk, operandSlice(kc, value, k0 + int64_t(c) * P, pv),
+                                                  b->getBoolAttr(c > 0)),
+                          pv);
+              Value& a = qb.acc[size_t(piece)];
+              if (step == 0) {
+                a = alloc(p, dn, f32);
+                copyTile(a, o, pv);
+              } else {
+                tensorScalar(a, a, qb.scale, "mul", 0.0, pv);
+                tensorTensor(a, a, o, "add", pv);
+              }
+            }
+          }
         }
-        // Running maximum, the rescale factor of what came before, exp and
-        // the running sum.
-        for (QueryBlock& qb : group) {
-          if (!active(qb)) continue;
-          const int64_t p = qb.p, nk = (*qb.blocks)[step].nk;
-          const bool first = step == 0;
-          Value blockMax = alloc(p, 1, f32), newMax = alloc(p, 1, f32), negMax = alloc(p, 1, f32);
-          setSource(b->create<nc::TensorReduceOp>(loc, blockMax, qb.x, b->getStringAttr("max")), m.rowMax);
-          if (first) tensorScalar(newMax, blockMax, Value(), "max", -FLT_MAX, m.rowMax);
-          else tensorTensor(newMax, blockMax, qb.rowMax, "max", m.rowMax);
-          tensorScalar(negMax, newMax, Value(), "mul", -1.0, m.shifted);
-          // exp(x - m') as one activation: -m' is its bias tile.
-          Value blockSum = alloc(p, 1, f32);
-          qb.probs = alloc(p, nk, ve);
-          expWithBias(qb.probs, qb.x, negMax, blockSum, softmax);
-          if (first) {
-            qb.rowSum = blockSum;
-          } else {
-            Value sum = alloc(p, 1, f32);
-            qb.scale = alloc(p, 1, f32);
-            expWithBias(qb.scale, qb.rowMax, negMax, Value(), softmax);
-            tensorScalar(sum, qb.rowSum, qb.scale, "mul", 0.0, m.rowSum);
-            tensorTensor(sum, sum, blockSum, "add", m.rowSum);
-            qb.rowSum = sum;
-          }
-          qb.rowMax = newMax;
-        }
-        // The probabilities transposed: keys on the partitions, 128 per
-        // chunk; whole chunks side by side in one PSUM bank.
-        for (QueryBlock& qb : group) {
-          if (!active(qb)) continue;
-          const int64_t p = qb.p, nk = (*qb.blocks)[step].nk, whole = nk / P, rest = nk % P;
-          qb.chunks.clear();
-          if (whole > 0) {
-            Value psum = allocPsum(P, whole * p);
-            for (int64_t c = 0; c < whole; ++c)
-              setSource(b->create<nc::TransposeOp>(loc, tileColumns(*b, loc, psum, c * p, p),
-                                                   tileColumns(*b, loc, qb.probs, c * P, P)),
-                        pv);
-            Value sb = alloc(P, whole * p, ve);
-            copyTile(sb, psum, pv);
-            for (int64_t c = 0; c < whole; ++c) qb.chunks.push_back(tileColumns(*b, loc, sb, c * p, p));
-          }
-          if (rest > 0) {
-            Value psum = allocPsum(rest, p);
-            setSource(b->create<nc::TransposeOp>(loc, psum, tileColumns(*b, loc, qb.probs, whole * P, rest)), pv);
-            Value sb = alloc(rest, p, ve);
-            copyTile(sb, psum, pv);
-            qb.chunks.push_back(sb);
-          }
-        }
-        // O = scale * O + E^T x V.
-        for (QueryBlock& qb : group) {
-          if (!active(qb)) continue;
-          const int64_t p = qb.p, k0 = (*qb.blocks)[step].k0;
+        // O / l, stored; NaN where every key was masked with -inf.
+        inputColumns = 0;
+        ++iteration;
+        for (QueryBlock& qb : group)
           for (int64_t piece = 0; piece < dPieces; ++piece) {
             const int64_t dv0 = piece * kKeyBlock, dn = std::min(kKeyBlock, Dv - dv0);
-            MatmulOperand value{hbmOf[m.value()], V.at(batch) + dv0 * V.colStride(), V.rowStride(), V.colStride(),
-                                T, dn, ve};
-            Value o = allocPsum(p, dn);
-            for (auto [c, chunk] : llvm::enumerate(qb.chunks))
-              setSource(b->create<nc::MatmulOp>(loc, o, chunk, operandSlice(kc, value, k0 + int64_t(c) * P, pv),
-                                                b->getBoolAttr(c > 0)),
-                        pv);
-            Value& a = qb.acc[size_t(piece)];
-            if (step == 0) {
-              a = alloc(p, dn, f32);
-              copyTile(a, o, pv);
+            Value result;
+            if (gathered) {
+              Value& all = gatheredOut[qb.q0];
+              if (!all) groupTiles.push_back(all = alloc(qb.p, heads * Dv, oe));
+              result = tileColumns(*b, loc, all, head * Dv, Dv);
             } else {
-              tensorScalar(a, a, qb.scale, "mul", 0.0, pv);
-              tensorTensor(a, a, o, "add", pv);
+              result = alloc(qb.p, dn, oe);
             }
+            if (qb.blocks->empty())
+              setSource(b->create<nc::IotaOp>(loc, result, b->getF64FloatAttr(std::nan("")),
+                                              b->getF64FloatAttr(0.0), b->getF64FloatAttr(0.0)),
+                        m.normalized);
+            else
+              tensorScalar(result, qb.acc[size_t(piece)], qb.rowSum, "div", 0.0, m.normalized);
+            if (gathered && batch + 1 < groupLast) continue;  // stored with the group's last head
+            int64_t first = gathered ? O.at(group0) : O.at(batch) + dv0 * O.colStride();
+            int64_t width = gathered ? heads * Dv : dn;
+            Operation* dma = b->create<nc::DmaStoreOp>(
+                loc, gathered ? gatheredOut[qb.q0] : result, out, b->getI64IntegerAttr(0),
+                b->getI64IntegerAttr(first + qb.q0 * O.rowStride()),
+                b->getDenseI64ArrayAttr({O.rowStride(), qb.p, O.colStride(), width}));
+            setEngineAndSource(dma, *b, "dma", -1);
+            ++numInst;
+            ++numDma;
           }
-        }
       }
-      // O / l, stored; NaN where every key was masked with -inf.
-      inputColumns = 0;
-      ++iteration;
-      for (QueryBlock& qb : group)
-        for (int64_t piece = 0; piece < dPieces; ++piece) {
-          const int64_t dv0 = piece * kKeyBlock, dn = std::min(kKeyBlock, Dv - dv0);
-          Value result = alloc(qb.p, dn, oe);
-          if (qb.blocks->empty())
-            setSource(b->create<nc::IotaOp>(loc, result, b->getF64FloatAttr(std::nan("")),
-                                            b->getF64FloatAttr(0.0), b->getF64FloatAttr(0.0)),
-                      m.normalized);
-          else
-            tensorScalar(result, qb.acc[size_t(piece)], qb.rowSum, "div", 0.0, m.normalized);
-          Operation* dma = b->create<nc::DmaStoreOp>(
-              loc, result, out, b->getI64IntegerAttr(0),
-              b->getI64IntegerAttr(O.at(batch) + qb.q0 * O.rowStride() + dv0 * O.colStride()),
-              b->getDenseI64ArrayAttr({O.rowStride(), qb.p, O.colStride(), dn}));
-          setEngineAndSource(dma, *b, "dma", -1);
-          ++numInst;
-          ++numDma;
-        }
     }
+    // The group's tiles count as its last iteration's, so that they are
+    // held through the iterations after it (PlanMemory.cpp) and the next
+    // group's loads need not wait for this group's last readers.
+    for (Value tile : groupTiles) tile.getDefiningOp()->setAttr("iteration", b->getI64IntegerAttr(iteration));
   }
   return success();
 }

@@ -101,19 +101,19 @@ Value KernelLowering::allocPsum(int64_t p, int64_t f) {
 // The panel holding slice k0 of `o` (of rows chunk `chunk` for an operand
 // loaded in rows), loading it on first use; `column` is where the slice
 // starts in it.
-Value KernelLowering::operandPanel(OperandCache& cache, const MatmulOperand& o, int64_t k0, int64_t chunk,
-                                   int64_t& column) {
+PanelSpec KernelLowering::panelSpec(const MatmulOperand& o, int64_t k0, int64_t chunk) const {
   const int64_t P = nc::kNumPartitions;
-  int64_t offset = o.offset, first = k0, partitions = 0, cols = 0;
-  SmallVector<int64_t> ap;
+  PanelSpec spec;
+  int64_t offset = o.offset, first = k0;
+  SmallVector<int64_t>& ap = spec.ap;
   if (o.inRows()) {
     offset += chunk * P * o.fStride;
-    partitions = std::min(P, o.n - chunk * P);
+    spec.partitions = std::min(P, o.n - chunk * P);
     int64_t width = std::max(P, kPanelBytes / o.elemBytes() / P * P);
     first = k0 / width * width;
-    cols = std::min(width, o.K - first);
-    column = k0 - first;
-    ap = {o.fStride, partitions, o.kStride, cols};
+    spec.cols = std::min(width, o.K - first);
+    spec.column = k0 - first;
+    ap = {o.fStride, spec.partitions, o.kStride, spec.cols};
   } else if (int64_t full = o.K / P; k0 / P < full) {
     // Slices with rows shorter than a DMA descriptor's worth (kMinRunBytes)
     // are bound by their runs, not by the fixed cost: one DMA each, so
@@ -122,45 +122,92 @@ Value KernelLowering::operandPanel(OperandCache& cache, const MatmulOperand& o, 
     int64_t perPanel = rowBytes < kMinRunBytes ? 1 : std::clamp<int64_t>(kPanelBytes / rowBytes, 1, full);
     int64_t firstSlice = k0 / P / perPanel * perPanel, count = std::min(perPanel, full - firstSlice);
     first = firstSlice * P;
-    partitions = P;
-    cols = count * o.n;
-    column = (k0 / P - firstSlice) * o.n;
+    spec.partitions = P;
+    spec.cols = count * o.n;
+    spec.column = (k0 / P - firstSlice) * o.n;
     ap = {o.kStride, P};
     if (count > 1) ap.append({P * o.kStride, count});
     ap.append({o.fStride, o.n});
   } else {  // the last, partial slice
-    partitions = o.K - k0;
-    cols = o.n;
-    column = 0;
-    ap = {o.kStride, partitions, o.fStride, o.n};
+    spec.partitions = o.K - k0;
+    spec.cols = o.n;
+    spec.column = 0;
+    ap = {o.kStride, spec.partitions, o.fStride, o.n};
   }
-  OperandKey key{o.hbm.getAsOpaquePointer(), offset, o.kStride, o.fStride, first, partitions};
-  if (auto hit = cache.panels.find(key); hit != cache.panels.end()) return hit->second;
-  Value panel = alloc(partitions, cols, o.elem);
+  spec.key = OperandKey{o.hbm.getAsOpaquePointer(), offset, o.kStride, o.fStride, first, spec.partitions};
+  spec.startOffset = offset + first * o.kStride;
+  return spec;
+}
+
+Value KernelLowering::operandPanel(OperandCache& cache, const MatmulOperand& o, int64_t k0, int64_t chunk,
+                                   int64_t& column) {
+  PanelSpec spec = panelSpec(o, k0, chunk);
+  column = spec.column;
+  if (auto hit = cache.panels.find(spec.key); hit != cache.panels.end()) return hit->second;
+  Value panel = alloc(spec.partitions, spec.cols, o.elem);
   // A panel of rows dies once its slices are transposed, a few matmuls
   // later: when holding tiles through the next iterations does not fit, it
   // rotates with the other such panels instead (PlanMemory.cpp). (A direct
   // panel holds the slices themselves.)
   if (o.inRows()) panel.getDefiningOp()->setAttr("rotation", b->getUnitAttr());
-  SmallVector<int64_t> freeAp = simplifyFreePattern(ArrayRef<int64_t>(ap).drop_front(2));
-  int64_t startOffset = offset + first * o.kStride;
   int64_t split = kSplitBytes;
   if (o.streamedBytes > 0)
     split = std::clamp<int64_t>(o.streamedBytes / kStreamedPieces, kSplitBytes, kStreamedSplitBytes);
-  int64_t pieces = std::clamp<int64_t>(partitions * cols * o.elemBytes() / split, 1, 8);
+  loadPanel(o.hbm, panel, spec.startOffset, spec.ap, split);
+  cache.panels[spec.key] = panel;
+  return panel;
+}
+
+// One panel's load, in up to 8 pieces of about `split` bytes over the
+// partitions (each its own DMA, so that several queues share them).
+void KernelLowering::loadPanel(Value hbm, Value panel, int64_t startOffset, ArrayRef<int64_t> ap, int64_t split) {
+  auto type = llvm::cast<MemRefType>(panel.getType());
+  const int64_t partitions = ap[1], bytes = type.getNumElements() * (type.getElementTypeBitWidth() / 8);
+  SmallVector<int64_t> freeAp = simplifyFreePattern(ap.drop_front(2));
+  int64_t pieces = std::clamp<int64_t>(bytes / split, 1, 8);
   int64_t per = (partitions + pieces - 1) / pieces;
   for (int64_t s = 0; s < partitions; s += per) {
     SmallVector<int64_t> pieceAp{ap[0], std::min(per, partitions - s)};
     pieceAp.append(freeAp);
-    Operation* dma = b->create<nc::DmaLoadOp>(loc, o.hbm, panel, b->getI64IntegerAttr(s),
+    Operation* dma = b->create<nc::DmaLoadOp>(loc, hbm, panel, b->getI64IntegerAttr(s),
                                               b->getI64IntegerAttr(startOffset + s * ap[0]),
                                               b->getDenseI64ArrayAttr(pieceAp));
     setEngineAndSource(dma, *b, "dma", -1);
     ++numInst;
     ++numDma;
   }
-  cache.panels[key] = panel;
-  return panel;
+}
+
+// Panels of the same operand for `count` consecutive batches whose columns
+// continue one another in HBM (attention heads side by side in a row:
+// `[b, s, h, d]` read per head), loaded once as one panel `count` times as
+// wide and seeded into each batch's cache as its column range: one transfer
+// of count x width-element runs instead of count transfers of short runs.
+// `operands[i]` is batch i's operand and `caches[i]` its cache; the panels
+// are those operandPanel would load for (k0, chunk). Returns the shared
+// panel, or null, with nothing emitted, where the panels are not side by
+// side so.
+Value KernelLowering::sharePanels(ArrayRef<MatmulOperand> operands, ArrayRef<OperandCache*> caches, int64_t k0,
+                                 int64_t chunk) {
+  if (operands.size() < 2) return Value();
+  SmallVector<PanelSpec> specs;
+  for (const MatmulOperand& o : operands) specs.push_back(panelSpec(o, k0, chunk));
+  const PanelSpec& first = specs.front();
+  // One run of the panel's columns per partition, and each batch's right after the last.
+  if (first.ap.size() != 4 || first.ap[2] != 1 || first.ap[3] != first.cols) return Value();
+  for (auto [i, spec] : llvm::enumerate(specs))
+    if (spec.ap != first.ap || spec.column != first.column ||
+        spec.startOffset != first.startOffset + int64_t(i) * first.cols)
+      return Value();
+  for (auto [cache, spec] : llvm::zip(caches, specs))
+    if (cache->panels.count(spec.key)) return Value();  // (already loaded, or shared)
+  const int64_t n = int64_t(specs.size());
+  Value wide = alloc(first.partitions, n * first.cols, operands.front().elem);
+  SmallVector<int64_t> ap{first.ap[0], first.partitions, 1, n * first.cols};
+  loadPanel(operands.front().hbm, wide, first.startOffset, ap, kSplitBytes);
+  for (int64_t i = 0; i < n; ++i)
+    caches[size_t(i)]->panels[specs[size_t(i)].key] = tileColumns(*b, loc, wide, i * first.cols, first.cols);
+  return wide;
 }
 
 // The [kt x n] SBUF slice k0 of `o`, prepared on first use.

@@ -333,6 +333,8 @@ struct PlanMemoryPass : impl::PlanMemoryBase<PlanMemoryPass> {
     // readers (a store still draining it, typically).
     int64_t lastIteration = -1;
     for (auto [iter, end] : iterationEnd) lastIteration = std::max(lastIteration, iter);
+    std::vector<std::pair<int64_t, int64_t>> iterationEnds(iterationEnd.begin(), iterationEnd.end());
+    llvm::sort(iterationEnds);
     // Tiles a DMA fills or drains: the loads of later iterations wait for
     // their bytes, and a store holds them for microseconds.
     llvm::DenseSet<size_t> transferred;
@@ -355,8 +357,12 @@ struct PlanMemoryPass : impl::PlanMemoryBase<PlanMemoryPass> {
           int64_t target = it.getInt() + depth;
           if (depth > 1 || it.getInt() == lastIteration) target = std::min(target, lastIteration);
           if (target < it.getInt() || (target == it.getInt() && iterationEnd.size() < 2)) continue;
-          auto next = iterationEnd.find(target);
-          if (next != iterationEnd.end()) buffers[i].end = std::max(buffers[i].end, next->second);
+          // (The first iteration at or after the target that has
+          // instructions: an instruction counts for the latest iteration of
+          // the tiles it touches, so tiles that serve several iterations (an
+          // attention's head group) leave some without any.)
+          auto next = llvm::lower_bound(iterationEnds, std::make_pair(target, int64_t(0)));
+          if (next != iterationEnds.end()) buffers[i].end = std::max(buffers[i].end, next->second);
         }
       return buffers;
     };

@@ -323,6 +323,45 @@ class AttentionEndToEnd(unittest.TestCase):
                                             "batched_grouped_%d_%s" % (b, str(dtype)[6:]))
                     self.assertEqual(kernels, ["k0_attention"])
 
+    def test_heads_side_by_side(self):
+        """Heads whose rows sit side by side in [b, s, h * d] (BERT's and GPT-2's projections) and
+        are shorter than a DMA descriptor's worth share their loads of Q, K and V and the store of
+        their outputs, in groups of up to 8 heads (LowerAttention.cpp): 12 heads (groups of 8 and
+        4) of 128 and 200 tokens with a padding mask, causal over 300 tokens, outputs returned per
+        head (not side by side: stored one by one) and merged; f32 and bf16."""
+        def split(t, b, s, h):
+            return t.view(b, s, h, -1).transpose(1, 2)
+
+        def padded(q_in, k_in, v_in, pad):
+            b, s = q_in.shape[0], q_in.shape[1]
+            q, k, v = split(q_in, b, s, 12), split(k_in, b, s, 12), split(v_in, b, s, 12)
+            scores = q @ k.transpose(-1, -2) / 8.0 + pad[:, None, None, :]
+            return (scores.softmax(-1) @ v).transpose(1, 2).reshape(b, s, -1)
+
+        def causal(q_in, k_in, v_in):
+            b, s = q_in.shape[0], q_in.shape[1]
+            q, k, v = split(q_in, b, s, 6), split(k_in, b, s, 6), split(v_in, b, s, 6)
+            mask = torch.ones(s, s, dtype=torch.bool).triu(1)
+            scores = (q @ k.transpose(-1, -2) / 8.0).masked_fill(mask, float("-inf"))
+            return F.softmax(scores, dim=-1) @ v  # per head: [b, h, s, d]
+
+        for dtype in (torch.float32, torch.bfloat16):
+            for b, s in ((2, 128), (1, 200)):
+                pad = torch.zeros(b, s)
+                pad[-1, s - 30:] = -10000.0
+                with self.subTest(case="padded", batch=b, seq=s, dtype=dtype):
+                    kernels = self.run_case(padded, [randn(b, s, 768, seed=51, dtype=dtype),
+                                                     randn(b, s, 768, seed=52, dtype=dtype),
+                                                     randn(b, s, 768, seed=53, dtype=dtype), pad.to(dtype)],
+                                            "side_padded_%d_%d_%s" % (b, s, str(dtype)[6:]))
+                    self.assertEqual(kernels, ["k0_attention"])
+            with self.subTest(case="causal", dtype=dtype):
+                kernels = self.run_case(causal, [randn(1, 300, 384, seed=54, dtype=dtype),
+                                                 randn(1, 300, 384, seed=55, dtype=dtype),
+                                                 randn(1, 300, 384, seed=56, dtype=dtype)],
+                                        "side_causal_%s" % str(dtype)[6:])
+                self.assertIn("k0_attention", kernels)
+
     def test_fully_masked_rows_are_nan(self):
         mask = torch.zeros(130, 600, dtype=torch.bool)
         mask[5] = True            # every key masked: NaN, as in eager

@@ -10,18 +10,20 @@
 // RUN: neuron-opt %s --ncc-decompose-composites --ncc-form-kernels=fuse=true --ncc-lower-to-isa | FileCheck %s --check-prefix=ST
 // FORM: nc.kernel "k0_attention"{{.*}} -> tensor<2x100x128xf32>
 // FORM-NOT: nc.kernel "k1
-// Q's rows of batch b = 2 * sequence + head (the kernel's %arg3) start at
-// sequence * 12800 + head * 64.
-// CHECK: nc.dma_load %arg3 {{.*}} {ap = array<i64: 128, 100, 1, 64>, {{.*}} offset = 0 : i64
-// CHECK: nc.dma_load %arg3 {{.*}} {ap = array<i64: 128, 100, 1, 64>, {{.*}} offset = 64 : i64
-// CHECK: nc.dma_load %arg3 {{.*}} {ap = array<i64: 128, 100, 1, 64>, {{.*}} offset = 12800 : i64
-// CHECK: nc.dma_load %arg3 {{.*}} {ap = array<i64: 128, 100, 1, 64>, {{.*}} offset = 12864 : i64
-// The merged output: each head's [100 x 64] block at columns head * 64 of
-// its sequence's rows.
-// ST: nc.dma_store {{.*}} {ap = array<i64: 128, 100, 1, 64>, {{.*}} offset = 0 : i64{{.*}} memref<2x100x128xf32>
-// ST: nc.dma_store {{.*}} {ap = array<i64: 128, 100, 1, 64>, {{.*}} offset = 64 : i64{{.*}} memref<2x100x128xf32>
-// ST: nc.dma_store {{.*}} {ap = array<i64: 128, 100, 1, 64>, {{.*}} offset = 12800 : i64{{.*}} memref<2x100x128xf32>
-// ST: nc.dma_store {{.*}} {ap = array<i64: 128, 100, 1, 64>, {{.*}} offset = 12864 : i64{{.*}} memref<2x100x128xf32>
+// Q's rows of batch b = 2 * sequence + head start at sequence * 12800 +
+// head * 64. The two heads of a sequence sit side by side (rows of 64 f32,
+// 256 bytes): they form a head group, whose Q rows load once, 128 wide,
+// and each head reads its 64 columns of that tile.
+// CHECK: nc.dma_load %arg3 -> %[[Q0:.*]] {ap = array<i64: 128, 100, 1, 128>, {{.*}} offset = 0 : i64
+// CHECK: nc.tile_columns %[[Q0]][0] {{.*}} -> memref<100x64xf32, 1>
+// CHECK: nc.tile_columns %[[Q0]][64] {{.*}} -> memref<100x64xf32, 1>
+// CHECK: nc.dma_load %arg3 {{.*}} {ap = array<i64: 128, 100, 1, 128>, {{.*}} offset = 12800 : i64
+// CHECK-NOT: nc.dma_load %arg3
+// The merged output: the group's heads [100 x 64] each, gathered side by
+// side into one tile and stored once at its sequence's rows.
+// ST: nc.dma_store {{.*}} {ap = array<i64: 128, 100, 1, 128>, {{.*}} offset = 0 : i64{{.*}} memref<2x100x128xf32>
+// ST: nc.dma_store {{.*}} {ap = array<i64: 128, 100, 1, 128>, {{.*}} offset = 12800 : i64{{.*}} memref<2x100x128xf32>
+// ST-NOT: nc.dma_store
 func.func @batched_heads(%qi: tensor<2x100x128xf32>, %ki: tensor<2x128x128xf32>, %vi: tensor<2x128x128xf32>) -> tensor<2x100x128xf32> {
   %q4 = aten.view %qi {size = array<i64: 2, 100, 2, 64>} : tensor<2x100x128xf32> -> tensor<2x100x2x64xf32>
   %q = aten.transpose.int %q4 {dim0 = 1 : i64, dim1 = 2 : i64} : tensor<2x100x2x64xf32> -> tensor<2x2x100x64xf32>
