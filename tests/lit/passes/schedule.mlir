@@ -72,3 +72,20 @@ func.func @padding_rows(%z: tensor<4x64x1x56xbf16>, %x: tensor<4x64x56x56xbf16>)
   %y = aten.cat %z, %x, %z {dim = 2 : i64} : tensor<4x64x1x56xbf16>, tensor<4x64x56x56xbf16>, tensor<4x64x1x56xbf16> -> tensor<4x64x58x56xbf16>
   return %y : tensor<4x64x58x56xbf16>
 }
+
+// A transfer in a few segments of runs is one region per segment: a channel
+// norm of [3, 16, 8, 24] maps (reduced over C in a permuted frame, stored
+// transposed: passes/FormKernels.cpp) has a row tile over the last 64
+// positions of image 0 and the first 64 of image 1, stored in one transfer
+// of two segments. As one bounding interval it would cover the next row
+// tile's runs (image 1's positions 64 to 191 of every channel), whose store
+// would then wait for it; kept as its runs, the two are independent, and
+// that store (ready first) goes first.
+// CHECK-LABEL: func.func @segments
+// CHECK: nc.dma_store {{.*}}ap = array<i64: 192, 16, 1, 128>{{.*}}offset = 3136 : i64
+// CHECK: nc.dma_store {{.*}}ap = array<i64: 192, 16, 2944, 2, 1, 64>{{.*}}offset = 128 : i64
+func.func @segments(%x: tensor<3x16x8x24xf32>) -> tensor<3x16x8x24xf32> {
+  %m = aten.mean.dim %x {dim = array<i64: 1>, keepdim = true} : tensor<3x16x8x24xf32> -> tensor<3x1x8x24xf32>
+  %d = aten.sub.Tensor %x, %m : tensor<3x16x8x24xf32>, tensor<3x1x8x24xf32> -> tensor<3x16x8x24xf32>
+  return %d : tensor<3x16x8x24xf32>
+}
