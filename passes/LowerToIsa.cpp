@@ -1431,11 +1431,22 @@ void KernelLowering::finishBody(Block& old, int64_t& instructions, int64_t& dmas
 
 // A kernel that is one cat: each input is copied, tile by tile, into its slab
 // of the output (the output's strides with an offset along the cat dim).
+// Inputs that are the same view of one tensor at first elements a few
+// columns apart (the shifted windows of a convolution's im2col: one per
+// tap, `kernel_w` and a padded row apart) are loaded once per tile, the
+// union of their columns, and each is stored from its column range: one
+// load for the group instead of one per input.
 LogicalResult KernelLowering::lowerCat(aten::CatOp cat, Block* body, ArrayRef<Value> outHbm) {
   auto outType = llvm::cast<RankedTensorType>(cat.getType());
   aten::StridedView outView = aten::contiguousView(outType.getShape());
   int64_t dim = int64_t(cat.getDim());
   if (dim < 0) dim += outType.getRank();
+  struct Piece {
+    Space space;
+    Layout load, store;
+    Value src;
+  };
+  std::vector<Piece> pieces;
   int64_t position = 0;
   for (Value in : cat.getTensors()) {
     auto t = llvm::cast<RankedTensorType>(in.getType());
@@ -1468,22 +1479,48 @@ LogicalResult KernelLowering::lowerCat(aten::CatOp cat, Block* body, ArrayRef<Va
     space.rows = product(space.lead);
     space.cols = product(space.trail);
     if (space.rows == 0 || space.cols == 0) continue;
-    Layout load, store;
-    if (failed(layoutOfView(source, load)) || failed(layoutOfView(slab, store))) return failure();
-    load.kind = store.kind = Kind::Full;
-    Value src = hbmOf[in];
-    Type elem = llvm::cast<MemRefType>(src.getType()).getElementType();
-    int64_t chunk = std::min(space.cols, maxFree);
+    Piece piece{space, {}, {}, hbmOf[in]};
+    if (failed(layoutOfView(source, piece.load)) || failed(layoutOfView(slab, piece.store))) return failure();
+    piece.load.kind = piece.store.kind = Kind::Full;
+    pieces.push_back(std::move(piece));
+  }
+  // Siblings: the same tensor, space and strides, contiguous columns, first
+  // elements at most a tile's columns apart.
+  const int64_t chunk = maxFree;
+  auto siblings = [&](const Piece& a, const Piece& c) {
+    return a.src == c.src && a.space.lead == c.space.lead && a.space.trail == c.space.trail &&
+           a.load.rowStrides == c.load.rowStrides && a.load.colStrides == c.load.colStrides &&
+           a.load.colStrides.size() == 1 && a.load.colStrides[0] == 1;
+  };
+  for (size_t i = 0; i < pieces.size();) {
+    size_t n = 1;
+    int64_t lo = pieces[i].load.offset, hi = lo;
+    while (i + n < pieces.size() && siblings(pieces[i], pieces[i + n])) {
+      int64_t o = pieces[i + n].load.offset;
+      if (std::max(hi, o) - std::min(lo, o) > std::min(chunk, pieces[i].space.cols) / 2) break;
+      lo = std::min(lo, o);
+      hi = std::max(hi, o);
+      ++n;
+    }
+    space = pieces[i].space;
+    Type elem = llvm::cast<MemRefType>(pieces[i].src.getType()).getElementType();
+    // One piece, or a group: the group's tiles take `hi - lo` more columns.
+    const int64_t extra = hi - lo, cols = std::min(space.cols, chunk - extra);
+    Layout union_ = pieces[i].load;
+    union_.offset = lo;
     for (r0 = 0; r0 < space.rows; r0 += nc::kNumPartitions) {
       int64_t p = std::min<int64_t>(nc::kNumPartitions, space.rows - r0);
-      for (c0 = 0; c0 < space.cols; c0 += chunk) {
-        int64_t f = std::min(chunk, space.cols - c0);
+      for (c0 = 0; c0 < space.cols; c0 += cols) {
+        int64_t f = std::min(cols, space.cols - c0);
         ++iteration;
-        Value tile = alloc(p, f, elem);
-        emitDma(/*load=*/true, src, tile, load, r0, p, c0, f);
-        emitDma(/*load=*/false, outHbm.front(), tile, store, r0, p, c0, f);
+        Value tile = alloc(p, f + extra, elem);
+        emitDma(/*load=*/true, pieces[i].src, tile, n > 1 ? union_ : pieces[i].load, r0, p, c0, f + extra);
+        for (size_t k = i; k < i + n; ++k)
+          emitDma(/*load=*/false, outHbm.front(), tileColumns(*b, loc, tile, pieces[k].load.offset - lo, f),
+                  pieces[k].store, r0, p, c0, f);
       }
     }
+    i += n;
   }
   (void)body;
   return success();
