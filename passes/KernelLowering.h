@@ -334,7 +334,10 @@ class KernelLowering {
   // the kernel body's loads, by what they read.
   std::map<SiblingKey, SmallVector<int64_t, 4>> stagedSiblings;
   std::map<StagedKey, Value> stagedTiles;
+  // Siblings of one shape too (sharedWindow).
+  std::map<std::pair<SiblingKey, std::vector<int64_t>>, SmallVector<int64_t, 4>> windowSiblings;
   static SiblingKey siblingKey(Value input, const Layout& l);
+  Value sharedWindow(Value v, const Layout& l, int64_t p, int64_t f);
   void compactStaged(Value tile, Value staging, int64_t outer, int64_t span, int64_t shift, int64_t steps,
                      int64_t step);
   // Tiles holding only a splat constant (broadcastRow without a row value),

@@ -865,6 +865,7 @@ Value KernelLowering::tileOf(Value v) {
     key = {v.getAsOpaquePointer(), std::vector<int64_t>(offs.begin(), offs.end()), c0, f};
     if (auto h = repeatedLoads.find(key); h != repeatedLoads.end()) return tiles[v] = h->second;
   }
+  if (Value window = sharedWindow(v, l, p, f)) return tiles[v] = window;
   Value tile = alloc(p, f, elem);
   if (space.pack > 1 && l.kind == Kind::Full && l.colStrides[0] == 0 && f > space.trail[1])
     loadRepeatedRows(hbmOf[v], tile, l, p, f);
@@ -878,6 +879,48 @@ Value KernelLowering::tileOf(Value v) {
     (rowInvariant ? invariantLoadBytes : repeatedLoadBytes) += bytes;
   }
   return tiles[v] = tile;
+}
+
+// Windows of one kernel input read with the same strides, contiguous
+// columns and first elements at most half a tile's columns apart (a
+// depthwise convolution's taps: shifted views of its padded, flattened
+// input) share one load per tile of the union of their columns; each is a
+// column range of it. Null where the value has no such siblings.
+Value KernelLowering::sharedWindow(Value v, const Layout& l, int64_t p, int64_t f) {
+  if (l.kind != Kind::Full || l.colStrides.size() != 1 || l.colStrides[0] != 1 || space.pack > 1 || rowStep > 1 ||
+      space.split > 1 || !llvm::isa<BlockArgument>(hbmOf[v]))
+    return Value();
+  // (Of one shape: each reads the same columns of its rows, so the union
+  // ends where the last one's do.)
+  ArrayRef<int64_t> shape = llvm::cast<RankedTensorType>(v.getType()).getShape();
+  auto it = windowSiblings.find({siblingKey(hbmOf[v], l), std::vector<int64_t>(shape.begin(), shape.end())});
+  if (it == windowSiblings.end() || it->second.size() < 2) return Value();
+  // Clusters of first elements, each within half a tile of its first.
+  SmallVector<int64_t, 4> sorted(it->second);
+  llvm::sort(sorted);
+  int64_t lo = 0, hi = -1, first = 0, last = 0;
+  for (size_t i = 0; i < sorted.size(); ++i) {
+    if (i == 0 || sorted[i] - first > f / 2) {
+      if (i > 0 && first <= l.offset && l.offset <= last) break;
+      first = sorted[i];
+    }
+    last = sorted[i];
+    if (first <= l.offset && l.offset <= last) std::tie(lo, hi) = std::pair{first, last};
+  }
+  if (hi <= lo) return Value();
+  Type elem = llvm::cast<MemRefType>(hbmOf[v].getType()).getElementType();
+  std::vector<int64_t> starts;
+  for (int64_t o : rowOffsets(l, r0, p)) starts.push_back(lo + o + c0);
+  StagedKey key{hbmOf[v].getAsOpaquePointer(), elem.getAsOpaquePointer(), iteration, std::move(starts),
+                std::vector<int64_t>{1, f + hi - lo}};
+  Value& shared = stagedTiles[key];
+  if (!shared) {
+    shared = alloc(p, f + hi - lo, elem);
+    Layout all = l;
+    all.offset = lo;
+    emitDma(/*load=*/true, hbmOf[v], shared, all, r0, p, c0, f + hi - lo);
+  }
+  return tileColumns(*b, loc, shared, l.offset - lo, f);
 }
 
 // Its rows each a run of their own, the g copies of one value would cost g
@@ -1850,10 +1893,14 @@ LogicalResult KernelLowering::run(int64_t& instructions, int64_t& dmas) {
   // slices of a pooling): a stepped load stages the span all of them need
   // once per row tile (emitDma).
   stagedSiblings.clear();
+  windowSiblings.clear();
   for (Value v : hbmValues) {
     const Layout& l = layouts[v];
-    if (auto arg = llvm::dyn_cast<BlockArgument>(aten::viewChainRoot(v)); arg && l.kind == Kind::Full)
+    if (auto arg = llvm::dyn_cast<BlockArgument>(aten::viewChainRoot(v)); arg && l.kind == Kind::Full) {
       stagedSiblings[siblingKey(arg, l)].push_back(l.offset);
+      ArrayRef<int64_t> shape = llvm::cast<RankedTensorType>(v.getType()).getShape();
+      windowSiblings[{siblingKey(arg, l), std::vector<int64_t>(shape.begin(), shape.end())}].push_back(l.offset);
+    }
   }
 
   SmallVector<Value> outHbm;

@@ -23,3 +23,22 @@ func.func @taps(%x: tensor<2x8x100xf32>) -> tensor<2x3x8x90xf32> {
   %y = aten.cat %a1, %b1, %c1 {dim = 1 : i64} : tensor<2x1x8x90xf32>, tensor<2x1x8x90xf32>, tensor<2x1x8x90xf32> -> tensor<2x3x8x90xf32>
   return %y : tensor<2x3x8x90xf32>
 }
+
+// The same windows read by an elementwise kernel (a depthwise
+// convolution's taps): one load of the union per tile, each window a
+// column range of it (passes/LowerToIsa.cpp, sharedWindow).
+// CHECK-LABEL: func.func @depthwise_taps
+// CHECK: %[[T:.*]] = nc.alloc_tile {{.*}} : memref<16x100xf32, 1>
+// CHECK-NEXT: nc.dma_load %{{.*}} -> %[[T]] {ap = array<i64: 100, 16, 1, 100>{{.*}}offset = 0 : i64
+// CHECK-NEXT: nc.tile_columns %[[T]][0] {{.*}} -> memref<16x90xf32, 1>
+// CHECK: nc.tile_columns %[[T]][1] {{.*}} -> memref<16x90xf32, 1>
+// CHECK: nc.tile_columns %[[T]][10] {{.*}} -> memref<16x90xf32, 1>
+// CHECK-NOT: nc.dma_load
+func.func @depthwise_taps(%x: tensor<16x100xf32>) -> tensor<16x90xf32> {
+  %a = aten.slice.Tensor %x {dim = 1 : i64, start = 0 : i64, end = 90 : i64, step = 1 : i64} : tensor<16x100xf32> -> tensor<16x90xf32>
+  %b = aten.slice.Tensor %x {dim = 1 : i64, start = 1 : i64, end = 91 : i64, step = 1 : i64} : tensor<16x100xf32> -> tensor<16x90xf32>
+  %c = aten.slice.Tensor %x {dim = 1 : i64, start = 10 : i64, end = 100 : i64, step = 1 : i64} : tensor<16x100xf32> -> tensor<16x90xf32>
+  %s = aten.add.Tensor %a, %b : tensor<16x90xf32>, tensor<16x90xf32> -> tensor<16x90xf32>
+  %y = aten.add.Tensor %s, %c : tensor<16x90xf32>, tensor<16x90xf32> -> tensor<16x90xf32>
+  return %y : tensor<16x90xf32>
+}
