@@ -270,9 +270,8 @@ struct FormKernelsPass : impl::FormKernelsBase<FormKernelsPass> {
       aten::StridedView next;
       std::string error;
       if (!(keepBatchDims ? aten::applyBatchedView(op, v, next, &error)
-                          : aten::applyView(op, v, next, &error))) {
+                          : aten::applyView(op, v, next, &error)))
         return int(i);
-      }
       v = next;
     }
     return -1;
@@ -1272,14 +1271,17 @@ struct FormKernelsPass : impl::FormKernelsBase<FormKernelsPass> {
   // A reduction over dims that are not the trailing ones (softmax over dim 1,
   // a channel norm of NCHW maps: `x - x.mean(1, keepdim=True)`) has no row
   // space, so it would run alone and every op around it in kernels of its
-  // own. The reduction and the elementwise ops of its rank connected to it
-  // (the values it reads, those that read it, and the reductions over the
-  // same dims among them) are computed instead in a frame whose last dims are
-  // the reduced ones: their inputs are read through a permutation (a view,
-  // folded into the loads) and their results, where read outside, through
-  // the inverse one. They then form one kernel of whole rows, as a softmax
-  // over the last dim does. A lone reduction keeps its permuted access
-  // pattern (the same reads).
+  // own. The reduction and the elementwise ops connected to it whose result
+  // has its operand's shape or its result's (the values it reads, those that
+  // read it, and so on, with the reductions over the same dims among them)
+  // are computed instead in a frame whose last dims are the reduced ones:
+  // their inputs are read through a permutation (a view, folded into the
+  // loads) and their results, where read outside, through the inverse one.
+  // They then form one kernel of whole rows, as a softmax over the last dim
+  // does. A lone reduction keeps its permuted access pattern (the same
+  // reads). Ops of other shapes stay out: in this frame, full-size values
+  // around a reduction over (0, 2, 3) staged over dim 0 would have rows of
+  // a few strided elements.
   void reduceInPermutedFrame(func::FuncOp func) {
     SmallVector<Operation*> reductions;
     for (Operation& op : func.getBody().front())
