@@ -63,6 +63,8 @@ struct RowSegments {
                                                                                 int64_t blocks = 1) const;
 };
 RowSegments adjacentRowSegments(ArrayRef<int64_t> offs);
+// The cluster of sibling first elements that holds `offset` (LowerToIsa.cpp).
+std::pair<int64_t, int64_t> siblingCluster(ArrayRef<int64_t> offsets, int64_t offset, int64_t reach);
 // The n columns column, column + step, ... of a tile (a stepped view when
 // step > 1): the data inputs and the outputs of elementwise instructions.
 Value steppedColumns(OpBuilder& b, Location loc, Value tile, int64_t column, int64_t n, int64_t step);

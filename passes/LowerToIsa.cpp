@@ -723,16 +723,8 @@ void KernelLowering::emitDma(bool load, Value hbm, Value tile, const Layout& l, 
                       : stagedSiblings.end();
         it != stagedSiblings.end() && it->second.size() > 1) {
       // Siblings in clusters of first elements less than a span apart (the
-      // three windows along a row), taken greedily in order.
-      SmallVector<int64_t, 4> sorted(it->second);
-      llvm::sort(sorted);
-      SmallVector<std::pair<int64_t, int64_t>, 4> clusters;  // (first, last)
-      for (int64_t o : sorted)
-        if (clusters.empty() || o - clusters.back().first >= span) clusters.push_back({o, o});
-        else clusters.back().second = o;
-      int64_t lo = 0, hi = -1;
-      for (auto [first, last] : clusters)
-        if (first <= l.offset && l.offset <= last) std::tie(lo, hi) = std::pair{first, last};
+      // three windows along a row).
+      auto [lo, hi] = siblingCluster(it->second, l.offset, span);
       if (hi > lo && outer * (span + hi - lo) * elemBytes <= kMaxStagingBytes) {
         stagedSpan = span + (hi - lo);
         shift = l.offset - lo;
@@ -794,6 +786,24 @@ void KernelLowering::compactStaged(Value tile, Value staging, int64_t outer, int
   for (int64_t o = 0; o < outer; ++o)
     copyTile(tileColumns(*b, loc, tile, o * steps, steps),
              steppedColumns(*b, loc, staging, o * span + shift, steps, step), nullptr);
+}
+
+// The first and last of the first elements `offsets` in the cluster that
+// holds `offset`: clusters taken greedily in order, each of elements less
+// than `reach` after its first. (0, -1) where `offset` is in none.
+std::pair<int64_t, int64_t> siblingCluster(ArrayRef<int64_t> offsets, int64_t offset, int64_t reach) {
+  SmallVector<int64_t, 4> sorted(offsets);
+  llvm::sort(sorted);
+  int64_t first = 0, last = 0;
+  for (size_t i = 0; i < sorted.size(); ++i) {
+    if (i == 0 || sorted[i] - first >= reach) {
+      if (i > 0 && first <= offset && offset <= last) break;
+      first = sorted[i];
+    }
+    last = sorted[i];
+  }
+  if (sorted.empty() || offset < first || offset > last) return {0, -1};
+  return {first, last};
 }
 
 // By the kernel input's position: the lowered body's inputs are the
@@ -896,17 +906,7 @@ Value KernelLowering::sharedWindow(Value v, const Layout& l, int64_t p, int64_t 
   auto it = windowSiblings.find({siblingKey(hbmOf[v], l), std::vector<int64_t>(shape.begin(), shape.end())});
   if (it == windowSiblings.end() || it->second.size() < 2) return Value();
   // Clusters of first elements, each within half a tile of its first.
-  SmallVector<int64_t, 4> sorted(it->second);
-  llvm::sort(sorted);
-  int64_t lo = 0, hi = -1, first = 0, last = 0;
-  for (size_t i = 0; i < sorted.size(); ++i) {
-    if (i == 0 || sorted[i] - first > f / 2) {
-      if (i > 0 && first <= l.offset && l.offset <= last) break;
-      first = sorted[i];
-    }
-    last = sorted[i];
-    if (first <= l.offset && l.offset <= last) std::tie(lo, hi) = std::pair{first, last};
-  }
+  auto [lo, hi] = siblingCluster(it->second, l.offset, f / 2 + 1);
   if (hi <= lo) return Value();
   Type elem = llvm::cast<MemRefType>(hbmOf[v].getType()).getElementType();
   std::vector<int64_t> starts;
@@ -1549,15 +1549,15 @@ LogicalResult KernelLowering::lowerCat(aten::CatOp cat, Block* body, ArrayRef<Va
     Type elem = llvm::cast<MemRefType>(pieces[i].src.getType()).getElementType();
     // One piece, or a group: the group's tiles take `hi - lo` more columns.
     const int64_t extra = hi - lo, cols = std::min(space.cols, chunk - extra);
-    Layout union_ = pieces[i].load;
-    union_.offset = lo;
+    Layout windows = pieces[i].load;  // the group's union of columns
+    windows.offset = lo;
     for (r0 = 0; r0 < space.rows; r0 += nc::kNumPartitions) {
       int64_t p = std::min<int64_t>(nc::kNumPartitions, space.rows - r0);
       for (c0 = 0; c0 < space.cols; c0 += cols) {
         int64_t f = std::min(cols, space.cols - c0);
         ++iteration;
         Value tile = alloc(p, f + extra, elem);
-        emitDma(/*load=*/true, pieces[i].src, tile, n > 1 ? union_ : pieces[i].load, r0, p, c0, f + extra);
+        emitDma(/*load=*/true, pieces[i].src, tile, n > 1 ? windows : pieces[i].load, r0, p, c0, f + extra);
         for (size_t k = i; k < i + n; ++k)
           emitDma(/*load=*/false, outHbm.front(), tileColumns(*b, loc, tile, pieces[k].load.offset - lo, f),
                   pieces[k].store, r0, p, c0, f);

@@ -28,6 +28,7 @@
 //===----------------------------------------------------------------------===//
 
 #include <functional>
+#include <map>
 #include <type_traits>
 
 #include "passes/OffsetPlanner.h"
@@ -309,7 +310,7 @@ struct PlanMemoryPass : impl::PlanMemoryBase<PlanMemoryPass> {
     if (allocs.empty()) return result;
     std::vector<PlannedBuffer> exact(allocs.size());
     for (auto [i, a] : llvm::enumerate(allocs)) exact[i] = {INT64_MAX, -1, tileBytes(a.getTile())};
-    llvm::DenseMap<int64_t, int64_t> iterationEnd;  // iteration -> last step
+    std::map<int64_t, int64_t> iterationEnd;  // iteration -> last step, in order
     int64_t step = 0;
     for (Operation& op : body) {
       if (!isIsaInstruction(&op)) continue;
@@ -331,10 +332,7 @@ struct PlanMemoryPass : impl::PlanMemoryBase<PlanMemoryPass> {
     // A tile of iteration k stays reserved through iteration k + depth, so
     // that the next iterations' instructions need not wait for its last
     // readers (a store still draining it, typically).
-    int64_t lastIteration = -1;
-    for (auto [iter, end] : iterationEnd) lastIteration = std::max(lastIteration, iter);
-    std::vector<std::pair<int64_t, int64_t>> iterationEnds(iterationEnd.begin(), iterationEnd.end());
-    llvm::sort(iterationEnds);
+    const int64_t lastIteration = iterationEnd.empty() ? -1 : iterationEnd.rbegin()->first;
     // Tiles a DMA fills or drains: the loads of later iterations wait for
     // their bytes, and a store holds them for microseconds.
     llvm::DenseSet<size_t> transferred;
@@ -361,8 +359,8 @@ struct PlanMemoryPass : impl::PlanMemoryBase<PlanMemoryPass> {
           // instructions: an instruction counts for the latest iteration of
           // the tiles it touches, so tiles that serve several iterations (an
           // attention's head group) leave some without any.)
-          auto next = llvm::lower_bound(iterationEnds, std::make_pair(target, int64_t(0)));
-          if (next != iterationEnds.end()) buffers[i].end = std::max(buffers[i].end, next->second);
+          auto next = iterationEnd.lower_bound(target);
+          if (next != iterationEnd.end()) buffers[i].end = std::max(buffers[i].end, next->second);
         }
       return buffers;
     };
