@@ -766,21 +766,32 @@ Value padSpatial(Composer& c, Value x, int64_t lead, ArrayRef<int64_t> kernel, A
 // one window row.
 constexpr int64_t kMinTiledTaps = 64;
 
-// Stride-1 windows as contiguous ranges. With every stride 1, the padded
-// input's spatial dims flattened into one, position q = (z, y, x) of the
-// padded grid reads tap t at q + offset(t), offset(t) the tap's flat index.
-// So tap t's slice over the first out[0] planes of the padded grid is one
-// contiguous range of each [n, c] plane: a convolution computes its output
-// at every position of those planes ("wide": the padded width and height
-// beyond out[i] included, whose windows wrap into the next row and are cut
-// at the end), and every window copy or view is one run per plane instead
-// of a run per output row (the im2col of a 3 x 3 convolution over 56 x 56
-// moved rows of 56 elements from rows of 58). The padded planes get enough
-// extra rows at the end for the last wide position's window. Not where the
-// wide positions would be more than twice the output (the cut positions
-// are computed for nothing).
+// Windows as contiguous ranges. With every stride 1, the padded input's
+// spatial dims flattened into one, position q = (z, y, x) of the padded grid
+// reads tap t at q + offset(t), offset(t) the tap's flat index. So tap t's
+// slice over the first out[0] planes of the padded grid is one contiguous
+// range of each [n, c] plane: a convolution computes its output at every
+// position of those planes ("wide": the padded width and height beyond
+// out[i] included, whose windows wrap into the next row and are cut at the
+// end), and every window copy or view is one run per plane instead of a run
+// per output row (the im2col of a 3 x 3 convolution over 56 x 56 moved rows
+// of 56 elements from rows of 58). The padded planes get enough extra rows
+// at the end for the last wide position's window.
+//
+// A stride s > 1 along a dim splits the padded input into its s phases
+// along it (the elements at p = r mod s, r < s): output o reads tap t at
+// padded position s * o + d * t, which is element o + (d * t) div s of
+// phase (d * t) mod s. So over the phases, each a padded grid of its own,
+// the windows are stride-1 ones again (space-to-depth): the phases that
+// some tap reads are stacked, one copy of the input instead of a strided
+// slice per tap (a 3 x 3 stride-2 convolution's im2col read rows of 28
+// elements, each a run per element), and a tap's range starts in its
+// phase's grid. The weight keeps its layout: each tap still has one range.
+//
+// Not where the wide positions would be more than twice the output (the cut
+// positions are computed for nothing).
 struct WideWindows {
-  Value flat;                     // [N, C, padded elements per plane]
+  Value flat;                     // [N, C, stacked phases x padded elements per plane]
   SmallVector<int64_t> offsets;   // per tap, row-major over the kernel
   int64_t positions = 0;          // wide positions per plane
   SmallVector<int64_t> wideShape; // [out[0], padded sizes of the other dims]
@@ -790,10 +801,10 @@ std::optional<WideWindows> wideWindows(Composer& c, Value x, ArrayRef<int64_t> k
                                        ArrayRef<int64_t> pad, ArrayRef<int64_t> dilation, ArrayRef<int64_t> out,
                                        double value) {
   size_t k = kernel.size();
-  if (llvm::any_of(stride, [](int64_t s) { return s != 1; })) return std::nullopt;
   auto shape = typeOf(x).getShape();
-  SmallVector<int64_t> padded;  // the extent the windows read, per spatial dim
-  for (size_t i = 0; i < k; ++i) padded.push_back(out[i] + dilation[i] * (kernel[i] - 1));
+  // Per spatial dim, the extent the windows read in a phase's grid.
+  SmallVector<int64_t> padded;
+  for (size_t i = 0; i < k; ++i) padded.push_back(out[i] + dilation[i] * (kernel[i] - 1) / stride[i]);
   SmallVector<int64_t> flatStride(k, 1);
   for (size_t i = k - 1; i > 0; --i) flatStride[i - 1] = flatStride[i] * padded[i];
   WideWindows w;
@@ -803,26 +814,58 @@ std::optional<WideWindows> wideWindows(Composer& c, Value x, ArrayRef<int64_t> k
   int64_t outputs = ShapedType::getNumElements(out);
   if (w.positions > 2 * outputs) return std::nullopt;
   // Beyond the first dim's planes, the last wide position's window reaches
-  // sum over the other dims of (kernel - 1) * dilation * flat stride.
+  // sum over the other dims of the last tap's place in the phase grid times
+  // the flat stride.
   int64_t reach = 0;
-  for (size_t i = 1; i < k; ++i) reach += (kernel[i] - 1) * dilation[i] * flatStride[i];
+  for (size_t i = 1; i < k; ++i) reach += dilation[i] * (kernel[i] - 1) / stride[i] * flatStride[i];
   int64_t extraPlanes = (reach + flatStride[0] - 1) / flatStride[0];
-  for (size_t i = 0; i < k; ++i) {
-    int64_t dim = 2 + int64_t(i);
-    int64_t right = padded[i] - shape[size_t(dim)] - pad[i] + (i == 0 ? extraPlanes : 0);
-    x = padDim(c, x, dim, pad[i], right, value);
-  }
   int64_t planeElements = (padded[0] + extraPlanes) * flatStride[0];
-  w.flat = c.reshape(x, {shape[0], shape[1], planeElements});
+  // Each tap's phase (row-major over the dims' phases) and its place in the
+  // phase's grid.
+  SmallVector<int64_t> tapPhase, tapPlace;
   SmallVector<int64_t> at(k, 0);
   while (true) {
-    int64_t offset = 0;
-    for (size_t i = 0; i < k; ++i) offset += at[i] * dilation[i] * flatStride[i];
-    w.offsets.push_back(offset);
+    int64_t phase = 0, place = 0;
+    for (size_t i = 0; i < k; ++i) {
+      int64_t reached = at[i] * dilation[i];
+      phase = phase * stride[i] + reached % stride[i];
+      place += reached / stride[i] * flatStride[i];
+    }
+    tapPhase.push_back(phase);
+    tapPlace.push_back(place);
     size_t i = k;
     while (i > 0 && ++at[i - 1] == kernel[i - 1]) at[--i] = 0;
     if (i == 0) break;
   }
+  for (size_t i = 0; i < k; ++i) {
+    int64_t dim = 2 + int64_t(i);
+    int64_t extent = stride[i] * (padded[i] + (i == 0 ? extraPlanes : 0));
+    x = padDim(c, x, dim, pad[i], extent - shape[size_t(dim)] - pad[i], value);
+  }
+  if (llvm::all_of(stride, [](int64_t s) { return s == 1; })) {
+    w.flat = c.reshape(x, {shape[0], shape[1], planeElements});
+    w.offsets = tapPlace;
+    return w;
+  }
+  // The phases some tap reads, in order, stacked on a dim after the channels.
+  SmallVector<int64_t> phases(tapPhase);
+  llvm::sort(phases);
+  phases.erase(std::unique(phases.begin(), phases.end()), phases.end());
+  SmallVector<Value> grids;
+  for (int64_t phase : phases) {
+    Value grid = x;
+    for (size_t i = k; i-- > 0;) {
+      int64_t dim = 2 + int64_t(i), r = phase % stride[i];
+      phase /= stride[i];
+      if (stride[i] > 1) grid = c.slice(grid, dim, r, typeOf(grid).getDimSize(dim), stride[i]);
+    }
+    grids.push_back(c.unsqueeze(grid, 2));
+  }
+  Value stacked = grids.size() == 1 ? grids.front() : c.cat(grids, 2);
+  w.flat = c.reshape(stacked, {shape[0], shape[1], int64_t(phases.size()) * planeElements});
+  for (size_t t = 0; t < tapPhase.size(); ++t)
+    w.offsets.push_back(int64_t(llvm::lower_bound(phases, tapPhase[t]) - phases.begin()) * planeElements +
+                        tapPlace[t]);
   return w;
 }
 
@@ -836,13 +879,14 @@ Value cutWide(Composer& c, const WideWindows& w, Value r, ArrayRef<int64_t> out)
 }
 
 // Convolution (1-d, 2-d, 3-d; any stride, padding, dilation, groups;
-// transposed too). Stride 1 (after a 1 x 1 window's strided slice): each
-// tap a contiguous range of the padded planes (wideWindows), the weight
-// times their stack as one bmm per group, the extra positions cut. Other
-// strides: the window slices of the zero-padded input, stacked on the
-// channel dim, times the weight as one matmul per group (im2col), the bias
-// as the matmul's addend. One input channel per group (depthwise) is a
-// weighted sum of the ranges or slices instead.
+// transposed too). Each tap a contiguous range of the padded planes, or of
+// their phases where strided (wideWindows), the weight times their stack as
+// one bmm per group, the extra positions cut. Where the wide positions
+// would be too many (a kernel almost as large as the input): the window
+// slices of the zero-padded input, stacked on the channel dim, times the
+// weight as one matmul per group (im2col), the bias as the matmul's addend.
+// One input channel per group (depthwise) is a weighted sum of the ranges
+// or slices instead.
 LogicalResult convolution(NodeImporter& n) {
   Composer c(n);
   NCC_TRY(input, n.tensor(0, "input"));

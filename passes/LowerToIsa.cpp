@@ -725,7 +725,13 @@ void KernelLowering::emitDma(bool load, Value hbm, Value tile, const Layout& l, 
       // Siblings in clusters of first elements less than a span apart (the
       // three windows along a row).
       auto [lo, hi] = siblingCluster(it->second, l.offset, span);
-      if (hi > lo && outer * (span + hi - lo) * elemBytes <= kMaxStagingBytes) {
+      // The shared span reads this value's span from the last sibling's
+      // first element; a narrower sibling at a tensor's end would have it
+      // read past the end.
+      int64_t lastRead = hi + *llvm::max_element(offs) + colBase + span - 1;
+      for (size_t i = 0; i + 2 < freePattern.size(); i += 2) lastRead += freePattern[i] * (freePattern[i + 1] - 1);
+      if (hi > lo && outer * (span + hi - lo) * elemBytes <= kMaxStagingBytes &&
+          lastRead < llvm::cast<ShapedType>(hbm.getType()).getNumElements()) {
         stagedSpan = span + (hi - lo);
         shift = l.offset - lo;
         firstOffset = lo;

@@ -4,9 +4,12 @@ contiguous window of the padded input's flattened planes and computes its
 output at every position of the padded width (compiler/ComposedOps.cpp,
 wideWindows): a batched matmul of the weight with the taps' windows, whose
 extra columns are cut by a view; a depthwise one sums the windows times
-per-channel weights. Other strides, and shapes whose wide positions would be
-more than twice the output, take the strided window slices. These cases
-cover both: 1-d, 2-d and 3-d, padding (none, symmetric, larger than the
+per-channel weights. A stride splits the padded input into its phases along
+each strided dim (space-to-depth) and reads each tap as a window of its
+phase. Shapes whose wide positions would be more than twice the output take
+the strided window slices. These cases cover both: 1-d, 2-d and 3-d,
+strides with every phase read, with phases no tap reads, and with dilation,
+padding (none, symmetric, larger than the
 kernel's reach), dilation, rectangular kernels, groups and depthwise with a
 channel multiplier, biases (zeros, ones, random) and none, transposed
 convolutions (a stride-1 convolution of the spread input; f32), batch 1 and
@@ -100,6 +103,30 @@ class Convolutions(common.ComparedWithEager):
         # Wide positions more than twice the output: a 3 x 3 output of a 5 x 5
         # kernel over a 3 x 3 input padded by 2.
         self.conv((2, 4, 3, 3), (5, 4, 5, 5), padding=2)
+
+    def test_strided_phases(self):
+        # Each tap reads its phase of the padded input at its place there:
+        # every phase read (3 x 3 and 7 x 7, stride 2), phases no tap reads
+        # (2 x 2 windows at stride 3, 1 x 1 with padding), a dilation that
+        # keeps every tap in one phase (2 at stride 2) or spreads them (3 at
+        # stride 2), strides that differ per dim, odd and even sizes, 1-d
+        # and 3-d, groups and depthwise.
+        self.conv((2, 3, 9, 10), (5, 3, 3, 3), padding=1, stride=2)
+        self.conv((1, 3, 17, 16), (4, 3, 7, 7), bias="zeros", padding=3, stride=2)
+        self.conv((2, 3, 11, 10), (4, 3, 2, 2), bias=None, stride=3)
+        self.conv((2, 4, 8, 9), (4, 4, 3, 3), bias="ones", padding=2, stride=2, dilation=2)
+        self.conv((2, 4, 13, 11), (3, 4, 3, 3), padding=1, stride=2, dilation=3)
+        self.conv((2, 4, 12, 13), (6, 4, 3, 5), padding=(1, 2), stride=(2, 3))
+        self.conv((2, 8, 31), (6, 8, 5), padding=2, stride=2)
+        self.conv((1, 3, 7, 8, 9), (4, 3, 3, 3, 3), padding=1, stride=2)
+        self.conv((2, 8, 10, 10), (8, 2, 3, 3), padding=1, stride=2, groups=4)
+        self.conv((2, 8, 11, 11), (16, 1, 3, 3), bias="zeros", padding=1, stride=2, groups=8)
+        for dtype in DTYPES:
+            x = torch.arange(2 * 3 * 11 * 12, dtype=torch.float32).reshape(2, 3, 11, 12).remainder(5).to(dtype)
+            w = torch.arange(4 * 3 * 3 * 3, dtype=torch.float32).reshape(4, 3, 3, 3).remainder(3).sub(1).to(dtype)
+            self.check(lambda a, k: F.conv2d(a, k, padding=1, stride=2), [x, w])
+            self.check(lambda a, k: F.conv2d(a, k, padding=(0, 2), stride=(3, 2), dilation=(1, 3)), [x, w])
+            self.check(lambda a, k: F.conv2d(a, torch.ones_like(k), stride=2), [x, w])
 
     def test_transposed(self):
         # f32: eager 1.13's bf16 transposed convolution on the CPU is wrong
