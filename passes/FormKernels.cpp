@@ -1049,6 +1049,103 @@ struct FormKernelsPass : impl::FormKernelsBase<FormKernelsPass> {
       if (aten::isViewOp(&op) && op.use_empty()) op.erase();
   }
 
+  // A lone sum or mean over a run of leading dims (the frame above takes
+  // those with elementwise ops around them) reads its operand through a
+  // permuted pattern: rows of the reduced elements, each a row length apart,
+  // one DMA run per element or transposed 256-byte runs ([16, 512, 1024]
+  // bf16 over dim 1: 150.7 us, [64, 16, 4096]: 892.0). Seen as [A, R, C]
+  // (R the reduced elements), it is the matrix product of a row of R ones
+  // with each [R, C] block instead: the operand read in its own layout,
+  // the TensorEngine summing over the partitions in f32 (PSUM), one
+  // rounding at the end as eager's sum (66.3 and 171.1 us). The products
+  // with 1 are exact and the sums those of a sum, NaN and infinities
+  // included. A mean scales the sum by 1 / R.
+  //
+  // With `weighted`, before the frame: a sum of a product whose one factor
+  // is constant along the kept trailing dims (a masked mean over tokens,
+  // `(x * mask[..., None]).sum(1)`) is that factor's row times each block
+  // (eager rounds each product to the dtype first; the TensorEngine keeps
+  // it exact). Only where the product has no other reader.
+  void sumLeadingDimsByMatmul(func::FuncOp func, bool weighted) {
+    SmallVector<Operation*> sums;
+    for (Operation& op : func.getBody().front())
+      if (llvm::isa<aten::SumDimIntListOp, aten::MeanDimOp>(op) && !rowSpaceOf(&op)) sums.push_back(&op);
+    for (Operation* op : sums) {
+      Value x = op->getOperand(0);
+      auto in = llvm::cast<RankedTensorType>(x.getType());
+      auto resultType = llvm::cast<RankedTensorType>(op->getResult(0).getType());
+      Type elem = in.getElementType();
+      if (resultType.getElementType() != elem || !llvm::isa<FloatType>(elem)) continue;
+      SmallVector<int64_t> dims = aten::reducedDims(op);
+      const int64_t rank = in.getRank();
+      if (dims.empty() || dims.back() >= rank - 1) continue;
+      bool run = true;
+      for (size_t i = 1; i < dims.size(); ++i) run &= dims[i] == dims[0] + int64_t(i);
+      if (!run) continue;
+      ArrayRef<int64_t> shape = in.getShape();
+      const size_t first = size_t(dims.front()), kept = size_t(dims.back() + 1);
+      const int64_t A = ShapedType::getNumElements(shape.take_front(first)),
+                    R = ShapedType::getNumElements(shape.slice(first, dims.size())),
+                    C = ShapedType::getNumElements(shape.drop_front(kept));
+      if (R <= 1 || A * C == 0) continue;
+      // The weights: [A dims or 1, R dims or 1, 1...] (left-padded to the rank).
+      Value blocks = x, weights;
+      SmallVector<int64_t> weightShape;
+      if (weighted) {
+        auto mul = x.getDefiningOp<aten::MulTensorOp>();
+        if (!mul || !x.hasOneUse()) continue;
+        for (auto [full, w] : {std::pair(mul.getSelf(), mul.getOther()), std::pair(mul.getOther(), mul.getSelf())}) {
+          auto ft = llvm::cast<RankedTensorType>(full.getType()), wt = llvm::cast<RankedTensorType>(w.getType());
+          if (ft != in || wt.getElementType() != elem || wt.getRank() > rank) continue;
+          SmallVector<int64_t> padded(size_t(rank - wt.getRank()), 1);
+          padded.append(wt.getShape().begin(), wt.getShape().end());
+          bool fits = true;
+          for (size_t d = 0; d < size_t(rank); ++d)
+            fits &= padded[d] == 1 || (d < kept && padded[d] == shape[d]);
+          if (!fits) continue;
+          blocks = full, weights = w, weightShape = padded;
+          break;
+        }
+        if (!weights) continue;
+      }
+      OpBuilder b(op);
+      Location loc = op->getLoc();
+      auto tagged = [&](Operation* o) -> Value {
+        copySourceTags(op, o);
+        return o->getResult(0);
+      };
+      auto reshape = [&](Value v, ArrayRef<int64_t> to) {
+        if (llvm::cast<RankedTensorType>(v.getType()).getShape() == to) return v;
+        return tagged(b.create<aten::ReshapeOp>(loc, RankedTensorType::get(to, elem), v, b.getDenseI64ArrayAttr(to)));
+      };
+      auto expand = [&](Value v, ArrayRef<int64_t> to) {
+        if (llvm::cast<RankedTensorType>(v.getType()).getShape() == to) return v;
+        return tagged(b.create<aten::ExpandOp>(loc, RankedTensorType::get(to, elem), v, b.getDenseI64ArrayAttr(to)));
+      };
+      Value rows;  // [A, 1, R]
+      if (weights) {
+        SmallVector<int64_t> full(shape.take_front(kept));
+        full.append(size_t(rank) - kept, 1);
+        rows = reshape(expand(reshape(weights, weightShape), full), {A, 1, R});
+      } else {
+        auto onesType = RankedTensorType::get({1, 1, R}, elem);
+        rows = expand(tagged(b.create<arith::ConstantOp>(loc, DenseElementsAttr::get(onesType, b.getFloatAttr(elem, 1.0)))),
+                      {A, 1, R});
+      }
+      Value sum;
+      if (A == 1)
+        sum = tagged(
+            b.create<aten::MmOp>(loc, RankedTensorType::get({1, C}, elem), reshape(rows, {1, R}), reshape(blocks, {R, C})));
+      else
+        sum = tagged(b.create<aten::BmmOp>(loc, RankedTensorType::get({A, 1, C}, elem), rows, reshape(blocks, {A, R, C})));
+      if (llvm::isa<aten::MeanDimOp>(op))
+        sum = tagged(b.create<aten::MulScalarOp>(loc, sum.getType(), sum, b.getF64FloatAttr(1.0 / double(R))));
+      op->getResult(0).replaceAllUsesWith(reshape(sum, resultType.getShape()));
+      op->erase();
+      if (Operation* product = x.getDefiningOp(); product && product->use_empty()) product->erase();
+    }
+  }
+
   // cat(neg(a), b) along the last dim becomes cat(a, b) * [-1.., 1..]: the
   // same bits (a product with +-1 is exact), and a cat of views then folds
   // into the loads of the kernel that reads it (rotate_half in rotary
@@ -1786,7 +1883,9 @@ struct FormKernelsPass : impl::FormKernelsBase<FormKernelsPass> {
     stageReductions(func);
     if (fuse) {
       sinkSqueezes(func);
+      sumLeadingDimsByMatmul(func, /*weighted=*/true);
       reduceInPermutedFrame(func);
+      sumLeadingDimsByMatmul(func, /*weighted=*/false);
       recomputeLongRowOperands(func);
       hoistNegationsOutOfCats(func);
       movePermutationsPastEpilogues(func);

@@ -7,8 +7,12 @@ one computation, values of the permuted computation read by other ops and
 returned, inputs broadcast along the reduced or the kept dims. At -O2 such a
 computation runs in a frame whose last dims are the reduced ones (inputs read
 through a permutation, results written back through the inverse one); -O0
-keeps one kernel per op. Each case is compared with PyTorch eager in f32 and
-bf16, with default-like (zeros, ones) and random parameters.
+keeps one kernel per op. A lone sum or mean over a run of leading dims is a
+matrix product of a row of ones with the operand's [R, C] blocks, and a sum
+of a product whose one factor is constant along the kept trailing dims (a
+masked mean over tokens) the product of that factor's row with the other's
+blocks (sumLeadingDimsByMatmul). Each case is compared with PyTorch eager in
+f32 and bf16, with default-like (zeros, ones) and random parameters.
 """
 import os
 import sys
@@ -100,6 +104,53 @@ class LeadingReductions(common.ComparedWithEager):
                 x[5, :, 4] = float("-inf")
                 x[9, 100, 11] = float("nan")
                 self.check(lambda a: torch.softmax(a, 1), (x,))
+
+    def test_sums_as_matmuls(self):
+        # Reduced elements below, at and above a partition tile (16, 128,
+        # 300), over dim 0, a middle dim and a run of two dims, keepdim or
+        # not, sum and mean; inputs all ones, zeros with infinities and NaN,
+        # random; a sum into another dtype and an integer sum (not rewritten).
+        cases = (((4, 300, 96), (1,)), ((513, 40), (0,)), ((3, 5, 7, 33), (1, 2)), ((6, 50, 20), (0, 1)),
+                 ((2, 16, 3, 8), (1,)), ((8, 128, 64), (-2,)))
+        for shape, dims in cases:
+            for dtype in DTYPES:
+                with self.subTest(shape=shape, dims=dims, dtype=dtype):
+                    x = randn(*shape).to(dtype)
+                    self.check(lambda a: (a.sum(dims), a.mean(dims, keepdim=True)), (x,))
+        for dtype in DTYPES:
+            with self.subTest(dtype=dtype, values="ones, non-finite"):
+                self.check(lambda a: a.sum(1), (torch.ones(4, 200, 24, dtype=dtype),))
+                x = torch.zeros(4, 200, 24, dtype=dtype)
+                x[1, 5, 3] = float("inf")
+                x[2, :, 7] = float("-inf")
+                x[2, 9, 7] = float("inf")
+                x[3, 100, 11] = float("nan")
+                self.check(lambda a: (a.sum(1), a.mean(0)), (x,))
+        x = randn(4, 200, 24).to(torch.bfloat16)
+        self.check(lambda a: a.sum(1, dtype=torch.float32), (x,))
+        self.check(lambda a: (a * 4).to(torch.int32).sum(1), (randn(4, 200, 24),))
+
+    def test_weighted_sums_as_matmuls(self):
+        # Masked mean pooling over tokens (weights [B, S, 1]), weights shared
+        # by the batch ([S, 1]) or one per batch ([B, 1, 1]), a mask of ones
+        # or zeros, and products that stay elementwise: a factor varying
+        # along the kept dims, a product read elsewhere too.
+        def masked_mean(x, m):
+            return (x * m[..., None]).sum(1) / m.sum(1, keepdim=True).clamp(min=1)
+
+        for dtype in DTYPES:
+            x = randn(6, 150, 40).to(dtype)
+            mask = (torch.arange(150)[None, :] < torch.tensor([150, 1, 77, 140, 3, 100])[:, None]).to(dtype)
+            for m in (mask, torch.ones(6, 150, dtype=dtype), torch.zeros(6, 150, dtype=dtype)):
+                with self.subTest(dtype=dtype, mask=float(m.sum())):
+                    self.check(masked_mean, (x, m))
+            with self.subTest(dtype=dtype, weights="shared, per batch, per element"):
+                w = randn(150, 1, seed=4).to(dtype)
+                self.check(lambda a, w: (a * w).sum(1), (x, w))
+                self.check(lambda a, w: (w * a).mean((0, 1)), (x, w[None]))
+                self.check(lambda a, w: (a * w).sum(1), (x, randn(6, 1, 1, seed=5).to(dtype)))
+                self.check(lambda a, w: (a * w).sum(1), (x, randn(150, 40, seed=6).to(dtype)))
+                self.check(lambda a, w: ((a * w).sum(0), (a * w).amax(-1)), (x, w))
 
 
 if __name__ == "__main__":
