@@ -73,6 +73,39 @@ func.func @softmax_dim1(%x: tensor<3x40x8xf32>) -> tensor<3x40x8xf32> {
   return %d : tensor<3x40x8xf32>
 }
 
+// A lone mean over a leading dim: a row of ones times each [R, C] block.
+// RESID-SAME: mean_dim1(
+// RESID: arith.constant dense<1.000000e+00> : tensor<1x1x40xf32>
+// RESID-NEXT: nc.kernel "k0_fused_expand_bmm_mul"
+// RESID-NEXT: ^bb0(%[[ONE:.*]]: tensor<1x1x40xf32>, %[[X:.*]]: tensor<3x40x8xf32>):
+// RESID-NEXT: %[[ROWS:.*]] = aten.expand %[[ONE]] {{.*}} -> tensor<3x1x40xf32>
+// RESID-NEXT: %[[S:.*]] = aten.bmm %[[ROWS]], %[[X]] {{.*}}: tensor<3x1x40xf32>, tensor<3x40x8xf32> -> tensor<3x1x8xf32>
+// RESID-NEXT: %[[M:.*]] = aten.mul.Scalar %[[S]], 2.500000e-02
+// RESID-NEXT: nc.yield %[[M]]
+// RESID-NOT: nc.kernel
+// RESID-LABEL: func.func @
+func.func @mean_dim1(%x: tensor<3x40x8xf32>) -> tensor<3x1x8xf32> {
+  %m = aten.mean.dim %x {dim = array<i64: 1>, keepdim = true} : tensor<3x40x8xf32> -> tensor<3x1x8xf32>
+  return %m : tensor<3x1x8xf32>
+}
+
+// A masked sum over tokens: the mask's row times each block, before the
+// frame would take the product; the product itself goes.
+// RESID-SAME: masked_sum(
+// RESID: nc.kernel "k0_fused_reshape_bmm"
+// RESID-NEXT: ^bb0(%[[W:.*]]: tensor<3x40x1xbf16>, %[[X:.*]]: tensor<3x40x8xbf16>):
+// RESID-NEXT: %[[R:.*]] = aten.reshape %[[W]] {{.*}} -> tensor<3x1x40xbf16>
+// RESID-NEXT: %[[S:.*]] = aten.bmm %[[R]], %[[X]] {{.*}}: tensor<3x1x40xbf16>, tensor<3x40x8xbf16> -> tensor<3x1x8xbf16>
+// RESID-NOT: aten.mul
+// RESID: nc.yield
+// RESID-NOT: nc.kernel
+// RESID-LABEL: func.func @
+func.func @masked_sum(%x: tensor<3x40x8xbf16>, %w: tensor<3x40x1xbf16>) -> tensor<3x8xbf16> {
+  %p = aten.mul.Tensor %x, %w : tensor<3x40x8xbf16>, tensor<3x40x1xbf16> -> tensor<3x40x8xbf16>
+  %s = aten.sum.dim_IntList %p {dim = array<i64: 1>} : tensor<3x40x8xbf16> -> tensor<3x8xbf16>
+  return %s : tensor<3x8xbf16>
+}
+
 // A reduction over long rows still fuses with its elementwise producer: the
 // row is reduced chunk by chunk, so the budget does not apply.
 // Remarks come first, before the IR.
