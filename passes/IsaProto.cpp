@@ -102,9 +102,10 @@ void fillTile(neff::TileRef* ref, Value tile, int64_t partStart = 0, int64_t par
 }
 
 void fillAccessPattern(neff::AccessPattern* ap, uint32_t tensor, int64_t offset,
-                       ArrayRef<int64_t> pairs) {
+                       ArrayRef<int64_t> pairs, int64_t partitionDims = 1) {
   ap->set_tensor(tensor);
   ap->set_offset(offset);
+  if (partitionDims > 1) ap->set_partition_dims(uint32_t(partitionDims));
   for (size_t i = 0; i + 1 < pairs.size(); i += 2) {
     neff::Dim* d = ap->add_dims();
     d->set_stride(pairs[i]);
@@ -131,8 +132,9 @@ neff::Instruction toProtoInstruction(Operation* op, llvm::function_ref<uint32_t(
   llvm::TypeSwitch<Operation*>(op)
       .Case([&](nc::DmaLoadOp o) {
         inst.set_opcode(neff::DMA_LOAD);
-        fillTile(inst.mutable_out(), o.getTile(), o.getPartStart(), o.getAp()[1]);
-        fillAccessPattern(inst.mutable_hbm(), tensorIdOf(o.getHbm()), o.getOffset(), o.getAp());
+        const int64_t pdims = nc::partitionDims(o);
+        fillTile(inst.mutable_out(), o.getTile(), o.getPartStart(), nc::dmaPartitions(o.getAp(), pdims));
+        fillAccessPattern(inst.mutable_hbm(), tensorIdOf(o.getHbm()), o.getOffset(), o.getAp(), pdims);
       })
       .Case([&](nc::DmaGatherOp o) {
         inst.set_opcode(neff::DMA_GATHER);
@@ -144,8 +146,9 @@ neff::Instruction toProtoInstruction(Operation* op, llvm::function_ref<uint32_t(
       })
       .Case([&](nc::DmaStoreOp o) {
         inst.set_opcode(neff::DMA_STORE);
-        fillTile(inst.mutable_in0(), o.getTile(), o.getPartStart(), o.getAp()[1]);
-        fillAccessPattern(inst.mutable_hbm(), tensorIdOf(o.getHbm()), o.getOffset(), o.getAp());
+        const int64_t pdims = nc::partitionDims(o);
+        fillTile(inst.mutable_in0(), o.getTile(), o.getPartStart(), nc::dmaPartitions(o.getAp(), pdims));
+        fillAccessPattern(inst.mutable_hbm(), tensorIdOf(o.getHbm()), o.getOffset(), o.getAp(), pdims);
       })
       .Case([&](nc::TensorTensorOp o) {
         inst.set_opcode(neff::TENSOR_TENSOR);

@@ -125,11 +125,20 @@ Region hbmRegion(Value hbm, int64_t offset, ArrayRef<int64_t> ap) {
 // one region per segment, each exactly its runs; as one bounding interval
 // they would overlap the transfers of the rows between, and every later
 // transfer that waits for them would grow over them too (a chain of stores).
-void addHbmRegions(SmallVectorImpl<Region>& regions, Value hbm, int64_t offset, ArrayRef<int64_t> ap) {
+//
+// Two partition dims ([planes, rows, run]: rows of several planes) are the
+// same runs: one region per plane where there are few planes.
+void addHbmRegions(SmallVectorImpl<Region>& regions, Value hbm, int64_t offset, ArrayRef<int64_t> ap,
+                   int64_t partitionDims) {
   constexpr int64_t kMaxSegmentRegions = 8;
-  if (ap.size() == 6 && ap[0] >= 0 && ap[1] >= 1 && ap[2] > 0 && ap[3] > 1 && ap[3] <= kMaxSegmentRegions &&
-      ap[4] == 1 && ap[5] >= 1) {
+  if (ap.size() == 6 && partitionDims == 1 && ap[0] >= 0 && ap[1] >= 1 && ap[2] > 0 && ap[3] > 1 &&
+      ap[3] <= kMaxSegmentRegions && ap[4] == 1 && ap[5] >= 1) {
     for (int64_t j = 0; j < ap[3]; ++j) regions.push_back(hbmRegion(hbm, offset + j * ap[2], {ap[0], ap[1], 1, ap[5]}));
+    return;
+  }
+  if (partitionDims == 2 && ap.size() == 6 && ap[0] > 0 && ap[1] <= kMaxSegmentRegions && ap[2] >= 0 &&
+      ap[4] == 1) {
+    for (int64_t i = 0; i < ap[1]; ++i) regions.push_back(hbmRegion(hbm, offset + i * ap[0], {ap[2], ap[3], 1, ap[5]}));
     return;
   }
   regions.push_back(hbmRegion(hbm, offset, ap));
@@ -138,8 +147,8 @@ void addHbmRegions(SmallVectorImpl<Region>& regions, Value hbm, int64_t offset, 
 Access accessOf(Operation* op) {
   Access a;
   if (auto o = llvm::dyn_cast<nc::DmaLoadOp>(op)) {
-    addHbmRegions(a.reads, o.getHbm(), o.getOffset(), o.getAp());
-    a.writes.push_back(tileRegion(o.getTile(), o.getPartStart(), o.getAp()[1]));
+    addHbmRegions(a.reads, o.getHbm(), o.getOffset(), o.getAp(), nc::partitionDims(o));
+    a.writes.push_back(tileRegion(o.getTile(), o.getPartStart(), nc::dmaPartitions(o.getAp(), nc::partitionDims(o))));
   } else if (auto o = llvm::dyn_cast<nc::DmaGatherOp>(op)) {
     // Any row of the table may be read: the whole table, and the indices.
     auto table = llvm::cast<MemRefType>(o.getTable().getType());
@@ -148,8 +157,8 @@ Access accessOf(Operation* op) {
     a.reads.push_back({o.getIndex(), 0, 0, 0, index.getNumElements()});
     a.writes.push_back(tileRegion(o.getTile(), o.getPartStart(), o.getAp()[1]));
   } else if (auto o = llvm::dyn_cast<nc::DmaStoreOp>(op)) {
-    a.reads.push_back(tileRegion(o.getTile(), o.getPartStart(), o.getAp()[1]));
-    addHbmRegions(a.writes, o.getHbm(), o.getOffset(), o.getAp());
+    a.reads.push_back(tileRegion(o.getTile(), o.getPartStart(), nc::dmaPartitions(o.getAp(), nc::partitionDims(o))));
+    addHbmRegions(a.writes, o.getHbm(), o.getOffset(), o.getAp(), nc::partitionDims(o));
   } else {
     // Compute instructions: operand 0 is the output tile, the rest are read,
     // except an activation's accumulator, which is written too.

@@ -147,6 +147,9 @@ std::pair<int64_t, int64_t> apExtent(int64_t offset, ArrayRef<int64_t> ap) {
 // gather, whose rows come from an index tensor at run time).
 LogicalResult verifyDma(Operation* op, Value hbm, Value tile, int64_t part_start,
                         ArrayRef<int64_t> ap, std::optional<int64_t> offset) {
+  const int64_t pdims = partitionDims(op);
+  if (pdims < 1 || pdims > (llvm::isa<DmaGatherOp>(op) ? 1 : 2))
+    return op->emitOpError() << "partition_dims must be 1 or 2 (1 for a gather)";
   if (!isHbm(hbm.getType())) return op->emitOpError() << "HBM operand must be a plain memref";
   if (failed(verifyTile(op, tile, "tile", /*allowPsum=*/false))) return failure();
   auto h = llvm::cast<MemRefType>(hbm.getType());
@@ -164,19 +167,19 @@ LogicalResult verifyDma(Operation* op, Value hbm, Value tile, int64_t part_start
   if (ap.size() > 2 * kMaxAccessPatternDims)
     return op->emitOpError() << "access pattern has " << ap.size() / 2 << " dims; the DMA engines take at most "
                              << kMaxAccessPatternDims;
-  if (ap.size() < 4 || ap.size() % 2 != 0)
+  if (ap.size() < size_t(2 * pdims + 2) || ap.size() % 2 != 0)
     return op->emitOpError() << "access pattern needs (stride, count) pairs for the partition "
-                                "dim and at least one free dim";
-  int64_t parts = ap[1], free_elems = 1;
-  for (size_t i = 3; i < ap.size(); i += 2) free_elems *= ap[i];
+                                "dims and at least one free dim";
+  for (size_t i = 1; i < ap.size(); i += 2)
+    if (ap[i] < 1) return op->emitOpError() << "access pattern count " << ap[i] << " is not positive";
+  int64_t parts = dmaPartitions(ap, pdims), free_elems = 1;
+  for (size_t i = size_t(2 * pdims + 1); i < ap.size(); i += 2) free_elems *= ap[i];
   if (part_start < 0 || parts < 1 || part_start + parts > t.getDimSize(0))
     return op->emitOpError() << "partitions [" << part_start << ", " << part_start + parts
                              << ") are outside the tile's " << t.getDimSize(0);
   if (free_elems != t.getDimSize(1))
     return op->emitOpError() << "access pattern moves " << free_elems
                              << " elements per partition, the tile holds " << t.getDimSize(1);
-  for (size_t i = 1; i < ap.size(); i += 2)
-    if (ap[i] < 1) return op->emitOpError() << "access pattern count " << ap[i] << " is not positive";
   if (offset) {
     auto [lo, hi] = apExtent(*offset, ap);
     if (lo < 0 || hi >= h.getNumElements())
@@ -187,6 +190,17 @@ LogicalResult verifyDma(Operation* op, Value hbm, Value tile, int64_t part_start
 }
 
 }  // namespace
+
+int64_t partitionDims(Operation* dma) {
+  auto pd = dma->getAttrOfType<IntegerAttr>("partition_dims");
+  return pd ? pd.getInt() : 1;
+}
+
+int64_t dmaPartitions(ArrayRef<int64_t> ap, int64_t partitionDims) {
+  int64_t parts = 1;
+  for (int64_t i = 0; i < partitionDims && size_t(2 * i + 1) < ap.size(); ++i) parts *= ap[size_t(2 * i + 1)];
+  return parts;
+}
 
 bool KernelOp::isLowered() {
   return getBody().front().getNumArguments() != getInputs().size() ||

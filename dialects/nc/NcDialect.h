@@ -59,6 +59,10 @@ int64_t tileByteOffset(mlir::Value tile);
 // contiguous; and the bytes of a partition it spans, first to last element.
 int64_t tileStep(mlir::Value tile);
 int64_t tileSpanBytes(mlir::Value tile);
+// The pairs of a DMA's `ap` that walk partitions (its partition_dims, 1 or
+// 2) and the partitions they walk (the product of their counts).
+int64_t partitionDims(mlir::Operation* dma);
+int64_t dmaPartitions(llvm::ArrayRef<int64_t> ap, int64_t partitionDims);
 // The alloc_tile or alloc_psum result a tile (or a column view of one) lives in.
 mlir::Value tileBuffer(mlir::Value tile);
 bool isPsumTile(mlir::Type type);

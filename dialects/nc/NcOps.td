@@ -113,18 +113,27 @@ class Nc_InstOp<string mnemonic, string op_summary, string example> : Nc_Op<mnem
   let hasVerifier = 1;
 }
 
+// `ap`: (stride, count) pairs, first those that walk the partitions (one,
+// or two with partition_dims = 2: partition p at (p / c1) * s0 + (p % c1) *
+// s1), then the free dims, outermost first (neff.proto AccessPattern).
 def Nc_DmaLoadOp : Nc_InstOp<"dma_load", "copy an HBM access pattern into tile partitions",
     "nc.dma_load %hbm -> %t {part_start = 0 : i64, offset = 0 : i64, ap = array<i64: 512, 4, 1, 512>} : memref<4x512xbf16>, memref<4x512xbf16, 1>"> {
   let arguments = (ins Nc_HbmData:$hbm, Nc_Tile:$tile, I64Attr:$part_start, I64Attr:$offset,
-                       DenseI64ArrayAttr:$ap);
+                       DenseI64ArrayAttr:$ap, OptionalAttr<I64Attr>:$partition_dims);
   let assemblyFormat = "$hbm `->` $tile attr-dict `:` type($hbm) `,` type($tile)";
+  let builders = [OpBuilder<(ins "::mlir::Value":$hbm, "::mlir::Value":$tile, "::mlir::IntegerAttr":$part_start, "::mlir::IntegerAttr":$offset,
+                                 "::mlir::DenseI64ArrayAttr":$ap),
+    [{ build($_builder, $_state, hbm, tile, part_start, offset, ap, ::mlir::IntegerAttr()); }]>];
 }
 
 def Nc_DmaStoreOp : Nc_InstOp<"dma_store", "copy tile partitions to an HBM access pattern",
     "nc.dma_store %t -> %hbm {part_start = 0 : i64, offset = 0 : i64, ap = array<i64: 512, 4, 1, 512>} : memref<4x512xbf16, 1>, memref<4x512xbf16>"> {
   let arguments = (ins Nc_Tile:$tile, Nc_HbmData:$hbm, I64Attr:$part_start, I64Attr:$offset,
-                       DenseI64ArrayAttr:$ap);
+                       DenseI64ArrayAttr:$ap, OptionalAttr<I64Attr>:$partition_dims);
   let assemblyFormat = "$tile `->` $hbm attr-dict `:` type($tile) `,` type($hbm)";
+  let builders = [OpBuilder<(ins "::mlir::Value":$tile, "::mlir::Value":$hbm, "::mlir::IntegerAttr":$part_start, "::mlir::IntegerAttr":$offset,
+                                 "::mlir::DenseI64ArrayAttr":$ap),
+    [{ build($_builder, $_state, tile, hbm, part_start, offset, ap, ::mlir::IntegerAttr()); }]>];
 }
 
 def Nc_DmaGatherOp : Nc_InstOp<"dma_gather",

@@ -269,7 +269,8 @@ uint64_t DmaRuns(const Instruction& inst) {
   // Free dims of count > 1, innermost first.
   uint64_t runs = 1, run_len = 0;  // run_len: elements of the run being merged, 0 = none yet
   bool gather = false;
-  for (int d = ap.dims_size() - 1; d >= 1; --d) {
+  const int partition_dims = ap.partition_dims() == 2 ? 2 : 1;
+  for (int d = ap.dims_size() - 1; d >= partition_dims; --d) {
     const Dim& dim = ap.dims(d);
     if (dim.count() <= 1) continue;
     uint64_t count = uint64_t(dim.count());

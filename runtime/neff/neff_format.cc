@@ -447,17 +447,18 @@ absl::Status VerifyAccessPattern(const Instruction& inst, const TileRef& tile,
     return Bad(absl::StrCat(where, ": DMA between ", DTypeName(t.dtype()), " tensor and ",
                             DTypeName(tile.dtype()), " tile"));
   }
-  if (ap.dims_size() < 2 || ap.dims_size() > kMaxApDims)
+  if (ap.partition_dims() > (gather ? 1u : 2u))
+    return Bad(absl::StrCat(where, ": access pattern has ", ap.partition_dims(), " partition dims; ",
+                            gather ? "a gather takes one" : "at most two"));
+  const int partition_dims = PartitionDims(ap);
+  if (ap.dims_size() < partition_dims + 1 || ap.dims_size() > kMaxApDims)
     return Bad(absl::StrCat(where, ": access pattern has ", ap.dims_size(), " dims"));
-  if (ap.dims(0).count() != int64_t(tile.partitions()))
-    return Bad(absl::StrCat(where, ": access pattern walks ", ap.dims(0).count(),
-                            " partitions, tile has ", tile.partitions()));
   if (ap.offset() < -kMaxDimExtent || ap.offset() > kMaxDimExtent)
     return Bad(absl::StrCat(where, ": access pattern offset out of range"));
   if (gather && (inst.index_bound() < 1 || inst.index_bound() > uint64_t(kMaxDimExtent)))
     return Bad(absl::StrCat(where, ": dma_gather index_bound ", inst.index_bound(),
                             " outside 1..2^40"));
-  int64_t lo = ap.offset(), hi = ap.offset(), free_elems = 1;
+  int64_t lo = ap.offset(), hi = ap.offset(), free_elems = 1, partitions = 1;
   for (int i = 0; i < ap.dims_size(); ++i) {
     const Dim& d = ap.dims(i);
     if (d.count() < 1 || d.count() > kMaxDimExtent || d.stride() > kMaxDimExtent ||
@@ -472,13 +473,15 @@ absl::Status VerifyAccessPattern(const Instruction& inst, const TileRef& tile,
         span < -kMaxSpan)
       return Bad(absl::StrCat(where, ": access pattern dim ", i, " spans too far"));
     (span < 0 ? lo : hi) += span;
-    if (i > 0) {
-      // Both factors can be near 2^40: a plain product could wrap around to a
-      // small count that matches the tile (found by the structure-aware fuzzer).
-      if (__builtin_mul_overflow(free_elems, d.count(), &free_elems) || free_elems > kMaxDimExtent)
-        return Bad(absl::StrCat(where, ": access pattern too large"));
-    }
+    // Both factors can be near 2^40: a plain product could wrap around to a
+    // small count that matches the tile (found by the structure-aware fuzzer).
+    int64_t& elems = i < partition_dims ? partitions : free_elems;
+    if (__builtin_mul_overflow(elems, d.count(), &elems) || elems > kMaxDimExtent)
+      return Bad(absl::StrCat(where, ": access pattern too large"));
   }
+  if (partitions != int64_t(tile.partitions()))
+    return Bad(absl::StrCat(where, ": access pattern walks ", partitions, " partitions, tile has ",
+                            tile.partitions()));
   if (free_elems != int64_t(tile.num_elements()))
     return Bad(absl::StrCat(where, ": access pattern covers ", free_elems,
                             " elements per partition, tile has ", tile.num_elements()));

@@ -104,6 +104,14 @@ inline uint64_t TileSpanBytes(const TileRef& t) {
   return t.num_elements() == 0 ? 0
                                : ((uint64_t(t.num_elements()) - 1) * TileStep(t) + 1) * DTypeSize(t.dtype());
 }
+// The leading dims of an access pattern that walk the tile's partitions (1
+// or 2; AccessPattern.partition_dims), and partition p's first element.
+inline int PartitionDims(const AccessPattern& ap) { return ap.partition_dims() == 2 ? 2 : 1; }
+inline int64_t PartitionOffset(const AccessPattern& ap, int64_t p) {
+  if (PartitionDims(ap) == 1) return p * ap.dims(0).stride();
+  const int64_t inner = ap.dims(1).count();
+  return p / inner * ap.dims(0).stride() + p % inner * ap.dims(1).stride();
+}
 // Integer and bool HBM tensors, which DMAs convert from and into f32 tiles.
 bool IsIntegerDType(DType dtype);
 const char* DTypeName(DType dtype);

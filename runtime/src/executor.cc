@@ -103,12 +103,13 @@ void CopyStrided(uint8_t* sbuf, uint8_t* hbm, int64_t stride, int64_t count, boo
 // Walks partitions [p0, p1) of a tile along `ap`: calls
 // run(sbuf bytes, first HBM element, stride, count) for each innermost run,
 // the SBUF side advancing by `tile_es` bytes an element. Partition p's HBM
-// base is ap.offset + r * dims[0].stride with r = p, or r = rows[p] for a
-// gather.
+// base is ap.offset + PartitionOffset(ap, p), or ap.offset + rows[p] *
+// dims[0].stride for a gather.
 template <typename Run>
 void WalkRows(const neff::AccessPattern& ap, const TileRef& tile, size_t tile_es, uint8_t* sbuf,
               uint64_t partition_bytes, uint32_t p0, uint32_t p1, const int64_t* rows, Run run) {
-  const int nd = ap.dims_size();  // >= 2: partition dim + at least one free dim
+  const int nd = ap.dims_size();  // partition dims + at least one free dim
+  const int first_free = neff::PartitionDims(ap);
   int64_t count[8], stride[8], idx[8];
   for (int d = 0; d < nd; ++d) {
     count[d] = ap.dims(d).count();
@@ -118,22 +119,22 @@ void WalkRows(const neff::AccessPattern& ap, const TileRef& tile, size_t tile_es
   const int inner = nd - 1;
   for (uint32_t p = p0; p < p1; ++p) {
     uint8_t* row = sbuf + (uint64_t(tile.start_partition()) + p) * partition_bytes + tile.byte_offset();
-    int64_t base = ap.offset() + (rows ? rows[p] : int64_t(p)) * stride[0];
+    int64_t base = ap.offset() + (rows ? rows[p] * stride[0] : neff::PartitionOffset(ap, p));
     int64_t outer = 0;
     size_t f = 0;
-    for (int d = 1; d < inner; ++d) idx[d] = 0;
+    for (int d = first_free; d < inner; ++d) idx[d] = 0;
     while (true) {
       run(row + f * tile_es, base + outer, stride[inner], count[inner]);
       f += size_t(count[inner]);
       // Odometer over the outer free dims; the one just outside `inner` moves fastest.
       int d = inner - 1;
-      for (; d >= 1; --d) {
+      for (; d >= first_free; --d) {
         outer += stride[d];
         if (++idx[d] < count[d]) break;
         outer -= stride[d] * count[d];
         idx[d] = 0;
       }
-      if (d < 1) break;
+      if (d < first_free) break;
     }
   }
 }
@@ -193,13 +194,19 @@ void ConvertRows(const neff::AccessPattern& ap, const TileRef& tile, uint8_t* hb
 }
 
 // Whether the partitions of a store write disjoint HBM bytes, so that their
-// order cannot matter: the partition stride steps past every element a row
-// reaches.
+// order cannot matter: each partition dim's stride steps past every element
+// the dims inside it reach.
 bool StoreRowsDisjoint(const neff::AccessPattern& ap) {
+  const int first_free = neff::PartitionDims(ap);
   uint64_t span = 1;
-  for (int d = 1; d < ap.dims_size(); ++d)
+  for (int d = first_free; d < ap.dims_size(); ++d)
     span += uint64_t(ap.dims(d).count() - 1) * uint64_t(std::llabs(ap.dims(d).stride()));
-  return uint64_t(std::llabs(ap.dims(0).stride())) >= span;
+  for (int d = first_free - 1; d >= 0; --d) {
+    const uint64_t stride = uint64_t(std::llabs(ap.dims(d).stride()));
+    if (ap.dims(d).count() > 1 && stride < span) return false;
+    span += uint64_t(ap.dims(d).count() - 1) * stride;
+  }
+  return true;
 }
 
 // Rows of a tile, split across threads when `parallel`: loads write distinct

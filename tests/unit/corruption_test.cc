@@ -357,6 +357,24 @@ const IsaBadCase kIsaBadCases[] = {
      "in2 of tensor_select steps"},
     {"stepped input past SBUF", [] { return TwoKernelModel(4, 8); },
      [](Executable* e) { Inst(e, 1, 3)->mutable_in0()->set_step(1u << 20); }, "SBUF"},
+    {"three partition dims", [] { return TwoKernelModel(4, 8); },
+     [](Executable* e) { Inst(e, 0, 0)->mutable_hbm()->set_partition_dims(3); }, "3 partition dims; at most two"},
+    {"two partition dims and no free dim", [] { return TwoKernelModel(4, 8); },
+     [](Executable* e) { Inst(e, 0, 0)->mutable_hbm()->set_partition_dims(2); }, "access pattern has 2 dims"},
+    {"two partition dims walking other partitions", [] { return TwoKernelModel(4, 8); },
+     [](Executable* e) {
+       neff::AccessPattern* ap = Inst(e, 0, 0)->mutable_hbm();
+       *ap = Ap(ap->tensor(), 0, {{16, 2}, {8, 3}, {1, 8}});
+       ap->set_partition_dims(2);
+     },
+     "walks 6 partitions, tile has 4"},
+    {"two partition dims past the tensor", [] { return TwoKernelModel(4, 8); },
+     [](Executable* e) {
+       neff::AccessPattern* ap = Inst(e, 0, 2)->mutable_hbm();
+       *ap = Ap(ap->tensor(), 0, {{24, 2}, {8, 2}, {1, 8}});
+       ap->set_partition_dims(2);
+     },
+     "reaches elements [0, 39]"},
 };
 
 TEST(NeffCorruption, VerifierRefusesBrokenIsaAdditions) {

@@ -493,6 +493,29 @@ TEST(ExecutorNumerics, MultiDimAndNegativeStridePatterns) {
       }
 }
 
+TEST(ExecutorNumerics, TwoPartitionDims) {
+  // Rows 1..2 of each of three [4, 5] planes (a sliced view: planes are 20
+  // elements apart, not 2 rows) loaded on partitions 0..5 in one DMA, then
+  // stored into the transpose of the rows' order: partition p = (plane i,
+  // row j) goes to row j * 3 + i of a [6, 5] output.
+  Executable exe = EmptyExecutable("planes");
+  uint32_t x = AddTensor(&exe, "x", INPUT, F32, {3, 4, 5});
+  uint32_t z = AddTensor(&exe, "z", OUTPUT, F32, {6, 5});
+  Kernel* k = exe.add_kernels();
+  k->set_name("planes");
+  neff::AccessPattern load = Ap(x, 5, {{20, 3}, {5, 2}, {1, 5}});
+  load.set_partition_dims(2);
+  neff::AccessPattern store = Ap(z, 0, {{5, 3}, {15, 2}, {1, 5}});
+  store.set_partition_dims(2);
+  *k->add_instructions() = DmaLoad(Tile(1, 6, 0, 5, F32), load, 0);
+  *k->add_instructions() = DmaStore(Tile(1, 6, 0, 5, F32), store, 1, {W(kDma0, 1)});
+  std::vector<float> xv = Iota(60, 0, 1);
+  std::vector<float> got = Floats(RunExe(exe, {Bytes(xv)}).outputs[0]);
+  for (uint32_t i = 0; i < 3; ++i)
+    for (uint32_t j = 0; j < 2; ++j)
+      for (uint32_t f = 0; f < 5; ++f) EXPECT_EQ(got[(j * 3 + i) * 5 + f], xv[i * 20 + (j + 1) * 5 + f]) << i << j << f;
+}
+
 TEST(ExecutorNumerics, PartialPartitionsLeaveTheRestUntouched) {
   // Rows 2..4 of an [8, 4] tensor go through partitions 5..7; other rows of
   // the output keep their initial contents.
@@ -1256,6 +1279,13 @@ TEST(ExecutorTiming, DmaRunsCountContiguousPieces) {
   EXPECT_EQ(DmaRuns(Load(t, Ap(0, 0, {{512, 4}, {1, 8}, {8, 64}}))), 4u * 512);
   // A single-element row is one run.
   EXPECT_EQ(DmaRuns(Load(Tile(0, 4, 0, 1, F32), Ap(0, 0, {{1, 4}, {1, 1}}))), 4u);
+  // Two partition dims: still runs per partition, the second dim not a free one.
+  neff::AccessPattern planes = Ap(0, 0, {{4096, 2}, {512, 2}, {1, 512}});
+  planes.set_partition_dims(2);
+  EXPECT_EQ(DmaRuns(Load(t, planes)), 4u);
+  planes = Ap(0, 0, {{8192, 2}, {1024, 2}, {128, 8}, {1, 64}});
+  planes.set_partition_dims(2);
+  EXPECT_EQ(DmaRuns(Load(t, planes)), 32u);
 }
 
 TEST(ExecutorTiming, StridedDmaIsSlowerThanContiguous) {

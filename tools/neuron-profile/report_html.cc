@@ -57,7 +57,9 @@ std::string Shapes(const nn::Instruction& ins) {
   if (ins.has_hbm()) {
     std::string dims;
     for (const nn::Dim& d : ins.hbm().dims()) absl::StrAppend(&dims, dims.empty() ? "" : ",", "[", d.stride(), ",", d.count(), "]");
-    parts.push_back(absl::StrCat("hbm tensor ", ins.hbm().tensor(), " +", ins.hbm().offset(), " ", dims));
+    // Two partition dims: the first two pairs walk the partitions.
+    parts.push_back(absl::StrCat("hbm tensor ", ins.hbm().tensor(), " +", ins.hbm().offset(), " ", dims,
+                                 ins.hbm().partition_dims() == 2 ? " (2 partition dims)" : ""));
   }
   std::string out;
   for (const std::string& p : parts) absl::StrAppend(&out, out.empty() ? "" : ", ", p);

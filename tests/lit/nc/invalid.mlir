@@ -157,8 +157,44 @@ func.func @dma_store_into_integers(%m: memref<4x4xi32>) {
 
 func.func @dma_pattern(%m: memref<4x4xf32>) {
   %a = nc.alloc_tile : memref<4x4xf32, 1>
-  // expected-error @+1 {{access pattern needs (stride, count) pairs for the partition dim and at least one free dim}}
+  // expected-error @+1 {{access pattern needs (stride, count) pairs for the partition dims and at least one free dim}}
   nc.dma_load %m -> %a {part_start = 0, offset = 0, ap = array<i64: 4, 4>} : memref<4x4xf32>, memref<4x4xf32, 1>
+  return
+}
+
+// -----
+
+func.func @dma_two_partition_dims_no_free(%m: memref<4x4xf32>) {
+  %a = nc.alloc_tile : memref<4x4xf32, 1>
+  // expected-error @+1 {{access pattern needs (stride, count) pairs for the partition dims and at least one free dim}}
+  nc.dma_load %m -> %a {part_start = 0, offset = 0, ap = array<i64: 8, 2, 4, 2>, partition_dims = 2} : memref<4x4xf32>, memref<4x4xf32, 1>
+  return
+}
+
+// -----
+
+func.func @dma_three_partition_dims(%m: memref<4x4xf32>) {
+  %a = nc.alloc_tile : memref<4x4xf32, 1>
+  // expected-error @+1 {{partition_dims must be 1 or 2 (1 for a gather)}}
+  nc.dma_store %a -> %m {part_start = 0, offset = 0, ap = array<i64: 8, 2, 4, 2, 1, 1, 1, 4>, partition_dims = 3} : memref<4x4xf32, 1>, memref<4x4xf32>
+  return
+}
+
+// -----
+
+func.func @dma_two_partition_dims_count(%m: memref<4x4xf32>) {
+  %a = nc.alloc_tile : memref<4x4xf32, 1>
+  // expected-error @+1 {{partitions [0, 6) are outside the tile's 4}}
+  nc.dma_load %m -> %a {part_start = 0, offset = 0, ap = array<i64: 1, 2, 4, 3, 1, 4>, partition_dims = 2} : memref<4x4xf32>, memref<4x4xf32, 1>
+  return
+}
+
+// -----
+
+func.func @dma_two_partition_dims_reach(%m: memref<4x4xf32>) {
+  %a = nc.alloc_tile : memref<4x4xf32, 1>
+  // expected-error @+1 {{access pattern reaches elements [0, 19] of an HBM tensor with 16 elements}}
+  nc.dma_load %m -> %a {part_start = 0, offset = 0, ap = array<i64: 12, 2, 4, 2, 1, 4>, partition_dims = 2} : memref<4x4xf32>, memref<4x4xf32, 1>
   return
 }
 
