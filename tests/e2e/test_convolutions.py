@@ -128,6 +128,19 @@ class Convolutions(common.ComparedWithEager):
             self.check(lambda a, k: F.conv2d(a, k, padding=(0, 2), stride=(3, 2), dilation=(1, 3)), [x, w])
             self.check(lambda a, k: F.conv2d(a, torch.ones_like(k), stride=2), [x, w])
 
+    def test_rows_of_several_planes(self):
+        # Kernels large enough that rows of several planes (a middle-dim
+        # slice, a pooling's spread tiles, the im2col of a padded input) move
+        # in transfers with two partition dims (passes/LowerToIsa.cpp,
+        # emitDma): loads and stores compared element by element.
+        for dtype in DTYPES:
+            with self.subTest(dtype=dtype):
+                x = randn(64, 6, 64).to(dtype)
+                self.check(lambda a: a[:, 1:-1, :] * 2, [x])
+                self.check(lambda a: F.avg_pool2d(a, 3, 1, 1), [randn(2, 16, 28, 28).to(dtype)])
+        self.conv((4, 16, 20, 20), (8, 16, 3, 3), padding=1)
+        self.conv((4, 16, 30, 30), (8, 16, 3, 3), bias="zeros", padding=1, stride=2)
+
     def test_transposed(self):
         # f32: eager 1.13's bf16 transposed convolution on the CPU is wrong
         # (test_composed_ops compares our bf16 with f32 eager instead).
