@@ -1376,9 +1376,10 @@ struct FormKernelsPass : impl::FormKernelsBase<FormKernelsPass> {
   // loads) and their results, where read outside, through the inverse one.
   // They then form one kernel of whole rows, as a softmax over the last dim
   // does. A lone reduction keeps its permuted access pattern (the same
-  // reads). Ops of other shapes stay out: in this frame, full-size values
-  // around a reduction over (0, 2, 3) staged over dim 0 would have rows of
-  // a few strided elements.
+  // reads), but for a float sum or mean, which becomes a matrix product
+  // (sumLeadingDimsByMatmul). Ops of other shapes stay out: in this frame,
+  // full-size values around a reduction over (0, 2, 3) staged over dim 0
+  // would have rows of a few strided elements.
   void reduceInPermutedFrame(func::FuncOp func) {
     SmallVector<Operation*> reductions;
     for (Operation& op : func.getBody().front())

@@ -132,9 +132,8 @@ neff::Instruction toProtoInstruction(Operation* op, llvm::function_ref<uint32_t(
   llvm::TypeSwitch<Operation*>(op)
       .Case([&](nc::DmaLoadOp o) {
         inst.set_opcode(neff::DMA_LOAD);
-        const int64_t pdims = nc::partitionDims(o);
-        fillTile(inst.mutable_out(), o.getTile(), o.getPartStart(), nc::dmaPartitions(o.getAp(), pdims));
-        fillAccessPattern(inst.mutable_hbm(), tensorIdOf(o.getHbm()), o.getOffset(), o.getAp(), pdims);
+        fillTile(inst.mutable_out(), o.getTile(), o.getPartStart(), nc::dmaPartitions(o));
+        fillAccessPattern(inst.mutable_hbm(), tensorIdOf(o.getHbm()), o.getOffset(), o.getAp(), nc::partitionDims(o));
       })
       .Case([&](nc::DmaGatherOp o) {
         inst.set_opcode(neff::DMA_GATHER);
@@ -146,9 +145,8 @@ neff::Instruction toProtoInstruction(Operation* op, llvm::function_ref<uint32_t(
       })
       .Case([&](nc::DmaStoreOp o) {
         inst.set_opcode(neff::DMA_STORE);
-        const int64_t pdims = nc::partitionDims(o);
-        fillTile(inst.mutable_in0(), o.getTile(), o.getPartStart(), nc::dmaPartitions(o.getAp(), pdims));
-        fillAccessPattern(inst.mutable_hbm(), tensorIdOf(o.getHbm()), o.getOffset(), o.getAp(), pdims);
+        fillTile(inst.mutable_in0(), o.getTile(), o.getPartStart(), nc::dmaPartitions(o));
+        fillAccessPattern(inst.mutable_hbm(), tensorIdOf(o.getHbm()), o.getOffset(), o.getAp(), nc::partitionDims(o));
       })
       .Case([&](nc::TensorTensorOp o) {
         inst.set_opcode(neff::TENSOR_TENSOR);

@@ -729,7 +729,8 @@ void KernelLowering::emitDma(bool load, Value hbm, Value tile, const Layout& l, 
       // first element; a narrower sibling at a tensor's end would have it
       // read past the end.
       int64_t lastRead = hi + *llvm::max_element(offs) + colBase + span - 1;
-      for (size_t i = 0; i + 2 < freePattern.size(); i += 2) lastRead += freePattern[i] * (freePattern[i + 1] - 1);
+      for (size_t i = 0; i + 2 < freePattern.size(); i += 2)
+        lastRead += std::max<int64_t>(freePattern[i], 0) * (freePattern[i + 1] - 1);
       if (hi > lo && outer * (span + hi - lo) * elemBytes <= kMaxStagingBytes &&
           lastRead < llvm::cast<ShapedType>(hbm.getType()).getNumElements()) {
         stagedSpan = span + (hi - lo);
@@ -764,7 +765,7 @@ void KernelLowering::emitDma(bool load, Value hbm, Value tile, const Layout& l, 
   for (int64_t start = 0; start < p;) {
     int64_t end = start + 1;
     int64_t stride = end < p ? gap(start) : 0;
-    while (end < p && offs[size_t(end)] - offs[size_t(end - 1)] == stride) ++end;
+    while (end < p && gap(end - 1) == stride) ++end;
     // The last row of a plane and the first of the next are no run when the
     // next plane's rows continue one (a row tile starting a row before a
     // plane's end).

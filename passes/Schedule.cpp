@@ -148,7 +148,7 @@ Access accessOf(Operation* op) {
   Access a;
   if (auto o = llvm::dyn_cast<nc::DmaLoadOp>(op)) {
     addHbmRegions(a.reads, o.getHbm(), o.getOffset(), o.getAp(), nc::partitionDims(o));
-    a.writes.push_back(tileRegion(o.getTile(), o.getPartStart(), nc::dmaPartitions(o.getAp(), nc::partitionDims(o))));
+    a.writes.push_back(tileRegion(o.getTile(), o.getPartStart(), nc::dmaPartitions(o)));
   } else if (auto o = llvm::dyn_cast<nc::DmaGatherOp>(op)) {
     // Any row of the table may be read: the whole table, and the indices.
     auto table = llvm::cast<MemRefType>(o.getTable().getType());
@@ -157,7 +157,7 @@ Access accessOf(Operation* op) {
     a.reads.push_back({o.getIndex(), 0, 0, 0, index.getNumElements()});
     a.writes.push_back(tileRegion(o.getTile(), o.getPartStart(), o.getAp()[1]));
   } else if (auto o = llvm::dyn_cast<nc::DmaStoreOp>(op)) {
-    a.reads.push_back(tileRegion(o.getTile(), o.getPartStart(), nc::dmaPartitions(o.getAp(), nc::partitionDims(o))));
+    a.reads.push_back(tileRegion(o.getTile(), o.getPartStart(), nc::dmaPartitions(o)));
     addHbmRegions(a.writes, o.getHbm(), o.getOffset(), o.getAp(), nc::partitionDims(o));
   } else {
     // Compute instructions: operand 0 is the output tile, the rest are read,

@@ -202,6 +202,10 @@ int64_t dmaPartitions(ArrayRef<int64_t> ap, int64_t partitionDims) {
   return parts;
 }
 
+int64_t dmaPartitions(Operation* dma) {
+  return dmaPartitions(dma->getAttrOfType<DenseI64ArrayAttr>("ap").asArrayRef(), partitionDims(dma));
+}
+
 bool KernelOp::isLowered() {
   return getBody().front().getNumArguments() != getInputs().size() ||
          llvm::any_of(getBody().front().getArgumentTypes(),

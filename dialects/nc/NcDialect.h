@@ -63,6 +63,7 @@ int64_t tileSpanBytes(mlir::Value tile);
 // 2) and the partitions they walk (the product of their counts).
 int64_t partitionDims(mlir::Operation* dma);
 int64_t dmaPartitions(llvm::ArrayRef<int64_t> ap, int64_t partitionDims);
+int64_t dmaPartitions(mlir::Operation* dma);
 // The alloc_tile or alloc_psum result a tile (or a column view of one) lives in.
 mlir::Value tileBuffer(mlir::Value tile);
 bool isPsumTile(mlir::Type type);

@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <cmath>
 
+#include "neff_format.h"
+
 namespace neuroncc::neff {
 
 // Sources for the numbers below (public AWS Neuron documentation):
@@ -269,8 +271,7 @@ uint64_t DmaRuns(const Instruction& inst) {
   // Free dims of count > 1, innermost first.
   uint64_t runs = 1, run_len = 0;  // run_len: elements of the run being merged, 0 = none yet
   bool gather = false;
-  const int partition_dims = ap.partition_dims() == 2 ? 2 : 1;
-  for (int d = ap.dims_size() - 1; d >= partition_dims; --d) {
+  for (int d = ap.dims_size() - 1; d >= PartitionDims(ap); --d) {
     const Dim& dim = ap.dims(d);
     if (dim.count() <= 1) continue;
     uint64_t count = uint64_t(dim.count());
