@@ -23,6 +23,7 @@ struct DecomposeCompositesPass
   using DecomposeCompositesBase::DecomposeCompositesBase;
 
   void runOnOperation() override {
+    dropIdentitySlices();
     int64_t next_id = 0;
     getOperation().walk([&](Operation* op) {
       if (auto id = op->getAttrOfType<IntegerAttr>(kSourceIdAttr))
@@ -47,6 +48,27 @@ struct DecomposeCompositesPass
       else results = decomposeMatVec(x, op);
       x.finish(results);
       ++numDecomposed;
+    }
+  }
+
+  // `x[:, a:]` of a matrix traces to a slice of all of dim 0 and then the
+  // slice of dim 1. The first is x itself; readers take x, so that patterns
+  // that look at what a slice slices (rotate_half's halves of a row that
+  // the kernel holds) see it. A returned one stays (the return's copy).
+  void dropIdentitySlices() {
+    SmallVector<aten::SliceTensorOp> identities;
+    getOperation().walk([&](aten::SliceTensorOp op) {
+      auto in = llvm::cast<RankedTensorType>(op.getSelf().getType());
+      if (op.getType() != in || op.getStep() != 1 || in.getRank() == 0) return;
+      int64_t dim = op.getDim() < 0 ? op.getDim() + in.getRank() : op.getDim();
+      if (dim < 0 || dim >= in.getRank()) return;
+      int64_t size = in.getDimSize(dim), start = op.getStart() < 0 ? op.getStart() + size : op.getStart();
+      if (start <= 0 && op.getEnd() >= size) identities.push_back(op);
+    });
+    for (aten::SliceTensorOp op : identities) {
+      op.getResult().replaceUsesWithIf(op.getSelf(),
+                                       [](OpOperand& use) { return !llvm::isa<func::ReturnOp>(use.getOwner()); });
+      if (op->use_empty()) op->erase();
     }
   }
 

@@ -179,6 +179,7 @@ class KernelLowering {
   LogicalResult findPrologue(Block& body);
   void splitLongRows();
   bool packShortRows(ArrayRef<Value> hbmValues);
+  bool catsOfLoadedRowsOnly();
   bool interleaveShortRows(ArrayRef<Value> hbmValues);
   // Short-row helpers: the narrowest HBM element among the kernel's inputs
   // and results, in bytes; the rows per partition for runs of `runBytes`.

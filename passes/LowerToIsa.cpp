@@ -419,9 +419,43 @@ bool KernelLowering::storedViewsAllow(llvm::function_ref<bool(const Layout&)> ok
 // the row but varies with L (a per-row scalar would no longer be one per
 // partition). Called with the unpacked layouts; true if it packed (the
 // layouts are then stale).
+// Whether every op that keeps the kernel from being elementwise is a cat
+// along the last dim of slices of the rows of one loaded value (rotate_half
+// of an input): packed, each cat copies its pieces from that value's tile
+// once per packed row (the columns are then [g, C], as a matmul epilogue's
+// split columns are, and the cat's lowering takes them the same way).
+bool KernelLowering::catsOfLoadedRowsOnly() {
+  if (space.reduces || space.matmul || space.elementwise) return false;
+  bool any = false;
+  for (Operation& op : kernel.getBody().front().without_terminator()) {
+    if (llvm::isa<aten::EmbeddingOp>(op)) return false;
+    auto cat = llvm::dyn_cast<aten::CatOp>(op);
+    if (!cat) continue;
+    auto rt = llvm::cast<RankedTensorType>(cat.getType());
+    int64_t rank = rt.getRank();
+    if (rank == 0 || (cat.getDim() != rank - 1 && cat.getDim() != -1) || rt.getShape().back() != space.cols ||
+        rt.getNumElements() != space.rows * space.cols)
+      return false;
+    for (Value piece : cat.getTensors()) {
+      auto slice = piece.getDefiningOp<aten::SliceTensorOp>();
+      if (!slice) return false;
+      auto st = llvm::cast<RankedTensorType>(slice.getSelf().getType());
+      int64_t width = llvm::cast<RankedTensorType>(piece.getType()).getShape().back();
+      int64_t from = slice.getStart() < 0 ? slice.getStart() + st.getShape().back() : slice.getStart();
+      auto it = layouts.find(slice.getSelf());
+      if ((slice.getDim() != st.getRank() - 1 && slice.getDim() != -1) || slice.getStep() != 1 ||
+          st.getShape().back() != space.cols || st.getElementType() != rt.getElementType() ||
+          it == layouts.end() || it->second.kind != Kind::Full || from < 0 || from + width > space.cols)
+        return false;
+    }
+    any = true;
+  }
+  return any;
+}
+
 bool KernelLowering::packShortRows(ArrayRef<Value> hbmValues) {
   const int64_t k = shortRowDim();
-  if (!space.elementwise || space.split > 1 || space.pack > 1 || permutedInput || prologueOperand || k < 0)
+  if (!(space.elementwise || catsOfLoadedRowsOnly()) || space.split > 1 || space.pack > 1 || permutedInput || prologueOperand || k < 0)
     return false;
   if (llvm::count_if(space.trail, [](int64_t d) { return d != 1; }) != 1) return false;
   auto packable = [&](const Layout& l) {

@@ -163,6 +163,43 @@ class PackedRows(common.ComparedWithEager):
                 z = randn(3000, 14, seed=2).to(dtype)
                 self.check(lambda a: F.pad(a, (1, 1)).sin(), (z,))
 
+    def test_rotary_halves_of_short_rows(self):
+        # rotate_half of a loaded value in an elementwise kernel over short
+        # rows: packed, each cat copies its pieces from the value's tile once
+        # per packed row. HF's layout [B, H, S, D] with cos/sin over [S, D]
+        # (shared or per batch), the [B, S, H, D] layout, the default-like
+        # tables (cos ones, sin zeros), uneven and three-piece cats, slices of
+        # the broadcast table itself, two inputs rotated in one kernel, and
+        # a cat whose pieces are not all slices of a loaded value.
+        def rotate_half(x, h=None):
+            h = x.shape[-1] // 2 if h is None else h
+            return torch.cat((-x[..., h:], x[..., :h]), dim=-1)
+
+        for dtype in DTYPES:
+            q = randn(2, 8, 512, 64).to(dtype)
+            k = randn(2, 8, 512, 64, seed=1).to(dtype)
+            cos, sin = randn(1, 1, 512, 64, seed=2).to(dtype), randn(1, 1, 512, 64, seed=3).to(dtype)
+            with self.subTest(dtype=dtype, what="hf"):
+                self.check(lambda q, k, c, s: (q * c + rotate_half(q) * s, k * c + rotate_half(k) * s),
+                           (q, k, cos, sin))
+            with self.subTest(dtype=dtype, what="default tables"):
+                self.check(lambda q, c, s: q * c + rotate_half(q) * s,
+                           (q, torch.ones(1, 1, 512, 64).to(dtype), torch.zeros(1, 1, 512, 64).to(dtype)))
+            with self.subTest(dtype=dtype, what="per batch tables, uneven halves"):
+                cb = randn(2, 1, 512, 64, seed=4).to(dtype)
+                self.check(lambda q, c: q * c + rotate_half(q, 24) * c.flip(-1), (q, cb))
+            with self.subTest(dtype=dtype, what="bshd"):
+                x = randn(1, 1024, 4, 128, seed=5).to(dtype)
+                c = randn(1, 1024, 1, 128, seed=6).to(dtype)
+                self.check(lambda x, c: x * c + rotate_half(x) * (1 - c), (x, c))
+            with self.subTest(dtype=dtype, what="three pieces, table slices"):
+                x = randn(16384, 48, seed=7).to(dtype)
+                t = randn(48, seed=8).to(dtype)
+                self.check(lambda x, t: (torch.cat((x[:, 40:], x[:, 8:40], x[:, :8]), -1) + x,
+                                         x * torch.cat((t[16:], t[:16])) - x), (x, t))
+            with self.subTest(dtype=dtype, what="a computed piece (not packed)"):
+                self.check(lambda q, c: q + torch.cat((q[..., 32:] * c[..., :32], q[..., :32]), -1), (q, cos))
+
     def test_transposed_copies(self):
         # Copies whose input is read across its contiguous dim: the rows of a
         # tile come in runs of adjacent elements (one per batch where a tile

@@ -106,3 +106,22 @@ func.func @transposed_matrix(%a: tensor<512x64xf32>, %v: tensor<512x1xf32>) -> t
   %0 = aten.mm %t, %v : tensor<64x512xf32>, tensor<512x1xf32> -> tensor<64x1xf32>
   return %0 : tensor<64x1xf32>
 }
+
+// -----
+
+// A slice that keeps every element of its dim is its input: readers take
+// the input; a returned one stays.
+// CHECK-LABEL: func.func @identity_slices
+// CHECK-SAME: (%[[X:.*]]: tensor<8x64xf32>)
+// CHECK-NEXT: %[[HI:.*]] = aten.slice.Tensor %[[X]] {dim = 1 : i64, end = 9223372036854775807 : i64, start = 32 : i64
+// CHECK-NEXT: %[[NEG:.*]] = aten.neg %[[X]]
+// CHECK-NEXT: %[[KEPT:.*]] = aten.slice.Tensor %[[X]] {dim = -2 : i64
+// CHECK-NEXT: return %[[HI]], %[[NEG]], %[[KEPT]]
+func.func @identity_slices(%x: tensor<8x64xf32>) -> (tensor<8x32xf32>, tensor<8x64xf32>, tensor<8x64xf32>) {
+  %a = aten.slice.Tensor %x {dim = 0 : i64, start = 0 : i64, end = 9223372036854775807 : i64, step = 1 : i64} : tensor<8x64xf32> -> tensor<8x64xf32>
+  %hi = aten.slice.Tensor %a {dim = 1 : i64, start = 32 : i64, end = 9223372036854775807 : i64, step = 1 : i64} : tensor<8x64xf32> -> tensor<8x32xf32>
+  %b = aten.slice.Tensor %x {dim = 1 : i64, start = -64 : i64, end = 64 : i64, step = 1 : i64} : tensor<8x64xf32> -> tensor<8x64xf32>
+  %n = aten.neg %b : tensor<8x64xf32> -> tensor<8x64xf32>
+  %kept = aten.slice.Tensor %x {dim = -2 : i64, start = 0 : i64, end = 8 : i64, step = 1 : i64} : tensor<8x64xf32> -> tensor<8x64xf32>
+  return %hi, %n, %kept : tensor<8x32xf32>, tensor<8x64xf32>, tensor<8x64xf32>
+}

@@ -134,3 +134,33 @@ func.func @transposed(%x: tensor<64x16384xf32>, %y: tensor<16384x64xf32>) -> ten
   %z = aten.add.Tensor %t, %y : tensor<16384x64xf32>, tensor<16384x64xf32> -> tensor<16384x64xf32>
   return %z : tensor<16384x64xf32>
 }
+
+// rotate_half of a loaded input in an elementwise kernel packs as well: the
+// cat copies each half from the input's packed tile once per packed row
+// (eight rows of 64 a partition, two copies of 32 columns each) instead of
+// loading the halves. `x[:, 32:]` traces to a slice of all of dim 0 first,
+// which ncc-decompose-composites drops, so the halves slice %x itself.
+// CHECK-LABEL: func.func @rotate_half
+// CHECK: nc.dma_load %[[X:arg[0-9]+]] -> %[[XT:[0-9]+]] {ap = array<i64: 512, 64, 1, 512>{{.*}}memref<128x512xbf16, 1>
+// CHECK-NOT: memref<128x32xbf16, 1>
+// CHECK: %[[HI0:.*]] = nc.tile_columns %[[XT]][32] : memref<128x512xbf16, 1> -> memref<128x32xbf16, 1>
+// CHECK: %[[TO0:.*]] = nc.tile_columns %[[R:[0-9]+]][0] : memref<128x512xbf16, 1> -> memref<128x32xbf16, 1>
+// CHECK: nc.tensor_scalar %[[TO0]], %[[HI0]]
+// CHECK: %[[HI1:.*]] = nc.tile_columns %[[XT]][96]
+// CHECK: %[[TO1:.*]] = nc.tile_columns %[[R]][64]
+// CHECK: nc.tensor_scalar %[[TO1]], %[[HI1]]
+// CHECK: %[[LO7:.*]] = nc.tile_columns %[[XT]][448]
+// CHECK: %[[TO7:.*]] = nc.tile_columns %[[R]][480]
+// CHECK: nc.tensor_scalar %[[TO7]], %[[LO7]]
+// CHECK-NOT: nc.dma_load %[[X]] -> %{{.*}}memref<128x32xbf16, 1>
+// CHECK: nc.dma_store {{.*}}ap = array<i64: 512, 64, 1, 512>{{.*}}memref<128x512xbf16, 1>, memref<16384x64xbf16>
+// CHECK: return
+func.func @rotate_half(%x: tensor<16384x64xbf16>, %c: tensor<16384x64xbf16>) -> tensor<16384x64xbf16> {
+  %whole = aten.slice.Tensor %x {dim = 0 : i64, start = 0 : i64, end = 9223372036854775807 : i64, step = 1 : i64} : tensor<16384x64xbf16> -> tensor<16384x64xbf16>
+  %hi = aten.slice.Tensor %whole {dim = 1 : i64, start = 32 : i64, end = 9223372036854775807 : i64, step = 1 : i64} : tensor<16384x64xbf16> -> tensor<16384x32xbf16>
+  %lo = aten.slice.Tensor %whole {dim = 1 : i64, start = 0 : i64, end = 32 : i64, step = 1 : i64} : tensor<16384x64xbf16> -> tensor<16384x32xbf16>
+  %r = aten.cat %hi, %lo {dim = 1 : i64} : tensor<16384x32xbf16>, tensor<16384x32xbf16> -> tensor<16384x64xbf16>
+  %a = aten.mul.Tensor %x, %c : tensor<16384x64xbf16>, tensor<16384x64xbf16> -> tensor<16384x64xbf16>
+  %b = aten.add.Tensor %a, %r : tensor<16384x64xbf16>, tensor<16384x64xbf16> -> tensor<16384x64xbf16>
+  return %b : tensor<16384x64xbf16>
+}
