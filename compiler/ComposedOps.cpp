@@ -883,10 +883,14 @@ std::optional<WideWindows> wideWindows(Composer& c, Value x, ArrayRef<int64_t> k
 }
 
 // The output at wide positions [N, C, positions] cut to [N, C, out...].
-Value cutWide(Composer& c, const WideWindows& w, Value r, ArrayRef<int64_t> out) {
+SmallVector<int64_t> wideOutputShape(const WideWindows& w, Value r) {
   SmallVector<int64_t> shape{typeOf(r).getDimSize(0), typeOf(r).getDimSize(1)};
   shape.append(w.wideShape);
-  r = c.reshape(r, shape);
+  return shape;
+}
+
+Value cutWide(Composer& c, const WideWindows& w, Value r, ArrayRef<int64_t> out) {
+  r = c.reshape(r, wideOutputShape(w, r));
   for (size_t i = 1; i < out.size(); ++i) r = c.slice(r, 2 + int64_t(i), 0, out[i]);
   return r;
 }
@@ -1064,8 +1068,15 @@ LogicalResult convolution(NodeImporter& n) {
       wMat = c.expand(c.unsqueeze(wMat, 0), {batch, coutGroup, cinGroup * taps});
       Value r = n.b.create<aten::BmmOp>(n.loc, RankedTensorType::get({batch, coutGroup, wide->positions}, elem),
                                         wMat, cols);
+      // The bias is added over the wide output's own shape, [N, C, spatial
+      // dims], as the ops after the convolution (a batch norm, an
+      // activation) see it, so that they may join the matmul's kernel as its
+      // epilogue over split columns (FormKernels moves them before the cut).
+      SmallVector<int64_t> biasShape{coutGroup};
+      biasShape.append(wide->wideShape.size(), 1);
       if (bias)
-        r = c.add(r, c.reshape(c.slice(c.cast(bias, elem), 0, g * coutGroup, (g + 1) * coutGroup), {coutGroup, 1}));
+        r = c.add(c.reshape(r, wideOutputShape(*wide, r)),
+                  c.reshape(c.slice(c.cast(bias, elem), 0, g * coutGroup, (g + 1) * coutGroup), biasShape));
       results.push_back(cutWide(c, *wide, r, out));
     }
     return c.finish(groups == 1 ? results.front() : c.cat(results, 1));
@@ -1869,26 +1880,36 @@ LogicalResult groupNorm(NodeImporter& n) {
   Type elem = type.getElementType();
   if (!aten::isFloatType(elem)) return n.error("group norm needs float tensors");
   Type stats = isReducedFloat(elem) ? c.f32() : elem;  // rounded once at the end, as eager
-  Value x = c.reshape(c.cast(input, stats), {batch, groups, it.getNumElements() / std::max<int64_t>(batch * groups, 1)});
+  const int64_t perGroup = channels / groups;
+  const int64_t positions = it.getNumElements() / std::max<int64_t>(batch * channels, 1);
+  // (Each cast after the view, so that it is an op of the kernel reading it.)
+  Value x = c.cast(c.reshape(input, {batch, groups, perGroup * positions}), stats);
   auto st = RankedTensorType::get({batch, groups, 1}, stats);
   auto vm = n.b.create<aten::VarMeanCorrectionOp>(n.loc, TypeRange{st, st}, x, n.b.getDenseI64ArrayAttr({2}),
                                                   n.b.getI64IntegerAttr(0), n.b.getBoolAttr(true));
   Value invStd = c.unary<aten::RsqrtOp>(c.addScalar(vm.getVar(), eps));
   // As eager's kernel: per (sample, channel) scale = rstd * weight and
-  // shift = bias - scale * mean, then x * scale + shift.
-  auto perSampleChannel = [&](Value v) {  // [N, G, 1] -> [N, C, 1, ...]
-    Value wide = c.expand(v, {batch, groups, channels / groups});
-    SmallVector<int64_t> shape{batch, channels};
-    shape.append(size_t(it.getRank() - 2), 1);
-    return c.reshape(wide, shape);
-  };
-  SmallVector<int64_t> channelShape{channels};
-  channelShape.append(size_t(it.getRank() - 2), 1);
-  Value scale = perSampleChannel(invStd);
-  if (weight) scale = c.mul(scale, c.reshape(c.cast(weight, stats), channelShape));
-  Value shift = c.unary<aten::NegOp>(c.mul(scale, perSampleChannel(vm.getMean())));
-  if (bias) shift = c.add(shift, c.reshape(c.cast(bias, stats), channelShape));
-  Value y = c.add(c.mul(c.reshape(x, it.getShape()), scale), shift);
+  // shift = bias - scale * mean, then x * scale + shift. Computed over
+  // [N, G, C / G, spatial dims] (the input's rows, each group's statistics
+  // a view broadcast over its channels), so that they are per-row values of
+  // the kernel that normalizes: an expand of the [N, G] statistics to [N, C]
+  // would be a copy each. The input is cast again there, so that neither
+  // kernel reads an f32 copy of it, and the result is rounded before its
+  // view as [N, C, ...], which keeps the rows, so that the ops after the
+  // norm (its activation) may join its kernel.
+  SmallVector<int64_t> grouped{batch, groups, perGroup}, statShape{batch, groups, 1}, channelShape{groups, perGroup};
+  for (int64_t d : it.getShape().drop_front(2)) {
+    grouped.push_back(d);
+    statShape.push_back(1);
+    channelShape.push_back(1);
+  }
+  auto perGroupStat = [&](Value v) { return c.reshape(v, statShape); };
+  auto perChannel = [&](Value v) { return c.reshape(c.cast(v, stats), channelShape); };
+  Value scale = perGroupStat(invStd);
+  if (weight) scale = c.mul(scale, perChannel(weight));
+  Value shift = c.unary<aten::NegOp>(c.mul(scale, perGroupStat(vm.getMean())));
+  if (bias) shift = c.add(shift, perChannel(bias));
+  Value y = c.cast(c.add(c.mul(c.cast(c.reshape(input, grouped), stats), scale), shift), elem);
   if (failed(c.finish(y, 0))) return failure();
   if (n.node.outputs_size() > 1 && failed(c.finish(vm.getMean(), 1))) return failure();
   if (n.node.outputs_size() > 2 && failed(c.finish(invStd, 2))) return failure();

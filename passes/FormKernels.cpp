@@ -385,6 +385,20 @@ struct FormKernelsPass : impl::FormKernelsBase<FormKernelsPass> {
     // every broadcast operand in the group must broadcast against both: a
     // scalar or a row of `cols` values does; a per-row value or an operand
     // reduced along a leading dim ([2, 1, 2] beside rows [2, 2]) need not.
+    // Unless a member's result has the same elements in more dims than op's:
+    // the lowering takes the shape with the most dims among equal sizes, so
+    // the group's stays (a group norm computed over [N, G, C / G, H, W],
+    // its per-row scale and shift beside, then seen as [N, C, H, W] by the
+    // activation after it).
+    const int64_t opRank = op->getNumResults() == 1
+                               ? llvm::cast<RankedTensorType>(op->getResult(0).getType()).getRank()
+                               : INT64_MAX;
+    bool groupShapeStays = llvm::any_of(grp.ops, [&](Operation* member) {
+      if (aten::isViewOp(member) || member->getNumResults() != 1) return false;
+      auto t = llvm::dyn_cast<RankedTensorType>(member->getResult(0).getType());
+      return t && t.getNumElements() == total && t.getRank() > opRank;
+    });
+    if (groupShapeStays) return true;
     for (Operation* member : grp.ops) {
       if (aten::isViewOp(member) || llvm::isa<aten::MmOp, aten::AddmmOp, aten::BmmOp>(member)) continue;
       for (Value v : member->getOperands()) {

@@ -224,6 +224,26 @@ class ComposedOps(common.ComparedWithEager):
     def test_unet_block(self):
         self.models(UNetBlock, (randn(1, 8, 6, 6, seed=4),))
 
+    def test_group_norms(self):
+        # GroupNorm over [N, C], [N, C, L], [N, C, H, W] and [N, C, D, H, W];
+        # one group, one channel a group and in between; with its default
+        # (ones, zeros), random and no affine parameters; followed by the
+        # SiLU that joins its kernel, and sized so that the normalizing
+        # kernel packs its short rows; its mean and rstd results.
+        cases = (((6, 12), 3), ((2, 16, 40), 4), ((2, 32, 24, 24), 8), ((1, 64, 16, 16), 64), ((2, 8, 4, 6, 5), 1),
+                 ((4, 128, 32, 32), 32))
+        for shape, groups in cases:
+            with self.subTest(shape=shape, groups=groups):
+                x = randn(*shape, seed=len(shape)) * 3 + 1
+                self.models(lambda: nn.Sequential(nn.GroupNorm(groups, shape[1]), nn.SiLU()), (x,))
+                for dtype in DTYPES:
+                    self.check(lambda a: F.group_norm(a, groups, eps=1e-3), (x.to(dtype),))
+        x = randn(2, 12, 5, 7, seed=11)
+        w, b = randn(12, seed=12), randn(12, seed=13)
+        for dtype in DTYPES:
+            self.check(lambda a, w, b: torch.ops.aten.native_group_norm(a, w, b, 2, 12, 35, 3, 1e-5),
+                       (x.to(dtype), w.to(dtype), b.to(dtype)))
+
     def test_pooling_edge_cases(self):
         x = randn(1, 2, 7, 9, seed=5)
         x[0, 0, 1, 1] = float("nan")
