@@ -447,6 +447,21 @@ class ComposedOps(common.ComparedWithEager):
                                      torch.div(a, b, rounding_mode="trunc"), torch.div(a, b, rounding_mode="floor"),
                                      a // 3.0, torch.remainder(a, b), a % -2.5, torch.fmod(a, b), torch.fmod(a, 1.5)),
                        (x.to(dtype), y.to(dtype)))
+        # bf16 quotients as eager rounds them (each step in the dtype; f16 as
+        # well, in the OpInfo sweep): many random ones, some large, some near
+        # whole numbers, divisors of both signs, zero quotients of either sign.
+        a = randn(64, 256, seed=23) * 8
+        b = randn(64, 256, seed=24)
+        a[1] *= 200
+        b[2] = 0.01 * b[2].sign()
+        a[3] = b[3] * torch.arange(256.0)
+        a[4, :4], b[4, :4] = torch.tensor([0.0, -0.0, 0.25, -0.25]), torch.tensor([3.0, 3.0, -7.0, 7.0])
+        # (Whole numbers, compared exactly as integers: a quotient one step
+        # off is a small error beside the largest one.)
+        self.check(lambda a, b: tuple(q.to(torch.int32) for q in (
+            torch.div(a, b, rounding_mode="trunc"), torch.div(a, b, rounding_mode="floor"), a // b,
+            torch.div(a, 3.0, rounding_mode="floor"))) + (torch.div(a[4], b[4], rounding_mode="floor"),),
+                   (a.bfloat16(), b.bfloat16()))
         i = torch.randint(-100, 100, (4, 30), generator=torch.Generator().manual_seed(2))
         j = torch.randint(1, 9, (4, 30), generator=torch.Generator().manual_seed(3))
         self.check(lambda p, q: (p // q, p // 4, p % q, p % -3, torch.fmod(p, q), torch.div(p, q, rounding_mode="trunc"),
