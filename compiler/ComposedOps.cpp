@@ -1096,8 +1096,8 @@ LogicalResult convolution(NodeImporter& n) {
                                         wMat, cols);
       // The bias is added over the wide output's own shape, [N, C, spatial
       // dims], as the ops after the convolution (a batch norm, an
-      // activation) see it, so that they may join the matmul's kernel as its
-      // epilogue over split columns (FormKernels moves them before the cut).
+      // activation) see it, so that where nothing is cut (a 1 x 1 kernel)
+      // they may join the matmul's kernel as its epilogue over split columns.
       SmallVector<int64_t> biasShape{coutGroup};
       biasShape.append(wide->wideShape.size(), 1);
       if (bias)

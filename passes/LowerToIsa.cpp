@@ -412,16 +412,9 @@ bool KernelLowering::storedViewsAllow(llvm::function_ref<bool(const Layout&)> ok
   return true;
 }
 
-// Packing: L (shortRowDim) becomes [L / g, g] and g moves onto the
-// columns. Every value keeps its strides (split like L's), so broadcasts
-// still work; it needs every HBM value one run per row (a transposed one
-// would turn into element-wise runs) and no value that is constant along
-// the row but varies with L (a per-row scalar would no longer be one per
-// partition). Called with the unpacked layouts; true if it packed (the
-// layouts are then stale).
 // Whether every op that keeps the kernel from being elementwise is a cat
-// along the last dim of slices of the rows of one loaded value (rotate_half
-// of an input): packed, each cat copies its pieces from that value's tile
+// along the last dim of slices of rows the kernel loads whole (rotate_half
+// of an input): packed, each cat copies its pieces from those values' tiles
 // once per packed row (the columns are then [g, C], as a matmul epilogue's
 // split columns are, and the cat's lowering takes them the same way).
 bool KernelLowering::catsOfLoadedRowsOnly() {
@@ -453,9 +446,17 @@ bool KernelLowering::catsOfLoadedRowsOnly() {
   return any;
 }
 
+// Packing: L (shortRowDim) becomes [L / g, g] and g moves onto the
+// columns. Every value keeps its strides (split like L's), so broadcasts
+// still work; it needs every HBM value one run per row (a transposed one
+// would turn into element-wise runs) and no value that is constant along
+// the row but varies with L (a per-row scalar would no longer be one per
+// partition). Called with the unpacked layouts; true if it packed (the
+// layouts are then stale).
 bool KernelLowering::packShortRows(ArrayRef<Value> hbmValues) {
   const int64_t k = shortRowDim();
-  if (!(space.elementwise || catsOfLoadedRowsOnly()) || space.split > 1 || space.pack > 1 || permutedInput || prologueOperand || k < 0)
+  if (!(space.elementwise || catsOfLoadedRowsOnly()) || space.split > 1 || space.pack > 1 || permutedInput ||
+      prologueOperand || k < 0)
     return false;
   if (llvm::count_if(space.trail, [](int64_t d) { return d != 1; }) != 1) return false;
   auto packable = [&](const Layout& l) {
