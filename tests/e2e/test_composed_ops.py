@@ -243,6 +243,15 @@ class ComposedOps(common.ComparedWithEager):
         for dtype in DTYPES:
             self.check(lambda a, w, b: torch.ops.aten.native_group_norm(a, w, b, 2, 12, 35, 3, 1e-5),
                        (x.to(dtype), w.to(dtype), b.to(dtype)))
+        # Inputs that are views: transposed, channels last, sliced, expanded.
+        w16, b16 = randn(16, seed=14), randn(16, seed=15)
+        for dtype in DTYPES:
+            p = tuple(t.to(dtype) for t in (w16, b16))
+            self.check(lambda a, w, b: F.group_norm(a.transpose(1, 2), 4, w, b), (randn(2, 6, 16, 12).to(dtype),) + p)
+            self.check(lambda a, w, b: F.silu(F.group_norm(a.permute(0, 3, 1, 2), 4, w, b)),
+                       (randn(2, 5, 7, 16).to(dtype),) + p)
+            self.check(lambda a, w, b: F.group_norm(a[:, :, 1:-1], 8, w, b), (randn(2, 16, 9, 5).to(dtype),) + p)
+            self.check(lambda a, w, b: F.group_norm(a.expand(3, 16, 4, 4), 2, w, b), (randn(1, 16, 4, 4).to(dtype),) + p)
 
     def test_pooling_edge_cases(self):
         x = randn(1, 2, 7, 9, seed=5)
