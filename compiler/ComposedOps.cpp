@@ -282,11 +282,11 @@ LogicalResult roundedDivision(NodeImporter& n, StringRef kind, bool scalarOther)
     Value rounded = c.cast(q, elem);
     if (mode == "trunc") return c.finish(c.unary<aten::TruncOp>(rounded));
     Value mod = c.cast(c.sub(a, c.mul(b, c.unary<aten::TruncOp>(q))), elem);  // exact for these operands' bits
-    Value quotient = c.cast(c.div(c.cast(c.cast(c.sub(a, c.cast(mod, compute)), elem), compute), b), elem);
+    Value numerator = c.cast(c.sub(a, c.cast(mod, compute)), elem);
+    Value quotient = c.cast(c.div(c.cast(numerator, compute), b), elem);
     Value zero = c.scalar(0.0, elem);
-    Value modNegative = c.compare<aten::LtTensorOp>(mod, zero);
-    Value bNegative = c.compare<aten::LtTensorOp>(c.cast(b, elem), zero);
-    Value signsDiffer = c.where(modNegative, c.logicalNot(bNegative), bNegative);
+    Value signsDiffer = c.compare<aten::NeTensorOp>(c.compare<aten::LtTensorOp>(mod, zero),
+                                                    c.compare<aten::LtTensorOp>(c.cast(b, elem), zero));
     Value adjust = c.logicalAnd(c.compare<aten::NeTensorOp>(mod, zero), signsDiffer);
     quotient = c.where(adjust, c.addScalar(quotient, -1.0), quotient);
     Value whole = c.unary<aten::FloorOp>(quotient);

@@ -57,13 +57,9 @@ struct DecomposeCompositesPass
   // the kernel holds) see it. A returned one stays (the return's copy).
   void dropIdentitySlices() {
     SmallVector<aten::SliceTensorOp> identities;
+    // (A step-1 slice as large as its input keeps every element in order.)
     getOperation().walk([&](aten::SliceTensorOp op) {
-      auto in = llvm::cast<RankedTensorType>(op.getSelf().getType());
-      if (op.getType() != in || op.getStep() != 1 || in.getRank() == 0) return;
-      int64_t dim = op.getDim() < 0 ? op.getDim() + in.getRank() : op.getDim();
-      if (dim < 0 || dim >= in.getRank()) return;
-      int64_t size = in.getDimSize(dim), start = op.getStart() < 0 ? op.getStart() + size : op.getStart();
-      if (start <= 0 && op.getEnd() >= size) identities.push_back(op);
+      if (op.getType() == op.getSelf().getType() && op.getStep() == 1) identities.push_back(op);
     });
     for (aten::SliceTensorOp op : identities) {
       op.getResult().replaceUsesWithIf(op.getSelf(),

@@ -378,18 +378,8 @@ LogicalResult KernelLowering::lowerOp(Operation* op, int64_t p, int64_t f) {
         // whole (rotate_half's halves of q): that value and the slice's first
         // column, or null.
         auto heldSlice = [&](Value piece, int64_t width) -> std::pair<Value, int64_t> {
-          auto slice = piece.getDefiningOp<aten::SliceTensorOp>();
-          if (!slice || c0 % period != 0 || f % period != 0 || (!splitColumns && f != space.cols)) return {};
-          Value src = slice.getSelf();
-          auto st = llvm::cast<RankedTensorType>(src.getType());
-          int64_t rank = st.getRank(), from = slice.getStart() < 0 ? slice.getStart() + st.getShape().back()
-                                                                   : slice.getStart();
-          auto it = layouts.find(src);
-          bool lastDim = rank > 0 && (slice.getDim() == rank - 1 || slice.getDim() == -1) && slice.getStep() == 1;
-          if (!lastDim || st.getShape().back() != period || st.getElementType() != o.getType().getElementType() ||
-              it == layouts.end() || it->second.kind != Kind::Full || from < 0 || from + width > period)
-            return {};
-          return {src, from};
+          if (c0 % period != 0 || f % period != 0 || (!splitColumns && f != space.cols)) return {};
+          return sliceOfFullRows(piece, width, o.getType().getElementType(), period);
         };
         if (splitColumns) {
           int64_t start = 0;
@@ -609,6 +599,23 @@ Value KernelLowering::broadcastRow(Value rowTile, double imm, int64_t p, int64_t
   fillConstant(t, imm, source);
   if (rowTile) tensorScalar(t, t, rowTile, "add", 0.0, source);
   return t;
+}
+
+// A step-1 slice of the last dim, `width` wide, of a value with rows of
+// `period` elements of dtype `elem` laid out whole (Kind::Full): that value
+// and the slice's first column, or null.
+std::pair<Value, int64_t> KernelLowering::sliceOfFullRows(Value piece, int64_t width, Type elem, int64_t period) {
+  auto slice = piece.getDefiningOp<aten::SliceTensorOp>();
+  if (!slice) return {};
+  Value src = slice.getSelf();
+  auto st = llvm::cast<RankedTensorType>(src.getType());
+  int64_t rank = st.getRank(), from = slice.getStart() < 0 ? slice.getStart() + st.getShape().back() : slice.getStart();
+  auto it = layouts.find(src);
+  bool lastDim = rank > 0 && (slice.getDim() == rank - 1 || slice.getDim() == -1) && slice.getStep() == 1;
+  if (!lastDim || st.getShape().back() != period || st.getElementType() != elem || it == layouts.end() ||
+      it->second.kind != Kind::Full || from < 0 || from + width > period)
+    return {};
+  return {src, from};
 }
 
 }  // namespace neuroncc::lowering

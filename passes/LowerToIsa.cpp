@@ -429,18 +429,11 @@ bool KernelLowering::catsOfLoadedRowsOnly() {
     if (rank == 0 || (cat.getDim() != rank - 1 && cat.getDim() != -1) || rt.getShape().back() != space.cols ||
         rt.getNumElements() != space.rows * space.cols)
       return false;
-    for (Value piece : cat.getTensors()) {
-      auto slice = piece.getDefiningOp<aten::SliceTensorOp>();
-      if (!slice) return false;
-      auto st = llvm::cast<RankedTensorType>(slice.getSelf().getType());
-      int64_t width = llvm::cast<RankedTensorType>(piece.getType()).getShape().back();
-      int64_t from = slice.getStart() < 0 ? slice.getStart() + st.getShape().back() : slice.getStart();
-      auto it = layouts.find(slice.getSelf());
-      if ((slice.getDim() != st.getRank() - 1 && slice.getDim() != -1) || slice.getStep() != 1 ||
-          st.getShape().back() != space.cols || st.getElementType() != rt.getElementType() ||
-          it == layouts.end() || it->second.kind != Kind::Full || from < 0 || from + width > space.cols)
+    for (Value piece : cat.getTensors())
+      if (!sliceOfFullRows(piece, llvm::cast<RankedTensorType>(piece.getType()).getShape().back(),
+                           rt.getElementType(), space.cols)
+               .first)
         return false;
-    }
     any = true;
   }
   return any;

@@ -8,7 +8,9 @@ include "mlir/Pass/PassBase.td"
 def DecomposeComposites : Pass<"ncc-decompose-composites", "mlir::func::FuncOp"> {
   let summary = "Rewrite composite ATen ops into primitive elementwise and reduction ops";
   let description = [{
-    `aten.rms_norm` becomes `x * rsqrt(mean(x * x) + eps) * weight`; a matmul
+    First, a slice that keeps every element of its input stands for its
+    input (except where returned). `aten.rms_norm` becomes
+    `x * rsqrt(mean(x * x) + eps) * weight`; a matmul
     with one output column becomes a product and a sum over k. Every op a
     composite expands into is tagged with `nc.source` (the composite's name) and
     `nc.source_id` (one id per expanded composite), so that kernel formation at
