@@ -429,18 +429,17 @@ LogicalResult repeat(NodeImporter& n) {
   if (llvm::any_of(repeats, [](int64_t r) { return r < 1; })) return n.error("repeat counts must be positive");
   SmallVector<int64_t> shape(repeats.size() - size_t(t.getRank()), 1);
   shape.append(t.getShape().begin(), t.getShape().end());
-  Value x = c.reshape(self, shape);
-  for (auto [i, r] : llvm::enumerate(repeats)) {
-    if (r == 1) continue;
-    // [.., s, ..] -> [.., 1, s, ..] -> [.., r, s, ..] -> [.., r * s, ..]
-    SmallVector<int64_t> grown(typeOf(x).getShape());
-    x = c.unsqueeze(x, int64_t(i));
-    grown.insert(grown.begin() + int64_t(i), r);
-    x = c.expand(x, grown);
-    grown[i] *= grown[i + 1];
-    grown.erase(grown.begin() + int64_t(i) + 1);
-    x = c.reshape(x, grown);
+  // One expand of a unit dim inserted before each repeated dim:
+  // [.., s, ..] -> [.., 1, s, ..] -> [.., r, s, ..] -> [.., r * s, ..].
+  SmallVector<int64_t> withUnits, wide, result;
+  for (auto [r, s] : llvm::zip(repeats, shape)) {
+    if (r > 1) withUnits.push_back(1), wide.push_back(r);
+    withUnits.push_back(s);
+    wide.push_back(s);
+    result.push_back(r * s);
   }
+  Value x = c.reshape(self, withUnits);
+  if (wide != withUnits) x = c.reshape(c.expand(x, wide), result);
   return c.finish(c.fresh(x, self));
 }
 
@@ -1487,6 +1486,10 @@ LogicalResult upsampleNearest(NodeImporter& n, bool vec, int64_t k) {
   if (failed(checkUpsampleSize(n, self, type, factors, k))) return failure();
   bool halve = k > 1 && typeOf(self).getDimSize(1) == 1;
   Value x = self;
+  // Whole factors become one expand of unit dims inserted after their spatial
+  // dims (a copy kernel writing each output row once); other dims gather.
+  SmallVector<int64_t> withUnits(typeOf(self).getShape().take_front(2)), wide(withUnits);
+  bool anyWhole = false;
   for (int i = 0; i < int(k); ++i) {
     int64_t dim = 2 + i, in = typeOf(x).getDimSize(dim), out = type.getDimSize(dim);
     float scale = upsampleScale(factors, size_t(k), i, in, out);
@@ -1502,17 +1505,18 @@ LogicalResult upsampleNearest(NodeImporter& n, bool vec, int64_t k) {
       index.push_back(double(src));
       whole &= src == dst / factor;
     }
-    SmallVector<int64_t> shape(typeOf(x).getShape());
-    shape[size_t(dim)] = out;
-    if (whole) {  // [.., in, ..] -> [.., in, k, ..] -> [.., in * k, ..]
-      SmallVector<int64_t> wide(typeOf(x).getShape());
-      wide.insert(wide.begin() + dim + 1, factor);
-      x = c.reshape(c.expand(c.unsqueeze(x, dim + 1), wide), shape);
+    if (whole) {  // [.., in, ..] -> [.., in, 1, ..] -> [.., in, factor, ..]
+      withUnits.append({in, 1});
+      wide.append({in, factor});
+      anyWhole |= factor > 1;
       continue;
     }
     NCC_TRY(g, gatherAlong(c, c.toFloat(x), dim, c.constant({out}, c.b.getIntegerType(64), index)));
     x = g;
+    withUnits.push_back(out);
+    wide.push_back(out);
   }
+  if (anyWhole) x = c.reshape(c.expand(c.reshape(x, withUnits), wide), type.getShape());
   return c.finish(c.fresh(x, self));
 }
 

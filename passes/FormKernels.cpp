@@ -291,6 +291,35 @@ struct FormKernelsPass : impl::FormKernelsBase<FormKernelsPass> {
     return index;
   }
 
+  // A returned chain of reshapes that keep the element order, of a value a
+  // copy kernel broadcasts (an expand) and nothing else reads: that kernel
+  // writes the expand's elements in order into the returned tensor
+  // (lowersAsExpandCopy), instead of a second copy kernel. True if so.
+  bool joinExpandCopy(const Chain& c, Value returned) {
+    auto it = materializedBy.find(c.root);
+    if (it == materializedBy.end()) return false;
+    Group& grp = groups[size_t(it->second)];
+    Value source = c.root;  // (through clones: reshape's export of a copy)
+    while (auto clone = source.getDefiningOp<aten::CloneOp>()) source = clone.getSelf();
+    auto expand = source.getDefiningOp<aten::ExpandOp>();
+    if (grp.fusible || grp.merged || !expand || grp.ops.empty() || grp.ops.back() != c.root.getDefiningOp() ||
+        !lowersAsExpandCopy(expand))
+      return false;
+    Value link = c.root;
+    for (Operation* view : c.ops) {
+      if (!llvm::isa<aten::ViewShapeOp, aten::UnsafeViewOp, aten::ReshapeOp, aten::ReshapeAliasOp,
+                     aten::UnsqueezeOp, aten::SqueezeDimOp>(view) ||
+          !link.hasOneUse())
+        return false;
+      link = view->getResult(0);
+    }
+    for (Operation* view : c.ops)
+      if (grp.members.insert(view).second) grp.ops.push_back(view);
+    materializedBy.erase(c.root);
+    materializedBy[returned] = it->second;
+    return true;
+  }
+
   // The operand's chain, after copying out any prefix that cannot be folded
   // (or having the producer store it, below).
   Chain foldableChain(Value v, bool keepBatchDims = false) {
@@ -2081,7 +2110,8 @@ struct FormKernelsPass : impl::FormKernelsBase<FormKernelsPass> {
         v.getDefiningOp()->emitRemark("returned view is written by a copy kernel: it is not one-to-one "
                                       "or its producer kernel cannot be fused");
       c = foldableChain(v);
-      if (!c.ops.empty()) makeCopyGroup(c.ops);
+      if (c.ops.empty()) continue;
+      if (!joinExpandCopy(c, v)) makeCopyGroup(c.ops);
     }
     if (failed(materialize(func))) {
       func->setAttr(kInternalErrorAttr, UnitAttr::get(func.getContext()));

@@ -26,6 +26,11 @@ namespace neuroncc::lowering {
 
 using namespace mlir;
 
+// Short rows (LowerToIsa.cpp, "Short rows"): rows under kShortRowBytes are
+// packed several to a partition, aiming for runs of kPackedRunBytes and
+// keeping kMinShortRowTiles row tiles.
+inline constexpr int64_t kShortRowBytes = 512, kPackedRunBytes = 1024, kMinShortRowTiles = 8;
+
 // An instruction's engine and source op, set as one discardable-attribute
 // dictionary (each setAttr rebuilds it; instructions number in the millions).
 void setEngineAndSource(Operation* inst, Builder& b, StringRef engine, int64_t sourceIndex);
@@ -212,8 +217,10 @@ class KernelLowering {
   // A cat along the last dim of `pieces` into `result` whose output rows are
   // short, with g rows per partition (rowCatFactor: 1, not applicable,
   // leaves it to the general lowering). `source`: the op the instructions
-  // are attributed to, a cat or an expand of the last dim.
+  // are attributed to.
   int64_t rowCatFactor(ArrayRef<Value> pieces, RankedTensorType result);
+  // A copy kernel returning `expand` (lowersAsExpandCopy): LowerExpand.cpp.
+  LogicalResult lowerExpandCopy(aten::ExpandOp expand, ArrayRef<Value> outHbm);
   LogicalResult lowerRowCat(ArrayRef<Value> pieces, RankedTensorType result, Operation* source, int64_t g,
                             ArrayRef<Value> outHbm);
   // The HBM offsets of rows r0 + i * rowStep, i < p.
@@ -427,6 +434,9 @@ class KernelLowering {
   // tile's rows, its group's first row and its index in the group; the
   // group tiles by input value or output HBM memref.
   int64_t rowStep = 1, groupStart = 0, groupRow = 0;
+  // How many times each row tile is stored (an expand's copies): emitDma
+  // sizes its pieces by all the bytes the stores move.
+  int64_t timesStored = 1;
   llvm::DenseSet<Value> groupedInputs;
   llvm::DenseMap<Value, Value> groupTiles;
   llvm::DenseSet<Operation*> rowTileAllocs;  // the tiles allocated by the current row tile

@@ -343,18 +343,14 @@ void KernelLowering::splitLongRows() {
 // tiles (interleaveShortRows). Both take g, the rows per partition, as the
 // smallest divisor of L (shortRowDim) that makes the narrowest value's runs
 // 1 KiB, keeping at least kMinShortRowTiles row tiles and the g rows within
-// one column tile; or the largest that fits, if none reaches it.
-constexpr int64_t kShortRowBytes = 512, kPackedRunBytes = 1024;
-// Fewer row tiles than this overlap too little: the loads, compute and
+// one column tile; or the largest that fits, if none reaches it (the
+// constants are in KernelLowering.h). Fewer than kMinShortRowTiles row
+// tiles overlap too little: the loads, compute and
 // stores of successive tiles, and a kernel that reads the results, which
 // starts on the first ones (a LayerNorm over 1576 rows of 192, 13 row tiles
 // as it was: 16.5 us, 4 tiles of 4 rows a partition: 17.2 us; BERT-tiny's
 // LayerNorm over 2048 rows of 128 in 4 groups of 4 rows a partition slowed
 // the layer from 150.1 to 151.9 us, in 8 of 2 not).
-constexpr int64_t kMinShortRowTiles = 8;
-// A copy kernel broadcasting a last dim of 1 to at most this many is lowered
-// as a cat of that many copies (one stepped copy each per row tile).
-constexpr int64_t kMaxExpandCopies = 64;
 
 static Type hbmTypeOf(Value outer);
 
@@ -714,14 +710,16 @@ void KernelLowering::emitDma(bool load, Value hbm, Value tile, const Layout& l, 
   // value, and splits its stores in two. Where each output tile is a single
   // matmul (K <= 128), those stores bound the kernel and count whole rows
   // (mm 4096 x 128 x 4096: 173.1 -> 144.0 us; with K = 256 the TensorEngine
-  // keeps pace and the split was no slower).
+  // keeps pace and the split was no slower). A tile stored several times
+  // (an expand's copies, timesStored) counts each store.
   const bool storeBound = !load && space.matmul && largestMatmulK > 0 && largestMatmulK <= nc::kNumPartitions &&
                           l.kind != Kind::Row;
   const int64_t valueRowBytes =
       storeBound ? space.cols * (elem.getIntOrFloatBitWidth() / 8) : bytesPerRow / packedRows;
   const bool pipelineEnd = !load && first + (p - 1) * rowStep + packedRows >= space.rows && col0 + f >= space.cols;
   const int64_t splitBytes =
-      pipelineEnd ? 64 * 1024 : std::clamp<int64_t>(space.rows * valueRowBytes / 64, 64 * 1024, kSplitBytes);
+      pipelineEnd ? 64 * 1024
+                  : std::clamp<int64_t>(space.rows * timesStored * valueRowBytes / 64, 64 * 1024, kSplitBytes);
   const int64_t maxPieces = pipelineEnd ? int64_t(neff::Trn1().dma_queues) : 8;
   const SmallVector<int64_t> freePattern = simplifyFreePattern(freeAp);
   // A load whose innermost dim steps through HBM (a strided slice: pooling
@@ -1498,8 +1496,9 @@ LogicalResult KernelLowering::foldViews(Block& old, bool allowTileAliases) {
     viewOf[arg] = aten::contiguousView(llvm::cast<RankedTensorType>(arg.getType()).getShape());
   for (Operation& op : old.without_terminator()) {
     if (!aten::isViewOp(&op)) continue;
+    // (A copy kernel writes the value its returned reshapes keep in order.)
+    if (returnedReshapes.contains(&op)) continue;
     auto in = viewOf.find(op.getOperand(0));
-    if (in == viewOf.end() && returnedReshapes.contains(&op)) continue;
     if (in == viewOf.end()) {
       // A returned view is stored through its chain's inverse pattern; a
       // reshape that keeps the rows of a value with a tile reuses the tile.
@@ -1812,20 +1811,10 @@ LogicalResult KernelLowering::run(int64_t& instructions, int64_t& dmas) {
       returned = def->getOperand(0);
     }
     const bool alone = cat && !others && returned == cat.getResult();
-    // A copy kernel that broadcasts a last dim of 1 to r (nearest
-    // upsampling, repeat_interleave) is a cat of r copies of its input.
+    // A copy kernel that broadcasts (nearest upsampling, repeat) widens
+    // rows in SBUF (LowerExpand.cpp).
     aten::ExpandOp expand = !cat && returned ? returned.getDefiningOp<aten::ExpandOp>() : aten::ExpandOp();
-    if (expand) {
-      auto in = llvm::cast<RankedTensorType>(expand.getSelf().getType());
-      auto out = llvm::cast<RankedTensorType>(expand.getType());
-      const int64_t rank = in.getRank();
-      const bool lastDimOnly = rank > 0 && out.getRank() == rank && in.getShape().back() == 1 &&
-                               out.getShape().drop_back() == in.getShape().drop_back() &&
-                               out.getShape().back() >= 2 && out.getShape().back() <= kMaxExpandCopies &&
-                               llvm::isa<FloatType>(in.getElementType()) &&
-                               in.getElementType() == out.getElementType();
-      if (!lastDimOnly) expand = aten::ExpandOp();
-    }
+    if (expand && !lowersAsExpandCopy(expand)) expand = aten::ExpandOp();
     // The kernel's ISA body, written by `lower` (given the outputs in HBM).
     auto lowerCopy = [&](llvm::function_ref<LogicalResult(Block*, ArrayRef<Value>)> lower) -> LogicalResult {
       SmallVector<Value> outHbm;
@@ -1841,12 +1830,7 @@ LogicalResult KernelLowering::run(int64_t& instructions, int64_t& dmas) {
     };
     if (expand) {
       if (failed(foldViews(old, /*allowTileAliases=*/false))) return failure();
-      auto rt = llvm::cast<RankedTensorType>(expand.getType());
-      SmallVector<Value> pieces(size_t(rt.getShape().back()), expand.getSelf());
-      if (int64_t g = rowCatFactor(pieces, rt); g > 1)
-        return lowerCopy([&](Block*, ArrayRef<Value> outHbm) { return lowerRowCat(pieces, rt, expand, g, outHbm); });
-      viewOf.clear();
-      space = Space{};
+      return lowerCopy([&](Block*, ArrayRef<Value> outHbm) { return lowerExpandCopy(expand, outHbm); });
     }
     if (alone && rowsAssembled()) {
       if (failed(foldViews(old, /*allowTileAliases=*/false))) return failure();

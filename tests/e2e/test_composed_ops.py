@@ -522,6 +522,49 @@ class ComposedOps(common.ComparedWithEager):
                                                     (p, q, s), self.tmp, "baddbmm_beta0_%s" % str(dtype)[6:], 2)
             common.compare(outs[0], 0.5 * torch.bmm(p.float(), q.float()).to(dtype), TOL[dtype])
 
+    def test_broadcast_copies(self):
+        # Copy kernels that broadcast (passes/LowerExpand.cpp), compared exactly:
+        # nearest upsampling by whole factors in 1-d to 3-d (short rows packed
+        # several to a partition), repeat and tile (broadcast dims outside the
+        # tile's columns stored once per index), repeat_interleave, key/value
+        # heads repeated for grouped-query attention (rows longer than a tile),
+        # one row broadcast to many (rows that load the same input), inputs that
+        # are views (transposed, sliced), a returned reshape whose broadcast
+        # another kernel also reads, and a sum of an upsampled value.
+        def heads(k, n):
+            b, h, s, d = k.shape
+            return k[:, :, None].expand(b, h, n, s, d).reshape(b, h * n, s, d)
+
+        cases = (
+            (lambda a: F.interpolate(a, scale_factor=2, mode="nearest"), (32, 16, 12, 10)),
+            (lambda a: F.interpolate(a, scale_factor=(3, 2), mode="nearest"), (2, 5, 7, 9)),
+            (lambda a: F.interpolate(a, size=(24, 15), mode="nearest"), (2, 3, 12, 5)),
+            (lambda a: F.interpolate(a, scale_factor=2, mode="nearest"), (1, 4, 6, 5, 7)),
+            (lambda a: F.interpolate(a, scale_factor=3, mode="nearest"), (3, 7, 33)),
+            (lambda a: F.interpolate(a.transpose(2, 3)[:, :, 1:], scale_factor=2, mode="nearest"), (2, 8, 12, 10)),
+            (lambda a: (a.repeat(1, 2, 3), a.repeat(2, 1, 1, 2), a.tile((4, 1))), (5, 8, 9)),
+            (lambda a: (a.repeat_interleave(3, dim=1), a.repeat_interleave(2, dim=-1)), (6, 20, 7)),
+            (lambda a: heads(a, 4), (1, 4, 64, 32)),
+            (lambda a: heads(a, 2), (1, 2, 1024, 128)),
+            (lambda a: (a.expand(300, 64).contiguous(), a.expand(3, 4, 50, 64).reshape(-1)), (1, 64)),
+            (lambda a: (a[:, :, None].expand(-1, -1, 3).flatten(1), a[:, :, None].expand(-1, -1, 3) * 2), (40, 50)),
+        )
+        for i, (fn, shape) in enumerate(cases):
+            for dtype in DTYPES:
+                x = randn(*shape, seed=30 + i).to(dtype)
+                with torch.no_grad():
+                    refs, _ = torch.utils._pytree.tree_flatten(fn(x))
+                for opt in (0, 2):
+                    with self.subTest(case=i, dtype=dtype, opt=opt), torch.no_grad():
+                        outs, _ = common.export_compile_run(fn, (x,), self.tmp, "broadcast_%d_%s_O%d" %
+                                                            (i, str(dtype)[6:], opt), opt)
+                        self.assertEqual(len(outs), len(refs))
+                        for out, ref in zip(outs, refs):
+                            common.compare(out, ref, 0.0)
+        for dtype in DTYPES:
+            x, y = randn(2, 8, 6, 6, seed=50).to(dtype), randn(2, 8, 12, 12, seed=51).to(dtype)
+            self.check(lambda a, b: F.interpolate(a, scale_factor=2, mode="nearest") + b, (x, y))
+
     def test_masks_and_bounds(self):
         x = randn(5, 12, seed=16)
         x[0, 0], x[1, 1], x[2, 2] = float("nan"), float("inf"), float("-inf")

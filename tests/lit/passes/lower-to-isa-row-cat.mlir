@@ -62,20 +62,21 @@ func.func @stacked(%x: tensor<16x2048x64xf32>, %y: tensor<16x2048x64xf32>) -> te
 
 // -----
 
-// A last dim of 1 broadcast to 3 (repeat_interleave) is a cat of three
-// copies of the input: loaded once per row tile and written three times
-// along a step of 3.
+// A last dim of 1 broadcast to 3 (repeat_interleave): each row tile is
+// loaded once and written three times along a step of 3
+// (lower-to-isa-expand.mlir has the other broadcasts).
 // CHECK-LABEL: func.func @repeated
-// CHECK: %[[OUT:.*]] = nc.alloc_tile {{.*}} : memref<128x384xf32, 1>
-// CHECK-NEXT: %[[X:.*]] = nc.alloc_tile {{.*}} : memref<128x128xf32, 1>
-// CHECK-NEXT: nc.dma_load %{{.*}} -> %[[X]]
+// CHECK: %[[X:.*]] = nc.alloc_tile {{.*}} : memref<128x256xf32, 1>
+// CHECK-NEXT: nc.dma_load %{{.*}} -> %[[X]] {ap = array<i64: 256, 64, 1, 256>
+// CHECK-NEXT: nc.dma_load %{{.*}} -> %[[X]] {ap = array<i64: 256, 64, 1, 256>
+// CHECK-NEXT: %[[OUT:.*]] = nc.alloc_tile {{.*}} : memref<128x768xf32, 1>
 // CHECK-NEXT: %[[C0:.*]] = nc.tile_columns %[[OUT]][0] {step = 3 : i64}
 // CHECK-NEXT: nc.tensor_scalar %[[C0]], %[[X]]
 // CHECK-NEXT: %[[C1:.*]] = nc.tile_columns %[[OUT]][1] {step = 3 : i64}
 // CHECK-NEXT: nc.tensor_scalar %[[C1]], %[[X]]
 // CHECK-NEXT: %[[C2:.*]] = nc.tile_columns %[[OUT]][2] {step = 3 : i64}
 // CHECK-NEXT: nc.tensor_scalar %[[C2]], %[[X]]
-// CHECK-NEXT: nc.dma_store %[[OUT]] -> %{{.*}} {ap = array<i64: 384, 128, 1, 384>
+// CHECK-NEXT: nc.dma_store %[[OUT]] -> %{{.*}} {ap = array<i64: 768, 64, 1, 768>
 func.func @repeated(%x: tensor<4096x256xf32>) -> tensor<4096x768xf32> {
   %a = aten.unsqueeze %x {dim = 2 : i64} : tensor<4096x256xf32> -> tensor<4096x256x1xf32>
   %e = aten.expand %a {size = array<i64: 4096, 256, 3>} : tensor<4096x256x1xf32> -> tensor<4096x256x3xf32>

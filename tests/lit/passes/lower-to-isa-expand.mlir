@@ -1,0 +1,68 @@
+// RUN: neuron-opt %s --split-input-file --ncc-form-kernels=fuse=true --ncc-lower-to-isa | FileCheck %s
+
+// Copy kernels that broadcast (passes/LowerExpand.cpp). Nearest upsampling
+// by 2: the returned reshape joins the copy kernel (one kernel, no second
+// copy). Rows of 32 go four to a partition, loaded in one run of 128; the
+// inner broadcast is two copies along a step of 2, the outer one copies
+// each widened row of 64 twice; the tile is stored in one run of 512.
+// CHECK-LABEL: func.func @upsample
+// CHECK-COUNT-1: nc.kernel
+// CHECK: %[[X:.*]] = nc.alloc_tile {{.*}} : memref<128x128xbf16, 1>
+// CHECK-NEXT: nc.dma_load %{{.*}} -> %[[X]] {ap = array<i64: 128, 128, 1, 128>
+// CHECK-NEXT: %[[W:.*]] = nc.alloc_tile {{.*}} : memref<128x256xbf16, 1>
+// CHECK-NEXT: %[[W0:.*]] = nc.tile_columns %[[W]][0] {step = 2 : i64}
+// CHECK-NEXT: nc.tensor_scalar %[[W0]], %[[X]]
+// CHECK-NEXT: %[[W1:.*]] = nc.tile_columns %[[W]][1] {step = 2 : i64}
+// CHECK-NEXT: nc.tensor_scalar %[[W1]], %[[X]]
+// CHECK-NEXT: %[[OUT:.*]] = nc.alloc_tile {{.*}} : memref<128x512xbf16, 1>
+// CHECK-COUNT-8: nc.tensor_scalar
+// CHECK-NEXT: nc.dma_store %[[OUT]] -> %{{.*}} {ap = array<i64: 512, 64, 1, 512>
+// CHECK-NOT: nc.kernel
+// CHECK: return
+func.func @upsample(%x: tensor<2x64x32x32xbf16>) -> tensor<2x64x64x64xbf16> {
+  %a = aten.reshape %x {size = array<i64: 2, 64, 32, 1, 32, 1>} : tensor<2x64x32x32xbf16> -> tensor<2x64x32x1x32x1xbf16>
+  %e = aten.expand %a {size = array<i64: 2, 64, 32, 2, 32, 2>} : tensor<2x64x32x1x32x1xbf16> -> tensor<2x64x32x2x32x2xbf16>
+  %r = aten.reshape %e {size = array<i64: 2, 64, 64, 64>} : tensor<2x64x32x2x32x2xbf16> -> tensor<2x64x64x64xbf16>
+  return %r : tensor<2x64x64x64xbf16>
+}
+
+// -----
+
+// Key/value heads repeated for grouped-query attention (expand, clone and
+// view, as reshape exports it): each head's rows are too long for a tile,
+// so the broadcast dim stays outside it and each tile, loaded once, is
+// stored four times, a head (262144 elements) apart.
+// CHECK-LABEL: func.func @heads
+// CHECK-COUNT-1: nc.kernel
+// CHECK: %[[T:.*]] = nc.alloc_tile {{.*}} : memref<128x4096xbf16, 1>
+// CHECK-COUNT-4: nc.dma_load %{{.*}} -> %[[T]]
+// CHECK-NOT: nc.tensor_scalar
+// CHECK: nc.dma_store %[[T]] -> %{{.*}} offset = 0 : i64, part_start = 0
+// CHECK: nc.dma_store %[[T]] -> %{{.*}} offset = 262144 : i64, part_start = 0
+// CHECK: nc.dma_store %[[T]] -> %{{.*}} offset = 524288 : i64, part_start = 0
+// CHECK: nc.dma_store %[[T]] -> %{{.*}} offset = 786432 : i64, part_start = 0
+// CHECK-NOT: nc.kernel
+// CHECK: return
+func.func @heads(%x: tensor<1x8x2048x128xbf16>) -> tensor<1x32x2048x128xbf16> {
+  %a = aten.unsqueeze %x {dim = 2 : i64} : tensor<1x8x2048x128xbf16> -> tensor<1x8x1x2048x128xbf16>
+  %e = aten.expand %a {size = array<i64: 1, 8, 4, 2048, 128>} : tensor<1x8x1x2048x128xbf16> -> tensor<1x8x4x2048x128xbf16>
+  %c = aten.clone %e : tensor<1x8x4x2048x128xbf16> -> tensor<1x8x4x2048x128xbf16>
+  %r = aten._unsafe_view %c {size = array<i64: 1, 32, 2048, 128>} : tensor<1x8x4x2048x128xbf16> -> tensor<1x32x2048x128xbf16>
+  return %r : tensor<1x32x2048x128xbf16>
+}
+
+// -----
+
+// One row broadcast to 512: too few other rows to fill the partitions, so
+// the broadcast rows are the tile's rows, each partition loading the same
+// row (a partition step of 0).
+// CHECK-LABEL: func.func @rows
+// CHECK: nc.dma_load %{{.*}} {ap = array<i64: 0, 128, 1, 64>
+// CHECK-NEXT: nc.dma_store %{{.*}} {ap = array<i64: 64, 128, 1, 64>, {{.*}} offset = 0 : i64
+// CHECK-COUNT-3: nc.dma_load %{{.*}} {ap = array<i64: 0, 128, 1, 64>
+// CHECK: return
+func.func @rows(%x: tensor<1x64xf32>) -> tensor<512x64xf32> {
+  %e = aten.expand %x {size = array<i64: 512, 64>} : tensor<1x64xf32> -> tensor<512x64xf32>
+  %c = aten.clone %e : tensor<512x64xf32> -> tensor<512x64xf32>
+  return %c : tensor<512x64xf32>
+}
