@@ -313,6 +313,11 @@ struct FormKernelsPass : impl::FormKernelsBase<FormKernelsPass> {
         return false;
       link = view->getResult(0);
     }
+    // (A view is cloned into each kernel that reads through it: another
+    // kernel reading the broadcast through these views needs it in HBM.)
+    for (const Group& other : groups)
+      if (&other != &grp && llvm::any_of(c.ops, [&](Operation* view) { return other.members.contains(view); }))
+        return false;
     for (Operation* view : c.ops)
       if (grp.members.insert(view).second) grp.ops.push_back(view);
     materializedBy.erase(c.root);

@@ -74,6 +74,18 @@ std::pair<int64_t, int64_t> siblingCluster(ArrayRef<int64_t> offsets, int64_t of
 // step > 1): the data inputs and the outputs of elementwise instructions.
 Value steppedColumns(OpBuilder& b, Location loc, Value tile, int64_t column, int64_t n, int64_t step);
 
+// A dim of a copy kernel's output (outermost first), with its strides in
+// the input and in the (contiguous) output.
+struct CopyDim {
+  int64_t size, inStride, outStride;
+};
+// A permuting copy's tiles (LowerCopies.cpp): output dims on the partitions,
+// in the columns, and iterated (a tile per index).
+struct PermuteCopyPlan {
+  SmallVector<CopyDim> rows, columns, loops;
+  aten::StridedView view;  // the copied view of the input
+};
+
 enum class Kind { Full, Row, Imm };
 
 // How one kernel value maps onto the [rows x cols] iteration space.
@@ -219,8 +231,13 @@ class KernelLowering {
   // leaves it to the general lowering). `source`: the op the instructions
   // are attributed to.
   int64_t rowCatFactor(ArrayRef<Value> pieces, RankedTensorType result);
-  // A copy kernel returning `expand` (lowersAsExpandCopy): LowerExpand.cpp.
+  // A copy kernel returning `expand` (lowersAsExpandCopy): LowerCopies.cpp.
   LogicalResult lowerExpandCopy(aten::ExpandOp expand, ArrayRef<Value> outHbm);
+  // A copy kernel of a permuting view with short runs, rearranged in SBUF
+  // (LowerCopies.cpp): planned (false where the direct copy is as good),
+  // then lowered.
+  bool planPermuteCopy(Value copied, PermuteCopyPlan& plan);
+  LogicalResult lowerPermuteCopy(Value copied, const PermuteCopyPlan& plan, ArrayRef<Value> outHbm);
   LogicalResult lowerRowCat(ArrayRef<Value> pieces, RankedTensorType result, Operation* source, int64_t g,
                             ArrayRef<Value> outHbm);
   // The HBM offsets of rows r0 + i * rowStep, i < p.

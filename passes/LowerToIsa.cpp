@@ -1812,7 +1812,7 @@ LogicalResult KernelLowering::run(int64_t& instructions, int64_t& dmas) {
     }
     const bool alone = cat && !others && returned == cat.getResult();
     // A copy kernel that broadcasts (nearest upsampling, repeat) widens
-    // rows in SBUF (LowerExpand.cpp).
+    // rows in SBUF (LowerCopies.cpp).
     aten::ExpandOp expand = !cat && returned ? returned.getDefiningOp<aten::ExpandOp>() : aten::ExpandOp();
     if (expand && !lowersAsExpandCopy(expand)) expand = aten::ExpandOp();
     // The kernel's ISA body, written by `lower` (given the outputs in HBM).
@@ -1831,6 +1831,14 @@ LogicalResult KernelLowering::run(int64_t& instructions, int64_t& dmas) {
     if (expand) {
       if (failed(foldViews(old, /*allowTileAliases=*/false))) return failure();
       return lowerCopy([&](Block*, ArrayRef<Value> outHbm) { return lowerExpandCopy(expand, outHbm); });
+    }
+    if (!cat && !expand && returned && returned.getDefiningOp() && aten::isViewOp(returned.getDefiningOp())) {
+      if (failed(foldViews(old, /*allowTileAliases=*/false))) return failure();
+      PermuteCopyPlan plan;
+      if (planPermuteCopy(returned, plan))
+        return lowerCopy([&](Block*, ArrayRef<Value> outHbm) { return lowerPermuteCopy(returned, plan, outHbm); });
+      viewOf.clear();
+      space = Space{};
     }
     if (alone && rowsAssembled()) {
       if (failed(foldViews(old, /*allowTileAliases=*/false))) return failure();

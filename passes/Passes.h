@@ -42,7 +42,7 @@ inline constexpr const char kArenaBytesAttr[] = "nc.arena_bytes";
 inline constexpr const char kSbufBytesAttr[] = "sbuf_bytes";
 
 // Whether a copy kernel that returns `expand` (through reshapes that keep
-// its element order) is lowered by widening rows in SBUF (LowerExpand.cpp):
+// its element order) is lowered by widening rows in SBUF (LowerCopies.cpp):
 // floats of one dtype. ncc-form-kernels lets such a kernel write a
 // returned reshape of the expand itself.
 bool lowersAsExpandCopy(aten::ExpandOp expand);

@@ -522,8 +522,8 @@ class ComposedOps(common.ComparedWithEager):
                                                     (p, q, s), self.tmp, "baddbmm_beta0_%s" % str(dtype)[6:], 2)
             common.compare(outs[0], 0.5 * torch.bmm(p.float(), q.float()).to(dtype), TOL[dtype])
 
-    def test_broadcast_copies(self):
-        # Copy kernels that broadcast (passes/LowerExpand.cpp), compared exactly:
+    def test_copies_rearranged_in_sbuf(self):
+        # Copy kernels rearranged in SBUF (passes/LowerCopies.cpp), compared exactly:
         # nearest upsampling by whole factors in 1-d to 3-d (short rows packed
         # several to a partition), repeat and tile (broadcast dims outside the
         # tile's columns stored once per index), repeat_interleave, key/value
@@ -548,6 +548,10 @@ class ComposedOps(common.ComparedWithEager):
             (lambda a: heads(a, 2), (1, 2, 1024, 128)),
             (lambda a: (a.expand(300, 64).contiguous(), a.expand(3, 4, 50, 64).reshape(-1)), (1, 64)),
             (lambda a: (a[:, :, None].expand(-1, -1, 3).flatten(1), a[:, :, None].expand(-1, -1, 3) * 2), (40, 50)),
+            # Permutes with short common runs, rearranged in SBUF: a patch embedding's
+            # im2col (a tile per channel) and 8-element rows regrouped.
+            (lambda a: a.reshape(8, 3, 14, 16, 14, 16).permute(0, 2, 4, 1, 3, 5).reshape(1568, 768), (8, 3, 224, 224)),
+            (lambda a: a.reshape(64, 16, 4, 8).permute(0, 2, 1, 3).contiguous(), (64, 16, 32)),
         )
         for i, (fn, shape) in enumerate(cases):
             for dtype in DTYPES:

@@ -860,5 +860,18 @@ class FuzzRegressions(unittest.TestCase):
                 self.check(lambda a, b: torch.stack([a, b, a, a], dim=-1).flatten(-2), (x, y))
 
 
+    def test_broadcast_returned_and_viewed(self):
+        """graph_fuzz seed 59595959 case 46: repeat_interleave (an expand copy kernel, then
+        a view) returned both itself and unsqueezed. The copy kernel took over the returned
+        view while another kernel still read the broadcast through it: an internal error
+        in ncc-form-kernels. The copy kernel now writes a returned view only where no other
+        kernel reads through it."""
+        for dtype in (torch.float32, torch.bfloat16):
+            x = randn(1, 1, 2).to(dtype)
+            self.check(lambda a: (a.repeat_interleave(70, dim=-1).unsqueeze(0), a.repeat_interleave(70, dim=-1)),
+                       (x,))
+            self.check(lambda a: (lambda r: (r.unsqueeze(0), r, r * 2))(a.repeat_interleave(3, dim=-1)),
+                       (randn(4, 5, 6).to(dtype),))
+
 if __name__ == "__main__":
     unittest.main(verbosity=2)

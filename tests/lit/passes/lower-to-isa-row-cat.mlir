@@ -64,7 +64,7 @@ func.func @stacked(%x: tensor<16x2048x64xf32>, %y: tensor<16x2048x64xf32>) -> te
 
 // A last dim of 1 broadcast to 3 (repeat_interleave): each row tile is
 // loaded once and written three times along a step of 3
-// (lower-to-isa-expand.mlir has the other broadcasts).
+// (lower-to-isa-copies.mlir has the other broadcasts).
 // CHECK-LABEL: func.func @repeated
 // CHECK: %[[X:.*]] = nc.alloc_tile {{.*}} : memref<128x256xf32, 1>
 // CHECK-NEXT: nc.dma_load %{{.*}} -> %[[X]] {ap = array<i64: 256, 64, 1, 256>

@@ -1,6 +1,6 @@
 // RUN: neuron-opt %s --split-input-file --ncc-form-kernels=fuse=true --ncc-lower-to-isa | FileCheck %s
 
-// Copy kernels that broadcast (passes/LowerExpand.cpp). Nearest upsampling
+// Copy kernels that broadcast (passes/LowerCopies.cpp). Nearest upsampling
 // by 2: the returned reshape joins the copy kernel (one kernel, no second
 // copy). Rows of 32 go four to a partition, loaded in one run of 128; the
 // inner broadcast is two copies along a step of 2, the outer one copies
@@ -65,4 +65,28 @@ func.func @rows(%x: tensor<1x64xf32>) -> tensor<512x64xf32> {
   %e = aten.expand %x {size = array<i64: 512, 64>} : tensor<1x64xf32> -> tensor<512x64xf32>
   %c = aten.clone %e : tensor<512x64xf32> -> tensor<512x64xf32>
   return %c : tensor<512x64xf32>
+}
+
+// -----
+
+// A ViT patch embedding's im2col (a permute whose common innermost run is a
+// patch row of 16): each tile takes an image's band of patch rows onto a
+// partition (8 images x 14 bands) and one channel's 16 x 224 pixels as its
+// columns, one run of 3584 per partition; 224 copies of 16 put them in the
+// output's (patch, row, pixel) order, stored in runs of 256; three tiles,
+// one per channel. Copied directly, each 32-byte patch row was a DMA run.
+// CHECK-LABEL: func.func @patches
+// CHECK: %[[IN:.*]] = nc.alloc_tile {{.*}} : memref<112x3584xbf16, 1>
+// CHECK-NEXT: nc.dma_load %{{.*}} -> %[[IN]] {ap = array<i64: 3584, 14, 1, 3584>
+// CHECK-COUNT-224: nc.tensor_scalar
+// CHECK: nc.dma_store %{{.*}} {ap = array<i64: 10752, 10, 768, 14, 1, 256>
+// CHECK: nc.alloc_tile {iteration = 3 : i64} : memref<112x3584xbf16, 1>
+// CHECK: nc.alloc_tile {iteration = 3 : i64} : memref<112x3584xbf16, 1>
+// CHECK-NOT: nc.alloc_tile
+// CHECK: return
+func.func @patches(%x: tensor<8x3x224x224xbf16>) -> tensor<8x14x14x3x16x16xbf16> {
+  %a = aten.reshape %x {size = array<i64: 8, 3, 14, 16, 14, 16>} : tensor<8x3x224x224xbf16> -> tensor<8x3x14x16x14x16xbf16>
+  %p = aten.permute %a {dims = array<i64: 0, 2, 4, 1, 3, 5>} : tensor<8x3x14x16x14x16xbf16> -> tensor<8x14x14x3x16x16xbf16>
+  %c = aten.clone %p : tensor<8x14x14x3x16x16xbf16> -> tensor<8x14x14x3x16x16xbf16>
+  return %c : tensor<8x14x14x3x16x16xbf16>
 }

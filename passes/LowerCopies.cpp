@@ -1,0 +1,466 @@
+//===- LowerCopies.cpp - copy kernels rearranged in SBUF ------------------===//
+//
+// Copy kernels whose DMA runs would be short, rearranged in SBUF by engine
+// copies so that both their loads and their stores move long runs.
+//
+// A copy kernel that returns an expand (nearest upsampling, repeat,
+// repeat_interleave, a broadcast row or head), possibly through reshapes
+// that keep its element order: loading the broadcast view directly would
+// read the input once per output element along a broadcast innermost dim
+// (one DMA run each); instead each row tile loads the input's rows once,
+// widens them in SBUF, and stores whole output runs.
+//
+// A copy kernel that permutes dims whose common innermost run is short (a
+// ViT patch embedding's im2col: runs of 16 pixels): each tile loads its
+// dims in the input's order, copies them into the output's order, and
+// stores them (lowerPermuteCopy).
+//
+//===----------------------------------------------------------------------===//
+
+#include "passes/KernelLowering.h"
+#include "passes/Passes.h"
+
+#include <limits>
+#include <cmath>
+
+namespace neuroncc {
+
+bool lowersAsExpandCopy(aten::ExpandOp expand) {
+  auto in = llvm::cast<mlir::RankedTensorType>(expand.getSelf().getType());
+  auto out = llvm::cast<mlir::RankedTensorType>(expand.getType());
+  return llvm::isa<mlir::FloatType>(out.getElementType()) && in.getElementType() == out.getElementType();
+}
+
+namespace lowering {
+
+namespace {
+
+// Widening copies per row tile aimed at: the columns shrink (more rows or
+// more stores) rather than take more.
+constexpr int64_t kMaxExpandCopies = 64;
+
+// One dim of the expand after merging neighbours: broadcast (the input has
+// one element along it) or passed through; strides in elements.
+struct ExpandDim {
+  int64_t size;
+  bool broadcast;
+  int64_t inStride, outStride;
+};
+
+int64_t sizeOf(ArrayRef<ExpandDim> dims, bool inputSide) {
+  int64_t n = 1;
+  for (const ExpandDim& d : dims) n *= inputSide && d.broadcast ? 1 : d.size;
+  return n;
+}
+
+// Engine copies that widen a tile laid out as `dims` (broadcast dims of
+// one element) into the full dims, innermost broadcast first: each step
+// repeats a block of q elements f times under n outer indices, as f x
+// min(n, q) copies (n blocks of q, or q columns stepped over the n), or by
+// doubling (1 + log2 f copies) when there is one block.
+int64_t copiesToWiden(ArrayRef<ExpandDim> dims) {
+  int64_t total = 0;
+  for (size_t i = 0; i < dims.size(); ++i) {
+    if (!dims[i].broadcast) continue;
+    const int64_t f = dims[i].size, n = sizeOf(dims.take_front(i), /*inputSide=*/true),
+                  q = sizeOf(dims.drop_front(i + 1), /*inputSide=*/false);
+    total += n == 1 ? 1 + int64_t(std::ceil(std::log2(double(f)))) : f * std::min(n, q);
+  }
+  return total;
+}
+
+}  // namespace
+
+// The output's dims split into the tile's rows (the leading dims the input
+// does not broadcast, and any passed-through dim outside the tile's columns),
+// its columns (a suffix of the dims, widened in SBUF), and copy dims
+// (broadcast dims outside the columns: the tile is stored once per index).
+// With the whole row in the columns and rows consecutive in HBM, short rows
+// are packed g to a partition as in rowCatFactor.
+LogicalResult KernelLowering::lowerExpandCopy(aten::ExpandOp expand, ArrayRef<Value> outHbm) {
+  auto rt = llvm::cast<RankedTensorType>(expand.getType());
+  Type elem = nc::deviceElementType(rt.getElementType());
+  const aten::StridedView in = viewOf.lookup(expand.getSelf());
+  const int64_t rank = rt.getRank(), inRank = int64_t(in.shape.size());
+  if (inRank > rank) return expand.emitError("internal: an expand to fewer dims");
+  SmallVector<ExpandDim> dims;
+  int64_t outStride = rt.getNumElements();
+  for (int64_t d = 0; d < rank; ++d) {
+    const int64_t size = rt.getDimSize(d), j = d - (rank - inRank);
+    outStride /= std::max<int64_t>(size, 1);
+    if (size == 1) continue;
+    const bool broadcast = j < 0 || in.shape[size_t(j)] == 1;
+    ExpandDim dim{size, broadcast, broadcast ? 0 : in.strides[size_t(j)], outStride};
+    if (!dims.empty() && dims.back().broadcast == broadcast &&
+        (broadcast || dims.back().inStride == dim.inStride * size)) {
+      dims.back().size *= size;
+      dims.back().inStride = dim.inStride;
+      dims.back().outStride = outStride;
+      continue;
+    }
+    dims.push_back(dim);
+  }
+  if (dims.empty()) dims.push_back(ExpandDim{1, false, 0, 1});
+  const size_t firstBroadcast =
+      size_t(llvm::find_if(dims, [](const ExpandDim& d) { return d.broadcast; }) - dims.begin());
+
+  // The columns: the longest suffix within maxFree whose widening takes at
+  // most kMaxExpandCopies copies (else the one of fewest copies); a last dim
+  // longer than maxFree is split by its largest divisor that fits.
+  size_t first = dims.size();
+  int64_t fewest = std::numeric_limits<int64_t>::max();
+  for (size_t c = std::min(firstBroadcast, dims.size() - 1); c < dims.size(); ++c) {
+    if (sizeOf(ArrayRef<ExpandDim>(dims).drop_front(c), false) > maxFree) continue;
+    int64_t copies = copiesToWiden(ArrayRef<ExpandDim>(dims).drop_front(c));
+    if (copies < fewest) fewest = copies, first = c;
+    if (copies <= kMaxExpandCopies) break;
+  }
+  if (first == dims.size()) {
+    ExpandDim last = dims.back();
+    int64_t k = std::min(last.size, maxFree);
+    while (last.size % k != 0) --k;
+    dims.back() = ExpandDim{last.size / k, last.broadcast, last.inStride * k, last.outStride * k};
+    dims.push_back(ExpandDim{k, last.broadcast, last.inStride, last.outStride});
+    first = dims.size() - 1;
+  }
+  // Broadcast dims outside the columns are stored from each tile once per
+  // index, or, while the other rows leave partitions idle, become rows
+  // themselves (their rows load the same input).
+  SmallVector<ExpandDim> columns(dims.begin() + first, dims.end()), rows, copiesOf;
+  int64_t passedRows = 1;
+  for (const ExpandDim& d : ArrayRef<ExpandDim>(dims).take_front(first))
+    if (!d.broadcast) passedRows *= d.size;
+  for (const ExpandDim& d : llvm::reverse(ArrayRef<ExpandDim>(dims).take_front(first))) {
+    if (d.broadcast && passedRows >= nc::kNumPartitions) {
+      copiesOf.insert(copiesOf.begin(), d);
+      continue;
+    }
+    if (d.broadcast) passedRows *= d.size;
+    rows.insert(rows.begin(), d);
+  }
+  if (rows.empty()) rows.push_back(ExpandDim{1, false, 0, 0});
+  const int64_t width = sizeOf(columns, false), inWidth = sizeOf(columns, true);
+  int64_t packedStride = 1;
+  int64_t numRows = 1;
+  for (const ExpandDim& d : rows) numRows *= d.size;
+
+  // Short rows packed g to a partition, as for elementwise kernels (the
+  // smallest g whose input runs reach kPackedRunBytes, keeping
+  // kMinShortRowTiles row tiles) within the copies aimed at: the rows as one
+  // dim, consecutive in the input (at any one stride) and in the output.
+  int64_t g = 1;
+  const int64_t bytes = std::max<int64_t>(1, rt.getElementTypeBitWidth() / 8);
+  auto flat = aten::reshapeStrides(in.shape, in.strides, {numRows * inWidth});
+  if (copiesOf.empty() && flat && inWidth * bytes < kShortRowBytes &&
+      llvm::none_of(rows, [](const ExpandDim& d) { return d.broadcast; })) {
+    SmallVector<ExpandDim> packed{ExpandDim{1, false, 0, 0}};
+    packed.append(columns);
+    const int64_t cap = std::max(kMaxExpandCopies, copiesToWiden(columns));
+    for (int64_t d = 2; d * width <= maxFree && numRows / d >= nc::kNumPartitions * kMinShortRowTiles; ++d) {
+      if (numRows % d != 0) continue;
+      packed.front().size = d;
+      if (copiesToWiden(packed) > cap) break;
+      g = d;
+      if (d * inWidth * bytes >= kPackedRunBytes) break;
+    }
+    if (g > 1) {
+      const int64_t stride = (*flat)[0];
+      packed.front().size = g;
+      rows = {ExpandDim{numRows / g, false, stride * inWidth * g, width * g}};
+      columns = std::move(packed);
+      numRows /= g;
+      packedStride = stride;
+    }
+  }
+  const int64_t tileWidth = sizeOf(columns, false), tileInWidth = sizeOf(columns, true);
+
+  // The space over [rows..., columns]: of the input (its passed-through
+  // columns) or of the output; `view` gets the matching strides.
+  auto setSpace = [&](bool input, aten::StridedView* view) {
+    space = Space{};
+    auto add = [&](SmallVector<int64_t>& dims, int64_t size, int64_t stride) {
+      dims.push_back(size);
+      if (view) view->shape.push_back(size), view->strides.push_back(stride);
+    };
+    for (const ExpandDim& d : rows) add(space.lead, d.size, input ? d.inStride : d.outStride);
+    if (!input || g > 1) {
+      add(space.trail, input ? tileInWidth : tileWidth, input ? packedStride : 1);
+    } else {
+      for (const ExpandDim& d : columns)
+        if (!d.broadcast) add(space.trail, d.size, d.inStride);
+      if (space.trail.empty()) add(space.trail, 1, 0);
+    }
+    space.rows = product(space.lead);
+    space.cols = product(space.trail);
+  };
+  auto layoutOver = [&](bool input, int64_t offset, Layout& l) -> LogicalResult {
+    aten::StridedView view;
+    view.offset = offset;
+    setSpace(input, &view);
+    if (failed(layoutOfView(view, l))) return failure();
+    l.kind = Kind::Full;
+    return success();
+  };
+  Layout load;
+  if (failed(layoutOver(/*input=*/true, in.offset, load))) return failure();
+  int64_t copies = 1;
+  for (const ExpandDim& d : copiesOf) copies *= d.size;
+  SmallVector<Layout> stores(static_cast<size_t>(copies), Layout{});
+  for (int64_t k = 0; k < copies; ++k) {
+    int64_t offset = 0, rem = k;
+    for (const ExpandDim& d : llvm::reverse(copiesOf)) offset += (rem % d.size) * d.outStride, rem /= d.size;
+    if (failed(layoutOver(/*input=*/false, offset, stores[size_t(k)]))) return failure();
+  }
+
+  timesStored = copies;
+  ArrayRef<ExpandDim> cols(columns);
+  for (r0 = 0; r0 < numRows; r0 += nc::kNumPartitions) {
+    const int64_t p = std::min<int64_t>(nc::kNumPartitions, numRows - r0);
+    ++iteration;
+    Value cur = alloc(p, tileInWidth, elem);
+    setSpace(/*input=*/true, nullptr);
+    emitDma(/*load=*/true, hbmOf[expand.getSelf()], cur, load, r0, p, 0, tileInWidth);
+    // Widened innermost broadcast dim first: `cur` holds the dims inside
+    // the one being widened at full size, those outside it as loaded.
+    for (size_t i = cols.size(); i-- > 0;) {
+      if (!cols[i].broadcast) continue;
+      const int64_t f = cols[i].size, n = sizeOf(cols.take_front(i), true), q = sizeOf(cols.drop_front(i + 1), false);
+      Value next = alloc(p, n * f * q, elem);
+      if (n == 1) {
+        copyTile(tileColumns(*b, loc, next, 0, q), tileColumns(*b, loc, cur, 0, q), expand);
+        for (int64_t have = 1; have < f;) {
+          const int64_t m = std::min(have, f - have);
+          copyTile(tileColumns(*b, loc, next, have * q, m * q), tileColumns(*b, loc, next, 0, m * q), expand);
+          have += m;
+        }
+      } else if (q <= n) {
+        for (int64_t k = 0; k < f; ++k)
+          for (int64_t e = 0; e < q; ++e)
+            copyTile(steppedColumns(*b, loc, next, k * q + e, n, f * q), steppedColumns(*b, loc, cur, e, n, q),
+                     expand);
+      } else {
+        for (int64_t j = 0; j < n; ++j)
+          for (int64_t k = 0; k < f; ++k)
+            copyTile(tileColumns(*b, loc, next, (j * f + k) * q, q), tileColumns(*b, loc, cur, j * q, q), expand);
+      }
+      cur = next;
+    }
+    setSpace(/*input=*/false, nullptr);
+    for (const Layout& store : stores) emitDma(/*load=*/false, outHbm.front(), cur, store, r0, p, 0, tileWidth);
+  }
+  return success();
+}
+
+namespace {
+
+// Elements per contiguous run of `dims` (a tile's free dims, in any order)
+// read through `stride`: the dim of stride 1 and those outside it that
+// continue it.
+int64_t runOf(ArrayRef<CopyDim> dims, int64_t CopyDim::*stride) {
+  int64_t run = 1;
+  for (bool grew = true; grew;) {
+    grew = false;
+    for (const CopyDim& d : dims)
+      if (d.*stride == run && d.size > 1) {
+        run *= d.size;
+        grew = true;
+      }
+  }
+  return run;
+}
+
+// The dims in the order `stride` lays them out (outermost first).
+SmallVector<CopyDim> orderedBy(ArrayRef<CopyDim> dims, int64_t CopyDim::*stride) {
+  SmallVector<CopyDim> out(dims);
+  llvm::stable_sort(out, [&](const CopyDim& a, const CopyDim& b) { return a.*stride > b.*stride; });
+  return out;
+}
+
+// A rough price (ns) of a plan under the device model's terms: each tile's
+// load and store cut into pieces of 64 KiB or more (at most 8), each piece
+// 2 us plus the larger of its runs at 20 ns and its bytes at 25.6 GB/s, the
+// pieces of all tiles spread over the 16 queues; the copies at 60 cycles
+// plus an element a cycle at 1.12 GHz over three engines; plus one tile's
+// load, copies and store, which nothing overlaps.
+double tilePrice(double tiles, double bytes, double loadRuns, double storeRuns, double copies, double width) {
+  auto transfer = [&](double runs, double& latency) {
+    const double pieces = std::clamp(std::floor(bytes / 65536.0), 1.0, 8.0);
+    latency += 2000.0 + std::max(runs / pieces * 20.0, bytes / pieces / 25.6);
+    return pieces * 2000.0 + std::max(runs * 20.0, bytes / 25.6);
+  };
+  double latency = copies * (60.0 + width) / 1.12 / 3.0;
+  const double dma = tiles * (transfer(loadRuns, latency) + transfer(storeRuns, latency)) / 16.0;
+  const double engines = tiles * copies * (60.0 + width) / 1.12 / 3.0;
+  return std::max(dma, engines) + latency;
+}
+
+}  // namespace
+
+// A copy kernel of a permuting view (no broadcast) whose common innermost
+// run is short moves one DMA run per such run, loading and storing. Each
+// tile instead takes some output dims onto its partitions (a prefix of the
+// output's dims) and others into its columns, loads them in the input's
+// order, copies them into the output's order along the widest dim, and
+// stores them; the remaining dims are a tile each. Of all such splits that
+// fit maxFree, the one tilePrice rates lowest, if it beats the direct copy
+// by a quarter (false otherwise).
+bool KernelLowering::planPermuteCopy(Value copied, PermuteCopyPlan& plan) {
+  auto rt = llvm::cast<RankedTensorType>(copied.getType());
+  if (!llvm::isa<FloatType>(rt.getElementType()) || !viewOf.count(copied) ||
+      !llvm::isa<BlockArgument>(aten::viewChainRoot(copied)))
+    return false;
+  const aten::StridedView view = viewOf.lookup(copied);
+  auto arg = llvm::cast<BlockArgument>(aten::viewChainRoot(copied));
+  if (llvm::cast<RankedTensorType>(arg.getType()).getElementType() != rt.getElementType() ||
+      int64_t(view.shape.size()) != rt.getRank())
+    return false;
+  // Output dims, merged where they continue each other in both tensors.
+  SmallVector<CopyDim> dims;
+  int64_t outStride = rt.getNumElements();
+  for (int64_t d = 0; d < rt.getRank(); ++d) {
+    const int64_t size = rt.getDimSize(d);
+    outStride /= std::max<int64_t>(size, 1);
+    if (size == 1) continue;
+    const int64_t inStride = view.strides[size_t(d)];
+    if (inStride <= 0) return false;  // broadcasts: lowerExpandCopy
+    if (!dims.empty() && dims.back().inStride == inStride * size) {
+      dims.back() = CopyDim{dims.back().size * size, inStride, outStride};
+      continue;
+    }
+    dims.push_back(CopyDim{size, inStride, outStride});
+  }
+  const int64_t bytes = std::max<int64_t>(1, rt.getElementTypeBitWidth() / 8), total = rt.getNumElements();
+  if (dims.size() < 2 || total == 0) return false;
+  // (An output whose innermost dim is strided in the input is loaded
+  // transposed on the TensorEngine instead: loadTransposed.)
+  const int64_t run = dims.back().size;
+  if (dims.back().inStride != 1 || run * bytes >= kShortRowBytes) return false;
+  // The direct copy: rows of the common run, 128 to a tile.
+  const double directTiles = std::ceil(double(total) / double(run * nc::kNumPartitions));
+  const double direct = tilePrice(directTiles, double(nc::kNumPartitions * run * bytes), nc::kNumPartitions,
+                                  nc::kNumPartitions, 0, 0);
+  // Plans: partitions over dims [0, k), columns a subset of the rest.
+  struct Plan {
+    size_t k = 0;
+    unsigned columns = 0;  // bit i: dims[k + i] in the tile's columns
+    double price = std::numeric_limits<double>::infinity();
+  } best;
+  const size_t n = dims.size();
+  for (size_t k = 1; k < n; ++k) {
+    int64_t rows = 1;
+    for (size_t i = 0; i < k; ++i) rows *= dims[i].size;
+    const int64_t rowTiles = (rows + nc::kNumPartitions - 1) / nc::kNumPartitions, p = std::min(rows, nc::kNumPartitions);
+    for (unsigned mask = 1; mask < (1u << (n - k)); ++mask) {
+      SmallVector<CopyDim> cols;
+      int64_t loops = 1;
+      for (size_t i = k; i < n; ++i) ((mask >> (i - k)) & 1 ? cols.push_back(dims[i]), 1 : (loops *= dims[i].size, 0));
+      int64_t f = 1, widest = 1;
+      for (const CopyDim& d : cols) f *= d.size, widest = std::max(widest, d.size);
+      if (f > maxFree) continue;
+      SmallVector<CopyDim> loaded = orderedBy(cols, &CopyDim::inStride);
+      const bool reordered = llvm::any_of(llvm::zip(loaded, cols), [](auto pair) {
+        return std::get<0>(pair).outStride != std::get<1>(pair).outStride;
+      });
+      // A quarter of the partitions or more, loads and stores of runs several times the direct
+      // copy's, and copies a few elements wide.
+      const int64_t runIn = runOf(cols, &CopyDim::inStride), runOut = runOf(cols, &CopyDim::outStride);
+      if (p < nc::kNumPartitions / 4 || runIn < 4 * run || runOut < 4 * run || (reordered && widest < 8)) continue;
+      const double copies = reordered ? double(f / widest) : 0;
+      const double price = tilePrice(double(rowTiles * loops), double(p * f * bytes), double(p * (f / runIn)),
+                                     double(p * (f / runOut)), copies, double(widest));
+      if (price < best.price) best = Plan{k, mask, price};
+    }
+  }
+  if (!(best.price < 0.75 * direct)) return false;
+
+  plan = PermuteCopyPlan{};
+  plan.view = view;
+  plan.rows.assign(dims.begin(), dims.begin() + best.k);
+  for (size_t i = best.k; i < n; ++i) ((best.columns >> (i - best.k)) & 1 ? plan.columns : plan.loops).push_back(dims[i]);
+  return true;
+}
+
+LogicalResult KernelLowering::lowerPermuteCopy(Value copied, const PermuteCopyPlan& plan, ArrayRef<Value> outHbm) {
+  auto rt = llvm::cast<RankedTensorType>(copied.getType());
+  ArrayRef<CopyDim> rowDims = plan.rows, cols = plan.columns, loopDims = plan.loops;
+  const aten::StridedView& view = plan.view;
+  const SmallVector<CopyDim> loaded = orderedBy(cols, &CopyDim::inStride);
+  int64_t f = 1, numRows = 1, loops = 1;
+  for (const CopyDim& d : cols) f *= d.size;
+  for (const CopyDim& d : rowDims) numRows *= d.size;
+  for (const CopyDim& d : loopDims) loops *= d.size;
+  // The space and layout of a tile: rows, then the columns in `order`.
+  auto layoutOver = [&](ArrayRef<CopyDim> order, int64_t CopyDim::*stride, int64_t offset, Layout* l) {
+    space = Space{};
+    aten::StridedView v;
+    v.offset = offset;
+    for (const CopyDim& d : rowDims) space.lead.push_back(d.size), v.shape.push_back(d.size), v.strides.push_back(d.*stride);
+    for (const CopyDim& d : order) space.trail.push_back(d.size), v.shape.push_back(d.size), v.strides.push_back(d.*stride);
+    space.rows = product(space.lead);
+    space.cols = product(space.trail);
+    if (!l) return success();
+    if (failed(layoutOfView(v, *l))) return failure();
+    l->kind = Kind::Full;
+    return success();
+  };
+  // Each column dim's column step in the loaded tile and in the stored one.
+  auto tileSteps = [&](ArrayRef<CopyDim> order) {
+    llvm::SmallDenseMap<int64_t, int64_t, 8> step;  // by output stride (unique per dim)
+    int64_t s = 1;
+    for (const CopyDim& d : llvm::reverse(order)) step[d.outStride] = s, s *= d.size;
+    return step;
+  };
+  auto inStep = tileSteps(loaded), outStep = tileSteps(cols);
+  size_t widest = 0;
+  for (size_t i = 0; i < cols.size(); ++i)
+    if (cols[i].size > cols[widest].size) widest = i;
+  const bool reordered = llvm::any_of(llvm::zip(loaded, cols), [](auto pair) {
+    return std::get<0>(pair).outStride != std::get<1>(pair).outStride;
+  });
+  Type elem = nc::deviceElementType(rt.getElementType());
+  Operation* source = copied.getDefiningOp();
+  for (int64_t loop = 0; loop < loops; ++loop) {
+    int64_t inOffset = view.offset, outOffset = 0;
+    for (int64_t rem = loop, i = int64_t(loopDims.size()) - 1; i >= 0; --i) {
+      const CopyDim& d = loopDims[size_t(i)];
+      inOffset += (rem % d.size) * d.inStride;
+      outOffset += (rem % d.size) * d.outStride;
+      rem /= d.size;
+    }
+    Layout load, store;
+    if (failed(layoutOver(cols, &CopyDim::outStride, outOffset, &store)) ||
+        failed(layoutOver(loaded, &CopyDim::inStride, inOffset, &load)))
+      return failure();
+    for (r0 = 0; r0 < numRows; r0 += nc::kNumPartitions) {
+      const int64_t p = std::min<int64_t>(nc::kNumPartitions, numRows - r0);
+      ++iteration;
+      Value in = alloc(p, f, elem);
+      (void)layoutOver(loaded, &CopyDim::inStride, 0, nullptr);
+      emitDma(/*load=*/true, hbmOf[copied], in, load, r0, p, 0, f);
+      Value out = in;
+      if (reordered) {
+        out = alloc(p, f, elem);
+        const CopyDim& w = cols[widest];
+        const int64_t copies = f / w.size;
+        for (int64_t c = 0; c < copies; ++c) {
+          int64_t from = 0, to = 0;
+          for (int64_t rem = c, i = int64_t(cols.size()) - 1; i >= 0; --i) {
+            if (size_t(i) == widest) continue;
+            const CopyDim& d = cols[size_t(i)];
+            from += (rem % d.size) * inStep[d.outStride];
+            to += (rem % d.size) * outStep[d.outStride];
+            rem /= d.size;
+          }
+          copyTile(steppedColumns(*b, loc, out, to, w.size, outStep[w.outStride]),
+                   steppedColumns(*b, loc, in, from, w.size, inStep[w.outStride]), source);
+        }
+      }
+      (void)layoutOver(cols, &CopyDim::outStride, 0, nullptr);
+      emitDma(/*load=*/false, outHbm.front(), out, store, r0, p, 0, f);
+    }
+  }
+  return success();
+}
+
+}  // namespace lowering
+}  // namespace neuroncc
