@@ -292,18 +292,15 @@ struct FormKernelsPass : impl::FormKernelsBase<FormKernelsPass> {
   }
 
   // A returned chain of reshapes that keep the element order, of a value a
-  // copy kernel broadcasts (an expand) and nothing else reads: that kernel
-  // writes the expand's elements in order into the returned tensor
-  // (lowersAsExpandCopy), instead of a second copy kernel. True if so.
-  bool joinExpandCopy(const Chain& c, Value returned) {
+  // copy kernel writes (an expand, a permutation) and nothing else reads:
+  // that kernel writes the value's elements in order into the returned
+  // tensor (LowerToIsa.cpp), instead of a second copy kernel. True if so.
+  bool joinCopyKernel(const Chain& c, Value returned) {
     auto it = materializedBy.find(c.root);
     if (it == materializedBy.end()) return false;
     Group& grp = groups[size_t(it->second)];
-    Value source = c.root;  // (through clones: reshape's export of a copy)
-    while (auto clone = source.getDefiningOp<aten::CloneOp>()) source = clone.getSelf();
-    auto expand = source.getDefiningOp<aten::ExpandOp>();
-    if (grp.fusible || grp.merged || !expand || grp.ops.empty() || grp.ops.back() != c.root.getDefiningOp() ||
-        !lowersAsExpandCopy(expand))
+    if (grp.fusible || grp.merged || grp.ops.empty() || grp.ops.back() != c.root.getDefiningOp() ||
+        !llvm::all_of(grp.ops, [](Operation* op) { return aten::isViewOp(op); }))
       return false;
     Value link = c.root;
     for (Operation* view : c.ops) {
@@ -2116,7 +2113,7 @@ struct FormKernelsPass : impl::FormKernelsBase<FormKernelsPass> {
                                       "or its producer kernel cannot be fused");
       c = foldableChain(v);
       if (c.ops.empty()) continue;
-      if (!joinExpandCopy(c, v)) makeCopyGroup(c.ops);
+      if (!joinCopyKernel(c, v)) makeCopyGroup(c.ops);
     }
     if (failed(materialize(func))) {
       func->setAttr(kInternalErrorAttr, UnitAttr::get(func.getContext()));

@@ -74,6 +74,11 @@ std::pair<int64_t, int64_t> siblingCluster(ArrayRef<int64_t> offsets, int64_t of
 // step > 1): the data inputs and the outputs of elementwise instructions.
 Value steppedColumns(OpBuilder& b, Location loc, Value tile, int64_t column, int64_t n, int64_t step);
 
+// Whether a copy kernel that returns `expand` (through reshapes that keep
+// its element order) is lowered by widening rows in SBUF (LowerCopies.cpp):
+// floats of one dtype.
+bool lowersAsExpandCopy(aten::ExpandOp expand);
+
 // A dim of a copy kernel's output (outermost first), with its strides in
 // the input and in the (contiguous) output.
 struct CopyDim {

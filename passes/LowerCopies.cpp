@@ -18,20 +18,17 @@
 //===----------------------------------------------------------------------===//
 
 #include "passes/KernelLowering.h"
-#include "passes/Passes.h"
 
-#include <limits>
 #include <cmath>
+#include <limits>
 
-namespace neuroncc {
+namespace neuroncc::lowering {
 
 bool lowersAsExpandCopy(aten::ExpandOp expand) {
-  auto in = llvm::cast<mlir::RankedTensorType>(expand.getSelf().getType());
-  auto out = llvm::cast<mlir::RankedTensorType>(expand.getType());
-  return llvm::isa<mlir::FloatType>(out.getElementType()) && in.getElementType() == out.getElementType();
+  auto in = llvm::cast<RankedTensorType>(expand.getSelf().getType());
+  auto out = llvm::cast<RankedTensorType>(expand.getType());
+  return llvm::isa<FloatType>(out.getElementType()) && in.getElementType() == out.getElementType();
 }
-
-namespace lowering {
 
 namespace {
 
@@ -331,10 +328,12 @@ bool KernelLowering::planPermuteCopy(Value copied, PermuteCopyPlan& plan) {
   }
   const int64_t bytes = std::max<int64_t>(1, rt.getElementTypeBitWidth() / 8), total = rt.getNumElements();
   if (dims.size() < 2 || total == 0) return false;
-  // (An output whose innermost dim is strided in the input is loaded
-  // transposed on the TensorEngine instead: loadTransposed.)
-  const int64_t run = dims.back().size;
-  if (dims.back().inStride != 1 || run * bytes >= kShortRowBytes) return false;
+  // The common run: 1 where the output's innermost dim is strided in the
+  // input (the direct copy then loads blocks transposed on the TensorEngine,
+  // loadTransposed, which suits wide blocks: pixel_shuffle's blocks of two
+  // columns took 251.6 us for [2, 64, 20, 20] bf16, 28.2 rearranged).
+  const int64_t run = dims.back().inStride == 1 ? dims.back().size : 1;
+  if (run * bytes >= kShortRowBytes) return false;
   // The direct copy: rows of the common run, 128 to a tile.
   const double directTiles = std::ceil(double(total) / double(run * nc::kNumPartitions));
   const double direct = tilePrice(directTiles, double(nc::kNumPartitions * run * bytes), nc::kNumPartitions,
@@ -361,10 +360,14 @@ bool KernelLowering::planPermuteCopy(Value copied, PermuteCopyPlan& plan) {
       const bool reordered = llvm::any_of(llvm::zip(loaded, cols), [](auto pair) {
         return std::get<0>(pair).outStride != std::get<1>(pair).outStride;
       });
-      // A quarter of the partitions or more, loads and stores of runs several times the direct
-      // copy's, and copies a few elements wide.
+      // A quarter of the partitions or more, loads and stores of runs several
+      // times the direct copy's, copies a few elements wide, and tiles of 32
+      // KiB or more (a quarter of a smaller copy): smaller ones wait on each
+      // other more than the price counts.
       const int64_t runIn = runOf(cols, &CopyDim::inStride), runOut = runOf(cols, &CopyDim::outStride);
-      if (p < nc::kNumPartitions / 4 || runIn < 4 * run || runOut < 4 * run || (reordered && widest < 8)) continue;
+      if (p < nc::kNumPartitions / 4 || runIn < 4 * run || runOut < 4 * run || (reordered && widest < 8) ||
+          p * f * bytes < std::min<int64_t>(total * bytes / 4, 32 * 1024))
+        continue;
       const double copies = reordered ? double(f / widest) : 0;
       const double price = tilePrice(double(rowTiles * loops), double(p * f * bytes), double(p * (f / runIn)),
                                      double(p * (f / runOut)), copies, double(widest));
@@ -462,5 +465,4 @@ LogicalResult KernelLowering::lowerPermuteCopy(Value copied, const PermuteCopyPl
   return success();
 }
 
-}  // namespace lowering
-}  // namespace neuroncc
+}  // namespace neuroncc::lowering

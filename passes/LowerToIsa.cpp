@@ -1859,6 +1859,16 @@ LogicalResult KernelLowering::run(int64_t& instructions, int64_t& dmas) {
       if (failed(foldViews(old, /*allowTileAliases=*/false))) return failure();
       return lowerCopy([&](Block* body, ArrayRef<Value> outHbm) { return lowerCat(cat, body, outHbm); });
     }
+    // Any other copy kernel returning reshapes that keep its copied view's
+    // element order (ncc-form-kernels lets it write them, joinCopyKernel):
+    // the general lowering copies that view into the output buffer, whose
+    // bytes are the same in either shape.
+    if (!cat && returned && !returnedReshapes.empty()) {
+      yield->setOperand(0, returned);
+      SmallVector<Operation*> reshapes(returnedReshapes.begin(), returnedReshapes.end());
+      llvm::sort(reshapes, [](Operation* a, Operation* b) { return b->isBeforeInBlock(a); });
+      for (Operation* op : reshapes) op->erase();
+    }
   }
   // The general lowering folds a returned reshape of a cat itself.
   returnedReshapes.clear();

@@ -41,12 +41,6 @@ inline constexpr const char kResultOffsetsAttr[] = "result_offsets";
 inline constexpr const char kArenaBytesAttr[] = "nc.arena_bytes";
 inline constexpr const char kSbufBytesAttr[] = "sbuf_bytes";
 
-// Whether a copy kernel that returns `expand` (through reshapes that keep
-// its element order) is lowered by widening rows in SBUF (LowerCopies.cpp):
-// floats of one dtype. ncc-form-kernels lets such a kernel write a
-// returned reshape of the expand itself.
-bool lowersAsExpandCopy(aten::ExpandOp expand);
-
 // HBM tensors between kernels. The steps of HBM planning are the kernels of
 // the function in program order; a kernel result that is not a graph output
 // (graph inputs and outputs are bound by the caller) lives in the arena from

@@ -48,10 +48,23 @@ struct Region {
   // HBM only, when runLength > 0: exactly the runs [first + i * runStride,
   // + runLength) for i < runCount (a transfer of runs, one per partition).
   int64_t first = 0, runStride = 0, runCount = 0, runLength = 0;
+  // HBM only, when not empty: exactly the elements at `first` plus the
+  // (stride, count) pairs of `pattern`, outermost first, each stride above
+  // the reach of those inside it. Two transfers of the same pattern at
+  // different offsets (the tiles of a copy whose dims interleave) overlap
+  // only where the offsets differ by an element of the pattern's span.
+  SmallVector<int64_t, 8> pattern;
+  // Whether the pattern has no gaps (its elements fill [lo, hi)).
+  bool dense() const {
+    int64_t elements = 1;
+    for (size_t k = 0; k < pattern.size(); k += 2) elements *= pattern[k + 1];
+    return elements == hi - lo;
+  }
   bool overlaps(const Region& o) const {
     if (hbm != o.hbm) return false;
     if (!hbm && (p1 <= o.p0 || o.p1 <= p0)) return false;
     if (!(lo < o.hi && o.lo < hi)) return false;
+    if (hbm && !pattern.empty() && pattern == o.pattern) return reaches(0, o.first - first);
     // Column tiles of the same rows are disjoint although their bounding
     // intervals interleave.
     if (hbm && rowStride > 0 && rowStride == o.rowStride && (c1 <= o.c0 || o.c1 <= c0)) return false;
@@ -61,6 +74,20 @@ struct Region {
     return true;
   }
  private:
+  // Whether d is a sum of (i_k - j_k) x stride_k over the pattern's dims
+  // from k on (|i_k - j_k| < count_k). The strides nest, so each dim's
+  // multiple leaves at most two candidates for the dims inside it.
+  bool reaches(size_t k, int64_t d) const {
+    if (k == pattern.size()) return d == 0;
+    const int64_t stride = pattern[k], count = pattern[k + 1];
+    int64_t inner = 0;
+    for (size_t j = k + 2; j < pattern.size(); j += 2) inner += (pattern[j + 1] - 1) * pattern[j];
+    const int64_t lo = std::max(-(count - 1), llvm::divideCeilSigned(d - inner, stride)),
+                  hi = std::min(count - 1, llvm::divideFloorSigned(d + inner, stride));
+    for (int64_t m = lo; m <= hi; ++m)
+      if (reaches(k + 2, d - m * stride)) return true;
+    return false;
+  }
   bool runsIntersect(const Region& o) const {
     const Region& a = runCount <= o.runCount ? *this : o;
     const Region& b = runCount <= o.runCount ? o : *this;
@@ -101,6 +128,24 @@ Region hbmRegion(Value hbm, int64_t offset, ArrayRef<int64_t> ap) {
     (span < 0 ? lo : hi) += span;
   }
   Region r{hbm, 0, 0, lo, hi + 1};
+  // The pattern's dims by stride (unit counts dropped), if they nest.
+  SmallVector<std::pair<int64_t, int64_t>, 6> dims;
+  bool nested = true;
+  for (size_t i = 0; i + 1 < ap.size(); i += 2) {
+    if (ap[i + 1] == 1) continue;
+    nested &= ap[i] > 0 && ap[i + 1] > 1;
+    dims.push_back({ap[i], ap[i + 1]});
+  }
+  llvm::sort(dims, [](auto a, auto b) { return a.first > b.first; });
+  int64_t reach = 0;
+  for (auto it = dims.rbegin(); nested && it != dims.rend(); ++it) {
+    nested &= it->first > reach;
+    reach += (it->second - 1) * it->first;
+  }
+  if (nested && !dims.empty() && offset >= 0) {
+    r.first = offset;
+    for (auto [stride, count] : dims) r.pattern.append({stride, count});
+  }
   if (ap.size() == 4 && ap[0] >= 0 && ap[1] >= 1 && ap[2] == 1 && ap[3] >= 1) {
     r.first = offset;
     r.runStride = ap[0];
@@ -229,6 +274,11 @@ class AccessTracker {
   }
 
   static bool covers(const Region& outer, const Region& inner) {
+    // A pattern with gaps covers another only if it is the same: a later
+    // access between its elements conflicts with the other and not with it.
+    if (outer.hbm && !outer.pattern.empty() && !outer.dense() &&
+        !(outer.pattern == inner.pattern && outer.first == inner.first))
+      return false;
     return outer.hbm == inner.hbm && outer.lo <= inner.lo && inner.hi <= outer.hi &&
            (outer.hbm || (outer.p0 <= inner.p0 && inner.p1 <= outer.p1));
   }
@@ -250,6 +300,7 @@ class AccessTracker {
         absorb->lo = std::min(absorb->lo, e.lo);
         absorb->hi = std::max(absorb->hi, e.hi);
         absorb->runLength = 0;  // the union: its bounding interval
+        absorb->pattern.clear();
         // The union stays inside the bounding rectangle of both, or, for
         // different shapes, inside the bounding interval.
         if (absorb->rowStride > 0 && absorb->rowStride == e.rowStride) {

@@ -549,9 +549,14 @@ class ComposedOps(common.ComparedWithEager):
             (lambda a: (a.expand(300, 64).contiguous(), a.expand(3, 4, 50, 64).reshape(-1)), (1, 64)),
             (lambda a: (a[:, :, None].expand(-1, -1, 3).flatten(1), a[:, :, None].expand(-1, -1, 3) * 2), (40, 50)),
             # Permutes with short common runs, rearranged in SBUF: a patch embedding's
-            # im2col (a tile per channel) and 8-element rows regrouped.
+            # im2col (a tile per channel, the reshape into rows written by the copy),
+            # 8-element rows regrouped, single elements (pixel shuffles), a window
+            # partition and a head merge returned through reshapes.
             (lambda a: a.reshape(8, 3, 14, 16, 14, 16).permute(0, 2, 4, 1, 3, 5).reshape(1568, 768), (8, 3, 224, 224)),
             (lambda a: a.reshape(64, 16, 4, 8).permute(0, 2, 1, 3).contiguous(), (64, 16, 32)),
+            (lambda a: (F.pixel_shuffle(a, 2), F.pixel_unshuffle(a, 2)), (2, 64, 20, 20)),
+            (lambda a: a.view(2, 8, 7, 8, 7, 24).permute(0, 1, 3, 2, 4, 5).reshape(-1, 49, 24), (2, 56, 56, 24)),
+            (lambda a: a.transpose(1, 2).reshape(4, 64, 96), (4, 12, 64, 8)),
         )
         for i, (fn, shape) in enumerate(cases):
             for dtype in DTYPES:

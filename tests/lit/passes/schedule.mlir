@@ -89,3 +89,17 @@ func.func @segments(%x: tensor<3x16x8x24xf32>) -> tensor<3x16x8x24xf32> {
   %d = aten.sub.Tensor %x, %m : tensor<3x16x8x24xf32>, tensor<3x1x8x24xf32> -> tensor<3x16x8x24xf32>
   return %d : tensor<3x16x8x24xf32>
 }
+
+// Transfers of one access pattern at offsets that interleave but never meet
+// (a patch embedding's im2col, a tile per channel, lower-to-isa-copies.mlir:
+// each store's runs of 256 lie between the other channels' runs) do not
+// wait for each other: the second channel's first store waits for the
+// engines' copies only, no DMA queue.
+// CHECK-LABEL: func.func @interleaved_tiles
+// CHECK: nc.dma_store {{.*}}offset = 256 : i64, part_start = 0 : i64, {{.*}}waits = array<i64: 1, {{[0-9]+}}, 2, {{[0-9]+}}, 3, {{[0-9]+}}>}
+func.func @interleaved_tiles(%x: tensor<8x3x224x224xbf16>) -> tensor<8x14x14x3x16x16xbf16> {
+  %a = aten.reshape %x {size = array<i64: 8, 3, 14, 16, 14, 16>} : tensor<8x3x224x224xbf16> -> tensor<8x3x14x16x14x16xbf16>
+  %p = aten.permute %a {dims = array<i64: 0, 2, 4, 1, 3, 5>} : tensor<8x3x14x16x14x16xbf16> -> tensor<8x14x14x3x16x16xbf16>
+  %c = aten.clone %p : tensor<8x14x14x3x16x16xbf16> -> tensor<8x14x14x3x16x16xbf16>
+  return %c : tensor<8x14x14x3x16x16xbf16>
+}
