@@ -90,3 +90,22 @@ func.func @patches(%x: tensor<8x3x224x224xbf16>) -> tensor<8x14x14x3x16x16xbf16>
   %c = aten.clone %p : tensor<8x14x14x3x16x16xbf16> -> tensor<8x14x14x3x16x16xbf16>
   return %c : tensor<8x14x14x3x16x16xbf16>
 }
+
+// -----
+
+// A head merge returned through its reshape: the copy kernel of the
+// transpose also writes the reshape (one kernel, not a second copy of its
+// result); the general lowering copies the transposed view into the
+// [4, 512, 768] output as [4, 512, 12, 64], rows of 12 runs of 64 loaded
+// and stored as one run of 768.
+// CHECK-LABEL: func.func @merged_heads
+// CHECK: nc.kernel "k0_fused_transpose_reshape"
+// CHECK: nc.dma_load %{{.*}} {ap = array<i64: 64, 43, 32768, 12, 1, 64>
+// CHECK: nc.dma_store %{{.*}} {ap = array<i64: 768, 43, 1, 768>, {{.*}} : memref<128x768xbf16, 1>, memref<4x512x768xbf16>
+// CHECK-NOT: nc.kernel
+// CHECK: return
+func.func @merged_heads(%x: tensor<4x12x512x64xbf16>) -> tensor<4x512x768xbf16> {
+  %t = aten.transpose.int %x {dim0 = 1 : i64, dim1 = 2 : i64} : tensor<4x12x512x64xbf16> -> tensor<4x512x12x64xbf16>
+  %r = aten.reshape %t {size = array<i64: 4, 512, 768>} : tensor<4x512x12x64xbf16> -> tensor<4x512x768xbf16>
+  return %r : tensor<4x512x768xbf16>
+}
