@@ -76,7 +76,7 @@ Value steppedColumns(OpBuilder& b, Location loc, Value tile, int64_t column, int
 
 // Whether a copy kernel that returns `expand` (through reshapes that keep
 // its element order) is lowered by widening rows in SBUF (LowerCopies.cpp):
-// floats of one dtype.
+// floats of one dtype, not empty.
 bool lowersAsExpandCopy(aten::ExpandOp expand);
 
 // A dim of a copy kernel's output (outermost first), with its strides in

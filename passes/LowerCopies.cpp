@@ -17,6 +17,7 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "device_model.h"
 #include "passes/KernelLowering.h"
 
 #include <cmath>
@@ -27,7 +28,8 @@ namespace neuroncc::lowering {
 bool lowersAsExpandCopy(aten::ExpandOp expand) {
   auto in = llvm::cast<RankedTensorType>(expand.getSelf().getType());
   auto out = llvm::cast<RankedTensorType>(expand.getType());
-  return llvm::isa<FloatType>(out.getElementType()) && in.getElementType() == out.getElementType();
+  return llvm::isa<FloatType>(out.getElementType()) && in.getElementType() == out.getElementType() &&
+         out.getNumElements() > 0;
 }
 
 namespace {
@@ -273,22 +275,24 @@ SmallVector<CopyDim> orderedBy(ArrayRef<CopyDim> dims, int64_t CopyDim::*stride)
   return out;
 }
 
-// A rough price (ns) of a plan under the device model's terms: each tile's
-// load and store cut into pieces of 64 KiB or more (at most 8), each piece
-// 2 us plus the larger of its runs at 20 ns and its bytes at 25.6 GB/s, the
-// pieces of all tiles spread over the 16 queues; the copies at 60 cycles
-// plus an element a cycle at 1.12 GHz over three engines; plus one tile's
-// load, copies and store, which nothing overlaps.
+// A rough price (ns) of a plan under the device model's terms (trn1): each
+// tile's load and store cut into pieces of 64 KiB or more (at most 8, as
+// emitDma cuts them), each piece its fixed cost plus the larger of its
+// runs' and its bytes' time, the pieces of all tiles spread over the DMA
+// queues; the copies (an instruction's SBUF access plus an element a cycle)
+// over the three engines that copy; plus one tile's load, copies and store,
+// which nothing overlaps.
 double tilePrice(double tiles, double bytes, double loadRuns, double storeRuns, double copies, double width) {
+  const neff::DeviceParams& d = neff::Trn1();
+  const double bytesPerNs = neff::DmaQueueBytesPerNs(d), copyNs = (d.sbuf_access_cycles + width) / d.vector_ghz;
   auto transfer = [&](double runs, double& latency) {
     const double pieces = std::clamp(std::floor(bytes / 65536.0), 1.0, 8.0);
-    latency += 2000.0 + std::max(runs / pieces * 20.0, bytes / pieces / 25.6);
-    return pieces * 2000.0 + std::max(runs * 20.0, bytes / 25.6);
+    latency += d.dma_fixed_ns + std::max(runs / pieces * d.dma_run_ns, bytes / pieces / bytesPerNs);
+    return pieces * d.dma_fixed_ns + std::max(runs * d.dma_run_ns, bytes / bytesPerNs);
   };
-  double latency = copies * (60.0 + width) / 1.12 / 3.0;
-  const double dma = tiles * (transfer(loadRuns, latency) + transfer(storeRuns, latency)) / 16.0;
-  const double engines = tiles * copies * (60.0 + width) / 1.12 / 3.0;
-  return std::max(dma, engines) + latency;
+  double latency = copies * copyNs / 3.0;
+  const double dma = tiles * (transfer(loadRuns, latency) + transfer(storeRuns, latency)) / double(d.dma_queues);
+  return std::max(dma, tiles * copies * copyNs / 3.0) + latency;
 }
 
 }  // namespace

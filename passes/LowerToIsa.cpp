@@ -1860,10 +1860,23 @@ LogicalResult KernelLowering::run(int64_t& instructions, int64_t& dmas) {
       return lowerCopy([&](Block* body, ArrayRef<Value> outHbm) { return lowerCat(cat, body, outHbm); });
     }
     // Any other copy kernel returning reshapes that keep its copied view's
-    // element order (ncc-form-kernels lets it write them, joinCopyKernel):
-    // the general lowering copies that view into the output buffer, whose
-    // bytes are the same in either shape.
-    if (!cat && returned && !returnedReshapes.empty()) {
+    // element order, where they do not fold into the view (ncc-form-kernels
+    // lets it write them, joinCopyKernel): the general lowering copies that
+    // view into the output buffer, whose bytes are the same in either shape.
+    auto folds = [](Value v) {
+      SmallVector<Operation*> chain;
+      Value root = aten::viewChainRoot(v, &chain);
+      aten::StridedView view = aten::contiguousView(llvm::cast<RankedTensorType>(root.getType()).getShape());
+      for (Operation* op : chain) {
+        aten::StridedView next;
+        std::string error;
+        if (!aten::applyView(op, view, next, &error)) return false;
+        view = next;
+      }
+      return true;
+    };
+    if (!cat && returned && returned.getDefiningOp() && !returnedReshapes.empty() &&
+        !folds(yield.getValues().front())) {
       yield->setOperand(0, returned);
       SmallVector<Operation*> reshapes(returnedReshapes.begin(), returnedReshapes.end());
       llvm::sort(reshapes, [](Operation* a, Operation* b) { return b->isBeforeInBlock(a); });
