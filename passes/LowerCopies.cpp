@@ -331,7 +331,7 @@ bool KernelLowering::planPermuteCopy(Value copied, PermuteCopyPlan& plan) {
     dims.push_back(CopyDim{size, inStride, outStride});
   }
   const int64_t bytes = std::max<int64_t>(1, rt.getElementTypeBitWidth() / 8), total = rt.getNumElements();
-  if (dims.size() < 2 || total == 0) return false;
+  if (dims.size() < 2 || dims.size() > 12 || total == 0) return false;  // (2^dims plans)
   // The common run: 1 where the output's innermost dim is strided in the
   // input (the direct copy then loads blocks transposed on the TensorEngine,
   // loadTransposed, which suits wide blocks: pixel_shuffle's blocks of two
@@ -356,7 +356,10 @@ bool KernelLowering::planPermuteCopy(Value copied, PermuteCopyPlan& plan) {
     for (unsigned mask = 1; mask < (1u << (n - k)); ++mask) {
       SmallVector<CopyDim> cols;
       int64_t loops = 1;
-      for (size_t i = k; i < n; ++i) ((mask >> (i - k)) & 1 ? cols.push_back(dims[i]), 1 : (loops *= dims[i].size, 0));
+      for (size_t i = k; i < n; ++i) {
+        if ((mask >> (i - k)) & 1) cols.push_back(dims[i]);
+        else loops *= dims[i].size;
+      }
       int64_t f = 1, widest = 1;
       for (const CopyDim& d : cols) f *= d.size, widest = std::max(widest, d.size);
       if (f > maxFree) continue;
@@ -383,7 +386,10 @@ bool KernelLowering::planPermuteCopy(Value copied, PermuteCopyPlan& plan) {
   plan = PermuteCopyPlan{};
   plan.view = view;
   plan.rows.assign(dims.begin(), dims.begin() + best.k);
-  for (size_t i = best.k; i < n; ++i) ((best.columns >> (i - best.k)) & 1 ? plan.columns : plan.loops).push_back(dims[i]);
+  for (size_t i = best.k; i < n; ++i) {
+    if ((best.columns >> (i - best.k)) & 1) plan.columns.push_back(dims[i]);
+    else plan.loops.push_back(dims[i]);
+  }
   return true;
 }
 
@@ -442,7 +448,7 @@ LogicalResult KernelLowering::lowerPermuteCopy(Value copied, const PermuteCopyPl
       const int64_t p = std::min<int64_t>(nc::kNumPartitions, numRows - r0);
       ++iteration;
       Value in = alloc(p, f, elem);
-      (void)layoutOver(loaded, &CopyDim::inStride, 0, nullptr);
+      (void)layoutOver(loaded, &CopyDim::inStride, 0, nullptr);  // (emitDma reads the space)
       emitDma(/*load=*/true, hbmOf[copied], in, load, r0, p, 0, f);
       Value out = in;
       if (reordered) {
