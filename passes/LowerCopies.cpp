@@ -275,6 +275,13 @@ SmallVector<CopyDim> orderedBy(ArrayRef<CopyDim> dims, int64_t CopyDim::*stride)
   return out;
 }
 
+// Whether the columns' order in the output differs from the input's (the
+// loaded tile needs copies into the stored one).
+bool reorders(ArrayRef<CopyDim> columns) {
+  return llvm::any_of(llvm::zip(orderedBy(columns, &CopyDim::inStride), columns),
+                      [](auto pair) { return std::get<0>(pair).outStride != std::get<1>(pair).outStride; });
+}
+
 // A rough price (ns) of a plan under the device model's terms (trn1): each
 // tile's load and store cut into pieces of 64 KiB or more (at most 8, as
 // emitDma cuts them), each piece its fixed cost plus the larger of its
@@ -363,10 +370,7 @@ bool KernelLowering::planPermuteCopy(Value copied, PermuteCopyPlan& plan) {
       int64_t f = 1, widest = 1;
       for (const CopyDim& d : cols) f *= d.size, widest = std::max(widest, d.size);
       if (f > maxFree) continue;
-      SmallVector<CopyDim> loaded = orderedBy(cols, &CopyDim::inStride);
-      const bool reordered = llvm::any_of(llvm::zip(loaded, cols), [](auto pair) {
-        return std::get<0>(pair).outStride != std::get<1>(pair).outStride;
-      });
+      const bool reordered = reorders(cols);
       // A quarter of the partitions or more, loads and stores of runs several
       // times the direct copy's, copies a few elements wide, and tiles of 32
       // KiB or more (a quarter of a smaller copy): smaller ones wait on each
@@ -427,9 +431,7 @@ LogicalResult KernelLowering::lowerPermuteCopy(Value copied, const PermuteCopyPl
   size_t widest = 0;
   for (size_t i = 0; i < cols.size(); ++i)
     if (cols[i].size > cols[widest].size) widest = i;
-  const bool reordered = llvm::any_of(llvm::zip(loaded, cols), [](auto pair) {
-    return std::get<0>(pair).outStride != std::get<1>(pair).outStride;
-  });
+  const bool reordered = reorders(cols);
   Type elem = nc::deviceElementType(rt.getElementType());
   Operation* source = copied.getDefiningOp();
   for (int64_t loop = 0; loop < loops; ++loop) {

@@ -147,17 +147,11 @@ LogicalResult KernelLowering::findPrologue(Block& body) {
 // in the input: transposed loads) rather than [14336 x 56] rows of
 // elements 64 apart. The merged dims stay merged in `full`.
 void KernelLowering::mergeCopiedColumns(Value copied, SmallVectorImpl<int64_t>& full) {
-  SmallVector<Operation*> chain;
-  Value root = aten::viewChainRoot(copied, &chain);
-  if (!llvm::isa<BlockArgument>(root) || chain.empty()) return;
-  aten::StridedView view = aten::contiguousView(llvm::cast<RankedTensorType>(root.getType()).getShape());
-  for (Operation* op : chain) {
-    aten::StridedView next;
-    std::string error;
-    if (!aten::applyView(op, view, next, &error)) return;
-    view = next;
-  }
-  if (view.shape.size() != full.size()) return;
+  // (A copied view of a kernel input, through at least one view op.)
+  if (!copied.getDefiningOp() || !llvm::isa<BlockArgument>(aten::viewChainRoot(copied))) return;
+  std::optional<aten::StridedView> chained = aten::viewOfChain(copied);
+  if (!chained || chained->shape.size() != full.size()) return;
+  const aten::StridedView& view = *chained;
   size_t first = full.size() - 1;
   while (first > 0 && product(ArrayRef<int64_t>(full).take_front(first - 1)) >= nc::kNumPartitions &&
          full[first - 1] > 1 && view.strides[first - 1] == view.strides[first] * full[first])
@@ -1863,20 +1857,8 @@ LogicalResult KernelLowering::run(int64_t& instructions, int64_t& dmas) {
     // element order, where they do not fold into the view (ncc-form-kernels
     // lets it write them, joinCopyKernel): the general lowering copies that
     // view into the output buffer, whose bytes are the same in either shape.
-    auto folds = [](Value v) {
-      SmallVector<Operation*> chain;
-      Value root = aten::viewChainRoot(v, &chain);
-      aten::StridedView view = aten::contiguousView(llvm::cast<RankedTensorType>(root.getType()).getShape());
-      for (Operation* op : chain) {
-        aten::StridedView next;
-        std::string error;
-        if (!aten::applyView(op, view, next, &error)) return false;
-        view = next;
-      }
-      return true;
-    };
     if (!cat && returned && returned.getDefiningOp() && !returnedReshapes.empty() &&
-        !folds(yield.getValues().front())) {
+        !aten::viewOfChain(yield.getValues().front())) {
       yield->setOperand(0, returned);
       SmallVector<Operation*> reshapes(returnedReshapes.begin(), returnedReshapes.end());
       llvm::sort(reshapes, [](Operation* a, Operation* b) { return b->isBeforeInBlock(a); });

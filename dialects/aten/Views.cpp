@@ -146,6 +146,19 @@ mlir::Value viewChainRoot(mlir::Value v, llvm::SmallVectorImpl<mlir::Operation*>
   return v;
 }
 
+std::optional<StridedView> viewOfChain(mlir::Value v) {
+  llvm::SmallVector<mlir::Operation*> chain;
+  mlir::Value root = viewChainRoot(v, &chain);
+  StridedView view = contiguousView(llvm::cast<mlir::RankedTensorType>(root.getType()).getShape());
+  for (mlir::Operation* op : chain) {
+    StridedView next;
+    std::string error;
+    if (!applyView(op, view, next, &error)) return std::nullopt;
+    view = next;
+  }
+  return view;
+}
+
 bool viewTranspose(int64_t dim0, int64_t dim1, const StridedView& in, StridedView& out, std::string* error) {
   out = in;
   int64_t rank = int64_t(in.shape.size()), a, b;

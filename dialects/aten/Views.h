@@ -24,6 +24,9 @@ bool isViewOp(mlir::Operation* op);
 // The value `v` is a chain of view ops of (v itself if it is no view),
 // appending the chain's ops to `chain`, when given, in the order they apply.
 mlir::Value viewChainRoot(mlir::Value v, llvm::SmallVectorImpl<mlir::Operation*>* chain = nullptr);
+// The strided view `v` is of its chain's root (contiguous): nullopt where a
+// view of the chain does not fold into one (a reshape of a permutation).
+std::optional<StridedView> viewOfChain(mlir::Value v);
 
 // A reshape (or clone) that keeps the innermost dim: flattening the leading
 // dims gives the same rows, so on the device it is the same tile.
