@@ -27,6 +27,7 @@
 #include "passes/Passes.h"
 #include "passes/AttentionPattern.h"
 #include "passes/OnlineSum.h"
+#include "passes/ReductionCost.h"
 #include "dialects/aten/TypeRules.h"
 #include "dialects/aten/Views.h"
 #include "mlir/IR/Builders.h"
@@ -53,6 +54,7 @@ struct RowSpace {
 bool isMatmul(Operation* op) { return llvm::isa<aten::MmOp, aten::BmmOp, aten::AddmmOp>(op); }
 
 bool isReduction(Operation* op) { return !aten::reducedDims(op).empty(); }
+
 
 // One element, or one row of `cols` (every other dim 1): what broadcasts
 // the same way against [rows, cols] and against split columns [.., h, d].
@@ -87,6 +89,32 @@ constexpr int64_t kLongReduction = int64_t(1) << 18;
 // The lowering's column chunk (LowerToIsa's default max-free-elements):
 // only rows longer than this are reduced chunk by chunk.
 constexpr int64_t kLoweringChunk = 4096;
+
+// A float sum, mean or amax over a run of middle dims ([A, R, C] reduced
+// over R) with A and C large enough that, alone in its kernel, the lowering
+// reduces rows of A in SBUF (LowerReductions.cpp): 128 rows or more (every
+// partition busy), C of 2 or more, R within one tile. Its input is then read
+// in runs of R x C instead of one run per element (the permuted rows), and
+// no matmul per row of A runs (sumLeadingDimsByMatmul): bf16 [8192, 16, 2]
+// took 3257 us as a matmul per row, 17.0 reduced in SBUF; [256, 16, 2048]
+// 349.9 and 88.1.
+bool reducesInSbufRows(Operation* op, int64_t* keptColumns = nullptr) {
+  if (!llvm::isa<aten::SumDimIntListOp, aten::MeanDimOp, aten::AmaxOp>(op)) return false;
+  auto in = llvm::cast<RankedTensorType>(op->getOperand(0).getType());
+  if (!llvm::isa<FloatType>(in.getElementType()) ||
+      !llvm::isa<FloatType>(llvm::cast<RankedTensorType>(op->getResult(0).getType()).getElementType()))
+    return false;
+  SmallVector<int64_t> dims = aten::reducedDims(op);
+  for (size_t i = 1; i < dims.size(); ++i)
+    if (dims[i] != dims[0] + int64_t(i)) return false;
+  ArrayRef<int64_t> shape = in.getShape();
+  const size_t first = size_t(dims.front()), kept = size_t(dims.back() + 1);
+  const int64_t A = ShapedType::getNumElements(shape.take_front(first)),
+                R = ShapedType::getNumElements(shape.slice(first, dims.size())),
+                C = ShapedType::getNumElements(shape.drop_front(kept));
+  if (keptColumns) *keptColumns = C;
+  return A >= nc::kNumPartitions && C >= 2 && R >= 2 && R <= kLoweringChunk;
+}
 
 // A cat along the last dim of float tensors of the result's dtype: inside a
 // kernel (at -O1/-O2) its operands are loaded from HBM into column ranges of
@@ -292,15 +320,19 @@ struct FormKernelsPass : impl::FormKernelsBase<FormKernelsPass> {
   }
 
   // A returned chain of reshapes that keep the element order, of a value a
-  // copy kernel writes (an expand, a permutation) and nothing else reads:
-  // that kernel writes the value's elements in order into the returned
-  // tensor (LowerToIsa.cpp), instead of a second copy kernel. True if so.
+  // copy kernel writes (an expand, a permutation) or a lone reduction over
+  // middle dims computes, and nothing else reads: that kernel writes the
+  // value's elements in order into the returned tensor (LowerToIsa.cpp),
+  // instead of a second copy kernel. True if so.
   bool joinCopyKernel(const Chain& c, Value returned) {
-    auto it = materializedBy.find(c.root);
-    if (it == materializedBy.end()) return false;
-    Group& grp = groups[size_t(it->second)];
+    const int index = producerGroup(c.root);
+    if (index < 0) return false;
+    Group& grp = groups[size_t(index)];
+    auto isView = [](Operation* op) { return aten::isViewOp(op); };
     if (grp.fusible || grp.merged || grp.ops.empty() || grp.ops.back() != c.root.getDefiningOp() ||
-        !llvm::all_of(grp.ops, [](Operation* op) { return aten::isViewOp(op); }))
+        !llvm::all_of(ArrayRef<Operation*>(grp.ops).drop_back(), isView) ||
+        !(isView(grp.ops.back()) ||
+          llvm::isa<aten::SumDimIntListOp, aten::MeanDimOp, aten::AmaxOp>(grp.ops.back())))
       return false;
     Value link = c.root;
     for (Operation* view : c.ops) {
@@ -318,7 +350,7 @@ struct FormKernelsPass : impl::FormKernelsBase<FormKernelsPass> {
     for (Operation* view : c.ops)
       if (grp.members.insert(view).second) grp.ops.push_back(view);
     materializedBy.erase(c.root);
-    materializedBy[returned] = it->second;
+    materializedBy[returned] = index;
     return true;
   }
 
@@ -1104,7 +1136,13 @@ struct FormKernelsPass : impl::FormKernelsBase<FormKernelsPass> {
   // the TensorEngine summing over the partitions in f32 (PSUM), one
   // rounding at the end as eager's sum (66.3 and 171.1 us). The products
   // with 1 are exact and the sums those of a sum, NaN and infinities
-  // included. A mean scales the sum by 1 / R.
+  // included. A mean scales the sum by 1 / R. Not where C = 1 (the reduced
+  // elements are adjacent: rows of the kernel) nor where the lowering
+  // reduces SBUF rows for less (reducesInSbufRows, priced as
+  // passes/ReductionCost.h says: a matmul per row of A, with its PSUM
+  // evacuation and transfers, costs far more for short blocks; bf16
+  // [8192, 16, 2] took 3257.3 us as matmuls, 17.0 in SBUF rows, and
+  // [128, 128, 768] stays a matmul).
   //
   // With `weighted`, before the frame: a sum of a product whose one factor
   // is constant along the kept trailing dims (a masked mean over tokens,
@@ -1132,7 +1170,14 @@ struct FormKernelsPass : impl::FormKernelsBase<FormKernelsPass> {
       const int64_t A = ShapedType::getNumElements(shape.take_front(first)),
                     R = ShapedType::getNumElements(shape.slice(first, dims.size())),
                     C = ShapedType::getNumElements(shape.drop_front(kept));
-      if (R <= 1 || A * C == 0) continue;
+      // (C = 1: the reduced elements are adjacent, rows of the kernel.)
+      if (R <= 1 || C <= 1 || A == 0) continue;
+      // Rows reduced in SBUF where the device model prices them below the
+      // matmuls (a weighted sum only where the product then has a kernel of
+      // its own, keptAlone: in the frame its rows would be strided).
+      if (reducesInSbufRows(op) && (!weighted || keptAlone(op)) &&
+          sbufRowsReductionNs(A, R, C, elem.isBF16(), kLoweringChunk) < matmulRowsSumNs(A, R, C, elem.isF32()))
+        continue;
       // The weights: [A dims or 1, R dims or 1, 1...] (left-padded to the rank).
       Value blocks = x, weights;
       SmallVector<int64_t> weightShape;
@@ -1422,13 +1467,27 @@ struct FormKernelsPass : impl::FormKernelsBase<FormKernelsPass> {
   // They then form one kernel of whole rows, as a softmax over the last dim
   // does. A lone reduction keeps its permuted access pattern (the same
   // reads), but for a float sum or mean, which becomes a matrix product
-  // (sumLeadingDimsByMatmul). Ops of other shapes stay out: in this frame,
+  // (sumLeadingDimsByMatmul), and one that reduces SBUF rows
+  // (reducesInSbufRows). Ops of other shapes stay out: in this frame,
   // full-size values around a reduction over (0, 2, 3) staged over dim 0
   // would have rows of a few strided elements.
+  //
+  // A reduction that reduces SBUF rows alone (reducesInSbufRows) with C
+  // under 32 stays out of the frame, whose rows would be runs of fewer
+  // than 32 elements a row length apart: the ops around it run as kernels
+  // of their own, in runs of R x C. bf16 `softmax(x, 1)` of [8192, 16, 2]
+  // took 361.2 us in the frame and 171.2 in five kernels, [1024, 64, 16]
+  // 197.6 and 150.4, but [512, 16, 32] 54.0 and 58.6 and
+  // [128, 128, 128] 76.7 and 404.0; `x - x.mean(1, keepdim=True)` of
+  // [8192, 16, 2] 361.1 and 70.7.
+  static bool keptAlone(Operation* op) {
+    int64_t columns = 0;
+    return reducesInSbufRows(op, &columns) && columns < 32;
+  }
   void reduceInPermutedFrame(func::FuncOp func) {
     SmallVector<Operation*> reductions;
     for (Operation& op : func.getBody().front())
-      if (isReduction(&op) && keepdimOf(&op) && !rowSpaceOf(&op)) reductions.push_back(&op);
+      if (isReduction(&op) && keepdimOf(&op) && !rowSpaceOf(&op) && !keptAlone(&op)) reductions.push_back(&op);
     llvm::DenseSet<Operation*> visited;
     for (Operation* reduction : reductions) {
       if (visited.contains(reduction)) continue;
@@ -2108,12 +2167,12 @@ struct FormKernelsPass : impl::FormKernelsBase<FormKernelsPass> {
         materializedBy[v] = g;
         continue;
       }
-      if (report && g >= 0)
+      c = foldableChain(v);
+      const bool joined = !c.ops.empty() && joinCopyKernel(c, v);
+      if (report && g >= 0 && !joined)
         v.getDefiningOp()->emitRemark("returned view is written by a copy kernel: it is not one-to-one "
                                       "or its producer kernel cannot be fused");
-      c = foldableChain(v);
-      if (c.ops.empty()) continue;
-      if (!joinCopyKernel(c, v)) makeCopyGroup(c.ops);
+      if (!c.ops.empty() && !joined) makeCopyGroup(c.ops);
     }
     if (failed(materialize(func))) {
       func->setAttr(kInternalErrorAttr, UnitAttr::get(func.getContext()));

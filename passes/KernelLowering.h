@@ -17,6 +17,7 @@
 #include "dialects/nc/NcDialect.h"
 #include "passes/AttentionPattern.h"
 #include "passes/OnlineSum.h"
+#include "passes/ReductionCost.h"
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/IR/Builders.h"
 #include "llvm/ADT/DenseMap.h"
@@ -89,6 +90,20 @@ struct CopyDim {
 struct PermuteCopyPlan {
   SmallVector<CopyDim> rows, columns, loops;
   aten::StridedView view;  // the copied view of the input
+};
+
+// A lone sum, mean or amax over a run of middle dims, reduced in SBUF rows
+// (LowerReductions.cpp): its input merged into [rows..., R, C] (`rows` the
+// kept dims before the reduced ones, their strides in the input and in the
+// [rows, C] output), `group` consecutive rows to a partition, C in chunks
+// of `chunk` columns and R in steps of `rChunk` a tile, reduced per (row,
+// column), across the rows, or block by block.
+struct MiddleReductionPlan {
+  Operation* reduction = nullptr;
+  SmallVector<CopyDim> rows;
+  int64_t R = 1, rStride = 0, C = 1, cStride = 0, offset = 0;
+  int64_t group = 1, chunk = 1, rChunk = 1;
+  MiddleReductionMethod method = MiddleReductionMethod::PerBlock;
 };
 
 enum class Kind { Full, Row, Imm };
@@ -243,6 +258,13 @@ class KernelLowering {
   // then lowered.
   bool planPermuteCopy(Value copied, PermuteCopyPlan& plan);
   LogicalResult lowerPermuteCopy(Value copied, const PermuteCopyPlan& plan, ArrayRef<Value> outHbm);
+  // Sets the space to a tile of rows, then columns ((size, stride) pairs,
+  // outermost first), and with `l` the layout of the HBM view they make from
+  // `offset` (copy and reduction kernels that lay out their own tiles).
+  LogicalResult tileSpace(ArrayRef<std::pair<int64_t, int64_t>> rows, ArrayRef<std::pair<int64_t, int64_t>> columns,
+                          int64_t offset, Layout* l);
+  bool planMiddleReduction(Operation* reduction, MiddleReductionPlan& plan);
+  LogicalResult lowerMiddleReduction(const MiddleReductionPlan& plan, ArrayRef<Value> outHbm);
   LogicalResult lowerRowCat(ArrayRef<Value> pieces, RankedTensorType result, Operation* source, int64_t g,
                             ArrayRef<Value> outHbm);
   // The HBM offsets of rows r0 + i * rowStep, i < p.

@@ -32,6 +32,21 @@ bool lowersAsExpandCopy(aten::ExpandOp expand) {
          out.getNumElements() > 0;
 }
 
+LogicalResult KernelLowering::tileSpace(ArrayRef<std::pair<int64_t, int64_t>> rows,
+                                        ArrayRef<std::pair<int64_t, int64_t>> columns, int64_t offset, Layout* l) {
+  space = Space{};
+  aten::StridedView v;
+  v.offset = offset;
+  for (auto [size, stride] : rows) space.lead.push_back(size), v.shape.push_back(size), v.strides.push_back(stride);
+  for (auto [size, stride] : columns) space.trail.push_back(size), v.shape.push_back(size), v.strides.push_back(stride);
+  space.rows = product(space.lead);
+  space.cols = product(space.trail);
+  if (!l) return success();
+  if (failed(layoutOfView(v, *l))) return failure();
+  l->kind = Kind::Full;
+  return success();
+}
+
 namespace {
 
 // Widening copies per row tile aimed at: the columns shrink (more rows or
@@ -408,17 +423,10 @@ LogicalResult KernelLowering::lowerPermuteCopy(Value copied, const PermuteCopyPl
   for (const CopyDim& d : loopDims) loops *= d.size;
   // The space and layout of a tile: rows, then the columns in `order`.
   auto layoutOver = [&](ArrayRef<CopyDim> order, int64_t CopyDim::*stride, int64_t offset, Layout* l) {
-    space = Space{};
-    aten::StridedView v;
-    v.offset = offset;
-    for (const CopyDim& d : rowDims) space.lead.push_back(d.size), v.shape.push_back(d.size), v.strides.push_back(d.*stride);
-    for (const CopyDim& d : order) space.trail.push_back(d.size), v.shape.push_back(d.size), v.strides.push_back(d.*stride);
-    space.rows = product(space.lead);
-    space.cols = product(space.trail);
-    if (!l) return success();
-    if (failed(layoutOfView(v, *l))) return failure();
-    l->kind = Kind::Full;
-    return success();
+    SmallVector<std::pair<int64_t, int64_t>> rows, columns;
+    for (const CopyDim& d : rowDims) rows.push_back({d.size, d.*stride});
+    for (const CopyDim& d : order) columns.push_back({d.size, d.*stride});
+    return tileSpace(rows, columns, offset, l);
   };
   // Each column dim's column step in the loaded tile and in the stored one.
   auto tileSteps = [&](ArrayRef<CopyDim> order) {

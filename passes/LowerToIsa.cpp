@@ -191,6 +191,14 @@ LogicalResult KernelLowering::computeSpace(bool prologue) {
       int64_t rank = in.getRank(), k = int64_t(dims.size());
       bool trailingDims = true;
       for (int64_t i = 0; i < k; ++i) trailingDims &= dims[size_t(i)] == rank - k + i;
+      // Kept dims of size 1 among or after the reduced ones ([A, R, 1] over
+      // R) change nothing: the columns are those dims too, read as they lie.
+      if (!trailingDims) {
+        trailingDims = true;
+        for (int64_t d = dims.front(); d < rank; ++d)
+          trailingDims &= in.getDimSize(d) == 1 || llvm::is_contained(dims, d);
+        if (trailingDims) k = rank - dims.front();
+      }
       if (!trailingDims) {
         // Alone in its kernel, a reduction over other dims reads its input
         // through a permuted access pattern that puts the reduced dims last.
@@ -1795,15 +1803,20 @@ LogicalResult KernelLowering::run(int64_t& instructions, int64_t& dmas) {
     // holds the cat's elements in order either way.
     Value returned = yield.getValues().size() == 1 && !others ? yield.getValues()[0] : Value();
     returnedReshapes.clear();
-    while (returned && (!cat || returned != cat.getResult())) {
-      Operation* def = returned.getDefiningOp();
-      if (!def || !def->hasOneUse() ||
-          !llvm::isa<aten::UnsqueezeOp, aten::SqueezeDimOp, aten::ViewShapeOp, aten::UnsafeViewOp, aten::ReshapeOp,
-                     aten::ReshapeAliasOp, aten::CloneOp>(def))
-        break;
-      returnedReshapes.insert(def);
-      returned = def->getOperand(0);
-    }
+    // The value a chain of reshapes (each read once) that ends at `v` reshapes.
+    auto throughReshapes = [&](Value v, Value stop, llvm::DenseSet<Operation*>& chain) {
+      while (v && v != stop) {
+        Operation* def = v.getDefiningOp();
+        if (!def || !def->hasOneUse() ||
+            !llvm::isa<aten::UnsqueezeOp, aten::SqueezeDimOp, aten::ViewShapeOp, aten::UnsafeViewOp, aten::ReshapeOp,
+                       aten::ReshapeAliasOp, aten::CloneOp>(def))
+          break;
+        chain.insert(def);
+        v = def->getOperand(0);
+      }
+      return v;
+    };
+    if (returned) returned = throughReshapes(returned, cat ? cat.getResult() : Value(), returnedReshapes);
     const bool alone = cat && !others && returned == cat.getResult();
     // A copy kernel that broadcasts (nearest upsampling, repeat) widens
     // rows in SBUF (LowerCopies.cpp).
@@ -1852,6 +1865,26 @@ LogicalResult KernelLowering::run(int64_t& instructions, int64_t& dmas) {
         return cat.emitError("cat of tensors with different dtypes is not supported yet");
       if (failed(foldViews(old, /*allowTileAliases=*/false))) return failure();
       return lowerCopy([&](Block* body, ArrayRef<Value> outHbm) { return lowerCat(cat, body, outHbm); });
+    }
+    // A lone sum, mean or amax over middle dims, returned through reshapes
+    // that keep its elements' order, reduces rows in SBUF
+    // (LowerReductions.cpp).
+    Operation* reduction = nullptr;
+    int computing = 0;
+    for (Operation& op : old.without_terminator())
+      if (!aten::isViewOp(&op) && !llvm::isa<arith::ConstantOp>(op)) reduction = &op, ++computing;
+    if (!cat && computing == 1 && llvm::isa<aten::SumDimIntListOp, aten::MeanDimOp, aten::AmaxOp>(reduction) &&
+        yield.getValues().size() == 1 && reduction->getResult(0).hasOneUse()) {
+      llvm::DenseSet<Operation*> chain;
+      if (throughReshapes(yield.getValues()[0], reduction->getResult(0), chain) == reduction->getResult(0)) {
+        returnedReshapes = std::move(chain);
+        if (failed(foldViews(old, /*allowTileAliases=*/false))) return failure();
+        MiddleReductionPlan plan;
+        if (planMiddleReduction(reduction, plan))
+          return lowerCopy([&](Block*, ArrayRef<Value> outHbm) { return lowerMiddleReduction(plan, outHbm); });
+        viewOf.clear();
+        space = Space{};
+      }
     }
     // Any other copy kernel returning reshapes that keep its copied view's
     // element order, where they do not fold into the view (ncc-form-kernels

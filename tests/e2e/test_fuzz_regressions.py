@@ -873,5 +873,29 @@ class FuzzRegressions(unittest.TestCase):
             self.check(lambda a: (lambda r: (r.unsqueeze(0), r, r * 2))(a.repeat_interleave(3, dim=-1)),
                        (randn(4, 5, 6).to(dtype),))
 
+    def test_sums_of_tiny_blocks_stay_small(self):
+        """graph_fuzz seed 64646464 case 1378: a layer norm over the trailing [2, 1] of a
+        [128, 256, 2, 1] f16 map (f32 here: eager has no f16 layer norm on the CPU, and its
+        bf16 one loses the variance of two close values to cancellation), and the sum of squares of an amax over (2, 3). Each sum
+        over dim 2 with a kept dim of 1 after it became a matrix product per row (32768
+        matmuls of one column): 12.9 s to compile at -O2, a 33 MB NEFF. Such a sum is a
+        reduction of adjacent elements, in rows; its program stays a few thousand
+        instructions."""
+        for dtype in (torch.float32,):
+            x = randn(128, 256, 2, 1).to(dtype)
+            w = torch.tensor([[1.65723], [-0.40918]]).to(dtype)
+
+            def f(a):
+                ln = F.layer_norm(a, (2, 1), weight=w, bias=torch.zeros_like(w))
+                rms = (a.float() * torch.rsqrt(a.float().pow(2).mean(-1, keepdim=True) + 1e-5)).to(dtype)
+                m = rms.amax(-1).unsqueeze(-1)
+                return (m * m).sum((2, 3), keepdim=True).sqrt()[:, ::2], ln.reshape(65536, 1), ln
+            self.check(f, (x,))
+            info = subprocess.run([toolchain.tool("neuron-packager"), "info",
+                                   os.path.join(self.tmp, "test_sums_of_tiny_blocks_stay_small_O2.neff")],
+                                  stdout=subprocess.PIPE, text=True, check=True).stdout
+            self.assertLess(int(re.search(r"(\d+) instructions", info).group(1)), 20000)
+
+
 if __name__ == "__main__":
     unittest.main(verbosity=2)

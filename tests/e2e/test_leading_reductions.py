@@ -152,6 +152,39 @@ class LeadingReductions(common.ComparedWithEager):
                 self.check(lambda a, w: (a * w).sum(1), (x, randn(150, 40, seed=6).to(dtype)))
                 self.check(lambda a, w: ((a * w).sum(0), (a * w).amax(-1)), (x, w))
 
+    def test_middle_reductions_in_sbuf_rows(self):
+        # A lone sum, mean or amax over middle dims of 128 rows or more is
+        # reduced in SBUF rows (passes/LowerReductions.cpp): blocks packed
+        # several rows to a partition, reduced per column, across the rows
+        # or block by block, rows longer than a tile in steps; inputs read
+        # through views (a transpose, a slice, a broadcast); dims of 1 after
+        # the reduced ones; the ops around a reduction with short blocks as
+        # kernels of their own.
+        for dtype in DTYPES:
+            for shape, dims in (((8192, 16, 2), 1), ((32768, 2, 2), 1), ((300, 7, 3), 1), ((256, 128, 128), 1),
+                                ((128, 1024, 32), 1), ((130, 5000, 3), 1), ((200, 3, 6000), 1),
+                                ((4, 64, 6, 4), (1, 2)), ((512, 3, 1), 1), ((130, 7, 1, 2), 1)):
+                x = randn(*shape).to(dtype)
+                with self.subTest(dtype=dtype, shape=shape, dims=dims):
+                    self.check(lambda a: (a.sum(dims), a.mean(dims, keepdim=True), a.amax(dims)), (x,))
+            with self.subTest(dtype=dtype, input="views"):
+                x = randn(256, 6, 10).to(dtype)
+                self.check(lambda a: a.transpose(1, 2).sum(1), (x,))
+                self.check(lambda a: a[:, 1:, ::2].amax(1), (x,))
+                self.check(lambda a: a[:, :, :1].expand(256, 6, 3).mean(1), (x,))
+                self.check(lambda a: a.sum(1, dtype=torch.float32), (x,))
+            with self.subTest(dtype=dtype, around="elementwise"):
+                x = randn(4096, 16, 4).to(dtype)
+                self.check(lambda a: (torch.softmax(a, 1), a - a.mean(1, keepdim=True), (a * a).sum(1)), (x,))
+                self.check(lambda a, w: (a * w).sum(1), (x, randn(4096, 16, 1, seed=3).to(dtype)))
+            with self.subTest(dtype=dtype, values="ones, zeros, non-finite"):
+                self.check(lambda a: (a.sum(1), a.amax(1)), (torch.ones(512, 9, 3, dtype=dtype),))
+                x = torch.zeros(512, 9, 3, dtype=dtype)
+                x[0, 0, 0], x[1, 4, 2], x[2, :, 1] = float("nan"), float("inf"), -float("inf")
+                x[3, 3, 0], x[3, 5, 0] = float("inf"), -float("inf")
+                x[4] = -0.0
+                self.check(lambda a: (a.sum(1), a.mean(1), a.amax(1)), (x,))
+
 
 if __name__ == "__main__":
     common.main()
