@@ -934,7 +934,33 @@ struct FormKernelsPass : impl::FormKernelsBase<FormKernelsPass> {
         for (int64_t m = 2; m * rowsOut <= nc::kNumPartitions && m <= count / 2; ++m)
           if (count % m == 0) split = m;
       if (!tooLong && split == 1 && wide.size() == dims.size()) continue;
-      if (wide.empty()) continue;  // every reduced dim has size 1: nothing to stage
+      if (wide.empty()) {
+        // Every reduced dim has size 1: the reduction of one element is that
+        // element where the dtype stays (+ 0 for a sum or mean, which eager
+        // starts from 0: -0 becomes 0), in the operand's shape (keepdim),
+        // or without those dims, a squeeze that sinks towards its uses as a
+        // reduction's does (sinkSqueezes).
+        if (in.getElementType() == resultType.getElementType() && llvm::isa<FloatType>(in.getElementType())) {
+          OpBuilder b(op);
+          Value same = x;
+          if (!llvm::isa<aten::AmaxOp>(op)) {
+            Operation* plus = b.create<aten::AddScalarOp>(op->getLoc(), in, x, b.getF64FloatAttr(0.0),
+                                                          b.getF64FloatAttr(1.0));
+            copySourceTags(op, plus);
+            same = plus->getResult(0);
+          }
+          if (in != resultType) {
+            Operation* r = b.create<aten::ReshapeOp>(op->getLoc(), resultType, same,
+                                                     b.getDenseI64ArrayAttr(resultType.getShape()));
+            r->setAttr(kSqueezeAttr, b.getUnitAttr());
+            copySourceTags(op, r);
+            same = r->getResult(0);
+          }
+          op->getResult(0).replaceAllUsesWith(same);
+          op->erase();
+        }
+        continue;
+      }
       OpBuilder b(op);
       Location loc = op->getLoc();
       auto src = op->getAttrOfType<StringAttr>(kSourceAttr);

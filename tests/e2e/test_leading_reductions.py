@@ -21,6 +21,7 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
 import e2e_common as common  # noqa: E402
 
+import numpy as np  # noqa: E402
 import torch  # noqa: E402
 
 DTYPES = common.FLOAT_DTYPES
@@ -184,6 +185,28 @@ class LeadingReductions(common.ComparedWithEager):
                 x[3, 3, 0], x[3, 5, 0] = float("inf"), -float("inf")
                 x[4] = -0.0
                 self.check(lambda a: (a.sum(1), a.mean(1), a.amax(1)), (x,))
+
+    def test_reductions_over_unit_dims(self):
+        # A reduction over dims of size 1 only is its operand (a sum or mean
+        # plus 0, as eager's turns -0 into 0), reshaped without those dims;
+        # alone, returned, or inside a kernel of other ops.
+        x = torch.zeros(300, 2, 1)
+        x[0, 0, 0], x[1, 1, 0], x[2, 0, 0], x[3, 1, 0] = -0.0, float("nan"), float("inf"), -float("inf")
+        x[4:] = randn(296, 2, 1)
+        for dtype in DTYPES:
+            a = x.to(dtype)
+            with self.subTest(dtype=dtype):
+                self.check(lambda t: (t.sum(-1), t.mean(2, keepdim=True), t.amax(-1), t.sum(2).neg()), (a,))
+                self.check(lambda t: ((t * 2).sum(-1) + 1, torch.softmax(t, -1), (t.amax(-1, keepdim=True) * t).exp()),
+                           (a,))
+                self.check(lambda t: t[:, :1].mean(1), (randn(70, 3, 5).to(dtype),))
+        # The sign of zero, which the comparison above cannot see.
+        fn = lambda t: (t.sum(-1), t.mean(-1), t.amax(-1))  # noqa: E731
+        neg = torch.full((300, 2, 1), -0.0)
+        for opt in (0, 2):
+            outs, _ = common.export_compile_run(fn, (neg,), self.tmp, "signed_zero_O%d" % opt, opt)
+            for out, ref in zip(outs, fn(neg)):
+                np.testing.assert_array_equal(np.signbit(out), np.signbit(ref.numpy()))
 
 
 if __name__ == "__main__":
