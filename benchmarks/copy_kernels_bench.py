@@ -84,13 +84,13 @@ def random_permutes(seed, n):
     return out
 
 
-def measure_all(graphs, build, workdir):
-    """T_exec and bound per graph, each measured in a child process with `build`'s tools."""
+def measure_all(graphs, build, workdir, script):
+    """T_exec and bound per graph, each measured in a child process (`script --one NAME`) with `build`'s tools."""
     env = dict(os.environ, NEURONCC_BUILD_DIR=build)
     env["LD_LIBRARY_PATH"] = os.path.join(build, "lib") + os.pathsep + env.get("LD_LIBRARY_PATH", "")
     results = {}
     for name in graphs:
-        proc = subprocess.run([sys.executable, __file__, "--one", name, "--workdir", workdir] + sys.argv[1:],
+        proc = subprocess.run([sys.executable, script, "--one", name, "--workdir", workdir] + sys.argv[1:],
                               env=env, capture_output=True, text=True)
         fields = proc.stdout.strip().split()
         results[name] = tuple(float(v) for v in fields) if len(fields) == 3 else None
@@ -103,30 +103,32 @@ def measure_one(name, graphs, workdir):
     fn, shapes = graphs[name]
     gen = torch.Generator().manual_seed(0)
     inputs = tuple(torch.randn(*s, generator=gen).to(torch.bfloat16) for s in shapes)
-    r = rb.measure("copy", lambda path: ex.export_aten(fn, inputs, path, params="constants"), "trn1", workdir)
+    r = rb.measure("graph", lambda path: ex.export_aten(fn, inputs, path, params="constants"), "trn1", workdir)
     if "error" in r:
         return
     print(r["kernels"], r["exec_us"], r["bound_us"])
 
 
-def main():
-    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--permutes", help="SEED,N: add N random permutes")
+def run(doc, graphs, script, random_option, random_graphs):
+    """The command line of a bench of named graphs (`graphs`) and seeded random ones
+    (`random_option SEED,N`: random_graphs(seed, n)), measured by `script`."""
+    ap = argparse.ArgumentParser(description=doc, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument(random_option, dest="random", help="SEED,N: add N random graphs")
     ap.add_argument("--reference", help="a build directory to measure with as well")
     ap.add_argument("--one", help=argparse.SUPPRESS)
     ap.add_argument("--workdir", help=argparse.SUPPRESS)
     args, _ = ap.parse_known_args()
-    graphs = dict(GRAPHS)
-    if args.permutes:
-        seed, n = (int(v) for v in args.permutes.split(","))
-        graphs.update(random_permutes(seed, n))
+    graphs = dict(graphs)
+    if args.random:
+        seed, n = (int(v) for v in args.random.split(","))
+        graphs.update(random_graphs(seed, n))
     if args.one:
         measure_one(args.one, graphs, args.workdir)
         return
     build = os.environ.get("NEURONCC_BUILD_DIR", os.path.join(HERE, "..", "build"))
-    workdir = tempfile.mkdtemp(prefix="neuroncc-copies-")
-    now = measure_all(graphs, build, workdir)
-    ref = measure_all(graphs, args.reference, workdir) if args.reference else {}
+    workdir = tempfile.mkdtemp(prefix="neuroncc-bench-")
+    now = measure_all(graphs, build, workdir, script)
+    ref = measure_all(graphs, args.reference, workdir, script) if args.reference else {}
     print("%-52s %7s %10s %9s %10s %7s" % ("graph", "kernels", "T_exec us", "bound us", "reference", "ratio"))
     faster = slower = 0
     for name in graphs:
@@ -146,4 +148,4 @@ def main():
 
 
 if __name__ == "__main__":
-    main()
+    run(__doc__, GRAPHS, __file__, "--permutes", random_permutes)

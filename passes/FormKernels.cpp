@@ -93,7 +93,7 @@ constexpr int64_t kLoweringChunk = 4096;
 // A float sum, mean or amax over a run of middle dims ([A, R, C] reduced
 // over R) with A and C large enough that, alone in its kernel, the lowering
 // reduces rows of A in SBUF (LowerReductions.cpp): 128 rows or more (every
-// partition busy), C of 2 or more, R within one tile. Its input is then read
+// partition busy), C of 2 or more. Its input is then read
 // in runs of R x C instead of one run per element (the permuted rows), and
 // no matmul per row of A runs (sumLeadingDimsByMatmul): bf16 [8192, 16, 2]
 // took 3257 us as a matmul per row, 17.0 reduced in SBUF; [256, 16, 2048]
@@ -113,7 +113,7 @@ bool reducesInSbufRows(Operation* op, int64_t* keptColumns = nullptr) {
                 R = ShapedType::getNumElements(shape.slice(first, dims.size())),
                 C = ShapedType::getNumElements(shape.drop_front(kept));
   if (keptColumns) *keptColumns = C;
-  return A >= nc::kNumPartitions && C >= 2 && R >= 2 && R <= kLoweringChunk;
+  return A >= nc::kNumPartitions && C >= 2 && R >= 2;
 }
 
 // A cat along the last dim of float tensors of the result's dtype: inside a

@@ -126,7 +126,7 @@ bool KernelLowering::planMiddleReduction(Operation* reduction, MiddleReductionPl
   };
   if (!merge(first, last + 1, plan.R, plan.rStride) || !merge(last + 1, in.getRank(), plan.C, plan.cStride))
     return false;
-  if (plan.R < 2 || plan.C < 2 || plan.R > maxFree) return false;
+  if (plan.R < 2 || plan.C < 2) return false;
   // The output's element (a, c) is at a * C + c.
   int64_t outStride = plan.C;
   for (int64_t d = first - 1; d >= 0; --d) {
