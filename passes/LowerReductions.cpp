@@ -92,9 +92,10 @@ double matmulRowsSumNs(int64_t A, int64_t R, int64_t C, bool f32Input) {
 namespace neuroncc::lowering {
 
 // The reduction's input view, merged into [rows..., R, C] (unit dims
-// dropped; R and C each one dim, or the plan fails), the rows packed g to a
-// partition where a partition's R x C elements are short, C cut into
-// chunks that fit maxFree, and the cheapest of the three ways to reduce.
+// dropped; R and C each one dim, or the plan fails; 128 rows or more), the
+// rows packed g to a partition where a partition's R x C elements are
+// short, R in steps and C in chunks that fit maxFree, and the cheapest of
+// the three ways to reduce.
 bool KernelLowering::planMiddleReduction(Operation* reduction, MiddleReductionPlan& plan) {
   Value x = reduction->getOperand(0);
   auto in = llvm::cast<RankedTensorType>(x.getType());
@@ -135,7 +136,6 @@ bool KernelLowering::planMiddleReduction(Operation* reduction, MiddleReductionPl
     plan.rows.insert(plan.rows.begin(), CopyDim{n, view.strides[size_t(d)], outStride});
     outStride *= n;
   }
-  if (plan.rows.empty()) plan.rows.push_back(CopyDim{1, 0, 0});
   int64_t numRows = 1;
   for (const CopyDim& d : plan.rows) numRows *= d.size;
   // Few rows leave partitions idle; the TensorEngine's sum (FormKernels'
