@@ -55,7 +55,6 @@ bool isMatmul(Operation* op) { return llvm::isa<aten::MmOp, aten::BmmOp, aten::A
 
 bool isReduction(Operation* op) { return !aten::reducedDims(op).empty(); }
 
-
 // One element, or one row of `cols` (every other dim 1): what broadcasts
 // the same way against [rows, cols] and against split columns [.., h, d].
 bool isScalarOrColumnsRow(Value v, int64_t cols) {
