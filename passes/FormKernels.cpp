@@ -97,7 +97,7 @@ constexpr int64_t kLoweringChunk = 4096;
 // no matmul per row of A runs (sumLeadingDimsByMatmul): bf16 [8192, 16, 2]
 // took 3257 us as a matmul per row, 17.0 reduced in SBUF; [256, 16, 2048]
 // 349.9 and 88.1.
-bool reducesInSbufRows(Operation* op, int64_t* keptColumns = nullptr) {
+bool reducesInSbufRows(Operation* op, int64_t* keptColumns = nullptr, int64_t* reduced = nullptr) {
   if (!llvm::isa<aten::SumDimIntListOp, aten::MeanDimOp, aten::AmaxOp>(op)) return false;
   auto in = llvm::cast<RankedTensorType>(op->getOperand(0).getType());
   if (!llvm::isa<FloatType>(in.getElementType()) ||
@@ -112,6 +112,7 @@ bool reducesInSbufRows(Operation* op, int64_t* keptColumns = nullptr) {
                 R = ShapedType::getNumElements(shape.slice(first, dims.size())),
                 C = ShapedType::getNumElements(shape.drop_front(kept));
   if (keptColumns) *keptColumns = C;
+  if (reduced) *reduced = R;
   return A >= nc::kNumPartitions && C >= 2 && R >= 2;
 }
 
@@ -1198,9 +1199,11 @@ struct FormKernelsPass : impl::FormKernelsBase<FormKernelsPass> {
       // (C = 1: the reduced elements are adjacent, rows of the kernel.)
       if (R <= 1 || C <= 1 || A == 0) continue;
       // Rows reduced in SBUF where the device model prices them below the
-      // matmuls (a weighted sum only where the product then has a kernel of
-      // its own, keptAlone: in the frame its rows would be strided).
-      if (reducesInSbufRows(op) && (!weighted || keptAlone(op)) &&
+      // matmuls; a weighted sum only with short blocks (C under 32), whose
+      // product then has a kernel of its own (keptAlone) or a frame of
+      // short strided rows, both far cheaper than a matmul per row: with
+      // longer blocks the frame's rows would be slower than the matmuls.
+      if (reducesInSbufRows(op) && (!weighted || C < 32) &&
           sbufRowsReductionNs(A, R, C, elem.isBF16(), kLoweringChunk) < matmulRowsSumNs(A, R, C, elem.isF32()))
         continue;
       // The weights: [A dims or 1, R dims or 1, 1...] (left-padded to the rank).
@@ -1504,10 +1507,13 @@ struct FormKernelsPass : impl::FormKernelsBase<FormKernelsPass> {
   // took 361.2 us in the frame and 171.2 in five kernels, [1024, 64, 16]
   // 197.6 and 150.4, but [512, 16, 32] 54.0 and 58.6 and
   // [128, 128, 128] 76.7 and 404.0; `x - x.mean(1, keepdim=True)` of
-  // [8192, 16, 2] 361.1 and 70.7.
+  // [8192, 16, 2] 361.1 and 70.7. Not where R x C is under 32: those
+  // kernels pack at most R rows of C to a partition (the innermost leading
+  // dim), runs shorter still (`softmax(x, 1)` of [32768, 2, 2]: 293.4 us
+  // in the frame, 607.2 in kernels).
   static bool keptAlone(Operation* op) {
-    int64_t columns = 0;
-    return reducesInSbufRows(op, &columns) && columns < 32;
+    int64_t columns = 0, reduced = 0;
+    return reducesInSbufRows(op, &columns, &reduced) && columns < 32 && reduced * columns >= 32;
   }
   void reduceInPermutedFrame(func::FuncOp func) {
     SmallVector<Operation*> reductions;
