@@ -188,42 +188,29 @@ LogicalResult KernelLowering::lowerExpandCopy(aten::ExpandOp expand, ArrayRef<Va
   }
   const int64_t tileWidth = sizeOf(columns, false), tileInWidth = sizeOf(columns, true);
 
-  // The space over [rows..., columns]: of the input (its passed-through
-  // columns) or of the output; `view` gets the matching strides.
-  auto setSpace = [&](bool input, aten::StridedView* view) {
-    space = Space{};
-    auto add = [&](SmallVector<int64_t>& dims, int64_t size, int64_t stride) {
-      dims.push_back(size);
-      if (view) view->shape.push_back(size), view->strides.push_back(stride);
-    };
-    for (const ExpandDim& d : rows) add(space.lead, d.size, input ? d.inStride : d.outStride);
+  // The tile over [rows..., columns]: of the input (its passed-through
+  // columns) or of the output, with the matching strides (tileSpace).
+  auto layoutOver = [&](bool input, int64_t offset, Layout* l) -> LogicalResult {
+    SmallVector<std::pair<int64_t, int64_t>> tileRows, tileCols;
+    for (const ExpandDim& d : rows) tileRows.push_back({d.size, input ? d.inStride : d.outStride});
     if (!input || g > 1) {
-      add(space.trail, input ? tileInWidth : tileWidth, input ? packedStride : 1);
+      tileCols.push_back({input ? tileInWidth : tileWidth, input ? packedStride : 1});
     } else {
       for (const ExpandDim& d : columns)
-        if (!d.broadcast) add(space.trail, d.size, d.inStride);
-      if (space.trail.empty()) add(space.trail, 1, 0);
+        if (!d.broadcast) tileCols.push_back({d.size, d.inStride});
+      if (tileCols.empty()) tileCols.push_back({1, 0});
     }
-    space.rows = product(space.lead);
-    space.cols = product(space.trail);
-  };
-  auto layoutOver = [&](bool input, int64_t offset, Layout& l) -> LogicalResult {
-    aten::StridedView view;
-    view.offset = offset;
-    setSpace(input, &view);
-    if (failed(layoutOfView(view, l))) return failure();
-    l.kind = Kind::Full;
-    return success();
+    return tileSpace(tileRows, tileCols, offset, l);
   };
   Layout load;
-  if (failed(layoutOver(/*input=*/true, in.offset, load))) return failure();
+  if (failed(layoutOver(/*input=*/true, in.offset, &load))) return failure();
   int64_t copies = 1;
   for (const ExpandDim& d : copiesOf) copies *= d.size;
   SmallVector<Layout> stores(static_cast<size_t>(copies), Layout{});
   for (int64_t k = 0; k < copies; ++k) {
     int64_t offset = 0, rem = k;
     for (const ExpandDim& d : llvm::reverse(copiesOf)) offset += (rem % d.size) * d.outStride, rem /= d.size;
-    if (failed(layoutOver(/*input=*/false, offset, stores[size_t(k)]))) return failure();
+    if (failed(layoutOver(/*input=*/false, offset, &stores[size_t(k)]))) return failure();
   }
 
   timesStored = copies;
@@ -232,7 +219,7 @@ LogicalResult KernelLowering::lowerExpandCopy(aten::ExpandOp expand, ArrayRef<Va
     const int64_t p = std::min<int64_t>(nc::kNumPartitions, numRows - r0);
     ++iteration;
     Value cur = alloc(p, tileInWidth, elem);
-    setSpace(/*input=*/true, nullptr);
+    (void)layoutOver(/*input=*/true, 0, nullptr);
     emitDma(/*load=*/true, hbmOf[expand.getSelf()], cur, load, r0, p, 0, tileInWidth);
     // Widened innermost broadcast dim first: `cur` holds the dims inside
     // the one being widened at full size, those outside it as loaded.
@@ -259,7 +246,7 @@ LogicalResult KernelLowering::lowerExpandCopy(aten::ExpandOp expand, ArrayRef<Va
       }
       cur = next;
     }
-    setSpace(/*input=*/false, nullptr);
+    (void)layoutOver(/*input=*/false, 0, nullptr);
     for (const Layout& store : stores) emitDma(/*load=*/false, outHbm.front(), cur, store, r0, p, 0, tileWidth);
   }
   return success();
