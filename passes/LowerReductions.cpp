@@ -92,10 +92,10 @@ double matmulRowsSumNs(int64_t A, int64_t R, int64_t C, bool f32Input) {
 namespace neuroncc::lowering {
 
 // The reduction's input view, merged into [rows..., R, C] (unit dims
-// dropped; R and C each one dim, or the plan fails; 128 rows or more), the
-// rows packed g to a partition where a partition's R x C elements are
-// short, R in steps and C in chunks that fit maxFree, and the cheapest of
-// the three ways to reduce.
+// dropped; R and C each one dim, C contiguous, or the plan fails; 128 rows
+// or more), the rows packed g to a partition where a partition's R x C
+// elements are short, R in steps and C in chunks that fit maxFree, and the
+// cheapest of the three ways to reduce.
 bool KernelLowering::planMiddleReduction(Operation* reduction, MiddleReductionPlan& plan) {
   Value x = reduction->getOperand(0);
   auto in = llvm::cast<RankedTensorType>(x.getType());
@@ -127,7 +127,10 @@ bool KernelLowering::planMiddleReduction(Operation* reduction, MiddleReductionPl
   };
   if (!merge(first, last + 1, plan.R, plan.rStride) || !merge(last + 1, in.getRank(), plan.C, plan.cStride))
     return false;
-  if (plan.R < 2 || plan.C < 2) return false;
+  // C must be the input's innermost run: with any other stride each
+  // element would be a DMA run of its own (a transposed input), where the
+  // permuted read takes R's runs.
+  if (plan.R < 2 || plan.C < 2 || plan.cStride != 1) return false;
   // The output's element (a, c) is at a * C + c.
   int64_t outStride = plan.C;
   for (int64_t d = first - 1; d >= 0; --d) {

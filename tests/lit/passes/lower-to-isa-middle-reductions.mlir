@@ -102,3 +102,21 @@ func.func @few_rows(%x: tensor<16x512x1024xbf16>) -> tensor<16x1024xbf16> {
   %s = aten.sum.dim_IntList %x {dim = array<i64: 1>, keepdim = false} : tensor<16x512x1024xbf16> -> tensor<16x1024xbf16>
   return %s : tensor<16x1024xbf16>
 }
+
+// -----
+
+// A transposed input ([A, C, R] read as [A, R, C]): C is not a run, so the
+// SBUF rows would load one element per DMA run; the permuted read takes R's
+// runs instead (rows of 64 contiguous elements, one reduce each), and no
+// matmul.
+// CHECK-LABEL: func.func @transposed_input
+// CHECK-NOT: nc.matmul
+// CHECK-NOT: step =
+// CHECK: nc.tensor_reduce %{{.*}}, %{{.*}} {alu = "add", {{.*}} : memref<128x1xbf16, 1>, memref<128x64xbf16, 1>
+// CHECK-NOT: nc.matmul
+// CHECK: return
+func.func @transposed_input(%x: tensor<1024x16x64xbf16>) -> tensor<1024x16xbf16> {
+  %t = aten.transpose.int %x {dim0 = 1 : i64, dim1 = 2 : i64} : tensor<1024x16x64xbf16> -> tensor<1024x64x16xbf16>
+  %s = aten.sum.dim_IntList %t {dim = array<i64: 1>, keepdim = false} : tensor<1024x64x16xbf16> -> tensor<1024x16xbf16>
+  return %s : tensor<1024x16xbf16>
+}
