@@ -97,6 +97,12 @@ constexpr int64_t kLoweringChunk = 4096;
 // no matmul per row of A runs (sumLeadingDimsByMatmul): bf16 [8192, 16, 2]
 // took 3257 us as a matmul per row, 17.0 reduced in SBUF; [256, 16, 2048]
 // 349.9 and 88.1.
+// Blocks of C under this many elements are short: a reduction over them
+// with the ops around it in the permuted frame reads rows of so few
+// strided elements that kernels of their own do better (keptAlone), and a
+// matmul per row of A costs far more than the SBUF rows.
+constexpr int64_t kShortBlock = 32;
+
 bool reducesInSbufRows(Operation* op, int64_t* keptColumns = nullptr, int64_t* reduced = nullptr) {
   if (!llvm::isa<aten::SumDimIntListOp, aten::MeanDimOp, aten::AmaxOp>(op)) return false;
   auto in = llvm::cast<RankedTensorType>(op->getOperand(0).getType());
@@ -1203,7 +1209,7 @@ struct FormKernelsPass : impl::FormKernelsBase<FormKernelsPass> {
       // product then has a kernel of its own (keptAlone) or a frame of
       // short strided rows, both far cheaper than a matmul per row: with
       // longer blocks the frame's rows would be slower than the matmuls.
-      if (reducesInSbufRows(op) && (!weighted || C < 32) &&
+      if (reducesInSbufRows(op) && (!weighted || C < kShortBlock) &&
           sbufRowsReductionNs(A, R, C, elem.isBF16(), kLoweringChunk) < matmulRowsSumNs(A, R, C, elem.isF32()))
         continue;
       // The weights: [A dims or 1, R dims or 1, 1...] (left-padded to the rank).
@@ -1513,7 +1519,7 @@ struct FormKernelsPass : impl::FormKernelsBase<FormKernelsPass> {
   // in the frame, 607.2 in kernels).
   static bool keptAlone(Operation* op) {
     int64_t columns = 0, reduced = 0;
-    return reducesInSbufRows(op, &columns, &reduced) && columns < 32 && reduced * columns >= 32;
+    return reducesInSbufRows(op, &columns, &reduced) && columns < kShortBlock && reduced * columns >= kShortBlock;
   }
   void reduceInPermutedFrame(func::FuncOp func) {
     SmallVector<Operation*> reductions;

@@ -152,7 +152,7 @@ bool KernelLowering::planMiddleReduction(Operation* reduction, MiddleReductionPl
   // aiming at runs of kPackedRunBytes while 128 partitions stay busy.
   const CopyDim inner = plan.rows.back();
   if (plan.rChunk == plan.R && plan.chunk == plan.C && plan.R * plan.C * bytes < kShortRowBytes &&
-      inner.inStride == plan.R * plan.C && plan.rStride == plan.C && plan.cStride == 1)
+      inner.inStride == plan.R * plan.C && plan.rStride == plan.C)
     for (int64_t g = 2; g <= inner.size && g * plan.R * plan.C <= maxFree && numRows / g >= nc::kNumPartitions;
          ++g) {
       if (inner.size % g) continue;
