@@ -140,6 +140,15 @@ struct Space {
   int64_t pack = 1;
   SmallVector<int64_t> unpacked;
   size_t unpackedLead = 0;
+  // Non-empty where mergeChainedDims collapsed runs of adjacent dims that
+  // every value steps through as one dim (an elementwise kernel over
+  // [32768, 2, 2] is one over [65536, 2]; with a bias over [2, 2], one over
+  // [32768, 4]): the dims before (lead, then trail), how many were lead,
+  // and how many of them each dim of lead, then trail, covers. Layouts are
+  // computed against `unmerged` and collapsed.
+  SmallVector<int64_t> unmerged;
+  size_t unmergedLead = 0;
+  SmallVector<int64_t> mergedGroups;
   // Packed or interleaved: the index of L among the (unpacked) leading dims
   // (any after it are 1).
   size_t packDim = 0;
@@ -216,6 +225,7 @@ class KernelLowering {
   LogicalResult findPrologue(Block& body);
   void splitLongRows();
   bool packShortRows(ArrayRef<Value> hbmValues);
+  bool mergeChainedDims(ArrayRef<Value> hbmValues);
   bool catsOfLoadedRowsOnly();
   std::pair<Value, int64_t> sliceOfFullRows(Value piece, int64_t width, Type elem, int64_t period);
   bool interleaveShortRows(ArrayRef<Value> hbmValues);

@@ -226,6 +226,60 @@ class PackedRows(common.ComparedWithEager):
         self.check(lambda a: a.permute(0, 3, 1, 2).contiguous(), (ids,))
         self.check(lambda a: a.flatten(1, 2).transpose(1, 2).contiguous(), (ids.to(torch.int32),))
 
+    def test_dims_merged_before_packing(self):
+        # Rows shorter than a run take the dims before them where every value
+        # steps through them as one (mergeChainedDims): [4096, 2, 2] is
+        # packed as [8192, 2] rows, with a bias over [2, 2] as [4096, 4].
+        # Values that break a chain (a slice, a transposed input, a scalar
+        # per outer index or per middle index, a returned transpose) keep
+        # the dims apart and must still be read right.
+        for dtype in DTYPES:
+            x = randn(4096, 2, 2).to(dtype)
+            with self.subTest(dtype=dtype, what="contiguous"):
+                self.check(lambda a: (a + 1, torch.sigmoid(a) * a), (x,))
+            for what, bias in (("zeros", torch.zeros(2, 2)), ("ones", torch.ones(2, 2)),
+                               ("random", randn(2, 2, seed=3)), ("columns", randn(2, seed=3)),
+                               ("middle", randn(2, 1, seed=3)), ("outer", randn(4096, 1, 1, seed=3)),
+                               ("outer and columns", randn(4096, 1, 2, seed=3))):
+                with self.subTest(dtype=dtype, bias=what):
+                    self.check(lambda a, c: F.gelu(a + c), (x, bias.to(dtype)))
+            with self.subTest(dtype=dtype, what="slice of wider rows"):
+                w = randn(4096, 2, 5).to(dtype)
+                self.check(lambda a, b: a[:, :, 1:3] * b, (w, x))
+            with self.subTest(dtype=dtype, what="transposed outer dims"):
+                t = randn(2, 4096, 2).to(dtype)
+                self.check(lambda a, b: a.transpose(0, 1) - b, (t, x))
+            with self.subTest(dtype=dtype, what="returned views"):
+                self.check(lambda a: ((a * 3).reshape(8192, 2), (a - 1).transpose(1, 2), (a + 2).permute(1, 0, 2)),
+                           (x,))
+            with self.subTest(dtype=dtype, what="unit dims"):
+                u = randn(1024, 1, 4, 1, 2).to(dtype)
+                b = randn(4, 1, 2, seed=2).to(dtype)
+                self.check(lambda a, c: torch.where(a > 0, a * c, c), (u, b))
+            with self.subTest(dtype=dtype, what="odd outer dims"):
+                o = randn(7, 301, 3, 3).to(dtype)
+                self.check(lambda a, c: a * c + 1, (o, randn(3, 3, seed=4).to(dtype)))
+        ids = torch.randint(0, 100, (2048, 4, 2), generator=torch.Generator().manual_seed(0)).to(torch.uint8)
+        mask = torch.rand(2048, 4, 2, generator=torch.Generator().manual_seed(1)) > 0.5
+        self.check(lambda i, m: (torch.where(m, i * 2, i), m & (i > 50)), (ids, mask))
+
+    def test_permutes_of_tiny_blocks(self):
+        # Copies that transpose blocks of a few elements (planPermuteCopy):
+        # several blocks share a partition, loaded in the input's order and
+        # copied into the output's along the blocks, so that the loads and
+        # stores move long runs. Odd block counts, sliced inputs, a result
+        # returned through a reshape, and a wide transpose that keeps the
+        # TensorEngine path.
+        for dtype in DTYPES:
+            with self.subTest(dtype=dtype):
+                self.check(lambda a: a.transpose(-1, -2).contiguous(), (randn(1024, 8, 4, 4).to(dtype),))
+                self.check(lambda a: a.transpose(-1, -2).contiguous(), (randn(2048, 8, 8).to(dtype),))
+                self.check(lambda a: a.transpose(-1, -2).contiguous(), (randn(4096, 2, 64).to(dtype),))
+                self.check(lambda a: a.permute(0, 3, 1, 2).contiguous(), (randn(768, 4, 3, 5).to(dtype),))
+                self.check(lambda a: a[:, :, 1:].transpose(1, 2).contiguous(), (randn(3000, 4, 5).to(dtype),))
+                self.check(lambda a: a.transpose(1, 2).reshape(-1, 12), (randn(2048, 3, 4).to(dtype),))
+                self.check(lambda a: a.transpose(1, 2).contiguous(), (randn(4, 256, 384).to(dtype),))
+
     def test_interleaved_rows(self):
         # Short rows assembled by writing each piece along a step: values
         # stacked along a new last dim and flattened (computed pieces,

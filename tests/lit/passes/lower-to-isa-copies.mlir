@@ -95,13 +95,16 @@ func.func @patches(%x: tensor<8x3x224x224xbf16>) -> tensor<8x14x14x3x16x16xbf16>
 
 // A head merge returned through its reshape: the copy kernel of the
 // transpose also writes the reshape (one kernel, not a second copy of its
-// result); the general lowering copies the transposed view into the
-// [4, 512, 768] output as [4, 512, 12, 64], rows of 12 runs of 64 loaded
-// and stored as one run of 768.
+// result). Its runs of 64 elements are short: the permute plan puts 4
+// positions on each partition, loads each head's 4 x 64 elements as one
+// run of 256, copies them into the output's order, and stores one run of
+// 3072 (it had copied the transposed view as [4, 512, 12, 64], loading
+// rows of 12 runs of 64).
 // CHECK-LABEL: func.func @merged_heads
 // CHECK: nc.kernel "k0_fused_transpose_reshape"
-// CHECK: nc.dma_load %{{.*}} {ap = array<i64: 64, 43, 32768, 12, 1, 64>
-// CHECK: nc.dma_store %{{.*}} {ap = array<i64: 768, 43, 1, 768>, {{.*}} : memref<128x768xbf16, 1>, memref<4x512x768xbf16>
+// CHECK: nc.dma_load %{{.*}} {ap = array<i64: 256, 16, 32768, 12, 1, 256>, {{.*}} : memref<4x12x512x64xbf16>, memref<128x3072xbf16, 1>
+// CHECK: nc.tensor_scalar
+// CHECK: nc.dma_store %{{.*}} {ap = array<i64: 3072, 16, 1, 3072>, {{.*}} : memref<128x3072xbf16, 1>, memref<4x512x768xbf16>
 // CHECK-NOT: nc.kernel
 // CHECK: return
 func.func @merged_heads(%x: tensor<4x12x512x64xbf16>) -> tensor<4x512x768xbf16> {

@@ -1,0 +1,44 @@
+// RUN: neuron-opt %s --ncc-decompose-composites --ncc-form-kernels --ncc-lower-to-isa | FileCheck %s
+
+// An elementwise kernel computes the same elements over any dims, so dims
+// that every value steps through as one are merged before short rows are
+// packed (mergeChainedDims, passes/LowerToIsa.cpp). [32768, 2, 2] bf16
+// runs as [65536, 2] rows, 64 to a partition: 8 row tiles of [128 x 128]
+// in runs of 256 bytes (it had packed the two rows of dim 1: 256 row
+// tiles of [128 x 4], 8-byte runs).
+// CHECK-LABEL: func.func @contiguous
+// CHECK-NOT: memref<128x4xbf16, 1>
+// CHECK: nc.dma_load {{.*}}ap = array<i64: 128, 128, 1, 128>{{.*}}memref<32768x2x2xbf16>, memref<128x128xbf16, 1>
+// CHECK: nc.activation {{.*}}func = "sigmoid"{{.*}}memref<128x128xbf16, 1>
+// CHECK: nc.dma_store {{.*}}ap = array<i64: 128, 128, 1, 128>{{.*}}memref<128x128xbf16, 1>, memref<32768x2x2xbf16>
+// CHECK-NOT: memref<128x4xbf16, 1>
+// CHECK: return
+func.func @contiguous(%x: tensor<32768x2x2xbf16>) -> tensor<32768x2x2xbf16> {
+  %s = aten.sigmoid %x : tensor<32768x2x2xbf16> -> tensor<32768x2x2xbf16>
+  %y = aten.mul.Tensor %x, %s : tensor<32768x2x2xbf16>, tensor<32768x2x2xbf16> -> tensor<32768x2x2xbf16>
+  return %y : tensor<32768x2x2xbf16>
+}
+
+// A bias over the last two dims breaks the chain between dims 0 and 1 but
+// not between 1 and 2: the rows are [32768 x 4], packed 32 to a partition,
+// the bias loaded once as four columns and doubled across the tile.
+// CHECK-LABEL: func.func @bias
+// CHECK: nc.dma_load {{.*}}ap = array<i64: 128, 128, 1, 128>{{.*}}memref<32768x2x2xbf16>, memref<128x128xbf16, 1>
+// CHECK: nc.dma_load {{.*}}ap = array<i64: 0, 128, 1, 4>{{.*}}memref<2x2xbf16>, memref<128x4xbf16, 1>
+// CHECK: nc.tensor_tensor {{.*}}alu = "add"{{.*}}memref<128x128xbf16, 1>
+// CHECK: nc.dma_store {{.*}}ap = array<i64: 128, 128, 1, 128>{{.*}}memref<128x128xbf16, 1>, memref<32768x2x2xbf16>
+// CHECK: return
+func.func @bias(%x: tensor<32768x2x2xbf16>, %b: tensor<2x2xbf16>) -> tensor<32768x2x2xbf16> {
+  %y = aten.add.Tensor %x, %b : tensor<32768x2x2xbf16>, tensor<2x2xbf16> -> tensor<32768x2x2xbf16>
+  return %y : tensor<32768x2x2xbf16>
+}
+
+// A value constant along the columns that varies along dim 1 chains with
+// neither neighbour: no dims merge, and the kernel packs dim 1's two rows.
+// CHECK-LABEL: func.func @middle
+// CHECK: nc.dma_load {{.*}}ap = array<i64: 4, 128, 1, 4>{{.*}}memref<32768x2x2xbf16>, memref<128x4xbf16, 1>
+// CHECK: return
+func.func @middle(%x: tensor<32768x2x2xbf16>, %b: tensor<2x1xbf16>) -> tensor<32768x2x2xbf16> {
+  %y = aten.add.Tensor %x, %b : tensor<32768x2x2xbf16>, tensor<2x1xbf16> -> tensor<32768x2x2xbf16>
+  return %y : tensor<32768x2x2xbf16>
+}
