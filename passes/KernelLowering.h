@@ -17,6 +17,7 @@
 #include "dialects/nc/NcDialect.h"
 #include "passes/AttentionPattern.h"
 #include "passes/OnlineSum.h"
+#include "passes/PermutePlan.h"
 #include "passes/ReductionCost.h"
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/IR/Builders.h"
@@ -80,16 +81,9 @@ Value steppedColumns(OpBuilder& b, Location loc, Value tile, int64_t column, int
 // floats of one dtype, not empty.
 bool lowersAsExpandCopy(aten::ExpandOp expand);
 
-// A dim of a copy kernel's output (outermost first), with its strides in
-// the input and in the (contiguous) output.
-struct CopyDim {
-  int64_t size, inStride, outStride;
-};
-// A permuting copy's tiles (LowerCopies.cpp): output dims on the partitions,
-// in the columns, and iterated (a tile per index).
-struct PermuteCopyPlan {
-  SmallVector<CopyDim> rows, columns, loops;
-  aten::StridedView view;  // the copied view of the input
+// A permuting copy's tiles (PermutePlan.h) and the copied view of the input.
+struct PermuteCopyPlan : PermuteSplit {
+  aten::StridedView view;
 };
 
 // A lone sum, mean or amax over a run of middle dims, reduced in SBUF rows

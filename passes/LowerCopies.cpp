@@ -306,40 +306,43 @@ double tilePrice(double tiles, double bytes, double loadRuns, double storeRuns, 
 
 }  // namespace
 
-// A copy kernel of a permuting view (no broadcast) whose common innermost
-// run is short moves one DMA run per such run, loading and storing. Each
-// tile instead takes some output dims onto its partitions (a prefix of the
-// output's dims) and others into its columns, loads them in the input's
-// order, copies them into the output's order along the widest dim, and
-// stores them; the remaining dims are a tile each. Of all such splits that
-// fit maxFree, the one tilePrice rates lowest, if it beats the direct copy
-// by a quarter (false otherwise).
-bool KernelLowering::planPermuteCopy(Value copied, PermuteCopyPlan& plan) {
-  auto rt = llvm::cast<RankedTensorType>(copied.getType());
-  if (!llvm::isa<FloatType>(rt.getElementType()) || !viewOf.count(copied) ||
-      !llvm::isa<BlockArgument>(aten::viewChainRoot(copied)))
-    return false;
-  const aten::StridedView view = viewOf.lookup(copied);
-  auto arg = llvm::cast<BlockArgument>(aten::viewChainRoot(copied));
-  if (llvm::cast<RankedTensorType>(arg.getType()).getElementType() != rt.getElementType() ||
-      int64_t(view.shape.size()) != rt.getRank())
-    return false;
-  // Output dims, merged where they continue each other in both tensors.
+}  // namespace neuroncc::lowering
+
+namespace neuroncc {
+
+using llvm::ArrayRef;
+using llvm::SmallVector;
+
+std::optional<SmallVector<CopyDim>> permuteCopyDims(ArrayRef<int64_t> shape, ArrayRef<int64_t> strides) {
   SmallVector<CopyDim> dims;
-  int64_t outStride = rt.getNumElements();
-  for (int64_t d = 0; d < rt.getRank(); ++d) {
-    const int64_t size = rt.getDimSize(d);
+  int64_t outStride = 1;
+  for (int64_t size : shape) outStride *= std::max<int64_t>(size, 1);
+  for (auto [size, inStride] : llvm::zip(shape, strides)) {
     outStride /= std::max<int64_t>(size, 1);
     if (size == 1) continue;
-    const int64_t inStride = view.strides[size_t(d)];
-    if (inStride <= 0) return false;  // broadcasts: lowerExpandCopy
+    if (inStride <= 0) return std::nullopt;  // broadcasts: lowerExpandCopy
     if (!dims.empty() && dims.back().inStride == inStride * size) {
       dims.back() = CopyDim{dims.back().size * size, inStride, outStride};
       continue;
     }
     dims.push_back(CopyDim{size, inStride, outStride});
   }
-  const int64_t bytes = std::max<int64_t>(1, rt.getElementTypeBitWidth() / 8), total = rt.getNumElements();
+  return dims;
+}
+
+// A copy of a permuting view (no broadcast) whose common innermost run is
+// short moves one DMA run per such run, loading and storing. Each
+// tile instead takes some output dims onto its partitions (a prefix of the
+// output's dims) and others into its columns, loads them in the input's
+// order, copies them into the output's order along the widest dim, and
+// stores them; the remaining dims are a tile each. Of all such splits that
+// fit maxFree, the one tilePrice rates lowest, if it beats the direct copy
+// by a quarter (false otherwise).
+bool choosePermuteSplit(ArrayRef<CopyDim> dims, int64_t elementBytes, int64_t maxFree, PermuteSplit& split) {
+  using lowering::kShortRowBytes, lowering::reorders, lowering::runOf, lowering::tilePrice;
+  int64_t total = 1;
+  for (const CopyDim& d : dims) total *= d.size;
+  const int64_t bytes = elementBytes;
   if (dims.size() < 2 || dims.size() > 12 || total == 0) return false;  // (2^dims plans)
   // The common run: 1 where the output's innermost dim is strided in the
   // input (the direct copy then loads blocks transposed on the TensorEngine,
@@ -408,18 +411,45 @@ bool KernelLowering::planPermuteCopy(Value copied, PermuteCopyPlan& plan) {
   }
   if (!(best.price < 0.75 * direct)) return false;
 
-  plan = PermuteCopyPlan{};
-  plan.view = view;
-  plan.rows.assign(dims.begin(), dims.begin() + best.k);
+  split = PermuteSplit{};
+  split.rows.assign(dims.begin(), dims.begin() + best.k);
   if (best.group > 1) {
-    CopyDim& last = plan.rows.back();
-    plan.columns.push_back(CopyDim{best.group, last.inStride, last.outStride});
+    CopyDim& last = split.rows.back();
+    split.columns.push_back(CopyDim{best.group, last.inStride, last.outStride});
     last = CopyDim{last.size / best.group, last.inStride * best.group, last.outStride * best.group};
   }
   for (size_t i = best.k; i < n; ++i) {
-    if ((best.columns >> (i - best.k)) & 1) plan.columns.push_back(dims[i]);
-    else plan.loops.push_back(dims[i]);
+    if ((best.columns >> (i - best.k)) & 1) split.columns.push_back(dims[i]);
+    else split.loops.push_back(dims[i]);
   }
+  return true;
+}
+
+bool readsTinyTransposedBlocks(ArrayRef<CopyDim> dims, int64_t elementBytes) {
+  if (dims.size() < 2 || dims.back().inStride == 1) return false;
+  const CopyDim* contiguous = llvm::find_if(dims, [](const CopyDim& d) { return d.inStride == 1; });
+  return contiguous != dims.end() &&
+         std::min(dims.back().size, contiguous->size) * elementBytes < lowering::kShortRowBytes;
+}
+
+}  // namespace neuroncc
+
+namespace neuroncc::lowering {
+
+bool KernelLowering::planPermuteCopy(Value copied, PermuteCopyPlan& plan) {
+  auto rt = llvm::cast<RankedTensorType>(copied.getType());
+  if (!llvm::isa<FloatType>(rt.getElementType()) || !viewOf.count(copied) ||
+      !llvm::isa<BlockArgument>(aten::viewChainRoot(copied)))
+    return false;
+  const aten::StridedView view = viewOf.lookup(copied);
+  auto arg = llvm::cast<BlockArgument>(aten::viewChainRoot(copied));
+  if (llvm::cast<RankedTensorType>(arg.getType()).getElementType() != rt.getElementType() ||
+      int64_t(view.shape.size()) != rt.getRank())
+    return false;
+  std::optional<SmallVector<CopyDim>> dims = permuteCopyDims(rt.getShape(), view.strides);
+  const int64_t bytes = std::max<int64_t>(1, rt.getElementTypeBitWidth() / 8);
+  if (!dims || !choosePermuteSplit(*dims, bytes, maxFree, plan)) return false;
+  plan.view = view;
   return true;
 }
 

@@ -280,6 +280,29 @@ class PackedRows(common.ComparedWithEager):
                 self.check(lambda a: a.transpose(1, 2).reshape(-1, 12), (randn(2048, 3, 4).to(dtype),))
                 self.check(lambda a: a.transpose(1, 2).contiguous(), (randn(4, 256, 384).to(dtype),))
 
+    def test_tiny_transposed_blocks_copied_out(self):
+        # An elementwise op reading a view across its input's contiguous dim
+        # in blocks of a few elements reads it from a permute copy
+        # (ncc-form-kernels' copiesTinyTransposedBlocks): graph inputs and
+        # computed values, a view two ops read, one a matmul also reads, a
+        # broadcast operand beside it, and wide blocks that stay in place.
+        for dtype in DTYPES:
+            with self.subTest(dtype=dtype):
+                x = randn(4096, 2, 64).to(dtype)
+                y = randn(4096, 64, 2, seed=1).to(dtype)
+                self.check(lambda a, b: a.transpose(-1, -2) + b, (x, y))
+                self.check(lambda a, b: F.gelu(b.transpose(-1, -2)) * a, (x, y))
+                self.check(lambda a: (a.transpose(1, 2) * 2, torch.exp(a.transpose(1, 2))), (x,))
+                self.check(lambda a, b: torch.where(b > 0, torch.exp(a).transpose(1, 2), b), (x, y))
+                w = randn(256, 16, 48).to(dtype)
+                for bias in (torch.zeros(16), torch.ones(16), randn(16, seed=2)):
+                    self.check(lambda a, c: a.transpose(1, 2) + c, (w, bias.to(dtype)))
+                m = randn(64, 8).to(dtype)
+                self.check(lambda a, b: (a.transpose(1, 2) + 1, a.transpose(1, 2).reshape(-1, 16) @ b.t()),
+                           (randn(512, 8, 2).to(dtype), randn(4, 16, seed=3).to(dtype)))
+                self.check(lambda a: a.transpose(0, 1) * 3, (m,))
+                self.check(lambda a: a.transpose(1, 2) - 1, (randn(4, 256, 384).to(dtype),))
+
     def test_interleaved_rows(self):
         # Short rows assembled by writing each piece along a step: values
         # stacked along a new last dim and flattened (computed pieces,

@@ -122,12 +122,15 @@ func.func @few_rows(%x: tensor<1024x32xf32>) -> tensor<1024x32xf32> {
   return %s : tensor<1024x32xf32>
 }
 
-// Neither packed nor interleaved: a transposed input (its packed rows would
-// be element-wise runs).
+// A transposed input would keep the kernel from packing (its packed rows
+// would be element-wise runs); read in tiny transposed blocks (64 f32
+// columns), it comes from a copy kernel of its own (ncc-form-kernels,
+// PermutePlan.h), and the add over contiguous rows packs 4 to a partition.
 // CHECK-LABEL: func.func @transposed
-// CHECK-NOT: memref<128x512xf32, 1>
-// CHECK: nc.dma_load {{.*}}ap = array<i64: 64, 128, 1, 64>{{.*}}memref<128x64xf32, 1>
-// CHECK-NOT: memref<128x512xf32, 1>
+// CHECK: nc.kernel "k0_t"
+// CHECK: nc.kernel "k1_add"
+// CHECK: nc.dma_load {{.*}}ap = array<i64: 256, 64, 1, 256>{{.*}}memref<128x256xf32, 1>
+// CHECK-NOT: memref<128x64xf32, 1>
 // CHECK: return
 func.func @transposed(%x: tensor<64x16384xf32>, %y: tensor<16384x64xf32>) -> tensor<16384x64xf32> {
   %t = aten.t %x : tensor<64x16384xf32> -> tensor<16384x64xf32>
