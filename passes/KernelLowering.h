@@ -239,6 +239,10 @@ class KernelLowering {
   // A packed kernel's input that is the same in each of a partition's rows
   // (a bias over the columns): one row loaded, then copied across the tile.
   void loadRepeatedRows(Value hbm, Value tile, const Layout& l, int64_t p, int64_t f);
+  // A packed kernel's input that is constant along each row but varies
+  // with the packed rows (a per-row scalar): one value per packed row
+  // loaded, then each copied across its row.
+  void loadWidenedRows(Value hbm, Value tile, const Layout& l, int64_t p, int64_t f);
   // The kernel's leading dims before a spread added its partitions' dim.
   ArrayRef<int64_t> unsplitLead() const {
     return space.split > 1 ? ArrayRef<int64_t>(space.lead).drop_back() : ArrayRef<int64_t>(space.lead);
@@ -274,9 +278,12 @@ class KernelLowering {
   // The HBM offsets of rows r0 + i * rowStep, i < p.
   SmallVector<int64_t> rowOffsets(const Layout& l, int64_t r0, int64_t p);
   // `packedRows` > 1: each partition holds that many consecutive rows of f
-  // columns each (an interleaved kernel's group tile).
+  // columns each (an interleaved kernel's group tile). `stepped` (stride,
+  // first element): each partition's f elements that many apart from there
+  // instead of the layout's columns.
   void emitDma(bool load, Value hbm, Value tile, const Layout& l, int64_t r0, int64_t p,
-               int64_t c0, int64_t f, int64_t packedRows = 1);
+               int64_t c0, int64_t f, int64_t packedRows = 1,
+               std::optional<std::pair<int64_t, int64_t>> stepped = std::nullopt);
   Value alloc(int64_t p, int64_t f, Type elem);
   Value allocPsum(int64_t p, int64_t f);
   Value tileOf(Value v);

@@ -240,9 +240,16 @@ class PackedRows(common.ComparedWithEager):
             for what, bias in (("zeros", torch.zeros(2, 2)), ("ones", torch.ones(2, 2)),
                                ("random", randn(2, 2, seed=3)), ("columns", randn(2, seed=3)),
                                ("middle", randn(2, 1, seed=3)), ("outer", randn(4096, 1, 1, seed=3)),
-                               ("outer and columns", randn(4096, 1, 2, seed=3))):
+                               ("outer and columns", randn(4096, 1, 2, seed=3)),
+                               ("per row", randn(4096, 2, 1, seed=3)), ("per row, zeros", torch.zeros(4096, 2, 1))):
                 with self.subTest(dtype=dtype, bias=what):
                     self.check(lambda a, c: F.gelu(a + c), (x, bias.to(dtype)))
+            with self.subTest(dtype=dtype, what="per-row scalars widened across packed rows"):
+                # (C <= g: the scalars are copied across their rows; a row of
+                # 64 keeps interleaving.)
+                s = randn(8192, 16, 1, seed=5).to(dtype)
+                self.check(lambda a, c: (torch.where(a > c, a * c, c - a), c * 2), (randn(8192, 16, 2).to(dtype), s))
+                self.check(lambda a, c: a / (c.abs() + 1), (randn(1024, 2, 64).to(dtype), randn(1024, 2, 1).to(dtype)))
             with self.subTest(dtype=dtype, what="slice of wider rows"):
                 w = randn(4096, 2, 5).to(dtype)
                 self.check(lambda a, b: a[:, :, 1:3] * b, (w, x))

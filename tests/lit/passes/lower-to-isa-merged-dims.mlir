@@ -42,3 +42,22 @@ func.func @middle(%x: tensor<32768x2x2xbf16>, %b: tensor<2x1xbf16>) -> tensor<32
   %y = aten.add.Tensor %x, %b : tensor<32768x2x2xbf16>, tensor<2x1xbf16> -> tensor<32768x2x2xbf16>
   return %y : tensor<32768x2x2xbf16>
 }
+
+// A scalar per row over [32768, 2, 2] chains onto the rows (dims 0 and 1
+// merge: 65536 rows of 2) and packs too, 64 rows a partition: its 64
+// values are one run per partition, copied into the two columns of their
+// rows by stepped copies (C = 2 <= g), and the product is one instruction
+// over the packed tile.
+// CHECK-LABEL: func.func @per_row
+// CHECK: nc.dma_load {{.*}}ap = array<i64: 128, 128, 1, 128>{{.*}}memref<32768x2x2xbf16>, memref<128x128xbf16, 1>
+// CHECK: nc.dma_load %{{.*}} -> %[[S:.*]] {ap = array<i64: 64, 128, 1, 64>{{.*}}memref<32768x2x1xbf16>, memref<128x64xbf16, 1>
+// CHECK: %[[C0:.*]] = nc.tile_columns %[[W:.*]][0] {step = 2 : i64}
+// CHECK: nc.tensor_scalar %[[C0]], %[[S]]
+// CHECK: %[[C1:.*]] = nc.tile_columns %[[W]][1] {step = 2 : i64}
+// CHECK: nc.tensor_scalar %[[C1]], %[[S]]
+// CHECK: nc.tensor_tensor %{{.*}}, %{{.*}}, %[[W]] {alu = "mul"{{.*}}memref<128x128xbf16, 1>
+// CHECK: return
+func.func @per_row(%x: tensor<32768x2x2xbf16>, %s: tensor<32768x2x1xbf16>) -> tensor<32768x2x2xbf16> {
+  %y = aten.mul.Tensor %x, %s : tensor<32768x2x2xbf16>, tensor<32768x2x1xbf16> -> tensor<32768x2x2xbf16>
+  return %y : tensor<32768x2x2xbf16>
+}
