@@ -359,7 +359,8 @@ bool choosePermuteSplit(ArrayRef<CopyDim> dims, int64_t elementBytes, int64_t ma
   // for the partitions (tiny blocks: transposing the last two dims of
   // [1024, 8, 4, 4] takes 64 blocks a partition, copied 16 times along
   // them, where a tile of 128 blocks of 16 elements was too small). Only
-  // where that makes the loads' and the stores' runs kShortRowBytes or more:
+  // where that makes the loads' and the stores' runs a quarter of
+  // kShortRowBytes (128 bytes) or more:
   // the direct copy's price counts a run per element where the output's
   // innermost dim is strided, but it loads wide blocks transposed (64 x 512
   // x 512 bf16 transposed: 317.0 us; 8 indices of dim 1 a partition, runs of

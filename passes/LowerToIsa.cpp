@@ -533,8 +533,11 @@ bool KernelLowering::packShortRows(ArrayRef<Value> hbmValues) {
     return false;
   if (llvm::count_if(space.trail, [](int64_t d) { return d != 1; }) != 1) return false;
   // (A value constant along the row but varying with L, a per-row scale,
-  // is then constant along each packed row: loadWidenedRows.)
-  auto packable = [&](const Layout& l) { return l.kind == Kind::Row || rowIsOneRun(l); };
+  // is then constant along each packed row of an elementwise kernel:
+  // loadWidenedRows.)
+  auto packable = [&](const Layout& l) {
+    return l.kind == Kind::Row ? space.elementwise || l.rowStrides[size_t(k)] == 0 : rowIsOneRun(l);
+  };
   for (Value v : hbmValues)
     if (!packable(layouts.lookup(v))) return false;
   for (Value inner : llvm::cast<nc::YieldOp>(kernel.getBody().front().getTerminator()).getValues())
