@@ -62,14 +62,21 @@ GRAPHS = {
 }
 
 
+def random_shape(rng, max_rank, sizes, max_elements):
+    """A shape of rank 2 to max_rank drawn from `sizes`, its largest dims halved while over max_elements."""
+    rank = rng.randint(2, max_rank)
+    shape = [rng.choice(sizes) for _ in range(rank)]
+    while prod(shape) > max_elements:
+        shape[shape.index(max(shape))] //= 2
+    return shape
+
+
 def random_permutes(seed, n):
     rng = random.Random(seed)
     out = {}
     for i in range(n):
-        rank = rng.randint(2, 6)
-        shape = [rng.choice([1, 2, 3, 4, 5, 7, 8, 12, 16, 32]) for _ in range(rank)]
-        while prod(shape) > 2_000_000:
-            shape[shape.index(max(shape))] //= 2
+        shape = random_shape(rng, 6, [1, 2, 3, 4, 5, 7, 8, 12, 16, 32], 2_000_000)
+        rank = len(shape)
         perm = list(range(rank))
         rng.shuffle(perm)
         sliced = rng.random() < 0.2

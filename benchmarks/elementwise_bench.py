@@ -14,7 +14,6 @@ build's tools too and prints the ratio. Nothing here asserts on time.
 
   /usr/bin/python3 benchmarks/elementwise_bench.py --elementwise 1,40 --reference /tmp/old-build
 """
-from math import prod
 import os
 import random
 import sys
@@ -52,10 +51,8 @@ def random_elementwise(seed, n):
     rng = random.Random(seed)
     out = {}
     for i in range(n):
-        rank = rng.randint(2, 5)
-        shape = [rng.choice([1, 2, 3, 4, 7, 8, 16, 32, 64, 128, 300]) for _ in range(rank)]
-        while prod(shape) > 4_000_000:
-            shape[shape.index(max(shape))] //= 2
+        shape = bench.random_shape(rng, 5, [1, 2, 3, 4, 7, 8, 16, 32, 64, 128, 300], 4_000_000)
+        rank = len(shape)
         kept = {d for d in range(rank) if rng.random() < 0.5}
         first = list(shape)
         how = rng.choice(["plain", "plain", "transposed", "sliced"])

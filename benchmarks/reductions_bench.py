@@ -14,7 +14,6 @@ time.
 
   /usr/bin/python3 benchmarks/reductions_bench.py --reductions 1,40 --reference /tmp/old-build
 """
-from math import prod
 import os
 import random
 import sys
@@ -52,10 +51,8 @@ def random_reductions(seed, n):
     rng = random.Random(seed)
     out = {}
     for i in range(n):
-        rank = rng.randint(2, 5)
-        shape = [rng.choice([1, 2, 3, 4, 7, 8, 16, 32, 64, 128, 300]) for _ in range(rank)]
-        while prod(shape) > 4_000_000:
-            shape[shape.index(max(shape))] //= 2
+        shape = bench.random_shape(rng, 5, [1, 2, 3, 4, 7, 8, 16, 32, 64, 128, 300], 4_000_000)
+        rank = len(shape)
         first = rng.randrange(rank)
         dims = tuple(range(first, rng.randint(first, rank - 1) + 1))
         op = rng.choice(["sum", "mean", "amax"])
