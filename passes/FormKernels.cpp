@@ -321,15 +321,10 @@ struct FormKernelsPass : impl::FormKernelsBase<FormKernelsPass> {
   bool copiesTinyTransposedBlocks(const Chain& c) {
     auto rootType = llvm::cast<RankedTensorType>(c.root.getType());
     if (c.ops.empty() || !llvm::isa<FloatType>(rootType.getElementType())) return false;
-    aten::StridedView v = aten::contiguousView(rootType.getShape());
-    for (Operation* op : c.ops) {
-      aten::StridedView next;
-      std::string error;
-      if (!aten::applyView(op, v, next, &error)) return false;
-      v = next;
-    }
+    std::optional<aten::StridedView> v = aten::viewThrough(c.ops, rootType.getShape());
+    if (!v) return false;
     const int64_t bytes = std::max<int64_t>(1, rootType.getElementTypeBitWidth() / 8);
-    std::optional<SmallVector<CopyDim>> dims = permuteCopyDims(v.shape, v.strides);
+    std::optional<SmallVector<CopyDim>> dims = permuteCopyDims(v->shape, v->strides);
     PermuteSplit split;
     return dims && readsTinyTransposedBlocks(*dims, bytes) && choosePermuteSplit(*dims, bytes, kLoweringChunk, split);
   }

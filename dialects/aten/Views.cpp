@@ -149,7 +149,11 @@ mlir::Value viewChainRoot(mlir::Value v, llvm::SmallVectorImpl<mlir::Operation*>
 std::optional<StridedView> viewOfChain(mlir::Value v) {
   llvm::SmallVector<mlir::Operation*> chain;
   mlir::Value root = viewChainRoot(v, &chain);
-  StridedView view = contiguousView(llvm::cast<mlir::RankedTensorType>(root.getType()).getShape());
+  return viewThrough(chain, llvm::cast<mlir::RankedTensorType>(root.getType()).getShape());
+}
+
+std::optional<StridedView> viewThrough(llvm::ArrayRef<mlir::Operation*> chain, llvm::ArrayRef<int64_t> rootShape) {
+  StridedView view = contiguousView(rootShape);
   for (mlir::Operation* op : chain) {
     StridedView next;
     std::string error;

@@ -27,6 +27,9 @@ mlir::Value viewChainRoot(mlir::Value v, llvm::SmallVectorImpl<mlir::Operation*>
 // The strided view `v` is of its chain's root (contiguous): nullopt where a
 // view of the chain does not fold into one (a reshape of a permutation).
 std::optional<StridedView> viewOfChain(mlir::Value v);
+// The same for the view ops `chain` applied in order to a contiguous tensor
+// of `rootShape`.
+std::optional<StridedView> viewThrough(llvm::ArrayRef<mlir::Operation*> chain, llvm::ArrayRef<int64_t> rootShape);
 
 // A reshape (or clone) that keeps the innermost dim: flattening the leading
 // dims gives the same rows, so on the device it is the same tile.
