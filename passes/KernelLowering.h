@@ -118,6 +118,9 @@ struct Space {
   int64_t rows = 1, cols = 1;
   bool reduces = false;
   int64_t rowBlock = 0;  // row tiles never cross a multiple of this (a bmm's batch); 0: no limit
+  // > 0: a bmm of small matrices whose row tiles take rowBlock / batchRows
+  // whole batches of batchRows rows each (groupSmallBatches).
+  int64_t batchRows = 0;
   bool matmul = false;
   // > 1: the innermost dim of the kernel's shape was split into [split,
   // cols] and the first part moved onto the rows (few long rows spread over
@@ -308,6 +311,11 @@ class KernelLowering {
   PanelSpec panelSpec(const MatmulOperand& o, int64_t k0, int64_t chunk) const;
   void loadPanel(Value hbm, Value panel, int64_t startOffset, ArrayRef<int64_t> ap, int64_t split);
   Value sharePanels(ArrayRef<MatmulOperand> operands, ArrayRef<OperandCache*> caches, int64_t k0, int64_t chunk);
+  void loadRuns(Value hbm, Value panel, int64_t startOffset, ArrayRef<int64_t> ap);
+  void groupSmallBatches(Block& body);
+  Value batchGroupOperand(const MatmulOperand& o, int64_t batchStride, int64_t g, Operation* op);
+  Value batchGroupProduct(Operation* op, const MatmulOperand& a, const MatmulOperand& bm, int64_t sAb, int64_t sBb,
+                          int64_t g);
   void setSource(Operation* inst, Operation* src);
   // Emits out = alu(in, scalar[p, 0] or imm) (operands swapped with reverse), attributed to src.
   void tensorScalar(Value out, Value in, Value scalar, StringRef alu, double imm, Operation* src,

@@ -71,6 +71,16 @@ constexpr int64_t kStreamedPieces = 64;
 // A body that then overflows SBUF is lowered again with kLookahead
 // (LowerToIsa.cpp).
 constexpr int64_t kStreamedAheadBytes = 96 * 1024;
+// A batch group's loads (batchGroupOperand): runs per DMA, their
+// descriptors then costing about the transfer's fixed 2 us (20 ns a run).
+constexpr int64_t kRunsPerPiece = 100;
+// A group's chain is a step longer (the product's transpose) and its
+// transfers have more runs each, so few batches run faster one by one
+// (their transfers spread over more queues): groups of at most batches / 8,
+// and none under 32 batches (16 x [1 x 64] @ [64 x 16] bf16: 8.9 us per
+// batch, 9.2 in 8 groups of 2; 32 x [16 x 128] @ [128 x 16]: 21.0 us per
+// batch, 16.3 in 8 groups of 4, 19.1 in 4 groups of 8).
+constexpr int64_t kMinBatchGroups = 8, kMinGroupedBatches = 32;
 }  // namespace
 
 // Columns [column, column + n) of a tile: itself, or an nc.tile_columns view.
@@ -210,6 +220,113 @@ Value KernelLowering::sharePanels(ArrayRef<MatmulOperand> operands, ArrayRef<Ope
   return wide;
 }
 
+// Batch groups. A bmm of small matrices ran a row tile per batch, each
+// paying its own loads of both operands, their TensorEngine transposes and
+// its own store: a DMA's fixed 2 us three times for M rows ([1024, 4, 16] x
+// [1024, 16, 4]: 3072 transfers, 415.8 us). Where M <= 64 and K and N fit
+// one slice (128), a row tile instead takes g = 128 / M whole batches
+// (rowBlock = g * M; at most 512 / N, so that a group's N-wide operands fit
+// a PSUM bank), whose operands load with one DMA each and whose rows store
+// with one. Each batch keeps its own matmul: packing batches block-diagonally
+// into one matmul would multiply zeros by the other batches' values, and
+// an inf or NaN there would reach every batch of the group.
+void KernelLowering::groupSmallBatches(Block& body) {
+  const int64_t P = nc::kNumPartitions;
+  if (space.rowBlock == 0 || !space.matmul || space.reduces) return;
+  const int64_t M = space.rowBlock;
+  int64_t N = 0, K = 0;
+  for (Operation& op : body.without_terminator()) {
+    if (llvm::isa<aten::MmOp, aten::AddmmOp>(op)) return;
+    auto bmm = llvm::dyn_cast<aten::BmmOp>(op);
+    if (!bmm) continue;
+    ArrayRef<int64_t> out = llvm::cast<RankedTensorType>(bmm.getType()).getShape();
+    ArrayRef<int64_t> lhs = llvm::cast<RankedTensorType>(bmm.getSelf().getType()).getShape();
+    if (out[1] != M || (N != 0 && out[2] != N) || (K != 0 && lhs[2] != K)) return;
+    N = out[2];
+    K = lhs[2];
+  }
+  constexpr int64_t kMaxGroupedRows = 64;
+  if (M > kMaxGroupedRows || N < 1 || N > P || K < 1 || K > P || space.cols != N || space.rows % M != 0) return;
+  const int64_t batches = space.rows / M, g = std::min({P / M, matmulColumns / N, batches / kMinBatchGroups});
+  if (g < 2 || batches < kMinGroupedBatches) return;
+  space.rowBlock = g * M;
+  space.batchRows = M;
+}
+
+// A panel's load (as loadPanel) in pieces of about kRunsPerPiece runs
+// each, on queues of their own: where its runs are short (a batch's n or K
+// elements), one DMA of all of them would spend their
+// descriptors' time on one queue.
+void KernelLowering::loadRuns(Value hbm, Value panel, int64_t startOffset, ArrayRef<int64_t> ap) {
+  SmallVector<int64_t> freeAp = simplifyFreePattern(ap.drop_front(2));
+  int64_t runs = ap[1], elements = ap[1];
+  for (size_t d = 0; d + 2 < freeAp.size(); d += 2) runs *= freeAp[d + 1];
+  if (!freeAp.empty() && freeAp[freeAp.size() - 2] != 1) runs *= freeAp.back();
+  for (size_t d = 1; d < freeAp.size(); d += 2) elements *= freeAp[d];
+  const int64_t bytes = elements * (llvm::cast<MemRefType>(panel.getType()).getElementTypeBitWidth() / 8);
+  loadPanel(hbm, panel, startOffset, ap,
+            std::clamp<int64_t>(bytes * kRunsPerPiece / std::max<int64_t>(runs, 1), 1, kSplitBytes));
+}
+
+// The [K x g*n] tile of operand `o` for g consecutive batches (`o` is the
+// first one's; each next one batchStride elements on), batch i's [K x n] at
+// columns [i*n, (i+1)*n): one DMA, or, where k alone is contiguous, rows of
+// as many batches as 128 partitions hold a DMA, transposed on the
+// TensorEngine.
+Value KernelLowering::batchGroupOperand(const MatmulOperand& o, int64_t batchStride, int64_t g, Operation* op) {
+  const int64_t P = nc::kNumPartitions;
+  auto load = [&](Value tile, int64_t start, ArrayRef<int64_t> ap) { loadRuns(o.hbm, tile, start, ap); };
+  if (!o.inRows()) {
+    Value tile = alloc(o.K, g * o.n, o.elem);
+    load(tile, o.offset, {o.kStride, o.K, batchStride, g, o.fStride, o.n});
+    return tile;
+  }
+  Value psum = allocPsum(o.K, g * o.n);
+  const int64_t perLoad = std::max<int64_t>(1, P / o.n);
+  for (int64_t i0 = 0; i0 < g; i0 += perLoad) {
+    const int64_t c = std::min(perLoad, g - i0), start = o.offset + i0 * batchStride;
+    Value rows = alloc(c * o.n, o.K, o.elem);
+    if (c == 1 || batchStride == o.n * o.fStride) {
+      load(rows, start, {o.fStride, c * o.n, o.kStride, o.K});
+    } else {  // partition (i, j) at i * batchStride + j * fStride
+      Operation* dma = b->create<nc::DmaLoadOp>(loc, o.hbm, rows, b->getI64IntegerAttr(0), b->getI64IntegerAttr(start),
+                                                b->getDenseI64ArrayAttr({batchStride, c, o.fStride, o.n, o.kStride, o.K}));
+      dma->setAttr("partition_dims", b->getI64IntegerAttr(2));
+      setEngineAndSource(dma, *b, "dma", -1);
+      ++numInst;
+      ++numDma;
+    }
+    setSource(b->create<nc::TransposeOp>(loc, tileColumns(*b, loc, psum, i0 * o.n, c * o.n), rows), op);
+  }
+  Value tile = alloc(o.K, g * o.n, o.elem);
+  copyTile(tile, psum, op);
+  return tile;
+}
+
+// The [g*M x N] PSUM product of a batch group (`a` and `bm` its first
+// batch's operands, [K x M] and [K x N]). Each batch's product is computed
+// transposed, C_i^T = B_i^T A_i^T (B_i stationary, A_i^T moving), into
+// columns [i*M, (i+1)*M) of one [N x g*M] bank, so that a single transpose
+// (of its f32 copy: no rounding) puts batch i's rows on partitions
+// [i*M, (i+1)*M), as the row tile holds them.
+Value KernelLowering::batchGroupProduct(Operation* op, const MatmulOperand& a, const MatmulOperand& bm, int64_t sAb,
+                                        int64_t sBb, int64_t g) {
+  const int64_t M = a.n, N = bm.n;
+  Value moving = batchGroupOperand(a, sAb, g, op);
+  Value stationary = batchGroupOperand(bm, sBb, g, op);
+  Value products = allocPsum(N, g * M);
+  for (int64_t i = 0; i < g; ++i)
+    setSource(b->create<nc::MatmulOp>(loc, tileColumns(*b, loc, products, i * M, M),
+                                      tileColumns(*b, loc, stationary, i * N, N),
+                                      tileColumns(*b, loc, moving, i * M, M), b->getBoolAttr(false)),
+              op);
+  Value copied = alloc(N, g * M, b->getF32Type());
+  copyTile(copied, products, op);
+  Value psum = allocPsum(g * M, N);
+  setSource(b->create<nc::TransposeOp>(loc, psum, copied), op);
+  return psum;
+}
+
 // The [kt x n] SBUF slice k0 of `o`, prepared on first use.
 Value KernelLowering::operandSlice(OperandCache& cache, const MatmulOperand& o, int64_t k0, Operation* op) {
   OperandKey key{o.hbm.getAsOpaquePointer(), o.offset, o.kStride, o.fStride, k0, o.n};
@@ -309,6 +426,48 @@ LogicalResult KernelLowering::lowerMatmul(Operation* op, Value a, Value bm, Valu
   int64_t f = perRow ? 1 : fullWidth, col0 = perRow ? 0 : c0;
   const int64_t P = nc::kNumPartitions, slices = (K + P - 1) / P;
   largestMatmulK = std::max(largestMatmulK, K);
+  // alpha * product + beta * bias, from PSUM into the result's tile.
+  auto finishMatmul = [&](Value psum) {
+    layouts[result].kind = perRow ? Kind::Row : Kind::Full;
+    Value out = alloc(p, f, elem);
+    Kind biasKind = bias ? layouts[bias].kind : Kind::Imm;
+    double biasImm = bias ? layouts[bias].imm : 0.0;
+    if (biasKind == Kind::Imm && biasImm * beta != 0.0) {
+      // A splat bias: alpha * (A B) + bias in f32, rounded once into the
+      // result's dtype (two instructions on a bf16 or f16 tile would round
+      // twice).
+      setSource(b->create<nc::ActivationOp>(loc, out, psum, Value(), Value(), Value(), b->getStringAttr("identity"),
+                                            b->getF64FloatAttr(alpha), b->getF64FloatAttr(biasImm * beta)),
+                op);
+    } else if (biasKind == Kind::Imm) {  // none
+      tensorScalar(out, psum, Value(), "mul", alpha, op);
+    } else {
+      Value scaled = psum;
+      if (alpha != 1.0) {
+        scaled = alloc(p, f, b->getF32Type());
+        tensorScalar(scaled, psum, Value(), "mul", alpha, op);
+      }
+      Value biasTile = tileOf(bias);
+      if (beta != 1.0) {
+        Value t = alloc(p, biasKind == Kind::Full ? f : 1, b->getF32Type());
+        tensorScalar(t, biasTile, Value(), "mul", beta, op);
+        biasTile = t;
+      }
+      if (biasKind == Kind::Full)
+        setSource(b->create<nc::TensorTensorOp>(loc, out, scaled, biasTile, b->getStringAttr("add")), op);
+      else
+        tensorScalar(out, scaled, biasTile, "add", 0.0, op);
+    }
+    tiles[result] = out;
+  };
+  if (batched && p > M) {  // a batch group (groupSmallBatches)
+    if (computedA || m0 != 0 || p % M != 0 || perRow || c0 != 0 || f != B.shape.back())
+      return op->emitError("internal: a batch group's row tile does not hold whole batches of the bmm");
+    MatmulOperand left{hbmOf[a], A.offset + batch * sAb, sAk, sAm, K, M, ae};
+    MatmulOperand right{hbmOf[bm], B.offset + batch * sBb, sBk, sBn, K, f, be};
+    finishMatmul(batchGroupProduct(op, left, right, sAb, sBb, p / M));
+    return success();
+  }
   MatmulOperand stationary{computedA ? Value() : hbmOf[a], A.offset + batch * sAb + m0 * sAm, sAk, sAm, K, p, ae};
   MatmulOperand moving{hbmOf[bm], B.offset + batch * sBb + col0 * sBn, sBk, sBn, K, f, be};
   if (M <= P && !moving.inRows()) moving.streamedBytes = llvm::cast<RankedTensorType>(bm.getType()).getNumElements() * moving.elemBytes();
@@ -362,37 +521,7 @@ LogicalResult KernelLowering::lowerMatmul(Operation* op, Value a, Value bm, Valu
               op);
   }
 
-  layouts[result].kind = perRow ? Kind::Row : Kind::Full;
-  Value out = alloc(p, f, elem);
-  Kind biasKind = bias ? layouts[bias].kind : Kind::Imm;
-  double biasImm = bias ? layouts[bias].imm : 0.0;
-  if (biasKind == Kind::Imm && biasImm * beta != 0.0) {
-    // A splat bias: alpha * (A B) + bias in f32, rounded once into the
-    // result's dtype (two instructions on a bf16 or f16 tile would round
-    // twice).
-    setSource(b->create<nc::ActivationOp>(loc, out, psum, Value(), Value(), Value(), b->getStringAttr("identity"),
-                                          b->getF64FloatAttr(alpha), b->getF64FloatAttr(biasImm * beta)),
-              op);
-  } else if (biasKind == Kind::Imm) {  // none
-    tensorScalar(out, psum, Value(), "mul", alpha, op);
-  } else {
-    Value scaled = psum;
-    if (alpha != 1.0) {
-      scaled = alloc(p, f, b->getF32Type());
-      tensorScalar(scaled, psum, Value(), "mul", alpha, op);
-    }
-    Value biasTile = tileOf(bias);
-    if (beta != 1.0) {
-      Value t = alloc(p, biasKind == Kind::Full ? f : 1, b->getF32Type());
-      tensorScalar(t, biasTile, Value(), "mul", beta, op);
-      biasTile = t;
-    }
-    if (biasKind == Kind::Full)
-      setSource(b->create<nc::TensorTensorOp>(loc, out, scaled, biasTile, b->getStringAttr("add")), op);
-    else
-      tensorScalar(out, scaled, biasTile, "add", 0.0, op);
-  }
-  tiles[result] = out;
+  finishMatmul(psum);
   return success();
 }
 

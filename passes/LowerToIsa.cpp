@@ -290,7 +290,10 @@ LogicalResult KernelLowering::computeSpace(bool prologue) {
   space.cols = product(space.trail);
   if (space.rows == 0 || space.cols == 0)
     return kernel.emitError("kernels over empty tensors are not supported");
-  if (!prologue) splitLongRows();
+  if (!prologue) {
+    splitLongRows();
+    groupSmallBatches(body);
+  }
   int64_t iterations = (space.rows + nc::kNumPartitions - 1) / nc::kNumPartitions *
                        ((space.cols + maxFree - 1) / maxFree);
   if (iterations > (int64_t(1) << 20))

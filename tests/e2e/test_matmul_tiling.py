@@ -129,6 +129,52 @@ class MatmulTiling(unittest.TestCase):
         a, b = randn(3, 200, 64), randn(3, 64, 150, seed=1, scale=0.12)
         self.check(lambda a, b: torch.bmm(a, b), (a, b))
 
+    def test_small_matrices_in_batch_groups(self):
+        # Batch groups (LowerMatmul.cpp): 32 or more batches of M <= 64 rows (K, N <= 128)
+        # run g whole batches a row tile, each operand loaded for the group at once (in rows
+        # and transposed where its k is contiguous, across batch strides that do not merge
+        # with the row stride), each batch's product computed transposed and the group's
+        # rows transposed back. The last group may be partial; an inf or NaN stays in its batch.
+        inf_at = torch.zeros(40, 16, 4).index_put_((torch.tensor([5]), torch.tensor([3]), torch.tensor([1])),
+                                                    torch.tensor(float("inf")))
+        nan_at = torch.zeros(40, 4, 16).index_put_((torch.tensor([17]), torch.tensor([2]), torch.tensor([9])),
+                                                    torch.tensor(float("nan")))
+        cases = [
+            (lambda a, b: torch.bmm(a, b), (randn(37, 4, 16), randn(37, 16, 4, seed=1))),
+            (lambda a, b: torch.bmm(a, b), (torch.ones(64, 16, 16), torch.ones(64, 16, 16))),
+            (lambda a, b: torch.bmm(a, b), (randn(300, 1, 8), randn(300, 8, 3, seed=1))),
+            (lambda a, b: torch.bmm(a, b), (randn(50, 5, 1), randn(50, 1, 7, seed=1))),
+            (lambda a, b: torch.bmm(a, b), (randn(64, 64, 128), randn(64, 128, 128, seed=1, scale=0.1))),
+            (lambda a, b: torch.bmm(a, b), (randn(70, 3, 5), randn(70, 5, 11, seed=1))),
+            (lambda q, k: q @ k.transpose(-1, -2), (randn(4, 12, 16, 64), randn(4, 12, 16, 64, seed=1, scale=0.1))),
+            (lambda a, b: a.transpose(-1, -2) @ b, (randn(40, 24, 8), randn(40, 24, 5, seed=1))),
+            (lambda a, b: a[:, :, 1:17] @ b[:, :16], (randn(40, 8, 20), randn(40, 20, 8, seed=1))),
+            (lambda a, b: a[::2] @ b, (randn(96, 4, 16), randn(48, 16, 6, seed=1))),
+            (lambda a, b: a[:, ::2] @ b[:, :5].transpose(1, 2), (randn(48, 8, 16), randn(48, 24, 16, seed=1))),
+            (lambda a, b: a.permute(1, 0, 2) @ b, (randn(8, 40, 16), randn(40, 16, 8, seed=1))),
+            (lambda a, b: a @ b.expand(33, 16, 12), (randn(33, 4, 16), randn(1, 16, 12, seed=1))),
+            (lambda x, w: x.view(4, 16, 8, 16).transpose(1, 2) @ w, (randn(4, 16, 128), randn(8, 16, 16, seed=1))),
+            (lambda a, b, c: torch.baddbmm(c, a, b), (randn(40, 8, 16), randn(40, 16, 8, seed=1), randn(40, 8, 8, seed=2))),
+            (lambda a, b, c: torch.baddbmm(c, a, b, alpha=0.5, beta=2), (randn(40, 8, 16), randn(40, 16, 8, seed=1),
+                                                                        torch.zeros(8))),
+            (lambda a, b: torch.softmax(torch.bmm(a, b) * 0.3, -1) + 1, (randn(64, 16, 32), randn(64, 32, 16, seed=1))),
+            (lambda a, b, c: torch.bmm(a, b) + torch.bmm(a, c), (randn(40, 4, 16), randn(40, 16, 4, seed=1),
+                                                                 randn(40, 16, 4, seed=2))),
+            (lambda a, b: torch.bmm(a, b), (randn(40, 4, 16), randn(40, 16, 4, seed=1) + inf_at)),
+            (lambda a, b: torch.bmm(a, b), (randn(40, 4, 16) + nan_at, randn(40, 16, 4, seed=1))),
+        ]
+        for i, (fn, inputs) in enumerate(cases):
+            for dtype in (torch.float32, torch.bfloat16):
+                args = tuple(t.to(dtype) for t in inputs)
+                ref = fn(*args)
+                for opt in (0, 2):
+                    name = "batch_group_%d_%s_O%d" % (i, str(dtype)[6:], opt)
+                    with self.subTest(case=i, dtype=dtype, opt=opt):
+                        outs, _ = common.export_compile_run(fn, args, self.tmp, name, opt)
+                        common.compare(outs[0], ref, TOL[dtype])
+                        self.assertTrue(toolchain.timing_only_matches(os.path.join(self.tmp, name + ".neff"),
+                                                                      self.tmp))
+
     def test_left_operand_stored_transposed_by_its_producer(self):
         # The RMSNorm output feeds only matmuls whose moving slices take two passes
         # (16 k slices x 5 column tiles of 2 KiB > 128 KiB): the RMSNorm kernel stores it

@@ -46,8 +46,8 @@ keepdim=False brought back by unsqueeze/[..., None]/view or plain broadcasting
 and combined with their operand (x - x.amax(-1).unsqueeze(-1),
 exp(x - amax), (x - mean) * rsqrt(var + eps)), softmax/log_softmax over any
 dim, layer_norm (also native_layer_norm with its mean/rstd results), rms_norm
-(also with a weight of another float dtype), mm/addmm/linear/bmm, matmul of
-3-D/4-D by 2-D and 4-D by 4-D, attention softmax(scale * q @ k^T [masked]) @ v
+(also with a weight of another float dtype), mm/addmm/linear/bmm (a fifth of
+the bmms of 32 to 97 small matrices), matmul of 3-D/4-D by 2-D and 4-D by 4-D, attention softmax(scale * q @ k^T [masked]) @ v
 (queries and keys up to 513, head dims up to 130; no mask, a constant causal
 mask by masked_fill(-inf) or where(finfo.min / -1e4), another mask, or an
 added bias; -O2 makes it one flash-attention kernel; `--focus attention`
@@ -405,6 +405,7 @@ DIM_POOL = [(1, 10), (2, 6), (3, 8), (4, 5), (5, 4), (7, 6), (8, 4), (16, 4), (3
             (127, 4), (128, 4), (129, 4), (200, 3), (256, 2), (513, 2)]
 SMALL_POOL = [(1, 3), (2, 4), (3, 4), (4, 2), (5, 2), (7, 2), (8, 1)]
 MATMUL_DIMS = [1, 7, 127, 128, 129, 513]
+SMALL_MATMUL_DIMS = [1, 3, 16, 33, 64, 128]
 SCALARS = [0.5, 2.0, -1.5, 3, -2, 0.1, 1e-3, 1e-6, 100.0, 0.0, 1.0, -0.25]
 EXACT_THRESHOLDS = [0.0, 0.5, -0.5, 1.0, 0.25, -1.0, 2.0]
 VAR_RE = re.compile(r"self\.p\d+|\b[xvt]\d+\b")
@@ -1781,13 +1782,18 @@ def g_empty(b):
 
 
 def g_bmm(b):
-    a = b.pick_float(lambda v: len(v.shape) in (3, 4))
+    # A fifth are many small matrices (the batch groups of LowerMatmul.cpp).
+    small = b.rng.random() < 0.2
+    sizes = SMALL_MATMUL_DIMS if small else MATMUL_DIMS
+    a = None if small else b.pick_float(lambda v: len(v.shape) in (3, 4))
     if a is None or b.rng.random() < 0.3:
         rank = b.rng.choice([3, 4])
         dims = [b.new_dim(SMALL_POOL) for _ in range(rank - 2)]
-        m = (b.sym(b.rng.choice(MATMUL_DIMS)),)
+        if small:
+            dims[0] = (b.sym(b.rng.choice([32, 40, 64, 97])),)
+        m = (b.sym(b.rng.choice(sizes)),)
         batch = b.numel(tuple(dims))
-        kv = [k for k in MATMUL_DIMS if k * b.dim_val(m) * batch <= ELEMENT_LIMIT]
+        kv = [k for k in sizes if k * b.dim_val(m) * batch <= ELEMENT_LIMIT]
         if not kv:
             raise Reject("bmm too large")
         k = (b.sym(b.rng.choice(kv)),)
@@ -1801,7 +1807,7 @@ def g_bmm(b):
             other = "%s.permute(0, 1, 3, 2)" % a
         out = tuple(batch) + (m, m)
     else:
-        n = (b.sym(b.rng.choice(MATMUL_DIMS)),)
+        n = (b.sym(b.rng.choice(sizes)),)
         if b.numel(tuple(batch) + (k, n)) > ELEMENT_LIMIT or b.numel(tuple(batch) + (m, n)) > ELEMENT_LIMIT:
             raise Reject("bmm operand too large")
         wb = tuple(batch)
