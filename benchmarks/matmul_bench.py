@@ -3,6 +3,7 @@
 
 `bmm` of many small matrices (the batch groups of passes/LowerMatmul.cpp),
 attention scores `q @ k^T` and `softmax(q @ k^T) @ v` over many short heads,
+grouped-query attention (key heads repeated for several query heads),
 a `baddbmm` and a `bmm` with an epilogue, and seeded random batched matmuls,
 each exported (bf16, weights as constants), compiled at -O2 for trn1 and
 profiled timing-only as benchmarks/roofline_bench.py measures its rows:
@@ -38,6 +39,11 @@ def graphs():
         out["q @ k^T %s" % [b, h, s, d]] = (lambda q, k: q @ k.transpose(-1, -2), [(b, h, s, d)] * 2)
         out["attention %s" % [b, h, s, d]] = (
             lambda q, k, v: torch.softmax(q @ k.transpose(-1, -2) * 0.125, -1) @ v, [(b, h, s, d)] * 3)
+    for h, kv, s, t in ((32, 8, 1, 512), (32, 8, 16, 128), (12, 1, 24, 256)):
+        out["grouped attention %s" % [h, kv, s, t]] = (
+            lambda q, k, v, h=h, kv=kv: torch.softmax(
+                q @ k.repeat_interleave(h // kv, 1).transpose(-1, -2) * 0.125, -1) @ v.repeat_interleave(h // kv, 1),
+            [(1, h, s, 128), (1, kv, t, 128), (1, kv, t, 128)])
     out["baddbmm [256, 8, 32, 8]"] = (lambda c, x, y: torch.baddbmm(c, x, y, alpha=0.5),
                                       [(256, 8, 8), (256, 8, 32), (256, 32, 8)])
     out["softmax(bmm) [256, 16, 32, 16]"] = (lambda x, y: torch.softmax(torch.bmm(x, y), -1),

@@ -444,6 +444,7 @@ class KernelLowering {
   llvm::DenseMap<Value, Value> rowTileLoads;
   int64_t rowTileLoadsRow = -1;
   int64_t inputColumns = 0;  // > 0: the width of input tiles (an attention's key block)
+  int64_t tileRows = 0;      // > 0: the rows of input tiles (an attention's query block)
   // The stationary slices of the current row tile, reused by each of its
   // column tiles while they stay small next to a partition.
   OperandCache stationaryCache;

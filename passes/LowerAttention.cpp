@@ -42,6 +42,7 @@
 
 #include "passes/AttentionPattern.h"
 #include "passes/KernelLowering.h"
+#include "llvm/ADT/ScopeExit.h"
 
 namespace neuroncc::lowering {
 
@@ -106,12 +107,13 @@ struct KernelLowering::AttentionMask {
   bool skippable = false;   // fully filled blocks may be skipped
   int64_t S = 0, T = 0;
   enum Class { None, Some, All };
+  // Rows q0 .. q0 + p of batch `batch` and the batches after it (a query
+  // block of packed batches runs on into them).
   Class classify(int64_t batch, int64_t q0, int64_t p, int64_t k0, int64_t nk) const {
     bool any = false, all = true;
-    const char* base = fills.data() + (perBatch ? batch * S * T : 0);
     for (int64_t q = q0; q < q0 + p; ++q)
       for (int64_t k = k0; k < k0 + nk; ++k) {
-        bool f = base[q * T + k];
+        bool f = fills[size_t((perBatch ? batch * S + q : q % S) * T + k)];
         any |= f;
         all &= f;
       }
@@ -346,9 +348,9 @@ LogicalResult KernelLowering::lowerAttention(const AttentionMatch& m, Value out,
     int64_t k0, nk;
     SmallVector<std::pair<int64_t, int64_t>, 2> masked;  // (column, count)
   };
-  std::map<std::pair<int64_t, int64_t>, SmallVector<KeyBlock>> keyBlocksOf;
+  std::map<std::tuple<int64_t, int64_t, int64_t>, SmallVector<KeyBlock>> keyBlocksOf;
   auto keyBlocks = [&](int64_t batch, int64_t q0, int64_t p) -> const SmallVector<KeyBlock>& {
-    auto [it, added] = keyBlocksOf.try_emplace({mask && mask->perBatch ? batch : 0, q0});
+    auto [it, added] = keyBlocksOf.try_emplace({mask && mask->perBatch ? batch : 0, q0, p});
     SmallVector<KeyBlock>& blocks = it->second;
     if (!added) return blocks;
     for (int64_t k = 0; k < T; k += P) {
@@ -405,9 +407,45 @@ LogicalResult KernelLowering::lowerAttention(const AttentionMatch& m, Value out,
     return e;
   };
   const bool gatherOutputs = dPieces == 1 && O.colStride() == 1;
+  // Packed batches. Consecutive batches that read the same K and V, with
+  // few query rows each (grouped-query attention's query heads over an
+  // expanded key head, at decoding: one row each), are one batch of their
+  // rows together, up to 128, where their rows of Q and of the output are
+  // at one stride (the batches' own rows one after another, or rows of one
+  // each): one query block computes their scores against K^T at once, and
+  // its softmax, transposes and product with V serve them all (32 query
+  // heads over 8 key heads of 512 tokens, d = 128, at decoding: 45.6 us a
+  // block per head). Each row is its own softmax; a compile-time mask is
+  // classified over the block's rows of every batch in it.
+  auto packedBatches = [&](int64_t b0) -> int64_t {
+    if (b0 + 1 >= batches || 2 * S > P) return 1;
+    const int64_t qStep = Q.at(b0 + 1) - Q.at(b0), oStep = O.at(b0 + 1) - O.at(b0);
+    if (S > 1 && (qStep != S * Q.rowStride() || oStep != S * O.rowStride())) return 1;
+    if (qStep <= 0 || oStep <= 0) return 1;
+    int64_t r = 1;
+    while (b0 + r < batches && (r + 1) * S <= P && K.at(b0 + r) == K.at(b0) && V.at(b0 + r) == V.at(b0) &&
+           Q.at(b0 + r) == Q.at(b0) + r * qStep && O.at(b0 + r) == O.at(b0) + r * oStep)
+      ++r;
+    return r;
+  };
+  // Consecutive batches that read the same K and V (a batch dim the keys
+  // broadcast over: the query heads of a grouped-query attention, whose key
+  // and value heads are expanded, or one K and V for several queries) keep
+  // the K^T and V slices the first of them prepared, as one batch's query
+  // blocks do, instead of loading and transposing them again (LLaMA-style
+  // decoding, 32 query heads over 8 key heads of 512 tokens, d = 128:
+  // 96.9 us, K and V read four times).
+  OperandCache carriedKeys;
+  int64_t carriedFrom = -1;  // the batch whose K and V carriedKeys holds
   for (int64_t group0 = 0, groupLast = 0; group0 < batches; group0 = groupLast) {
-    groupLast = groupEnd(group0);
-    const int64_t heads = groupLast - group0;
+    // A packed unit of batches, or a head group (of single batches).
+    const int64_t unit = packedBatches(group0);
+    groupLast = unit > 1 ? group0 + unit : groupEnd(group0);
+    const int64_t heads = unit > 1 ? 1 : groupLast - group0;
+    // The query rows of one pass of the batch loop, and the strides of its rows of Q and O.
+    const int64_t rows = unit * S;
+    const int64_t qRowStride = unit > 1 && S == 1 ? Q.at(group0 + 1) - Q.at(group0) : Q.rowStride();
+    const int64_t oRowStride = unit > 1 && S == 1 ? O.at(group0 + 1) - O.at(group0) : O.rowStride();
     std::vector<OperandCache> groupKeys(static_cast<size_t>(heads));
     std::map<std::pair<int64_t, int64_t>, OperandCache> groupQueries;  // (head, q0)
     bool gathered = false;
@@ -445,15 +483,26 @@ LogicalResult KernelLowering::lowerAttention(const AttentionMatch& m, Value out,
       gathered = gatherOutputs;
       for (int64_t h = 1; h < heads && gathered; ++h) gathered = O.at(group0 + h) == O.at(group0 + h - 1) + Dv;
     }
-    for (int64_t batch = group0; batch < groupLast; ++batch) {
+    for (int64_t batch = group0; batch < groupLast; batch += unit) {
       const int64_t head = batch - group0;
       OperandCache& keys = groupKeys[size_t(head)];
-      for (int64_t g0 = 0; g0 < S; g0 += kGroup * P) {
+      if (keepKeys && batch > 0 && K.at(batch) == K.at(batch - 1) && V.at(batch) == V.at(batch - 1)) {
+        if (head > 0)
+          keys = groupKeys[size_t(head) - 1];
+        else if (carriedFrom == batch - 1)
+          keys = std::move(carriedKeys);
+      }
+      auto carry = llvm::make_scope_exit([&] {
+        if (!keepKeys || batch + unit != groupLast) return;
+        carriedKeys = std::move(keys);
+        carriedFrom = groupLast - 1;
+      });
+      for (int64_t g0 = 0; g0 < rows; g0 += kGroup * P) {
         std::vector<QueryBlock> group;
-        for (int64_t q0 = g0; q0 < std::min(S, g0 + kGroup * P); q0 += P) {
+        for (int64_t q0 = g0; q0 < std::min(rows, g0 + kGroup * P); q0 += P) {
           QueryBlock qb;
           qb.q0 = q0;
-          qb.p = std::min(P, S - q0);
+          qb.p = std::min(P, rows - q0);
           qb.blocks = &keyBlocks(batch, q0, qb.p);
           qb.acc.resize(size_t(dPieces));
           if (auto it = groupQueries.find({head, q0}); it != groupQueries.end()) qb.queries = std::move(it->second);
@@ -473,10 +522,11 @@ LogicalResult KernelLowering::lowerAttention(const AttentionMatch& m, Value out,
             r0 = batch * S + qb.q0;
             c0 = k0;
             inputColumns = nk;
+            tileRows = p;
             ++iteration;
             tiles.clear();
-            MatmulOperand query{hbmOf[m.query()], Q.at(batch) + qb.q0 * Q.rowStride(), Q.colStride(), Q.rowStride(),
-                                D, p, qe};
+            MatmulOperand query{hbmOf[m.query()], Q.at(batch) + qb.q0 * qRowStride, Q.colStride(), qRowStride, D, p,
+                                qe};
             MatmulOperand key{hbmOf[m.key()], K.at(batch) + kb * K.colStride(), K.rowStride(), K.colStride(), D,
                               std::min(kKeyBlock, T - kb), qe};
             Value scores = allocPsum(p, nk);
@@ -581,6 +631,7 @@ LogicalResult KernelLowering::lowerAttention(const AttentionMatch& m, Value out,
         }
         // O / l, stored; NaN where every key was masked with -inf.
         inputColumns = 0;
+        tileRows = 0;
         ++iteration;
         for (QueryBlock& qb : group)
           for (int64_t piece = 0; piece < dPieces; ++piece) {
@@ -604,8 +655,8 @@ LogicalResult KernelLowering::lowerAttention(const AttentionMatch& m, Value out,
             int64_t width = gathered ? heads * Dv : dn;
             Operation* dma = b->create<nc::DmaStoreOp>(
                 loc, gathered ? gatheredOut[qb.q0] : result, out, b->getI64IntegerAttr(0),
-                b->getI64IntegerAttr(first + qb.q0 * O.rowStride()),
-                b->getDenseI64ArrayAttr({O.rowStride(), qb.p, O.colStride(), width}));
+                b->getI64IntegerAttr(first + qb.q0 * oRowStride),
+                b->getDenseI64ArrayAttr({oRowStride, qb.p, O.colStride(), width}));
             setEngineAndSource(dma, *b, "dma", -1);
             ++numInst;
             ++numDma;

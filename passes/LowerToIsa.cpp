@@ -1048,6 +1048,7 @@ Value KernelLowering::tileOf(Value v) {
   const Layout l = layouts.lookup(v);  // a copy: `layouts` may grow below
   int64_t p = std::min<int64_t>(nc::kNumPartitions, (space.rows - (rowStep > 1 ? groupStart : r0)) / rowStep);
   if (space.rowBlock > 0) p = std::min(p, space.rowBlock - r0 % space.rowBlock);
+  if (tileRows > 0) p = tileRows;
   int64_t f = l.kind == Kind::Row ? 1 : inputColumns > 0 ? inputColumns : std::min(space.cols - c0, columnTile());
   auto elem = nc::deviceElementType(llvm::cast<RankedTensorType>(v.getType()).getElementType());
   if (rowStep > 1 && groupedInputs.contains(v)) {  // its group's rows, loaded by the group's first row tile

@@ -323,6 +323,93 @@ class AttentionEndToEnd(unittest.TestCase):
                                             "batched_grouped_%d_%s" % (b, str(dtype)[6:]))
                     self.assertEqual(kernels, ["k0_attention"])
 
+    def test_keys_shared_by_consecutive_heads(self):
+        """Consecutive heads reading the same K and V (grouped-query attention's expanded key
+        heads, at decoding and over a short prompt; one memory expanded over a batch of
+        queries) keep the K^T and V slices the first of them prepared: fewer TensorEngine
+        instructions than the same attention over distinct key heads, and the same results as
+        eager. The heads repeated in turn (`repeat`, not `repeat_interleave`) change keys at
+        every head and prepare each head's own."""
+        def grouped(q, k, v):
+            b, h, kv, t = q.shape[0], q.shape[1], k.shape[1], k.shape[2]
+            k = k[:, :, None].expand(b, kv, h // kv, t, k.shape[-1]).reshape(b, h, t, k.shape[-1])
+            v = v[:, :, None].expand(b, kv, h // kv, t, v.shape[-1]).reshape(b, h, t, v.shape[-1])
+            return torch.softmax(q @ k.transpose(-1, -2) * 0.125, -1) @ v
+
+        def in_turn(q, k, v):
+            h, kv = q.shape[1], k.shape[1]
+            return plain(q, k.repeat(1, h // kv, 1, 1), v.repeat(1, h // kv, 1, 1))
+
+        def memory(q, k, v):
+            return plain(q, k.expand(q.shape[0], -1, -1, -1), v.expand(q.shape[0], -1, -1, -1))
+
+        for dtype in (torch.float32, torch.bfloat16):
+            for s, t in ((1, 300), (24, 200)):
+                with self.subTest(case="grouped", s=s, t=t, dtype=dtype):
+                    q = randn(2, 8, s, 64, seed=51, dtype=dtype)
+                    k, v = randn(2, 2, t, 64, seed=52, dtype=dtype), randn(2, 2, t, 48, seed=53, dtype=dtype)
+                    name = "shared_keys_%d_%s" % (s, str(dtype)[6:])
+                    self.assertEqual(self.run_case(grouped, [q, k, v], name), ["k0_attention"])
+                    distinct = [q, randn(2, 8, t, 64, seed=52, dtype=dtype), randn(2, 8, t, 48, seed=53, dtype=dtype)]
+                    self.run_case(plain, distinct, name + "_distinct")
+                    self.assertLess(self.tensor_instructions(name), self.tensor_instructions(name + "_distinct"))
+                    self.run_case(in_turn, [q, k, v], name + "_in_turn")
+            with self.subTest(case="memory", dtype=dtype):
+                self.run_case(memory, [randn(3, 4, 10, 64, seed=54, dtype=dtype), randn(1, 4, 77, 64, seed=55, dtype=dtype),
+                                       randn(1, 4, 77, 64, seed=56, dtype=dtype)], "shared_memory_%s" % str(dtype)[6:])
+
+    def test_heads_sharing_keys_packed_into_one_query_block(self):
+        """Heads that share K and V with few query rows each are one query block of all their
+        rows (up to 128): grouped-query decoding (one row a head; queries as [b, h, 1, d] and
+        as a [b, 1, h * d] projection split into heads), multi-query attention over 12 heads
+        of 24 rows (packs of 5 and a last one of 2), and short prompts with a causal mask
+        (the same for every head) or a padding mask per sequence; f32 and bf16. Fewer
+        TensorEngine instructions than the same attention over distinct key heads."""
+        def grouped(q, k, v, mask=None, causal=False):
+            b, h, s, t = q.shape[0], q.shape[1], q.shape[2], k.shape[2]
+            kv = k.shape[1]
+            k = k[:, :, None].expand(b, kv, h // kv, t, k.shape[-1]).reshape(b, h, t, k.shape[-1])
+            v = v[:, :, None].expand(b, kv, h // kv, t, v.shape[-1]).reshape(b, h, t, v.shape[-1])
+            scores = q @ k.transpose(-1, -2) * 0.125
+            if causal:
+                scores = scores.masked_fill(torch.ones(s, t, dtype=torch.bool).triu(t - s + 1), float("-inf"))
+            if mask is not None:
+                scores = scores.masked_fill(mask[:, None, None, :], float("-inf"))
+            return torch.softmax(scores, -1) @ v
+
+        def projected(x, k, v):
+            b = x.shape[0]
+            return grouped(x.view(b, 1, 8, 64).transpose(1, 2), k, v).transpose(1, 2).reshape(b, 1, 8 * 64)
+
+        pad = torch.zeros(2, 300, dtype=torch.bool)
+        pad[0, 250:] = True
+        pad[1, 100:] = True
+        for dtype in (torch.float32, torch.bfloat16):
+            kv = [randn(2, 2, 300, 64, seed=62, dtype=dtype), randn(2, 2, 300, 64, seed=63, dtype=dtype)]
+            cases = [
+                ("decode", lambda q, k, v: grouped(q, k, v), [randn(2, 8, 1, 64, seed=61, dtype=dtype)] + kv),
+                ("decode_padded", lambda q, k, v: grouped(q, k, v, mask=pad), [randn(2, 8, 1, 64, seed=61, dtype=dtype)] + kv),
+                ("decode_projected", projected, [randn(2, 1, 512, seed=64, dtype=dtype)] + kv),
+                ("multi_query", lambda q, k, v: grouped(q, k, v),
+                 [randn(1, 12, 24, 64, seed=65, dtype=dtype), randn(1, 1, 90, 64, seed=66, dtype=dtype),
+                  randn(1, 1, 90, 32, seed=67, dtype=dtype)]),
+                ("prompt_causal", lambda q, k, v: grouped(q, k, v, causal=True),
+                 [randn(2, 8, 16, 64, seed=68, dtype=dtype), randn(2, 2, 16, 64, seed=69, dtype=dtype),
+                  randn(2, 2, 16, 64, seed=70, dtype=dtype)]),
+                ("prompt_causal_cached", lambda q, k, v: grouped(q, k, v, causal=True),
+                 [randn(2, 8, 5, 64, seed=71, dtype=dtype)] + kv),
+            ]
+            for label, fn, inputs in cases:
+                with self.subTest(case=label, dtype=dtype):
+                    name = "packed_%s_%s" % (label, str(dtype)[6:])
+                    self.assertEqual(self.run_case(fn, inputs, name), ["k0_attention"])
+            with self.subTest(case="fewer instructions", dtype=dtype):
+                q = randn(2, 8, 1, 64, seed=61, dtype=dtype)
+                distinct = [q, randn(2, 8, 300, 64, seed=62, dtype=dtype), randn(2, 8, 300, 64, seed=63, dtype=dtype)]
+                self.run_case(plain, distinct, "packed_distinct_%s" % str(dtype)[6:])
+                self.assertLess(2 * self.tensor_instructions("packed_decode_%s" % str(dtype)[6:]),
+                                self.tensor_instructions("packed_distinct_%s" % str(dtype)[6:]))
+
     def test_heads_side_by_side(self):
         """Heads whose rows sit side by side in [b, s, h * d] (BERT's and GPT-2's projections) and
         are shorter than a DMA descriptor's worth share their loads of Q, K and V and the store of

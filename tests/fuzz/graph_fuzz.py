@@ -2366,10 +2366,11 @@ def g_attention(b):
     where with a large negative fill), a mask from make_mask, or an additive bias input; with
     two batch dims, q, k and v may be heads split out of [b, rows, h * d] inputs (k and v
     repeated from fewer heads, as grouped-query attention does), and the result merged back into
-    [b, s, h * dv]."""
+    [b, s, h * dv]; or [b, h, rows, d] inputs with k and v expanded from fewer heads, or one k
+    and v expanded over the first batch dim."""
     batch = tuple(b.new_dim(SMALL_POOL) for _ in range(b.rng.choice([1, 2])))
     # Grouped-query attention: the heads as [kv heads, repeats], k and v repeated from kv heads.
-    grouped = len(batch) == 2 and b.rng.random() < 0.25
+    grouped = len(batch) == 2 and b.rng.random() < 0.35
     if grouped:
         KVH, REP = b.new_dim(SMALL_POOL), b.new_dim(SMALL_POOL)
         batch = (batch[0], KVH + REP)
@@ -2380,7 +2381,7 @@ def g_attention(b):
         raise Reject("attention too large")
     S, T, D, DV = (b.sym(s),), (b.sym(t),), (b.sym(d),), (b.sym(dv),)
     kinds = ["normal", "unit"]
-    split = len(batch) == 2 and (grouped or b.rng.random() < 0.5)
+    split = len(batch) == 2 and b.rng.random() < 0.5
     if split:
         # Heads split out of [b, rows, h * d] (projections viewed per head): for b > 1 the
         # batched matmul's [b * h] batch has no single stride.
@@ -2402,6 +2403,25 @@ def g_attention(b):
             q, k, v = heads(S, D), repeated(T, D), repeated(T, DV)
         else:
             q, k, v = heads(S, D), heads(T, D), heads(T, DV)
+    elif grouped:
+        # [b, h, rows, d] heads over fewer key heads, expanded (packed into shared query blocks).
+        B0, H = batch
+        q = b.new_input(batch + (S, D), kind=b.rng.choice(kinds))
+
+        def repeated(rows, width):
+            x = b.new_input((B0, KVH, rows, width), kind=b.rng.choice(kinds))
+            return b.add("%s[:, :, None].expand%s.reshape%s" % (
+                x, shape_src((B0, KVH, REP, rows, width)), shape_src((B0, H, rows, width))),
+                [(B0, H, rows, width)])
+        k, v = repeated(T, D), repeated(T, DV)
+    elif b.rng.random() < 0.2:
+        # One K and V for every batch of queries (a shared memory), expanded.
+        q = b.new_input(batch + (S, D), kind=b.rng.choice(kinds))
+        one = ((),) + batch[1:]
+        k = b.add("%s.expand%s" % (b.new_input(one + (T, D), kind=b.rng.choice(kinds)), shape_src(batch + (T, D))),
+                  [batch + (T, D)])
+        v = b.add("%s.expand%s" % (b.new_input(one + (T, DV), kind=b.rng.choice(kinds)), shape_src(batch + (T, DV))),
+                  [batch + (T, DV)])
     else:
         q = b.new_input(batch + (S, D), kind=b.rng.choice(kinds))
         k = b.new_input(batch + (T, D), kind=b.rng.choice(kinds))
