@@ -313,7 +313,7 @@ class KernelLowering {
   Value sharePanels(ArrayRef<MatmulOperand> operands, ArrayRef<OperandCache*> caches, int64_t k0, int64_t chunk);
   void loadRuns(Value hbm, Value panel, int64_t startOffset, ArrayRef<int64_t> ap);
   void groupSmallBatches(Block& body);
-  Value batchGroupOperand(const MatmulOperand& o, int64_t batchStride, int64_t g, Operation* op);
+  SmallVector<Value> batchGroupOperand(const MatmulOperand& o, int64_t batchStride, int64_t g, Operation* op);
   Value batchGroupProduct(Operation* op, const MatmulOperand& a, const MatmulOperand& bm, int64_t sAb, int64_t sBb,
                           int64_t g);
   void setSource(Operation* inst, Operation* src);

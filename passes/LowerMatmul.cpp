@@ -223,8 +223,8 @@ Value KernelLowering::sharePanels(ArrayRef<MatmulOperand> operands, ArrayRef<Ope
 // Batch groups. A bmm of small matrices ran a row tile per batch, each
 // paying its own loads of both operands, their TensorEngine transposes and
 // its own store: a DMA's fixed 2 us three times for M rows ([1024, 4, 16] x
-// [1024, 16, 4]: 3072 transfers, 415.8 us). Where M <= 64 and K and N fit
-// one slice (128), a row tile instead takes g = 128 / M whole batches
+// [1024, 16, 4]: 3072 transfers, 415.8 us). Where M <= 64, N <= 128 and K
+// <= 1024 (8 slices of 128), a row tile instead takes g = 128 / M whole batches
 // (rowBlock = g * M; at most 512 / N, so that a group's N-wide operands fit
 // a PSUM bank), whose operands load with one DMA each and whose rows store
 // with one. Each batch keeps its own matmul: packing batches block-diagonally
@@ -245,8 +245,9 @@ void KernelLowering::groupSmallBatches(Block& body) {
     N = out[2];
     K = lhs[2];
   }
-  constexpr int64_t kMaxGroupedRows = 64;
-  if (M > kMaxGroupedRows || N < 1 || N > P || K < 1 || K > P || space.cols != N || space.rows % M != 0) return;
+  constexpr int64_t kMaxGroupedRows = 64, kMaxGroupedK = 8 * P;
+  if (M > kMaxGroupedRows || N < 1 || N > P || K < 1 || K > kMaxGroupedK || space.cols != N || space.rows % M != 0)
+    return;
   const int64_t batches = space.rows / M, g = std::min({P / M, matmulColumns / N, batches / kMinBatchGroups});
   if (g < 2 || batches < kMinGroupedBatches) return;
   space.rowBlock = g * M;
@@ -268,26 +269,31 @@ void KernelLowering::loadRuns(Value hbm, Value panel, int64_t startOffset, Array
             std::clamp<int64_t>(bytes * kRunsPerPiece / std::max<int64_t>(runs, 1), 1, kSplitBytes));
 }
 
-// The [K x g*n] tile of operand `o` for g consecutive batches (`o` is the
-// first one's; each next one batchStride elements on), batch i's [K x n] at
-// columns [i*n, (i+1)*n): one DMA, or, where k alone is contiguous, rows of
-// as many batches as 128 partitions hold a DMA, transposed on the
+// The [kt x g*n] tiles of operand `o`'s k slices (of 128) for g
+// consecutive batches (`o` is the first one's; each next one batchStride
+// elements on), batch i's [kt x n] at columns [i*n, (i+1)*n): a DMA a
+// slice, or, where k alone is contiguous, whole rows of as many batches as
+// 128 partitions hold a DMA, each slice's columns transposed on the
 // TensorEngine.
-Value KernelLowering::batchGroupOperand(const MatmulOperand& o, int64_t batchStride, int64_t g, Operation* op) {
+SmallVector<Value> KernelLowering::batchGroupOperand(const MatmulOperand& o, int64_t batchStride, int64_t g,
+                                                     Operation* op) {
   const int64_t P = nc::kNumPartitions;
-  auto load = [&](Value tile, int64_t start, ArrayRef<int64_t> ap) { loadRuns(o.hbm, tile, start, ap); };
+  SmallVector<Value> slices;
   if (!o.inRows()) {
-    Value tile = alloc(o.K, g * o.n, o.elem);
-    load(tile, o.offset, {o.kStride, o.K, batchStride, g, o.fStride, o.n});
-    return tile;
+    for (int64_t k0 = 0; k0 < o.K; k0 += P) {
+      const int64_t kt = std::min(P, o.K - k0);
+      slices.push_back(alloc(kt, g * o.n, o.elem));
+      loadRuns(o.hbm, slices.back(), o.offset + k0 * o.kStride, {o.kStride, kt, batchStride, g, o.fStride, o.n});
+    }
+    return slices;
   }
-  Value psum = allocPsum(o.K, g * o.n);
+  SmallVector<std::pair<int64_t, Value>> rowTiles;  // (first batch, rows of its chunk)
   const int64_t perLoad = std::max<int64_t>(1, P / o.n);
   for (int64_t i0 = 0; i0 < g; i0 += perLoad) {
     const int64_t c = std::min(perLoad, g - i0), start = o.offset + i0 * batchStride;
     Value rows = alloc(c * o.n, o.K, o.elem);
     if (c == 1 || batchStride == o.n * o.fStride) {
-      load(rows, start, {o.fStride, c * o.n, o.kStride, o.K});
+      loadRuns(o.hbm, rows, start, {o.fStride, c * o.n, o.kStride, o.K});
     } else {  // partition (i, j) at i * batchStride + j * fStride
       Operation* dma = b->create<nc::DmaLoadOp>(loc, o.hbm, rows, b->getI64IntegerAttr(0), b->getI64IntegerAttr(start),
                                                 b->getDenseI64ArrayAttr({batchStride, c, o.fStride, o.n, o.kStride, o.K}));
@@ -296,11 +302,22 @@ Value KernelLowering::batchGroupOperand(const MatmulOperand& o, int64_t batchStr
       ++numInst;
       ++numDma;
     }
-    setSource(b->create<nc::TransposeOp>(loc, tileColumns(*b, loc, psum, i0 * o.n, c * o.n), rows), op);
+    rowTiles.push_back({i0, rows});
   }
-  Value tile = alloc(o.K, g * o.n, o.elem);
-  copyTile(tile, psum, op);
-  return tile;
+  // Slice by slice, so that one PSUM bank at a time holds transposes.
+  for (int64_t k0 = 0; k0 < o.K; k0 += P) {
+    const int64_t kt = std::min(P, o.K - k0);
+    Value psum = allocPsum(kt, g * o.n);
+    for (auto [i0, rows] : rowTiles) {
+      const int64_t count = llvm::cast<MemRefType>(rows.getType()).getDimSize(0);
+      setSource(b->create<nc::TransposeOp>(loc, tileColumns(*b, loc, psum, i0 * o.n, count),
+                                           tileColumns(*b, loc, rows, k0, kt)),
+                op);
+    }
+    slices.push_back(alloc(kt, g * o.n, o.elem));
+    copyTile(slices.back(), psum, op);
+  }
+  return slices;
 }
 
 // The [g*M x N] PSUM product of a batch group (`a` and `bm` its first
@@ -312,14 +329,15 @@ Value KernelLowering::batchGroupOperand(const MatmulOperand& o, int64_t batchStr
 Value KernelLowering::batchGroupProduct(Operation* op, const MatmulOperand& a, const MatmulOperand& bm, int64_t sAb,
                                         int64_t sBb, int64_t g) {
   const int64_t M = a.n, N = bm.n;
-  Value moving = batchGroupOperand(a, sAb, g, op);
-  Value stationary = batchGroupOperand(bm, sBb, g, op);
+  // K in slices of 128, each batch's products accumulated in its columns.
+  SmallVector<Value> moving = batchGroupOperand(a, sAb, g, op), stationary = batchGroupOperand(bm, sBb, g, op);
   Value products = allocPsum(N, g * M);
-  for (int64_t i = 0; i < g; ++i)
-    setSource(b->create<nc::MatmulOp>(loc, tileColumns(*b, loc, products, i * M, M),
-                                      tileColumns(*b, loc, stationary, i * N, N),
-                                      tileColumns(*b, loc, moving, i * M, M), b->getBoolAttr(false)),
-              op);
+  for (size_t s = 0; s < moving.size(); ++s)
+    for (int64_t i = 0; i < g; ++i)
+      setSource(b->create<nc::MatmulOp>(loc, tileColumns(*b, loc, products, i * M, M),
+                                        tileColumns(*b, loc, stationary[s], i * N, N),
+                                        tileColumns(*b, loc, moving[s], i * M, M), b->getBoolAttr(s > 0)),
+                op);
   Value copied = alloc(N, g * M, b->getF32Type());
   copyTile(copied, products, op);
   Value psum = allocPsum(g * M, N);

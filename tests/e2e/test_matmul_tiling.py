@@ -130,8 +130,8 @@ class MatmulTiling(unittest.TestCase):
         self.check(lambda a, b: torch.bmm(a, b), (a, b))
 
     def test_small_matrices_in_batch_groups(self):
-        # Batch groups (LowerMatmul.cpp): 32 or more batches of M <= 64 rows (K, N <= 128)
-        # run g whole batches a row tile, each operand loaded for the group at once (in rows
+        # Batch groups (LowerMatmul.cpp): 32 or more batches of M <= 64 rows (N <= 128, K <= 1024
+        # in slices of 128) run g whole batches a row tile, each operand loaded for the group at once (in rows
         # and transposed where its k is contiguous, across batch strides that do not merge
         # with the row stride), each batch's product computed transposed and the group's
         # rows transposed back. The last group may be partial; an inf or NaN stays in its batch.
@@ -146,6 +146,9 @@ class MatmulTiling(unittest.TestCase):
             (lambda a, b: torch.bmm(a, b), (randn(50, 5, 1), randn(50, 1, 7, seed=1))),
             (lambda a, b: torch.bmm(a, b), (randn(64, 64, 128), randn(64, 128, 128, seed=1, scale=0.1))),
             (lambda a, b: torch.bmm(a, b), (randn(70, 3, 5), randn(70, 5, 11, seed=1))),
+            (lambda a, b: torch.bmm(a, b), (randn(40, 8, 300, scale=0.1), randn(40, 300, 8, seed=1))),
+            (lambda a, b: a @ b.transpose(1, 2), (randn(40, 8, 129, scale=0.1), randn(40, 24, 129, seed=1))),
+            (lambda a, b: a.transpose(1, 2) @ b, (randn(48, 520, 4, scale=0.1), randn(48, 520, 16, seed=1))),
             (lambda q, k: q @ k.transpose(-1, -2), (randn(4, 12, 16, 64), randn(4, 12, 16, 64, seed=1, scale=0.1))),
             (lambda a, b: a.transpose(-1, -2) @ b, (randn(40, 24, 8), randn(40, 24, 5, seed=1))),
             (lambda a, b: a[:, :, 1:17] @ b[:, :16], (randn(40, 8, 20), randn(40, 20, 8, seed=1))),

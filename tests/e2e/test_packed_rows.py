@@ -287,6 +287,20 @@ class PackedRows(common.ComparedWithEager):
                 self.check(lambda a: a.transpose(1, 2).reshape(-1, 12), (randn(2048, 3, 4).to(dtype),))
                 self.check(lambda a: a.transpose(1, 2).contiguous(), (randn(4, 256, 384).to(dtype),))
 
+    def test_last_dim_moved_to_front(self):
+        # A copy whose rows are the input's contiguous dim moved outermost
+        # takes fewer than 128 rows where that keeps its rows adjacent in the
+        # input (mergeCopiedColumns): [16, 8, 7, 12, 32] with the last dim
+        # first copies [32 x 10752] with transposed loads, not [512 x 672]
+        # rows of elements 32 apart. Also under a slice, and a case that
+        # keeps 128 rows (the moved dim is not the innermost).
+        for dtype in DTYPES:
+            with self.subTest(dtype=dtype):
+                self.check(lambda a: a.permute(4, 0, 1, 2, 3).contiguous(), (randn(16, 8, 7, 12, 32).to(dtype),))
+                self.check(lambda a: a.permute(3, 0, 1, 2).contiguous(), (randn(6, 50, 9, 3).to(dtype),))
+                self.check(lambda a: a[:, 1:].permute(2, 0, 1).contiguous(), (randn(300, 41, 20).to(dtype),))
+                self.check(lambda a: a.permute(2, 0, 1, 3).contiguous(), (randn(16, 30, 12, 8).to(dtype),))
+
     def test_tiny_transposed_blocks_copied_out(self):
         # An elementwise op reading a view across its input's contiguous dim
         # in blocks of a few elements reads it from a permute copy

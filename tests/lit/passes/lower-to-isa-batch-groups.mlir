@@ -1,6 +1,6 @@
 // Batch groups (passes/LowerMatmul.cpp, groupSmallBatches): a bmm of 32 or
-// more small matrices (M <= 64, K and N <= 128) takes g whole batches a row
-// tile, g = min(128 / M, 512 / N, batches / 8). Each operand is loaded for
+// more small matrices (M <= 64, N <= 128, K <= 1024) takes g whole batches a
+// row tile, g = min(128 / M, 512 / N, batches / 8). Each operand is loaded for
 // the group at once, as [K x g*n] with batch i at columns i*n: directly
 // (B below: partition k, then batches, then n), or in rows and transposed
 // where k alone is contiguous (A below; and the rows of a sliced, transposed
@@ -12,9 +12,9 @@
 
 // 64 batches of [4 x 16] @ [16 x 4]: 8 groups of 8 batches.
 // CHECK-LABEL: func.func @groups
-// CHECK: %[[AT:.*]] = nc.alloc_psum : memref<16x32xf32, 2>
 // CHECK: %[[AROWS:.*]] = nc.alloc_tile {{.*}} : memref<32x16xf32, 1>
 // CHECK: nc.dma_load %{{.*}} -> %[[AROWS]] {ap = array<i64: 16, 32, 1, 16>, {{.*}}offset = 0 : i64
+// CHECK: %[[AT:.*]] = nc.alloc_psum : memref<16x32xf32, 2>
 // CHECK: nc.transpose %[[AT]], %[[AROWS]]
 // CHECK: %[[A:.*]] = nc.alloc_tile {{.*}} : memref<16x32xf32, 1>
 // CHECK: nc.tensor_scalar %[[A]], %[[AT]]
@@ -58,6 +58,26 @@ func.func @rows(%a: tensor<48x8x16xf32>, %b: tensor<48x24x16xf32>) -> tensor<48x
   %t = aten.transpose.int %s {dim0 = 1 : i64, dim1 = 2 : i64} : tensor<48x5x16xf32> -> tensor<48x16x5xf32>
   %y = aten.bmm %a, %t : tensor<48x8x16xf32>, tensor<48x16x5xf32> -> tensor<48x8x5xf32>
   return %y : tensor<48x8x5xf32>
+}
+
+// K = 200 in two slices: the group's rows of A are loaded whole, once, and
+// transposed slice by slice (columns [0, 128) and [128, 200)); B's slices
+// load directly, in pieces of about 100 runs; each batch's second matmul
+// accumulates into its columns.
+// CHECK-LABEL: func.func @slices
+// CHECK: %[[ROWS:.*]] = nc.alloc_tile {{.*}} : memref<32x200xf32, 1>
+// CHECK: nc.dma_load %{{.*}} -> %[[ROWS]] {ap = array<i64: 200, 32, 1, 200>
+// CHECK: %[[FIRST:.*]] = nc.tile_columns %[[ROWS]][0] : memref<32x200xf32, 1> -> memref<32x128xf32, 1>
+// CHECK: nc.transpose %{{.*}}, %[[FIRST]] {{.*}}: memref<128x32xf32, 2>, memref<32x128xf32, 1>
+// CHECK: %[[SECOND:.*]] = nc.tile_columns %[[ROWS]][128] : memref<32x200xf32, 1> -> memref<32x72xf32, 1>
+// CHECK: nc.transpose %{{.*}}, %[[SECOND]] {{.*}}: memref<72x32xf32, 2>, memref<32x72xf32, 1>
+// CHECK: nc.dma_load %{{.*}} {ap = array<i64: 4, 16, 800, 8, 1, 4>, {{.*}}offset = 0 : i64, part_start = 0 : i64
+// CHECK: nc.dma_load %{{.*}} {ap = array<i64: 4, 15, 800, 8, 1, 4>, {{.*}}offset = 512 : i64, part_start = 0 : i64
+// CHECK: nc.matmul %{{.*}} : memref<4x4xf32, 2>, memref<128x4xf32, 1>, memref<128x4xf32, 1>
+// CHECK: nc.matmul %{{.*}} {accumulate = true, {{.*}} : memref<4x4xf32, 2>, memref<72x4xf32, 1>, memref<72x4xf32, 1>
+func.func @slices(%a: tensor<64x4x200xf32>, %b: tensor<64x200x4xf32>) -> tensor<64x4x4xf32> {
+  %y = aten.bmm %a, %b : tensor<64x4x200xf32>, tensor<64x200x4xf32> -> tensor<64x4x4xf32>
+  return %y : tensor<64x4x4xf32>
 }
 
 // 16 batches run one by one: a row tile, a matmul and a store each.

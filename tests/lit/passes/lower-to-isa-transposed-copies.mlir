@@ -41,3 +41,21 @@ func.func @flatten_transpose(%x: tensor<2x256x10x10xf32>) -> tensor<2x100x256xf3
   %c = aten.clone %t : tensor<2x100x256xf32> -> tensor<2x100x256xf32>
   return %c : tensor<2x100x256xf32>
 }
+
+// -----
+
+// The last dim moved to the front: merging the chained columns only while
+// 128 rows remain would give [512 x 672] rows of (e, a), adjacent in the
+// input along e alone, each read element by element. The copy takes all
+// four leading dims as its columns instead, [32 x 10752]: its 32 rows are
+// adjacent in the input, loaded as [128 x 128] blocks (four column
+// positions of 32 rows each) and transposed on the TensorEngine.
+// CHECK-LABEL: func.func @last_dim_first
+// CHECK: nc.alloc_tile {{.*}} : memref<32x4096xf32, 1>
+// CHECK: nc.dma_load %{{.*}} {ap = array<i64: 32, 128, 4096, 4, 1, 32>
+// CHECK: nc.transpose %{{.*}} : memref<32x128xf32, 2>, memref<128x32xf32, 1>
+func.func @last_dim_first(%x: tensor<16x8x7x12x32xf32>) -> tensor<32x16x8x7x12xf32> {
+  %p = aten.permute %x {dims = array<i64: 4, 0, 1, 2, 3>} : tensor<16x8x7x12x32xf32> -> tensor<32x16x8x7x12xf32>
+  %c = aten.clone %p : tensor<32x16x8x7x12xf32> -> tensor<32x16x8x7x12xf32>
+  return %c : tensor<32x16x8x7x12xf32>
+}
