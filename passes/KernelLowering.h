@@ -117,10 +117,9 @@ struct Space {
   SmallVector<int64_t> trail;  // trailing dims flattened into cols
   int64_t rows = 1, cols = 1;
   bool reduces = false;
-  int64_t rowBlock = 0;  // row tiles never cross a multiple of this (a bmm's batch); 0: no limit
-  // > 0: a bmm of small matrices whose row tiles take rowBlock / batchRows
-  // whole batches of batchRows rows each (groupSmallBatches).
-  int64_t batchRows = 0;
+  // Row tiles never cross a multiple of this (a bmm's batch, or a group of
+  // its batches: groupSmallBatches); 0: no limit.
+  int64_t rowBlock = 0;
   bool matmul = false;
   // > 1: the innermost dim of the kernel's shape was split into [split,
   // cols] and the first part moved onto the rows (few long rows spread over

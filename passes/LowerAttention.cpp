@@ -414,9 +414,10 @@ LogicalResult KernelLowering::lowerAttention(const AttentionMatch& m, Value out,
   // at one stride (the batches' own rows one after another, or rows of one
   // each): one query block computes their scores against K^T at once, and
   // its softmax, transposes and product with V serve them all (32 query
-  // heads over 8 key heads of 512 tokens, d = 128, at decoding: 45.6 us a
-  // block per head). Each row is its own softmax; a compile-time mask is
-  // classified over the block's rows of every batch in it.
+  // heads over 8 key heads of 512 tokens, d = 128, at decoding: 45.6 us
+  // with a block per head, 25.8 packed). Each row is its own softmax; a
+  // compile-time mask is classified over the block's rows of every batch in
+  // it.
   auto packedBatches = [&](int64_t b0) -> int64_t {
     if (b0 + 1 >= batches || 2 * S > P) return 1;
     const int64_t qStep = Q.at(b0 + 1) - Q.at(b0), oStep = O.at(b0 + 1) - O.at(b0);

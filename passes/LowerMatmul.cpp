@@ -251,7 +251,6 @@ void KernelLowering::groupSmallBatches(Block& body) {
   const int64_t batches = space.rows / M, g = std::min({P / M, matmulColumns / N, batches / kMinBatchGroups});
   if (g < 2 || batches < kMinGroupedBatches) return;
   space.rowBlock = g * M;
-  space.batchRows = M;
 }
 
 // A panel's load (as loadPanel) in pieces of about kRunsPerPiece runs

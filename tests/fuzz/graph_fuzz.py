@@ -47,11 +47,12 @@ and combined with their operand (x - x.amax(-1).unsqueeze(-1),
 exp(x - amax), (x - mean) * rsqrt(var + eps)), softmax/log_softmax over any
 dim, layer_norm (also native_layer_norm with its mean/rstd results), rms_norm
 (also with a weight of another float dtype), mm/addmm/linear/bmm (a fifth of
-the bmms of 32 to 97 small matrices), matmul of 3-D/4-D by 2-D and 4-D by 4-D, attention softmax(scale * q @ k^T [masked]) @ v
-(queries and keys up to 513, head dims up to 130; no mask, a constant causal
-mask by masked_fill(-inf) or where(finfo.min / -1e4), another mask, or an
-added bias; -O2 makes it one flash-attention kernel; `--focus attention`
-draws it 25 times as often), embedding (int64 or int32 indices), cat (also
+the bmms of 32 to 97 small matrices), matmul of 3-D/4-D by 2-D and 4-D by
+4-D, attention softmax(scale * q @ k^T [masked]) @ v (queries and keys up
+to 513, head dims up to 130; no mask, a constant causal mask by
+masked_fill(-inf) or where(finfo.min / -1e4), another mask, or an added bias;
+-O2 makes it one flash-attention kernel; `--focus attention` draws it 25
+times as often), embedding (int64 or int32 indices), cat (also
 of operands of different float dtypes, and of constants made in forward),
 split/chunk, select, slice/narrow, tril/triu of computed values, the rotary
 embedding on a head-split view (of an input or of a projection),
