@@ -134,7 +134,9 @@ class MatmulTiling(unittest.TestCase):
         # in slices of 128) run g whole batches a row tile, each operand loaded for the group at once (in rows
         # and transposed where its k is contiguous, across batch strides that do not merge
         # with the row stride), each batch's product computed transposed and the group's
-        # rows transposed back. The last group may be partial; an inf or NaN stays in its batch.
+        # rows transposed back, for epilogues over the rows (a bias, a per-row scale, a
+        # softmax, a returned transpose, a second result). The last group may be partial;
+        # an inf or NaN stays in its batch.
         inf_at = torch.zeros(40, 16, 4).index_put_((torch.tensor([5]), torch.tensor([3]), torch.tensor([1])),
                                                     torch.tensor(float("inf")))
         nan_at = torch.zeros(40, 4, 16).index_put_((torch.tensor([17]), torch.tensor([2]), torch.tensor([9])),
@@ -163,18 +165,25 @@ class MatmulTiling(unittest.TestCase):
             (lambda a, b: torch.softmax(torch.bmm(a, b) * 0.3, -1) + 1, (randn(64, 16, 32), randn(64, 32, 16, seed=1))),
             (lambda a, b, c: torch.bmm(a, b) + torch.bmm(a, c), (randn(40, 4, 16), randn(40, 16, 4, seed=1),
                                                                  randn(40, 16, 4, seed=2))),
+            (lambda a, b, s: torch.bmm(a, b) * s, (randn(48, 8, 16), randn(48, 16, 8, seed=1), randn(48, 8, 1, seed=2))),
+            (lambda a, b: torch.bmm(a, b).transpose(1, 2), (randn(48, 8, 16), randn(48, 16, 24, seed=1))),
+            (lambda a, b: (torch.bmm(a, b), torch.relu(torch.bmm(a, b)).sum(-1)),
+             (randn(48, 8, 16), randn(48, 16, 24, seed=1))),
             (lambda a, b: torch.bmm(a, b), (randn(40, 4, 16), randn(40, 16, 4, seed=1) + inf_at)),
             (lambda a, b: torch.bmm(a, b), (randn(40, 4, 16) + nan_at, randn(40, 16, 4, seed=1))),
         ]
         for i, (fn, inputs) in enumerate(cases):
             for dtype in (torch.float32, torch.bfloat16):
                 args = tuple(t.to(dtype) for t in inputs)
-                ref = fn(*args)
+                refs = fn(*args)
+                refs = refs if isinstance(refs, tuple) else (refs,)
                 for opt in (0, 2):
                     name = "batch_group_%d_%s_O%d" % (i, str(dtype)[6:], opt)
                     with self.subTest(case=i, dtype=dtype, opt=opt):
                         outs, _ = common.export_compile_run(fn, args, self.tmp, name, opt)
-                        common.compare(outs[0], ref, TOL[dtype])
+                        self.assertEqual(len(outs), len(refs))
+                        for out, ref in zip(outs, refs):
+                            common.compare(out, ref, TOL[dtype])
                         self.assertTrue(toolchain.timing_only_matches(os.path.join(self.tmp, name + ".neff"),
                                                                       self.tmp))
 
