@@ -617,10 +617,47 @@ bool KernelLowering::interleaveShortRows(ArrayRef<Value> hbmValues) {
 // Broadcast strides of an HBM input against the iteration space.
 // An HBM value (a kernel input, or a chain of views of one) seen from the
 // iteration space: its strides broadcast against the space's dims.
+// A value that broadcasts against its readers' full-size shape but not
+// against the space's (a group norm's space [N, G, C / G, H, W], read
+// beside an operand [C, H, 1] of an op over [N, C, H, W]) is read as its
+// expansion to that shape, which the space's shape then regroups.
 LogicalResult KernelLowering::layoutOfInput(Value v, Layout& out) {
   auto it = viewOf.find(v);
-  if (it != viewOf.end()) return layoutOfView(it->second, out);
-  return layoutOfView(aten::contiguousView(llvm::cast<RankedTensorType>(v.getType()).getShape()), out);
+  aten::StridedView view = it != viewOf.end()
+                               ? it->second
+                               : aten::contiguousView(llvm::cast<RankedTensorType>(v.getType()).getShape());
+  if (product(view.shape) != space.rows * space.cols) {
+    {  // (Most values broadcast against the space itself.)
+      ScopedDiagnosticHandler quiet(kernel->getContext(), [](Diagnostic&) { return success(); });
+      if (succeeded(layoutOfView(view, out))) return success();
+    }
+    std::optional<SmallVector<int64_t>> readAs;
+    bool one = true;
+    for (Operation* user : v.getUsers()) {
+      if (aten::isViewOp(user) || user->getNumResults() != 1) continue;
+      auto t = llvm::dyn_cast<RankedTensorType>(user->getResult(0).getType());
+      if (!t || t.getNumElements() != space.rows * space.cols) continue;
+      if (readAs && ArrayRef<int64_t>(*readAs) != t.getShape()) one = false;
+      readAs = SmallVector<int64_t>(t.getShape().begin(), t.getShape().end());
+    }
+    if (readAs && one && readAs->size() >= view.shape.size()) {
+      const size_t lead = readAs->size() - view.shape.size();
+      aten::StridedView expanded{*readAs, SmallVector<int64_t>(readAs->size(), 0), view.offset};
+      bool broadcasts = true;
+      for (size_t i = 0; i < view.shape.size() && broadcasts; ++i) {
+        if (view.shape[i] == (*readAs)[lead + i]) expanded.strides[lead + i] = view.strides[i];
+        else broadcasts = view.shape[i] == 1;
+      }
+      SmallVector<int64_t> full(space.lead);
+      full.append(space.trail);
+      if (space.pack > 1) full = space.unpacked;
+      if (!space.unmerged.empty()) full = space.unmerged;
+      if (broadcasts && ArrayRef<int64_t>(*readAs) != ArrayRef<int64_t>(full) &&
+          aten::reshapeStrides(expanded.shape, expanded.strides, full))
+        view = expanded;
+    }
+  }
+  return layoutOfView(view, out);
 }
 
 LogicalResult KernelLowering::layoutOfView(const aten::StridedView& given, Layout& out) {

@@ -896,6 +896,26 @@ class FuzzRegressions(unittest.TestCase):
                                   stdout=subprocess.PIPE, text=True, check=True).stdout
             self.assertLess(int(re.search(r"(\d+) instructions", info).group(1)), 20000)
 
+    def test_operand_broadcast_beside_a_group_norm(self):
+        """graph_fuzz seed 86868686 case 1112: max(x13, group_norm(x3, 2).masked_fill(x6 >= -1,
+        0)) with x13 of [2, 2, 1] broadcast over [1, 2, 2, 2]. The kernel's space is the group
+        norm's [N, G, C / G, H, W] = [1, 2, 1, 2, 2], against which [2, 2, 1] does not broadcast:
+        -O2 refused the graph ("does not broadcast to the iteration space"). Such an operand is
+        read as its expansion to its reader's shape, regrouped as the space's. Also per-channel
+        and per-column operands, and groups of several channels; f32 and bf16."""
+        for dtype in (torch.float32, torch.bfloat16):
+            for shape, groups, operand in (((1, 2, 2, 2), 2, (2, 2, 1)), ((2, 6, 3, 4), 3, (6, 1, 1)),
+                                           ((2, 6, 3, 4), 2, (6, 3, 1)), ((2, 8, 5, 5), 4, (5,)),
+                                           ((2, 8, 5, 5), 4, (8, 5, 5))):
+                with self.subTest(dtype=dtype, shape=shape, operand=operand):
+                    w, b = randn(shape[1], seed=1).to(dtype), randn(shape[1], seed=2).to(dtype)
+                    x, y, z = randn(*shape).to(dtype), randn(*shape, seed=3).to(dtype), randn(*operand, seed=4).to(dtype)
+
+                    def f(x, y, z):
+                        g = F.group_norm(x, groups, w, b, eps=1e-5)
+                        return torch.maximum(z, g.masked_fill(y >= -1.0, 0.0)), g * z
+                    self.check(f, (x, y, z))
+
 
 if __name__ == "__main__":
     unittest.main(verbosity=2)
