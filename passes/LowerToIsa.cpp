@@ -620,7 +620,8 @@ bool KernelLowering::interleaveShortRows(ArrayRef<Value> hbmValues) {
 // A value that broadcasts against its readers' full-size shape but not
 // against the space's (a group norm's space [N, G, C / G, H, W], read
 // beside an operand [C, H, 1] of an op over [N, C, H, W]) is read as its
-// expansion to that shape, which the space's shape then regroups.
+// expansion to that shape, which the space's shape then regroups: where
+// every reader (other than views) has a result of that one shape.
 LogicalResult KernelLowering::layoutOfInput(Value v, Layout& out) {
   auto it = viewOf.find(v);
   aten::StridedView view = it != viewOf.end()
@@ -634,11 +635,14 @@ LogicalResult KernelLowering::layoutOfInput(Value v, Layout& out) {
     std::optional<SmallVector<int64_t>> readAs;
     bool one = true;
     for (Operation* user : v.getUsers()) {
-      if (aten::isViewOp(user) || user->getNumResults() != 1) continue;
-      auto t = llvm::dyn_cast<RankedTensorType>(user->getResult(0).getType());
-      if (!t || t.getNumElements() != space.rows * space.cols) continue;
-      if (readAs && ArrayRef<int64_t>(*readAs) != t.getShape()) one = false;
-      readAs = SmallVector<int64_t>(t.getShape().begin(), t.getShape().end());
+      if (aten::isViewOp(user)) continue;
+      auto t = user->getNumResults() == 1 ? llvm::dyn_cast<RankedTensorType>(user->getResult(0).getType())
+                                          : RankedTensorType();
+      if (!t || t.getNumElements() != space.rows * space.cols ||
+          (readAs && ArrayRef<int64_t>(*readAs) != t.getShape()))
+        one = false;
+      else
+        readAs = SmallVector<int64_t>(t.getShape().begin(), t.getShape().end());
     }
     if (readAs && one && readAs->size() >= view.shape.size()) {
       const size_t lead = readAs->size() - view.shape.size();
