@@ -245,6 +245,15 @@ class KernelLowering {
   // with the packed rows (a per-row scalar): one value per packed row
   // loaded, then each copied across its row.
   void loadWidenedRows(Value hbm, Value tile, const Layout& l, int64_t p, int64_t f);
+  // The shape values' layouts are computed against: the space's dims before
+  // packing (packShortRows) and merging (mergeChainedDims).
+  SmallVector<int64_t> layoutShape() const {
+    if (!space.unmerged.empty()) return space.unmerged;
+    if (space.pack > 1) return space.unpacked;
+    SmallVector<int64_t> dims(space.lead);
+    dims.append(space.trail);
+    return dims;
+  }
   // The kernel's leading dims before a spread added its partitions' dim.
   ArrayRef<int64_t> unsplitLead() const {
     return space.split > 1 ? ArrayRef<int64_t>(space.lead).drop_back() : ArrayRef<int64_t>(space.lead);

@@ -652,10 +652,7 @@ LogicalResult KernelLowering::layoutOfInput(Value v, Layout& out) {
         if (view.shape[i] == (*readAs)[lead + i]) expanded.strides[lead + i] = view.strides[i];
         else broadcasts = view.shape[i] == 1;
       }
-      SmallVector<int64_t> full(space.lead);
-      full.append(space.trail);
-      if (space.pack > 1) full = space.unpacked;
-      if (!space.unmerged.empty()) full = space.unmerged;
+      const SmallVector<int64_t> full = layoutShape();
       if (broadcasts && ArrayRef<int64_t>(*readAs) != ArrayRef<int64_t>(full) &&
           aten::reshapeStrides(expanded.shape, expanded.strides, full))
         view = expanded;
@@ -671,10 +668,7 @@ LogicalResult KernelLowering::layoutOfView(const aten::StridedView& given, Layou
   // split dims stay contiguous among themselves).
   aten::StridedView view = given;
   if (product(given.shape) == space.rows * space.cols && !given.shape.empty()) {
-    SmallVector<int64_t> full(space.lead);
-    full.append(space.trail);
-    if (space.pack > 1) full = space.unpacked;
-    if (!space.unmerged.empty()) full = space.unmerged;
+    const SmallVector<int64_t> full = layoutShape();
     if (ArrayRef<int64_t>(full) != ArrayRef<int64_t>(given.shape))
       if (auto strides = aten::reshapeStrides(given.shape, given.strides, full)) {
         view.shape = full;
@@ -694,17 +688,12 @@ LogicalResult KernelLowering::layoutOfView(const aten::StridedView& given, Layou
   ArrayRef<int64_t> shape = view.shape;
   ArrayRef<int64_t> strides = view.strides;
   out.offset = view.offset;
-  SmallVector<int64_t> dims(space.lead);
-  dims.append(space.trail);
+  SmallVector<int64_t> dims = layoutShape();
   ArrayRef<int64_t> leadDims = space.lead;
-  if (space.pack > 1) {  // broadcast against the unpacked shape
-    dims = space.unpacked;
-    leadDims = ArrayRef<int64_t>(space.unpacked).take_front(space.unpackedLead);
-  }
-  if (!space.unmerged.empty()) {  // broadcast against the unmerged shape
-    dims = space.unmerged;
+  if (!space.unmerged.empty())  // broadcast against the unmerged shape
     leadDims = ArrayRef<int64_t>(space.unmerged).take_front(space.unmergedLead);
-  }
+  else if (space.pack > 1)  // broadcast against the unpacked shape
+    leadDims = ArrayRef<int64_t>(space.unpacked).take_front(space.unpackedLead);
   if (space.split > 1 && view.shape != dims) {  // broadcast against the unsplit shape
     dims.erase(dims.end() - 2);
     dims.back() *= space.split;
