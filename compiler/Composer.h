@@ -297,9 +297,45 @@ inline Value padDim(Composer& c, Value x, int64_t dim, int64_t left, int64_t rig
 // exactly the elements up to it, so an inf or NaN reaches only the results
 // after it (a product with a triangular matrix of ones would spread
 // 0 * inf = NaN to those before).
+//
+// The steps run along the last dim (another dim is moved there and back):
+// each step's cat then copies a slice of the previous step's rows, which
+// one kernel holds whole up to kScanBlock elements (ncc-form-kernels), so
+// the steps share it. A longer dim is scanned in blocks of at most that
+// many (padded with the identity at its end): each block on its own, then
+// each block's results combined with the scan of the blocks before it
+// (their last results, scanned and shifted by one block).
+constexpr int64_t kScanBlock = 4096;
 template <typename Combine>
 Value scan(Composer& c, Value x, int64_t dim, double pad, Combine combine) {
-  int64_t length = typeOf(x).getDimSize(dim);
+  const int64_t rank = typeOf(x).getRank(), last = rank - 1;
+  if (dim != last) {
+    SmallVector<int64_t> perm, inverse(size_t(rank), 0);
+    for (int64_t d = 0; d < rank; ++d)
+      if (d != dim) perm.push_back(d);
+    perm.push_back(dim);
+    for (int64_t i = 0; i < rank; ++i) inverse[size_t(perm[size_t(i)])] = i;
+    return c.permute(scan(c, c.permute(x, perm), last, pad, combine), inverse);
+  }
+  const int64_t length = typeOf(x).getDimSize(dim);
+  if (length > kScanBlock) {
+    const int64_t blocks = (length + kScanBlock - 1) / kScanBlock, width = (length + blocks - 1) / blocks;
+    SmallVector<int64_t> shape(typeOf(x).getShape()), rows(shape);
+    shape.back() = blocks;
+    shape.push_back(width);
+    rows.back() = blocks * width;
+    Value within = scan(c, c.reshape(padDim(c, x, last, 0, blocks * width - length, pad), shape), rank, pad, combine);
+    // The blocks' last results as rows of their own ([.., 1, blocks]: a
+    // [.., blocks] shape would be a per-row value of the blocks' rows,
+    // which form-kernels reshapes back to [.., blocks, 1]).
+    SmallVector<int64_t> totalsShape(shape.begin(), shape.end() - 1), perBlock(shape);
+    totalsShape.insert(totalsShape.end() - 1, 1);
+    perBlock.back() = 1;
+    Value totals = scan(c, c.reshape(c.slice(within, rank, width - 1, width), totalsShape), rank, pad, combine);
+    Value before = padDim(c, c.slice(totals, rank, 0, blocks - 1), rank, 1, 0, pad);
+    Value whole = c.reshape(combine(c.reshape(before, perBlock), within), rows);
+    return c.slice(whole, last, 0, length);
+  }
   for (int64_t shift = 1; shift < length; shift *= 2)
     x = combine(padDim(c, c.slice(x, dim, 0, length - shift), dim, shift, 0, pad), x);
   return x;

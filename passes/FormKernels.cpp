@@ -424,6 +424,25 @@ struct FormKernelsPass : impl::FormKernelsBase<FormKernelsPass> {
     return true;
   }
 
+  // A step-1 slice along the last dim of a value group g computes over its
+  // rows of `cols` elements (the running sums of a cumsum's scan, shifted
+  // into a cat beside their padding): the lowering holds that value's whole
+  // row in each row tile (rows of at most one column chunk) and copies the
+  // slice's columns from its tile (LowerElementwise.cpp, heldSlice), so the
+  // cat reading it need not wait for it in HBM.
+  bool heldSliceOf(Value v, int g, aten::CatOp cat) {
+    Chain c = chainOf(v);
+    if (producerGroup(c.root) != g || c.ops.size() != 1 || !c.root.getDefiningOp()) return false;
+    auto slice = llvm::dyn_cast<aten::SliceTensorOp>(c.ops.front());
+    auto rt = llvm::cast<RankedTensorType>(cat.getType());
+    auto st = llvm::cast<RankedTensorType>(c.root.getType());
+    int64_t rank = st.getRank();
+    return slice && rank > 0 && rank == rt.getRank() && (slice.getDim() == rank - 1 || slice.getDim() == -1) &&
+           slice.getStep() == 1 && st.getElementType() == rt.getElementType() &&
+           st.getShape().drop_back() == rt.getShape().drop_back() && st.getShape().back() == rt.getShape().back() &&
+           rt.getShape().back() <= kLoweringChunk && !materializedBy.count(c.root);
+  }
+
   // True if `to` depends (transitively) on `from`.
   bool reaches(int from, int to) { return reachedFrom(from, {to}); }
 
@@ -557,6 +576,11 @@ struct FormKernelsPass : impl::FormKernelsBase<FormKernelsPass> {
           int pg = producerGroup(c.root);
           if (pg != other && pg != into) continue;
           if (storesLayout(c.root, pg)) return "a kernel would read a layout the other stores to HBM";
+          auto cat = llvm::dyn_cast<aten::CatOp>(op);
+          if (cat && heldSliceOf(v, pg, cat) &&
+              llvm::cast<RankedTensorType>(cat.getType()).getShape().back() == merged.cols &&
+              wholeRowsFit(ops, merged.cols))
+            continue;
           if (readsMemory) return "a matmul, embedding or cat would read a value computed in the kernel";
           if (!llvm::all_of(c.ops, [](Operation* o) { return aten::isRowPreservingReshape(o); }))
             return "a view of a value computed in the kernel needs a copy through HBM";
@@ -879,9 +903,20 @@ struct FormKernelsPass : impl::FormKernelsBase<FormKernelsPass> {
         if (producerGroup(chainOf(v).root) == g)
           return "an embedding reads its table and indices from HBM";
     if (grp.hasMatmul && isReduction(op)) return "reductions do not join a matmul's kernel yet";
-    if (llvm::isa<aten::CatOp>(op)) {
+    if (auto cat = llvm::dyn_cast<aten::CatOp>(op)) {
+      bool held = false;
       for (Value v : op->getOperands())
-        if (!split && producerGroup(chainOf(v).root) == g) return "a cat reads its operands from HBM";
+        if (!split && producerGroup(chainOf(v).root) == g) {
+          if (!heldSliceOf(v, g, cat)) return "a cat reads its operands from HBM";
+          held = true;
+        }
+      if (held) {
+        SmallVector<Operation*> ops(grp.ops);
+        ops.push_back(op);
+        if (!wholeRowsFit(ops, s.cols))
+          return "a cat reading a slice of a value computed in the kernel needs its whole rows, which exceed the "
+                 "SBUF budget";
+      }
       if (llvm::any_of(grp.ops, reducesSeveralDims))
         return "a cat's column ranges do not join a reduction over several dims";
     }

@@ -500,6 +500,7 @@ class KernelLowering {
     std::swap(layouts, prologueLayouts);
     std::swap(repeatedLoads, prologueRepeatedLoads);
   }
+  bool catReadsComputedRows = false;  // a cat copies columns of a computed value's rows
   bool wholeRows = false;  // lowering the prologue: one column tile per row
   int64_t r0 = 0, c0 = 0, iteration = 0;
   // Interleaved row tiles (Space::interleave): the step between a row

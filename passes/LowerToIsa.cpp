@@ -1068,7 +1068,7 @@ Value KernelLowering::alloc(int64_t p, int64_t f, Type elem) {
 // bank for a matmul or the free-size limit. Split columns (a matmul's
 // epilogue over [heads, head_dim]) take whole innermost rows.
 int64_t KernelLowering::columnTile() const {
-  if (wholeRows) return space.cols;
+  if (wholeRows || catReadsComputedRows) return space.cols;
   int64_t chunk = space.reduces && !chunked ? space.cols
                                             : std::min(space.cols, space.matmul        ? matmulColumns
                                                                    : chunkColumns > 0 ? chunkColumns
@@ -2088,6 +2088,16 @@ LogicalResult KernelLowering::run(int64_t& instructions, int64_t& dmas) {
   for (Value v : yield.getValues()) yielded.insert(v);
 
   if (failed(foldViews(oldBody, /*allowTileAliases=*/true))) return failure();
+  // A cat that copies a slice of a value the kernel computes takes that
+  // value's whole row from its tile (form-kernels joined it only where whole
+  // rows fit): one column tile per row.
+  // (Over split columns, a matmul's epilogue or packed rows, each column
+  // tile holds whole periods already.)
+  catReadsComputedRows = false;
+  if (space.trail.size() == 1 && !space.matmul)
+    for (auto cat : oldBody.getOps<aten::CatOp>())
+      for (Value piece : cat.getTensors())
+        catReadsComputedRows |= !viewOf.count(piece) && !splatPiece(piece);
   // A value returned through a reshape that reuses its tile is computed in
   // the returned dtype.
   for (Value v : yield.getValues())

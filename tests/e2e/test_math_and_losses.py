@@ -257,6 +257,33 @@ class MathAndLosses(common.ComparedWithEager):
         self.check(lambda c: (c.prod(-1), c.cumprod(1), torch.count_nonzero(c, 1), torch.count_nonzero(c),
                               torch.cummax(c, 0)), (counts,))
 
+    def test_scans_over_long_rows_and_inner_dims(self):
+        """Scans (cumsum, cumprod, logcumsumexp) over rows longer than one block of 4096
+        (scanned block by block, then each block combined with the blocks before it: 4097
+        and 10000 are padded at the end, 8193 is three whole blocks), over inner and
+        leading dims (moved last and back), and over a value computed before them (the
+        scan's steps share that value's kernel); a NaN and -inf in a later block reach
+        only the results after them, and integer position ids stay exact."""
+        long = randn(3, 10000, seed=61)
+        long[1, 9000] = float("nan")
+        long[2, 5000] = float("-inf")
+        near_one = 1.0 + 0.001 * randn(2, 8193, seed=62)
+        for dtype in DTYPES:
+            self.check(lambda a, b: (a.cumsum(-1), torch.logcumsumexp(a, 1), a[:, :4097].cumsum(1),
+                                     (a[:2, :6000] * 2 + 1).cumsum(-1), b.cumsum(-1)),
+                       (long.to(dtype), near_one.to(dtype)))
+        # (f32 only: eager's bf16 cumprod rounds every partial product)
+        self.check(lambda b: (b.cumprod(-1), b[:, :4097].cumprod(1)), (near_one,))
+        inner = randn(4, 300, 6, seed=63)
+        inner[1, 200, 2] = float("nan")
+        for dtype in DTYPES:
+            self.check(lambda a, c: (a.cumsum(1), a.cumsum(0), torch.logcumsumexp(a, 1), c.cumsum(0),
+                                     torch.logcumsumexp(c, 0)),
+                       (inner.to(dtype), randn(5000, 3, seed=64).to(dtype)))
+        self.check(lambda a: (a.cumprod(1), a.cumprod(0)), (1.0 + 0.01 * inner,))
+        mask = torch.rand(2, 9000, generator=torch.Generator().manual_seed(65)) > 0.3
+        self.check(lambda m: (m.long().cumsum(-1) - 1, m.int().cumsum(0)), (mask,))
+
     def test_diagonals_and_matrix_vector_forms(self):
         m, v, w = randn(6, 6, seed=13), randn(6, seed=14), randn(5, seed=15)
         for dtype in DTYPES:
