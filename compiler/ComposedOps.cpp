@@ -1073,9 +1073,9 @@ LogicalResult convolution(NodeImporter& n) {
     return c.finish(wide ? cutWide(c, *wide, acc, out) : acc);
   }
   if (wide) {
-    // Per group: columns [N, C_g x taps, wide positions] (tap t of channel
-    // c in row c x taps + t, the weight's order), each tap one contiguous
-    // window of every input plane, and the weight [C_out_g, C_g x taps]
+    // Per group: columns [N, taps x C_g, wide positions] (tap t of channel
+    // c in row t x C_g + c), each tap one contiguous
+    // window of every input plane, and the weight [C_out_g, taps x C_g]
     // broadcast over the batch times them: the output is NCHW already, at
     // the wide positions, and the cut is a view for whatever reads it.
     SmallVector<Value> results;
@@ -1086,10 +1086,16 @@ LogicalResult convolution(NodeImporter& n) {
       } else {
         SmallVector<Value> columns;
         for (size_t t = 0; t < wide->offsets.size(); ++t)
-          columns.push_back(c.unsqueeze(wide->window(c, t, g * cinGroup, (g + 1) * cinGroup), 2));
-        cols = c.reshape(c.cat(columns, 2), {batch, cinGroup * taps, wide->positions});
+          columns.push_back(c.unsqueeze(wide->window(c, t, g * cinGroup, (g + 1) * cinGroup), 1));
+        cols = c.reshape(c.cat(columns, 1), {batch, taps * cinGroup, wide->positions});
       }
-      Value wMat = c.reshape(c.slice(w, 0, g * coutGroup, (g + 1) * coutGroup), {coutGroup, cinGroup * taps});
+      // Tap-major rows (tap t's channels in rows t x C_g ..): each tap's
+      // rows are one window of the planes, a single stride apart, so that
+      // the matmul loads them straight from the padded input
+      // (ncc-form-kernels joins the cat into its kernel, LowerMatmul.cpp);
+      // the weight's [C_g, taps] permuted to match.
+      Value wMat = c.reshape(c.slice(w, 0, g * coutGroup, (g + 1) * coutGroup), {coutGroup, cinGroup, taps});
+      wMat = c.reshape(c.permute(wMat, {0, 2, 1}), {coutGroup, taps * cinGroup});
       wMat = c.expand(c.unsqueeze(wMat, 0), {batch, coutGroup, cinGroup * taps});
       Value r = n.b.create<aten::BmmOp>(n.loc, RankedTensorType::get({batch, coutGroup, wide->positions}, elem),
                                         wMat, cols);

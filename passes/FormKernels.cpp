@@ -27,6 +27,7 @@
 #include "passes/Passes.h"
 #include "passes/AttentionPattern.h"
 #include "passes/OnlineSum.h"
+#include "passes/WindowOperand.h"
 #include "passes/PermutePlan.h"
 #include "passes/ReductionCost.h"
 #include "dialects/aten/TypeRules.h"
@@ -155,8 +156,12 @@ void copySourceTags(Operation* from, Operation* to) {
     if (Attribute a = from->getAttr(name)) to->setAttr(name, a);
 }
 
+// A cat that stacks windows of one tensor into a bmm's right operand
+// (WindowOperand.h) is read by the bmm's loads, not lowered as a cat.
+bool isWindowCat(Operation* op) { return llvm::isa<aten::CatOp>(op) && op->hasAttr(nc::kWindowOperandAttr); }
+
 bool holdsCat(ArrayRef<Operation*> ops) {
-  return llvm::any_of(ops, [](Operation* o) { return llvm::isa<aten::CatOp>(o); });
+  return llvm::any_of(ops, [](Operation* o) { return llvm::isa<aten::CatOp>(o) && !isWindowCat(o); });
 }
 
 bool keepdimOf(Operation* op) {
@@ -2122,13 +2127,28 @@ struct FormKernelsPass : impl::FormKernelsBase<FormKernelsPass> {
           inAttention.insert(ops.begin(), ops.end());
           attentionAt[op] = *m;
         }
+    // -O2: a cat stacking windows of one tensor into a bmm's right operand
+    // (WindowOperand.h) is placed with the bmm, as views are, where each
+    // window folds into a view of that tensor with one stride along its rows.
+    if (fuse)
+      for (Operation* op : work)
+        if (auto cat = llvm::dyn_cast<aten::CatOp>(op); cat && windowedMatmul(cat) && !inAttention.contains(op)) {
+          bool windows = true;
+          for (Value piece : cat.getTensors()) {
+            Chain c = chainOf(piece);
+            std::optional<aten::StridedView> v =
+                firstUnfoldable(c) < 0 && !c.ops.empty() ? aten::viewThrough(c.ops, llvm::cast<RankedTensorType>(c.root.getType()).getShape()) : std::nullopt;
+            windows &= v && windowRowStride(*v).has_value() && c.root == chainOf(cat.getTensors().front()).root;
+          }
+          if (windows) op->setAttr(nc::kWindowOperandAttr, UnitAttr::get(op->getContext()));
+        }
     for (Operation* op : work) {
       if (auto it = attentionAt.find(op); it != attentionAt.end()) {
         formAttention(it->second);
         continue;
       }
       // Views are placed with the ops that consume them.
-      if (aten::isViewOp(op) || inAttention.contains(op)) continue;
+      if (aten::isViewOp(op) || inAttention.contains(op) || isWindowCat(op)) continue;
       std::optional<RowSpace> space = rowSpaceOf(op);
       if (!fuse && llvm::isa<aten::CatOp>(op)) space = std::nullopt;  // -O0: a copy kernel
       SmallVector<int> producer_groups;
@@ -2143,6 +2163,16 @@ struct FormKernelsPass : impl::FormKernelsBase<FormKernelsPass> {
         }
         int g = producerGroup(chains.back().root);
         if (g >= 0 && !llvm::is_contained(producer_groups, g)) producer_groups.push_back(g);
+      }
+      // The windows a bmm's right operand stacks join its kernel with it.
+      Operation* windowCat = nullptr;
+      if (auto* def = llvm::isa<aten::BmmOp>(op) ? chains[1].root.getDefiningOp() : nullptr; def && isWindowCat(def)) {
+        windowCat = def;
+        for (Value piece : def->getOperands()) {
+          chains.push_back(chainOf(piece));
+          int g = producerGroup(chains.back().root);
+          if (g >= 0 && !llvm::is_contained(producer_groups, g)) producer_groups.push_back(g);
+        }
       }
 
       int target = -1;
@@ -2203,6 +2233,12 @@ struct FormKernelsPass : impl::FormKernelsBase<FormKernelsPass> {
       for (const Chain& c : chains)
         for (Operation* view : c.ops)
           if (grp.members.insert(view).second) grp.ops.push_back(view);
+      if (windowCat) {
+        grp.members.insert(windowCat);
+        grp.ops.push_back(windowCat);
+        groupOf[windowCat] = target;
+        llvm::sort(grp.ops, [&](Operation* x, Operation* y) { return position.lookup(x) < position.lookup(y); });
+      }
       if (isReduction(op) ||
           llvm::any_of(op->getOperands(), [&](Value v) { return isDerived(grp, v); }))
         grp.derived.insert(op->getResult(0));

@@ -500,6 +500,11 @@ class KernelLowering {
     std::swap(layouts, prologueLayouts);
     std::swap(repeatedLoads, prologueRepeatedLoads);
   }
+  // Window operands (WindowOperand.h): the cat and its reshape, which no
+  // walk of the body lowers, and by the bmm's right operand, its windows in
+  // K order.
+  llvm::DenseSet<Operation*> windowOps;
+  llvm::DenseMap<Value, SmallVector<Value>> windowPieces;
   bool catReadsComputedRows = false;  // a cat copies columns of a computed value's rows
   bool wholeRows = false;  // lowering the prologue: one column tile per row
   int64_t r0 = 0, c0 = 0, iteration = 0;

@@ -35,6 +35,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "passes/KernelLowering.h"
+#include "passes/WindowOperand.h"
 
 namespace neuroncc::lowering {
 
@@ -71,6 +72,10 @@ constexpr int64_t kStreamedPieces = 64;
 // A body that then overflows SBUF is lowered again with kLookahead
 // (LowerToIsa.cpp).
 constexpr int64_t kStreamedAheadBytes = 96 * 1024;
+// A panel of a matmul operand's windows (a convolution's taps, loaded once
+// for all of them: lowerMatmul), at most this many bytes per partition.
+constexpr int64_t kMaxWindowPanelBytes = 16 * 1024;
+
 // A batch group's loads (batchGroupOperand): runs per DMA, their
 // descriptors then costing about the transfer's fixed 2 us (20 ns a run).
 constexpr int64_t kRunsPerPiece = 100;
@@ -235,6 +240,7 @@ void KernelLowering::groupSmallBatches(Block& body) {
   if (space.rowBlock == 0 || !space.matmul || space.reduces) return;
   const int64_t M = space.rowBlock;
   int64_t N = 0, K = 0;
+  if (!windowPieces.empty()) return;  // (a group loads each operand whole)
   for (Operation& op : body.without_terminator()) {
     if (llvm::isa<aten::MmOp, aten::AddmmOp>(op)) return;
     auto bmm = llvm::dyn_cast<aten::BmmOp>(op);
@@ -422,11 +428,15 @@ LogicalResult KernelLowering::lowerMatmul(Operation* op, Value a, Value bm, Valu
   auto av = viewOf.find(a), bv = viewOf.find(bm);
   // The left operand of a matmul with a prologue is computed in the kernel.
   Value computedA = a == prologueOperand ? tiles.lookup(a) : Value();
-  if ((av == viewOf.end() && !computedA) || bv == viewOf.end())
+  // A right operand stacked from windows of one tensor (WindowOperand.h):
+  // each window a K segment of its own, loaded from that tensor.
+  auto windows = windowPieces.find(bm);
+  if ((av == viewOf.end() && !computedA) || (bv == viewOf.end() && windows == windowPieces.end()))
     return op->emitError("matmul operands must come from HBM (kernel inputs or views of them)");
   const aten::StridedView A = computedA ? aten::contiguousView(llvm::cast<RankedTensorType>(a.getType()).getShape())
                                         : av->second;
-  const aten::StridedView& B = bv->second;
+  const aten::StridedView B = bv != viewOf.end() ? bv->second
+                                                 : aten::contiguousView(llvm::cast<RankedTensorType>(bm.getType()).getShape());
   Type ae = nc::deviceElementType(llvm::cast<RankedTensorType>(a.getType()).getElementType());
   Type be = nc::deviceElementType(llvm::cast<RankedTensorType>(bm.getType()).getElementType());
   if (ae != be) return op->emitError("matmul operands of different dtypes are not supported yet");
@@ -485,6 +495,30 @@ LogicalResult KernelLowering::lowerMatmul(Operation* op, Value a, Value bm, Valu
     finishMatmul(batchGroupProduct(op, left, right, sAb, sBb, p / M));
     return success();
   }
+  // The K segments: one of all K rows, or one per window.
+  struct Segment {
+    int64_t k0, K;
+    MatmulOperand moving;
+  };
+  SmallVector<Segment> segments;
+  if (windows != windowPieces.end()) {
+    if (computedA || perRow || batched != true)
+      return op->emitError("internal: a windowed matmul operand beside a computed or per-row operand");
+    int64_t k0 = 0;
+    for (Value piece : windows->second) {
+      auto pv = viewOf.find(piece);
+      std::optional<int64_t> rowStride = pv != viewOf.end() ? windowRowStride(pv->second) : std::nullopt;
+      if (!rowStride) return op->emitError("internal: a window of a matmul operand that is not one strided view");
+      const aten::StridedView& W = pv->second;
+      int64_t rows = 1;
+      for (size_t d = 1; d + 1 < W.shape.size(); ++d) rows *= W.shape[d];
+      segments.push_back({k0, rows,
+                          MatmulOperand{hbmOf[piece], W.offset + batch * W.strides[0] + col0 * W.strides.back(),
+                                        *rowStride, W.strides.back(), rows, f, be}});
+      k0 += rows;
+    }
+    if (k0 != K) return op->emitError("internal: the windows of a matmul operand do not stack to its K rows");
+  }
   MatmulOperand stationary{computedA ? Value() : hbmOf[a], A.offset + batch * sAb + m0 * sAm, sAk, sAm, K, p, ae};
   MatmulOperand moving{hbmOf[bm], B.offset + batch * sBb + col0 * sBn, sBk, sBn, K, f, be};
   if (M <= P && !moving.inRows()) moving.streamedBytes = llvm::cast<RankedTensorType>(bm.getType()).getNumElements() * moving.elemBytes();
@@ -524,14 +558,70 @@ LogicalResult KernelLowering::lowerMatmul(Operation* op, Value a, Value bm, Valu
     lookahead = std::max(kLookahead, kStreamedAheadBytes / (moving.n * moving.elemBytes()));
     streamedAhead |= lookahead > kLookahead && slices > kLookahead + 1;
   }
+  if (segments.empty()) segments.push_back({0, K, moving});
+  // Windows of one tensor whose first elements lie a few columns apart (a
+  // convolution's taps: a padded row and a tap apart) read the same rows:
+  // each K slice of them is one load of the union of their columns, and each
+  // window's slice a column range of it. Clusters of first elements, each
+  // within kMaxWindowPanelBytes of columns of its first.
+  DenseMap<const Segment*, int64_t> clusterBase;
+  if (segments.size() > 1 && !moving.inRows()) {
+    SmallVector<const Segment*> order;
+    for (const Segment& seg : segments)
+      if (seg.moving.fStride == 1 && seg.moving.hbm == segments.front().moving.hbm &&
+          seg.moving.kStride == segments.front().moving.kStride && seg.moving.K == segments.front().moving.K)
+        order.push_back(&seg);
+    llvm::sort(order, [](const Segment* x, const Segment* y) { return x->moving.offset < y->moving.offset; });
+    const int64_t maxSpan = kMaxWindowPanelBytes / moving.elemBytes() - f;
+    for (size_t i = 0; i < order.size();) {
+      size_t j = i + 1;
+      while (j < order.size() && order[j]->moving.offset - order[i]->moving.offset <= maxSpan) ++j;
+      if (j - i > 1)
+        for (size_t k = i; k < j; ++k) clusterBase[order[k]] = order[i]->moving.offset;
+      i = j;
+    }
+  }
+  auto movingSlice = [&](const Segment& seg, int64_t k0) -> Value {
+    auto base = clusterBase.find(&seg);
+    if (base == clusterBase.end()) return operandSlice(mc, seg.moving, k0, op);
+    int64_t last = base->second;
+    for (auto [other, first] : clusterBase)
+      if (first == base->second) last = std::max(last, other->moving.offset);
+    const int64_t width = f + last - base->second, kt = std::min(P, seg.K - k0);
+    // (A negative column stride marks a panel of windows in the cache.)
+    OperandKey key{seg.moving.hbm.getAsOpaquePointer(), base->second, seg.moving.kStride, -width, k0, kt};
+    Value& panel = mc.panels[key];
+    if (!panel) {
+      panel = alloc(kt, width, be);
+      loadPanel(seg.moving.hbm, panel, base->second + k0 * seg.moving.kStride, {seg.moving.kStride, kt, 1, width},
+                kSplitBytes);
+    }
+    return tileColumns(*b, loc, panel, seg.moving.offset - base->second, f);
+  };
+  // Each segment's slices in turn, all accumulated into one PSUM tile; a
+  // segment's stationary slices are those of A's columns of its K rows.
+  SmallVector<std::pair<const Segment*, int64_t>> steps;
+  for (const Segment& s : segments)
+    for (int64_t k0 = 0; k0 < s.K; k0 += P) steps.push_back({&s, k0});
+  const int64_t count = int64_t(steps.size());
   Value psum = allocPsum(p, f);
   SmallVector<std::pair<Value, Value>> prepared;
-  for (int64_t i = 0; i < slices; ++i) {
-    while (int64_t(prepared.size()) < std::min(slices, i + 1 + lookahead)) {
-      int64_t k0 = int64_t(prepared.size()) * P;
-      Value left = computedA ? computedSlice(sc, computedA, k0, op) : operandSlice(sc, stationary, k0, op);
+  for (int64_t i = 0; i < count; ++i) {
+    while (int64_t(prepared.size()) < std::min(count, i + 1 + lookahead)) {
+      auto [s, k0] = steps[prepared.size()];
+      Value left;
+      if (computedA) {
+        left = computedSlice(sc, computedA, k0, op);
+      } else if (segments.size() == 1) {
+        left = operandSlice(sc, stationary, k0, op);
+      } else {
+        MatmulOperand part = stationary;
+        part.offset += s->k0 * sAk;
+        part.K = s->K;
+        left = operandSlice(sc, part, k0, op);
+      }
       if (stationary.n != p) left = tileColumns(*b, loc, left, wideColumn, p);
-      prepared.push_back({left, operandSlice(mc, moving, k0, op)});
+      prepared.push_back({left, movingSlice(*s, k0)});
     }
     setSource(b->create<nc::MatmulOp>(loc, psum, prepared[size_t(i)].first, prepared[size_t(i)].second,
                                       b->getBoolAttr(i > 0)),

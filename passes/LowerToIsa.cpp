@@ -18,6 +18,7 @@
 
 #include "device_model.h"
 #include "passes/KernelLowering.h"
+#include "passes/WindowOperand.h"
 #include "llvm/ADT/ScopeExit.h"
 #include "passes/Passes.h"
 #include "dialects/aten/TypeRules.h"
@@ -191,7 +192,7 @@ LogicalResult KernelLowering::computeSpace(bool prologue) {
     }
   }
   for (Operation& op : body.without_terminator()) {
-    if (llvm::isa<arith::ConstantOp>(op) || aten::isViewOp(&op) || other(op)) continue;
+    if (llvm::isa<arith::ConstantOp>(op) || aten::isViewOp(&op) || other(op) || windowOps.contains(&op)) continue;
     SmallVector<int64_t> shape;
     if (SmallVector<int64_t> dims = aten::reducedDims(&op); !dims.empty()) {
       auto in = llvm::cast<RankedTensorType>(op.getOperand(0).getType());
@@ -1669,7 +1670,7 @@ LogicalResult KernelLowering::foldViews(Block& old, bool allowTileAliases) {
   for (BlockArgument arg : old.getArguments())
     viewOf[arg] = aten::contiguousView(llvm::cast<RankedTensorType>(arg.getType()).getShape());
   for (Operation& op : old.without_terminator()) {
-    if (!aten::isViewOp(&op)) continue;
+    if (!aten::isViewOp(&op) || windowOps.contains(&op)) continue;
     // (A copy kernel writes the value its returned reshapes keep in order.)
     if (returnedReshapes.contains(&op)) continue;
     auto in = viewOf.find(op.getOperand(0));
@@ -2073,6 +2074,16 @@ LogicalResult KernelLowering::run(int64_t& instructions, int64_t& dmas) {
   // The general lowering folds a returned reshape of a cat itself.
   returnedReshapes.clear();
   Block& oldBody = kernel.getBody().front();
+  windowOps.clear();
+  windowPieces.clear();
+  for (auto cat : oldBody.getOps<aten::CatOp>()) {
+    if (!cat->hasAttr(nc::kWindowOperandAttr)) continue;
+    if (!windowedMatmul(cat)) return cat.emitError("internal: a window operand's cat that no bmm reads as stacked");
+    Operation* reshape = *cat->getUsers().begin();
+    windowOps.insert(cat);
+    windowOps.insert(reshape);
+    windowPieces[reshape->getResult(0)] = SmallVector<Value>(cat.getTensors());
+  }
   if (failed(findPrologue(oldBody))) return failure();
   if (prologueOperand) {
     if (failed(computeSpace(/*prologue=*/true))) return failure();
@@ -2269,7 +2280,8 @@ LogicalResult KernelLowering::run(int64_t& instructions, int64_t& dmas) {
     ++iteration;
     for (Value v : prologueHbm) tileOf(v);
     for (Operation& op : oldBody.without_terminator()) {
-      if (!prologueOps.contains(&op) || aliasTile(op) || llvm::isa<arith::ConstantOp>(op) || aten::isViewOp(&op))
+      if (!prologueOps.contains(&op) || aliasTile(op) || llvm::isa<arith::ConstantOp>(op) || aten::isViewOp(&op) ||
+          windowOps.contains(&op))
         continue;
       if (failed(lowerOp(&op, p, space.cols))) return failure();
     }
@@ -2364,7 +2376,7 @@ relower:
     }
     for (Operation& op : oldBody.without_terminator()) {
       if ((chunked && afterReduction.contains(&op)) || prologueOps.contains(&op)) continue;
-      if (aliasTile(op) || llvm::isa<arith::ConstantOp>(op) || aten::isViewOp(&op)) continue;
+      if (aliasTile(op) || llvm::isa<arith::ConstantOp>(op) || aten::isViewOp(&op) || windowOps.contains(&op)) continue;
       if (op.getNumResults() == 1 && perRowTiles.count(op.getResult(0))) continue;
       if (failed(lowerOp(&op, p, f))) return failure();
       if (!chunked && op.getNumResults() == 1 && layouts[op.getResult(0)].kind == Kind::Row)
@@ -2486,7 +2498,7 @@ relower:
       for (Operation* op : reductions) finalizeReduction(op, p);
       for (Operation& op : oldBody.without_terminator()) {
         if (!afterReduction.contains(&op) || aliasTile(op) || llvm::isa<arith::ConstantOp>(op) ||
-            aten::isViewOp(&op))
+            aten::isViewOp(&op) || windowOps.contains(&op))
           continue;
         if (const OnlineSum* m = summedOnline(&op)) {
           if (&op == m->rowSum) finalizeOnlineSum(*m, p);

@@ -48,6 +48,9 @@ inline constexpr const char kAttentionAttr[] = "nc.attention";
 // SBUF and makes one pass over them, chunk by chunk, per level of
 // reductions (passes/FormKernels.cpp, residentRowsFit; passes/LowerResident.cpp).
 inline constexpr const char kResidentRowsAttr[] = "nc.resident_rows";
+// On a cat that stacks windows of one tensor into a bmm's right operand
+// (passes/WindowOperand.h): the bmm loads the windows; nothing lowers the cat.
+inline constexpr const char kWindowOperandAttr[] = "nc.window_operand";
 
 bool isSbufTile(mlir::Type type);
 
