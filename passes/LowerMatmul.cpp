@@ -529,7 +529,9 @@ LogicalResult KernelLowering::lowerMatmul(Operation* op, Value a, Value bm, Valu
   // matmuls: the slices are then loaded for up to four row tiles at once
   // (rows of up to 1 KiB) and kept while those row tiles run, within twice
   // the stationary cache.
-  int64_t wideColumn = 0, cacheRow = r0;
+  // (A left operand broadcast over the batch, a convolution's weight, has
+  // the same slices for every batch: they stay cached across its batches.)
+  int64_t wideColumn = 0, cacheRow = batched && sAb == 0 ? m0 : r0;
   if (!computedA && !stationary.inRows() && sAm == 1 && p == P && !batched && blockColumnTiles <= 1) {
     int64_t width = std::min<int64_t>(4 * P, kWideRunBytes / stationary.elemBytes()) / P * P;
     while (width > P && slices * width * stationary.elemBytes() > 2 * kStationaryCacheBytes) width -= P;
