@@ -505,13 +505,14 @@ struct FormKernelsPass : impl::FormKernelsBase<FormKernelsPass> {
                                ? llvm::cast<RankedTensorType>(op->getResult(0).getType()).getRank()
                                : INT64_MAX;
     bool groupShapeStays = llvm::any_of(grp.ops, [&](Operation* member) {
-      if (aten::isViewOp(member) || member->getNumResults() != 1) return false;
+      if (aten::isViewOp(member) || isWindowCat(member) || member->getNumResults() != 1) return false;
       auto t = llvm::dyn_cast<RankedTensorType>(member->getResult(0).getType());
       return t && t.getNumElements() == total && t.getRank() > opRank;
     });
     if (groupShapeStays) return true;
     for (Operation* member : grp.ops) {
-      if (aten::isViewOp(member) || llvm::isa<aten::MmOp, aten::AddmmOp, aten::BmmOp>(member)) continue;
+      if (aten::isViewOp(member) || isWindowCat(member) || llvm::isa<aten::MmOp, aten::AddmmOp, aten::BmmOp>(member))
+        continue;
       for (Value v : member->getOperands()) {
         auto type = llvm::dyn_cast<RankedTensorType>(v.getType());
         if (!type) continue;
@@ -656,7 +657,7 @@ struct FormKernelsPass : impl::FormKernelsBase<FormKernelsPass> {
     // shape sets the lowering's space) reading scalars, rows of N or what the
     // kernel computes.
     for (Operation* member : grp.ops) {
-      if (aten::isViewOp(member) || llvm::isa<aten::MmOp, aten::BmmOp>(member)) continue;
+      if (aten::isViewOp(member) || isWindowCat(member) || llvm::isa<aten::MmOp, aten::BmmOp>(member)) continue;
       if (auto addmm = llvm::dyn_cast<aten::AddmmOp>(member)) {
         if (!isScalarOrColumnsRow(addmm.getSelf(), grp.space.cols)) return false;
         continue;

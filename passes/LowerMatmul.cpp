@@ -574,10 +574,17 @@ LogicalResult KernelLowering::lowerMatmul(Operation* op, Value a, Value bm, Valu
           seg.moving.kStride == segments.front().moving.kStride && seg.moving.K == segments.front().moving.K)
         order.push_back(&seg);
     llvm::sort(order, [](const Segment* x, const Segment* y) { return x->moving.offset < y->moving.offset; });
-    const int64_t maxSpan = kMaxWindowPanelBytes / moving.elemBytes() - f;
+    // (A union wider than the windows' own columns would read more than
+    // loading each alone: windows in different phases of a strided
+    // convolution, a plane apart.)
+    const int64_t maxWidth = kMaxWindowPanelBytes / moving.elemBytes();
     for (size_t i = 0; i < order.size();) {
       size_t j = i + 1;
-      while (j < order.size() && order[j]->moving.offset - order[i]->moving.offset <= maxSpan) ++j;
+      while (j < order.size()) {
+        int64_t width = order[j]->moving.offset - order[i]->moving.offset + f;
+        if (width > maxWidth || width > int64_t(j - i + 1) * f) break;
+        ++j;
+      }
       if (j - i > 1)
         for (size_t k = i; k < j; ++k) clusterBase[order[k]] = order[i]->moving.offset;
       i = j;

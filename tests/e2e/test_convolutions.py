@@ -21,6 +21,7 @@ stride) load the contiguous span and keep every step-th element. Each is compile
 eager in f32 and bf16.
 """
 import os
+import subprocess
 import sys
 
 HERE = os.path.dirname(os.path.abspath(__file__))
@@ -202,6 +203,45 @@ class Convolutions(common.ComparedWithEager):
             s, t = randn(16, 1, 1, seed=2).to(dtype), randn(11, seed=3).to(dtype)
             self.check(lambda p, q, u, v: torch.relu(torch.bmm(p, q).reshape(3, 16, 9, 11) * u + v), [a, b, s, t])
             self.check(lambda p, q, u: (torch.bmm(p, q).reshape(3, 16, 9, 11)[..., :7] + u), [a, b, s])
+
+    def test_windows_loaded_by_the_matmul(self):
+        """At -O2 the matmul of a stride-1 (or phased) convolution loads its taps' windows
+        from the padded input itself, one K segment per tap (passes/WindowOperand.h): the
+        im2col columns never go through HBM, so the execution moves fewer bytes than those
+        columns alone would take. Wide channels (160 a group: two K slices per tap), more
+        than 128 output channels (two row tiles share the loaded windows), more than 512
+        wide positions (several column tiles), batches, groups, dilation, a stride (taps
+        in different phases), 1-d and 3-d; an infinity and a NaN in the input reach only
+        the outputs whose windows hold them; a bias and a ReLU after."""
+        cases = [((2, 160, 20, 30), (200, 160, 3, 3), dict(padding=1)),
+                 ((3, 64, 30, 30), (64, 64, 3, 3), dict(padding=1)),
+                 ((2, 96, 12, 14), (64, 48, 3, 3), dict(padding=2, dilation=2, groups=2)),
+                 ((2, 32, 17, 16), (48, 32, 3, 3), dict(padding=1, stride=2)),
+                 ((2, 24, 9, 10), (16, 24, 5, 5), dict(padding=2)),
+                 ((2, 64, 700), (32, 64, 3), dict(padding=1)),
+                 ((1, 16, 6, 10, 12), (8, 16, 3, 3, 3), dict(padding=1))]
+        name = self.id().split(".")[-1]
+        for x_shape, w_shape, kw in cases:
+            conv = {3: F.conv1d, 4: F.conv2d, 5: F.conv3d}[len(x_shape)]
+            for dtype in DTYPES:
+                with self.subTest(x=x_shape, w=w_shape, dtype=dtype, **kw):
+                    x = randn(*x_shape, seed=3)
+                    x.view(-1)[7 * x_shape[-1] + 3] = float("inf")
+                    x.view(-1)[x.numel() // 2] = float("nan")
+                    w = randn(*w_shape, seed=4) * (1.0 / w_shape[1] ** 0.5)
+                    b = randn(w_shape[0], seed=5)
+                    self.check(lambda a, k, c: torch.relu(conv(a, k, c, **kw)),
+                               [x.to(dtype), w.to(dtype), b.to(dtype)])
+                    # The -O2 graph's kernels: the windows' cat is in the bmm's kernel.
+                    graph = os.path.join(self.tmp, "%s_%d_O2.pb" % (name, self.count - 1))
+                    ir = subprocess.run([common.toolchain.tool("neuron-cc"), "compile", graph, "-O2", "--output",
+                                         os.path.join(self.tmp, "ir.neff"),
+                                         "--mlir-print-ir-after=ncc-form-kernels"],
+                                        capture_output=True, text=True, check=True).stderr
+                    kernels = [k for k in ir.split("nc.kernel ")[1:] if "aten.bmm" in k.split("nc.yield")[0]]
+                    self.assertEqual(len(kernels), kw.get("groups", 1), ir[-2000:])
+                    for k in kernels:
+                        self.assertIn("nc.window_operand", k.split("nc.yield")[0])
 
 
 if __name__ == "__main__":
