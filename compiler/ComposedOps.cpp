@@ -1073,11 +1073,28 @@ LogicalResult convolution(NodeImporter& n) {
     return c.finish(wide ? cutWide(c, *wide, acc, out) : acc);
   }
   if (wide) {
-    // Per group: columns [N, taps x C_g, wide positions] (tap t of channel
-    // c in row t x C_g + c), each tap one contiguous
-    // window of every input plane, and the weight [C_out_g, taps x C_g]
-    // broadcast over the batch times them: the output is NCHW already, at
-    // the wide positions, and the cut is a view for whatever reads it.
+    // Per group: columns [N, C_g x taps, wide positions], each tap one
+    // contiguous window of every input plane, and the weight [C_out_g, C_g
+    // x taps] broadcast over the batch times them: the output is NCHW
+    // already, at the wide positions, and the cut is a view for whatever
+    // reads it.
+    //
+    // Tap-major rows (tap t's channels in rows t x C_g ..; the weight's
+    // [C_g, taps] permuted to match) make each tap's rows one window of the
+    // planes, a single stride apart: at -O2 the matmul loads them straight
+    // from the padded input (ncc-form-kernels joins the cat into its
+    // kernel, passes/WindowOperand.h), a K segment per tap, and no columns
+    // go through HBM. Each segment then takes whole K slices of its own
+    // (the TensorEngine costs the same per slice of any height), so only
+    // where those are at most twice the slices of the stacked columns
+    // (C_g of 64: 9 slices for a 3 x 3 against 5). Fewer channels a tap (an
+    // RGB stem, C_g of 3 and 49 taps: 49 slices against 2) keep the
+    // channel-major columns (tap t of channel c in row c x taps + t, the
+    // weight's order), copied through HBM ([8, 64, 56, 56] bf16, 3 x 3:
+    // 360.5 us with the columns, 233.0 loaded by the matmul).
+    const int64_t P = 128, segmentSlices = taps * ((cinGroup + P - 1) / P),
+                  stackedSlices = (taps * cinGroup + P - 1) / P;
+    const bool tapMajor = taps > 1 && segmentSlices <= 2 * stackedSlices;
     SmallVector<Value> results;
     for (int64_t g = 0; g < groups; ++g) {
       Value cols;
@@ -1086,16 +1103,13 @@ LogicalResult convolution(NodeImporter& n) {
       } else {
         SmallVector<Value> columns;
         for (size_t t = 0; t < wide->offsets.size(); ++t)
-          columns.push_back(c.unsqueeze(wide->window(c, t, g * cinGroup, (g + 1) * cinGroup), 1));
-        cols = c.reshape(c.cat(columns, 1), {batch, taps * cinGroup, wide->positions});
+          columns.push_back(c.unsqueeze(wide->window(c, t, g * cinGroup, (g + 1) * cinGroup), tapMajor ? 1 : 2));
+        cols = c.reshape(c.cat(columns, tapMajor ? 1 : 2), {batch, taps * cinGroup, wide->positions});
       }
-      // Tap-major rows (tap t's channels in rows t x C_g ..): each tap's
-      // rows are one window of the planes, a single stride apart, so that
-      // the matmul loads them straight from the padded input
-      // (ncc-form-kernels joins the cat into its kernel, LowerMatmul.cpp);
-      // the weight's [C_g, taps] permuted to match.
-      Value wMat = c.reshape(c.slice(w, 0, g * coutGroup, (g + 1) * coutGroup), {coutGroup, cinGroup, taps});
-      wMat = c.reshape(c.permute(wMat, {0, 2, 1}), {coutGroup, taps * cinGroup});
+      Value wMat = c.reshape(c.slice(w, 0, g * coutGroup, (g + 1) * coutGroup), {coutGroup, cinGroup * taps});
+      if (tapMajor)
+        wMat = c.reshape(c.permute(c.reshape(wMat, {coutGroup, cinGroup, taps}), {0, 2, 1}),
+                         {coutGroup, taps * cinGroup});
       wMat = c.expand(c.unsqueeze(wMat, 0), {batch, coutGroup, cinGroup * taps});
       Value r = n.b.create<aten::BmmOp>(n.loc, RankedTensorType::get({batch, coutGroup, wide->positions}, elem),
                                         wMat, cols);
