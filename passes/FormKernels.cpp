@@ -445,7 +445,7 @@ struct FormKernelsPass : impl::FormKernelsBase<FormKernelsPass> {
     return slice && rank > 0 && rank == rt.getRank() && (slice.getDim() == rank - 1 || slice.getDim() == -1) &&
            slice.getStep() == 1 && st.getElementType() == rt.getElementType() &&
            st.getShape().drop_back() == rt.getShape().drop_back() && st.getShape().back() == rt.getShape().back() &&
-           rt.getShape().back() <= kLoweringChunk && !materializedBy.count(c.root);
+           rt.getShape().back() > 1 && rt.getShape().back() <= kLoweringChunk && !materializedBy.count(c.root);
   }
 
   // True if `to` depends (transitively) on `from`.

@@ -2251,7 +2251,7 @@ LogicalResult KernelLowering::run(int64_t& instructions, int64_t& dmas) {
   // whole rows do not: chunked, in passes over resident inputs.
   const bool resident = needsWholeRows && kernel->hasAttr(nc::kResidentRowsAttr) && space.reduces &&
                         space.trail.size() == 1 && space.cols > maxFree && !space.matmul;
-  chunked = space.reduces && space.trail.size() == 1 && space.cols > maxFree &&
+  chunked = !catReadsComputedRows && space.reduces && space.trail.size() == 1 && space.cols > maxFree &&
             ((!needsWholeRows && space.cols * 4 * 4 > rowBudget) || resident);
   // A matmul's output tile is one 2 KiB PSUM bank: 512 f32 columns.
   int64_t chunk = columnTile();
