@@ -502,7 +502,7 @@ LogicalResult KernelLowering::lowerMatmul(Operation* op, Value a, Value bm, Valu
   };
   SmallVector<Segment> segments;
   if (windows != windowPieces.end()) {
-    if (computedA || perRow || batched != true)
+    if (computedA || perRow || !batched)
       return op->emitError("internal: a windowed matmul operand beside a computed or per-row operand");
     int64_t k0 = 0;
     for (Value piece : windows->second) {
@@ -519,6 +519,9 @@ LogicalResult KernelLowering::lowerMatmul(Operation* op, Value a, Value bm, Valu
     }
     if (k0 != K) return op->emitError("internal: the windows of a matmul operand do not stack to its K rows");
   }
+  // Stationary slices per output tile: a segment's slices start at its rows.
+  int64_t stationarySlices = segments.empty() ? slices : 0;
+  for (const Segment& seg : segments) stationarySlices += (seg.K + P - 1) / P;
   MatmulOperand stationary{computedA ? Value() : hbmOf[a], A.offset + batch * sAb + m0 * sAm, sAk, sAm, K, p, ae};
   MatmulOperand moving{hbmOf[bm], B.offset + batch * sBb + col0 * sBn, sBk, sBn, K, f, be};
   if (M <= P && !moving.inRows()) moving.streamedBytes = llvm::cast<RankedTensorType>(bm.getType()).getNumElements() * moving.elemBytes();
@@ -550,7 +553,7 @@ LogicalResult KernelLowering::lowerMatmul(Operation* op, Value a, Value bm, Valu
   oneTileStationary.singleTile = oneTileMoving.singleTile = true;
   // (Wide slices fit twice the cache by construction.)
   OperandCache& sc = stationary.n != p ||
-                             slices * p * stationary.elemBytes() <= kStationaryCacheBytes
+                             stationarySlices * p * stationary.elemBytes() <= kStationaryCacheBytes
                          ? stationaryCache
                          : oneTileStationary;
   OperandCache& mc = reuseMoving ? movingCache : oneTileMoving;
@@ -567,7 +570,7 @@ LogicalResult KernelLowering::lowerMatmul(Operation* op, Value a, Value bm, Valu
   // window's slice a column range of it. Clusters of first elements, each
   // within kMaxWindowPanelBytes of columns of its first.
   DenseMap<const Segment*, int64_t> clusterBase;
-  if (segments.size() > 1 && !moving.inRows()) {
+  if (segments.size() > 1) {
     SmallVector<const Segment*> order;
     for (const Segment& seg : segments)
       if (seg.moving.fStride == 1 && seg.moving.hbm == segments.front().moving.hbm &&
