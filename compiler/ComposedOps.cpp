@@ -1085,16 +1085,22 @@ LogicalResult convolution(NodeImporter& n) {
     // from the padded input (ncc-form-kernels joins the cat into its
     // kernel, passes/WindowOperand.h), a K segment per tap, and no columns
     // go through HBM. Each segment then takes whole K slices of its own
-    // (the TensorEngine costs the same per slice of any height), so only
-    // where those are at most twice the slices of the stacked columns
-    // (C_g of 64: 9 slices for a 3 x 3 against 5). Fewer channels a tap (an
-    // RGB stem, C_g of 3 and 49 taps: 49 slices against 2) keep the
-    // channel-major columns (tap t of channel c in row c x taps + t, the
-    // weight's order), copied through HBM ([8, 64, 56, 56] bf16, 3 x 3:
-    // 360.5 us with the columns, 233.0 loaded by the matmul).
-    const int64_t P = 128, segmentSlices = taps * ((cinGroup + P - 1) / P),
-                  stackedSlices = (taps * cinGroup + P - 1) / P;
-    const bool tapMajor = taps > 1 && segmentSlices <= 2 * stackedSlices;
+    // (the TensorEngine costs the same per slice of any height), or, of 64
+    // rows or fewer, shares one with the next segments (several taps
+    // stacked on the partitions, each from its own first element), so only
+    // where those slices are at most twice the slices of the stacked columns
+    // (3 x 3 over 160 channels: 18 against 12). In a strided convolution
+    // the taps of a shared slice lie in different phases, a transfer each:
+    // its taps of fewer than 64 channels (an RGB stem, 49 taps of 3
+    // channels: up to 42 transfers a slice) keep the channel-major columns
+    // (tap t of channel c in row c x taps + t, the weight's order), copied
+    // through HBM ([8, 64, 56, 56] bf16, 3 x 3: 360.5 us with the columns,
+    // 211.2 loaded by the matmul).
+    const int64_t P = 128, stackedSlices = (taps * cinGroup + P - 1) / P;
+    const int64_t segmentSlices = 2 * cinGroup <= P ? (taps + P / cinGroup - 1) / (P / cinGroup)
+                                                    : taps * ((cinGroup + P - 1) / P);
+    const bool tapMajor =
+        taps > 1 && segmentSlices <= 2 * stackedSlices && (!wide->phased || cinGroup >= P / 2);
     SmallVector<Value> results;
     for (int64_t g = 0; g < groups; ++g) {
       Value cols;

@@ -564,76 +564,144 @@ LogicalResult KernelLowering::lowerMatmul(Operation* op, Value a, Value bm, Valu
     streamedAhead |= lookahead > kLookahead && slices > kLookahead + 1;
   }
   if (segments.empty()) segments.push_back({0, K, moving});
-  // Windows of one tensor whose first elements lie a few columns apart (a
-  // convolution's taps: a padded row and a tap apart) read the same rows:
-  // each K slice of them is one load of the union of their columns, and each
-  // window's slice a column range of it. Clusters of first elements, each
-  // within kMaxWindowPanelBytes of columns of its first.
-  DenseMap<const Segment*, int64_t> clusterBase;
-  if (segments.size() > 1) {
-    SmallVector<const Segment*> order;
-    for (const Segment& seg : segments)
-      if (seg.moving.fStride == 1 && seg.moving.hbm == segments.front().moving.hbm &&
-          seg.moving.kStride == segments.front().moving.kStride && seg.moving.K == segments.front().moving.K)
-        order.push_back(&seg);
-    llvm::sort(order, [](const Segment* x, const Segment* y) { return x->moving.offset < y->moving.offset; });
-    // (A union wider than the windows' own columns would read more than
-    // loading each alone: windows in different phases of a strided
-    // convolution, a plane apart.)
-    const int64_t maxWidth = kMaxWindowPanelBytes / moving.elemBytes();
-    for (size_t i = 0; i < order.size();) {
-      size_t j = i + 1;
-      while (j < order.size()) {
-        int64_t width = order[j]->moving.offset - order[i]->moving.offset + f;
-        if (width > maxWidth || width > int64_t(j - i + 1) * f) break;
-        ++j;
-      }
-      if (j - i > 1)
-        for (size_t k = i; k < j; ++k) clusterBase[order[k]] = order[i]->moving.offset;
+  // The K loop's units: a slice of 128 rows of one segment, or a pack of
+  // consecutive windows of at most 64 rows each (a convolution's taps over
+  // 64 channels or fewer) stacked on the partitions, up to 128 rows: one
+  // matmul for several taps (the TensorEngine costs the same per slice of
+  // any height; 3 x 3 over 64 channels: 5 matmuls per output tile, not 9).
+  struct Unit {
+    size_t first, count;
+    int64_t k0, rows;
+  };
+  auto packable = [&](const Segment& x, const Segment& y) {
+    return windows != windowPieces.end() && x.K * 2 <= P && y.K == x.K && x.moving.fStride == 1 &&
+           y.moving.fStride == 1 && y.moving.hbm == x.moving.hbm && y.moving.kStride == x.moving.kStride;
+  };
+  SmallVector<Unit> units;
+  for (size_t i = 0; i < segments.size();) {
+    size_t j = i + 1;
+    int64_t rows = segments[i].K;
+    while (j < segments.size() && rows + segments[j].K <= P && packable(segments[i], segments[j]))
+      rows += segments[j++].K;
+    if (j - i > 1) {
+      units.push_back({i, j - i, 0, rows});
       i = j;
+      continue;
+    }
+    for (int64_t k0 = 0; k0 < segments[i].K; k0 += P) units.push_back({i, 1, k0, std::min(P, segments[i].K - k0)});
+    ++i;
+  }
+  // Units that read the same rows at first elements a few columns apart (a
+  // convolution's taps: a padded row and a tap apart; packs whose windows
+  // lie the same distances apart) share one load of the union of their
+  // columns, and each unit's slice is a column range of it: units of one
+  // shape (their windows' distances from their first, the K slice) in
+  // clusters of first elements, each union at most kMaxWindowPanelBytes a
+  // partition and narrower than the units' columns loaded one by one
+  // (taps in different phases of a strided convolution are a plane apart).
+  auto shapeOf = [&](const Unit& u) {
+    std::vector<int64_t> shape{int64_t(u.count), u.k0, u.rows};
+    for (size_t j = 0; j < u.count; ++j)
+      shape.push_back(segments[u.first + j].moving.offset - segments[u.first].moving.offset);
+    return shape;
+  };
+  auto windowed = [&](const Unit& u) {
+    const Segment& s = segments[u.first];
+    return segments.size() > 1 && s.moving.fStride == 1 && s.moving.hbm == segments.front().moving.hbm &&
+           s.moving.kStride == segments.front().moving.kStride;
+  };
+  // Per unit: its cluster's first and last first elements, and the first
+  // unit of its shape (which names the shape in the panel cache).
+  struct Cluster {
+    int64_t lo, hi, shapeId;
+  };
+  DenseMap<size_t, Cluster> clusterOf;
+  {
+    std::map<std::vector<int64_t>, SmallVector<size_t>> byShape;
+    for (size_t u = 0; u < units.size(); ++u)
+      if (windowed(units[u])) byShape[shapeOf(units[u])].push_back(u);
+    const int64_t maxWidth = kMaxWindowPanelBytes / moving.elemBytes();
+    for (auto& [shape, members] : byShape) {
+      auto firstOf = [&](size_t u) { return segments[units[u].first].moving.offset; };
+      SmallVector<size_t> order(members);
+      llvm::sort(order, [&](size_t x, size_t y) { return firstOf(x) < firstOf(y) || (firstOf(x) == firstOf(y) && x < y); });
+      for (size_t i = 0; i < order.size();) {
+        size_t j = i + 1;
+        while (j < order.size()) {
+          int64_t width = firstOf(order[j]) - firstOf(order[i]) + f;
+          if (width > maxWidth || width > int64_t(j - i + 1) * f) break;
+          ++j;
+        }
+        // (A pack loads a panel of its own even alone: its windows' rows.)
+        if (j - i > 1 || units[order[i]].count > 1)
+          for (size_t k = i; k < j; ++k)
+            clusterOf[order[k]] = Cluster{firstOf(order[i]), firstOf(order[j - 1]), int64_t(members.front())};
+        i = j;
+      }
     }
   }
-  auto movingSlice = [&](const Segment& seg, int64_t k0) -> Value {
-    auto base = clusterBase.find(&seg);
-    if (base == clusterBase.end()) return operandSlice(mc, seg.moving, k0, op);
-    int64_t last = base->second;
-    for (auto [other, first] : clusterBase)
-      if (first == base->second) last = std::max(last, other->moving.offset);
-    const int64_t width = f + last - base->second, kt = std::min(P, seg.K - k0);
-    // (A negative column stride marks a panel of windows in the cache.)
-    OperandKey key{seg.moving.hbm.getAsOpaquePointer(), base->second, seg.moving.kStride, -width, k0, kt};
+  auto movingSlice = [&](size_t ui) -> Value {
+    const Unit& u = units[ui];
+    const Segment& s = segments[u.first];
+    auto cl = clusterOf.find(ui);
+    if (cl == clusterOf.end()) return operandSlice(mc, s.moving, u.k0, op);
+    const int64_t lo = cl->second.lo, width = f + cl->second.hi - lo, kStride = s.moving.kStride;
+    // (A negative column stride marks a panel of windows in the cache, its
+    // k0 the unit's slice, or for a pack, minus one less its shape's id.)
+    OperandKey key{s.moving.hbm.getAsOpaquePointer(), lo, kStride, -width,
+                   u.count > 1 ? -1 - cl->second.shapeId : u.k0, u.rows};
     Value& panel = mc.panels[key];
     if (!panel) {
-      panel = alloc(kt, width, be);
-      loadPanel(seg.moving.hbm, panel, base->second + k0 * seg.moving.kStride, {seg.moving.kStride, kt, 1, width},
-                kSplitBytes);
+      panel = alloc(u.rows, width, be);
+      if (u.count == 1) {
+        loadPanel(s.moving.hbm, panel, lo + u.k0 * kStride, {kStride, u.rows, 1, width}, kSplitBytes);
+      } else {
+        // Each window's rows from its first element; runs of windows whose
+        // first elements advance by one distance (the taps along a kernel
+        // row) in one transfer with two partition dims.
+        const int64_t block = s.K;
+        auto relOf = [&](size_t j) { return segments[u.first + j].moving.offset - s.moving.offset; };
+        for (size_t j = 0; j < u.count;) {
+          size_t e = j + 1;
+          const int64_t step = j + 1 < u.count ? relOf(j + 1) - relOf(j) : 0;
+          while (e < u.count && relOf(e) - relOf(e - 1) == step) ++e;
+          SmallVector<int64_t> ap;
+          if (e - j > 1) ap = {step, int64_t(e - j), kStride, block, 1, width};
+          else ap = {kStride, block, 1, width};
+          Operation* dma = b->create<nc::DmaLoadOp>(loc, s.moving.hbm, panel, b->getI64IntegerAttr(int64_t(j) * block),
+                                                    b->getI64IntegerAttr(lo + relOf(j)), b->getDenseI64ArrayAttr(ap));
+          if (e - j > 1) dma->setAttr("partition_dims", b->getI64IntegerAttr(2));
+          setEngineAndSource(dma, *b, "dma", -1);
+          ++numInst;
+          ++numDma;
+          j = e;
+        }
+      }
     }
-    return tileColumns(*b, loc, panel, seg.moving.offset - base->second, f);
+    return tileColumns(*b, loc, panel, s.moving.offset - lo, f);
   };
-  // Each segment's slices in turn, all accumulated into one PSUM tile; a
-  // segment's stationary slices are those of A's columns of its K rows.
-  SmallVector<std::pair<const Segment*, int64_t>> steps;
-  for (const Segment& s : segments)
-    for (int64_t k0 = 0; k0 < s.K; k0 += P) steps.push_back({&s, k0});
-  const int64_t count = int64_t(steps.size());
+  // The units in turn, all accumulated into one PSUM tile; a unit's
+  // stationary slice is A's columns of its K rows.
+  const int64_t count = int64_t(units.size());
   Value psum = allocPsum(p, f);
   SmallVector<std::pair<Value, Value>> prepared;
   for (int64_t i = 0; i < count; ++i) {
     while (int64_t(prepared.size()) < std::min(count, i + 1 + lookahead)) {
-      auto [s, k0] = steps[prepared.size()];
+      const size_t ui = prepared.size();
+      const Unit& u = units[ui];
       Value left;
       if (computedA) {
-        left = computedSlice(sc, computedA, k0, op);
+        left = computedSlice(sc, computedA, u.k0, op);
       } else if (segments.size() == 1) {
-        left = operandSlice(sc, stationary, k0, op);
+        left = operandSlice(sc, stationary, u.k0, op);
       } else {
         MatmulOperand part = stationary;
-        part.offset += s->k0 * sAk;
-        part.K = s->K;
-        left = operandSlice(sc, part, k0, op);
+        part.offset += segments[u.first].k0 * sAk;
+        part.K = u.count > 1 ? u.rows : segments[u.first].K;
+        left = operandSlice(sc, part, u.k0, op);
       }
       if (stationary.n != p) left = tileColumns(*b, loc, left, wideColumn, p);
-      prepared.push_back({left, movingSlice(*s, k0)});
+      prepared.push_back({left, movingSlice(ui)});
     }
     setSource(b->create<nc::MatmulOp>(loc, psum, prepared[size_t(i)].first, prepared[size_t(i)].second,
                                       b->getBoolAttr(i > 0)),

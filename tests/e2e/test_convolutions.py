@@ -205,9 +205,10 @@ class Convolutions(common.ComparedWithEager):
             self.check(lambda p, q, u: (torch.bmm(p, q).reshape(3, 16, 9, 11)[..., :7] + u), [a, b, s])
 
     def test_windows_loaded_by_the_matmul(self):
-        """At -O2 the matmul of a stride-1 (or phased) convolution of 64 channels a group
-        or more loads its taps' windows from the padded input itself, one K segment per
-        tap (passes/WindowOperand.h): its kernel holds the windows' cat, and the im2col
+        """At -O2 the matmul of a stride-1 convolution (or a strided one of 64 channels a
+        group or more) loads its taps' windows from the padded input itself, one K segment
+        per tap, several stacked to a slice where they have 64 channels or fewer
+        (passes/WindowOperand.h): its kernel holds the windows' cat, and the im2col
         columns never go through HBM. Wide channels (160 a group: two K slices per tap),
         more than 128 output channels (two row tiles share the loaded windows), more than
         512 wide positions (several column tiles), batches, groups, dilation, a stride
@@ -220,9 +221,16 @@ class Convolutions(common.ComparedWithEager):
                  ((2, 64, 9, 10), (16, 64, 5, 5), dict(padding=2)),
                  ((2, 64, 700), (32, 64, 3), dict(padding=1)),
                  ((1, 64, 6, 10, 12), (8, 64, 3, 3, 3), dict(padding=1)),
-                 # Fewer channels a tap keep the stacked columns (a K segment per
-                 # tap would take 9 slices of 16 rows against 2 of 128).
-                 ((2, 16, 12, 12), (8, 16, 3, 3), dict(padding=1))]
+                 # Windows of fewer channels stack on the partitions, several to a
+                 # K slice (16 channels: 8 taps a slice), taps a column apart in one
+                 # transfer; 3 channels (an RGB layer: 9 taps in one slice).
+                 ((2, 16, 12, 12), (8, 16, 3, 3), dict(padding=1)),
+                 ((2, 3, 20, 20), (16, 3, 3, 3), dict(padding=1)),
+                 ((2, 48, 10, 11), (32, 24, 3, 3), dict(padding=1, groups=2)),
+                 # Strided with fewer than 64 channels a group: the taps of a
+                 # shared slice would lie in different phases, a transfer each, so
+                 # the stacked columns stay.
+                 ((2, 16, 13, 12), (8, 16, 3, 3), dict(padding=1, stride=2))]
         name = self.id().split(".")[-1]
         for x_shape, w_shape, kw in cases:
             conv = {3: F.conv1d, 4: F.conv2d, 5: F.conv3d}[len(x_shape)]
@@ -243,8 +251,9 @@ class Convolutions(common.ComparedWithEager):
                                         capture_output=True, text=True, check=True).stderr
                     kernels = [k for k in ir.split("nc.kernel ")[1:] if "aten.bmm" in k.split("nc.yield")[0]]
                     self.assertEqual(len(kernels), kw.get("groups", 1), ir[-2000:])
+                    windowed = kw.get("stride", 1) == 1 or x_shape[1] // kw.get("groups", 1) >= 64
                     for k in kernels:
-                        if x_shape[1] // kw.get("groups", 1) >= 64:
+                        if windowed:
                             self.assertIn("nc.window_operand", k.split("nc.yield")[0])
                         else:
                             self.assertNotIn("nc.window_operand", k.split("nc.yield")[0])
