@@ -11,9 +11,10 @@
 // channels). Each window is a strided view of x with one stride along its K
 // rows, so the matmul can load its rows straight from x instead of reading a
 // stacked copy: ncc-form-kernels puts the cat into the bmm's kernel, and the
-// lowering loads each window's slices as their own K segment (LowerMatmul.cpp).
-// The columns that copy would have written ([8, 64, 56, 56] bf16 through a 3 x 3
-// kernel: 30 MB) never go through HBM.
+// lowering loads each window as a K segment of its own, or several windows of
+// few rows stacked in one K slice (LowerMatmul.cpp). The columns that copy
+// would have written ([8, 64, 56, 56] bf16 through a 3 x 3 kernel: 30 MB)
+// never go through HBM.
 //
 //===----------------------------------------------------------------------===//
 #pragma once
