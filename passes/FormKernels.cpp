@@ -2133,12 +2133,14 @@ struct FormKernelsPass : impl::FormKernelsBase<FormKernelsPass> {
     // window folds into a view of that tensor with one stride along its rows.
     if (fuse)
       for (Operation* op : work)
-        if (auto cat = llvm::dyn_cast<aten::CatOp>(op); cat && windowedMatmul(cat) && !inAttention.contains(op)) {
-          bool windows = true;
+        if (auto cat = llvm::dyn_cast<aten::CatOp>(op); cat && !inAttention.contains(op)) {
+          Operation* bmm = windowedMatmul(cat);
+          bool windows = bmm && !inAttention.contains(bmm);
           for (Value piece : cat.getTensors()) {
             Chain c = chainOf(piece);
-            std::optional<aten::StridedView> v =
-                firstUnfoldable(c) < 0 && !c.ops.empty() ? aten::viewThrough(c.ops, llvm::cast<RankedTensorType>(c.root.getType()).getShape()) : std::nullopt;
+            std::optional<aten::StridedView> v;
+            if (windows && firstUnfoldable(c) < 0 && !c.ops.empty())
+              v = aten::viewThrough(c.ops, llvm::cast<RankedTensorType>(c.root.getType()).getShape());
             windows &= v && windowRowStride(*v).has_value() && c.root == chainOf(cat.getTensors().front()).root;
           }
           if (windows) op->setAttr(nc::kWindowOperandAttr, UnitAttr::get(op->getContext()));
