@@ -664,7 +664,7 @@ LogicalResult KernelLowering::lowerMatmul(Operation* op, Value a, Value bm, Valu
         for (size_t j = 0; j < u.count;) {
           size_t e = j + 1;
           const int64_t step = j + 1 < u.count ? relOf(j + 1) - relOf(j) : 0;
-          while (e < u.count && relOf(e) - relOf(e - 1) == step) ++e;
+          while (step > 0 && e < u.count && relOf(e) - relOf(e - 1) == step) ++e;
           SmallVector<int64_t> ap;
           if (e - j > 1) ap = {step, int64_t(e - j), kStride, block, 1, width};
           else ap = {kStride, block, 1, width};
