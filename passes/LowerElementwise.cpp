@@ -37,12 +37,16 @@ LogicalResult KernelLowering::lowerOp(Operation* op, int64_t p, int64_t f) {
   // fused chain computes what the unfused one does (and bf16 tiles take the
   // engines' 2-byte fast paths).
   Type elem = resultElem;
-  // A value whose only use is a returned cast is computed straight into the
-  // cast's dtype (one rounding, and the cast becomes free).
+  // A value of f32 whose only use is a returned cast is computed straight
+  // into the cast's dtype (one rounding, and the cast becomes free). Not a
+  // value of a narrower dtype: eager rounds it to that dtype first (an f16
+  // matmul's sums cast to f32 for a layer norm are f16 values; computed
+  // straight into f32 they kept digits the norm of a nearly constant row
+  // amplified: graph_fuzz 95959595 case 476).
   if (result.hasOneUse())
     if (auto cast = llvm::dyn_cast<aten::ToCopyOp>(*result.getUsers().begin());
         cast && yielded.contains(cast.getResult()) && aten::isFloatType(cast.getType().getElementType()) &&
-        aten::isFloatType(llvm::cast<RankedTensorType>(result.getType()).getElementType()))
+        aten::isFloatType(llvm::cast<RankedTensorType>(result.getType()).getElementType()) && resultElem.isF32())
       elem = nc::deviceElementType(cast.getType().getElementType());
   // By value: a reference into `layouts` dangles once a result's layout is
   // inserted (the map may grow), and the kinds read after that would be

@@ -916,6 +916,23 @@ class FuzzRegressions(unittest.TestCase):
                         return torch.maximum(z, g.masked_fill(y >= -1.0, 0.0)), g * z
                     self.check(f, (x, y, z))
 
+    def test_widening_cast_rounds_to_the_narrow_dtype_first(self):
+        """graph_fuzz seed 95959595 case 476: layer_norm(softmax(x) @ ones.t()) in f16: the
+        matmul's sums, cast to f32 for the norm and returned by the matmul's kernel, were
+        computed straight into f32 (no f16 rounding), and the norm of the nearly constant
+        rows (0.99997 where eager has 1.0) amplified the difference by 1 / sqrt(eps). A value
+        of a narrower dtype whose only use is a returned widening cast is rounded to its own
+        dtype first, as eager does; an f32 value is still computed straight into a narrower
+        cast's dtype. bf16 elementwise ops returned as f32, and the case's norm in bf16."""
+        dtype = torch.bfloat16
+        x, y = randn(6, 40, seed=2).to(dtype), randn(6, 40, seed=3).to(dtype)
+        self.check(lambda x, y: ((x * y + x).float(), torch.exp(x).float()), (x, y))
+        ones, w, bias = torch.ones(2, 2, dtype=dtype), torch.full((2, 2), 3.0, dtype=dtype), randn(2, 2, seed=4)
+        for seed in range(5, 9):
+            s = randn(2, 2, seed=seed).to(dtype)
+            self.check(lambda s: F.layer_norm(torch.softmax(s, -1) @ ones.t(), [2, 2], w, bias.to(dtype)), (s,))
+        self.check(lambda x, y: (x.float() * y.float()).to(dtype), (x, y))
+
 
 if __name__ == "__main__":
     unittest.main(verbosity=2)
