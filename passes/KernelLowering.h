@@ -224,6 +224,7 @@ class KernelLowering {
   bool mergeChainedDims(ArrayRef<Value> hbmValues);
   bool catsOfLoadedRowsOnly();
   std::pair<Value, int64_t> sliceOfFullRows(Value piece, int64_t width, Type elem, int64_t period);
+  Layout slicedValueLayout(Value piece);
   bool interleaveShortRows(ArrayRef<Value> hbmValues);
   // Short-row helpers: the narrowest HBM element among the kernel's inputs
   // and results, in bytes; the rows per partition for runs of `runBytes`.

@@ -411,6 +411,14 @@ LogicalResult KernelLowering::lowerOp(Operation* op, int64_t p, int64_t f) {
           } else if (std::optional<double> fill = splatPiece(piece); lo < hi && fill) {
             // A constant piece (padding) is written, not loaded.
             fillConstant(tileColumns(*b, loc, out, lo - c0, hi - lo), *fill, op);
+          } else if (Layout held = slicedValueLayout(piece); lo < hi && held.kind != Kind::Full) {
+            // A slice of a value the kernel computes as one value per row
+            // (a scan of a mask broadcast from one element) or an immediate:
+            // that value across the columns.
+            Value range = tileColumns(*b, loc, out, lo - c0, hi - lo);
+            fillConstant(range, held.kind == Kind::Imm ? held.imm : 0.0, op);
+            if (held.kind == Kind::Row)
+              tensorScalar(range, range, tileOf(piece.getDefiningOp()->getOperand(0)), "add", 0.0, op);
           } else if (lo < hi) {
             auto view = viewOf.find(piece);
             if (view == viewOf.end()) return op->emitError("internal: a cat operand that is not in HBM");
@@ -603,6 +611,15 @@ Value KernelLowering::broadcastRow(Value rowTile, double imm, int64_t p, int64_t
   fillConstant(t, imm, source);
   if (rowTile) tensorScalar(t, t, rowTile, "add", 0.0, source);
   return t;
+}
+
+// The layout of the value a slice of the last dim reads, where the kernel
+// computes that value; Kind::Full otherwise (a view of HBM, or no slice).
+Layout KernelLowering::slicedValueLayout(Value piece) {
+  auto slice = piece.getDefiningOp<aten::SliceTensorOp>();
+  if (!slice || viewOf.count(piece)) return Layout{};
+  auto it = layouts.find(slice.getSelf());
+  return it == layouts.end() ? Layout{} : it->second;
 }
 
 // A step-1 slice of the last dim, `width` wide, of a value with rows of

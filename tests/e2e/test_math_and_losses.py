@@ -283,6 +283,14 @@ class MathAndLosses(common.ComparedWithEager):
         self.check(lambda a: (a.cumprod(1), a.cumprod(0)), (1.0 + 0.01 * inner,))
         mask = torch.rand(2, 9000, generator=torch.Generator().manual_seed(65)) > 0.3
         self.check(lambda m: (m.long().cumsum(-1) - 1, m.int().cumsum(0)), (mask,))
+        # A scan of one value per row broadcast along it (opinfo's masked_scatter with a
+        # 0-d mask): the kernel holds that value once per row, and each step's slice of it
+        # is the value across the columns.
+        for flag in (True, False):
+            self.check(lambda q, m, src: torch.masked_scatter(q, m, src),
+                       (randn(5, 5, seed=67), torch.tensor(flag), randn(5, 5, seed=68)))
+        self.check(lambda m, q: (m.expand(3, 500).long().cumsum(-1), m.expand(3, 500).float().cumsum(-1) * q),
+                   (torch.tensor([[True], [False], [True]]), randn(3, 500, seed=69)))
 
     def test_diagonals_and_matrix_vector_forms(self):
         m, v, w = randn(6, 6, seed=13), randn(6, seed=14), randn(5, seed=15)
