@@ -55,15 +55,16 @@ inline mlir::Operation* windowedMatmul(aten::CatOp cat) {
 // One window's K segment, from its view (of the cat's rank): the stride
 // along its K rows, or nullopt where its K dims do not step as one.
 inline std::optional<int64_t> windowRowStride(const aten::StridedView& v) {
-  std::optional<int64_t> stride;
-  int64_t extent = 1;
-  for (int64_t d = int64_t(v.shape.size()) - 2; d >= 1; --d) {
-    if (v.shape[size_t(d)] == 1) continue;
-    if (!stride) stride = v.strides[size_t(d)];
-    else if (v.strides[size_t(d)] != *stride * extent) return std::nullopt;
-    extent *= v.shape[size_t(d)];
-  }
-  return stride.value_or(1);
+  // (Its K dims, between the batch dim and the columns, merged into one
+  // by PyTorch's view rule.)
+  llvm::ArrayRef<int64_t> shape(v.shape), strides(v.strides);
+  shape = shape.slice(1, shape.size() - 2);
+  strides = strides.slice(1, strides.size() - 2);
+  int64_t rows = 1;
+  for (int64_t d : shape) rows *= d;
+  std::optional<llvm::SmallVector<int64_t>> merged = aten::reshapeStrides(shape, strides, {rows});
+  if (!merged) return std::nullopt;
+  return merged->front();
 }
 
 }  // namespace neuroncc
