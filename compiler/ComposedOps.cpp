@@ -410,14 +410,16 @@ LogicalResult constantPad(NodeImporter& n) {
   int64_t rank = typeOf(self).getRank();
   if (pad.size() % 2 != 0 || int64_t(pad.size()) > 2 * rank)
     return n.error("pad needs an even number of values, two per padded dim at most");
-  Value x = self;
+  SmallVector<int64_t> dims, left, right;
   for (size_t i = 0; i < pad.size() / 2; ++i) {
     int64_t dim = rank - 1 - int64_t(i);
-    if (typeOf(x).getDimSize(dim) + pad[2 * i] + pad[2 * i + 1] <= 0)
+    if (typeOf(self).getDimSize(dim) + pad[2 * i] + pad[2 * i + 1] <= 0)
       return n.error("pad leaves dim " + std::to_string(dim) + " with no elements");
-    x = padDim(c, x, dim, pad[2 * i], pad[2 * i + 1], value);
+    dims.push_back(dim);
+    left.push_back(pad[2 * i]);
+    right.push_back(pad[2 * i + 1]);
   }
-  return c.finish(c.fresh(x, self));
+  return c.finish(c.fresh(padDims(c, self, dims, left, right, value), self));
 }
 
 LogicalResult repeat(NodeImporter& n) {
@@ -774,15 +776,16 @@ int64_t windowCount(int64_t size, int64_t kernel, int64_t stride, int64_t pad, i
 // right for every window of `out` outputs.
 Value padSpatial(Composer& c, Value x, int64_t lead, ArrayRef<int64_t> kernel, ArrayRef<int64_t> stride,
                  ArrayRef<int64_t> pad, ArrayRef<int64_t> dilation, ArrayRef<int64_t> out, double value) {
+  SmallVector<int64_t> dims, right;
   for (size_t i = 0; i < kernel.size(); ++i) {
     int64_t dim = lead + int64_t(i), size = typeOf(x).getDimSize(dim);
     int64_t needed = (out[i] - 1) * stride[i] + dilation[i] * (kernel[i] - 1) + 1;
-    int64_t right = std::max<int64_t>(needed - size - pad[i], 0);
-    // A window may end before the padded right edge: cut what no window reads.
-    int64_t cut = std::min<int64_t>(0, needed - size - pad[i]);
-    x = padDim(c, x, dim, pad[i], right + cut, value);
+    // A window may end before the padded right edge: cut what no window
+    // reads (a negative pad on the right).
+    dims.push_back(dim);
+    right.push_back(needed - size - pad[i]);
   }
-  return x;
+  return padDims(c, x, dims, pad, right, value);
 }
 
 // Windows that tile the input, pooled or convolved, are read as a reshape
@@ -878,11 +881,13 @@ std::optional<WideWindows> wideWindows(Composer& c, Value x, ArrayRef<int64_t> k
     while (i > 0 && ++at[i - 1] == kernel[i - 1]) at[--i] = 0;
     if (i == 0) break;
   }
+  SmallVector<int64_t> dims, right;
   for (size_t i = 0; i < k; ++i) {
     int64_t dim = 2 + int64_t(i);
-    int64_t extent = stride[i] * (padded[i] + (i == 0 ? extraPlanes : 0));
-    x = padDim(c, x, dim, pad[i], extent - shape[size_t(dim)] - pad[i], value);
+    dims.push_back(dim);
+    right.push_back(stride[i] * (padded[i] + (i == 0 ? extraPlanes : 0)) - shape[size_t(dim)] - pad[i]);
   }
+  x = padDims(c, x, dims, pad, right, value);
   w.offsets = tapPlace;
   if (llvm::all_of(stride, [](int64_t s) { return s == 1; })) {
     w.flat = c.reshape(x, {shape[0], shape[1], planeElements});

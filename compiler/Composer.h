@@ -291,6 +291,24 @@ inline Value padDim(Composer& c, Value x, int64_t dim, int64_t left, int64_t rig
   return c.cat(pieces, dim);
 }
 
+// Pads each of `dims` by left[i] and right[i] elements of `value` (a
+// negative amount crops): every crop first, then the pads from the innermost
+// dim out, so that each pad's cat reads the one before it directly (a copy
+// kernel then assembles the nested cats in one pass: ncc-form-kernels).
+inline Value padDims(Composer& c, Value x, ArrayRef<int64_t> dims, ArrayRef<int64_t> left, ArrayRef<int64_t> right,
+                     double value) {
+  for (size_t i = 0; i < dims.size(); ++i) {
+    int64_t size = typeOf(x).getDimSize(dims[i]);
+    x = c.slice(x, dims[i], std::max<int64_t>(0, -left[i]), size - std::max<int64_t>(0, -right[i]));
+  }
+  SmallVector<size_t> order(dims.size());
+  for (size_t i = 0; i < order.size(); ++i) order[i] = i;
+  llvm::stable_sort(order, [&](size_t a, size_t b) { return dims[a] > dims[b]; });
+  for (size_t i : order)
+    x = padDim(c, x, dims[i], std::max<int64_t>(0, left[i]), std::max<int64_t>(0, right[i]), value);
+  return x;
+}
+
 // An inclusive scan along `dim` with an associative `combine(earlier,
 // later)`: log2(n) steps, each combining every element with the one `shift`
 // places before it (the identity `pad` shifted in). Each result combines

@@ -448,6 +448,55 @@ struct FormKernelsPass : impl::FormKernelsBase<FormKernelsPass> {
            rt.getShape().back() > 1 && rt.getShape().back() <= kLoweringChunk && !materializedBy.count(c.root);
   }
 
+  // The kernel of a cat that `cat` (a copy kernel's cat along dim d) may
+  // take in with it, or -1: its one operand that is a cat along a later dim
+  // e, read by nothing else, alone in its kernel, all of one float dtype.
+  // The lowering assembles that cat's rows of dims e.. in SBUF, in the tile
+  // the outer cat stores (LowerToIsa.cpp, lowerCat), so a pad over H and W
+  // (two cats) is one copy kernel: each of its pieces must read its dims
+  // e.. as one run, and those rows must fit a column chunk.
+  int nestedCatGroup(aten::CatOp cat) {
+    auto rt = llvm::cast<RankedTensorType>(cat.getType());
+    const int64_t rank = rt.getRank();
+    auto normalized = [&](int64_t d) { return d < 0 ? d + rank : d; };
+    auto oneFloatType = [&](aten::CatOp c) {
+      return llvm::cast<RankedTensorType>(c.getType()).getElementType() == rt.getElementType() &&
+             llvm::all_of(c.getTensors(), [&](Value v) {
+               return llvm::cast<RankedTensorType>(v.getType()).getElementType() == rt.getElementType();
+             });
+    };
+    if (rank < 2 || !aten::isFloatType(rt.getElementType()) || !oneFloatType(cat)) return -1;
+    aten::CatOp inner;
+    for (Value v : cat.getTensors()) {
+      auto c = v.getDefiningOp<aten::CatOp>();
+      if (!c || materializedBy.count(v)) continue;
+      if (inner) return -1;
+      inner = c;
+    }
+    if (!inner || !inner->hasOneUse() || isWindowCat(inner) || !oneFloatType(inner) ||
+        normalized(inner.getDim()) <= normalized(cat.getDim()) || !groupOf.count(inner))
+      return -1;
+    const int g = groupOf[inner];
+    const Group& grp = groups[size_t(g)];
+    if (grp.merged || grp.attention || grp.hasMatmul ||
+        llvm::any_of(grp.ops, [&](Operation* o) { return o != inner && !aten::isViewOp(o); }))
+      return -1;
+    const int64_t e = normalized(inner.getDim());
+    ArrayRef<int64_t> shape = rt.getShape();
+    if (ShapedType::getNumElements(shape.drop_front(size_t(e))) > kLoweringChunk) return -1;
+    for (Value v : inner.getTensors()) {
+      Chain c = chainOf(v);
+      auto rootShape = llvm::cast<RankedTensorType>(c.root.getType()).getShape();
+      std::optional<aten::StridedView> view =
+          c.ops.empty() ? std::optional(aten::contiguousView(rootShape)) : aten::viewThrough(c.ops, rootShape);
+      if (!view) return -1;
+      SmallVector<int64_t> rows(view->shape.begin(), view->shape.begin() + e);
+      rows.push_back(ShapedType::getNumElements(ArrayRef<int64_t>(view->shape).drop_front(size_t(e))));
+      if (!aten::reshapeStrides(view->shape, view->strides, rows)) return -1;
+    }
+    return g;
+  }
+
   // True if `to` depends (transitively) on `from`.
   bool reaches(int from, int to) { return reachedFrom(from, {to}); }
 
@@ -2192,6 +2241,8 @@ struct FormKernelsPass : impl::FormKernelsBase<FormKernelsPass> {
               op->emitRemark() << "composite split into another kernel: " << why;
           }
         }
+      } else if (auto cat = llvm::dyn_cast<aten::CatOp>(op); !space && cat && nestedCatGroup(cat) >= 0) {
+        target = nestedCatGroup(cat);
       } else if (!space) {
         if (report)
           op->emitRemark(llvm::isa<aten::CatOp>(op)
@@ -2218,6 +2269,7 @@ struct FormKernelsPass : impl::FormKernelsBase<FormKernelsPass> {
           groupOfSourceId[id.getInt()] = target;
       } else {
         ++numFused;
+        if (!space) groups[size_t(target)].fusible = false;  // a nested cat: its copy kernel takes nothing more
         if (space) {
           if (Group& grp = groups[size_t(target)]; needsLongWholeRows(op, *space, grp)) {
             if (spreadKeepsRows(op, *space, grp)) grp.spreadRows = true;

@@ -266,6 +266,10 @@ class KernelLowering {
   LogicalResult layoutOfInput(Value v, Layout& out);
   LogicalResult layoutOfView(const aten::StridedView& view, Layout& out);
   LogicalResult lowerCat(aten::CatOp cat, Block* body, ArrayRef<Value> outHbm);
+  LogicalResult assembleNestedCat(aten::CatOp inner, Value tile, int64_t r0, int64_t p, int64_t first,
+                                  int64_t count);
+  void placeInRows(Value out, Value staging, std::optional<double> fill, int64_t g, int64_t width, int64_t start,
+                   int64_t w, Operation* source);
   // A cat along the last dim of `pieces` into `result` whose output rows are
   // short, with g rows per partition (rowCatFactor: 1, not applicable,
   // leaves it to the general lowering). `source`: the op the instructions

@@ -1738,15 +1738,27 @@ void KernelLowering::finishBody(Block& old, int64_t& instructions, int64_t& dmas
 // tap, `kernel_w` and a padded row apart) are loaded once per tile, the
 // union of their columns, and each is stored from its column range: one
 // load for the group instead of one per input.
+// A cat's dim, counted from the first.
+static int64_t catDimOf(aten::CatOp cat) {
+  int64_t dim = int64_t(cat.getDim());
+  return dim < 0 ? dim + llvm::cast<RankedTensorType>(cat.getType()).getRank() : dim;
+}
+
 LogicalResult KernelLowering::lowerCat(aten::CatOp cat, Block* body, ArrayRef<Value> outHbm) {
   auto outType = llvm::cast<RankedTensorType>(cat.getType());
   aten::StridedView outView = aten::contiguousView(outType.getShape());
   int64_t dim = int64_t(cat.getDim());
   if (dim < 0) dim += outType.getRank();
+  const bool floats = aten::isFloatType(outType.getElementType());
   struct Piece {
     Space space;
     Layout load, store;
     Value src;
+    // A cat along a later dim that ncc-form-kernels nested in this one
+    // (nestedCatGroup): its rows are assembled in SBUF, not loaded.
+    aten::CatOp inner;
+    // A float splat: filled in SBUF, not loaded.
+    std::optional<double> fill;
   };
   std::vector<Piece> pieces;
   int64_t position = 0;
@@ -1757,32 +1769,44 @@ LogicalResult KernelLowering::lowerCat(aten::CatOp cat, Block* body, ArrayRef<Va
     slab.offset = position * outView.strides[size_t(dim)];
     position += t.getDimSize(dim);
     aten::StridedView source = viewOf.count(in) ? viewOf[in] : aten::contiguousView(t.getShape());
+    auto inner = in.getDefiningOp<aten::CatOp>();
+    const int64_t innerDim = inner ? catDimOf(inner) : t.getRank();
     // The iteration space of this input: its columns are the trailing dims
     // that are one run in both the input and its slab, as long as a row
     // tile's partitions remain (a cat along the height of [N, C, H, W]
     // planes copies rows of H x W, not of W: [8, 256, 14, 14] bf16 padded
-    // by a row each side, 660 -> 31.9 us).
+    // by a row each side, 660 -> 31.9 us). A nested cat's columns hold
+    // whole rows of its dims from its own cat dim on.
     space = Space{};
     if (t.getRank() > 0) {
       ArrayRef<int64_t> shape = t.getShape();
       int64_t first = t.getRank() - 1;
-      auto merged = [&](int64_t from) {
-        SmallVector<int64_t> m(shape.begin(), shape.begin() + from);
-        m.push_back(product(shape.drop_front(size_t(from))));
+      auto merged = [&](ArrayRef<int64_t> dims, int64_t from) {
+        SmallVector<int64_t> m(dims.begin(), dims.begin() + from);
+        m.push_back(product(dims.drop_front(size_t(from))));
         return m;
       };
-      while (first > 0 && product(shape.take_front(size_t(first - 1))) >= nc::kNumPartitions &&
-             aten::reshapeStrides(source.shape, source.strides, merged(first - 1)) &&
-             aten::reshapeStrides(slab.shape, slab.strides, merged(first - 1)))
+      auto piecesMerge = [&](int64_t from) {
+        return !inner || llvm::all_of(inner.getTensors(), [&](Value v) {
+          auto vt = llvm::cast<RankedTensorType>(v.getType());
+          aten::StridedView view = viewOf.count(v) ? viewOf[v] : aten::contiguousView(vt.getShape());
+          return splatPiece(v) || aten::reshapeStrides(view.shape, view.strides, merged(vt.getShape(), from));
+        });
+      };
+      while (first > 0 && (first > innerDim || product(shape.take_front(size_t(first - 1))) >= nc::kNumPartitions) &&
+             aten::reshapeStrides(source.shape, source.strides, merged(shape, first - 1)) &&
+             aten::reshapeStrides(slab.shape, slab.strides, merged(shape, first - 1)) && piecesMerge(first - 1))
         --first;
+      if (first > innerDim) return cat.emitError("internal: a nested cat whose pieces' rows are not one run each");
       space.lead.assign(shape.begin(), shape.begin() + first);
       space.trail.assign(1, product(shape.drop_front(size_t(first))));
     }
     space.rows = product(space.lead);
     space.cols = product(space.trail);
     if (space.rows == 0 || space.cols == 0) continue;
-    Piece piece{space, {}, {}, hbmOf[in]};
-    if (failed(layoutOfView(source, piece.load)) || failed(layoutOfView(slab, piece.store))) return failure();
+    Piece piece{space, {}, {}, inner ? Value() : hbmOf[in], inner, floats ? splatPiece(in) : std::nullopt};
+    if ((!inner && failed(layoutOfView(source, piece.load))) || failed(layoutOfView(slab, piece.store)))
+      return failure();
     piece.load.kind = piece.store.kind = Kind::Full;
     pieces.push_back(std::move(piece));
   }
@@ -1790,10 +1814,11 @@ LogicalResult KernelLowering::lowerCat(aten::CatOp cat, Block* body, ArrayRef<Va
   // elements at most a tile's columns apart.
   const int64_t chunk = maxFree;
   auto siblings = [&](const Piece& a, const Piece& c) {
-    return a.src == c.src && a.space.lead == c.space.lead && a.space.trail == c.space.trail &&
-           a.load.rowStrides == c.load.rowStrides && a.load.colStrides == c.load.colStrides &&
-           a.load.colStrides.size() == 1 && a.load.colStrides[0] == 1;
+    return a.src && !a.fill && !c.fill && a.src == c.src && a.space.lead == c.space.lead &&
+           a.space.trail == c.space.trail && a.load.rowStrides == c.load.rowStrides &&
+           a.load.colStrides == c.load.colStrides && a.load.colStrides.size() == 1 && a.load.colStrides[0] == 1;
   };
+  const Type deviceElem = nc::deviceElementType(outType.getElementType());
   for (size_t i = 0; i < pieces.size();) {
     size_t n = 1;
     int64_t lo = pieces[i].load.offset, hi = lo;
@@ -1805,9 +1830,17 @@ LogicalResult KernelLowering::lowerCat(aten::CatOp cat, Block* body, ArrayRef<Va
       ++n;
     }
     space = pieces[i].space;
-    Type elem = llvm::cast<MemRefType>(pieces[i].src.getType()).getElementType();
+    Type elem = pieces[i].src ? llvm::cast<MemRefType>(pieces[i].src.getType()).getElementType() : deviceElem;
     // One piece, or a group: the group's tiles take `hi - lo` more columns.
-    const int64_t extra = hi - lo, cols = std::min(space.cols, chunk - extra);
+    const int64_t extra = hi - lo;
+    int64_t cols = std::min(space.cols, chunk - extra);
+    // A nested cat's tiles hold whole rows of its dims from its cat dim on.
+    int64_t period = 1;
+    if (aten::CatOp inner = pieces[i].inner) {
+      period = product(llvm::cast<RankedTensorType>(inner.getType()).getShape().drop_front(size_t(catDimOf(inner))));
+      cols = cols / period * period;
+      if (cols == 0) return cat.emitError("internal: a nested cat's rows exceed a column chunk");
+    }
     Layout windows = pieces[i].load;  // the group's union of columns
     windows.offset = lo;
     for (r0 = 0; r0 < space.rows; r0 += nc::kNumPartitions) {
@@ -1816,7 +1849,15 @@ LogicalResult KernelLowering::lowerCat(aten::CatOp cat, Block* body, ArrayRef<Va
         int64_t f = std::min(cols, space.cols - c0);
         ++iteration;
         Value tile = alloc(p, f + extra, elem);
-        emitDma(/*load=*/true, pieces[i].src, tile, n > 1 ? windows : pieces[i].load, r0, p, c0, f + extra);
+        if (pieces[i].fill) {
+          fillConstant(tile, *pieces[i].fill, cat);
+        } else if (pieces[i].inner) {
+          if (failed(assembleNestedCat(pieces[i].inner, tile, r0, p, c0 / period, f / period)))
+            return failure();
+          space = pieces[i].space;
+        } else {
+          emitDma(/*load=*/true, pieces[i].src, tile, n > 1 ? windows : pieces[i].load, r0, p, c0, f + extra);
+        }
         for (size_t k = i; k < i + n; ++k)
           emitDma(/*load=*/false, outHbm.front(), tileColumns(*b, loc, tile, pieces[k].load.offset - lo, f),
                   pieces[k].store, r0, p, c0, f);
@@ -1826,6 +1867,79 @@ LogicalResult KernelLowering::lowerCat(aten::CatOp cat, Block* body, ArrayRef<Va
   }
   (void)body;
   return success();
+}
+
+// Rows r0 .. r0 + p of a cat nested in a copy kernel's cat, `count` of its
+// rows of dims e.. (e its cat dim) from row `first` on, assembled in `tile`:
+// each piece loaded in one run per partition and copied into its column
+// range of each row (placeInRows), or filled. The space's lead dims are the
+// tile's rows; it is left set to the last piece's.
+LogicalResult KernelLowering::assembleNestedCat(aten::CatOp inner, Value tile, int64_t r0, int64_t p, int64_t first,
+                                                int64_t count) {
+  auto rt = llvm::cast<RankedTensorType>(inner.getType());
+  const int64_t e = catDimOf(inner);
+  const int64_t innerSize = product(rt.getShape().drop_front(size_t(e + 1)));
+  const int64_t width = rt.getShape()[size_t(e)] * innerSize;
+  const SmallVector<int64_t> lead(space.lead);
+  std::optional<double> fill;
+  bool oneFill = true;
+  for (Value piece : inner.getTensors())
+    if (auto v = splatPiece(piece); v && llvm::cast<RankedTensorType>(piece.getType()).getNumElements() > 0) {
+      if (fill && llvm::bit_cast<uint64_t>(*fill) != llvm::bit_cast<uint64_t>(*v)) oneFill = false;
+      fill = v;
+    }
+  if (fill && oneFill) fillConstant(tile, *fill, inner);
+  Type elem = llvm::cast<MemRefType>(tile.getType()).getElementType();
+  int64_t start = 0;
+  for (Value piece : inner.getTensors()) {
+    auto t = llvm::cast<RankedTensorType>(piece.getType());
+    const int64_t w = t.getShape()[size_t(e)] * innerSize;
+    if (w == 0 || t.getNumElements() == 0) {
+      start += w;
+      continue;
+    }
+    if (std::optional<double> v = splatPiece(piece)) {
+      if (!oneFill) placeInRows(tile, Value(), v, count, width, start, w, inner);
+    } else {
+      space = Space{};
+      space.lead = lead;
+      space.rows = product(lead);
+      space.cols = t.getNumElements() / space.rows;
+      space.trail = {space.cols};
+      Layout l;
+      aten::StridedView view = viewOf.count(piece) ? viewOf[piece] : aten::contiguousView(t.getShape());
+      if (failed(layoutOfView(view, l))) return failure();
+      l.kind = Kind::Full;
+      Value staging = alloc(p, count * w, elem);
+      emitDma(/*load=*/true, hbmOf[piece], staging, l, r0, p, first * w, count * w);
+      placeInRows(tile, staging, std::nullopt, count, width, start, w, inner);
+    }
+    start += w;
+  }
+  return success();
+}
+
+// A piece `w` columns wide written into columns [start, start + w) of each
+// of the g rows of `width` a partition of `out` holds: copied from
+// `staging` (its g rows of w, one after another) or filled with `fill`.
+// Column by column along a step where the piece is narrower than g (w
+// instructions, each over its column of all g rows), else row by row (g
+// instructions): a stack of two values along a new last dim, flattened,
+// interleaves them one column each.
+void KernelLowering::placeInRows(Value out, Value staging, std::optional<double> fill, int64_t g, int64_t width,
+                                 int64_t start, int64_t w, Operation* source) {
+  auto place = [&](Value to, Value from) {
+    if (fill) fillConstant(to, *fill, source);
+    else copyTile(to, from, source);
+  };
+  if (w < g) {
+    for (int64_t k = 0; k < w; ++k)
+      place(steppedColumns(*b, loc, out, start + k, g, width),
+            fill ? Value() : steppedColumns(*b, loc, staging, k, g, w));
+  } else {
+    for (int64_t j = 0; j < g; ++j)
+      place(tileColumns(*b, loc, out, j * width + start, w), fill ? Value() : tileColumns(*b, loc, staging, j * w, w));
+  }
 }
 
 // A cat along the last dim of rows shorter than kShortRowBytes (padding a
@@ -1899,16 +2013,8 @@ LogicalResult KernelLowering::lowerRowCat(ArrayRef<Value> pieces, RankedTensorTy
       auto t = llvm::cast<RankedTensorType>(piece.getType());
       const int64_t w = t.getShape().back();
       if (w == 0) continue;
-      // A piece narrower than g is written column by column along a step
-      // (w instructions, each over its column of all g rows), else row by
-      // row (g instructions): a stack of two values along a new last dim,
-      // flattened, interleaves them one column each.
-      const bool byColumn = w < g;
       if (std::optional<double> v = splatPiece(piece)) {
-        if (!oneFill && byColumn)
-          for (int64_t k = 0; k < w; ++k) fillConstant(steppedColumns(*b, loc, out, start + k, g, width), *v, cat);
-        else if (!oneFill)
-          for (int64_t j = 0; j < g; ++j) fillConstant(tileColumns(*b, loc, out, j * width + start, w), *v, cat);
+        if (!oneFill) placeInRows(out, Value(), v, g, width, start, w, cat);
       } else {
         Value& staging = staged[piece];
         if (!staging) {
@@ -1918,13 +2024,7 @@ LogicalResult KernelLowering::lowerRowCat(ArrayRef<Value> pieces, RankedTensorTy
           staging = alloc(p, g * w, elem);
           emitDma(/*load=*/true, hbmOf[piece], staging, l, r0, p, 0, g * w);
         }
-        if (byColumn) {
-          for (int64_t k = 0; k < w; ++k)
-            copyTile(steppedColumns(*b, loc, out, start + k, g, width), steppedColumns(*b, loc, staging, k, g, w), cat);
-        } else {
-          for (int64_t j = 0; j < g; ++j)
-            copyTile(tileColumns(*b, loc, out, j * width + start, w), tileColumns(*b, loc, staging, j * w, w), cat);
-        }
+        placeInRows(out, staging, std::nullopt, g, width, start, w, cat);
       }
       start += w;
     }

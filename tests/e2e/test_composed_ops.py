@@ -13,6 +13,7 @@ parameters; integer results (indices) must match exactly.
 """
 import math
 import os
+import subprocess
 import sys
 import unittest
 
@@ -573,6 +574,60 @@ class ComposedOps(common.ComparedWithEager):
         for dtype in DTYPES:
             x, y = randn(2, 8, 6, 6, seed=50).to(dtype), randn(2, 8, 12, 12, seed=51).to(dtype)
             self.check(lambda a, b: F.interpolate(a, scale_factor=2, mode="nearest") + b, (x, y))
+
+    def test_nested_cats_in_one_copy_kernel(self):
+        # A cat along a later dim read only by a copy kernel's cat is assembled in
+        # SBUF in the tile the outer cat stores (ncc-form-kernels nestedCatGroup,
+        # LowerToIsa.cpp lowerCat): a pad over H and W is one kernel, not two.
+        # Compared exactly at -O0 and -O2 in f32, bf16 and f16, with the -O2
+        # graph's kernel count: uneven and negative pads, a value other than
+        # zero, three padded dims (the innermost two nest), a pad over C and H
+        # (the inner cat's rows are H x W), planes longer than a column chunk
+        # (tiles of whole padded rows) over fewer than 128 of them, rows too long
+        # to nest (5000 + 2), cats of inputs and of slices, splats of two values,
+        # transposed pieces (nested where the inner cat is along the last dim, not
+        # where its rows would be two dims of a transposed view), and a pad of a
+        # computed value that a later op reads.
+        cat = torch.cat
+        cases = (
+            (lambda a: F.pad(a, (1, 1, 1, 1)), [(2, 8, 10, 12)], 1),
+            (lambda a: F.pad(a, (2, 0, 1, 3), value=1.5), [(2, 8, 10, 12)], 1),
+            (lambda a: F.pad(a, (-1, 2, 1, -2)), [(3, 5, 9, 7)], 1),
+            (lambda a: F.pad(a, (1, 2, 1, 1, 1, 1)), [(2, 3, 4, 5, 6)], 2),
+            (lambda a: F.pad(a, (0, 0, 1, 1, 2, 0)), [(2, 3, 4, 5)], 1),
+            (lambda a: F.pad(a, (1, 1, 2, 1)), [(1, 3, 100, 90)], 1),
+            (lambda a: F.pad(a, (1, 1, 1, 1)), [(2, 3, 3, 5000)], 2),
+            (lambda a, b, c: cat([a, cat([b, c[..., 1:5]], -1)], 1), [(2, 3, 4, 7), (2, 5, 4, 3), (2, 5, 4, 6)], 1),
+            (lambda a: cat([torch.zeros(3, 1, 6, 12, dtype=a.dtype),
+                            cat([torch.full_like(a, 2.0), a, torch.ones_like(a)], 3)], 1), [(3, 2, 6, 4)], 1),
+            (lambda a, b: cat([a, cat([b.transpose(2, 3), b.transpose(2, 3)], 3)], 2), [(2, 3, 5, 8), (2, 3, 4, 5)],
+             1),
+            (lambda a, b: cat([a, cat([b.transpose(2, 3), b.transpose(2, 3)], 2)], 1), [(2, 3, 10, 4), (2, 3, 4, 5)],
+             2),
+            (lambda a: F.pad(a * 2, (1, 1, 1, 1)) - 1, [(4, 16, 9, 9)], 3),
+        )
+        name = self.id().split(".")[-1]
+        for i, (fn, shapes, kernels) in enumerate(cases):
+            for dtype in DTYPES + (torch.float16,):
+                xs = tuple(randn(*shape, seed=60 + i + k).to(dtype) for k, shape in enumerate(shapes))
+                xs[0].view(-1)[1] = float("nan")
+                xs[0].view(-1)[-1] = float("-inf")
+                with torch.no_grad():
+                    ref = fn(*xs)
+                for opt in (0, 2):
+                    case = "%s_%d_%s_O%d" % (name, i, str(dtype)[6:], opt)
+                    with self.subTest(case=i, dtype=dtype, opt=opt), torch.no_grad():
+                        outs, _ = common.export_compile_run(fn, xs, self.tmp, case, opt)
+                        common.compare(outs[0], ref, 0.0)
+                        if opt == 2:
+                            ir = subprocess.run([common.toolchain.tool("neuron-cc"), "compile",
+                                                 os.path.join(self.tmp, case + ".pb"), "-O2", "--output",
+                                                 os.path.join(self.tmp, "ir.neff"),
+                                                 "--mlir-print-ir-after=ncc-form-kernels"],
+                                                capture_output=True, text=True, check=True).stderr
+                            self.assertEqual(ir.count("nc.kernel "), kernels, ir[-3000:])
+        # Integers are not nested (the rows are assembled by float copies).
+        self.check(lambda a: F.pad(a, (1, 2, 2, 1), value=3), (torch.randint(-2**20, 2**20, (2, 3, 5, 6)),))
 
     def test_masks_and_bounds(self):
         x = randn(5, 12, seed=16)
