@@ -940,6 +940,37 @@ void KernelLowering::emitDma(bool load, Value hbm, Value tile, const Layout& l, 
     stagedPattern.append({1, stagedSpan});
     if (sharedKey) stagedTiles[*sharedKey] = staging;
   }
+  // A load of short rows a small gap apart (a view that cuts a few columns
+  // off each row: a convolution's wide positions cut to its output width)
+  // moves a DMA run per row. Where the device model prices the runs saved
+  // above the engine copies it adds, each span of `gapRows` rows is loaded
+  // as one run, gaps included (at most as many bytes again), and the rows
+  // are copied into the tile: a copy per row, or per column where the rows
+  // are longer than they are many.
+  int64_t gapRows = 0, gapStride = 0, gapOuter = 0;
+  if (load && !staging && step == 1 && freePattern.size() >= 4 && l.kind == Kind::Full && packedRows == 1 &&
+      llvm::cast<MemRefType>(tile.getType()).getDimSize(0) == p) {
+    const int64_t n = steps, s = freePattern[freePattern.size() - 4], m = freePattern[freePattern.size() - 3];
+    const int64_t rest = outer / std::max<int64_t>(m, 1), rowSpan = (m - 1) * s + n;
+    if (s > n && s <= 2 * n && m >= 2 && n * elemBytes < kShortRowBytes &&
+        rest * rowSpan * elemBytes <= kMaxStagingBytes) {
+      const neff::DeviceParams& d = neff::Trn1();
+      const double bytesPerNs = neff::DmaQueueBytesPerNs(d);
+      auto queueNs = [&](int64_t runs, int64_t bytes) { return std::max(bytes / bytesPerNs, runs * d.dma_run_ns); };
+      const double savedNs = (queueNs(p * rest * m, p * rest * m * n * elemBytes) -
+                              queueNs(p * rest, p * rest * rowSpan * elemBytes)) / d.dma_queues;
+      const double copyNs = double(rest * std::min(m, n)) * (d.sbuf_access_cycles + std::max(m, n)) / d.vector_ghz;
+      if (savedNs > copyNs) {
+        gapRows = m;
+        gapStride = s;
+        gapOuter = rest;
+        staging = alloc(p, rest * rowSpan, elem);
+        stagedPattern.assign(freePattern.begin(), freePattern.end() - 4);
+        stagedPattern.append({1, rowSpan});
+        stagedSpan = rowSpan;
+      }
+    }
+  }
   // The partitions in runs whose HBM offsets advance by a constant stride.
   struct Run {
     int64_t start, count, stride;
@@ -1017,7 +1048,22 @@ void KernelLowering::emitDma(bool load, Value hbm, Value tile, const Layout& l, 
     for (int64_t s = run.start; s < run.start + count; s += per) emit(s, {run.stride, std::min(per, run.start + count - s)});
     ++r;
   }
-  if (staging) compactStaged(tile, staging, outer, stagedSpan, shift, steps, step);
+  if (staging && gapRows) {
+    for (int64_t o = 0; o < gapOuter; ++o) {
+      const int64_t to = o * gapRows * steps, from = o * stagedSpan;
+      if (steps >= gapRows) {
+        for (int64_t j = 0; j < gapRows; ++j)
+          copyTile(tileColumns(*b, loc, tile, to + j * steps, steps),
+                   tileColumns(*b, loc, staging, from + j * gapStride, steps), nullptr);
+      } else {
+        for (int64_t k = 0; k < steps; ++k)
+          copyTile(steppedColumns(*b, loc, tile, to + k, gapRows, steps),
+                   steppedColumns(*b, loc, staging, from + k, gapRows, gapStride), nullptr);
+      }
+    }
+  } else if (staging) {
+    compactStaged(tile, staging, outer, stagedSpan, shift, steps, step);
+  }
 }
 
 // Every step-th element of each staged run (`outer` runs of `span`

@@ -83,6 +83,28 @@ class PackedRows(common.ComparedWithEager):
                 x = randn(2048, 32).to(dtype)
                 self.check(lambda a: ((a * 2).view(64, 32, 32), torch.exp(a).t()), (x,))
 
+    def test_rows_cut_short_loaded_with_their_gaps(self):
+        # Rows of a view that cuts a few columns off each row (a convolution's wide
+        # positions cut to its width) are loaded a span of rows at a time, the cut
+        # columns with them, and copied into the tile (passes/LowerToIsa.cpp,
+        # emitDma): the cut columns hold NaN and infinities that must not reach
+        # the results. Elementwise ops, a returned copy, row sums and a broadcast.
+        cases = (
+            (lambda a: a[..., :56] * 2 + 1, (8, 64, 56, 58)),
+            (lambda a: torch.exp(a[..., 3:37]), (4, 32, 30, 40)),
+            (lambda a: (a[:, :, :20].contiguous(), a[:, :, 2:22].sum(-1)), (16, 100, 24)),
+            (lambda a: a[..., 1:11] * torch.arange(10.0).to(a.dtype), (2, 3, 7, 9, 12)),
+            (lambda a: torch.relu(a[:, :, 1:-1]), (300, 6, 130)),
+        )
+        for i, (fn, shape) in enumerate(cases):
+            for dtype in DTYPES:
+                with self.subTest(case=i, dtype=dtype):
+                    x = randn(*shape, seed=40 + i)
+                    x[..., -1] = float("nan")
+                    x[..., 0] = float("-inf") if i in (1, 4) else x[..., 0]
+                    x.view(-1)[3 * shape[-1] + 5] = float("inf")
+                    self.check(fn, (x.to(dtype),))
+
     def test_narrow_integer_inputs(self):
         ids = torch.randint(0, 200, (4096, 16), generator=torch.Generator().manual_seed(0)).to(torch.uint8)
         mask = torch.rand(4096, 16, generator=torch.Generator().manual_seed(1)) > 0.5

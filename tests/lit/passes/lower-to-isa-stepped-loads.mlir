@@ -2,7 +2,9 @@
 // emitDma): instead of one DMA run per element, the contiguous span of each
 // run of steps is loaded into a staging tile, and one tensor_scalar per
 // outer index reads every step-th element of it through a stepped
-// tile_columns view (neff.proto TileRef.step) into the tile the ops use.
+// tile_columns view (neff.proto TileRef.step) into the tile the ops use;
+// rows cut short a small gap apart are loaded with their gaps, a span of
+// rows at a time, and copied row by row.
 // RUN: neuron-opt %s --split-input-file --ncc-form-kernels=fuse=true --ncc-lower-to-isa | FileCheck %s
 
 // x[:, ::2]: rows of 64 read as spans of 63, compacted by step 2.
@@ -75,4 +77,31 @@ func.func @windows(%x: tensor<256x67xf32>) -> tensor<256x33xf32> {
   %m = aten.maximum %a, %b : tensor<256x33xf32>, tensor<256x33xf32> -> tensor<256x33xf32>
   %n = aten.maximum %m, %c : tensor<256x33xf32>, tensor<256x33xf32> -> tensor<256x33xf32>
   return %n : tensor<256x33xf32>
+}
+
+// -----
+
+// Rows of 28 cut from rows of 30 (a convolution's wide positions cut to its
+// width), 14 rows a partition: one DMA run per row (112 bytes) would cost
+// more queue time than 14 copies, so each partition loads its span of 14
+// rows, the cut columns with them (13 x 30 + 28 elements), in one run, and
+// 14 copies move the rows into the tile the ops use.
+// CHECK-LABEL: func.func @cut_rows
+// CHECK: %[[T:.*]] = nc.alloc_tile {{.*}} : memref<128x392xf32, 1>
+// CHECK-NEXT: %[[S:.*]] = nc.alloc_tile {{.*}} : memref<128x418xf32, 1>
+// CHECK-NEXT: nc.dma_load %{{.*}} -> %[[S]] {ap = array<i64: 420, 43, 1, 418>
+// CHECK: %[[FROM0:.*]] = nc.tile_columns %[[S]][0] : memref<128x418xf32, 1> -> memref<128x28xf32, 1>
+// CHECK-NEXT: %[[TO0:.*]] = nc.tile_columns %[[T]][0] : memref<128x392xf32, 1> -> memref<128x28xf32, 1>
+// CHECK-NEXT: nc.tensor_scalar %[[TO0]], %[[FROM0]] {alu = "mul", {{.*}}imm = 1.000000e+00
+// CHECK-NEXT: %[[FROM1:.*]] = nc.tile_columns %[[S]][30] : memref<128x418xf32, 1> -> memref<128x28xf32, 1>
+// CHECK-NEXT: nc.tile_columns %[[T]][28] : memref<128x392xf32, 1> -> memref<128x28xf32, 1>
+// CHECK: nc.tile_columns %[[S]][390] : memref<128x418xf32, 1> -> memref<128x28xf32, 1>
+// CHECK-NEXT: nc.tile_columns %[[T]][364] : memref<128x392xf32, 1> -> memref<128x28xf32, 1>
+// CHECK-NEXT: nc.tensor_scalar
+// CHECK-NEXT: nc.alloc_tile
+// CHECK-NEXT: nc.tensor_scalar %{{.*}}, %[[T]] {alu = "mul", {{.*}}imm = 2.000000e+00
+func.func @cut_rows(%x: tensor<8x64x28x30xf32>) -> tensor<8x64x28x28xf32> {
+  %s = aten.slice.Tensor %x {dim = 3 : i64, start = 0 : i64, end = 28 : i64, step = 1 : i64} : tensor<8x64x28x30xf32> -> tensor<8x64x28x28xf32>
+  %y = aten.mul.Scalar %s, 2.0 : tensor<8x64x28x28xf32> -> tensor<8x64x28x28xf32>
+  return %y : tensor<8x64x28x28xf32>
 }
