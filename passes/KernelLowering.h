@@ -32,6 +32,12 @@ using namespace mlir;
 // packed several to a partition, aiming for runs of kPackedRunBytes and
 // keeping kMinShortRowTiles row tiles.
 inline constexpr int64_t kShortRowBytes = 512, kPackedRunBytes = 1024, kMinShortRowTiles = 8;
+// Stepped loads (LowerToIsa.cpp, emitDma): a load whose innermost dim steps
+// 2 to kMaxStagedStep elements, at least kMinStagedSteps of them, is staged
+// as its span, at most kMaxStagedOuter spans and kMaxStagingBytes a
+// partition.
+inline constexpr int64_t kMaxStagedStep = 64, kMinStagedSteps = 4, kMaxStagedOuter = 16,
+                         kMaxStagingBytes = 16 * 1024;
 
 // An instruction's engine and source op, set as one discardable-attribute
 // dictionary (each setAttr rebuilds it; instructions number in the millions).
@@ -229,7 +235,8 @@ class KernelLowering {
   // Short-row helpers: the narrowest HBM element among the kernel's inputs
   // and results, in bytes; the rows per partition for runs of `runBytes`.
   int64_t narrowestElementBytes(ArrayRef<Value> hbmValues);
-  int64_t shortRowFactor(int64_t rowDim, int64_t narrowest, int64_t runBytes);
+  int64_t shortRowFactor(int64_t rowDim, int64_t narrowest, int64_t runBytes,
+                         int64_t maxRows = std::numeric_limits<int64_t>::max());
   // The innermost leading dim longer than 1 if only dims of 1 follow it
   // (where consecutive rows step), else -1.
   int64_t shortRowDim() const;

@@ -388,10 +388,12 @@ int64_t KernelLowering::shortRowDim() const {
 // The rows per partition for rows of `cols` elements stepping along a dim
 // of L (of `rows` in all), as shortRowFactor describes.
 static int64_t packFactor(int64_t L, int64_t rows, int64_t cols, int64_t maxFree, int64_t narrowest,
-                          int64_t runBytes) {
+                          int64_t runBytes, int64_t maxRows = std::numeric_limits<int64_t>::max()) {
   if (cols * narrowest >= kShortRowBytes) return 1;
   int64_t g = 1;
-  for (int64_t d = 2; d <= L && d * cols <= maxFree && rows / d >= nc::kNumPartitions * kMinShortRowTiles; ++d) {
+  for (int64_t d = 2; d <= std::min(L, maxRows) && d * cols <= maxFree &&
+                      rows / d >= nc::kNumPartitions * kMinShortRowTiles;
+       ++d) {
     if (L % d != 0) continue;
     g = d;
     if (d * cols * narrowest >= runBytes) break;
@@ -399,9 +401,9 @@ static int64_t packFactor(int64_t L, int64_t rows, int64_t cols, int64_t maxFree
   return g;
 }
 
-int64_t KernelLowering::shortRowFactor(int64_t rowDim, int64_t narrowest, int64_t runBytes) {
+int64_t KernelLowering::shortRowFactor(int64_t rowDim, int64_t narrowest, int64_t runBytes, int64_t maxRows) {
   if (rowDim < 0) return 1;
-  return packFactor(space.lead[size_t(rowDim)], space.rows, space.cols, maxFree, narrowest, runBytes);
+  return packFactor(space.lead[size_t(rowDim)], space.rows, space.cols, maxFree, narrowest, runBytes, maxRows);
 }
 
 bool KernelLowering::rowIsOneRun(const Layout& l) const {
@@ -546,15 +548,27 @@ bool KernelLowering::packShortRows(ArrayRef<Value> hbmValues) {
   // (A value constant along the row but varying with L, a per-row scale,
   // is then constant along each packed row of an elementwise kernel:
   // loadWidenedRows.)
+  // A row read along a step (a strided slice: pooling windows) is loaded
+  // as its span (emitDma's stepped loads), g spans a tile, one copy each:
+  // g is then at most what that staging takes.
+  int64_t maxRows = std::numeric_limits<int64_t>::max();
   auto packable = [&](const Layout& l) {
-    return l.kind == Kind::Row ? space.elementwise || l.rowStrides[size_t(k)] == 0 : rowIsOneRun(l);
+    if (l.kind == Kind::Row) return space.elementwise || l.rowStrides[size_t(k)] == 0;
+    if (rowIsOneRun(l)) return true;
+    SmallVector<int64_t> ap;
+    for (auto [size, stride] : llvm::zip(space.trail, l.colStrides)) ap.append({stride, size});
+    ap = simplifyFreePattern(ap);
+    if (!space.elementwise || ap.size() != 2 || ap[0] < 2 || ap[0] > kMaxStagedStep || ap[1] < kMinStagedSteps)
+      return false;
+    maxRows = std::min(maxRows, std::min(kMaxStagedOuter, kMaxStagingBytes / (((ap[1] - 1) * ap[0] + 1) * 4)));
+    return true;
   };
   for (Value v : hbmValues)
     if (!packable(layouts.lookup(v))) return false;
   for (Value inner : llvm::cast<nc::YieldOp>(kernel.getBody().front().getTerminator()).getValues())
     if (llvm::cast<RankedTensorType>(inner.getType()).getNumElements() != space.rows * space.cols) return false;
   if (!storedViewsAllow([&](const Layout& l) { return l.kind == Kind::Full && rowIsOneRun(l); })) return false;
-  const int64_t g = shortRowFactor(k, narrowestElementBytes(hbmValues), kPackedRunBytes);
+  const int64_t g = shortRowFactor(k, narrowestElementBytes(hbmValues), kPackedRunBytes, maxRows);
   if (g == 1) return false;
   // Each such value takes C copies a tile (loadWidenedRows); where C > g,
   // interleaving (g instructions a tile for each op) costs less: a per-row
@@ -886,7 +900,6 @@ void KernelLowering::emitDma(bool load, Value hbm, Value tile, const Layout& l, 
   // kMaxStagedStep times the bytes, one run per outer index) into a staging
   // tile, and one engine instruction per outer index reads every step-th
   // element of it into the tile (a stepped tile_columns view).
-  constexpr int64_t kMaxStagedStep = 64, kMaxStagedOuter = 16, kMaxStagingBytes = 16 * 1024;
   const int64_t step = freePattern[freePattern.size() - 2], steps = freePattern.back();
   int64_t outer = 1;
   for (size_t i = 1; i + 2 < freePattern.size(); i += 2) outer *= freePattern[i];
@@ -899,7 +912,7 @@ void KernelLowering::emitDma(bool load, Value hbm, Value tile, const Layout& l, 
   // place in it.
   int64_t stagedSpan = span, shift = 0, firstOffset = l.offset;
   // (The copies cover the tile's partitions: only for a load that fills them all.)
-  if (load && step >= 2 && step <= kMaxStagedStep && steps >= 4 && outer <= kMaxStagedOuter &&
+  if (load && step >= 2 && step <= kMaxStagedStep && steps >= kMinStagedSteps && outer <= kMaxStagedOuter &&
       outer * span * elemBytes <= kMaxStagingBytes && llvm::cast<MemRefType>(tile.getType()).getDimSize(0) == p) {
     std::optional<StagedKey> sharedKey;
     if (auto it = l.kind == Kind::Full && packedRows == 1 && llvm::isa<BlockArgument>(hbm)
@@ -907,8 +920,12 @@ void KernelLowering::emitDma(bool load, Value hbm, Value tile, const Layout& l, 
                       : stagedSiblings.end();
         it != stagedSiblings.end() && it->second.size() > 1) {
       // Siblings in clusters of first elements less than a span apart (the
-      // three windows along a row).
-      auto [lo, hi] = siblingCluster(it->second, l.offset, span);
+      // three windows along a row); over several spans a partition (packed
+      // rows), as far apart as keeps the union of a cluster's spans within
+      // the spans' stride (a 2 x 2 pooling's windows in both input rows,
+      // which then load as one run a partition).
+      const int64_t outerStride = outer > 1 ? freePattern[freePattern.size() - 4] : 0;
+      auto [lo, hi] = siblingCluster(it->second, l.offset, std::max(span, outerStride - span + 1));
       // The shared span reads this value's span from the last sibling's
       // first element; a narrower sibling at a tensor's end would have it
       // read past the end.

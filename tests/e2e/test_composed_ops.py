@@ -575,6 +575,24 @@ class ComposedOps(common.ComparedWithEager):
             x, y = randn(2, 8, 6, 6, seed=50).to(dtype), randn(2, 8, 12, 12, seed=51).to(dtype)
             self.check(lambda a, b: F.interpolate(a, scale_factor=2, mode="nearest") + b, (x, y))
 
+    def test_pooling_over_packed_rows(self):
+        # Window slices that step along their rows, over enough rows to pack
+        # several to a partition (passes/LowerToIsa.cpp packShortRows, emitDma's
+        # stepped loads): each packed row's span is staged, the spans of one
+        # row's windows share one load (a 2 x 2 window's two input rows in one
+        # run), and a copy per packed row compacts each slice. Max and average
+        # pooling (2 x 2, 3 x 3 stride 2 with padding, ceil mode over an odd
+        # size, the indices), strided slices; NaN and infinities in the input.
+        for dtype in DTYPES:
+            x = randn(4, 32, 64, 64, seed=70)
+            x[0, 0, 0, 0], x[1, 2, 3, 4], x[2, 5, 7, 9] = float("nan"), float("inf"), float("-inf")
+            odd = randn(4, 32, 65, 65, seed=71)
+            odd[3, 1, 64, 64] = float("nan")
+            with self.subTest(dtype=dtype):
+                self.check(lambda a: (F.max_pool2d(a, 2), F.avg_pool2d(a, 2), F.max_pool2d(a, 3, 2, 1),
+                                      a[:, :, ::2, ::2] * 2), (x.to(dtype),))
+                self.check(lambda a: F.max_pool2d(a, 2, ceil_mode=True, return_indices=True), (odd.to(dtype),))
+
     def test_nested_cats_in_one_copy_kernel(self):
         # A cat along a later dim read only by a copy kernel's cat is assembled in
         # SBUF in the tile the outer cat stores (ncc-form-kernels nestedCatGroup,

@@ -105,3 +105,63 @@ func.func @cut_rows(%x: tensor<8x64x28x30xf32>) -> tensor<8x64x28x28xf32> {
   %y = aten.mul.Scalar %s, 2.0 : tensor<8x64x28x28xf32> -> tensor<8x64x28x28xf32>
   return %y : tensor<8x64x28x28xf32>
 }
+
+// -----
+
+// Short rows read along a step pack several to a partition (packShortRows),
+// as many as the stepped staging takes: 8 rows of 32 f32 a partition, both
+// slices from one staged run of 8 x 64 elements a partition, each compacted
+// by one stepped copy over all 8 rows (the rows' stride is twice their
+// length), one maximum over [128 x 256].
+// CHECK-LABEL: func.func @column_pairs
+// CHECK: %[[A:.*]] = nc.alloc_tile {{.*}} : memref<128x256xf32, 1>
+// CHECK-NEXT: %[[S:.*]] = nc.alloc_tile {{.*}} : memref<128x512xf32, 1>
+// CHECK-NEXT: nc.dma_load %{{.*}} -> %[[S]] {ap = array<i64: 512, 64, 1, 512>
+// CHECK-NEXT: nc.dma_load %{{.*}} -> %[[S]] {ap = array<i64: 512, 64, 1, 512>
+// CHECK-NEXT: %[[EVEN:.*]] = nc.tile_columns %[[S]][0] {step = 2 : i64} : memref<128x512xf32, 1> -> memref<128x256xf32, 1>
+// CHECK-NEXT: nc.tensor_scalar %[[A]], %[[EVEN]]
+// CHECK-NEXT: %[[B:.*]] = nc.alloc_tile
+// CHECK-NEXT: %[[ODD:.*]] = nc.tile_columns %[[S]][1] {step = 2 : i64} : memref<128x512xf32, 1> -> memref<128x256xf32, 1>
+// CHECK-NEXT: nc.tensor_scalar %[[B]], %[[ODD]]
+// CHECK-NEXT: %[[M:.*]] = nc.alloc_tile
+// CHECK-NEXT: nc.tensor_tensor %[[M]], %[[A]], %[[B]] {alu = "max"
+// CHECK-NEXT: nc.dma_store %[[M]] -> %{{.*}} {ap = array<i64: 256, 64, 1, 256>
+func.func @column_pairs(%x: tensor<16384x64xf32>) -> tensor<16384x32xf32> {
+  %a = aten.slice.Tensor %x {dim = 1 : i64, start = 0 : i64, end = 64 : i64, step = 2 : i64} : tensor<16384x64xf32> -> tensor<16384x32xf32>
+  %b = aten.slice.Tensor %x {dim = 1 : i64, start = 1 : i64, end = 64 : i64, step = 2 : i64} : tensor<16384x64xf32> -> tensor<16384x32xf32>
+  %m = aten.maximum %a, %b : tensor<16384x32xf32>, tensor<16384x32xf32> -> tensor<16384x32xf32>
+  return %m : tensor<16384x32xf32>
+}
+
+// -----
+
+// A 2 x 2 window's four slices over packed rows (8 a partition): their
+// spans share one staging of both input rows of each output row (first
+// elements as far apart as keeps the union within the rows' stride of
+// 128), one run of 1024 elements a partition; each slice is compacted by a
+// stepped copy per packed row.
+// CHECK-LABEL: func.func @window_pairs
+// CHECK: %[[T:.*]] = nc.alloc_tile {{.*}} : memref<128x256xf32, 1>
+// CHECK-NEXT: %[[S:.*]] = nc.alloc_tile {{.*}} : memref<128x1024xf32, 1>
+// CHECK-NEXT: nc.dma_load %{{.*}} -> %[[S]] {ap = array<i64: 1024, 64, 128, 8, 1, 128>
+// CHECK-NEXT: nc.dma_load %{{.*}} -> %[[S]] {ap = array<i64: 1024, 64, 128, 8, 1, 128>
+// CHECK-NEXT: nc.tile_columns %[[S]][0] {step = 2 : i64} : memref<128x1024xf32, 1> -> memref<128x32xf32, 1>
+// CHECK-NEXT: nc.tile_columns %[[T]][0] : memref<128x256xf32, 1> -> memref<128x32xf32, 1>
+// CHECK-NEXT: nc.tensor_scalar
+// CHECK-NEXT: nc.tile_columns %[[S]][128] {step = 2 : i64} : memref<128x1024xf32, 1> -> memref<128x32xf32, 1>
+// CHECK-NOT: nc.dma_load
+// CHECK: nc.tile_columns %[[S]][65] {step = 2 : i64}
+// CHECK-NOT: nc.dma_load
+// CHECK: nc.tensor_tensor {{.*}}alu = "max"
+func.func @window_pairs(%x: tensor<8192x2x64xf32>) -> tensor<8192x32xf32> {
+  %r0 = aten.select.int %x {dim = 1 : i64, index = 0 : i64} : tensor<8192x2x64xf32> -> tensor<8192x64xf32>
+  %r1 = aten.select.int %x {dim = 1 : i64, index = 1 : i64} : tensor<8192x2x64xf32> -> tensor<8192x64xf32>
+  %a = aten.slice.Tensor %r0 {dim = 1 : i64, start = 0 : i64, end = 64 : i64, step = 2 : i64} : tensor<8192x64xf32> -> tensor<8192x32xf32>
+  %b = aten.slice.Tensor %r0 {dim = 1 : i64, start = 1 : i64, end = 64 : i64, step = 2 : i64} : tensor<8192x64xf32> -> tensor<8192x32xf32>
+  %c = aten.slice.Tensor %r1 {dim = 1 : i64, start = 0 : i64, end = 64 : i64, step = 2 : i64} : tensor<8192x64xf32> -> tensor<8192x32xf32>
+  %d = aten.slice.Tensor %r1 {dim = 1 : i64, start = 1 : i64, end = 64 : i64, step = 2 : i64} : tensor<8192x64xf32> -> tensor<8192x32xf32>
+  %m1 = aten.maximum %a, %b : tensor<8192x32xf32>, tensor<8192x32xf32> -> tensor<8192x32xf32>
+  %m2 = aten.maximum %c, %d : tensor<8192x32xf32>, tensor<8192x32xf32> -> tensor<8192x32xf32>
+  %m = aten.maximum %m1, %m2 : tensor<8192x32xf32>, tensor<8192x32xf32> -> tensor<8192x32xf32>
+  return %m : tensor<8192x32xf32>
+}
