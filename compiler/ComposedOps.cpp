@@ -897,6 +897,22 @@ std::optional<WideWindows> wideWindows(Composer& c, Value x, ArrayRef<int64_t> k
   SmallVector<int64_t> phases(tapPhase);
   llvm::sort(phases);
   phases.erase(std::unique(phases.begin(), phases.end()), phases.end());
+  int64_t allPhases = 1;
+  for (int64_t s : stride) allPhases *= s;
+  if (int64_t(phases.size()) == allPhases) {
+    // Every phase is read: the stack is a permute of the padded input split
+    // by the strides ([N, C, .., p_i, s_i, ..] -> [.., s_i, .., N, C, .., p_i,
+    // ..]), a copy kernel rearranged in SBUF, where slices stepping in every
+    // dim move an element per DMA run.
+    SmallVector<int64_t> split{shape[0], shape[1]}, perm, flat{allPhases, shape[0], shape[1], planeElements};
+    for (size_t i = 0; i < k; ++i) split.append({typeOf(x).getDimSize(2 + int64_t(i)) / stride[i], stride[i]});
+    for (size_t i = 0; i < k; ++i) perm.push_back(3 + 2 * int64_t(i));
+    perm.append({0, 1});
+    for (size_t i = 0; i < k; ++i) perm.push_back(2 + 2 * int64_t(i));
+    w.phased = c.reshape(c.permute(c.reshape(x, split), perm), flat);
+    w.phase.assign(tapPhase.begin(), tapPhase.end());
+    return w;
+  }
   SmallVector<Value> grids;
   for (int64_t phase : phases) {
     Value grid = x;

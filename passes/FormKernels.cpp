@@ -720,10 +720,17 @@ struct FormKernelsPass : impl::FormKernelsBase<FormKernelsPass> {
     auto cat = llvm::dyn_cast<aten::CatOp>(op);
     if (cat && ((cat.getDim() != rt.getRank() - 1 && cat.getDim() != -1) || shape.back() < kMinSplitCatLength))
       return false;
+    // The lowering splits its columns by the shape with the most dims: one
+    // of no more dims than the matmul's result leaves them whole, where an
+    // operand broadcast along the split dims has no layout (graph_fuzz
+    // 91929394 case 181: a sum as [1, 2] @ [2, 4], reshaped to [2, 2] and
+    // divided by a [1, 2] input).
+    const bool setsSplit = rt.getRank() > int64_t(grp.space.rows.size()) + 1;
     for (Value v : op->getOperands()) {
       Chain c = chainOf(v);
       if (!computedHere(v)) {
         if (cat) return false;  // a cat's pieces come from the kernel's tiles
+        if (!setsSplit && !isScalarOrColumnsRow(v, grp.space.cols)) return false;
         continue;
       }
       ArrayRef<Operation*> views = c.ops;
@@ -2177,27 +2184,29 @@ struct FormKernelsPass : impl::FormKernelsBase<FormKernelsPass> {
           inAttention.insert(ops.begin(), ops.end());
           attentionAt[op] = *m;
         }
-    // -O2: a cat stacking windows of one tensor into a bmm's right operand
-    // (WindowOperand.h) is placed with the bmm, as views are, where each
-    // window folds into a view of that tensor with one stride along its rows.
-    if (fuse)
-      for (Operation* op : work)
-        if (auto cat = llvm::dyn_cast<aten::CatOp>(op); cat && !inAttention.contains(op)) {
-          Operation* bmm = windowedMatmul(cat);
-          bool windows = bmm && !inAttention.contains(bmm);
-          for (Value piece : cat.getTensors()) {
-            Chain c = chainOf(piece);
-            std::optional<aten::StridedView> v;
-            if (windows && firstUnfoldable(c) < 0 && !c.ops.empty())
-              v = aten::viewThrough(c.ops, llvm::cast<RankedTensorType>(c.root.getType()).getShape());
-            windows &= v && windowRowStride(*v).has_value() && c.root == chainOf(cat.getTensors().front()).root;
-          }
-          if (windows) op->setAttr(nc::kWindowOperandAttr, UnitAttr::get(op->getContext()));
-        }
     for (Operation* op : work) {
       if (auto it = attentionAt.find(op); it != attentionAt.end()) {
         formAttention(it->second);
         continue;
+      }
+      // -O2: a cat stacking windows of one tensor into a bmm's right operand
+      // (WindowOperand.h) is placed with the bmm, as views are, where each
+      // window folds into a view of that tensor with one stride along its
+      // rows (after a copy of any prefix of views that does not fold: the
+      // phases of a strided convolution's input, permuted out of it).
+      if (auto cat = llvm::dyn_cast<aten::CatOp>(op); fuse && cat && !inAttention.contains(op)) {
+        Operation* bmm = windowedMatmul(cat);
+        bool windows = bmm && !inAttention.contains(bmm);
+        Value root;
+        for (Value piece : cat.getTensors()) {
+          if (!windows) break;
+          Chain c = foldableChain(piece);
+          std::optional<aten::StridedView> v;
+          if (!c.ops.empty()) v = aten::viewThrough(c.ops, llvm::cast<RankedTensorType>(c.root.getType()).getShape());
+          windows &= v && windowRowStride(*v).has_value() && (!root || c.root == root);
+          root = c.root;
+        }
+        if (windows) op->setAttr(nc::kWindowOperandAttr, UnitAttr::get(op->getContext()));
       }
       // Views are placed with the ops that consume them.
       if (aten::isViewOp(op) || inAttention.contains(op) || isWindowCat(op)) continue;

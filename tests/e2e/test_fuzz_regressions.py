@@ -933,6 +933,21 @@ class FuzzRegressions(unittest.TestCase):
             self.check(lambda s: F.layer_norm(torch.softmax(s, -1) @ ones.t(), [2, 2], w, bias.to(dtype)), (s,))
         self.check(lambda x, y: (x.float() * y.float()).to(dtype), (x, y))
 
+    def test_epilogue_over_columns_split_into_as_many_dims(self):
+        """graph_fuzz seed 91929394 case 181: (x.sum(0) / y).t() with x of [2, 2, 2] and y
+        of [1, 2] in f16. The sum is [1, 2] @ [2, 4] (a row of ones), reshaped to [2, 2];
+        the division joined the matmul's kernel as an epilogue over its columns split in
+        two dims, but [2, 2] has no more dims than the matmul's [1, 4], so the lowering
+        kept the columns whole and y had no layout: -O2 refused the graph ("does not
+        broadcast to the iteration space"). Such an epilogue joins only with scalars and
+        rows of all the columns from outside; a split into more dims still joins (a
+        [1, 2, 2] result)."""
+        for dtype in (torch.float16, torch.float32, torch.bfloat16):
+            x, y = randn(2, 2, 2).to(dtype), (randn(1, 2, seed=1).abs() + 0.5).to(dtype)
+            self.check(lambda x, y: (torch.sum(x, 0) / y).t().unsqueeze(0).reshape(2, 2), (x, y))
+            x, y = randn(3, 4, 6).to(dtype), (randn(6, seed=2).abs() + 0.5).to(dtype)
+            self.check(lambda x, y: (torch.sum(x, 0).reshape(1, 4, 6) / y, torch.sum(x, 0) * 2), (x, y))
+
 
 if __name__ == "__main__":
     unittest.main(verbosity=2)
