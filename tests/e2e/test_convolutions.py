@@ -262,6 +262,27 @@ class Convolutions(common.ComparedWithEager):
                     if kw.get("stride", 1) > 1:
                         self.assertIn("aten.permute", ir)
 
+    def test_taps_of_constant_weights_paired_down_the_kernel(self):
+        """With a constant weight and two or more taps of fewer than 65 channels to a K
+        slice, the stack pairs each tap with the ones below it at the same kernel column
+        (compiler/ComposedOps.cpp, the taps' order; the weight's taps reordered to match,
+        folded), the rows past the last whole pair row-major: 3 x 3 and 5 x 5 over 64 and
+        48 channels, dilation, a stride, groups of 64 channels, 3-d, and a 2 x 2 kernel
+        (whole pairs only); modules with their default and random parameters, a batch norm
+        and a ReLU after, an infinity in the input."""
+        cases = [(lambda: torch.nn.Conv2d(64, 32, 3, padding=1), (2, 64, 12, 13)),
+                 (lambda: torch.nn.Conv2d(48, 16, 5, padding=4, dilation=2), (2, 48, 11, 10)),
+                 (lambda: torch.nn.Conv2d(64, 40, 3, stride=2, padding=1), (2, 64, 15, 16)),
+                 (lambda: torch.nn.Conv2d(128, 64, 3, padding=1, groups=2, bias=False), (1, 128, 9, 9)),
+                 (lambda: torch.nn.Conv3d(64, 8, 3, padding=1), (1, 64, 4, 6, 7)),
+                 (lambda: torch.nn.Conv2d(64, 16, 2), (3, 64, 9, 8))]
+        for make, shape in cases:
+            with self.subTest(module=str(make()), shape=shape):
+                x = randn(*shape, seed=9)
+                x.view(-1)[5 * shape[-1] + 2] = float("inf")
+                bn = torch.nn.BatchNorm2d if len(shape) == 4 else torch.nn.BatchNorm3d
+                self.models(lambda: torch.nn.Sequential(make(), bn(make().out_channels), torch.nn.ReLU()), (x,))
+
 
 if __name__ == "__main__":
     common.main()
