@@ -1794,19 +1794,21 @@ void KernelLowering::finishBody(Block& old, int64_t& instructions, int64_t& dmas
   dmas += numDma;
 }
 
-// A kernel that is one cat: each input is copied, tile by tile, into its slab
-// of the output (the output's strides with an offset along the cat dim).
-// Inputs that are the same view of one tensor at first elements a few
-// columns apart (the shifted windows of a convolution's im2col: one per
-// tap, `kernel_w` and a padded row apart) are loaded once per tile, the
-// union of their columns, and each is stored from its column range: one
-// load for the group instead of one per input.
 // A cat's dim, counted from the first.
 static int64_t catDimOf(aten::CatOp cat) {
   int64_t dim = int64_t(cat.getDim());
   return dim < 0 ? dim + llvm::cast<RankedTensorType>(cat.getType()).getRank() : dim;
 }
 
+// A kernel that is one cat: each input is copied, tile by tile, into its slab
+// of the output (the output's strides with an offset along the cat dim).
+// Inputs that are the same view of one tensor at first elements a few
+// columns apart (the shifted windows of a convolution's im2col: one per
+// tap, `kernel_w` and a padded row apart) are loaded once per tile, the
+// union of their columns, and each is stored from its column range: one
+// load for the group instead of one per input. A float splat input is
+// filled in SBUF; a cat along a later dim that is an input (nested by
+// ncc-form-kernels) is assembled in SBUF (assembleNestedCat).
 LogicalResult KernelLowering::lowerCat(aten::CatOp cat, Block* body, ArrayRef<Value> outHbm) {
   auto outType = llvm::cast<RankedTensorType>(cat.getType());
   aten::StridedView outView = aten::contiguousView(outType.getShape());
