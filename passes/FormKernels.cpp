@@ -448,14 +448,16 @@ struct FormKernelsPass : impl::FormKernelsBase<FormKernelsPass> {
            rt.getShape().back() > 1 && rt.getShape().back() <= kLoweringChunk && !materializedBy.count(c.root);
   }
 
-  // The kernel of a cat that `cat` (a copy kernel's cat along dim d) may
+  // The kernel of a cat that `op` (a copy kernel's cat along dim d) may
   // take in with it, or -1: its one operand that is a cat along a later dim
   // e, read by nothing else, alone in its kernel, all of one float dtype.
   // The lowering assembles that cat's rows of dims e.. in SBUF, in the tile
   // the outer cat stores (LowerToIsa.cpp, lowerCat), so a pad over H and W
   // (two cats) is one copy kernel: each of its pieces must read its dims
   // e.. as one run, and those rows must fit a column chunk.
-  int nestedCatGroup(aten::CatOp cat) {
+  int nestedCatGroup(Operation* op) {
+    auto cat = llvm::dyn_cast<aten::CatOp>(op);
+    if (!cat) return -1;
     auto rt = llvm::cast<RankedTensorType>(cat.getType());
     const int64_t rank = rt.getRank();
     auto normalized = [&](int64_t d) { return d < 0 ? d + rank : d; };
@@ -487,8 +489,7 @@ struct FormKernelsPass : impl::FormKernelsBase<FormKernelsPass> {
     for (Value v : inner.getTensors()) {
       Chain c = chainOf(v);
       auto rootShape = llvm::cast<RankedTensorType>(c.root.getType()).getShape();
-      std::optional<aten::StridedView> view =
-          c.ops.empty() ? std::optional(aten::contiguousView(rootShape)) : aten::viewThrough(c.ops, rootShape);
+      std::optional<aten::StridedView> view = aten::viewThrough(c.ops, rootShape);
       if (!view) return -1;
       SmallVector<int64_t> rows(view->shape.begin(), view->shape.begin() + e);
       rows.push_back(ShapedType::getNumElements(ArrayRef<int64_t>(view->shape).drop_front(size_t(e))));
@@ -2250,8 +2251,8 @@ struct FormKernelsPass : impl::FormKernelsBase<FormKernelsPass> {
               op->emitRemark() << "composite split into another kernel: " << why;
           }
         }
-      } else if (auto cat = llvm::dyn_cast<aten::CatOp>(op); !space && cat && nestedCatGroup(cat) >= 0) {
-        target = nestedCatGroup(cat);
+      } else if (int nested = space ? -1 : nestedCatGroup(op); nested >= 0) {
+        target = nested;
       } else if (!space) {
         if (report)
           op->emitRemark(llvm::isa<aten::CatOp>(op)

@@ -240,6 +240,8 @@ class KernelLowering {
   // The innermost leading dim longer than 1 if only dims of 1 follow it
   // (where consecutive rows step), else -1.
   int64_t shortRowDim() const;
+  // The (stride, count) pairs of a row of the space in layout `l`, merged.
+  SmallVector<int64_t> rowPattern(const Layout& l) const;
   // Whether a value read or written in rows through `l` is one run per row.
   bool rowIsOneRun(const Layout& l) const;
   bool storedViewsAllow(llvm::function_ref<bool(const Layout&)> ok);
@@ -276,7 +278,7 @@ class KernelLowering {
   LogicalResult assembleNestedCat(aten::CatOp inner, Value tile, int64_t r0, int64_t p, int64_t first,
                                   int64_t count);
   void placeInRows(Value out, Value staging, std::optional<double> fill, int64_t g, int64_t width, int64_t start,
-                   int64_t w, Operation* source);
+                   int64_t w, Operation* source, int64_t from = 0, int64_t stride = 0);
   // A cat along the last dim of `pieces` into `result` whose output rows are
   // short, with g rows per partition (rowCatFactor: 1, not applicable,
   // leaves it to the general lowering). `source`: the op the instructions

@@ -406,11 +406,15 @@ int64_t KernelLowering::shortRowFactor(int64_t rowDim, int64_t narrowest, int64_
   return packFactor(space.lead[size_t(rowDim)], space.rows, space.cols, maxFree, narrowest, runBytes, maxRows);
 }
 
-bool KernelLowering::rowIsOneRun(const Layout& l) const {
-  if (l.kind != Kind::Full) return true;
+SmallVector<int64_t> KernelLowering::rowPattern(const Layout& l) const {
   SmallVector<int64_t> ap;
   for (auto [size, stride] : llvm::zip(space.trail, l.colStrides)) ap.append({stride, size});
-  ap = simplifyFreePattern(ap);
+  return simplifyFreePattern(ap);
+}
+
+bool KernelLowering::rowIsOneRun(const Layout& l) const {
+  if (l.kind != Kind::Full) return true;
+  SmallVector<int64_t> ap = rowPattern(l);
   return ap.size() == 2 && ap[0] == 1;
 }
 
@@ -555,9 +559,7 @@ bool KernelLowering::packShortRows(ArrayRef<Value> hbmValues) {
   auto packable = [&](const Layout& l) {
     if (l.kind == Kind::Row) return space.elementwise || l.rowStrides[size_t(k)] == 0;
     if (rowIsOneRun(l)) return true;
-    SmallVector<int64_t> ap;
-    for (auto [size, stride] : llvm::zip(space.trail, l.colStrides)) ap.append({stride, size});
-    ap = simplifyFreePattern(ap);
+    SmallVector<int64_t> ap = rowPattern(l);
     if (!space.elementwise || ap.size() != 2 || ap[0] < 2 || ap[0] > kMaxStagedStep || ap[1] < kMinStagedSteps)
       return false;
     maxRows = std::min(maxRows, std::min(kMaxStagedOuter, kMaxStagingBytes / (((ap[1] - 1) * ap[0] + 1) * 4)));
@@ -1066,18 +1068,9 @@ void KernelLowering::emitDma(bool load, Value hbm, Value tile, const Layout& l, 
     ++r;
   }
   if (staging && gapRows) {
-    for (int64_t o = 0; o < gapOuter; ++o) {
-      const int64_t to = o * gapRows * steps, from = o * stagedSpan;
-      if (steps >= gapRows) {
-        for (int64_t j = 0; j < gapRows; ++j)
-          copyTile(tileColumns(*b, loc, tile, to + j * steps, steps),
-                   tileColumns(*b, loc, staging, from + j * gapStride, steps), nullptr);
-      } else {
-        for (int64_t k = 0; k < steps; ++k)
-          copyTile(steppedColumns(*b, loc, tile, to + k, gapRows, steps),
-                   steppedColumns(*b, loc, staging, from + k, gapRows, gapStride), nullptr);
-      }
-    }
+    for (int64_t o = 0; o < gapOuter; ++o)
+      placeInRows(tile, staging, std::nullopt, gapRows, steps, o * gapRows * steps, steps, nullptr, o * stagedSpan,
+                  gapStride);
   } else if (staging) {
     compactStaged(tile, staging, outer, stagedSpan, shift, steps, step);
   }
@@ -1986,24 +1979,26 @@ LogicalResult KernelLowering::assembleNestedCat(aten::CatOp inner, Value tile, i
 
 // A piece `w` columns wide written into columns [start, start + w) of each
 // of the g rows of `width` a partition of `out` holds: copied from
-// `staging` (its g rows of w, one after another) or filled with `fill`.
-// Column by column along a step where the piece is narrower than g (w
-// instructions, each over its column of all g rows), else row by row (g
-// instructions): a stack of two values along a new last dim, flattened,
-// interleaves them one column each.
+// `staging` (its g rows of w from column `from`, `stride` apart; 0: w) or
+// filled with `fill`. Column by column along a step where the piece is
+// narrower than g (w instructions, each over its column of all g rows),
+// else row by row (g instructions): a stack of two values along a new last
+// dim, flattened, interleaves them one column each.
 void KernelLowering::placeInRows(Value out, Value staging, std::optional<double> fill, int64_t g, int64_t width,
-                                 int64_t start, int64_t w, Operation* source) {
-  auto place = [&](Value to, Value from) {
+                                 int64_t start, int64_t w, Operation* source, int64_t from, int64_t stride) {
+  if (stride == 0) stride = w;
+  auto place = [&](Value to, Value in) {
     if (fill) fillConstant(to, *fill, source);
-    else copyTile(to, from, source);
+    else copyTile(to, in, source);
   };
   if (w < g) {
     for (int64_t k = 0; k < w; ++k)
       place(steppedColumns(*b, loc, out, start + k, g, width),
-            fill ? Value() : steppedColumns(*b, loc, staging, k, g, w));
+            fill ? Value() : steppedColumns(*b, loc, staging, from + k, g, stride));
   } else {
     for (int64_t j = 0; j < g; ++j)
-      place(tileColumns(*b, loc, out, j * width + start, w), fill ? Value() : tileColumns(*b, loc, staging, j * w, w));
+      place(tileColumns(*b, loc, out, j * width + start, w),
+            fill ? Value() : tileColumns(*b, loc, staging, from + j * stride, w));
   }
 }
 
