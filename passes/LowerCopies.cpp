@@ -331,19 +331,25 @@ std::optional<SmallVector<CopyDim>> permuteCopyDims(ArrayRef<int64_t> shape, Arr
 }
 
 // A copy of a permuting view (no broadcast) whose common innermost run is
-// short moves one DMA run per such run, loading and storing. Each
-// tile instead takes some output dims onto its partitions (a prefix of the
-// output's dims) and others into its columns, loads them in the input's
-// order, copies them into the output's order along the widest dim, and
-// stores them; the remaining dims are a tile each. Of all such splits that
-// fit maxFree, the one tilePrice rates lowest, if it beats the direct copy
-// by a quarter (false otherwise).
+// short moves one DMA run per such run, loading and storing. Each tile
+// instead takes some output dims onto its partitions and others into its
+// columns, loads them in the input's order, copies them into the output's
+// order along the widest dim, and stores them; the remaining dims are a
+// tile each. Any dims may go on the partitions, not only the output's
+// outermost: a strided convolution's phases ([s, s, N, C, p, q] of the
+// padded [N, C, p, s, q, s]) take N x C onto the partitions and load each
+// plane whole into the columns, where a prefix of the output's dims held a
+// phase at a time, read an element per run. Of all such splits that fit
+// maxFree, the one tilePrice rates lowest, if it beats the direct copy by a
+// quarter (false otherwise).
 bool choosePermuteSplit(ArrayRef<CopyDim> dims, int64_t elementBytes, int64_t maxFree, PermuteSplit& split) {
   using lowering::kShortRowBytes, lowering::reorders, lowering::runOf, lowering::tilePrice;
   int64_t total = 1;
   for (const CopyDim& d : dims) total *= d.size;
   const int64_t bytes = elementBytes;
-  if (dims.size() < 2 || dims.size() > 12 || total == 0) return false;  // (2^dims plans)
+  // Each dim is a row, column or loop dim: 3^dims plans.
+  constexpr size_t kMaxPlannedDims = 8;
+  if (dims.size() < 2 || dims.size() > kMaxPlannedDims || total == 0) return false;
   // The common run: 1 where the output's innermost dim is strided in the
   // input (the direct copy then loads blocks transposed on the TensorEngine,
   // loadTransposed, which suits wide blocks: pixel_shuffle's blocks of two
@@ -354,10 +360,10 @@ bool choosePermuteSplit(ArrayRef<CopyDim> dims, int64_t elementBytes, int64_t ma
   const double directTiles = std::ceil(double(total) / double(run * nc::kNumPartitions));
   const double direct = tilePrice(directTiles, double(nc::kNumPartitions * run * bytes), nc::kNumPartitions,
                                   nc::kNumPartitions, 0, 0);
-  // Plans: partitions over dims [0, k), columns a subset of the rest, and
-  // g consecutive indices of dim k - 1 in the columns too, where rows remain
-  // for the partitions (tiny blocks: transposing the last two dims of
-  // [1024, 8, 4, 4] takes 64 blocks a partition, copied 16 times along
+  // Plans: the partitions over the row dims, the columns over the column
+  // dims and g consecutive indices of the innermost row dim, where rows
+  // remain for the partitions (tiny blocks: transposing the last two dims
+  // of [1024, 8, 4, 4] takes 64 blocks a partition, copied 16 times along
   // them, where a tile of 128 blocks of 16 elements was too small). Only
   // where that makes the loads' and the stores' runs a quarter of
   // kShortRowBytes (128 bytes) or more:
@@ -365,63 +371,85 @@ bool choosePermuteSplit(ArrayRef<CopyDim> dims, int64_t elementBytes, int64_t ma
   // innermost dim is strided, but it loads wide blocks transposed (64 x 512
   // x 512 bf16 transposed: 317.0 us; 8 indices of dim 1 a partition, runs of
   // 16 bytes, priced as cheaper: 2771.2).
+  enum Role : uint8_t { kRow, kColumn, kLoop };
   struct Plan {
-    size_t k = 0;
-    unsigned columns = 0;  // bit i: dims[k + i] in the tile's columns
-    int64_t group = 1;     // g
+    SmallVector<Role, 8> roles;
+    int64_t group = 1;  // g
     double price = std::numeric_limits<double>::infinity();
   } best;
   const size_t n = dims.size();
-  for (size_t k = 1; k < n; ++k) {
-    const CopyDim& last = dims[k - 1];
-    int64_t outerRows = 1;
-    for (size_t i = 0; i + 1 < k; ++i) outerRows *= dims[i].size;
+  SmallVector<Role, 8> roles(n, kRow);
+  for (bool more = true; more;) {
+    // The next assignment of roles (a base-3 counter over the dims).
+    auto advance = [&] {
+      for (size_t i = 0; i < n; ++i) {
+        if (roles[i] != kLoop) {
+          roles[i] = Role(roles[i] + 1);
+          return true;
+        }
+        roles[i] = kRow;
+      }
+      return false;
+    };
+    const SmallVector<Role, 8> current = roles;
+    more = advance();
+    int64_t innermostRow = -1, outerRows = 1, loops = 1;
+    for (size_t i = 0; i < n; ++i) {
+      if (current[i] == kRow) {
+        if (innermostRow >= 0) outerRows *= dims[size_t(innermostRow)].size;
+        innermostRow = int64_t(i);
+      } else if (current[i] == kLoop) {
+        loops *= dims[i].size;
+      }
+    }
+    if (innermostRow < 0) continue;
+    const CopyDim& last = dims[size_t(innermostRow)];
+    const bool anyColumn = llvm::is_contained(current, kColumn);
     for (int64_t g = 1; g <= last.size && g <= maxFree; ++g) {
       if (last.size % g != 0) continue;
       const int64_t rows = outerRows * (last.size / g);
       if (g > 1 && rows < nc::kNumPartitions) break;
+      if (g == 1 && !anyColumn) continue;
       const int64_t rowTiles = (rows + nc::kNumPartitions - 1) / nc::kNumPartitions,
                     p = std::min(rows, nc::kNumPartitions);
-      for (unsigned mask = g > 1 ? 0 : 1; mask < (1u << (n - k)); ++mask) {
-        SmallVector<CopyDim> cols;
-        if (g > 1) cols.push_back(CopyDim{g, last.inStride, last.outStride});
-        int64_t loops = 1;
-        for (size_t i = k; i < n; ++i) {
-          if ((mask >> (i - k)) & 1) cols.push_back(dims[i]);
-          else loops *= dims[i].size;
-        }
-        int64_t f = 1, widest = 1;
-        for (const CopyDim& d : cols) f *= d.size, widest = std::max(widest, d.size);
-        if (f > maxFree) continue;
-        const bool reordered = reorders(cols);
-        // A quarter of the partitions or more, loads and stores of runs
-        // several times the direct copy's, copies a few elements wide, and
-        // tiles of 32 KiB or more (a quarter of a smaller copy): smaller ones
-        // wait on each other more than the price counts.
-        const int64_t runIn = runOf(cols, &CopyDim::inStride), runOut = runOf(cols, &CopyDim::outStride);
-        if (g > 1 && std::min(runIn, runOut) * bytes < kShortRowBytes / 4) continue;
-        if (p < nc::kNumPartitions / 4 || runIn < 4 * run || runOut < 4 * run || (reordered && widest < 8) ||
-            p * f * bytes < std::min<int64_t>(total * bytes / 4, 32 * 1024))
-          continue;
-        const double copies = reordered ? double(f / widest) : 0;
-        const double price = tilePrice(double(rowTiles * loops), double(p * f * bytes), double(p * (f / runIn)),
-                                       double(p * (f / runOut)), copies, double(widest));
-        if (price < best.price) best = Plan{k, mask, g, price};
+      // The columns in the output's order.
+      SmallVector<CopyDim> cols;
+      for (size_t i = 0; i < n; ++i) {
+        if (current[i] == kColumn) cols.push_back(dims[i]);
+        if (int64_t(i) == innermostRow && g > 1) cols.push_back(CopyDim{g, last.inStride, last.outStride});
       }
+      int64_t f = 1, widest = 1;
+      for (const CopyDim& d : cols) f *= d.size, widest = std::max(widest, d.size);
+      if (f > maxFree) continue;
+      const bool reordered = reorders(cols);
+      // A quarter of the partitions or more, loads and stores of runs
+      // several times the direct copy's, copies a few elements wide, and
+      // tiles of 32 KiB or more (a quarter of a smaller copy): smaller ones
+      // wait on each other more than the price counts.
+      const int64_t runIn = runOf(cols, &CopyDim::inStride), runOut = runOf(cols, &CopyDim::outStride);
+      if (g > 1 && std::min(runIn, runOut) * bytes < kShortRowBytes / 4) continue;
+      if (p < nc::kNumPartitions / 4 || runIn < 4 * run || runOut < 4 * run || (reordered && widest < 8) ||
+          p * f * bytes < std::min<int64_t>(total * bytes / 4, 32 * 1024))
+        continue;
+      const double copies = reordered ? double(f / widest) : 0;
+      const double price = tilePrice(double(rowTiles * loops), double(p * f * bytes), double(p * (f / runIn)),
+                                     double(p * (f / runOut)), copies, double(widest));
+      if (price < best.price) best = Plan{current, g, price};
     }
   }
   if (!(best.price < 0.75 * direct)) return false;
 
   split = PermuteSplit{};
-  split.rows.assign(dims.begin(), dims.begin() + best.k);
-  if (best.group > 1) {
+  for (size_t i = 0; i < n; ++i) {
+    if (best.roles[i] == kRow) split.rows.push_back(dims[i]);
+    else if (best.roles[i] == kColumn) split.columns.push_back(dims[i]);
+    else split.loops.push_back(dims[i]);
+    if (best.roles[i] != kRow || best.group == 1 || llvm::is_contained(ArrayRef(best.roles).drop_front(i + 1), kRow))
+      continue;
+    // The innermost row dim: its inner g indices join the columns.
     CopyDim& last = split.rows.back();
     split.columns.push_back(CopyDim{best.group, last.inStride, last.outStride});
     last = CopyDim{last.size / best.group, last.inStride * best.group, last.outStride * best.group};
-  }
-  for (size_t i = best.k; i < n; ++i) {
-    if ((best.columns >> (i - best.k)) & 1) split.columns.push_back(dims[i]);
-    else split.loops.push_back(dims[i]);
   }
   return true;
 }

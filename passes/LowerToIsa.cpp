@@ -1313,9 +1313,20 @@ bool KernelLowering::loadTransposed(Value v, Value tile, const Layout& l, int64_
     // [32, 2048, 128] loads 16 blocks a row tile).
     int64_t together = rows.uniform ? n / P : 0;
     if (together < 2) together = 0;
+    // Where the tile's rows are one run and a column's rows end where the
+    // next column's begin (a tall, narrow matrix transposed: [4096, 16]),
+    // partition q takes the blocks' consecutive columns q x T .. q x T + T
+    // - 1 (one run of T x p elements, not T runs of p), and T stepped copies
+    // put them in order: [4096, 16] bf16 transposed loaded 512 runs of 32
+    // bytes a bank. Only for rows shorter than kShortRowBytes: a longer run
+    // moves at the queue's rate anyway, and the copies would cost more.
+    const int64_t elemBytes = std::max<int64_t>(1, elem.getIntOrFloatBitWidth() / 8);
+    const bool interleaved =
+        together > 0 && rows.segments.size() == 1 && colStride == p && p * elemBytes < kShortRowBytes;
     if (together > 0) {
       Value columns = alloc(P, together * p, elem);
-      auto [first, count, ap] = rows.transfers(colStride, P, together).front();
+      SmallVector<int64_t> ap = std::get<2>(rows.transfers(colStride, P, together).front());
+      if (interleaved) ap = {together * colStride, P, 1, together * p};
       Operation* dma = b->create<nc::DmaLoadOp>(loc, hbmOf[v], columns, b->getI64IntegerAttr(0),
                                                 b->getI64IntegerAttr(l.offset + offs[0] + (c0 + j) * colStride),
                                                 b->getDenseI64ArrayAttr(ap));
@@ -1344,7 +1355,15 @@ bool KernelLowering::loadTransposed(Value v, Value tile, const Layout& l, int64_
       setSource(b->create<nc::TransposeOp>(loc, tileColumns(*b, loc, psum, c - j, w), columns), nullptr);
       ++numInst;
     }
-    copyTile(tileColumns(*b, loc, tile, j, n), psum, nullptr);
+    if (!interleaved) {
+      copyTile(tileColumns(*b, loc, tile, j, n), psum, nullptr);
+      continue;
+    }
+    for (int64_t k = 0; k < together; ++k)
+      copyTile(steppedColumns(*b, loc, tile, j + k, P, together), tileColumns(*b, loc, psum, k * P, P), nullptr);
+    if (n > together * P)
+      copyTile(tileColumns(*b, loc, tile, j + together * P, n - together * P),
+               tileColumns(*b, loc, psum, together * P, n - together * P), nullptr);
   }
   return true;
 }

@@ -354,7 +354,7 @@ struct PlanMemoryPass : impl::PlanMemoryBase<PlanMemoryPass> {
           // many bytes already.
           int64_t target = it.getInt() + depth;
           if (depth > 1 || it.getInt() == lastIteration) target = std::min(target, lastIteration);
-          if (target < it.getInt() || (target == it.getInt() && iterationEnd.size() < 2)) continue;
+          if (target < it.getInt()) continue;
           // (The first iteration at or after the target that has
           // instructions: an instruction counts for the latest iteration of
           // the tiles it touches, so tiles that serve several iterations (an

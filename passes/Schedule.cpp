@@ -64,7 +64,7 @@ struct Region {
     if (hbm != o.hbm) return false;
     if (!hbm && (p1 <= o.p0 || o.p1 <= p0)) return false;
     if (!(lo < o.hi && o.lo < hi)) return false;
-    if (hbm && !pattern.empty() && pattern == o.pattern) return reaches(0, o.first - first);
+    if (hbm && !pattern.empty() && sameStrides(o)) return reaches(o, 0, o.first - first);
     // Column tiles of the same rows are disjoint although their bounding
     // intervals interleave.
     if (hbm && rowStride > 0 && rowStride == o.rowStride && (c1 <= o.c0 || o.c1 <= c0)) return false;
@@ -74,18 +74,30 @@ struct Region {
     return true;
   }
  private:
+  // Whether `o`'s pattern has the same strides (its counts may differ: the
+  // DMA pieces of one tile, a few partitions fewer in the last).
+  bool sameStrides(const Region& o) const {
+    if (pattern.size() != o.pattern.size()) return false;
+    for (size_t k = 0; k < pattern.size(); k += 2)
+      if (pattern[k] != o.pattern[k]) return false;
+    return true;
+  }
   // Whether d is a sum of (i_k - j_k) x stride_k over the pattern's dims
-  // from k on (|i_k - j_k| < count_k). The strides nest, so each dim's
-  // multiple leaves at most two candidates for the dims inside it.
-  bool reaches(size_t k, int64_t d) const {
+  // from k on (0 <= i_k < count_k here, 0 <= j_k < o's count_k). The
+  // strides nest, so each dim's multiple leaves a few candidates for the
+  // dims inside it.
+  bool reaches(const Region& o, size_t k, int64_t d) const {
     if (k == pattern.size()) return d == 0;
-    const int64_t stride = pattern[k], count = pattern[k + 1];
-    int64_t inner = 0;
-    for (size_t j = k + 2; j < pattern.size(); j += 2) inner += (pattern[j + 1] - 1) * pattern[j];
-    const int64_t lo = std::max(-(count - 1), llvm::divideCeilSigned(d - inner, stride)),
-                  hi = std::min(count - 1, llvm::divideFloorSigned(d + inner, stride));
+    const int64_t stride = pattern[k], count = pattern[k + 1], otherCount = o.pattern[k + 1];
+    int64_t innerHi = 0, innerLo = 0;  // the range of the sum over the dims inside
+    for (size_t j = k + 2; j < pattern.size(); j += 2) {
+      innerHi += (pattern[j + 1] - 1) * pattern[j];
+      innerLo -= (o.pattern[j + 1] - 1) * pattern[j];
+    }
+    const int64_t lo = std::max(-(otherCount - 1), llvm::divideCeilSigned(d - innerHi, stride)),
+                  hi = std::min(count - 1, llvm::divideFloorSigned(d - innerLo, stride));
     for (int64_t m = lo; m <= hi; ++m)
-      if (reaches(k + 2, d - m * stride)) return true;
+      if (reaches(o, k + 2, d - m * stride)) return true;
     return false;
   }
   bool runsIntersect(const Region& o) const {

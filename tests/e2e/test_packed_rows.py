@@ -309,6 +309,32 @@ class PackedRows(common.ComparedWithEager):
                 self.check(lambda a: a.transpose(1, 2).reshape(-1, 12), (randn(2048, 3, 4).to(dtype),))
                 self.check(lambda a: a.transpose(1, 2).contiguous(), (randn(4, 256, 384).to(dtype),))
 
+    def test_permutes_with_inner_dims_on_partitions(self):
+        # Permute copies whose partitions take output dims that are not its
+        # outermost (choosePermuteSplit): a strided convolution's phases
+        # (N x C on the partitions, each plane loaded whole), pixel_unshuffle
+        # and space-to-depth (channels and block rows on the partitions),
+        # the last dim moved to the front (the output's inner dim on the
+        # partitions); odd sizes, a sliced and a padded input, a phase
+        # permute of a computed value, and a result returned through a
+        # reshape.
+        def phases(a, s=2):
+            n, c, h, w = a.shape
+            return a.view(n, c, h // s, s, w // s, s).permute(3, 5, 0, 1, 2, 4).contiguous()
+
+        for dtype in DTYPES:
+            with self.subTest(dtype=dtype):
+                self.check(phases, (randn(2, 64, 30, 30).to(dtype),))
+                self.check(lambda a: phases(F.pad(a, (1, 1, 1, 1))), (randn(3, 48, 26, 26).to(dtype),))
+                self.check(lambda a: phases(a * 2 + 1, 3), (randn(2, 40, 27, 21).to(dtype),))
+                self.check(lambda a: F.pixel_unshuffle(a, 2), (randn(4, 32, 64, 64).to(dtype),))
+                self.check(lambda a: F.pixel_unshuffle(a[..., 1:], 3), (randn(2, 16, 36, 37).to(dtype),))
+                self.check(lambda a: a.view(2, 32, 16, 4, 16, 4).permute(0, 3, 5, 1, 2, 4).reshape(2, 512, 16, 16),
+                           (randn(2, 32, 64, 64).to(dtype),))
+                self.check(lambda a: a.permute(4, 0, 1, 2, 3).contiguous(), (randn(16, 8, 7, 12, 32).to(dtype),))
+                self.check(lambda a: a.t().contiguous(), (randn(16384, 8).to(dtype),))
+                self.check(lambda a: a.permute(2, 0, 3, 1).reshape(50, -1), (randn(24, 50, 50, 3).to(dtype),))
+
     def test_last_dim_moved_to_front(self):
         # A copy whose rows are the input's contiguous dim moved outermost
         # takes fewer than 128 rows where that keeps its rows adjacent in the

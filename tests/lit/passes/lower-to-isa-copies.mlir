@@ -93,6 +93,28 @@ func.func @patches(%x: tensor<8x3x224x224xbf16>) -> tensor<8x14x14x3x16x16xbf16>
 
 // -----
 
+// A strided convolution's phases ([N, C, p, s, q, s] to [s, s, N, C, p, q]):
+// the partitions take N x C, an inner run of the output's dims, and each
+// loads its whole 30 x 30 plane in one run; 60 copies of 15 put its four
+// phases in the output's order, stored in four runs of 225. With the
+// partitions over a prefix of the output's dims, a tile held a single
+// phase, read an element per DMA run.
+// CHECK-LABEL: func.func @phases
+// CHECK: %[[IN:.*]] = nc.alloc_tile {{.*}} : memref<128x900xbf16, 1>
+// CHECK-NEXT: nc.dma_load %{{.*}} -> %[[IN]] {ap = array<i64: 900, 43, 1, 900>
+// CHECK-COUNT-60: nc.tensor_scalar
+// CHECK-COUNT-3: nc.dma_store %{{.*}} {ap = array<i64: 225, {{4[23]}}, 28800, 4, 1, 225>
+// CHECK-NOT: nc.alloc_tile
+// CHECK: return
+func.func @phases(%x: tensor<2x64x30x30xbf16>) -> tensor<2x2x2x64x15x15xbf16> {
+  %a = aten.reshape %x {size = array<i64: 2, 64, 15, 2, 15, 2>} : tensor<2x64x30x30xbf16> -> tensor<2x64x15x2x15x2xbf16>
+  %p = aten.permute %a {dims = array<i64: 3, 5, 0, 1, 2, 4>} : tensor<2x64x15x2x15x2xbf16> -> tensor<2x2x2x64x15x15xbf16>
+  %c = aten.clone %p : tensor<2x2x2x64x15x15xbf16> -> tensor<2x2x2x64x15x15xbf16>
+  return %c : tensor<2x2x2x64x15x15xbf16>
+}
+
+// -----
+
 // A head merge returned through its reshape: the copy kernel of the
 // transpose also writes the reshape (one kernel, not a second copy of its
 // result). Its runs of 64 elements are short: the permute plan puts 4

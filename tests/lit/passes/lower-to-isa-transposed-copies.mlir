@@ -47,14 +47,40 @@ func.func @flatten_transpose(%x: tensor<2x256x10x10xf32>) -> tensor<2x100x256xf3
 // The last dim moved to the front: merging the chained columns only while
 // 128 rows remain would give [512 x 672] rows of (e, a), adjacent in the
 // input along e alone, each read element by element. The copy takes all
-// four leading dims as its columns instead, [32 x 10752]: its 32 rows are
-// adjacent in the input, loaded as [128 x 128] blocks (four column
-// positions of 32 rows each) and transposed on the TensorEngine.
+// four leading dims as its columns instead, [32 x 2688]: its 32 rows are
+// adjacent in the input, loaded as [128 x 128] blocks and transposed on
+// the TensorEngine. A position's 32 rows end where the next one's begin,
+// so each partition loads four consecutive positions as one run of 128
+// (not four runs of 32 positions 128 apart), and four copies stepping by
+// four put the transposed blocks in order. (The permute plan would store
+// runs of 21 positions, 84 bytes: too short.)
 // CHECK-LABEL: func.func @last_dim_first
-// CHECK: nc.alloc_tile {{.*}} : memref<32x4096xf32, 1>
-// CHECK: nc.dma_load %{{.*}} {ap = array<i64: 32, 128, 4096, 4, 1, 32>
-// CHECK: nc.transpose %{{.*}} : memref<32x128xf32, 2>, memref<128x32xf32, 1>
-func.func @last_dim_first(%x: tensor<16x8x7x12x32xf32>) -> tensor<32x16x8x7x12xf32> {
+// CHECK: %[[T:.*]] = nc.alloc_tile {{.*}} : memref<32x2688xf32, 1>
+// CHECK: nc.dma_load %{{.*}} {ap = array<i64: 128, 128, 1, 128>
+// CHECK-COUNT-4: nc.transpose %{{.*}} : memref<32x128xf32, 2>, memref<128x32xf32, 1>
+// CHECK: %[[C:.*]] = nc.tile_columns %[[T]][1] {step = 4 : i64} : memref<32x2688xf32, 1> -> memref<32x128xf32, 1>
+// CHECK: nc.tensor_scalar %[[C]]
+func.func @last_dim_first(%x: tensor<16x8x7x3x32xf32>) -> tensor<32x16x8x7x3xf32> {
+  %p = aten.permute %x {dims = array<i64: 4, 0, 1, 2, 3>} : tensor<16x8x7x3x32xf32> -> tensor<32x16x8x7x3xf32>
+  %c = aten.clone %p : tensor<32x16x8x7x3xf32> -> tensor<32x16x8x7x3xf32>
+  return %c : tensor<32x16x8x7x3xf32>
+}
+
+// -----
+
+// Four times as many positions: the permute plan puts 84 consecutive
+// positions of all 32 rows on each partition (the output's inner dim on
+// the partitions, its outer dim in the columns), loaded as one run of 2688
+// elements, copied into the output's order by 32 stepped copies, and
+// stored in 32 runs of 84.
+// CHECK-LABEL: func.func @last_dim_first_rearranged
+// CHECK: %[[IN:.*]] = nc.alloc_tile {{.*}} : memref<128x2688xf32, 1>
+// CHECK-COUNT-8: nc.dma_load %{{.*}} -> %[[IN]] {ap = array<i64: 2688, 16, 1, 2688>
+// CHECK-COUNT-32: nc.tensor_scalar
+// CHECK: nc.dma_store %{{.*}} {ap = array<i64: 84, 8, 10752, 32, 1, 84>
+// CHECK-NOT: nc.transpose
+// CHECK: return
+func.func @last_dim_first_rearranged(%x: tensor<16x8x7x12x32xf32>) -> tensor<32x16x8x7x12xf32> {
   %p = aten.permute %x {dims = array<i64: 4, 0, 1, 2, 3>} : tensor<16x8x7x12x32xf32> -> tensor<32x16x8x7x12xf32>
   %c = aten.clone %p : tensor<32x16x8x7x12xf32> -> tensor<32x16x8x7x12xf32>
   return %c : tensor<32x16x8x7x12xf32>

@@ -8,13 +8,16 @@
 // CHECK: func.func @main{{.*}}attributes {nc.arena_bytes = 4104 : i64}
 // CHECK: nc.kernel "k0_mul"{{.*}}result_offsets = array<i64: 0>
 // CHECK: nc.kernel "k1_mean"{{.*}}result_offsets = array<i64: 4096>
-// Inside a kernel, a tile whose last use is over gives its bytes to the next
-// (the [4 x 1] mean over the [4 x 512] square it reduces). Every other kernel
-// places its tiles from the top of SBUF down (mirrored), clear of the
-// previous kernel's bytes when both fit, so that its first loads need not
-// wait for that kernel at the boundary.
+// Inside a kernel of one iteration, tiles are held to its end where they
+// all fit: the [4 x 1] mean does not take the bytes of the [4 x 512] square
+// it reduces (it would wait for the square's last reader; a kernel that
+// transposes a [4096, 16] input bank by bank waited so for each bank's
+// buffer, 93.5 us against 12.3). Every other kernel places its tiles from
+// the top of SBUF down (mirrored), clear of the previous kernel's bytes
+// when both fit, so that its first loads need not wait for that kernel at
+// the boundary.
 // CHECK: nc.alloc_tile {iteration = 1 : i64, offset = 195584 : i64} : memref<4x512xbf16, 1>
-// CHECK: nc.alloc_tile {iteration = 1 : i64, offset = 196576 : i64} : memref<4x1xbf16, 1>
+// CHECK: nc.alloc_tile {iteration = 1 : i64, offset = 195520 : i64} : memref<4x1xbf16, 1>
 // CHECK: nc.kernel "k2_add"{{.*}}result_offsets = array<i64: 0>
 // CHECK: nc.kernel "k3_rsqrt"{{.*}}result_offsets = array<i64: 4096>
 // CHECK: nc.kernel "k4_mul"{{.*}}result_offsets = array<i64: 0>

@@ -103,3 +103,20 @@ func.func @interleaved_tiles(%x: tensor<8x3x224x224xbf16>) -> tensor<8x14x14x3x1
   %c = aten.clone %p : tensor<8x14x14x3x16x16xbf16> -> tensor<8x14x14x3x16x16xbf16>
   return %c : tensor<8x14x14x3x16x16xbf16>
 }
+
+// Pieces of one store whose patterns differ only in their partition counts
+// (10, 10 and 8 rows of a permute copy's tile, its rows in segments of 28)
+// are told apart exactly too: the third piece waits for the engines' copies
+// only, not for the first two pieces' queues, and no later store chains
+// behind it (with its bounding interval, every store of the kernel waited
+// for the one before).
+// CHECK-LABEL: func.func @uneven_pieces
+// CHECK: nc.dma_store {{.*}}ap = array<i64: 64, 10, 28672, 32, 1792, 2, 1, 64>{{.*}}offset = 0 : i64, {{.*}}waits = array<i64: 2, [[N:[0-9]+]]>}
+// CHECK-NEXT: nc.dma_store {{.*}}ap = array<i64: 64, 10, 28672, 32, 1792, 2, 1, 64>{{.*}}offset = 640 : i64, {{.*}}waits = array<i64: 2, [[N]]>}
+// CHECK-NEXT: nc.dma_store {{.*}}ap = array<i64: 64, 8, 28672, 32, 1792, 2, 1, 64>{{.*}}offset = 1280 : i64, {{.*}}waits = array<i64: 2, [[N]]>}
+// CHECK-NEXT: nc.dma_store {{.*}}offset = 3584 : i64, {{.*}}waits = array<i64: 2, [[N]]>}
+func.func @uneven_pieces(%x: tensor<8x8x7x32x32x2xbf16>) -> tensor<32x8x2x7x8x32xbf16> {
+  %p = aten.permute %x {dims = array<i64: 4, 0, 5, 2, 1, 3>} : tensor<8x8x7x32x32x2xbf16> -> tensor<32x8x2x7x8x32xbf16>
+  %c = aten.clone %p : tensor<32x8x2x7x8x32xbf16> -> tensor<32x8x2x7x8x32xbf16>
+  return %c : tensor<32x8x2x7x8x32xbf16>
+}
