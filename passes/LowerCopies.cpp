@@ -378,6 +378,11 @@ bool choosePermuteSplit(ArrayRef<CopyDim> dims, int64_t elementBytes, int64_t ma
     double price = std::numeric_limits<double>::infinity();
   } best;
   const size_t n = dims.size();
+  // Each dim's divisors up to maxFree, ascending: the candidates for g.
+  SmallVector<SmallVector<int64_t, 16>, 8> divisors(n);
+  for (size_t i = 0; i < n; ++i)
+    for (int64_t g = 1; g <= dims[i].size && g <= maxFree; ++g)
+      if (dims[i].size % g == 0) divisors[i].push_back(g);
   SmallVector<Role, 8> roles(n, kRow);
   for (bool more = true; more;) {
     // The next assignment of roles (a base-3 counter over the dims).
@@ -405,8 +410,7 @@ bool choosePermuteSplit(ArrayRef<CopyDim> dims, int64_t elementBytes, int64_t ma
     if (innermostRow < 0) continue;
     const CopyDim& last = dims[size_t(innermostRow)];
     const bool anyColumn = llvm::is_contained(current, kColumn);
-    for (int64_t g = 1; g <= last.size && g <= maxFree; ++g) {
-      if (last.size % g != 0) continue;
+    for (int64_t g : divisors[size_t(innermostRow)]) {
       const int64_t rows = outerRows * (last.size / g);
       if (g > 1 && rows < nc::kNumPartitions) break;
       if (g == 1 && !anyColumn) continue;

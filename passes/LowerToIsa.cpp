@@ -1008,6 +1008,32 @@ void KernelLowering::emitDma(bool load, Value hbm, Value tile, const Layout& l, 
     start = end;
   }
   const ArrayRef<int64_t> free = staging ? stagedPattern : freePattern;
+  // Pieces for `rows` partitions: by their bytes, and where the runs are
+  // under 128 bytes (their descriptors take four times their bytes' time or
+  // more) by their DMA runs too, a piece's runs taking about the fixed cost
+  // of a transfer, as far as the queues are idle otherwise: in the drain,
+  // and where the value's tiles are fewer than the queues (a small permute
+  // copy's three stores of 512 runs of 34 bytes: 10 us each on three
+  // queues, where their pieces run side by side). Where more tiles are in
+  // flight, their transfers keep the queues busy and each piece would add
+  // its fixed cost (runs of 256 bytes, a LLaMA projection's heads, cut so:
+  // a layer at seq 512 7 us slower).
+  int64_t runsPerRow = 1;
+  for (size_t i = 0; i + 1 < free.size(); i += 2)
+    if (i + 2 < free.size() || free[i] != 1) runsPerRow *= free[i + 1];
+  const int64_t queues = int64_t(neff::Trn1().dma_queues),
+                valueTiles = (space.rows + nc::kNumPartitions * packedRows - 1) / (nc::kNumPartitions * packedRows) *
+                             (l.kind == Kind::Row ? 1 : (space.cols + f - 1) / f);
+  const int64_t maxRunPieces = pipelineEnd ? maxPieces : std::min(maxPieces, queues / std::max<int64_t>(valueTiles, 1));
+  const bool shortRuns = bytesPerRow < runsPerRow * (kShortRowBytes / 4);
+  auto piecesOf = [&](int64_t rows) {
+    int64_t pieces = std::clamp<int64_t>(rows * bytesPerRow / splitBytes, 1, maxPieces);
+    if (shortRuns && maxRunPieces > 1) {
+      const double runPieces = double(rows * runsPerRow) * neff::Trn1().dma_run_ns / neff::Trn1().dma_fixed_ns;
+      pieces = std::max(pieces, std::clamp<int64_t>(int64_t(runPieces), 1, maxRunPieces));
+    }
+    return pieces;
+  };
   auto emit = [&](int64_t partStart, ArrayRef<int64_t> partitionPairs) {
     SmallVector<int64_t> ap(partitionPairs);
     ap.append(free.begin(), free.end());
@@ -1049,7 +1075,7 @@ void KernelLowering::emitDma(bool load, Value hbm, Value tile, const Layout& l, 
              offs[size_t(runs[r + group].start)] - offs[size_t(runs[r + group - 1].start)] == planeStride)
         ++group;
       if (group > 1) {
-        int64_t pieces = std::clamp<int64_t>(int64_t(group) * run.count * bytesPerRow / splitBytes, 1, maxPieces);
+        int64_t pieces = piecesOf(int64_t(group) * run.count);
         int64_t per = (int64_t(group) + pieces - 1) / pieces;
         for (int64_t g = 0; g < int64_t(group); g += per) {
           int64_t planes = std::min(per, int64_t(group) - g);
@@ -1062,7 +1088,7 @@ void KernelLowering::emitDma(bool load, Value hbm, Value tile, const Layout& l, 
       }
     }
     const int64_t count = once ? 1 : run.count;
-    int64_t pieces = std::clamp<int64_t>(count * bytesPerRow / splitBytes, 1, maxPieces);
+    int64_t pieces = piecesOf(count);
     int64_t per = (count + pieces - 1) / pieces;
     for (int64_t s = run.start; s < run.start + count; s += per) emit(s, {run.stride, std::min(per, run.start + count - s)});
     ++r;

@@ -24,11 +24,15 @@ func.func @every_other_column(%x: tensor<256x64xf32>) -> tensor<256x32xf32> {
 // -----
 
 // Two stepped dims under a row sum: four outer rows (step 2 over 8) of 19
-// elements each, compacted by step 3 into the four 7-column ranges.
+// elements each, compacted by step 3 into the four 7-column ranges. The
+// kernel's two row tiles leave most DMA queues idle, so each tile's 512
+// runs of 76 bytes load in five pieces side by side.
 // CHECK-LABEL: func.func @strided_plane_sums
 // CHECK: %[[T:.*]] = nc.alloc_tile {{.*}} : memref<128x28xf32, 1>
 // CHECK: %[[S:.*]] = nc.alloc_tile {{.*}} : memref<128x76xf32, 1>
-// CHECK: nc.dma_load %{{.*}} -> %[[S]] {ap = array<i64: 160, 128, 40, 4, 1, 19>, {{.*}}offset = 1 : i64
+// CHECK: nc.dma_load %{{.*}} -> %[[S]] {ap = array<i64: 160, 26, 40, 4, 1, 19>, {{.*}}offset = 1 : i64
+// CHECK-COUNT-3: nc.dma_load %{{.*}} -> %[[S]] {ap = array<i64: 160, 26, 40, 4, 1, 19>
+// CHECK-NEXT: nc.dma_load %{{.*}} -> %[[S]] {ap = array<i64: 160, 24, 40, 4, 1, 19>, {{.*}}offset = 16641 : i64
 // CHECK: nc.tile_columns %[[S]][0] {step = 3 : i64}
 // CHECK: nc.tile_columns %[[S]][19] {step = 3 : i64}
 // CHECK: nc.tile_columns %[[S]][38] {step = 3 : i64}
@@ -45,9 +49,11 @@ func.func @strided_plane_sums(%x: tensor<256x8x20xf32>) -> tensor<256xf32> {
 
 // -----
 
-// Steps of 100 would load 100 times the bytes: element runs as before.
+// Steps of 100 would load 100 times the bytes: element runs as before
+// (1280 of them, in eight pieces of 16 partitions side by side: the
+// kernel's one tile leaves the other queues idle).
 // CHECK-LABEL: func.func @wide_steps
-// CHECK: nc.dma_load %{{.*}} {ap = array<i64: 1000, 128, 100, 10>
+// CHECK-COUNT-8: nc.dma_load %{{.*}} {ap = array<i64: 1000, 16, 100, 10>
 // CHECK-NOT: step =
 func.func @wide_steps(%x: tensor<128x1000xf32>) -> tensor<128x10xf32> {
   %s = aten.slice.Tensor %x {dim = 1 : i64, start = 0 : i64, end = 1000 : i64, step = 100 : i64} : tensor<128x1000xf32> -> tensor<128x10xf32>
