@@ -529,6 +529,9 @@ class KernelLowering {
   // How many times each row tile is stored (an expand's copies): emitDma
   // sizes its pieces by all the bytes the stores move.
   int64_t timesStored = 1;
+  // How many times the current space is lowered over (a permute copy's
+  // loop dims, a tile each): emitDma counts the value's tiles by them.
+  int64_t spaceRepeats = 1;
   llvm::DenseSet<Value> groupedInputs;
   llvm::DenseMap<Value, Value> groupTiles;
   llvm::DenseSet<Operation*> rowTileAllocs;  // the tiles allocated by the current row tile

@@ -19,6 +19,7 @@
 
 #include "device_model.h"
 #include "passes/KernelLowering.h"
+#include "llvm/ADT/ScopeExit.h"
 
 #include <cmath>
 #include <limits>
@@ -516,6 +517,8 @@ LogicalResult KernelLowering::lowerPermuteCopy(Value copied, const PermuteCopyPl
   const bool reordered = reorders(cols);
   Type elem = nc::deviceElementType(rt.getElementType());
   Operation* source = copied.getDefiningOp();
+  spaceRepeats = loops;
+  auto resetRepeats = llvm::make_scope_exit([&] { spaceRepeats = 1; });
   for (int64_t loop = 0; loop < loops; ++loop) {
     int64_t inOffset = view.offset, outOffset = 0;
     for (int64_t rem = loop, i = int64_t(loopDims.size()) - 1; i >= 0; --i) {

@@ -1023,7 +1023,7 @@ void KernelLowering::emitDma(bool load, Value hbm, Value tile, const Layout& l, 
     if (i + 2 < free.size() || free[i] != 1) runsPerRow *= free[i + 1];
   const int64_t queues = int64_t(neff::Trn1().dma_queues),
                 valueTiles = (space.rows + nc::kNumPartitions * packedRows - 1) / (nc::kNumPartitions * packedRows) *
-                             (l.kind == Kind::Row ? 1 : (space.cols + f - 1) / f);
+                             (l.kind == Kind::Row ? 1 : (space.cols + f - 1) / f) * spaceRepeats;
   const int64_t maxRunPieces = pipelineEnd ? maxPieces : std::min(maxPieces, queues / std::max<int64_t>(valueTiles, 1));
   const bool shortRuns = bytesPerRow < runsPerRow * (kShortRowBytes / 4);
   auto piecesOf = [&](int64_t rows) {
