@@ -385,18 +385,19 @@ bool choosePermuteSplit(ArrayRef<CopyDim> dims, int64_t elementBytes, int64_t ma
     for (int64_t g = 1; g <= dims[i].size && g <= maxFree; ++g)
       if (dims[i].size % g == 0) divisors[i].push_back(g);
   SmallVector<Role, 8> roles(n, kRow);
-  for (bool more = true; more;) {
-    // The next assignment of roles (a base-3 counter over the dims).
-    auto advance = [&] {
-      for (size_t i = 0; i < n; ++i) {
-        if (roles[i] != kLoop) {
-          roles[i] = Role(roles[i] + 1);
-          return true;
-        }
-        roles[i] = kRow;
+  // The next assignment of roles (a base-3 counter over the dims); false
+  // after the last.
+  auto advance = [&] {
+    for (size_t i = 0; i < n; ++i) {
+      if (roles[i] != kLoop) {
+        roles[i] = Role(roles[i] + 1);
+        return true;
       }
-      return false;
-    };
+      roles[i] = kRow;
+    }
+    return false;
+  };
+  for (bool more = true; more;) {
     const SmallVector<Role, 8> current = roles;
     more = advance();
     int64_t innermostRow = -1, outerRows = 1, loops = 1;

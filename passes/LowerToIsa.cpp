@@ -1021,9 +1021,10 @@ void KernelLowering::emitDma(bool load, Value hbm, Value tile, const Layout& l, 
   int64_t runsPerRow = 1;
   for (size_t i = 0; i + 1 < free.size(); i += 2)
     if (i + 2 < free.size() || free[i] != 1) runsPerRow *= free[i + 1];
+  const int64_t columnTiles = l.kind == Kind::Row ? 1 : (space.cols + f - 1) / f;
   const int64_t queues = int64_t(neff::Trn1().dma_queues),
                 valueTiles = (space.rows + nc::kNumPartitions * packedRows - 1) / (nc::kNumPartitions * packedRows) *
-                             (l.kind == Kind::Row ? 1 : (space.cols + f - 1) / f) * spaceRepeats;
+                             columnTiles * spaceRepeats;
   const int64_t maxRunPieces = pipelineEnd ? maxPieces : std::min(maxPieces, queues / std::max<int64_t>(valueTiles, 1));
   const bool shortRuns = bytesPerRow < runsPerRow * (kShortRowBytes / 4);
   auto piecesOf = [&](int64_t rows) {
@@ -1059,7 +1060,6 @@ void KernelLowering::emitDma(bool load, Value hbm, Value tile, const Layout& l, 
   // all their descriptors would finish later (a tiny encoder layer's head
   // split: 7.0 -> 9.2 us).
   constexpr size_t kMaxFreePairs = 3;  // beside two partition dims, of the DMA's five
-  const int64_t columnTiles = l.kind == Kind::Row ? 1 : (space.cols + f - 1) / f;
   const int64_t transfers =
       int64_t(runs.size()) * ((space.rows + nc::kNumPartitions - 1) / nc::kNumPartitions) * columnTiles;
   const bool groupRuns = transfers > 2 * int64_t(neff::Trn1().dma_queues);
