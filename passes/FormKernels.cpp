@@ -207,6 +207,9 @@ struct Group {
   bool hasMatmul = false;
   bool merged = false;  // emptied into a sibling kernel
   bool attention = false;  // one attention (AttentionPattern.h), lowered by LowerAttention.cpp
+  // Ops around a reduction over middle dims in the input's own layout
+  // (keepsNaturalFrame), lowered by LowerMiddleFrame.cpp.
+  bool middleFrame = false;
   // Not empty: ops of this shape share the kernel of a matmul whose output
   // columns they split in two dims ([tokens, heads, head_dim] over the
   // matmul's [tokens, heads * head_dim]; see joinsSplitColumns).
@@ -1300,7 +1303,8 @@ struct FormKernelsPass : impl::FormKernelsBase<FormKernelsPass> {
   void sumLeadingDimsByMatmul(func::FuncOp func, bool weighted) {
     SmallVector<Operation*> sums;
     for (Operation& op : func.getBody().front())
-      if (llvm::isa<aten::SumDimIntListOp, aten::MeanDimOp>(op) && !rowSpaceOf(&op)) sums.push_back(&op);
+      if (llvm::isa<aten::SumDimIntListOp, aten::MeanDimOp>(op) && !rowSpaceOf(&op) && !inMiddleFrames.contains(&op))
+        sums.push_back(&op);
     for (Operation* op : sums) {
       Value x = op->getOperand(0);
       auto in = llvm::cast<RankedTensorType>(x.getType());
@@ -1393,7 +1397,8 @@ struct FormKernelsPass : impl::FormKernelsBase<FormKernelsPass> {
   void hoistNegationsOutOfCats(func::FuncOp func) {
     SmallVector<aten::CatOp> cats;
     func.walk([&](aten::CatOp cat) {
-      if (isInKernelCat(cat) && llvm::any_of(cat.getTensors(), [](Value v) { return v.getDefiningOp<aten::NegOp>(); }))
+      if (isInKernelCat(cat) && llvm::any_of(cat.getTensors(), [](Value v) { return v.getDefiningOp<aten::NegOp>(); }) &&
+          llvm::none_of(cat.getTensors(), [&](Value v) { return inMiddleFrames.contains(v.getDefiningOp()); }))
         cats.push_back(cat);
     });
     for (aten::CatOp cat : cats) {
@@ -1567,7 +1572,8 @@ struct FormKernelsPass : impl::FormKernelsBase<FormKernelsPass> {
       SmallVector<Operation*> moving;
       bool computes = false;
       for (Operation* op = permOp->getNextNode(); op; op = op->getNextNode()) {
-        if (op->getNumResults() != 1 || llvm::none_of(op->getOperands(), [&](Value v) { return domain.contains(v); }))
+        if (op->getNumResults() != 1 || llvm::none_of(op->getOperands(), [&](Value v) { return domain.contains(v); }) ||
+            inMiddleFrames.contains(op))
           continue;
         auto rt = llvm::dyn_cast<RankedTensorType>(op->getResult(0).getType());
         if (!rt || rt.getRank() != rank) continue;
@@ -1633,6 +1639,48 @@ struct FormKernelsPass : impl::FormKernelsBase<FormKernelsPass> {
   // kernels pack at most R rows of C to a partition (the innermost leading
   // dim), runs shorter still (`softmax(x, 1)` of [32768, 2, 2]: 293.4 us
   // in the frame, 607.2 in kernels).
+  // Such a component (in program order) is instead computed in the input's
+  // own layout, as one kernel (LowerMiddleFrame.cpp), where a row of R x c
+  // elements fits SBUF for some split of C (chooseMiddleFrameSplit) and C
+  // has blocks of 32 or more: each partition then reads R runs of c
+  // elements, where the permuted frame reads rows of R elements a row
+  // apart (runs of one element, or 128-column blocks transposed on the
+  // TensorEngine). bf16 `softmax(x, 1)` of [256, 16, 2048] took 1451.3 us
+  // in the permuted frame; `(x * x).sum(1)` 472.3. Its ops must read no view
+  // of its own values, and every op outside it that reads its values must
+  // come after its last op, so that the kernel can be formed there.
+  SmallVector<SmallVector<Operation*>> middleFrames;
+  // Their ops: the rewrites after reduceInPermutedFrame leave them alone.
+  llvm::DenseSet<Operation*> inMiddleFrames;
+  bool keepsNaturalFrame(ArrayRef<Operation*> ops, ArrayRef<int64_t> dims, ArrayRef<int64_t> fullShape) {
+    for (size_t i = 1; i < dims.size(); ++i)
+      if (dims[i] != dims[0] + int64_t(i)) return false;
+    const int64_t C = ShapedType::getNumElements(fullShape.drop_front(size_t(dims.back() + 1)));
+    if (C < kShortBlock || ShapedType::getNumElements(fullShape) == 0) return false;
+    llvm::SmallPtrSet<Operation*, 16> own(ops.begin(), ops.end());
+    for (Operation* op : ops) {
+      if (isReduction(op) && (!llvm::isa<FloatType>(llvm::cast<RankedTensorType>(op->getOperand(0).getType()).getElementType()) ||
+                              !llvm::isa<FloatType>(llvm::cast<RankedTensorType>(op->getResult(0).getType()).getElementType())))
+        return false;
+      for (Value v : op->getOperands()) {
+        Operation* def = v.getDefiningOp();
+        if (def && !own.contains(def) && aten::isViewOp(def))
+          if (Operation* root = chainOf(v).root.getDefiningOp(); root && own.contains(root)) return false;
+      }
+    }
+    std::function<bool(Value)> readLate = [&](Value v) {
+      return llvm::all_of(v.getUsers(), [&](Operation* user) {
+        if (own.contains(user) || llvm::isa<func::ReturnOp>(user)) return true;
+        if (aten::isViewOp(user)) return readLate(user->getResult(0));
+        return ops.back()->isBeforeInBlock(user);
+      });
+    };
+    if (!llvm::all_of(ops, [&](Operation* op) { return op->getNumResults() == 1 && readLate(op->getResult(0)); }))
+      return false;
+    const int64_t bytes = middleFrameBytesPerElement(ops, ShapedType::getNumElements(fullShape));
+    return chooseMiddleFrameSplit(fullShape, dims.front(), dims.back(), bytes, sbufBudgetBytes).has_value();
+  }
+
   static bool keptAlone(Operation* op) {
     int64_t columns = 0, reduced = 0;
     return reducesInSbufRows(op, &columns, &reduced) && columns < kShortBlock && reduced * columns >= kShortBlock;
@@ -1685,6 +1733,11 @@ struct FormKernelsPass : impl::FormKernelsBase<FormKernelsPass> {
       for (int64_t i = 0; i < rank; ++i) back[size_t(frame[size_t(i)])] = i;
       SmallVector<Operation*> moving(component.begin(), component.end());
       llvm::sort(moving, [](Operation* a, Operation* c) { return a->isBeforeInBlock(c); });
+      if (keepsNaturalFrame(moving, dims, fullShape)) {
+        middleFrames.push_back(moving);
+        inMiddleFrames.insert(moving.begin(), moving.end());
+        continue;
+      }
       IRMapping mapped;
       auto readBack = [&](OpBuilder& b, Value m, Type t) -> Value {
         auto view = b.create<aten::PermuteOp>(m.getLoc(), t, m, b.getDenseI64ArrayAttr(back));
@@ -1713,7 +1766,7 @@ struct FormKernelsPass : impl::FormKernelsBase<FormKernelsPass> {
     SmallVector<Operation*> producers;
     for (Operation& op : func.getBody().front())
       if (op.getDialect() && op.getDialect()->getNamespace() == "aten" && !aten::isViewOp(&op) &&
-          op.getNumResults() == 1 && !isMatmul(&op))
+          op.getNumResults() == 1 && !isMatmul(&op) && !inMiddleFrames.contains(&op))
         producers.push_back(&op);
     for (Operation* op : producers) {
       Value r = op->getResult(0);
@@ -1949,24 +2002,23 @@ struct FormKernelsPass : impl::FormKernelsBase<FormKernelsPass> {
     }
   }
 
-  // One kernel for the ops of `m`, with the views its inputs are read through.
-  void formAttention(const AttentionMatch& m) {
+  // One kernel for `ops` (a matched pattern, in program order), with the
+  // views its inputs are read through (batch dims kept apart along the
+  // chains to the values `keepBatchDims` names); its index.
+  int formMatchedGroup(ArrayRef<Operation*> ops, llvm::function_ref<bool(Value)> keepBatchDims) {
     int index = int(groups.size());
     groups.push_back(Group{});
-    Group& grp = groups.back();
-    grp.fusible = false;
-    grp.hasMatmul = true;
-    grp.attention = true;
-    SmallVector<Operation*> ops = m.ops();
+    groups.back().fusible = false;
     llvm::SmallPtrSet<Operation*, 16> own(ops.begin(), ops.end());
     for (Operation* op : ops) {
+      Group& grp = groups[size_t(index)];
       if (grp.members.insert(op).second) grp.ops.push_back(op);
       groupOf[op] = index;
     }
     for (Operation* op : ops)
       for (Value v : op->getOperands()) {
         if (Operation* def = v.getDefiningOp(); def && own.contains(def)) continue;
-        Chain c = foldableChain(v, v == m.query() || v == m.key() || v == m.value());
+        Chain c = foldableChain(v, keepBatchDims(v));
         Group& g = groups[size_t(index)];  // foldableChain may add copy kernels
         for (Operation* view : c.ops)
           if (g.members.insert(view).second) g.ops.push_back(view);
@@ -1976,6 +2028,13 @@ struct FormKernelsPass : impl::FormKernelsBase<FormKernelsPass> {
     Group& g = groups[size_t(index)];
     llvm::sort(g.ops, [&](Operation* x, Operation* y) { return position.lookup(x) < position.lookup(y); });
     ++numFused;
+    return index;
+  }
+
+  void formAttention(const AttentionMatch& m) {
+    const int index = formMatchedGroup(m.ops(), [&](Value v) { return v == m.query() || v == m.key() || v == m.value(); });
+    groups[size_t(index)].hasMatmul = true;
+    groups[size_t(index)].attention = true;
   }
 
   // The ops a kernel ending at `op` would hold if fusion kept its rows
@@ -2023,7 +2082,8 @@ struct FormKernelsPass : impl::FormKernelsBase<FormKernelsPass> {
     };
     SmallVector<Operation*> candidates;
     for (Operation& op : func.getBody().front())
-      if (aten::isElementwise(&op) && !isReduction(&op) && op.getNumResults() == 1) candidates.push_back(&op);
+      if (aten::isElementwise(&op) && !isReduction(&op) && op.getNumResults() == 1 && !inMiddleFrames.contains(&op))
+        candidates.push_back(&op);
     // Last op first: once a softmax's division reads its own copy of
     // exp(y - m), the subtraction is left to the normalizer alone and joins
     // the row maximum's kernel with y itself (joinsOnlineSum).
@@ -2135,6 +2195,8 @@ struct FormKernelsPass : impl::FormKernelsBase<FormKernelsPass> {
           unread.push_back(def);
     }
     groups.clear();
+    middleFrames.clear();
+    inMiddleFrames.clear();
     groupOf.clear();
     transposedCopyOf.clear();
     materializedBy.clear();
@@ -2185,11 +2247,26 @@ struct FormKernelsPass : impl::FormKernelsBase<FormKernelsPass> {
           inAttention.insert(ops.begin(), ops.end());
           attentionAt[op] = *m;
         }
+    // A middle-frame component is formed at its last op (keepsNaturalFrame:
+    // no op outside it reads its values before that).
+    llvm::DenseMap<Operation*, size_t> middleFrameAt;
+    llvm::DenseSet<Operation*> inMiddleFrame;
+    for (auto [i, ops] : llvm::enumerate(middleFrames)) {
+      if (llvm::any_of(ops, [&](Operation* o) { return inAttention.contains(o); })) continue;
+      inMiddleFrame.insert(ops.begin(), ops.end());
+      middleFrameAt[ops.back()] = i;
+    }
     for (Operation* op : work) {
       if (auto it = attentionAt.find(op); it != attentionAt.end()) {
         formAttention(it->second);
         continue;
       }
+      if (auto it = middleFrameAt.find(op); it != middleFrameAt.end()) {
+        const int index = formMatchedGroup(middleFrames[it->second], [](Value) { return false; });
+        groups[size_t(index)].middleFrame = true;
+        continue;
+      }
+      if (inMiddleFrame.contains(op)) continue;
       // -O2: a cat stacking windows of one tensor into a bmm's right operand
       // (WindowOperand.h) is placed with the bmm, as views are, where each
       // window folds into a view of that tensor with one stride along its
@@ -2343,20 +2420,32 @@ struct FormKernelsPass : impl::FormKernelsBase<FormKernelsPass> {
       SmallVector<Operation*> whole;
       aten::viewChainRoot(v, &whole);
       aten::StridedView inverse;
+      // Whether each view of the chain is the only reader of the value
+      // before it (and one `fits`).
+      auto readOnceThrough = [&](llvm::function_ref<bool(Operation*)> fits) {
+        Value link = c.root;
+        for (Operation* view : c.ops) {
+          if (!fits(view) || !link.hasOneUse() || *link.getUsers().begin() != view) return false;
+          link = view->getResult(0);
+        }
+        return true;
+      };
       // An attention kernel returns one value (LowerAttention.cpp): it may
       // store a returned view of its output that nothing else reads.
       auto onlyThisView = [&]() {
-        Value link = c.root;
-        for (Operation* view : c.ops) {
-          if (!link.hasOneUse() || *link.getUsers().begin() != view) return false;
-          link = view->getResult(0);
-        }
-        return llvm::all_of(link.getUsers(), [](Operation* u) { return llvm::isa<func::ReturnOp>(u); }) &&
+        return readOnceThrough([](Operation*) { return true; }) &&
+               llvm::all_of(v.getUsers(), [](Operation* u) { return llvm::isa<func::ReturnOp>(u); }) &&
                llvm::none_of(materializedBy, [&](const auto& entry) { return entry.second == g; });
       };
+      // A middle-frame kernel writes a returned chain of reshapes (each
+      // read once) of its value as that value's elements in order.
+      const bool reshapedMiddleFrame = g >= 0 && groups[size_t(g)].middleFrame && readOnceThrough([](Operation* view) {
+        return llvm::isa<aten::ViewShapeOp, aten::UnsafeViewOp, aten::ReshapeOp, aten::ReshapeAliasOp,
+                         aten::UnsqueezeOp, aten::SqueezeDimOp>(view);
+      });
       bool storable = g >= 0 && (groups[size_t(g)].fusible || (groups[size_t(g)].attention && onlyThisView()));
-      if (storable && !groups[size_t(g)].merged && !llvm::isa<BlockArgument>(c.root) &&
-          aten::invertViewChain(whole, inverse, groups[size_t(g)].attention)) {
+      if (reshapedMiddleFrame || (storable && !groups[size_t(g)].merged && !llvm::isa<BlockArgument>(c.root) &&
+                                  aten::invertViewChain(whole, inverse, groups[size_t(g)].attention))) {
         Group& grp = groups[size_t(g)];
         for (Operation* o : c.ops)
           if (grp.members.insert(o).second) grp.ops.push_back(o);
@@ -2488,6 +2577,7 @@ struct FormKernelsPass : impl::FormKernelsBase<FormKernelsPass> {
                                            b.getArrayAttr(sources), b.getArrayAttr(result_sources));
       if (grp.attention) kernel->setAttr(nc::kAttentionAttr, b.getUnitAttr());
       if (grp.residentRows) kernel->setAttr(nc::kResidentRowsAttr, b.getUnitAttr());
+      if (grp.middleFrame) kernel->setAttr(nc::kMiddleFrameAttr, b.getUnitAttr());
       Block* body = new Block();
       kernel.getBody().push_back(body);
       IRMapping inner;

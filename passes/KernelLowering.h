@@ -43,6 +43,9 @@ inline constexpr int64_t kMaxStagedStep = 64, kMinStagedSteps = 4, kMaxStagedOut
 // dictionary (each setAttr rebuilds it; instructions number in the millions).
 void setEngineAndSource(Operation* inst, Builder& b, StringRef engine, int64_t sourceIndex);
 
+// The most SBUF bytes per partition a lowered body's tiles hold at once.
+int64_t sbufPeakBytes(Block& body);
+
 // Peepholes on a lowered kernel body (IsaPeepholes.cpp); each returns the
 // number of instructions it removed.
 int64_t foldIntoActivation(Block& body);
@@ -298,6 +301,17 @@ class KernelLowering {
                           int64_t offset, Layout* l);
   bool planMiddleReduction(Operation* reduction, MiddleReductionPlan& plan);
   LogicalResult lowerMiddleReduction(const MiddleReductionPlan& plan, ArrayRef<Value> outHbm);
+  // acc[j * c + k] = alu over i < r of tile[j, i, k] (g rows of r x c per
+  // partition; added into acc's values where `started`).
+  void reduceMiddleTile(Value acc, Value tile, int64_t g, int64_t r, int64_t c, MiddleReductionMethod method,
+                        StringRef alu, bool started, Operation* src);
+  // LowerMiddleFrame.cpp: a kernel marked nc.middle_frame.
+  LogicalResult runMiddleFrame(int64_t& instructions, int64_t& dmas);
+  LogicalResult lowerFrameReduction(Operation* op, int64_t p, int64_t R, int64_t c, unsigned inAxes);
+  // The tile of `v` (its axes `have`) laid out along the axes `want` of a
+  // value stored to `hbm`.
+  FailureOr<Value> materializeFrameValue(Value v, unsigned have, unsigned want, int64_t p, int64_t R, int64_t c,
+                                         MemRefType hbm);
   LogicalResult lowerRowCat(ArrayRef<Value> pieces, RankedTensorType result, Operation* source, int64_t g,
                             ArrayRef<Value> outHbm);
   // The HBM offsets of rows r0 + i * rowStep, i < p.

@@ -87,6 +87,42 @@ double matmulRowsSumNs(int64_t A, int64_t R, int64_t C, bool f32Input) {
   return double(A) * (std::max(tensor, evacuation / 2.0) + transfers);
 }
 
+std::optional<MiddleFrameSplit> chooseMiddleFrameSplit(llvm::ArrayRef<int64_t> shape, int64_t first, int64_t last,
+                                                       int64_t bytesPerElement, int64_t budget, int64_t maxColumns) {
+  // Room left for the per-column values and the planner's alignment.
+  constexpr int64_t kReserve = 4096;
+  const int64_t rank = int64_t(shape.size());
+  if (first < 0 || last < first || last >= rank - 1) return std::nullopt;
+  int64_t A = 1, R = 1, C = 1;
+  for (int64_t d = 0; d < rank; ++d) (d < first ? A : d <= last ? R : C) *= shape[size_t(d)];
+  if (A == 0 || R == 0 || C == 0) return std::nullopt;
+  const int64_t minColumns = std::min(C, kMinMiddleFrameColumns);
+  std::optional<MiddleFrameSplit> best;
+  double bestScore = 0;
+  int64_t inner = 1;
+  for (int64_t dim = rank - 1; dim > last; --dim) {
+    const int64_t size = shape[size_t(dim)];
+    // (The whole dim is width 1 of the dim before it, but for the first.)
+    for (int64_t width = 1; width <= size; ++width) {
+      if (size % width || (width == size && dim > last + 1 && size > 1)) continue;
+      const int64_t columns = width * inner;
+      if (columns < minColumns || columns > maxColumns || R * columns * bytesPerElement + kReserve > budget) continue;
+      const int64_t rows = A * (C / columns);
+      if (rows < kMinMiddleFrameRows) continue;
+      // Partition time: whole row tiles of R blocks, an instruction's
+      // minimum cost under 64 elements.
+      const double score = double((rows + nc::kNumPartitions - 1) / nc::kNumPartitions) * double(R) *
+                           double(std::max<int64_t>(columns, 64));
+      if (!best || score < bestScore || (score == bestScore && columns > best->columns)) {
+        best = MiddleFrameSplit{dim, width, columns, rows};
+        bestScore = score;
+      }
+    }
+    inner *= size;
+  }
+  return best;
+}
+
 }  // namespace neuroncc
 
 namespace neuroncc::lowering {
@@ -163,6 +199,51 @@ bool KernelLowering::planMiddleReduction(Operation* reduction, MiddleReductionPl
   return true;
 }
 
+void KernelLowering::reduceMiddleTile(Value acc, Value tile, int64_t g, int64_t r, int64_t c,
+                                      MiddleReductionMethod method, StringRef alu, bool started, Operation* src) {
+  Type f32 = b->getF32Type();
+  auto binary = [&](Value o, Value a, Value v) {
+    setSource(b->create<nc::TensorTensorOp>(loc, o, a, v, b->getStringAttr(alu)), src);
+  };
+  // Adds `next` into `sum`, or starts it with `next` (and `after`, the step
+  // that follows in the same tile, where there is one: true if taken).
+  auto accumulate = [&](Value sum, Value next, Value after) {
+    if (started) binary(sum, sum, next);
+    else if (after) binary(sum, next, after);
+    else copyTile(sum, next, src);
+    return !started && after;
+  };
+  switch (method) {
+    case MiddleReductionMethod::PerColumn: {
+      Value into = started ? alloc(llvm::cast<MemRefType>(acc.getType()).getDimSize(0), g * c, f32) : acc;
+      for (int64_t j = 0; j < g; ++j)
+        for (int64_t k = 0; k < c; ++k)
+          setSource(b->create<nc::TensorReduceOp>(loc, tileColumns(*b, loc, into, j * c + k, 1),
+                                                  steppedColumns(*b, loc, tile, j * r * c + k, r, c),
+                                                  b->getStringAttr(alu)),
+                    src);
+      if (started) binary(acc, acc, into);
+      break;
+    }
+    case MiddleReductionMethod::AcrossRows:
+      for (int64_t k = 0; k < c; ++k) {
+        auto step = [&](int64_t i) { return steppedColumns(*b, loc, tile, i * c + k, g, r * c); };
+        Value sum = steppedColumns(*b, loc, acc, k, g, c);
+        for (int64_t i = accumulate(sum, step(0), r > 1 ? step(1) : Value()) ? 2 : 1; i < r; ++i)
+          binary(sum, sum, step(i));
+      }
+      break;
+    case MiddleReductionMethod::PerBlock:
+      for (int64_t j = 0; j < g; ++j) {
+        auto block = [&](int64_t i) { return tileColumns(*b, loc, tile, (j * r + i) * c, c); };
+        Value sum = tileColumns(*b, loc, acc, j * c, c);
+        for (int64_t i = accumulate(sum, block(0), r > 1 ? block(1) : Value()) ? 2 : 1; i < r; ++i)
+          binary(sum, sum, block(i));
+      }
+      break;
+  }
+}
+
 LogicalResult KernelLowering::lowerMiddleReduction(const MiddleReductionPlan& plan, ArrayRef<Value> outHbm) {
   Operation* red = plan.reduction;
   Value x = red->getOperand(0);
@@ -196,21 +277,8 @@ LogicalResult KernelLowering::lowerMiddleReduction(const MiddleReductionPlan& pl
       ++iteration;
       // acc[j * c + k] = reduce over r of in[j, r, k], rChunk steps at a time.
       Value acc = alloc(p, g * c, f32);
-      auto binary = [&](Value o, Value a, Value v) {
-        setSource(b->create<nc::TensorTensorOp>(loc, o, a, v, b->getStringAttr(alu)), red);
-      };
-      // Adds `next` into `sum`, or starts it with `next` (and `after`, the
-      // step that follows in the same tile, where there is one: true if
-      // taken).
-      auto accumulate = [&](Value sum, bool started, Value next, Value after) {
-        if (started) binary(sum, sum, next);
-        else if (after) binary(sum, next, after);
-        else copyTile(sum, next, red);
-        return !started && after;
-      };
       for (int64_t s0 = 0; s0 < R; s0 += plan.rChunk) {
         const int64_t r = std::min(plan.rChunk, R - s0);
-        const bool started = s0 > 0;
         const SmallVector<std::pair<int64_t, int64_t>> loadCols{
             {g, inner.inStride}, {r, plan.rStride}, {c, plan.cStride}};
         Layout load;
@@ -219,37 +287,7 @@ LogicalResult KernelLowering::lowerMiddleReduction(const MiddleReductionPlan& pl
           return failure();
         Value tile = alloc(p, g * r * c, inElem);
         emitDma(/*load=*/true, hbmOf[x], tile, load, r0, p, 0, g * r * c);
-        switch (plan.method) {
-          case MiddleReductionMethod::PerColumn: {
-            Value into = started ? alloc(p, g * c, f32) : acc;
-            for (int64_t j = 0; j < g; ++j)
-              for (int64_t k = 0; k < c; ++k)
-                setSource(b->create<nc::TensorReduceOp>(loc, tileColumns(*b, loc, into, j * c + k, 1),
-                                                        steppedColumns(*b, loc, tile, j * r * c + k, r, c),
-                                                        b->getStringAttr(alu)),
-                          red);
-            if (started) binary(acc, acc, into);
-            break;
-          }
-          case MiddleReductionMethod::AcrossRows:
-            for (int64_t k = 0; k < c; ++k) {
-              auto step = [&](int64_t i) { return steppedColumns(*b, loc, tile, i * c + k, g, r * c); };
-              Value sum = steppedColumns(*b, loc, acc, k, g, c);
-              for (int64_t i = accumulate(sum, started, step(0), r > 1 ? step(1) : Value()) ? 2 : 1;
-                   i < r; ++i)
-                binary(sum, sum, step(i));
-            }
-            break;
-          case MiddleReductionMethod::PerBlock:
-            for (int64_t j = 0; j < g; ++j) {
-              auto block = [&](int64_t i) { return tileColumns(*b, loc, tile, (j * r + i) * c, c); };
-              Value sum = tileColumns(*b, loc, acc, j * c, c);
-              for (int64_t i = accumulate(sum, started, block(0), r > 1 ? block(1) : Value()) ? 2 : 1;
-                   i < r; ++i)
-                binary(sum, sum, block(i));
-            }
-            break;
-        }
+        reduceMiddleTile(acc, tile, g, r, c, plan.method, alu, /*started=*/s0 > 0, red);
       }
       Value result = acc;
       if (mean || outElem != f32) {

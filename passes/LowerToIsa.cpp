@@ -2151,6 +2151,7 @@ bool KernelLowering::aliasTile(Operation& op) {
 LogicalResult KernelLowering::run(int64_t& instructions, int64_t& dmas) {
   if (kernel.isLowered()) return success();
   if (kernel->hasAttr(nc::kAttentionAttr)) return runAttention(instructions, dmas);
+  if (kernel->hasAttr(nc::kMiddleFrameAttr)) return runMiddleFrame(instructions, dmas);
   {
     Block& old = kernel.getBody().front();
     aten::CatOp cat;

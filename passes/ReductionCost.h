@@ -10,7 +10,14 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <utility>
+
+#include "llvm/ADT/ArrayRef.h"
+
+namespace mlir {
+class Operation;
+}
 
 namespace neuroncc {
 
@@ -34,5 +41,35 @@ std::pair<int64_t, int64_t> middleReductionTile(int64_t R, int64_t C, int64_t ma
 // fixed cost of its load and store spread over the DMA queues).
 double sbufRowsReductionNs(int64_t A, int64_t R, int64_t C, bool bf16Input, int64_t maxFree);
 double matmulRowsSumNs(int64_t A, int64_t R, int64_t C, bool f32Input);
+
+// A kernel computed around a reduction over the middle dims [first, last]
+// of `shape` ([A, R, C] reduced over R) in the input's own layout
+// (LowerMiddleFrame.cpp): each partition holds one row of R blocks of
+// `columns` elements, the dims after `dim` and `width` consecutive indices
+// of `dim` (a divisor of its size); the rest of C joins A in the `rows`.
+struct MiddleFrameSplit {
+  int64_t dim = 0, width = 1, columns = 1, rows = 1;
+};
+// Blocks at least this long (or all of C): runs of 256 bytes or more (bf16)
+// keep a DMA queue's descriptors under twice its bytes' time (20 ns a run,
+// 25.6 bytes a ns on trn1), where rows of R x 56 elements ([8, 96, 56, 56]
+// normalized over its 96 channels) took 148.3 us, the permuted frame 123.6.
+inline constexpr int64_t kMinMiddleFrameColumns = 128;
+// Rows at least this many: with fewer, most partitions would idle while
+// each busy one ran long instructions ([3, 16, 8, 24] normalized over its
+// 16 channels: 3 rows of 16 x 192, where the permuted frame has 576 rows).
+inline constexpr int64_t kMinMiddleFrameRows = 64;
+// The split whose rows fill the partitions best for the engines' time
+// (whole row tiles of long blocks), among those of kMinMiddleFrameRows rows
+// or more whose row of R x columns elements at `bytesPerElement` fits
+// `budget` bytes a partition and whose columns are at most `maxColumns`;
+// nullopt if none does.
+std::optional<MiddleFrameSplit> chooseMiddleFrameSplit(llvm::ArrayRef<int64_t> shape, int64_t first, int64_t last,
+                                                       int64_t bytesPerElement, int64_t budget,
+                                                       int64_t maxColumns = INT64_MAX);
+// The bytes per element of such a row that `ops` (their computing ops, in
+// program order) hold at once: the values of `fullElements` elements live
+// together at their device dtypes' widths, plus an f32 temporary.
+int64_t middleFrameBytesPerElement(llvm::ArrayRef<mlir::Operation*> ops, int64_t fullElements);
 
 }  // namespace neuroncc

@@ -48,6 +48,11 @@ inline constexpr const char kAttentionAttr[] = "nc.attention";
 // SBUF and makes one pass over them, chunk by chunk, per level of
 // reductions (passes/FormKernels.cpp, residentRowsFit; passes/LowerResident.cpp).
 inline constexpr const char kResidentRowsAttr[] = "nc.resident_rows";
+// Unit attribute of an nc.kernel of elementwise ops around reductions over
+// one run of middle dims ([A, R, C] reduced over R), computed in the input's
+// own layout, R blocks of C columns a partition (passes/FormKernels.cpp,
+// keepsNaturalFrame; passes/LowerMiddleFrame.cpp).
+inline constexpr const char kMiddleFrameAttr[] = "nc.middle_frame";
 // On a cat that stacks windows of one tensor into a bmm's right operand
 // (passes/WindowOperand.h): the bmm loads the windows; nothing lowers the cat.
 inline constexpr const char kWindowOperandAttr[] = "nc.window_operand";

@@ -948,6 +948,18 @@ class FuzzRegressions(unittest.TestCase):
             x, y = randn(3, 4, 6).to(dtype), (randn(6, seed=2).abs() + 0.5).to(dtype)
             self.check(lambda x, y: (torch.sum(x, 0).reshape(1, 4, 6) / y, torch.sum(x, 0) * 2), (x, y))
 
+    def test_widened_result_of_a_middle_frame_kernel(self):
+        """graph_fuzz seed 88899091 case 162: torch.mean(x.mean(1, keepdim=True), (0, 1, 2, 3))
+        of an f16 [64, 2, 7, 14]. The inner mean and the f32 cast the staged outer mean
+        starts with formed a kernel in the input's own layout (LowerMiddleFrame.cpp), whose
+        cast kept the mean's f16 tile; it was stored to the f32 result as it was, a DMA that
+        does not convert, and -O2 failed with inconsistent IR. A tile of a narrower float is
+        copied into the stored dtype first."""
+        for dtype in (torch.float16, torch.bfloat16):
+            x = randn(64, 2, 7, 14).to(dtype)
+            self.check(lambda a: torch.mean(a.mean(1, keepdim=True), (0, 1, 2, 3)), (x,))
+            self.check(lambda a: (a - a.mean(1, keepdim=True)).float(), (randn(128, 4, 64).to(dtype),))
+
 
 if __name__ == "__main__":
     unittest.main(verbosity=2)

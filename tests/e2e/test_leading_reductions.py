@@ -186,6 +186,51 @@ class LeadingReductions(common.ComparedWithEager):
                 x[4] = -0.0
                 self.check(lambda a: (a.sum(1), a.mean(1), a.amax(1)), (x,))
 
+    def test_ops_around_middle_reductions_in_own_layout(self):
+        # Reductions over middle dims with the elementwise ops around them,
+        # computed in the input's own layout (passes/LowerMiddleFrame.cpp):
+        # R blocks of a range of C a partition, C split into the rows where
+        # the kept dims are few; inputs that vary along the reduced dim only
+        # (per-channel weights), along the kept columns only, per row,
+        # everywhere, or not at all; ops mixing them block by block or
+        # column by column; values returned (through reshapes) and read by
+        # later ops; default-like and random parameters, non-finite values.
+        for dtype in DTYPES:
+            for shape in ((256, 16, 512), (2, 8, 64, 128), (3, 5, 16, 300), (130, 12, 129)):
+                with self.subTest(dtype=dtype, shape=shape, case="softmax"):
+                    x = randn(*shape).to(dtype)
+                    self.check(lambda a: (torch.softmax(a, 1), torch.log_softmax(a, 1), a - a.mean(1, keepdim=True),
+                                          (a * a).sum(1)), (x,))
+            r = 16
+            for w, b in ((torch.ones(r), torch.zeros(r)), (randn(r, seed=1), randn(r, seed=2))):
+                with self.subTest(dtype=dtype, case="channel norm", w=float(w.sum())):
+                    x = randn(8, r, 32, 32).to(dtype)
+                    self.check(channel_norm, (x, w.to(dtype), b.to(dtype)))
+            with self.subTest(dtype=dtype, case="inputs of each kind"):
+                x = randn(64, 8, 256).to(dtype)
+                y = randn(64, 8, 256, seed=3).to(dtype)
+                per_channel = randn(1, 8, 1, seed=4).to(dtype)
+                per_column = randn(1, 1, 256, seed=5).to(dtype)
+                per_row = randn(64, 1, 1, seed=6).to(dtype)
+
+                def f(a, c, pc, pk, pr):
+                    t = a * pc + c
+                    e = torch.exp(t - t.amax(1, keepdim=True)) * pk.abs() + pr.abs()
+                    s = (e * pc.abs()).sum(1, keepdim=True) + (pk * pr).abs() + 1
+                    return e / s, (s * 0.5 + pc).mean(1), torch.where(e > 0.5, e, pc - 1.0), s.reshape(64, 256)
+                self.check(f, (x, y, per_channel, per_column, per_row))
+            with self.subTest(dtype=dtype, case="read later"):
+                x = randn(128, 8, 160).to(dtype)
+                w = randn(160, 24, seed=7).to(dtype)
+                self.check(lambda a, m: (torch.softmax(a, 1) @ m, (a - a.mean(1, keepdim=True)).exp()), (x, w))
+            with self.subTest(dtype=dtype, case="ones, zeros, non-finite"):
+                self.check(lambda a: (torch.softmax(a, 1), (a * a).mean(1)), (torch.ones(128, 4, 200, dtype=dtype),))
+                x = torch.zeros(128, 4, 200, dtype=dtype)
+                x[0, 0, 0], x[1, 2, 5], x[2, :, 7] = float("nan"), float("inf"), -float("inf")
+                x[3, 1, 9], x[3, 3, 9] = float("inf"), -float("inf")
+                x[4] = -0.0
+                self.check(lambda a: (torch.softmax(a, 1), a - a.amax(1, keepdim=True), a.sum(1) * 2), (x,))
+
     def test_reductions_over_unit_dims(self):
         # A reduction over dims of size 1 only is its operand (a sum or mean
         # plus 0, as eager's turns -0 into 0), reshaped without those dims;

@@ -1574,6 +1574,72 @@ def g_reduce_bcast(b):
     b.add(e, [broadcast(s, b.v(rb).shape)])
 
 
+def g_middle_frame(b):
+    """Elementwise ops around a reduction over a middle dim of a fresh input shaped for the input's own
+    layout (passes/LowerMiddleFrame.cpp: 64 rows or more, blocks of 32 or more, few reduced elements;
+    a few kept rows with many columns split C into the rows), with operands that vary along the
+    reduced dim only (a channel weight), along the kept columns only, per row, or everywhere."""
+    rng = b.rng
+    for _ in range(10):
+        lead = rng.choice([(64,), (65,), (100,), (128,), (130,), (256,), (2, 64), (8, 9), (1,), (2,)])
+        red = rng.choice([2, 3, 4, 7, 8, 16])
+        cols = rng.choice([(32,), (40,), (64,), (129,), (200,), (256,), (4, 64), (8, 16), (3, 50), (64, 128),
+                           (16, 300), (48, 40)])
+        n = red
+        for v in lead + cols:
+            n *= v
+        if n <= ELEMENT_LIMIT:
+            break
+    else:
+        raise Reject("no middle-frame shape within the element limit")
+    one = ()
+    shape = tuple((b.sym(v),) for v in lead) + ((b.sym(red),),) + tuple((b.sym(v),) for v in cols)
+    d = len(lead)
+    x = b.new_input(shape, kind=rng.choice(["normal", "unit"]))
+    kept = shape[:d] + (one,) + shape[d + 1:]
+    operand_shapes = {
+        "channel": tuple(one for _ in lead) + (shape[d],) + tuple(one for _ in cols),
+        "column": tuple(one for _ in lead) + (one,) + shape[d + 1:],
+        "row": shape[:d] + (one,) + tuple(one for _ in cols),
+        "full": shape,
+        "kept": kept,
+    }
+
+    def operand():
+        which = rng.choice(sorted(operand_shapes))
+        shape_of = operand_shapes[which]
+        if rng.random() < 0.3:
+            return b.new_input(shape_of, kind=rng.choice(["normal", "unit"]))
+        return b.new_param(shape_of, kind=rng.choice(["ones", "zeros", "normal", "full"]))
+
+    pattern = rng.choice(["softmax", "center", "norm", "rms", "exp_max", "weighted"])
+    if pattern == "softmax":
+        y = b.add(rng.choice(["torch.softmax(%s, %d)", "torch.log_softmax(%s, %d)"]) % (x, d), [shape])
+    elif pattern == "center":
+        m = b.add("%s.mean(%d, keepdim=True)" % (x, d), [kept])
+        y = b.add("%s - %s" % (x, m), [shape])
+    elif pattern == "norm":
+        m = b.add("%s.mean(%d, keepdim=True)" % (x, d), [kept])
+        c = b.add("%s - %s" % (x, m), [shape])
+        v = b.add("(%s * %s).mean(%d, keepdim=True)" % (c, c, d), [kept])
+        y = b.add("%s * torch.rsqrt(%s + %r)" % (c, v, rng.choice([1e-5, 1e-3, 0.1])), [shape])
+    elif pattern == "rms":
+        sq = b.add("%s * %s" % (x, x), [shape])
+        b.check_sum(sq, [d])
+        r = b.add("torch.rsqrt(%s.mean(%d, keepdim=True) + 1e-5)" % (sq, d), [kept])
+        y = b.add("%s * %s" % (x, r), [shape])
+    elif pattern == "exp_max":
+        y = b.add("torch.exp(%s - %s.amax(%d, keepdim=True))" % (x, x, d), [shape])
+    else:
+        w = operand()
+        p = b.add("%s * %s" % (x, w), [shape])
+        b.check_sum(p, [d])
+        y = b.add("%s.sum(%d, keepdim=True)" % (p, d), [kept])
+    for _ in range(rng.choice([0, 1, 1, 2])):
+        w = operand()
+        y = b.add("%s %s %s" % (y, rng.choice(["*", "+", "-"]), w), [broadcast(b.v(y).shape, b.v(w).shape)])
+
+
 def g_softmax(b):
     a, s = pick_ranked(b)
     d = b.rng.randrange(len(s))
@@ -3226,6 +3292,7 @@ GENERATORS = [
     (0.5, g_empty, ("aten::cat",)),
     (2, g_spatial, ()),
     (3, g_catalog, ()),
+    (1.5, g_middle_frame, ()),
 ]
 
 

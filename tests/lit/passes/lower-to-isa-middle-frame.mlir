@@ -1,0 +1,70 @@
+// RUN: neuron-opt %s --split-input-file --ncc-form-kernels=fuse=true --ncc-lower-to-isa | FileCheck %s
+
+// Ops around reductions over a middle dim, computed in the input's own
+// layout (passes/LowerMiddleFrame.cpp). A softmax over dim 1 of
+// [128, 4, 256]: one kernel, each partition one row of A holding its 4
+// blocks of 256 (loaded in runs of 256, no transposes); the maximum and the
+// sum add the blocks, the subtraction and the division run once per block
+// against the reduced [128, 256] tile, writing their blocks of one full
+// tile; the exp is one instruction over the whole row.
+// CHECK-LABEL: func.func @softmax_channels
+// CHECK-COUNT-1: nc.kernel
+// CHECK-SAME: nc.middle_frame
+// CHECK: %[[X:.*]] = nc.alloc_tile {{.*}} : memref<128x1024xf32, 1>
+// CHECK: nc.dma_load %{{.*}} -> %[[X]] {ap = array<i64: 1024, 16, 1, 1024>
+// CHECK-NOT: nc.transpose
+// CHECK: %[[M:.*]] = nc.alloc_tile {{.*}} : memref<128x256xf32, 1>
+// CHECK-COUNT-3: nc.tensor_tensor %[[M]], {{.*}} {alu = "max"
+// CHECK: %[[D:.*]] = nc.alloc_tile {{.*}} : memref<128x1024xf32, 1>
+// CHECK-COUNT-4: nc.tensor_tensor {{.*}}, %[[M]] {alu = "sub"
+// CHECK: nc.activation %{{.*}}, %[[D]] {{.*}}func = "exp"
+// CHECK-COUNT-3: {alu = "add"
+// CHECK-COUNT-4: {alu = "div"
+// CHECK: nc.dma_store {{.*}}ap = array<i64: 1024, 16, 1, 1024>
+// CHECK-NOT: nc.kernel
+func.func @softmax_channels(%x: tensor<128x4x256xf32>) -> tensor<128x4x256xf32> {
+  %m = aten.amax %x {dim = array<i64: 1>, keepdim = true} : tensor<128x4x256xf32> -> tensor<128x1x256xf32>
+  %d = aten.sub.Tensor %x, %m : tensor<128x4x256xf32>, tensor<128x1x256xf32> -> tensor<128x4x256xf32>
+  %e = aten.exp %d : tensor<128x4x256xf32> -> tensor<128x4x256xf32>
+  %s = aten.sum.dim_IntList %e {dim = array<i64: 1>, keepdim = true} : tensor<128x4x256xf32> -> tensor<128x1x256xf32>
+  %y = aten.div.Tensor %e, %s : tensor<128x4x256xf32>, tensor<128x1x256xf32> -> tensor<128x4x256xf32>
+  return %y : tensor<128x4x256xf32>
+}
+
+// -----
+
+// Two images of 64 x 128 positions: C splits into the rows (each partition
+// an image and a run of 128 positions), so that 128 partitions take part.
+// A per-channel weight ([4, 1, 1]) is loaded once a partition ([128, 4],
+// the same 4 elements on every partition) and multiplies each block as its
+// per-row scalar (tensor_scalar with column r).
+// CHECK-LABEL: func.func @channel_weight
+// CHECK: nc.dma_load %{{.*}} -> %{{.*}} {ap = array<i64: 128, 64, 8192, 4, 1, 128>
+// CHECK: nc.tensor_scalar {{.*}} {alu = "mul", {{.*}}imm = 2.500000e-01
+// CHECK-COUNT-4: {alu = "sub"
+// CHECK: %[[W:.*]] = nc.alloc_tile {{.*}} : memref<128x4xbf16, 1>
+// CHECK-NEXT: nc.dma_load %{{.*}} -> %[[W]] {ap = array<i64: 0, 128, 1, 4>
+// CHECK-COUNT-4: nc.tensor_scalar {{.*}} {alu = "mul", engine = "vector", source_op = 2 : i64} : memref<128x128xbf16, 1>, memref<128x128xbf16, 1>, memref<128x1xbf16, 1>
+// CHECK: nc.dma_store {{.*}}ap = array<i64: 128, 64, 8192, 4, 1, 128>
+func.func @channel_weight(%x: tensor<2x4x64x128xbf16>, %w: tensor<4x1x1xbf16>) -> tensor<2x4x64x128xbf16> {
+  %m = aten.mean.dim %x {dim = array<i64: 1>, keepdim = true} : tensor<2x4x64x128xbf16> -> tensor<2x1x64x128xbf16>
+  %d = aten.sub.Tensor %x, %m : tensor<2x4x64x128xbf16>, tensor<2x1x64x128xbf16> -> tensor<2x4x64x128xbf16>
+  %y = aten.mul.Tensor %d, %w : tensor<2x4x64x128xbf16>, tensor<4x1x1xbf16> -> tensor<2x4x64x128xbf16>
+  return %y : tensor<2x4x64x128xbf16>
+}
+
+// -----
+
+// More reduced elements (64) than columns (32): the maximum reduces each
+// column along a step of 32, and the subtraction runs once per column, the
+// column's maximum as its per-row scalar, over a stepped view.
+// CHECK-LABEL: func.func @per_column
+// CHECK-COUNT-32: nc.tensor_reduce {{.*}} {alu = "max"
+// CHECK: nc.tile_columns %{{.*}}[0] {step = 32 : i64} : memref<128x2048xf32, 1> -> memref<128x64xf32, 1>
+// CHECK: nc.tensor_scalar {{.*}} {alu = "sub"
+// CHECK-COUNT-31: nc.tensor_scalar {{.*}} {alu = "sub"
+func.func @per_column(%x: tensor<128x64x32xf32>) -> tensor<128x64x32xf32> {
+  %m = aten.amax %x {dim = array<i64: 1>, keepdim = true} : tensor<128x64x32xf32> -> tensor<128x1x32xf32>
+  %d = aten.sub.Tensor %x, %m : tensor<128x64x32xf32>, tensor<128x1x32xf32> -> tensor<128x64x32xf32>
+  return %d : tensor<128x64x32xf32>
+}
