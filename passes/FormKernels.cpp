@@ -1641,14 +1641,16 @@ struct FormKernelsPass : impl::FormKernelsBase<FormKernelsPass> {
   // in the frame, 607.2 in kernels).
   // Such a component (in program order) is instead computed in the input's
   // own layout, as one kernel (LowerMiddleFrame.cpp), where a row of R x c
-  // elements fits SBUF for some split of C (chooseMiddleFrameSplit) and C
-  // has blocks of 32 or more: each partition then reads R runs of c
-  // elements, where the permuted frame reads rows of R elements a row
-  // apart (runs of one element, or 128-column blocks transposed on the
-  // TensorEngine). bf16 `softmax(x, 1)` of [256, 16, 2048] took 1451.3 us
-  // in the permuted frame; `(x * x).sum(1)` 472.3. Its ops must read no view
-  // of its own values, and every op outside it that reads its values must
-  // come after its last op, so that the kernel can be formed there.
+  // elements fits SBUF for some split of C (chooseMiddleFrameSplit): each
+  // partition then reads R runs of c elements (short blocks: several rows
+  // of R x C in one run), where the permuted frame reads rows of R
+  // elements a row apart (runs of one element, or 128-column blocks
+  // transposed on the TensorEngine) and short blocks ran as kernels of
+  // their own (keptAlone). bf16 `softmax(x, 1)` of [256, 16, 2048] took
+  // 1451.3 us in the permuted frame, of [32768, 2, 2] 306.8 in kernels of
+  // their own; 273.3 and 13.4 this way. Its ops must read no view of its
+  // own values, and every op outside it that reads its values must come
+  // after its last op, so that the kernel can be formed there.
   SmallVector<SmallVector<Operation*>> middleFrames;
   // Their ops: the rewrites after reduceInPermutedFrame leave them alone.
   llvm::DenseSet<Operation*> inMiddleFrames;
@@ -1656,7 +1658,7 @@ struct FormKernelsPass : impl::FormKernelsBase<FormKernelsPass> {
     for (size_t i = 1; i < dims.size(); ++i)
       if (dims[i] != dims[0] + int64_t(i)) return false;
     const int64_t C = ShapedType::getNumElements(fullShape.drop_front(size_t(dims.back() + 1)));
-    if (C < kShortBlock || ShapedType::getNumElements(fullShape) == 0) return false;
+    if (C < 2 || ShapedType::getNumElements(fullShape) == 0) return false;
     llvm::SmallPtrSet<Operation*, 16> own(ops.begin(), ops.end());
     for (Operation* op : ops) {
       if (isReduction(op) && (!llvm::isa<FloatType>(llvm::cast<RankedTensorType>(op->getOperand(0).getType()).getElementType()) ||
@@ -1688,7 +1690,7 @@ struct FormKernelsPass : impl::FormKernelsBase<FormKernelsPass> {
   void reduceInPermutedFrame(func::FuncOp func) {
     SmallVector<Operation*> reductions;
     for (Operation& op : func.getBody().front())
-      if (isReduction(&op) && keepdimOf(&op) && !rowSpaceOf(&op) && !keptAlone(&op)) reductions.push_back(&op);
+      if (isReduction(&op) && keepdimOf(&op) && !rowSpaceOf(&op)) reductions.push_back(&op);
     llvm::DenseSet<Operation*> visited;
     for (Operation* reduction : reductions) {
       if (visited.contains(reduction)) continue;
@@ -1722,8 +1724,19 @@ struct FormKernelsPass : impl::FormKernelsBase<FormKernelsPass> {
         for (Operation* n : near)
           if (!component.contains(n) && !visited.contains(n) && joins(n)) component.insert(n);
       }
-      visited.insert(component.begin(), component.end());
       if (component.size() < 2) continue;
+      SmallVector<Operation*> moving(component.begin(), component.end());
+      llvm::sort(moving, [](Operation* a, Operation* c) { return a->isBeforeInBlock(c); });
+      if (keepsNaturalFrame(moving, dims, fullShape)) {
+        visited.insert(component.begin(), component.end());
+        middleFrames.push_back(moving);
+        inMiddleFrames.insert(moving.begin(), moving.end());
+        continue;
+      }
+      // (Another reduction of the component may still take it into the
+      // permuted frame.)
+      if (keptAlone(reduction)) continue;
+      visited.insert(component.begin(), component.end());
       // The frame: the kept dims in order, then the reduced ones.
       SmallVector<int64_t> frame;
       for (int64_t d = 0; d < rank; ++d)
@@ -1731,13 +1744,6 @@ struct FormKernelsPass : impl::FormKernelsBase<FormKernelsPass> {
       frame.append(dims.begin(), dims.end());
       SmallVector<int64_t> back(rank, 0);
       for (int64_t i = 0; i < rank; ++i) back[size_t(frame[size_t(i)])] = i;
-      SmallVector<Operation*> moving(component.begin(), component.end());
-      llvm::sort(moving, [](Operation* a, Operation* c) { return a->isBeforeInBlock(c); });
-      if (keepsNaturalFrame(moving, dims, fullShape)) {
-        middleFrames.push_back(moving);
-        inMiddleFrames.insert(moving.begin(), moving.end());
-        continue;
-      }
       IRMapping mapped;
       auto readBack = [&](OpBuilder& b, Value m, Type t) -> Value {
         auto view = b.create<aten::PermuteOp>(m.getLoc(), t, m, b.getDenseI64ArrayAttr(back));

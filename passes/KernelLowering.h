@@ -305,13 +305,20 @@ class KernelLowering {
   // partition; added into acc's values where `started`).
   void reduceMiddleTile(Value acc, Value tile, int64_t g, int64_t r, int64_t c, MiddleReductionMethod method,
                         StringRef alu, bool started, Operation* src);
-  // LowerMiddleFrame.cpp: a kernel marked nc.middle_frame.
+  // LowerMiddleFrame.cpp: a kernel marked nc.middle_frame, its values
+  // varying along some of the axes of [g packed rows, R, c columns].
   LogicalResult runMiddleFrame(int64_t& instructions, int64_t& dmas);
-  LogicalResult lowerFrameReduction(Operation* op, int64_t p, int64_t R, int64_t c, unsigned inAxes);
+  LogicalResult lowerFramePieces(Operation* op, unsigned resultAxes, ArrayRef<std::pair<Value, unsigned>> operands,
+                                 int64_t p, int64_t g, int64_t R, int64_t c);
+  LogicalResult lowerFrameReduction(Operation* op, int64_t p, int64_t g, int64_t R, int64_t c, unsigned inAxes);
   // The tile of `v` (its axes `have`) laid out along the axes `want` of a
   // value stored to `hbm`.
-  FailureOr<Value> materializeFrameValue(Value v, unsigned have, unsigned want, int64_t p, int64_t R, int64_t c,
-                                         MemRefType hbm);
+  FailureOr<Value> materializeFrameValue(Value v, unsigned have, unsigned want, int64_t p, int64_t g, int64_t R,
+                                         int64_t c, MemRefType hbm);
+  bool isImmediate(Value v) const {
+    auto it = layouts.find(v);
+    return it != layouts.end() && it->second.kind == Kind::Imm;
+  }
   LogicalResult lowerRowCat(ArrayRef<Value> pieces, RankedTensorType result, Operation* source, int64_t g,
                             ArrayRef<Value> outHbm);
   // The HBM offsets of rows r0 + i * rowStep, i < p.

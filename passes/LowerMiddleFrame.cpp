@@ -71,9 +71,69 @@ namespace neuroncc::lowering {
 
 namespace {
 
-// The axes a value varies along: bit 0 the columns (k), bit 1 the reduced
-// elements (r).
-enum Axes : unsigned { kRow = 0, kBlock = 1, kRVec = 2, kFull = 3 };
+// The axes a value varies along, in the order of its tile's columns: the
+// rows packed on a partition (J, only where several are), the reduced
+// elements (R) and the kept columns (K).
+enum : unsigned { kK = 1, kR = 2, kJ = 4 };
+constexpr unsigned kAxesOuterFirst[] = {kJ, kR, kK};
+
+struct FrameSizes {
+  int64_t g = 1, R = 1, c = 1;
+  int64_t size(unsigned axis) const { return axis == kJ ? g : axis == kR ? R : c; }
+  int64_t width(unsigned axes) const {
+    int64_t n = 1;
+    for (unsigned a : kAxesOuterFirst)
+      if (axes & a) n *= size(a);
+    return n;
+  }
+  // The step of `axis` in a tile of `axes`: the sizes of the axes inside it.
+  int64_t step(unsigned axes, unsigned axis) const {
+    int64_t n = 1;
+    for (unsigned a : {kK, kR, kJ}) {
+      if (a == axis) return n;
+      if (axes & a) n *= size(a);
+    }
+    return n;
+  }
+};
+
+// Whether the axes `vec` of a tile of `axes` are consecutive in its columns
+// (one stepped run of elements for each index of the others).
+bool consecutive(unsigned vec, unsigned axes) {
+  bool started = false, ended = false;
+  for (unsigned a : kAxesOuterFirst) {
+    if (vec & a) {
+      if (ended) return false;
+      started = true;
+    } else if (started && (axes & a)) {
+      ended = true;
+    }
+  }
+  return true;
+}
+
+// Whether the instructions from `from` on read and write stepped views only
+// where the NEFF allows them (neff_format.cc: the data inputs and outputs of
+// tensor_tensor, tensor_scalar and activation, a reduction's input, an
+// iota's output).
+bool stepsAllowed(Operation* from) {
+  auto stepped = [](Value v) {
+    auto view = v ? v.getDefiningOp<nc::TileColumnsOp>() : nc::TileColumnsOp();
+    return view && view.getStep().value_or(1) > 1;
+  };
+  for (Operation* op = from; op; op = op->getNextNode()) {
+    SmallVector<Value, 4> allowed;
+    if (auto t = llvm::dyn_cast<nc::TensorTensorOp>(op)) allowed = {t.getOut(), t.getIn0(), t.getIn1()};
+    else if (auto t = llvm::dyn_cast<nc::TensorScalarOp>(op)) allowed = {t.getOut(), t.getIn0()};
+    else if (auto t = llvm::dyn_cast<nc::ActivationOp>(op)) allowed = {t.getOut(), t.getIn0()};
+    else if (auto t = llvm::dyn_cast<nc::TensorReduceOp>(op)) allowed = {t.getIn0()};
+    else if (auto t = llvm::dyn_cast<nc::IotaOp>(op)) allowed = {t.getOut()};
+    else if (llvm::isa<nc::TileColumnsOp, nc::AllocTileOp>(op)) continue;
+    for (Value v : op->getOperands())
+      if (stepped(v) && !llvm::is_contained(allowed, v)) return false;
+  }
+  return true;
+}
 
 }  // namespace
 
@@ -91,8 +151,13 @@ LogicalResult KernelLowering::runMiddleFrame(int64_t& instructions, int64_t& dma
   const SmallVector<int64_t> dims = aten::reducedDims(firstReduction);
   const SmallVector<int64_t> shape(llvm::cast<RankedTensorType>(firstReduction->getOperand(0).getType()).getShape());
   const int64_t rank = int64_t(shape.size()), first = dims.front(), last = dims.back();
-  int64_t R = 1;
-  for (int64_t d = first; d <= last; ++d) R *= shape[size_t(d)];
+  int64_t R = 1, C = 1;
+  for (int64_t d = first; d < rank; ++d) (d <= last ? R : C) *= shape[size_t(d)];
+  // The innermost kept dim before the reduced ones longer than 1, whose
+  // consecutive rows may share a partition.
+  int64_t packDim = -1;
+  for (int64_t d = 0; d < first; ++d)
+    if (shape[size_t(d)] > 1) packDim = d;
   // Each returned value is a computed one, or a chain of reshapes of one
   // (its elements in order).
   returnedReshapes.clear();
@@ -120,39 +185,20 @@ LogicalResult KernelLowering::runMiddleFrame(int64_t& instructions, int64_t& dma
     }
     return true;
   };
-  auto axesOfStrides = [&](ArrayRef<int64_t> strides) {
-    unsigned axes = kRow;
-    for (int64_t d = first; d < rank; ++d)
-      if (strides[size_t(d)] != 0 && shape[size_t(d)] > 1) axes |= d <= last ? kRVec : kBlock;
-    return Axes(axes);
-  };
-  // Each value's axes; the inputs' strides in the broadcast shape.
-  llvm::DenseMap<Value, Axes> axesOf;
   llvm::DenseMap<Value, SmallVector<int64_t>> inputStrides;
-  for (Operation* op : ops) {
-    unsigned axes = kRow;
+  for (Operation* op : ops)
     for (Value v : op->getOperands()) {
-      if (layouts.count(v) && layouts[v].kind == Kind::Imm) continue;
-      if (!axesOf.count(v)) {
-        auto view = viewOf.find(v);
-        SmallVector<int64_t> strides;
-        if (view == viewOf.end() || !broadcastStrides(view->second, strides))
-          return op->emitError("internal: a middle-frame kernel reads a value that is not a view of its input");
-        axesOf[v] = axesOfStrides(strides);
-        inputStrides[v] = strides;
-      }
-      axes |= axesOf[v];
+      if (isImmediate(v) || inputStrides.count(v) || v.getDefiningOp() && llvm::is_contained(ops, v.getDefiningOp())) continue;
+      auto view = viewOf.find(v);
+      SmallVector<int64_t> strides;
+      if (view == viewOf.end() || !broadcastStrides(view->second, strides))
+        return op->emitError("internal: a middle-frame kernel reads a value that is not a view of its input");
+      inputStrides[v] = strides;
     }
-    if (!aten::reducedDims(op).empty()) {
-      if (aten::reducedDims(op) != dims)
-        return op->emitError("internal: a middle-frame kernel's reductions over different dims");
-      axes &= kBlock;
-    }
-    axesOf[op->getResult(0)] = Axes(axes);
-  }
+  for (Operation* op : ops)
+    if (!aten::reducedDims(op).empty() && aten::reducedDims(op) != dims)
+      return op->emitError("internal: a middle-frame kernel's reductions over different dims");
 
-  // The rows: the dims before the reduced ones, the dims of C before the
-  // split one and its outer part; the columns of each kind of value.
   const int64_t budget = rowBudget;
   const int64_t bytesPerElement = middleFrameBytesPerElement(ops, product(shape));
   std::optional<MiddleFrameSplit> split = chooseMiddleFrameSplit(shape, first, last, bytesPerElement, budget);
@@ -160,31 +206,66 @@ LogicalResult KernelLowering::runMiddleFrame(int64_t& instructions, int64_t& dma
   SmallVector<Value> outHbm;
   Block* body = nullptr;
   for (;;) {
-    const int64_t c = split->columns, rows = split->rows, dim = split->dim, width = split->width;
+    const int64_t dim = split->dim, width = split->width;
+    FrameSizes sizes{1, R, split->columns};
+    int64_t rows = split->rows;
+    // Short rows of all of C: g consecutive rows to a partition, aiming at
+    // runs of kPackedRunBytes while 128 partitions stay busy.
+    if (sizes.c == C && packDim >= 0 && R * C * 2 < kShortRowBytes)
+      for (int64_t g = 2; g <= shape[size_t(packDim)]; ++g) {
+        if (shape[size_t(packDim)] % g) continue;
+        if (rows / g < nc::kNumPartitions || g * R * C * bytesPerElement + 4096 > budget) break;
+        sizes.g = g;
+        if (g * R * C * 2 >= kPackedRunBytes) break;
+      }
+    rows /= sizes.g;
+    const int64_t g = sizes.g, c = sizes.c;
+    auto axesOfStrides = [&](ArrayRef<int64_t> strides) {
+      unsigned axes = 0;
+      for (int64_t d = first; d < rank; ++d)
+        if (strides[size_t(d)] != 0 && shape[size_t(d)] > 1) axes |= d <= last ? kR : kK;
+      if (g > 1 && strides[size_t(packDim)] != 0) axes |= kJ;
+      return axes;
+    };
+    // Each value's axes.
+    llvm::DenseMap<Value, unsigned> axesOf;
+    for (auto& [v, strides] : inputStrides) axesOf[v] = axesOfStrides(strides);
+    for (Operation* op : ops) {
+      unsigned axes = 0;
+      for (Value v : op->getOperands())
+        if (!isImmediate(v)) axes |= axesOf.lookup(v);
+      axesOf[op->getResult(0)] = aten::reducedDims(op).empty() ? axes : axes & ~kR;
+    }
+    // The rows (the kept dims before the reduced ones, the packed one in
+    // steps of g; the dims of C before the split one and its outer part)
+    // and the columns of a tile of `axes`, as (size, stride) in a view
+    // whose strides in the broadcast shape are `strides`.
     auto pairs = [&](ArrayRef<int64_t> strides, bool rowPart, unsigned axes) {
       SmallVector<std::pair<int64_t, int64_t>> out;
       if (rowPart) {
         for (int64_t d = 0; d < dim; ++d)
-          if (d < first || d > last) out.push_back({shape[size_t(d)], strides[size_t(d)]});
+          if (d < first || d > last)
+            out.push_back(d == packDim && g > 1 ? std::pair(shape[size_t(d)] / g, strides[size_t(d)] * g)
+                                                : std::pair(shape[size_t(d)], strides[size_t(d)]));
         out.push_back({shape[size_t(dim)] / width, strides[size_t(dim)] * width});
         return out;
       }
-      if (axes & kRVec)
+      if (axes & kJ) out.push_back({g, strides[size_t(packDim)]});
+      if (axes & kR)
         for (int64_t d = first; d <= last; ++d) out.push_back({shape[size_t(d)], strides[size_t(d)]});
-      if (axes & kBlock) {
+      if (axes & kK) {
         out.push_back({width, strides[size_t(dim)]});
         for (int64_t d = dim + 1; d < rank; ++d) out.push_back({shape[size_t(d)], strides[size_t(d)]});
       }
       if (out.empty()) out.push_back({1, 0});
       return out;
     };
-    auto widthOf = [&](unsigned axes) { return (axes & kRVec ? R : 1) * (axes & kBlock ? c : 1); };
     // A DMA of `tile` (the value's axes) to or from `hbm` through `strides`.
     auto transfer = [&](bool load, Value hbm, Value tile, ArrayRef<int64_t> strides, int64_t offset, unsigned axes,
-                         int64_t row0, int64_t p) -> LogicalResult {
+                        int64_t row0, int64_t p) -> LogicalResult {
       Layout l;
       if (failed(tileSpace(pairs(strides, true, axes), pairs(strides, false, axes), offset, &l))) return failure();
-      emitDma(load, hbm, tile, l, row0, p, 0, widthOf(axes));
+      emitDma(load, hbm, tile, l, row0, p, 0, sizes.width(axes));
       return success();
     };
 
@@ -195,128 +276,46 @@ LogicalResult KernelLowering::runMiddleFrame(int64_t& instructions, int64_t& dma
       body->erase();
       return failure();
     };
-    const double access = neff::Trn1().sbuf_access_cycles;
     for (int64_t row0 = 0; row0 < rows; row0 += nc::kNumPartitions) {
       const int64_t p = std::min<int64_t>(nc::kNumPartitions, rows - row0);
       ++iteration;
       r0 = row0;
       tiles.clear();
-      // The tile of `v` (an input loaded on first use).
-      auto tileFor = [&](Value v) -> FailureOr<Value> {
-        if (auto it = tiles.find(v); it != tiles.end()) return it->second;
-        auto strides = inputStrides.find(v);
-        if (strides == inputStrides.end()) return Value();
-        const unsigned axes = axesOf[v];
-        Value tile = alloc(p, widthOf(axes), nc::deviceElementType(llvm::cast<RankedTensorType>(v.getType()).getElementType()));
-        if (failed(transfer(/*load=*/true, hbmOf[v], tile, strides->second, viewOf[v].offset, axes, row0, p)))
-          return failure();
-        return tiles[v] = tile;
-      };
       for (Operation* op : ops) {
-        Value result = op->getResult(0);
-        const unsigned resultAxes = axesOf[result];
-        SmallVector<Value> operands;
+        SmallVector<std::pair<Value, unsigned>> operands;
         for (Value v : op->getOperands()) {
-          if (layouts.count(v) && layouts[v].kind == Kind::Imm) continue;
-          FailureOr<Value> t = tileFor(v);
-          if (failed(t)) return fail();
-          if (!*t) {
-            op->emitError("internal: a middle-frame operand without a tile");
-            return fail();
+          if (isImmediate(v)) continue;
+          if (!tiles.count(v)) {
+            auto strides = inputStrides.find(v);
+            if (strides == inputStrides.end()) {
+              op->emitError("internal: a middle-frame operand without a tile");
+              return fail();
+            }
+            const unsigned axes = axesOf[v];
+            Value tile = alloc(p, sizes.width(axes),
+                               nc::deviceElementType(llvm::cast<RankedTensorType>(v.getType()).getElementType()));
+            if (failed(transfer(/*load=*/true, hbmOf[v], tile, strides->second, viewOf[v].offset, axes, row0, p)))
+              return fail();
+            tiles[v] = tile;
           }
-          operands.push_back(v);
+          operands.push_back({v, axesOf[v]});
         }
         if (!aten::reducedDims(op).empty()) {
-          if (failed(lowerFrameReduction(op, p, R, c, axesOf[op->getOperand(0)]))) return fail();
+          if (failed(lowerFrameReduction(op, p, sizes.g, R, c, axesOf[op->getOperand(0)]))) return fail();
           continue;
         }
-        // Binds each operand as the part `bind` gives (a tile and whether
-        // it is a per-row scalar), lowers the op over `n` columns, and
-        // restores the whole tiles.
-        auto lowerBound = [&](int64_t n, llvm::function_ref<std::pair<Value, bool>(Value)> bind) -> LogicalResult {
-          llvm::DenseMap<Value, Value> whole;
-          for (Value v : operands) {
-            if (whole.count(v)) continue;
-            whole[v] = tiles[v];
-            auto [part, scalar] = bind(v);
-            tiles[v] = part;
-            layouts[v].kind = scalar ? Kind::Row : Kind::Full;
-          }
-          LogicalResult ok = lowerOp(op, p, n);
-          for (auto [v, t] : whole) tiles[v] = t;
-          return ok;
-        };
-        const bool mixed = resultAxes == kFull && llvm::any_of(operands, [&](Value v) {
-                             return axesOf[v] == kBlock || axesOf[v] == kRVec;
-                           });
-        if (!mixed) {
-          if (failed(lowerBound(widthOf(resultAxes), [&](Value v) {
-                return std::pair(tiles[v], axesOf[v] == kRow);
-              })))
-            return fail();
-          if (layouts[result].kind != Kind::Imm) layouts[result].kind = resultAxes == kRow ? Kind::Row : Kind::Full;
-          continue;
-        }
-        // Per block (R instructions of c) or per column (c of R), the
-        // cheaper under the engines' per-instruction cost.
-        const bool perBlock = double(R) * (std::max(64.0, double(c)) + access) <=
-                              double(c) * (std::max(64.0, double(R)) + access);
-        Value full;
-        const int64_t parts = perBlock ? R : c;
-        for (int64_t i = 0; i < parts; ++i) {
-          auto bind = [&](Value v) -> std::pair<Value, bool> {
-            Value t = tiles[v];
-            switch (axesOf[v]) {
-              case kFull:
-                return {perBlock ? tileColumns(*b, loc, t, i * c, c) : steppedColumns(*b, loc, t, i, R, c), false};
-              case kBlock:
-                return perBlock ? std::pair(t, false) : std::pair(tileColumns(*b, loc, t, i, 1), true);
-              case kRVec:
-                return perBlock ? std::pair(tileColumns(*b, loc, t, i, 1), true) : std::pair(t, false);
-              default:
-                return {t, true};
-            }
-          };
-          Operation* before = builder.getInsertionBlock()->empty() ? nullptr : &builder.getInsertionBlock()->back();
-          if (failed(lowerBound(perBlock ? c : R, bind))) return fail();
-          Value part = tiles[result];
-          auto fresh = part.getDefiningOp<nc::AllocTileOp>();
-          if (fresh) {
-            bool after = false;
-            for (Operation* o = before ? before->getNextNode() : &builder.getInsertionBlock()->front(); o && !after;
-                 o = o->getNextNode())
-              after = o == fresh.getOperation();
-            if (!after) fresh = nc::AllocTileOp();
-          }
-          Type elem = llvm::cast<MemRefType>(part.getType()).getElementType();
-          if (full && llvm::cast<MemRefType>(full.getType()).getElementType() != elem) fresh = nc::AllocTileOp();
-          // The part's instructions write the full tile's columns directly.
-          OpBuilder::InsertionGuard guard(builder);
-          if (fresh) builder.setInsertionPoint(fresh);
-          if (!full) full = alloc(p, R * c, elem);
-          Value into = perBlock ? tileColumns(*b, loc, full, i * c, c) : steppedColumns(*b, loc, full, i, R, c);
-          if (fresh) {
-            fresh.getResult().replaceAllUsesWith(into);
-            fresh.erase();
-          } else {
-            builder.setInsertionPointToEnd(builder.getInsertionBlock());
-            copyTile(into, part, op);
-          }
-        }
-        tiles[result] = full;
-        layouts[result].kind = Kind::Full;
+        if (failed(lowerFramePieces(op, axesOf[op->getResult(0)], operands, p, sizes.g, R, c))) return fail();
       }
       // The returned values, each in its own shape's order.
       for (auto [root, hbm] : llvm::zip(storedValues, outHbm)) {
         auto t = llvm::cast<RankedTensorType>(root.getType());
         SmallVector<int64_t> strides;
-        aten::StridedView out = aten::contiguousView(t.getShape());
-        if (!broadcastStrides(out, strides)) {
+        if (!broadcastStrides(aten::contiguousView(t.getShape()), strides)) {
           kernel.emitError("internal: a middle-frame kernel returns a value of another shape");
           return fail();
         }
         const unsigned axes = axesOfStrides(strides);
-        FailureOr<Value> tile = materializeFrameValue(root, axesOf.lookup(root), axes, p, R, c,
+        FailureOr<Value> tile = materializeFrameValue(root, axesOf.lookup(root), axes, p, sizes.g, R, c,
                                                       llvm::cast<MemRefType>(hbm.getType()));
         if (failed(tile) || failed(transfer(/*load=*/false, hbm, *tile, strides, 0, axes, row0, p))) return fail();
       }
@@ -339,64 +338,214 @@ LogicalResult KernelLowering::runMiddleFrame(int64_t& instructions, int64_t& dma
   return success();
 }
 
-LogicalResult KernelLowering::lowerFrameReduction(Operation* op, int64_t p, int64_t R, int64_t c, unsigned inAxes) {
+// An elementwise op over values of the given axes: in pieces over some of
+// the result's axes, once for every index of the others, the pieces chosen
+// so that each operand is one stepped run of elements in a piece (or one
+// element, a per-row scalar) and the engines take least time for them (at
+// least 64 cycles an instruction). Each piece writes its part of one
+// result tile.
+LogicalResult KernelLowering::lowerFramePieces(Operation* op, unsigned resultAxes,
+                                               ArrayRef<std::pair<Value, unsigned>> operands, int64_t p, int64_t g,
+                                               int64_t R, int64_t c) {
+  const FrameSizes sizes{g, R, c};
+  Value result = op->getResult(0);
+  const double access = neff::Trn1().sbuf_access_cycles;
+  unsigned vec = 0;
+  double best = std::numeric_limits<double>::infinity();
+  for (unsigned candidate = 1; candidate <= 7; ++candidate) {
+    if ((candidate & resultAxes) != candidate || !consecutive(candidate, resultAxes)) continue;
+    if (!llvm::all_of(operands, [&](const auto& o) {
+          const unsigned shared = o.second & candidate;
+          return shared == 0 || (shared == candidate && consecutive(candidate, o.second));
+        }))
+      continue;
+    const double n = double(sizes.width(candidate)), calls = double(sizes.width(resultAxes & ~candidate));
+    const double cost = calls * (std::max(64.0, n) + access);
+    if (cost < best) best = cost, vec = candidate;
+  }
+  if (resultAxes == 0) vec = 0;  // per-row values: one instruction over [p, 1]
+  else if (!vec) return op->emitError("internal: a middle-frame op whose operands no piece reads in runs");
+  const unsigned loop = resultAxes & ~vec;
+  const int64_t n = sizes.width(vec), calls = sizes.width(loop);
+  // The part of a tile of `axes` for loop indices `index` (per axis): a
+  // stepped run of n elements, or one element.
+  auto part = [&](Value tile, unsigned axes, ArrayRef<int64_t> index) -> std::pair<Value, bool> {
+    int64_t start = 0;
+    for (unsigned a : kAxesOuterFirst)
+      if (axes & loop & a) start += index[a] * sizes.step(axes, a);
+    if (!(axes & vec)) return {tileColumns(*b, loc, tile, start, 1), true};
+    unsigned inner = 0;
+    for (unsigned a : kAxesOuterFirst)
+      if (vec & a) inner = a;
+    return {steppedColumns(*b, loc, tile, start, n, sizes.step(axes, inner)), false};
+  };
+  Value whole;
+  for (int64_t call = 0; call < calls; ++call) {
+    int64_t index[8] = {0};
+    for (int64_t rem = call, i = 0; i < 3; ++i) {
+      const unsigned a = kAxesOuterFirst[2 - i];  // innermost first
+      if (!(loop & a)) continue;
+      index[a] = rem % sizes.size(a);
+      rem /= sizes.size(a);
+    }
+    Operation* before = b->getInsertionBlock()->empty() ? nullptr : &b->getInsertionBlock()->back();
+    const auto cachedConstants = constantTiles;
+    const Value wholeBefore = whole;
+    // One piece: the operands bound to their parts (copied first into tiles
+    // of their own where `contiguous`), the op lowered, and its result
+    // written into the whole result tile's part (by the instructions that
+    // compute it where they may, else copied).
+    auto piece = [&](bool contiguous) -> LogicalResult {
+      llvm::DenseMap<Value, Value> saved;
+      for (auto [v, axes] : operands) {
+        if (saved.count(v)) continue;
+        saved[v] = tiles[v];
+        auto [view, scalar] = part(tiles[v], axes, index);
+        if (auto stepped = view.getDefiningOp<nc::TileColumnsOp>();
+            contiguous && stepped && stepped.getStep().value_or(1) > 1) {
+          Value copy = alloc(p, n, llvm::cast<MemRefType>(view.getType()).getElementType());
+          copyTile(copy, view, op);
+          view = copy;
+        }
+        tiles[v] = view;
+        layouts[v].kind = scalar ? Kind::Row : Kind::Full;
+      }
+      Operation* last = b->getInsertionBlock()->empty() ? nullptr : &b->getInsertionBlock()->back();
+      LogicalResult lowered = lowerOp(op, p, n);
+      for (auto [v, t] : saved) tiles[v] = t;
+      if (failed(lowered) || isImmediate(result)) return lowered;
+      layouts[result].kind = resultAxes == 0 ? Kind::Row : Kind::Full;
+      if (calls == 1) return success();
+      Value computed = tiles[result];
+      auto fresh = contiguous ? nc::AllocTileOp() : computed.getDefiningOp<nc::AllocTileOp>();
+      if (fresh) {
+        bool after = false;
+        for (Operation* o = last ? last->getNextNode() : &b->getInsertionBlock()->front(); o && !after;
+             o = o->getNextNode())
+          after = o == fresh.getOperation();
+        if (!after) fresh = nc::AllocTileOp();
+      }
+      Type elem = llvm::cast<MemRefType>(computed.getType()).getElementType();
+      if (whole && llvm::cast<MemRefType>(whole.getType()).getElementType() != elem) fresh = nc::AllocTileOp();
+      OpBuilder::InsertionGuard guard(*b);
+      if (fresh) b->setInsertionPoint(fresh);
+      if (!whole) whole = alloc(p, sizes.width(resultAxes), elem);
+      Value into = part(whole, resultAxes, index).first;
+      if (fresh) {
+        fresh.getResult().replaceAllUsesWith(into);
+        fresh.erase();
+      } else {
+        b->setInsertionPointToEnd(b->getInsertionBlock());
+        copyTile(into, computed, op);
+      }
+      tiles[result] = whole;
+      return success();
+    };
+    if (failed(piece(/*contiguous=*/false))) return failure();
+    if (isImmediate(result)) return success();
+    Operation* firstNew = before ? before->getNextNode() : &b->getInsertionBlock()->front();
+    if (!stepsAllowed(firstNew)) {
+      // An instruction that may not step (a select) read or wrote a stepped
+      // part: the piece again, through contiguous copies.
+      SmallVector<Operation*> emitted;
+      for (Operation* o = firstNew; o; o = o->getNextNode()) emitted.push_back(o);
+      for (Operation* o : llvm::reverse(emitted)) {
+        o->dropAllUses();
+        o->erase();
+      }
+      constantTiles = cachedConstants;
+      whole = wholeBefore;
+      if (failed(piece(/*contiguous=*/true))) return failure();
+    }
+    if (calls == 1) return success();
+  }
+  return success();
+}
+
+LogicalResult KernelLowering::lowerFrameReduction(Operation* op, int64_t p, int64_t g, int64_t R, int64_t c,
+                                                  unsigned inAxes) {
   Value x = op->getOperand(0), result = op->getResult(0);
   const bool mean = llvm::isa<aten::MeanDimOp>(op), sum = llvm::isa<aten::SumDimIntListOp>(op);
   StringRef alu = llvm::isa<aten::AmaxOp>(op) ? "max" : "add";
   Type elem = nc::deviceElementType(llvm::cast<RankedTensorType>(result.getType()).getElementType());
-  Type f32 = b->getF32Type();
-  if (layouts.count(x) && layouts[x].kind == Kind::Imm) {
+  if (isImmediate(x)) {
     layouts[result].kind = Kind::Imm;
     layouts[result].imm = sum ? layouts[x].imm * double(R) : layouts[x].imm;
     return success();
   }
   Value in = tiles[x];
-  const int64_t width = llvm::cast<MemRefType>(in.getType()).getDimSize(1);
+  const int64_t gj = inAxes & kJ ? g : 1, ck = inAxes & kK ? c : 1;
   Value acc;
-  if (inAxes & kRVec) {
-    // Over the R elements: one per column (or per row).
-    const int64_t n = inAxes & kBlock ? c : 1;
-    acc = alloc(p, n, f32);
-    if (n == 1) {
-      setSource(b->create<nc::TensorReduceOp>(loc, acc, in, b->getStringAttr(alu)), op);
-    } else {
-      const auto method = cheapestMiddleReduction(1, R, R, c, llvm::cast<MemRefType>(in.getType()).getElementType().isBF16()).first;
-      reduceMiddleTile(acc, in, 1, R, c, method == MiddleReductionMethod::PerColumn ? method : MiddleReductionMethod::PerBlock,
-                       alu, /*started=*/false, op);
-    }
+  if (inAxes & kR) {
+    acc = alloc(p, gj * ck, b->getF32Type());
+    const bool bf16 = llvm::cast<MemRefType>(in.getType()).getElementType().isBF16();
+    reduceMiddleTile(acc, in, gj, R, ck, cheapestMiddleReduction(gj, R, R, ck, bf16).first, alu, /*started=*/false, op);
   }
   // A sum of R equal values is R times the value; a mean or maximum, the value.
-  const double scale = mean && (inAxes & kRVec) ? 1.0 / double(R) : sum && !(inAxes & kRVec) ? double(R) : 1.0;
+  const double scale = mean && acc ? 1.0 / double(R) : sum && !acc ? double(R) : 1.0;
   Value source = acc ? acc : in;
-  const int64_t n = acc ? llvm::cast<MemRefType>(acc.getType()).getDimSize(1) : width;
   Value out = source;
   if (scale != 1.0 || llvm::cast<MemRefType>(source.getType()).getElementType() != elem || !acc) {
-    out = alloc(p, n, elem);
+    out = alloc(p, gj * ck, elem);
     tensorScalar(out, source, Value(), "mul", scale, op);
   }
   tiles[result] = out;
-  layouts[result].kind = n == 1 ? Kind::Row : Kind::Full;
+  layouts[result].kind = (inAxes & ~kR) == 0 ? Kind::Row : Kind::Full;
   return success();
 }
 
-FailureOr<Value> KernelLowering::materializeFrameValue(Value v, unsigned have, unsigned want, int64_t p, int64_t R,
-                                                       int64_t c, MemRefType hbm) {
+FailureOr<Value> KernelLowering::materializeFrameValue(Value v, unsigned have, unsigned want, int64_t p, int64_t g,
+                                                       int64_t R, int64_t c, MemRefType hbm) {
+  const FrameSizes sizes{g, R, c};
   Operation* src = v.getDefiningOp();
-  const int64_t width = (want & kRVec ? R : 1) * (want & kBlock ? c : 1);
+  const int64_t width = sizes.width(want);
   Type elem = nc::deviceElementType(hbm.getElementType());
-  if (layouts.count(v) && layouts[v].kind == Kind::Imm) return broadcastRow(Value(), layouts[v].imm, p, width, elem, src);
+  if (isImmediate(v)) return broadcastRow(Value(), layouts[v].imm, p, width, elem, src);
   Value t = tiles.lookup(v);
-  if (!t) return kernel.emitError("internal: a middle-frame value without a tile");
+  if (!t || (have & ~want)) return kernel.emitError("internal: a middle-frame value without a tile of its axes");
   Type tileElem = llvm::cast<MemRefType>(t.getType()).getElementType();
-  if (have == kRow && want != kRow) {
-    t = broadcastRow(t, 0.0, p, width, tileElem, src);
-  } else if (have != want) {
-    // A Block or an RVec across the blocks or the columns of a Full tile.
+  if (have != want) {
+    // Copied into a tile of all the axes, a piece at a time: runs of the
+    // value where it varies along the piece, else each element written
+    // across it (its difference with zeros: exact, -0 and NaN included).
     Value full = alloc(p, width, tileElem);
-    if (have == kBlock) {
-      for (int64_t i = 0; i < R; ++i) copyTile(tileColumns(*b, loc, full, i * c, c), t, src);
-    } else {
-      for (int64_t k = 0; k < c; ++k) copyTile(steppedColumns(*b, loc, full, k, R, c), t, src);
+    Value zeros;
+    unsigned vec = 0;
+    for (unsigned candidate : {7u, 3u, 6u, 1u, 2u, 4u}) {
+      const unsigned shared = have & candidate;
+      if ((candidate & want) == candidate && consecutive(candidate, want) &&
+          (shared == 0 || (shared == candidate && consecutive(candidate, have)))) {
+        vec = candidate;
+        break;
+      }
+    }
+    if (!vec) return kernel.emitError("internal: a middle-frame value that no piece copies in runs");
+    const unsigned loop = want & ~vec;
+    const int64_t n = sizes.width(vec);
+    unsigned inner = 0;
+    for (unsigned a : kAxesOuterFirst)
+      if (vec & a) inner = a;
+    for (int64_t call = 0; call < sizes.width(loop); ++call) {
+      int64_t index[8] = {0};
+      for (int64_t rem = call, i = 0; i < 3; ++i) {
+        const unsigned a = kAxesOuterFirst[2 - i];
+        if (!(loop & a)) continue;
+        index[a] = rem % sizes.size(a);
+        rem /= sizes.size(a);
+      }
+      int64_t to = 0, from = 0;
+      for (unsigned a : kAxesOuterFirst)
+        if (loop & a) to += index[a] * sizes.step(want, a), from += have & a ? index[a] * sizes.step(have, a) : 0;
+      Value into = steppedColumns(*b, loc, full, to, n, sizes.step(want, inner));
+      if (have & vec) {
+        copyTile(into, steppedColumns(*b, loc, t, from, n, sizes.step(have, inner)), src);
+      } else {
+        if (!zeros) {
+          zeros = alloc(p, n, tileElem);
+          fillConstant(zeros, 0.0, src);
+        }
+        tensorScalar(into, zeros, tileColumns(*b, loc, t, from, 1), "sub", 0.0, src, /*reverse=*/true);
+      }
     }
     t = full;
   }

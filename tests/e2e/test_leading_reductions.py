@@ -196,7 +196,8 @@ class LeadingReductions(common.ComparedWithEager):
         # column by column; values returned (through reshapes) and read by
         # later ops; default-like and random parameters, non-finite values.
         for dtype in DTYPES:
-            for shape in ((256, 16, 512), (2, 8, 64, 128), (3, 5, 16, 300), (130, 12, 129)):
+            for shape in ((256, 16, 512), (2, 8, 64, 128), (3, 5, 16, 300), (130, 12, 129), (4096, 4, 2),
+                          (1024, 16, 3), (64, 32, 2, 2)):
                 with self.subTest(dtype=dtype, shape=shape, case="softmax"):
                     x = randn(*shape).to(dtype)
                     self.check(lambda a: (torch.softmax(a, 1), torch.log_softmax(a, 1), a - a.mean(1, keepdim=True),
@@ -206,19 +207,21 @@ class LeadingReductions(common.ComparedWithEager):
                 with self.subTest(dtype=dtype, case="channel norm", w=float(w.sum())):
                     x = randn(8, r, 32, 32).to(dtype)
                     self.check(channel_norm, (x, w.to(dtype), b.to(dtype)))
-            with self.subTest(dtype=dtype, case="inputs of each kind"):
-                x = randn(64, 8, 256).to(dtype)
-                y = randn(64, 8, 256, seed=3).to(dtype)
-                per_channel = randn(1, 8, 1, seed=4).to(dtype)
-                per_column = randn(1, 1, 256, seed=5).to(dtype)
-                per_row = randn(64, 1, 1, seed=6).to(dtype)
+            for a_, r_, c_ in ((64, 8, 256), (2048, 8, 3)):
+                with self.subTest(dtype=dtype, case="inputs of each kind", shape=(a_, r_, c_)):
+                    x = randn(a_, r_, c_).to(dtype)
+                    y = randn(a_, r_, c_, seed=3).to(dtype)
+                    per_channel = randn(1, r_, 1, seed=4).to(dtype)
+                    per_column = randn(1, 1, c_, seed=5).to(dtype)
+                    per_row = randn(a_, 1, 1, seed=6).to(dtype)
 
-                def f(a, c, pc, pk, pr):
-                    t = a * pc + c
-                    e = torch.exp(t - t.amax(1, keepdim=True)) * pk.abs() + pr.abs()
-                    s = (e * pc.abs()).sum(1, keepdim=True) + (pk * pr).abs() + 1
-                    return e / s, (s * 0.5 + pc).mean(1), torch.where(e > 0.5, e, pc - 1.0), s.reshape(64, 256)
-                self.check(f, (x, y, per_channel, per_column, per_row))
+                    def f(a, c, pc, pk, pr):
+                        t = a * pc + c
+                        e = torch.exp(t - t.amax(1, keepdim=True)) * pk.abs() + pr.abs()
+                        s = (e * pc.abs()).sum(1, keepdim=True) + (pk * pr).abs() + 1
+                        return (e / s, (s * 0.5 + pc).mean(1), torch.where(e > 0.5, e, pc - 1.0), s.reshape(a_, c_),
+                                (pc * pr).sum(1, keepdim=True) + e)
+                    self.check(f, (x, y, per_channel, per_column, per_row))
             with self.subTest(dtype=dtype, case="read later"):
                 x = randn(128, 8, 160).to(dtype)
                 w = randn(160, 24, seed=7).to(dtype)

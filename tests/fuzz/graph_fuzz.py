@@ -1576,15 +1576,17 @@ def g_reduce_bcast(b):
 
 def g_middle_frame(b):
     """Elementwise ops around a reduction over a middle dim of a fresh input shaped for the input's own
-    layout (passes/LowerMiddleFrame.cpp: 64 rows or more, blocks of 32 or more, few reduced elements;
-    a few kept rows with many columns split C into the rows), with operands that vary along the
-    reduced dim only (a channel weight), along the kept columns only, per row, or everywhere."""
+    layout (passes/LowerMiddleFrame.cpp: 64 rows or more, few reduced elements; a few kept rows with
+    many columns split C into the rows, short blocks pack several rows to a partition), with operands
+    that vary along the reduced dim only (a channel weight), along the kept columns only, per row,
+    or everywhere."""
     rng = b.rng
     for _ in range(10):
-        lead = rng.choice([(64,), (65,), (100,), (128,), (130,), (256,), (2, 64), (8, 9), (1,), (2,)])
+        lead = rng.choice([(64,), (65,), (100,), (128,), (130,), (256,), (2, 64), (8, 9), (1,), (2,), (512,),
+                           (1024,), (2048,), (256, 8), (130, 4)])
         red = rng.choice([2, 3, 4, 7, 8, 16])
         cols = rng.choice([(32,), (40,), (64,), (129,), (200,), (256,), (4, 64), (8, 16), (3, 50), (64, 128),
-                           (16, 300), (48, 40)])
+                           (16, 300), (48, 40), (2,), (3,), (4,), (5,), (16,), (2, 2), (3, 1), (1, 7)])
         n = red
         for v in lead + cols:
             n *= v
@@ -1637,7 +1639,14 @@ def g_middle_frame(b):
         y = b.add("%s.sum(%d, keepdim=True)" % (p, d), [kept])
     for _ in range(rng.choice([0, 1, 1, 2])):
         w = operand()
-        y = b.add("%s %s %s" % (y, rng.choice(["*", "+", "-"]), w), [broadcast(b.v(y).shape, b.v(w).shape)])
+        form = rng.choice(["%s * %s", "%s + %s", "%s - %s", "torch.maximum(%s, %s)", "where"])
+        if form == "where":
+            if not b.robust_vs(y):
+                continue
+            e = "torch.where(%s > 0, %s, %s)" % (y, y, w)
+        else:
+            e = form % (y, w)
+        y = b.add(e, [broadcast(b.v(y).shape, b.v(w).shape)])
 
 
 def g_softmax(b):

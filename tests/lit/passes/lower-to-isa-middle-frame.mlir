@@ -68,3 +68,30 @@ func.func @per_column(%x: tensor<128x64x32xf32>) -> tensor<128x64x32xf32> {
   %d = aten.sub.Tensor %x, %m : tensor<128x64x32xf32>, tensor<128x1x32xf32> -> tensor<128x64x32xf32>
   return %d : tensor<128x64x32xf32>
 }
+
+// -----
+
+// Short blocks ([4096, 4, 2] reduced over its 4): 32 rows go to a partition
+// (256 contiguous elements, one run). The mean adds across the packed rows
+// (a stepped view of each (step, column) over the 32 rows, 3 adds for each
+// of the 2 columns) and scales once; the subtraction runs once per (step,
+// column) over the 32 packed rows: the input along a step of 8 (4 x 2), the
+// mean along a step of 2, written into the result along a step of 8.
+// CHECK-LABEL: func.func @short_blocks
+// CHECK: %[[X:.*]] = nc.alloc_tile {{.*}} : memref<128x256xf32, 1>
+// CHECK-NEXT: nc.dma_load %{{.*}} -> %[[X]] {ap = array<i64: 256, 64, 1, 256>
+// CHECK: %[[ACC:.*]] = nc.alloc_tile {{.*}} : memref<128x64xf32, 1>
+// CHECK-COUNT-6: {alu = "add"
+// CHECK: %[[M:.*]] = nc.alloc_tile {{.*}} : memref<128x64xf32, 1>
+// CHECK-NEXT: nc.tensor_scalar %[[M]], %[[ACC]] {alu = "mul", {{.*}}imm = 2.500000e-01
+// CHECK: %[[XS:.*]] = nc.tile_columns %[[X]][1] {step = 8 : i64} : memref<128x256xf32, 1> -> memref<128x32xf32, 1>
+// CHECK-NEXT: %[[MS:.*]] = nc.tile_columns %[[M]][1] {step = 2 : i64} : memref<128x64xf32, 1> -> memref<128x32xf32, 1>
+// CHECK-NEXT: %[[DS:.*]] = nc.tile_columns %[[D:.*]][1] {step = 8 : i64} : memref<128x256xf32, 1> -> memref<128x32xf32, 1>
+// CHECK-NEXT: nc.tensor_tensor %[[DS]], %[[XS]], %[[MS]] {alu = "sub"
+// CHECK-COUNT-6: {alu = "sub"
+// CHECK: nc.dma_store %[[D]] -> %{{.*}} {ap = array<i64: 256, 64, 1, 256>
+func.func @short_blocks(%x: tensor<4096x4x2xf32>) -> tensor<4096x4x2xf32> {
+  %m = aten.mean.dim %x {dim = array<i64: 1>, keepdim = true} : tensor<4096x4x2xf32> -> tensor<4096x1x2xf32>
+  %d = aten.sub.Tensor %x, %m : tensor<4096x4x2xf32>, tensor<4096x1x2xf32> -> tensor<4096x4x2xf32>
+  return %d : tensor<4096x4x2xf32>
+}
