@@ -188,7 +188,8 @@ LogicalResult KernelLowering::runMiddleFrame(int64_t& instructions, int64_t& dma
   llvm::DenseMap<Value, SmallVector<int64_t>> inputStrides;
   for (Operation* op : ops)
     for (Value v : op->getOperands()) {
-      if (isImmediate(v) || inputStrides.count(v) || v.getDefiningOp() && llvm::is_contained(ops, v.getDefiningOp())) continue;
+      if (isImmediate(v) || inputStrides.count(v) || (v.getDefiningOp() && llvm::is_contained(ops, v.getDefiningOp())))
+        continue;
       auto view = viewOf.find(v);
       SmallVector<int64_t> strides;
       if (view == viewOf.end() || !broadcastStrides(view->second, strides))
@@ -205,6 +206,9 @@ LogicalResult KernelLowering::runMiddleFrame(int64_t& instructions, int64_t& dma
   if (!split) return kernel.emitError("internal: a middle-frame kernel's rows do not fit SBUF");
   SmallVector<Value> outHbm;
   Block* body = nullptr;
+  // (Outlives the loop: finishBody ends the last body with it.)
+  OpBuilder builder(kernel.getContext());
+  b = &builder;
   for (;;) {
     const int64_t dim = split->dim, width = split->width;
     FrameSizes sizes{1, R, split->columns};
@@ -270,8 +274,7 @@ LogicalResult KernelLowering::runMiddleFrame(int64_t& instructions, int64_t& dma
     };
 
     body = createIsaBody(old, outHbm);
-    OpBuilder builder = OpBuilder::atBlockEnd(body);
-    b = &builder;
+    builder.setInsertionPointToEnd(body);
     auto fail = [&]() {
       body->erase();
       return failure();
