@@ -448,7 +448,9 @@ struct FormKernelsPass : impl::FormKernelsBase<FormKernelsPass> {
     return slice && rank > 0 && rank == rt.getRank() && (slice.getDim() == rank - 1 || slice.getDim() == -1) &&
            slice.getStep() == 1 && st.getElementType() == rt.getElementType() &&
            st.getShape().drop_back() == rt.getShape().drop_back() && st.getShape().back() == rt.getShape().back() &&
-           rt.getShape().back() > 1 && rt.getShape().back() <= kLoweringChunk && !materializedBy.count(c.root);
+           rt.getShape().back() > 1 && !materializedBy.count(c.root) &&
+           // (A matmul's kernel holds rows one PSUM bank wide at a time.)
+           rt.getShape().back() <= (groups[size_t(g)].hasMatmul ? kMatmulTileColumns : kLoweringChunk);
   }
 
   // The kernel of a cat that `op` (a copy kernel's cat along dim d) may

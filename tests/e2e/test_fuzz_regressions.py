@@ -960,6 +960,18 @@ class FuzzRegressions(unittest.TestCase):
             self.check(lambda a: torch.mean(a.mean(1, keepdim=True), (0, 1, 2, 3)), (x,))
             self.check(lambda a: (a - a.mean(1, keepdim=True)).float(), (randn(128, 4, 64).to(dtype),))
 
+    def test_cat_of_matmul_rows_wider_than_a_psum_bank(self):
+        """graph_fuzz --ctest case 61 (seed 20240, once g_middle_frame joined the generators):
+        torch.cummax of a [7, 513] matmul result. cummax's ladder of slices and cats joined
+        the matmul's kernel, its cats reading slices of the product's rows from their tile,
+        but a matmul's kernel holds rows one PSUM bank (512 columns) wide at a time: -O2
+        failed ("a cat operand that is not in HBM"). Such a cat joins a matmul's kernel only
+        with rows of 512 columns or fewer; wider ones read the product from HBM."""
+        for dtype in (torch.float32, torch.bfloat16):
+            for n in (512, 513, 700):
+                x, w = randn(7, 127).to(dtype), (randn(n, 127, seed=1) * 0.09).to(dtype)
+                self.check(lambda x, w: torch.cummax(x @ w.t(), 1)[0], (x, w))
+
 
 if __name__ == "__main__":
     unittest.main(verbosity=2)
