@@ -86,6 +86,15 @@ struct FrameSizes {
       if (axes & a) n *= size(a);
     return n;
   }
+  // Call number `call` of a loop over `axes` (innermost fastest) as an
+  // index per axis (by its bit).
+  void indices(int64_t call, unsigned axes, int64_t* index) const {
+    for (unsigned a : {kK, kR, kJ})
+      if (axes & a) {
+        index[a] = call % size(a);
+        call /= size(a);
+      }
+  }
   // The step of `axis` in a tile of `axes`: the sizes of the axes inside it.
   int64_t step(unsigned axes, unsigned axis) const {
     int64_t n = 1;
@@ -385,12 +394,7 @@ LogicalResult KernelLowering::lowerFramePieces(Operation* op, unsigned resultAxe
   Value whole;
   for (int64_t call = 0; call < calls; ++call) {
     int64_t index[8] = {0};
-    for (int64_t rem = call, i = 0; i < 3; ++i) {
-      const unsigned a = kAxesOuterFirst[2 - i];  // innermost first
-      if (!(loop & a)) continue;
-      index[a] = rem % sizes.size(a);
-      rem /= sizes.size(a);
-    }
+    sizes.indices(call, loop, index);
     Operation* before = b->getInsertionBlock()->empty() ? nullptr : &b->getInsertionBlock()->back();
     const auto cachedConstants = constantTiles;
     const Value wholeBefore = whole;
@@ -530,12 +534,7 @@ FailureOr<Value> KernelLowering::materializeFrameValue(Value v, unsigned have, u
       if (vec & a) inner = a;
     for (int64_t call = 0; call < sizes.width(loop); ++call) {
       int64_t index[8] = {0};
-      for (int64_t rem = call, i = 0; i < 3; ++i) {
-        const unsigned a = kAxesOuterFirst[2 - i];
-        if (!(loop & a)) continue;
-        index[a] = rem % sizes.size(a);
-        rem /= sizes.size(a);
-      }
+      sizes.indices(call, loop, index);
       int64_t to = 0, from = 0;
       for (unsigned a : kAxesOuterFirst)
         if (loop & a) to += index[a] * sizes.step(want, a), from += have & a ? index[a] * sizes.step(have, a) : 0;
