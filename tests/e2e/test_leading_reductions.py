@@ -222,6 +222,14 @@ class LeadingReductions(common.ComparedWithEager):
                         return (e / s, (s * 0.5 + pc).mean(1), torch.where(e > 0.5, e, pc - 1.0), s.reshape(a_, c_),
                                 (pc * pr).sum(1, keepdim=True) + e)
                     self.check(f, (x, y, per_channel, per_column, per_row))
+            for a_, r_, c_ in ((256, 8, 256), (128, 16, 128)):
+                # A weighted sum over channels, in this layout rather than as
+                # a matmul per row: a 0/1 mask (a constant), ones, random.
+                x = randn(a_, r_, c_).to(dtype)
+                mask = (torch.arange(r_) % 3 == 0).to(dtype)[None, :, None]
+                for w in (torch.ones(1, r_, 1, dtype=dtype), randn(r_, 1, seed=8).to(dtype)):
+                    with self.subTest(dtype=dtype, case="weighted sum", shape=(a_, r_, c_), w=float(w.sum())):
+                        self.check(lambda a, m: ((a * m).sum(1), (a * mask).sum(1)), (x, w))
             with self.subTest(dtype=dtype, case="read later"):
                 x = randn(128, 8, 160).to(dtype)
                 w = randn(160, 24, seed=7).to(dtype)
