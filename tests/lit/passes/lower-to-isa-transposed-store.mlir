@@ -47,3 +47,30 @@ func.func @uneven_runs(%x: tensor<2x100x128xbf16>) -> tensor<2x128x100xbf16> {
   %t = aten.transpose.int %y {dim0 = 1 : i64, dim1 = 2 : i64} : tensor<2x100x128xbf16> -> tensor<2x128x100xbf16>
   return %t : tensor<2x128x100xbf16>
 }
+
+// -----
+
+// A per-row result whose rows are adjacent in HBM (row sums of 512 rows):
+// each row tile's [128 x 1] sums are transposed into one partition's run,
+// four row tiles gathered into one store of 512 elements, where each row
+// tile stored 128 elements of one descriptor each.
+// CHECK-LABEL: func.func @row_sums_stored_as_one_run
+// CHECK-COUNT-4: nc.transpose {{.*}} : memref<1x128xf32, 2>, memref<128x1xf32, 1>
+// CHECK: nc.dma_store {{.*}} {ap = array<i64: 1, 1, 1, 512>, {{.*}} offset = 0 : i64
+// CHECK-NOT: nc.dma_store
+func.func @row_sums_stored_as_one_run(%x: tensor<512x1024xf32>) -> tensor<512xf32> {
+  %s = aten.sum.dim_IntList %x {dim = array<i64: 1>} : tensor<512x1024xf32> -> tensor<512xf32>
+  return %s : tensor<512xf32>
+}
+
+// -----
+
+// One row tile: its 128 sums go as they are (a few descriptors cost less
+// than the transpose's wait).
+// CHECK-LABEL: func.func @row_sums_of_one_row_tile
+// CHECK-NOT: nc.transpose
+// CHECK: nc.dma_store {{.*}} {ap = array<i64: 1, 128, 1, 1>
+func.func @row_sums_of_one_row_tile(%x: tensor<128x1024xf32>) -> tensor<128xf32> {
+  %s = aten.sum.dim_IntList %x {dim = array<i64: 1>} : tensor<128x1024xf32> -> tensor<128xf32>
+  return %s : tensor<128xf32>
+}
