@@ -1696,7 +1696,9 @@ struct FormKernelsPass : impl::FormKernelsBase<FormKernelsPass> {
     if (!llvm::all_of(ops, [&](Operation* op) { return op->getNumResults() == 1 && readLate(op->getResult(0)); }))
       return false;
     const int64_t bytes = middleFrameBytesPerElement(ops, ShapedType::getNumElements(fullShape));
-    return chooseMiddleFrameSplit(fullShape, dims.front(), dims.back(), bytes, sbufBudgetBytes).has_value();
+    return chooseMiddleFrameSplit(fullShape, dims.front(), dims.back(), bytes, sbufBudgetBytes,
+                                  middleFrameReadsOnce(ops, ShapedType::getNumElements(fullShape)))
+        .has_value();
   }
 
   // The ops that move into the permuted frame with `reduction` (or form its
@@ -1748,9 +1750,9 @@ struct FormKernelsPass : impl::FormKernelsBase<FormKernelsPass> {
     SmallVector<Operation*> ops(component.begin(), component.end());
     llvm::sort(ops, [](Operation* a, Operation* c) { return a->isBeforeInBlock(c); });
     if (!keepsNaturalFrame(ops, dims, fullShape)) return std::nullopt;
-    return chooseMiddleFrameSplit(fullShape, dims.front(), dims.back(),
-                                  middleFrameBytesPerElement(ops, ShapedType::getNumElements(fullShape)),
-                                  sbufBudgetBytes);
+    const int64_t full = ShapedType::getNumElements(fullShape);
+    return chooseMiddleFrameSplit(fullShape, dims.front(), dims.back(), middleFrameBytesPerElement(ops, full),
+                                  sbufBudgetBytes, middleFrameReadsOnce(ops, full));
   }
 
   static bool keptAlone(Operation* op) {

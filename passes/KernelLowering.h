@@ -310,7 +310,10 @@ class KernelLowering {
   LogicalResult runMiddleFrame(int64_t& instructions, int64_t& dmas);
   LogicalResult lowerFramePieces(Operation* op, unsigned resultAxes, ArrayRef<std::pair<Value, unsigned>> operands,
                                  int64_t p, int64_t g, int64_t R, int64_t c);
-  LogicalResult lowerFrameReduction(Operation* op, int64_t p, int64_t g, int64_t R, int64_t c, unsigned inAxes);
+  // A reduction over R of a tile of R (of totalR) elements: chunks after
+  // the first add into `acc`; the last gives the result.
+  LogicalResult lowerFrameReduction(Operation* op, int64_t p, int64_t g, int64_t R, int64_t c, unsigned inAxes,
+                                    Value& acc, bool firstChunk, bool lastChunk, int64_t totalR);
   // The tile of `v` (its axes `have`) laid out along the axes `want` of a
   // value stored to `hbm`.
   FailureOr<Value> materializeFrameValue(Value v, unsigned have, unsigned want, int64_t p, int64_t g, int64_t R,

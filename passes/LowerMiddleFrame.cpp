@@ -24,6 +24,8 @@
 #include "passes/KernelLowering.h"
 #include "passes/ReductionCost.h"
 #include "llvm/ADT/MapVector.h"
+#include "llvm/ADT/SetVector.h"
+#include "llvm/ADT/SmallPtrSet.h"
 
 namespace neuroncc {
 
@@ -63,6 +65,23 @@ int64_t middleFrameBytesPerElement(llvm::ArrayRef<mlir::Operation*> ops, int64_t
   int64_t bytes = 0, peak = 0;
   for (auto [at, delta] : events) peak = std::max(peak, bytes += delta);
   return peak + 4;
+}
+
+bool middleFrameReadsOnce(llvm::ArrayRef<mlir::Operation*> ops, int64_t fullElements) {
+  using namespace mlir;
+  llvm::SmallPtrSet<Operation*, 16> own(ops.begin(), ops.end()), afterReduction;
+  for (Operation* op : ops) {
+    const bool after = !aten::reducedDims(op).empty() || llvm::any_of(op->getOperands(), [&](Value v) {
+      return v.getDefiningOp() && afterReduction.contains(v.getDefiningOp());
+    });
+    if (after) afterReduction.insert(op);
+    for (Value r : op->getResults()) {
+      auto t = llvm::dyn_cast<RankedTensorType>(r.getType());
+      if (!t || t.getNumElements() != fullElements) continue;
+      if (after || llvm::any_of(r.getUsers(), [&](Operation* u) { return !own.contains(u); })) return false;
+    }
+  }
+  return true;
 }
 
 }  // namespace neuroncc
@@ -211,7 +230,8 @@ LogicalResult KernelLowering::runMiddleFrame(int64_t& instructions, int64_t& dma
 
   const int64_t budget = rowBudget;
   const int64_t bytesPerElement = middleFrameBytesPerElement(ops, product(shape));
-  std::optional<MiddleFrameSplit> split = chooseMiddleFrameSplit(shape, first, last, bytesPerElement, budget);
+  const bool readsOnce = middleFrameReadsOnce(ops, product(shape));
+  std::optional<MiddleFrameSplit> split = chooseMiddleFrameSplit(shape, first, last, bytesPerElement, budget, readsOnce);
   if (!split) return kernel.emitError("internal: a middle-frame kernel's rows do not fit SBUF");
   SmallVector<Value> outHbm;
   Block* body = nullptr;
@@ -219,12 +239,15 @@ LogicalResult KernelLowering::runMiddleFrame(int64_t& instructions, int64_t& dma
   OpBuilder builder(kernel.getContext());
   b = &builder;
   for (;;) {
-    const int64_t dim = split->dim, width = split->width;
+    const int64_t dim = split->dim, width = split->width, outer = shape[size_t(first)], inner = R / outer;
+    const bool chunked = split->chunked(shape, first);
     FrameSizes sizes{1, R, split->columns};
     int64_t rows = split->rows;
+    // The pass's indices of the first reduced dim (all of them unchunked).
+    int64_t chunkStart = 0, chunkLength = outer;
     // Short rows of all of C: g consecutive rows to a partition, aiming at
     // runs of kPackedRunBytes while 128 partitions stay busy.
-    if (sizes.c == C && packDim >= 0 && R * C * 2 < kShortRowBytes)
+    if (!chunked && sizes.c == C && packDim >= 0 && R * C * 2 < kShortRowBytes)
       for (int64_t g = 2; g <= shape[size_t(packDim)]; ++g) {
         if (shape[size_t(packDim)] % g) continue;
         if (rows / g < nc::kNumPartitions || g * R * C * bytesPerElement + 4096 > budget) break;
@@ -265,7 +288,8 @@ LogicalResult KernelLowering::runMiddleFrame(int64_t& instructions, int64_t& dma
       }
       if (axes & kJ) out.push_back({g, strides[size_t(packDim)]});
       if (axes & kR)
-        for (int64_t d = first; d <= last; ++d) out.push_back({shape[size_t(d)], strides[size_t(d)]});
+        for (int64_t d = first; d <= last; ++d)
+          out.push_back({d == first ? chunkLength : shape[size_t(d)], strides[size_t(d)]});
       if (axes & kK) {
         out.push_back({width, strides[size_t(dim)]});
         for (int64_t d = dim + 1; d < rank; ++d) out.push_back({shape[size_t(d)], strides[size_t(d)]});
@@ -277,6 +301,7 @@ LogicalResult KernelLowering::runMiddleFrame(int64_t& instructions, int64_t& dma
     auto transfer = [&](bool load, Value hbm, Value tile, ArrayRef<int64_t> strides, int64_t offset, unsigned axes,
                         int64_t row0, int64_t p) -> LogicalResult {
       Layout l;
+      if (axes & kR) offset += chunkStart * strides[size_t(first)];
       if (failed(tileSpace(pairs(strides, true, axes), pairs(strides, false, axes), offset, &l))) return failure();
       emitDma(load, hbm, tile, l, row0, p, 0, sizes.width(axes));
       return success();
@@ -288,55 +313,166 @@ LogicalResult KernelLowering::runMiddleFrame(int64_t& instructions, int64_t& dma
       body->erase();
       return failure();
     };
+    // The tiles of an op's operands, inputs loaded on first use (those
+    // that vary along r, the pass's chunk of them).
+    auto operandTiles = [&](Operation* op, int64_t row0, int64_t p,
+                            SmallVector<std::pair<Value, unsigned>>& operands) -> LogicalResult {
+      for (Value v : op->getOperands()) {
+        if (isImmediate(v)) continue;
+        if (!tiles.count(v)) {
+          auto strides = inputStrides.find(v);
+          if (strides == inputStrides.end()) return op->emitError("internal: a middle-frame operand without a tile");
+          const unsigned axes = axesOf[v];
+          Value tile = alloc(p, sizes.width(axes),
+                             nc::deviceElementType(llvm::cast<RankedTensorType>(v.getType()).getElementType()));
+          if (failed(transfer(/*load=*/true, hbmOf[v], tile, strides->second, viewOf[v].offset, axes, row0, p)))
+            return failure();
+          tiles[v] = tile;
+        }
+        operands.push_back({v, axesOf[v]});
+      }
+      return success();
+    };
+    // A returned value, in its own shape's order (the pass's chunk of it
+    // where it varies along r).
+    auto store = [&](Value root, Value hbm, int64_t row0, int64_t p) -> LogicalResult {
+      auto t = llvm::cast<RankedTensorType>(root.getType());
+      SmallVector<int64_t> strides;
+      if (!broadcastStrides(aten::contiguousView(t.getShape()), strides))
+        return kernel.emitError("internal: a middle-frame kernel returns a value of another shape");
+      const unsigned axes = axesOfStrides(strides);
+      FailureOr<Value> tile = materializeFrameValue(root, axesOf.lookup(root), axes, p, sizes.g, sizes.R, c,
+                                                    llvm::cast<MemRefType>(hbm.getType()));
+      if (failed(tile)) return failure();
+      return transfer(/*load=*/false, hbm, *tile, strides, 0, axes, row0, p);
+    };
+    auto storedAlongR = [&](Value root, Value hbm) {
+      auto t = llvm::cast<RankedTensorType>(root.getType());
+      SmallVector<int64_t> strides;
+      return broadcastStrides(aten::contiguousView(t.getShape()), strides) && (axesOfStrides(strides) & kR);
+    };
+    // Chunked: the reductions that read a value varying along r, by pass
+    // (one more than the deepest such reduction their operand depends on).
+    llvm::DenseMap<Operation*, int64_t> passOf;
+    int64_t passes = 0;
+    if (chunked) {
+      llvm::DenseMap<Operation*, int64_t> depth;
+      for (Operation* op : ops) {
+        int64_t d = 0;
+        for (Value v : op->getOperands())
+          if (Operation* def = v.getDefiningOp()) d = std::max(d, depth.lookup(def));
+        if (!aten::reducedDims(op).empty() && (axesOf[op->getOperand(0)] & kR)) {
+          passOf[op] = ++d;
+          passes = std::max(passes, d);
+        }
+        depth[op] = d;
+      }
+    }
+    auto alongR = [&](Operation* op) { return (axesOf[op->getResult(0)] & kR) != 0; };
     for (int64_t row0 = 0; row0 < rows; row0 += nc::kNumPartitions) {
       const int64_t p = std::min<int64_t>(nc::kNumPartitions, rows - row0);
-      ++iteration;
       r0 = row0;
       tiles.clear();
-      for (Operation* op : ops) {
-        SmallVector<std::pair<Value, unsigned>> operands;
-        for (Value v : op->getOperands()) {
-          if (isImmediate(v)) continue;
-          if (!tiles.count(v)) {
-            auto strides = inputStrides.find(v);
-            if (strides == inputStrides.end()) {
-              op->emitError("internal: a middle-frame operand without a tile");
+      if (!chunked) {
+        ++iteration;
+        for (Operation* op : ops) {
+          SmallVector<std::pair<Value, unsigned>> operands;
+          if (failed(operandTiles(op, row0, p, operands))) return fail();
+          if (!aten::reducedDims(op).empty()) {
+            Value acc;
+            if (failed(lowerFrameReduction(op, p, sizes.g, R, c, axesOf[op->getOperand(0)], acc, true, true, R)))
               return fail();
-            }
-            const unsigned axes = axesOf[v];
-            Value tile = alloc(p, sizes.width(axes),
-                               nc::deviceElementType(llvm::cast<RankedTensorType>(v.getType()).getElementType()));
-            if (failed(transfer(/*load=*/true, hbmOf[v], tile, strides->second, viewOf[v].offset, axes, row0, p)))
-              return fail();
-            tiles[v] = tile;
+            continue;
           }
-          operands.push_back({v, axesOf[v]});
+          if (failed(lowerFramePieces(op, axesOf[op->getResult(0)], operands, p, sizes.g, R, c))) return fail();
         }
-        if (!aten::reducedDims(op).empty()) {
-          if (failed(lowerFrameReduction(op, p, sizes.g, R, c, axesOf[op->getOperand(0)]))) return fail();
-          continue;
-        }
-        if (failed(lowerFramePieces(op, axesOf[op->getResult(0)], operands, p, sizes.g, R, c))) return fail();
+        for (auto [root, hbm] : llvm::zip(storedValues, outHbm))
+          if (failed(store(root, hbm, row0, p))) return fail();
+        continue;
       }
-      // The returned values, each in its own shape's order.
-      for (auto [root, hbm] : llvm::zip(storedValues, outHbm)) {
-        auto t = llvm::cast<RankedTensorType>(root.getType());
-        SmallVector<int64_t> strides;
-        if (!broadcastStrides(aten::contiguousView(t.getShape()), strides)) {
-          kernel.emitError("internal: a middle-frame kernel returns a value of another shape");
-          return fail();
+      // In passes over the chunks of r: pass k computes the reductions of
+      // pass k, then (the last) the returned values that vary along r, each
+      // chunk's values along r computed again from its inputs; the values
+      // that do not vary along r, once, as soon as their operands are.
+      llvm::DenseSet<Operation*> done;
+      auto lowerReady = [&]() -> LogicalResult {
+        for (Operation* op : ops) {
+          if (done.contains(op) || passOf.count(op) || alongR(op)) continue;
+          if (!llvm::all_of(op->getOperands(), [&](Value v) {
+                Operation* def = v.getDefiningOp();
+                return !def || !llvm::is_contained(ops, def) || done.contains(def);
+              }))
+            continue;
+          SmallVector<std::pair<Value, unsigned>> operands;
+          if (failed(operandTiles(op, row0, p, operands))) return failure();
+          Value acc;
+          if (!aten::reducedDims(op).empty()
+                  ? failed(lowerFrameReduction(op, p, 1, R, c, axesOf[op->getOperand(0)], acc, true, true, R))
+                  : failed(lowerFramePieces(op, axesOf[op->getResult(0)], operands, p, 1, R, c)))
+            return failure();
+          done.insert(op);
         }
-        const unsigned axes = axesOfStrides(strides);
-        FailureOr<Value> tile = materializeFrameValue(root, axesOf.lookup(root), axes, p, sizes.g, R, c,
-                                                      llvm::cast<MemRefType>(hbm.getType()));
-        if (failed(tile) || failed(transfer(/*load=*/false, hbm, *tile, strides, 0, axes, row0, p))) return fail();
+        return success();
+      };
+      if (failed(lowerReady())) return fail();
+      llvm::DenseMap<Operation*, Value> partial;
+      for (int64_t pass = 1; pass <= passes + 1; ++pass) {
+        // The values along r this pass needs, by their ops.
+        llvm::SetVector<Operation*> needed;
+        SmallVector<Value> wanted;
+        for (auto [op, k] : passOf)
+          if (k == pass) needed.insert(op);
+        if (pass > passes)
+          for (auto [root, hbm] : llvm::zip(storedValues, outHbm))
+            if (storedAlongR(root, hbm)) wanted.push_back(root);
+        for (Value v : wanted)
+          if (Operation* def = v.getDefiningOp(); def && llvm::is_contained(ops, def) && alongR(def)) needed.insert(def);
+        for (size_t i = 0; i < needed.size(); ++i)
+          for (Value v : needed[i]->getOperands())
+            if (Operation* def = v.getDefiningOp(); def && llvm::is_contained(ops, def) && alongR(def))
+              needed.insert(def);
+        if (needed.empty() && wanted.empty()) continue;
+        for (chunkStart = 0; chunkStart < outer; chunkStart += split->chunk) {
+          ++iteration;
+          chunkLength = std::min(split->chunk, outer - chunkStart);
+          sizes.R = chunkLength * inner;
+          // (The previous chunk's tiles along r.)
+          SmallVector<Value> stale;
+          for (auto& [v, tile] : tiles)
+            if (axesOf.lookup(v) & kR) stale.push_back(v);
+          for (Value v : stale) tiles.erase(v);
+          const bool last = chunkStart + chunkLength == outer;
+          for (Operation* op : ops) {
+            if (!needed.contains(op)) continue;
+            SmallVector<std::pair<Value, unsigned>> operands;
+            if (failed(operandTiles(op, row0, p, operands))) return fail();
+            if (passOf.count(op)) {
+              if (failed(lowerFrameReduction(op, p, 1, sizes.R, c, axesOf[op->getOperand(0)], partial[op],
+                                             chunkStart == 0, last, R)))
+                return fail();
+              continue;
+            }
+            if (failed(lowerFramePieces(op, axesOf[op->getResult(0)], operands, p, 1, sizes.R, c))) return fail();
+          }
+          for (auto [root, hbm] : llvm::zip(storedValues, outHbm))
+            if (llvm::is_contained(wanted, root) && failed(store(root, hbm, row0, p))) return fail();
+        }
+        chunkStart = 0, chunkLength = outer, sizes.R = R;
+        for (auto [op, k] : passOf)
+          if (k == pass) done.insert(op);
+        if (failed(lowerReady())) return fail();
       }
+      for (auto [root, hbm] : llvm::zip(storedValues, outHbm))
+        if (!storedAlongR(root, hbm) && failed(store(root, hbm, row0, p))) return fail();
     }
     // A row tile whose values overflow SBUF after all (the estimate misses
     // a lowering's temporaries) is lowered again with narrower blocks.
     if (sbufPeakBytes(*body) <= rowBudget * 3 / 2) break;
     std::optional<MiddleFrameSplit> narrower =
-        chooseMiddleFrameSplit(shape, first, last, bytesPerElement, budget, split->columns - 1);
+        chunked ? (split->chunk > 1 ? chooseMiddleFrameSplit(shape, first, last, bytesPerElement, budget, true,
+                                                             INT64_MAX, split->chunk / 2)
+                                    : std::nullopt)
+                : chooseMiddleFrameSplit(shape, first, last, bytesPerElement, budget, readsOnce, split->columns - 1);
     if (!narrower) break;
     split = narrower;
     body->erase();
@@ -470,26 +606,28 @@ LogicalResult KernelLowering::lowerFramePieces(Operation* op, unsigned resultAxe
 }
 
 LogicalResult KernelLowering::lowerFrameReduction(Operation* op, int64_t p, int64_t g, int64_t R, int64_t c,
-                                                  unsigned inAxes) {
+                                                  unsigned inAxes, Value& acc, bool firstChunk, bool lastChunk,
+                                                  int64_t totalR) {
   Value x = op->getOperand(0), result = op->getResult(0);
   const bool mean = llvm::isa<aten::MeanDimOp>(op), sum = llvm::isa<aten::SumDimIntListOp>(op);
   StringRef alu = llvm::isa<aten::AmaxOp>(op) ? "max" : "add";
   Type elem = nc::deviceElementType(llvm::cast<RankedTensorType>(result.getType()).getElementType());
   if (isImmediate(x)) {
     layouts[result].kind = Kind::Imm;
-    layouts[result].imm = sum ? layouts[x].imm * double(R) : layouts[x].imm;
+    layouts[result].imm = sum ? layouts[x].imm * double(totalR) : layouts[x].imm;
     return success();
   }
   Value in = tiles[x];
   const int64_t gj = inAxes & kJ ? g : 1, ck = inAxes & kK ? c : 1;
-  Value acc;
   if (inAxes & kR) {
-    acc = alloc(p, gj * ck, b->getF32Type());
+    // (Chunks after the first add into the first one's sums.)
+    if (firstChunk) acc = alloc(p, gj * ck, b->getF32Type());
     const bool bf16 = llvm::cast<MemRefType>(in.getType()).getElementType().isBF16();
-    reduceMiddleTile(acc, in, gj, R, ck, cheapestMiddleReduction(gj, R, R, ck, bf16).first, alu, /*started=*/false, op);
+    reduceMiddleTile(acc, in, gj, R, ck, cheapestMiddleReduction(gj, R, R, ck, bf16).first, alu, !firstChunk, op);
+    if (!lastChunk) return success();
   }
   // A sum of R equal values is R times the value; a mean or maximum, the value.
-  const double scale = mean && acc ? 1.0 / double(R) : sum && !acc ? double(R) : 1.0;
+  const double scale = mean && acc ? 1.0 / double(totalR) : sum && !acc ? double(totalR) : 1.0;
   Value source = acc ? acc : in;
   Value out = source;
   if (scale != 1.0 || llvm::cast<MemRefType>(source.getType()).getElementType() != elem || !acc) {

@@ -88,7 +88,8 @@ double matmulRowsSumNs(int64_t A, int64_t R, int64_t C, bool f32Input) {
 }
 
 std::optional<MiddleFrameSplit> chooseMiddleFrameSplit(llvm::ArrayRef<int64_t> shape, int64_t first, int64_t last,
-                                                       int64_t bytesPerElement, int64_t budget, int64_t maxColumns) {
+                                                       int64_t bytesPerElement, int64_t budget, bool allowChunks,
+                                                       int64_t maxColumns, int64_t maxChunk) {
   // Room left for the per-column values and the planner's alignment.
   constexpr int64_t kReserve = 4096;
   const int64_t rank = int64_t(shape.size());
@@ -96,31 +97,47 @@ std::optional<MiddleFrameSplit> chooseMiddleFrameSplit(llvm::ArrayRef<int64_t> s
   int64_t A = 1, R = 1, C = 1;
   for (int64_t d = 0; d < rank; ++d) (d < first ? A : d <= last ? R : C) *= shape[size_t(d)];
   if (A == 0 || R == 0 || C == 0) return std::nullopt;
+  const int64_t outer = shape[size_t(first)], inner = R / outer;
   const int64_t minColumns = std::min(C, kMinMiddleFrameColumns);
-  std::optional<MiddleFrameSplit> best;
-  double bestScore = 0;
-  int64_t inner = 1;
-  for (int64_t dim = rank - 1; dim > last; --dim) {
-    const int64_t size = shape[size_t(dim)];
-    // (The whole dim is width 1 of the dim before it, but for the first.)
-    for (int64_t width = 1; width <= size; ++width) {
-      if (size % width || (width == size && dim > last + 1 && size > 1)) continue;
-      const int64_t columns = width * inner;
-      if (columns < minColumns || columns > maxColumns || R * columns * bytesPerElement + kReserve > budget) continue;
-      const int64_t rows = A * (C / columns);
-      if (rows < kMinMiddleFrameRows) continue;
-      // Partition time: whole row tiles of R blocks, an instruction's
-      // minimum cost under 64 elements.
-      const double score = double((rows + nc::kNumPartitions - 1) / nc::kNumPartitions) * double(R) *
-                           double(std::max<int64_t>(columns, 64));
-      if (!best || score < bestScore || (score == bestScore && columns > best->columns)) {
-        best = MiddleFrameSplit{dim, width, columns, rows};
-        bestScore = score;
+  for (bool chunked : {false, true}) {
+    if ((!chunked && outer > maxChunk) || (chunked && !allowChunks)) continue;
+    std::optional<MiddleFrameSplit> best;
+    double bestScore = 0;
+    int64_t kept = 1;  // the kept dims after `dim`
+    for (int64_t dim = rank - 1; dim > last; --dim) {
+      const int64_t size = shape[size_t(dim)];
+      // (The whole dim is width 1 of the dim before it, but for the first.)
+      for (int64_t width = 1; width <= size; ++width) {
+        if (size % width || (width == size && dim > last + 1 && size > 1)) continue;
+        const int64_t columns = width * kept;
+        if (columns < minColumns || columns > maxColumns) continue;
+        const int64_t rows = A * (C / columns);
+        if (rows < kMinMiddleFrameRows) continue;
+        int64_t chunk = outer;
+        if (chunked) {
+          // The most indices of the first reduced dim a pass fits, then as
+          // many in each pass as the passes need.
+          chunk = std::min({outer - 1, maxChunk, (budget - kReserve) / (inner * columns * bytesPerElement)});
+          if (chunk < 1) continue;
+          const int64_t passes = (outer + chunk - 1) / chunk;
+          chunk = (outer + passes - 1) / passes;
+        } else if (R * columns * bytesPerElement + kReserve > budget) {
+          continue;
+        }
+        // Partition time: whole row tiles of R blocks, an instruction's
+        // minimum cost under 64 elements.
+        const double score = double((rows + nc::kNumPartitions - 1) / nc::kNumPartitions) * double(R) *
+                             double(std::max<int64_t>(columns, 64));
+        if (!best || score < bestScore || (score == bestScore && columns > best->columns)) {
+          best = MiddleFrameSplit{dim, width, columns, rows, chunk};
+          bestScore = score;
+        }
       }
+      kept *= size;
     }
-    inner *= size;
+    if (best) return best;
   }
-  return best;
+  return std::nullopt;
 }
 
 }  // namespace neuroncc

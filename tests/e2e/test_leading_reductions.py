@@ -230,6 +230,27 @@ class LeadingReductions(common.ComparedWithEager):
                 for w in (torch.ones(1, r_, 1, dtype=dtype), randn(r_, 1, seed=8).to(dtype)):
                     with self.subTest(dtype=dtype, case="weighted sum", shape=(a_, r_, c_), w=float(w.sum())):
                         self.check(lambda a, m: ((a * m).sum(1), (a * mask).sum(1)), (x, w))
+            for shape in ((128, 96, 384), (8, 64, 16, 64)):
+                # Rows of R blocks too long for SBUF: in chunks of channels
+                # (one pass, the input read once), each chunk's squares,
+                # products with per-channel weights, exponentials and
+                # maxima added into the sums.
+                x = randn(*shape).to(dtype)
+                w = randn(1, shape[1], *([1] * (len(shape) - 2)), seed=9).to(dtype)
+                k = randn(*shape[2:], seed=10).to(dtype)
+
+                def g(a, pc, pk):
+                    s = (a * a).sum(1)
+                    return (s, ((a * pc).sum(1, keepdim=True) + 1).reshape(-1), (a * pk).exp().mean(1) * 2,
+                            torch.sqrt(s / shape[1]) + a.amax(1), (a - pc).abs().amax(1, keepdim=True))
+                with self.subTest(dtype=dtype, case="chunks", shape=shape):
+                    self.check(g, (x, w, k))
+                    ones = torch.ones(*shape, dtype=dtype)
+                    self.check(g, (ones, torch.zeros_like(w), torch.ones_like(k)))
+                    x[0, 3] = float("nan")
+                    x[1, :, 0] = float("inf")
+                    x[2, 5] = -float("inf")
+                    self.check(g, (x, w, k))
             with self.subTest(dtype=dtype, case="read later"):
                 x = randn(128, 8, 160).to(dtype)
                 w = randn(160, 24, seed=7).to(dtype)
