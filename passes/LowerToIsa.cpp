@@ -1403,6 +1403,9 @@ bool KernelLowering::loadTransposed(Value v, Value tile, const Layout& l, int64_
 // of PSUM and stored with the columns on the partitions, each row segment
 // one contiguous run. Stored element by element, each element would cost a
 // DMA descriptor. True if stored so.
+// Rows longer than this load far more than their per-row results store.
+constexpr int64_t kLongRowColumns = 2048;
+
 bool KernelLowering::storeTransposed(Value hbm, Value tile, const Layout& l, ArrayRef<int64_t> offs, int64_t col0,
                                      int64_t f) {
   const int64_t P = nc::kNumPartitions;
@@ -1414,10 +1417,16 @@ bool KernelLowering::storeTransposed(Value hbm, Value tile, const Layout& l, Arr
   // descriptor per row (a sum of squares over the 128 channels of
   // [256, 128, 256] in the permuted frame stored 512 row tiles of 128
   // elements, 4.6 us of a DMA queue each). Only with two full row tiles or
-  // more: a few rows cost a few descriptors, less than the transpose's wait.
-  // (A Row layout's tile has one column, whatever the iteration's width.)
+  // more (a few rows cost a few descriptors, less than the transpose's
+  // wait), rows of at most kLongRowColumns (with longer ones the loads
+  // dwarf the descriptors, while the gathered tiles and the transposes
+  // slow the loads' overlap: softmax over [2048, 32000] 1321.8 -> 1339.9
+  // us, a [4096, 4096] x [4096, 1] product 190.0 -> 201.9; with 2048
+  // columns 103.0 -> 100.7), and not in a matmul's kernel, whose
+  // TensorEngine is busy. (A Row layout's tile has one column, whatever the
+  // iteration's width.)
   const bool perRow = (l.kind == Kind::Row || (l.kind == Kind::Full && f == 1)) && p == nc::kNumPartitions &&
-                      space.rows >= 2 * p;
+                      space.rows >= 2 * p && space.cols <= kLongRowColumns && !space.matmul;
   if (perRow) f = 1;
   if ((l.kind != Kind::Full && !perRow) || space.split > 1 || p < 2 ||
       (!perRow && (f < 2 || l.colStrides.empty() || l.colStrides.back() <= 1)) || nc::isPsumTile(tile.getType()) ||
