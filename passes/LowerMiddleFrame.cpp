@@ -18,6 +18,12 @@
 // less time for, each writing its part of one Full tile. A reduction over R
 // adds the blocks, or reduces each column, as LowerReductions.cpp does.
 //
+// Where a row of all R blocks does not fit SBUF and the kernel reads its
+// input once (middleFrameReadsOnce), it runs over chunks of the first
+// reduced dim: each chunk's values along r, then its part of each
+// reduction added into f32 accumulators; the values that do not vary
+// along r follow once their reductions are finished.
+//
 //===----------------------------------------------------------------------===//
 
 #include "device_model.h"
