@@ -30,7 +30,6 @@
 #include "passes/KernelLowering.h"
 #include "passes/ReductionCost.h"
 #include "llvm/ADT/MapVector.h"
-#include "llvm/ADT/SetVector.h"
 #include "llvm/ADT/SmallPtrSet.h"
 
 namespace neuroncc {
@@ -249,7 +248,7 @@ LogicalResult KernelLowering::runMiddleFrame(int64_t& instructions, int64_t& dma
     const bool chunked = split->chunked(shape, first);
     FrameSizes sizes{1, R, split->columns};
     int64_t rows = split->rows;
-    // The pass's indices of the first reduced dim (all of them unchunked).
+    // The chunk's indices of the first reduced dim (all of them unchunked).
     int64_t chunkStart = 0, chunkLength = outer;
     // Short rows of all of C: g consecutive rows to a partition, aiming at
     // runs of kPackedRunBytes while 128 partitions stay busy.
@@ -339,71 +338,36 @@ LogicalResult KernelLowering::runMiddleFrame(int64_t& instructions, int64_t& dma
       }
       return success();
     };
-    // A returned value, in its own shape's order (the pass's chunk of it
-    // where it varies along r).
+    // A returned value, in its own shape's order.
     auto store = [&](Value root, Value hbm, int64_t row0, int64_t p) -> LogicalResult {
       auto t = llvm::cast<RankedTensorType>(root.getType());
       SmallVector<int64_t> strides;
       if (!broadcastStrides(aten::contiguousView(t.getShape()), strides))
         return kernel.emitError("internal: a middle-frame kernel returns a value of another shape");
       const unsigned axes = axesOfStrides(strides);
-      FailureOr<Value> tile = materializeFrameValue(root, axesOf.lookup(root), axes, p, sizes.g, sizes.R, c,
+      if (chunked && (axes & kR)) return kernel.emitError("internal: a chunked middle-frame kernel returns a full value");
+      FailureOr<Value> tile = materializeFrameValue(root, axesOf.lookup(root), axes, p, sizes.g, R, c,
                                                     llvm::cast<MemRefType>(hbm.getType()));
       if (failed(tile)) return failure();
       return transfer(/*load=*/false, hbm, *tile, strides, 0, axes, row0, p);
     };
-    auto storedAlongR = [&](Value root, Value hbm) {
-      auto t = llvm::cast<RankedTensorType>(root.getType());
-      SmallVector<int64_t> strides;
-      return broadcastStrides(aten::contiguousView(t.getShape()), strides) && (axesOfStrides(strides) & kR);
+    // Chunked: the ops along r and the reductions over them, a chunk at a
+    // time (the kernel reads its input once: none depends on a reduction).
+    auto inChunks = [&](Operation* op) {
+      return (axesOf[op->getResult(0)] & kR) ||
+             (!aten::reducedDims(op).empty() && (axesOf[op->getOperand(0)] & kR));
     };
-    // Chunked: the reductions that read a value varying along r, by pass
-    // (one more than the deepest such reduction their operand depends on).
-    llvm::DenseMap<Operation*, int64_t> passOf;
-    int64_t passes = 0;
-    if (chunked) {
-      llvm::DenseMap<Operation*, int64_t> depth;
-      for (Operation* op : ops) {
-        int64_t d = 0;
-        for (Value v : op->getOperands())
-          if (Operation* def = v.getDefiningOp()) d = std::max(d, depth.lookup(def));
-        if (!aten::reducedDims(op).empty() && (axesOf[op->getOperand(0)] & kR)) {
-          passOf[op] = ++d;
-          passes = std::max(passes, d);
-        }
-        depth[op] = d;
-      }
-    }
-    auto alongR = [&](Operation* op) { return (axesOf[op->getResult(0)] & kR) != 0; };
     for (int64_t row0 = 0; row0 < rows; row0 += nc::kNumPartitions) {
       const int64_t p = std::min<int64_t>(nc::kNumPartitions, rows - row0);
       r0 = row0;
       tiles.clear();
-      if (!chunked) {
-        ++iteration;
-        for (Operation* op : ops) {
-          SmallVector<std::pair<Value, unsigned>> operands;
-          if (failed(operandTiles(op, row0, p, operands))) return fail();
-          if (!aten::reducedDims(op).empty()) {
-            Value acc;
-            if (failed(lowerFrameReduction(op, p, sizes.g, R, c, axesOf[op->getOperand(0)], acc, true, true, R)))
-              return fail();
-            continue;
-          }
-          if (failed(lowerFramePieces(op, axesOf[op->getResult(0)], operands, p, sizes.g, R, c))) return fail();
-        }
-        for (auto [root, hbm] : llvm::zip(storedValues, outHbm))
-          if (failed(store(root, hbm, row0, p))) return fail();
-        continue;
-      }
-      // In passes over the chunks of r: pass k computes the reductions of
-      // pass k, then (the last) the returned values that vary along r, each
-      // chunk's values along r computed again from its inputs; the values
-      // that do not vary along r, once, as soon as their operands are.
+      if (!chunked) ++iteration;
+      // The ops outside the chunks whose operands are ready (all of them
+      // unchunked, in order), then (chunked) the chunks, then the rest.
       llvm::DenseSet<Operation*> done;
       auto lowerReady = [&]() -> LogicalResult {
         for (Operation* op : ops) {
-          if (done.contains(op) || passOf.count(op) || alongR(op)) continue;
+          if (done.contains(op) || (chunked && inChunks(op))) continue;
           if (!llvm::all_of(op->getOperands(), [&](Value v) {
                 Operation* def = v.getDefiningOp();
                 return !def || !llvm::is_contained(ops, def) || done.contains(def);
@@ -413,31 +377,16 @@ LogicalResult KernelLowering::runMiddleFrame(int64_t& instructions, int64_t& dma
           if (failed(operandTiles(op, row0, p, operands))) return failure();
           Value acc;
           if (!aten::reducedDims(op).empty()
-                  ? failed(lowerFrameReduction(op, p, 1, R, c, axesOf[op->getOperand(0)], acc, true, true, R))
-                  : failed(lowerFramePieces(op, axesOf[op->getResult(0)], operands, p, 1, R, c)))
+                  ? failed(lowerFrameReduction(op, p, sizes.g, R, c, axesOf[op->getOperand(0)], acc, true, true, R))
+                  : failed(lowerFramePieces(op, axesOf[op->getResult(0)], operands, p, sizes.g, R, c)))
             return failure();
           done.insert(op);
         }
         return success();
       };
       if (failed(lowerReady())) return fail();
-      llvm::DenseMap<Operation*, Value> partial;
-      for (int64_t pass = 1; pass <= passes + 1; ++pass) {
-        // The values along r this pass needs, by their ops.
-        llvm::SetVector<Operation*> needed;
-        SmallVector<Value> wanted;
-        for (auto [op, k] : passOf)
-          if (k == pass) needed.insert(op);
-        if (pass > passes)
-          for (auto [root, hbm] : llvm::zip(storedValues, outHbm))
-            if (storedAlongR(root, hbm)) wanted.push_back(root);
-        for (Value v : wanted)
-          if (Operation* def = v.getDefiningOp(); def && llvm::is_contained(ops, def) && alongR(def)) needed.insert(def);
-        for (size_t i = 0; i < needed.size(); ++i)
-          for (Value v : needed[i]->getOperands())
-            if (Operation* def = v.getDefiningOp(); def && llvm::is_contained(ops, def) && alongR(def))
-              needed.insert(def);
-        if (needed.empty() && wanted.empty()) continue;
+      if (chunked) {
+        llvm::DenseMap<Operation*, Value> partial;
         for (chunkStart = 0; chunkStart < outer; chunkStart += split->chunk) {
           ++iteration;
           chunkLength = std::min(split->chunk, outer - chunkStart);
@@ -447,29 +396,26 @@ LogicalResult KernelLowering::runMiddleFrame(int64_t& instructions, int64_t& dma
           for (auto& [v, tile] : tiles)
             if (axesOf.lookup(v) & kR) stale.push_back(v);
           for (Value v : stale) tiles.erase(v);
-          const bool last = chunkStart + chunkLength == outer;
           for (Operation* op : ops) {
-            if (!needed.contains(op)) continue;
+            if (!inChunks(op)) continue;
             SmallVector<std::pair<Value, unsigned>> operands;
             if (failed(operandTiles(op, row0, p, operands))) return fail();
-            if (passOf.count(op)) {
-              if (failed(lowerFrameReduction(op, p, 1, sizes.R, c, axesOf[op->getOperand(0)], partial[op],
-                                             chunkStart == 0, last, R)))
-                return fail();
+            if (aten::reducedDims(op).empty()) {
+              if (failed(lowerFramePieces(op, axesOf[op->getResult(0)], operands, p, 1, sizes.R, c))) return fail();
               continue;
             }
-            if (failed(lowerFramePieces(op, axesOf[op->getResult(0)], operands, p, 1, sizes.R, c))) return fail();
+            if (failed(lowerFrameReduction(op, p, 1, sizes.R, c, axesOf[op->getOperand(0)], partial[op],
+                                           chunkStart == 0, chunkStart + chunkLength == outer, R)))
+              return fail();
           }
-          for (auto [root, hbm] : llvm::zip(storedValues, outHbm))
-            if (llvm::is_contained(wanted, root) && failed(store(root, hbm, row0, p))) return fail();
         }
         chunkStart = 0, chunkLength = outer, sizes.R = R;
-        for (auto [op, k] : passOf)
-          if (k == pass) done.insert(op);
+        for (Operation* op : ops)
+          if (inChunks(op)) done.insert(op);
         if (failed(lowerReady())) return fail();
       }
       for (auto [root, hbm] : llvm::zip(storedValues, outHbm))
-        if (!storedAlongR(root, hbm) && failed(store(root, hbm, row0, p))) return fail();
+        if (failed(store(root, hbm, row0, p))) return fail();
     }
     // A row tile whose values overflow SBUF after all (the estimate misses
     // a lowering's temporaries) is lowered again with narrower blocks.
