@@ -1670,20 +1670,22 @@ struct FormKernelsPass : impl::FormKernelsBase<FormKernelsPass> {
   SmallVector<SmallVector<Operation*>> middleFrames;
   // Their ops: the rewrites after reduceInPermutedFrame leave them alone.
   llvm::DenseSet<Operation*> inMiddleFrames;
-  bool keepsNaturalFrame(ArrayRef<Operation*> ops, ArrayRef<int64_t> dims, ArrayRef<int64_t> fullShape) {
+  // (The split the kernel takes, if it keeps the natural frame.)
+  std::optional<MiddleFrameSplit> keepsNaturalFrame(ArrayRef<Operation*> ops, ArrayRef<int64_t> dims,
+                                                    ArrayRef<int64_t> fullShape) {
     for (size_t i = 1; i < dims.size(); ++i)
-      if (dims[i] != dims[0] + int64_t(i)) return false;
+      if (dims[i] != dims[0] + int64_t(i)) return std::nullopt;
     const int64_t C = ShapedType::getNumElements(fullShape.drop_front(size_t(dims.back() + 1)));
-    if (C < 2 || ShapedType::getNumElements(fullShape) == 0) return false;
+    if (C < 2 || ShapedType::getNumElements(fullShape) == 0) return std::nullopt;
     llvm::SmallPtrSet<Operation*, 16> own(ops.begin(), ops.end());
     for (Operation* op : ops) {
       if (isReduction(op) && (!llvm::isa<FloatType>(llvm::cast<RankedTensorType>(op->getOperand(0).getType()).getElementType()) ||
                               !llvm::isa<FloatType>(llvm::cast<RankedTensorType>(op->getResult(0).getType()).getElementType())))
-        return false;
+        return std::nullopt;
       for (Value v : op->getOperands()) {
         Operation* def = v.getDefiningOp();
         if (def && !own.contains(def) && aten::isViewOp(def))
-          if (Operation* root = chainOf(v).root.getDefiningOp(); root && own.contains(root)) return false;
+          if (Operation* root = chainOf(v).root.getDefiningOp(); root && own.contains(root)) return std::nullopt;
       }
     }
     std::function<bool(Value)> readLate = [&](Value v) {
@@ -1694,11 +1696,10 @@ struct FormKernelsPass : impl::FormKernelsBase<FormKernelsPass> {
       });
     };
     if (!llvm::all_of(ops, [&](Operation* op) { return op->getNumResults() == 1 && readLate(op->getResult(0)); }))
-      return false;
+      return std::nullopt;
     const int64_t bytes = middleFrameBytesPerElement(ops, ShapedType::getNumElements(fullShape));
     return chooseMiddleFrameSplit(fullShape, dims.front(), dims.back(), bytes, sbufBudgetBytes,
-                                  middleFrameReadsOnce(ops, ShapedType::getNumElements(fullShape)))
-        .has_value();
+                                  middleFrameReadsOnce(ops, ShapedType::getNumElements(fullShape)));
   }
 
   // The ops that move into the permuted frame with `reduction` (or form its
@@ -1749,10 +1750,7 @@ struct FormKernelsPass : impl::FormKernelsBase<FormKernelsPass> {
     if (component.size() < 2) return std::nullopt;
     SmallVector<Operation*> ops(component.begin(), component.end());
     llvm::sort(ops, [](Operation* a, Operation* c) { return a->isBeforeInBlock(c); });
-    if (!keepsNaturalFrame(ops, dims, fullShape)) return std::nullopt;
-    const int64_t full = ShapedType::getNumElements(fullShape);
-    return chooseMiddleFrameSplit(fullShape, dims.front(), dims.back(), middleFrameBytesPerElement(ops, full),
-                                  sbufBudgetBytes, middleFrameReadsOnce(ops, full));
+    return keepsNaturalFrame(ops, dims, fullShape);
   }
 
   static bool keptAlone(Operation* op) {

@@ -230,7 +230,7 @@ class LeadingReductions(common.ComparedWithEager):
                 for w in (torch.ones(1, r_, 1, dtype=dtype), randn(r_, 1, seed=8).to(dtype)):
                     with self.subTest(dtype=dtype, case="weighted sum", shape=(a_, r_, c_), w=float(w.sum())):
                         self.check(lambda a, m: ((a * m).sum(1), (a * mask).sum(1)), (x, w))
-            for shape in ((128, 96, 384), (8, 64, 16, 64)):
+            for shape in ((128, 96, 384), (8, 128, 32, 64)):
                 # Rows of R blocks too long for SBUF: in chunks of channels
                 # (one pass, the input read once), each chunk's squares,
                 # products with per-channel weights, exponentials and
