@@ -319,7 +319,7 @@ LogicalResult KernelLowering::runMiddleFrame(int64_t& instructions, int64_t& dma
       return failure();
     };
     // The tiles of an op's operands, inputs loaded on first use (those
-    // that vary along r, the pass's chunk of them).
+    // that vary along r, the chunk of them).
     auto operandTiles = [&](Operation* op, int64_t row0, int64_t p,
                             SmallVector<std::pair<Value, unsigned>>& operands) -> LogicalResult {
       for (Value v : op->getOperands()) {
