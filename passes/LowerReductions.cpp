@@ -123,19 +123,18 @@ std::optional<MiddleFrameSplit> chooseMiddleFrameSplit(llvm::ArrayRef<int64_t> s
         const int64_t tiles = (rows + nc::kNumPartitions - 1) / nc::kNumPartitions;
         if (chunked && 4 * rows < 3 * tiles * nc::kNumPartitions) continue;
         if (chunked) {
-          // The most indices of the first reduced dim a pass fits, then as
-          // many in each pass as the passes need.
+          // The most indices of the first reduced dim a chunk fits, then
+          // as many in each chunk as the chunks need.
           chunk = std::min({outer - 1, maxChunk, (budget - kReserve) / (inner * columns * bytesPerElement)});
           if (chunk < 1) continue;
-          const int64_t passes = (outer + chunk - 1) / chunk;
-          chunk = (outer + passes - 1) / passes;
+          const int64_t chunks = (outer + chunk - 1) / chunk;
+          chunk = (outer + chunks - 1) / chunks;
         } else if (R * columns * bytesPerElement + kReserve > budget) {
           continue;
         }
         // Partition time: whole row tiles of R blocks, an instruction's
         // minimum cost under 64 elements.
-        const double score = double((rows + nc::kNumPartitions - 1) / nc::kNumPartitions) * double(R) *
-                             double(std::max<int64_t>(columns, 64));
+        const double score = double(tiles) * double(R) * double(std::max<int64_t>(columns, 64));
         if (!best || score < bestScore || (score == bestScore && columns > best->columns)) {
           best = MiddleFrameSplit{dim, width, columns, rows, chunk};
           bestScore = score;

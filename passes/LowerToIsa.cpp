@@ -1394,6 +1394,9 @@ bool KernelLowering::loadTransposed(Value v, Value tile, const Layout& l, int64_
   return true;
 }
 
+// Rows longer than this load far more than their per-row results store.
+constexpr int64_t kLongRowColumns = 2048;
+
 // The mirror of loadTransposed for a store whose columns are strided in
 // memory and whose rows come in runs of adjacent elements (a value stored
 // through a transpose, `(x * 2).t()` returned; a projection's result stored
@@ -1403,9 +1406,6 @@ bool KernelLowering::loadTransposed(Value v, Value tile, const Layout& l, int64_
 // of PSUM and stored with the columns on the partitions, each row segment
 // one contiguous run. Stored element by element, each element would cost a
 // DMA descriptor. True if stored so.
-// Rows longer than this load far more than their per-row results store.
-constexpr int64_t kLongRowColumns = 2048;
-
 bool KernelLowering::storeTransposed(Value hbm, Value tile, const Layout& l, ArrayRef<int64_t> offs, int64_t col0,
                                      int64_t f) {
   const int64_t P = nc::kNumPartitions;

@@ -47,7 +47,7 @@ double matmulRowsSumNs(int64_t A, int64_t R, int64_t C, bool f32Input);
 // (LowerMiddleFrame.cpp): each partition holds one row of R blocks of
 // `columns` elements, the dims after `dim` and `width` consecutive indices
 // of `dim` (a divisor of its size); the rest of C joins A in the `rows`.
-// Where a row of all R blocks does not fit, the kernel runs in passes over
+// Where a row of all R blocks does not fit, the kernel runs in chunks of
 // the reduced elements, `chunk` indices of the first reduced dim at a time
 // (the whole dim otherwise).
 struct MiddleFrameSplit {
@@ -68,7 +68,7 @@ inline constexpr int64_t kMinMiddleFrameRows = 64;
 // or more whose row of R x columns elements at `bytesPerElement` fits
 // `budget` bytes a partition and whose columns are at most `maxColumns`;
 // where none fits and `allowChunks`, the same among chunked rows (the
-// largest chunk up to `maxChunk` that fits, the passes balanced); nullopt
+// largest chunk up to `maxChunk` that fits, the chunks balanced); nullopt
 // if none does.
 std::optional<MiddleFrameSplit> chooseMiddleFrameSplit(llvm::ArrayRef<int64_t> shape, int64_t first, int64_t last,
                                                        int64_t bytesPerElement, int64_t budget, bool allowChunks,
