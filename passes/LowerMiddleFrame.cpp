@@ -431,6 +431,7 @@ LogicalResult KernelLowering::runMiddleFrame(int64_t& instructions, int64_t& dma
     outHbm.clear();
     tiles.clear();
     constantTiles.clear();
+    pendingTransposed.clear();
     numInst = 0;
     numDma = 0;
   }

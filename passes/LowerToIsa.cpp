@@ -1846,6 +1846,10 @@ Block* KernelLowering::createIsaBody(Block& old, SmallVectorImpl<Value>& outHbm)
 }
 
 void KernelLowering::finishBody(Block& old, int64_t& instructions, int64_t& dmas) {
+  // Gathered transposed stores that no later row tile flushed (a copy
+  // kernel's row tile of one run, then rows that take another store).
+  for (auto& [key, pending] : pendingTransposed) flushTransposed(pending);
+  pendingTransposed.clear();
   b->create<nc::YieldOp>(loc);
   old.dropAllDefinedValueUses();
   old.erase();

@@ -972,6 +972,19 @@ class FuzzRegressions(unittest.TestCase):
                 x, w = randn(7, 127).to(dtype), (randn(n, 127, seed=1) * 0.09).to(dtype)
                 self.check(lambda x, w: torch.cummax(x @ w.t(), 1)[0], (x, w))
 
+    def test_per_row_store_gathered_then_left_by_a_cat(self):
+        """graph_fuzz 96979899 case 27 (f16, -O0 and -O2): torch.cat of [2, 1, 1] and
+        [2, 129, 1] along dim 1. The copy kernel's first row tile of x's rows (one run in the
+        output) gathered its 128 values for a transposed store of several row tiles; the next
+        row tile's rows are two runs and the last has 2 rows, so none of them stored the
+        gathered values, and the copy kernels' lowering had no final flush: 127 of the
+        output's elements were never written. Every kernel body now flushes them at its end."""
+        for dtype in (torch.float16, torch.float32, torch.bfloat16):
+            for n in (129, 255, 300):
+                a, b = randn(2, 1, 1).to(dtype), randn(2, n, 1, seed=1).to(dtype)
+                self.check(lambda a, b: torch.cat([a, b], dim=1), (a, b))
+                self.check(lambda a, b: torch.cat([b, a], dim=1) * 2, (a, b))
+
 
 if __name__ == "__main__":
     unittest.main(verbosity=2)
