@@ -1338,16 +1338,6 @@ struct FormKernelsPass : impl::FormKernelsBase<FormKernelsPass> {
       if (reducesInSbufRows(op) && (!weighted || C < kShortBlock) &&
           sbufRowsReductionNs(A, R, C, elem.isBF16(), kLoweringChunk) < matmulNs)
         continue;
-      // A weighted sum with longer blocks whose product and sum form a
-      // middle frame: the product costs a pass over the elements there.
-      if (weighted && C >= kShortBlock)
-        if (std::optional<MiddleFrameSplit> split = middleFrameOf(op)) {
-          const neff::DeviceParams& d = neff::Trn1();
-          const int64_t rows = split->rows, columns = split->columns;
-          const double productNs = double((rows + nc::kNumPartitions - 1) / nc::kNumPartitions) * double(R) *
-                                   double(std::max<int64_t>(columns, 64)) / d.vector_ghz;
-          if (sbufRowsReductionNs(rows, R, columns, elem.isBF16(), kLoweringChunk) + productNs < matmulNs) continue;
-        }
       // The weights: [A dims or 1, R dims or 1, 1...] (left-padded to the rank).
       Value blocks = x, weights;
       SmallVector<int64_t> weightShape;
@@ -1367,6 +1357,17 @@ struct FormKernelsPass : impl::FormKernelsBase<FormKernelsPass> {
           break;
         }
         if (!weights) continue;
+        // With longer blocks, a product and sum that form a middle frame
+        // stay for it where it costs less: the product a pass over the
+        // elements there.
+        if (C >= kShortBlock)
+          if (std::optional<MiddleFrameSplit> split = middleFrameOf(op)) {
+            const neff::DeviceParams& d = neff::Trn1();
+            const int64_t rows = split->rows, columns = split->columns;
+            const double productNs = double((rows + nc::kNumPartitions - 1) / nc::kNumPartitions) * double(R) *
+                                     double(std::max<int64_t>(columns, 64)) / d.vector_ghz;
+            if (sbufRowsReductionNs(rows, R, columns, elem.isBF16(), kLoweringChunk) + productNs < matmulNs) continue;
+          }
       }
       OpBuilder b(op);
       Location loc = op->getLoc();
