@@ -985,6 +985,33 @@ class FuzzRegressions(unittest.TestCase):
                 self.check(lambda a, b: torch.cat([a, b], dim=1), (a, b))
                 self.check(lambda a, b: torch.cat([b, a], dim=1) * 2, (a, b))
 
+    def test_median_over_an_expanded_dim(self):
+        """graph_fuzz 97989900 case 296 (bf16): a 'wrong' result that did not reproduce.
+        torch 1.13's CPU median.dim and nanmedian.dim misread a reduced dim of stride 0
+        (an expanded operand): values from outside the row, uninitialized memory among
+        them, different from run to run. So the fuzzer's eager and float64 values were
+        wrong, its conditioning checks passed or rejected the statement by chance, and the
+        seed generated different programs. The fuzzer now gives these ops a contiguous
+        copy (readable_args); the compiled medians are compared here with eager on one."""
+        sys.path.insert(0, os.path.join(HERE, "..", "fuzz"))
+        import graph_fuzz  # noqa: E402
+        row = torch.tensor([17.0, 2.0, 1.0, 17.0, 1.0, 5.0, 2.0])
+        with graph_fuzz.P["LowPrecisionEager"]():
+            self.assertTrue(torch.equal(row.expand(3, 7).median(0)[0], row))
+            self.assertTrue(torch.equal(row.double().expand(3, 7).nanmedian(0)[0], row.double()))
+        graphs = [lambda x: x.expand(3, -1).median(0, keepdim=True)[0],
+                  lambda x: x.expand(3, -1).nanmedian(0)[0] * 2,
+                  lambda x: x.unsqueeze(1).expand(-1, 5, -1).median(1)[0]]
+        for dtype in (torch.float32, torch.bfloat16):
+            inputs = [row.to(dtype).unsqueeze(0), randn(1, 7, dtype=dtype), randn(4, 6, dtype=dtype, seed=2)]
+            for k, (fn, x) in enumerate(zip(graphs, inputs)):
+                with graph_fuzz.P["LowPrecisionEager"]():
+                    want = fn(x)
+                name = "median_expanded_%d_%s" % (k, str(dtype).split(".")[-1])
+                for opt in (0, 2):
+                    outs, _ = common.export_compile_run(fn, (x,), self.tmp, "%s_O%d" % (name, opt), opt)
+                    common.compare(outs[0], want, TOL[dtype])
+
 
 if __name__ == "__main__":
     unittest.main(verbosity=2)

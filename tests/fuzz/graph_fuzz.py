@@ -181,7 +181,9 @@ reduced greedily (drop outputs, bypass or replace ops, shrink each dim
 symbol) while the signature stays the same (for wrong: the mismatch persists
 on a graph that still passes the conditioning checks). The result is written
 under --out as <signature>-case<i>/repro.py (standalone: model, inputs, exact
-commands, comparison), commands.sh, graph.pb and the input .npy files, with
+commands, comparison), commands.sh, graph.pb and the input .npy files, and
+case_source.py (the failing program before minimization; the summary flags a
+seed that generated another program for the minimizer), with
 results.jsonl (every case: class, messages, wall time per stage) and
 repros.json. --ctest without --out keeps no files.
 """
@@ -267,14 +269,29 @@ def make_tensor(kind, shape, dtype, seed, arg=None):
     return t.to(dtype)
 
 
+# torch 1.13's CPU median.dim and nanmedian.dim misread a reduced dim of stride 0 (an
+# expanded operand): they return values from outside the row, uninitialized memory among
+# them, which differ from run to run (graph_fuzz 97989900 case 296). Both modes below give
+# these ops a contiguous copy.
+MISREADS_STRIDE0 = (aten.median.dim, aten.nanmedian.dim)
+
+
+def readable_args(func, args):
+    if func in MISREADS_STRIDE0 and args and isinstance(args[0], torch.Tensor):
+        return (args[0].contiguous(),) + tuple(args[1:])
+    return args
+
+
 class LowPrecisionEager(torch.utils._python_dispatch.TorchDispatchMode):
     """Eager for f16/bf16 ops that torch 1.13's CPU lacks ('not implemented for Half'):
     computes the op in f32 and rounds its float results once to the input dtype, as
     PyTorch's GPU kernels (and its CPU kernels that exist) do. Ops that have a kernel
-    run unchanged."""
+    run unchanged, but for readable_args. The float64 references run under it too,
+    for readable_args."""
 
     def __torch_dispatch__(self, func, types, args=(), kwargs=None):
         kwargs = kwargs or {}
+        args = readable_args(func, args)
         try:
             return func(*args, **kwargs)
         except (RuntimeError, NotImplementedError) as e:
@@ -586,7 +603,7 @@ class RoundingModel(torch.utils._python_dispatch.TorchDispatchMode):
         self.u, self.gen = u, gen
 
     def __torch_dispatch__(self, func, types, args=(), kwargs=None):
-        out = func(*args, **(kwargs or {}))
+        out = func(*P["readable_args"](func, args), **(kwargs or {}))
         schema = func._schema
         if any(r.alias_info is not None for r in schema.returns) or \
                 schema.name.split("::")[-1].rstrip("_") in EXACT_OPS:
@@ -643,7 +660,8 @@ class Evaluator:
             with torch.no_grad():
                 with P["LowPrecisionEager"]():
                     r = eval(expr, self.g_real, loc_real)
-                f = eval(expr, self.g_ref, loc_ref)
+                with P["LowPrecisionEager"]():
+                    f = eval(expr, self.g_ref, loc_ref)
         except Reject:
             raise
         except Exception as e:  # noqa: BLE001 - an invalid op for these shapes
@@ -3593,7 +3611,7 @@ def reference_outputs(g, model, inputs):
     try:
         ref = g["Model"]().eval()
         ref.load_state_dict({k: v.double() if v.is_floating_point() else v for k, v in model.state_dict().items()})
-        with torch.no_grad():
+        with torch.no_grad(), P["LowPrecisionEager"]():
             return ref(*[x.double() if x.is_floating_point() else x for x in inputs])
     finally:
         g.update(saved)
@@ -3768,6 +3786,8 @@ def run_one_case(args):
     rec["targets"] = info.get("targets", [])
     rec["outcomes"] = [o.as_dict() for o in outcomes]
     rec["cls"] = max((o.cls for o in outcomes), key=lambda c: SEVERITY[c])
+    if rec["cls"] in FAILING:
+        rec["source"] = prog.source(prog.env())   # the minimizer checks its regeneration against it
     rec["wall_s"] = time.time() - t0
     if cfg.verbose and rec["cls"] != "pass":
         bad = [o for o in outcomes if o.cls != "pass"]
@@ -3923,7 +3943,7 @@ def reference(model, inputs):
     try:
         ref = Model().eval()
         ref.load_state_dict({k: v.double() if v.is_floating_point() else v for k, v in model.state_dict().items()})
-        with torch.no_grad():
+        with torch.no_grad(), LowPrecisionEager():   # readable_args
             return ref(*[x.double() if x.is_floating_point() else x for x in inputs])
     finally:
         globals().update(saved)
@@ -4027,6 +4047,7 @@ def minimize_one(args):
     allowed = Allowed(cfg.allowed)
     bad = [o for o in rec["outcomes"] if o["sig"] == rec["min_sig"]][0]
     prog = generate(rec["seed"], rec["dtype"], supported, focus=cfg.focus)
+    regenerated = prog.source(prog.env()) == rec.get("source")
     opt = bad["opt"]
     workdir = tempfile.mkdtemp(prefix="min%d-" % rec["case"], dir=cfg.work)
     t0 = time.time()
@@ -4036,13 +4057,17 @@ def minimize_one(args):
             prog = m.run()
         d = os.path.join(cfg.out, "%s-case%d" % (slug(rec["min_sig"]), rec["case"]))
         shutil.rmtree(d, ignore_errors=True)
+        os.makedirs(d)
+        # The failing program as the run generated it, before minimization.
+        with open(os.path.join(d, "case_source.py"), "w") as f:
+            f.write(rec.get("source", ""))
         o = Outcome(bad["cls"], bad["stage"], bad["msg"], bad["sig"], opt)
         final, src, shapes, targets = write_repro(prog, o, d, rec["case"], cfg, supported)
     finally:
         shutil.rmtree(workdir, ignore_errors=True)
     return dict(case=rec["case"], sig=rec["min_sig"], dir=d, cls=final.cls, msg=final.msg, opt=opt,
                 dtype=rec["dtype"], source=src, shapes=shapes, tries=m.tries, seconds=time.time() - t0,
-                stmts=len(prog.stmts), still=final.sig == rec["min_sig"], targets=targets,
+                stmts=len(prog.stmts), still=final.sig == rec["min_sig"], regenerated=regenerated, targets=targets,
                 error=final.msg)
 
 
@@ -4244,7 +4269,9 @@ def main(argv=None):
                 print("  %s -O%d %s: %s\n      ops: %s\n      cases %s; %s (%d stmts, %d tries, %.0f s)%s" % (
                     rp["cls"], rp["opt"], rp["dtype"], rp["error"][:200], " ".join(targets),
                     ",".join(str(r["case"]) for r in rps), rp["dir"], rp["stmts"], rp["tries"], rp["seconds"],
-                    "" if rp["still"] else " [the written reproducer gives another result]"))
+                    "" if rp["still"] else " [the written reproducer gives another result]",
+                    "" if rp["regenerated"] else " [GENERATOR NOT DETERMINISTIC: the seed gave another program;"
+                    " the failing one is case_source.py]"))
     print()
     for c in CLASSES:
         print("  %-16s %6d" % (c, counts.get(c, 0)))
