@@ -7,6 +7,7 @@
 //===----------------------------------------------------------------------===//
 #pragma once
 
+#include <array>
 #include <map>
 #include <optional>
 #include <tuple>
@@ -310,10 +311,12 @@ class KernelLowering {
   LogicalResult runMiddleFrame(int64_t& instructions, int64_t& dmas);
   LogicalResult lowerFramePieces(Operation* op, unsigned resultAxes, ArrayRef<std::pair<Value, unsigned>> operands,
                                  int64_t p, int64_t g, int64_t R, int64_t c);
-  // A reduction over R of a tile of R (of totalR) elements: chunks after
-  // the first add into `acc`; the last gives the result.
+  // A reduction over R of a tile of R (of totalR) elements, chunk `chunk`
+  // of `chunks`: chunks alternate between the two accumulators `acc` (two
+  // chains of adds, which the Vector and GpSimd engines share); the last
+  // combines them and gives the result.
   LogicalResult lowerFrameReduction(Operation* op, int64_t p, int64_t g, int64_t R, int64_t c, unsigned inAxes,
-                                    Value& acc, bool firstChunk, bool lastChunk, int64_t totalR);
+                                    std::array<Value, 2>& acc, int64_t chunk, int64_t chunks, int64_t totalR);
   // The tile of `v` (its axes `have`) laid out along the axes `want` of a
   // value stored to `hbm`.
   FailureOr<Value> materializeFrameValue(Value v, unsigned have, unsigned want, int64_t p, int64_t g, int64_t R,
@@ -338,6 +341,24 @@ class KernelLowering {
   Value tileOf(Value v);
   int64_t columnTile() const;
   bool loadTransposed(Value v, Value tile, const Layout& l, int64_t p, int64_t f);
+  // Blocks of columns loadTransposed loaded for consecutive row tiles at
+  // once (one run per column across them), by input and the HBM offset of
+  // the block's first column: the rows covered from `firstRow` (an HBM
+  // offset), the columns and blocks of a transfer.
+  struct GatheredLoad {
+    Value tile;
+    int64_t firstRow, rows, colStride, columns, blocks;
+  };
+  // Row tiles gathered until a run reaches the bytes a DMA descriptor costs
+  // as much time as (device_model.cc: 20 ns, 512 bytes at a queue's rate),
+  // and only into transfers of up to kGatheredLoadBytes (four blocks of 128
+  // bf16 columns for two row tiles): four row tiles of four blocks, 512 KiB
+  // transfers, slowed a softmax over the 512 channels of [16, 512, 1024]
+  // (181.5 -> 223.4 us, before the row tiles shared an iteration).
+  static constexpr int64_t kGatheredLoadTiles = 4, kGatheredRunBytes = 512, kGatheredLoadBytes = 256 * 1024;
+  std::map<std::pair<void*, int64_t>, GatheredLoad> gatheredLoads;
+  // The row where the row tiles of the last gathered load end.
+  int64_t gatheredIterationEnd = 0;
   bool storeTransposed(Value hbm, Value tile, const Layout& l, ArrayRef<int64_t> offs, int64_t col0, int64_t f);
   // Transposed blocks of consecutive row tiles gathered for one store.
   struct PendingTransposedStore {

@@ -1331,6 +1331,53 @@ bool KernelLowering::loadTransposed(Value v, Value tile, const Layout& l, int64_
   const RowSegments rows = adjacentRowSegments(offs);
   if (int64_t(rows.segments.size()) * 2 > p) return false;
   Type elem = llvm::cast<MemRefType>(tile.getType()).getElementType();
+  // Full row tiles whose rows continue this one's single run in HBM (the
+  // positions of a channel plane, 128 at a time) load their blocks of
+  // columns together, up to kGatheredLoadTiles of them: each partition's
+  // run spans the row tiles (runs of 256 bytes of bf16 cost their
+  // descriptor more than their bytes: a softmax over the 128 channels of
+  // [256, 128, 256] loaded 512 row tiles in 128 runs each). Later row
+  // tiles take their part of the gathered columns.
+  int64_t gatherTiles = 1;
+  const int64_t elemBytes = std::max<int64_t>(1, elem.getIntOrFloatBitWidth() / 8);
+  if (p == P && rows.segments.size() == 1 && tileRows == 0 && rowStep == 1 && c0 == 0 && f >= space.cols &&
+      !space.matmul && !prologueOperand)
+    for (int64_t k = 1; k < kGatheredLoadTiles && k * P * elemBytes < kGatheredRunBytes; ++k) {
+      const int64_t next = r0 + k * P;
+      if (next + P > space.rows || (space.rowBlock > 0 && next / space.rowBlock != (next + P - 1) / space.rowBlock))
+        break;
+      SmallVector<int64_t> nextOffs = rowOffsets(l, next, P);
+      const RowSegments nextRows = adjacentRowSegments(nextOffs);
+      if (nextRows.segments.size() != 1 || nextOffs.front() != offs.front() + k * P) break;
+      gatherTiles = k + 1;
+    }
+  // The gathered block of a transfer whose first column is at `column` (an
+  // HBM offset) and whose rows hold this row tile's: its part for this row
+  // tile, loaded with the first row tile it serves.
+  auto gatheredColumns = [&](int64_t column, int64_t w, int64_t blocks, int64_t block) -> Value {
+    const auto key = std::make_pair(hbmOf[v].getAsOpaquePointer(), column);
+    auto it = gatheredLoads.find(key);
+    // (The gathered rows are one run: this tile's rows must be too.)
+    if (it != gatheredLoads.end() && p == P && rows.segments.size() == 1) {
+      const GatheredLoad& g = it->second;
+      const int64_t at = offs.front() - g.firstRow;
+      if (g.colStride == colStride && g.columns == w && g.blocks == blocks && at >= 0 && at < g.rows && at % P == 0)
+        return tileColumns(*b, loc, g.tile, block * g.rows + at, P);
+    }
+    if (gatherTiles < 2 || blocks * w * gatherTiles * P * elemBytes > kGatheredLoadBytes) return Value();
+    GatheredLoad g{alloc(w, blocks * gatherTiles * P, elem), offs.front(), gatherTiles * P, colStride, w, blocks};
+    SmallVector<int64_t> ap{colStride, w};
+    if (blocks > 1) ap.append({w * colStride, blocks});
+    ap.append({1, g.rows});
+    Operation* dma = b->create<nc::DmaLoadOp>(loc, hbmOf[v], g.tile, b->getI64IntegerAttr(0),
+                                              b->getI64IntegerAttr(column + offs.front()), b->getDenseI64ArrayAttr(ap));
+    setEngineAndSource(dma, *b, "dma", -1);
+    ++numInst;
+    ++numDma;
+    gatheredLoads[key] = g;
+    gatheredIterationEnd = std::max(gatheredIterationEnd, r0 + g.rows);
+    return tileColumns(*b, loc, g.tile, block * g.rows, P);
+  };
   for (int64_t j = 0; j < f; j += bank) {
     int64_t n = std::min(bank, f - j);
     Value psum = allocPsum(p, n);
@@ -1346,15 +1393,22 @@ bool KernelLowering::loadTransposed(Value v, Value tile, const Layout& l, int64_
     // put them in order: [4096, 16] bf16 transposed loaded 512 runs of 32
     // bytes a bank. Only for rows shorter than kShortRowBytes: a longer run
     // moves at the queue's rate anyway, and the copies would cost more.
-    const int64_t elemBytes = std::max<int64_t>(1, elem.getIntOrFloatBitWidth() / 8);
     const bool interleaved =
         together > 0 && rows.segments.size() == 1 && colStride == p && p * elemBytes < kShortRowBytes;
-    if (together > 0) {
+    const int64_t blockColumn = l.offset + (c0 + j) * colStride;
+    if (together > 0 && !interleaved && gatheredColumns(blockColumn, P, together, 0)) {
+      for (int64_t k = 0; k < together; ++k) {
+        setSource(b->create<nc::TransposeOp>(loc, tileColumns(*b, loc, psum, k * P, P),
+                                             gatheredColumns(blockColumn, P, together, k)),
+                  nullptr);
+        ++numInst;
+      }
+    } else if (together > 0) {
       Value columns = alloc(P, together * p, elem);
       SmallVector<int64_t> ap = std::get<2>(rows.transfers(colStride, P, together).front());
       if (interleaved) ap = {together * colStride, P, 1, together * p};
       Operation* dma = b->create<nc::DmaLoadOp>(loc, hbmOf[v], columns, b->getI64IntegerAttr(0),
-                                                b->getI64IntegerAttr(l.offset + offs[0] + (c0 + j) * colStride),
+                                                b->getI64IntegerAttr(blockColumn + offs[0]),
                                                 b->getDenseI64ArrayAttr(ap));
       setEngineAndSource(dma, *b, "dma", -1);
       ++numInst;
@@ -1368,6 +1422,11 @@ bool KernelLowering::loadTransposed(Value v, Value tile, const Layout& l, int64_
     }
     for (int64_t c = j + together * P; c < j + n; c += P) {
       int64_t w = std::min(P, j + n - c);
+      if (Value gathered = gatheredColumns(l.offset + (c0 + c) * colStride, w, 1, 0)) {
+        setSource(b->create<nc::TransposeOp>(loc, tileColumns(*b, loc, psum, c - j, w), gathered), nullptr);
+        ++numInst;
+        continue;
+      }
       Value columns = alloc(w, p, elem);
       for (auto [first, count, ap] : rows.transfers(colStride, w)) {
         Operation* dma = b->create<nc::DmaLoadOp>(loc, hbmOf[v], tileColumns(*b, loc, columns, first, count),
@@ -1830,6 +1889,8 @@ LogicalResult KernelLowering::foldViews(Block& old, bool allowTileAliases) {
 // The lowered body: HBM memrefs for the inputs, then the outputs.
 Block* KernelLowering::createIsaBody(Block& old, SmallVectorImpl<Value>& outHbm) {
   stagedTiles.clear();  // (of a body lowered before, if this one is a retry)
+  gatheredLoads.clear();
+  gatheredIterationEnd = 0;
   Block* body = new Block();
   for (BlockArgument arg : old.getArguments()) {
     auto t = llvm::cast<RankedTensorType>(arg.getType());
@@ -2597,7 +2658,9 @@ relower:
     int64_t f = std::min(chunk, space.cols - c0);
     tiles.clear();
     for (auto [v, tile] : perRowTiles) tiles[v] = tile;
-    if (newIteration) ++iteration;
+    // (Row tiles that share a gathered load share its iteration: the
+    // memory plan's depth counts iterations, and so DMAs in flight.)
+    if (newIteration && r0 >= gatheredIterationEnd) ++iteration;
     accumulating = chunked;
     // Issue every input load up front so the DMA queues start while the
     // engines are still busy with the previous row tile.

@@ -27,9 +27,13 @@ namespace neuroncc {
 enum class MiddleReductionMethod { PerColumn, AcrossRows, PerBlock };
 
 // The cheapest method for tiles of g rows of [rChunk, chunk] elements per
-// partition, over R in steps of rChunk, and its engine cycles per tile.
+// partition, over R in steps of rChunk, and its engine time per tile (ns).
+// tensor_reduce runs on the vector engine only; the adds of the other two
+// run on the GpSimd engine too, and where the kernel has two independent
+// chains of them or more (`sharedEngines`: row tiles, column tiles, steps
+// with their two accumulators) both engines share them.
 std::pair<MiddleReductionMethod, double> cheapestMiddleReduction(int64_t g, int64_t R, int64_t rChunk, int64_t chunk,
-                                                                 bool bf16Input);
+                                                                 bool bf16Input, bool sharedEngines);
 
 // The tile of [rChunk, chunk] elements a row of R x C takes within maxFree
 // elements (whole C blocks where they fit, as many steps of R as fit).

@@ -370,6 +370,27 @@ bool gpsimdCanRun(const neff::Instruction& inst) {
   return true;
 }
 
+// x * x (one operand twice, a float dtype) the scalar engine can run as
+// Square(x): both compute the product in f32 and round it once to the
+// output's dtype, so the bits are the same (runtime.md). A third engine for
+// the squares of sums of squares, next to the vector and GpSimd engines'
+// adds.
+bool scalarEngineCanSquare(nc::TensorTensorOp op) {
+  if (op.getAlu() != "mul" || op.getIn0() != op.getIn1()) return false;
+  auto isFloat = [](Value v) { return llvm::isa<FloatType>(llvm::cast<MemRefType>(v.getType()).getElementType()); };
+  return isFloat(op.getIn0()) && isFloat(op.getOut());
+}
+
+Operation* moveSquareToScalarEngine(nc::TensorTensorOp op) {
+  OpBuilder b(op);
+  auto act = b.create<nc::ActivationOp>(op.getLoc(), op.getOut(), op.getIn0(), Value(), Value(), Value(),
+                                        b.getStringAttr("square"), b.getF64FloatAttr(1.0),
+                                        b.getF64FloatAttr(nc::kNoBias));
+  for (NamedAttribute attr : op->getDiscardableAttrs()) act->setAttr(attr.getName(), attr.getValue());
+  op.erase();
+  return act;
+}
+
 Operation* moveToScalarEngine(nc::TensorScalarOp op) {
   OpBuilder b(op);
   double imm = op.getImm().convertToDouble();
@@ -481,6 +502,8 @@ struct SchedulePass : impl::ScheduleBase<SchedulePass> {
         candidates.push_back({neff::QueueIndex(neff::VECTOR, 0), neff::VECTOR});
         if (auto ts = llvm::dyn_cast<nc::TensorScalarOp>(op); ts && scalarEngineCanRun(ts))
           candidates.push_back({neff::QueueIndex(neff::SCALAR, 0), neff::SCALAR});
+        if (auto tt = llvm::dyn_cast<nc::TensorTensorOp>(op); tt && scalarEngineCanSquare(tt))
+          candidates.push_back({neff::QueueIndex(neff::SCALAR, 0), neff::SCALAR});
         if (gpsimdCanRun(proto))
           candidates.push_back({neff::QueueIndex(neff::GPSIMD, 0), neff::GPSIMD});
       }
@@ -498,6 +521,11 @@ struct SchedulePass : impl::ScheduleBase<SchedulePass> {
             proto.set_opcode(neff::ACTIVATION);
             cost = neff::CostOnEnginePs(proto, engine, device);
             proto.set_opcode(neff::TENSOR_SCALAR);
+          } else if (engine == neff::SCALAR && proto.opcode() == neff::TENSOR_TENSOR) {
+            neff::Instruction square = proto;
+            square.set_opcode(neff::ACTIVATION);
+            square.set_func(neff::SQUARE);
+            cost = neff::CostOnEnginePs(square, engine, device);
           } else {
             cost = neff::CostOnEnginePs(proto, engine, device);
           }
@@ -517,6 +545,8 @@ struct SchedulePass : impl::ScheduleBase<SchedulePass> {
       }
       if (auto ts = llvm::dyn_cast<nc::TensorScalarOp>(op); ts && bestEngine == neff::SCALAR)
         op = insts[i] = moveToScalarEngine(ts);
+      if (auto tt = llvm::dyn_cast<nc::TensorTensorOp>(op); tt && bestEngine == neff::SCALAR)
+        op = insts[i] = moveSquareToScalarEngine(tt);
       queueFree[bestQueue] = bestEnd;
       finish[i] = bestEnd;
       queueOf[i] = bestQueue;

@@ -53,6 +53,28 @@ class LeadingReductions(common.ComparedWithEager):
                         x = randn(*shape).to(dtype)
                         self.check(channel_norm, (x, w.to(dtype), b.to(dtype)))
 
+    def test_channels_loaded_for_several_row_tiles(self):
+        # In the permuted frame, consecutive row tiles whose positions continue
+        # one run load their channels in one transfer (LowerToIsa.cpp,
+        # loadTransposed): planes of 512 and 1024 positions (whole pairs of
+        # row tiles), planes of 300 (row tiles that cross an image: some
+        # gathered, some not), 256 channels (two blocks a transfer), and two
+        # different views of one input read by one kernel.
+        for shape in ((2, 128, 16, 32), (3, 96, 10, 30), (1, 256, 32, 32)):
+            c = shape[1]
+            for dtype in DTYPES:
+                x = randn(*shape).to(dtype)
+                for w, b in ((torch.ones(c), torch.zeros(c)), (randn(c, seed=1), randn(c, seed=2))):
+                    with self.subTest(shape=shape, dtype=dtype, w=float(w.sum())):
+                        self.check(channel_norm, (x, w.to(dtype), b.to(dtype)))
+                with self.subTest(shape=shape, dtype=dtype, op="softmax, centring"):
+                    self.check(lambda a: (torch.softmax(a, 1), a - a.mean(1, keepdim=True)), (x,))
+        for dtype in DTYPES:
+            with self.subTest(dtype=dtype, op="two views"):
+                x = randn(2, 128, 16, 16).to(dtype)
+                self.check(lambda a: torch.softmax(a, 1) + a.transpose(2, 3), (x,))
+                self.check(lambda a: a - a.mean(1, keepdim=True) + a.flip(3), (x,))
+
     def test_statistics_over_several_dims(self):
         # Batch-norm-style statistics over (N, H, W), and over (0, 2) of a 3-d value.
         for dtype in DTYPES:

@@ -3,9 +3,11 @@
 // A middle frame whose row of R blocks does not fit (passes/LowerMiddleFrame.cpp,
 // chunks): with 16 KiB a partition, the 16 x 128 f32 squares of a row do
 // not, so the kernel runs over the channels in two chunks of 8, each
-// loaded in runs of 8 x 128 elements, squared, and added into the one
-// accumulator; the sums are stored once. It reads its input once: no value
-// of the input's size depends on the sum or is returned.
+// loaded in runs of 8 x 128 elements, squared, and added into an
+// accumulator of its own (chunks alternate between two, so that their adds
+// are two chains), the two added at the end; the sums are stored once. It
+// reads its input once: no value of the input's size depends on the sum or
+// is returned.
 // CHECK-LABEL: func.func @sum_of_squares_in_chunks
 // CHECK: nc.kernel "k0_fused_mul_sum_reshape"({{.*}}) {nc.middle_frame
 // CHECK: nc.dma_load {{.*}} {ap = array<i64: 2048, 16, 1, 1024>, {{.*}} offset = 0 : i64
@@ -14,7 +16,9 @@
 // CHECK-COUNT-6: nc.tensor_tensor %[[ACC]], %[[ACC]], %{{.*}} {alu = "add"
 // CHECK: nc.dma_load {{.*}} {ap = array<i64: 2048, 16, 1, 1024>, {{.*}} offset = 1024 : i64
 // CHECK: nc.tensor_tensor %{{.*}}, %[[Y:.*]], %[[Y]] {alu = "mul", {{.*}} : memref<128x1024xf32, 1>
-// CHECK-COUNT-8: nc.tensor_tensor %[[ACC]], %[[ACC]], %{{.*}} {alu = "add"
+// CHECK: nc.tensor_tensor %[[ACC1:.*]], %{{.*}}, %{{.*}} {alu = "add", {{.*}} : memref<128x128xf32, 1>
+// CHECK-COUNT-6: nc.tensor_tensor %[[ACC1]], %[[ACC1]], %{{.*}} {alu = "add"
+// CHECK-NEXT: nc.tensor_tensor %[[ACC]], %[[ACC]], %[[ACC1]] {alu = "add"
 // CHECK-NOT: nc.dma_load
 // CHECK: nc.dma_store %[[ACC]]
 // CHECK-NOT: nc.dma_store

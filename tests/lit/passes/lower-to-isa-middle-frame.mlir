@@ -33,6 +33,30 @@ func.func @softmax_channels(%x: tensor<128x4x256xf32>) -> tensor<128x4x256xf32> 
 
 // -----
 
+// A bf16 softmax as PyTorch exports it (computed in f32 between two casts):
+// the quotients, f32 values whose only use is the returned cast, are
+// divided straight into bf16 (one rounding, as the cast gives), and the
+// cast copies nothing: the division's tile is stored.
+// CHECK-LABEL: func.func @softmax_bf16
+// CHECK: nc.kernel {{.*}}nc.middle_frame
+// CHECK: func = "exp"
+// CHECK: %[[Q:.*]] = nc.alloc_tile {{.*}} : memref<128x1024xbf16, 1>
+// CHECK-COUNT-4: {alu = "div", {{.*}} : memref<128x256xbf16, 1>, memref<128x256xf32, 1>, memref<128x256xf32, 1>
+// CHECK-NOT: nc.tensor_scalar
+// CHECK: nc.dma_store %[[Q]]
+func.func @softmax_bf16(%x: tensor<128x4x256xbf16>) -> tensor<128x4x256xbf16> {
+  %f = aten._to_copy %x {dtype = 6 : i64} : tensor<128x4x256xbf16> -> tensor<128x4x256xf32>
+  %m = aten.amax %f {dim = array<i64: 1>, keepdim = true} : tensor<128x4x256xf32> -> tensor<128x1x256xf32>
+  %d = aten.sub.Tensor %f, %m : tensor<128x4x256xf32>, tensor<128x1x256xf32> -> tensor<128x4x256xf32>
+  %e = aten.exp %d : tensor<128x4x256xf32> -> tensor<128x4x256xf32>
+  %s = aten.sum.dim_IntList %e {dim = array<i64: 1>, keepdim = true} : tensor<128x4x256xf32> -> tensor<128x1x256xf32>
+  %q = aten.div.Tensor %e, %s : tensor<128x4x256xf32>, tensor<128x1x256xf32> -> tensor<128x4x256xf32>
+  %y = aten._to_copy %q {dtype = 15 : i64} : tensor<128x4x256xf32> -> tensor<128x4x256xbf16>
+  return %y : tensor<128x4x256xbf16>
+}
+
+// -----
+
 // Two images of 64 x 128 positions: C splits into the rows (each partition
 // an image and a run of 128 positions), so that 128 partitions take part.
 // A per-channel weight ([4, 1, 1]) is loaded once a partition ([128, 4],

@@ -56,6 +56,20 @@ func.func @column_tiles(%x: tensor<128x8192xf32>) -> tensor<128x8192xf32> {
 
 // TARGET: error: unknown target 'trn9'
 
+// x * x of f32 may run on the scalar engine as a Square activation (the same
+// bits: the product in f32, rounded once), at N cycles where the vector and
+// GpSimd engines take 2N: four row tiles of squares go to the engine that
+// finishes each first, the scalar engine twice.
+// CHECK-LABEL: func.func @squares
+// CHECK: nc.activation %{{.*}}, %[[X0:.*]] {engine = "scalar", func = "square"
+// CHECK: nc.tensor_tensor %{{.*}}, %[[X1:.*]], %[[X1]] {alu = "mul", engine = "gpsimd"
+// CHECK: nc.activation %{{.*}}, %[[X2:.*]] {engine = "scalar", func = "square"
+// CHECK: nc.tensor_tensor %{{.*}}, %[[X3:.*]], %[[X3]] {alu = "mul", engine = "vector"
+func.func @squares(%x: tensor<512x512xf32>) -> tensor<512x512xf32> {
+  %p = aten.mul.Tensor %x, %x : tensor<512x512xf32>, tensor<512x512xf32> -> tensor<512x512xf32>
+  return %p : tensor<512x512xf32>
+}
+
 // A transfer of one run per partition is kept as its runs: the padding rows
 // of a cat along H (one per channel plane, at the stride of a plane, spanning
 // the whole output) and the planes between them (one run of 56 x 56 per

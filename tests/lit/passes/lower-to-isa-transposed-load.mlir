@@ -1,0 +1,50 @@
+// Inputs loaded transposed (LowerToIsa.cpp, loadTransposed): the tile's rows
+// are runs of adjacent elements in HBM and its columns are strided, so
+// blocks of columns are loaded with the columns on the partitions and
+// transposed on the TensorEngine.
+// RUN: neuron-opt %s --split-input-file --ncc-form-kernels=fuse=true --ncc-lower-to-isa | FileCheck %s
+
+// A centring over the 128 channels of [1, 128, 16, 32] in the permuted frame:
+// rows are the 512 positions, columns the channels (512 apart). The positions
+// of consecutive row tiles continue one run, so two row tiles load their
+// channels together: runs of 256 positions (512 bytes, where 256 bytes cost
+// a DMA descriptor more than their bytes), one transfer for two row tiles,
+// each transposing its half. The two row tiles share the load's iteration of
+// the memory plan, whose depth counts iterations (and so transfers in
+// flight).
+// CHECK-LABEL: func.func @channel_centring
+// CHECK: %[[G:.*]] = nc.alloc_tile {iteration = 1 : i64} : memref<128x256xbf16, 1>
+// CHECK-NEXT: nc.dma_load %{{.*}} -> %[[G]] {ap = array<i64: 512, 128, 1, 256>, {{.*}} offset = 0 : i64
+// CHECK-NEXT: %[[A:.*]] = nc.tile_columns %[[G]][0] : memref<128x256xbf16, 1> -> memref<128x128xbf16, 1>
+// CHECK-NEXT: nc.transpose %{{.*}}, %[[A]]
+// CHECK-NOT: nc.dma_load
+// CHECK: nc.alloc_tile {iteration = 1 : i64} : memref<128x512xbf16, 1>
+// CHECK-NOT: nc.dma_load
+// CHECK: nc.alloc_tile {iteration = 1 : i64} : memref<128x128xbf16, 1>
+// CHECK-NEXT: nc.alloc_psum
+// CHECK-NEXT: %[[B:.*]] = nc.tile_columns %[[G]][128] : memref<128x256xbf16, 1> -> memref<128x128xbf16, 1>
+// CHECK-NEXT: nc.transpose %{{.*}}, %[[B]]
+// CHECK-NOT: nc.dma_load
+// CHECK: %[[H:.*]] = nc.alloc_tile {iteration = 2 : i64} : memref<128x256xbf16, 1>
+// CHECK-NEXT: nc.dma_load %{{.*}} -> %[[H]] {ap = array<i64: 512, 128, 1, 256>, {{.*}} offset = 256 : i64
+// CHECK: nc.tile_columns %[[H]][128]
+// CHECK-NOT: nc.dma_load
+// CHECK: return
+func.func @channel_centring(%x: tensor<1x128x16x32xbf16>) -> tensor<1x128x16x32xbf16> {
+  %m = aten.mean.dim %x {dim = array<i64: 1>, keepdim = true} : tensor<1x128x16x32xbf16> -> tensor<1x1x16x32xbf16>
+  %y = aten.sub.Tensor %x, %m : tensor<1x128x16x32xbf16>, tensor<1x1x16x32xbf16> -> tensor<1x128x16x32xbf16>
+  return %y : tensor<1x128x16x32xbf16>
+}
+
+// -----
+
+// f32: a row tile's run of 128 positions is 512 bytes already, each row tile
+// loads its own.
+// CHECK-LABEL: func.func @channel_centring_f32
+// CHECK: nc.dma_load %{{.*}} {ap = array<i64: 512, 128, 1, 128>, {{.*}} offset = 0 : i64
+// CHECK: nc.dma_load %{{.*}} {ap = array<i64: 512, 128, 1, 128>, {{.*}} offset = 128 : i64
+func.func @channel_centring_f32(%x: tensor<1x128x16x32xf32>) -> tensor<1x128x16x32xf32> {
+  %m = aten.mean.dim %x {dim = array<i64: 1>, keepdim = true} : tensor<1x128x16x32xf32> -> tensor<1x1x16x32xf32>
+  %y = aten.sub.Tensor %x, %m : tensor<1x128x16x32xf32>, tensor<1x1x16x32xf32> -> tensor<1x128x16x32xf32>
+  return %y : tensor<1x128x16x32xf32>
+}
