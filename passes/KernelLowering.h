@@ -357,8 +357,8 @@ class KernelLowering {
   // (181.5 -> 223.4 us, before the row tiles shared an iteration).
   static constexpr int64_t kGatheredLoadTiles = 4, kGatheredRunBytes = 512, kGatheredLoadBytes = 256 * 1024;
   std::map<std::pair<void*, int64_t>, GatheredLoad> gatheredLoads;
-  // The row where the row tiles of the last gathered load end.
-  int64_t gatheredIterationEnd = 0;
+  // The rows of the row tiles that share the last gathered loads' iteration.
+  int64_t gatheredIterationStart = 0, gatheredIterationEnd = 0;
   bool storeTransposed(Value hbm, Value tile, const Layout& l, ArrayRef<int64_t> offs, int64_t col0, int64_t f);
   // Transposed blocks of consecutive row tiles gathered for one store.
   struct PendingTransposedStore {

@@ -1364,7 +1364,12 @@ bool KernelLowering::loadTransposed(Value v, Value tile, const Layout& l, int64_
       if (g.colStride == colStride && g.columns == w && g.blocks == blocks && at >= 0 && at < g.rows && at % P == 0)
         return tileColumns(*b, loc, g.tile, block * g.rows + at, P);
     }
-    if (gatherTiles < 2 || blocks * w * gatherTiles * P * elemBytes > kGatheredLoadBytes) return Value();
+    // (A new gather only from a row tile that starts an iteration: one that
+    // shares an earlier gather's iteration would extend it, and staggered
+    // gathers of two inputs would chain every row tile into one.)
+    if (gatherTiles < 2 || blocks * w * gatherTiles * P * elemBytes > kGatheredLoadBytes ||
+        (r0 < gatheredIterationEnd && r0 != gatheredIterationStart))
+      return Value();
     GatheredLoad g{alloc(w, blocks * gatherTiles * P, elem), offs.front(), gatherTiles * P, colStride, w, blocks};
     SmallVector<int64_t> ap{colStride, w};
     if (blocks > 1) ap.append({w * colStride, blocks});
@@ -1375,6 +1380,7 @@ bool KernelLowering::loadTransposed(Value v, Value tile, const Layout& l, int64_
     ++numInst;
     ++numDma;
     gatheredLoads[key] = g;
+    if (r0 >= gatheredIterationEnd) gatheredIterationStart = r0;
     gatheredIterationEnd = std::max(gatheredIterationEnd, r0 + g.rows);
     return tileColumns(*b, loc, g.tile, block * g.rows, P);
   };
@@ -1890,7 +1896,7 @@ LogicalResult KernelLowering::foldViews(Block& old, bool allowTileAliases) {
 Block* KernelLowering::createIsaBody(Block& old, SmallVectorImpl<Value>& outHbm) {
   stagedTiles.clear();  // (of a body lowered before, if this one is a retry)
   gatheredLoads.clear();
-  gatheredIterationEnd = 0;
+  gatheredIterationStart = gatheredIterationEnd = 0;
   Block* body = new Block();
   for (BlockArgument arg : old.getArguments()) {
     auto t = llvm::cast<RankedTensorType>(arg.getType());
