@@ -4266,7 +4266,7 @@ def main(argv=None):
                 groups.setdefault(key, []).append(rp)
             for (sig, targets), rps in groups.items():
                 rp = rps[0]
-                print("  %s -O%d %s: %s\n      ops: %s\n      cases %s; %s (%d stmts, %d tries, %.0f s)%s" % (
+                print("  %s -O%d %s: %s\n      ops: %s\n      cases %s; %s (%d stmts, %d tries, %.0f s)%s%s" % (
                     rp["cls"], rp["opt"], rp["dtype"], rp["error"][:200], " ".join(targets),
                     ",".join(str(r["case"]) for r in rps), rp["dir"], rp["stmts"], rp["tries"], rp["seconds"],
                     "" if rp["still"] else " [the written reproducer gives another result]",
