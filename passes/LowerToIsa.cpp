@@ -1490,7 +1490,8 @@ bool KernelLowering::storeTransposed(Value hbm, Value tile, const Layout& l, Arr
   // columns 103.0 -> 100.7), and not in a matmul's kernel, whose
   // TensorEngine is busy. (A Row layout's tile has one column, whatever the
   // iteration's width.)
-  const bool perRow = (l.kind == Kind::Row || (l.kind == Kind::Full && f == 1)) && p == nc::kNumPartitions &&
+  const bool perRow = (l.kind == Kind::Row || (l.kind == Kind::Full && f == 1)) &&
+                      llvm::cast<MemRefType>(tile.getType()).getDimSize(1) == 1 && p == nc::kNumPartitions &&
                       space.rows >= 2 * p && space.cols <= kLongRowColumns && !space.matmul;
   if (perRow) f = 1;
   if ((l.kind != Kind::Full && !perRow) || space.split > 1 || p < 2 ||

@@ -1012,6 +1012,21 @@ class FuzzRegressions(unittest.TestCase):
                     outs, _ = common.export_compile_run(fn, (x,), self.tmp, "%s_O%d" % (name, opt), opt)
                     common.compare(outs[0], want, TOL[dtype])
 
+    def test_per_row_values_of_several_columns_stored(self):
+        """graph_fuzz 40434547 case 207 (-O2, f32 and bf16): a scatter_reduce or
+        scatter_add along dim 0 of [4, n] (n >= 1024), composed as per-row maxima or sums of
+        an [n, 4, 2] frame, one column of the [n, 4] result at a time. Its value was a
+        per-row layout whose tile holds the 4 columns, and the per-row transposed store
+        (storeTransposed) stored only the first: it now takes tiles of one column only."""
+        g = torch.Generator().manual_seed(4)
+        for dtype in (torch.float32, torch.bfloat16):
+            for shape in ((4, 1024), (4, 1143), (4, 3, 127, 3)):
+                x, y = randn(*shape, dtype=dtype, seed=1), randn(2, *shape[1:], dtype=dtype, seed=2)
+                i = torch.randint(0, 4, (2,) + shape[1:], generator=g)
+                self.check(lambda a, b, c: a.scatter_reduce(0, b, c, "sum", include_self=True), (x, i, y))
+                self.check(lambda a, b, c: a.scatter_reduce(0, b, c, "amax", include_self=True), (x, i, y))
+                self.check(lambda a, b: a.scatter_add(0, b, a.narrow(0, 0, 2)), (x, i))
+
 
 if __name__ == "__main__":
     unittest.main(verbosity=2)
