@@ -67,7 +67,6 @@ std::pair<int64_t, int64_t> middleReductionTile(int64_t R, int64_t C, int64_t ma
 }
 
 double sbufRowsReductionNs(int64_t A, int64_t R, int64_t C, bool bf16Input, int64_t maxFree) {
-  const neff::DeviceParams& d = neff::Trn1();
   const auto [rChunk, chunk] = middleReductionTile(R, C, maxFree);
   const double tiles = double((A + nc::kNumPartitions - 1) / nc::kNumPartitions) * double((C + chunk - 1) / chunk);
   // Two tiles or more share the engines, as do a tile's two accumulators
