@@ -360,6 +360,9 @@ class KernelLowering {
   // The rows of the row tiles that share the last gathered loads' iteration.
   int64_t gatheredIterationStart = 0, gatheredIterationEnd = 0;
   bool storeTransposed(Value hbm, Value tile, const Layout& l, ArrayRef<int64_t> offs, int64_t col0, int64_t f);
+  // A spread kernel's per-row values gathered onto one partition and
+  // stored in one transfer (false: not evenly spaced in HBM).
+  bool storeSpreadRows(Value hbm, Value tile, const Layout& l, ArrayRef<int64_t> offs, int64_t p);
   // Transposed blocks of consecutive row tiles gathered for one store.
   struct PendingTransposedStore {
     Value hbm, tile;

@@ -199,28 +199,47 @@ LogicalResult KernelLowering::computeSpace(bool prologue) {
       int64_t rank = in.getRank(), k = int64_t(dims.size());
       bool trailingDims = true;
       for (int64_t i = 0; i < k; ++i) trailingDims &= dims[size_t(i)] == rank - k + i;
+      bool alone = llvm::all_of(body.without_terminator(), [&](Operation& o) {
+        return &o == &op || aten::isViewOp(&o) || llvm::isa<arith::ConstantOp>(o);
+      });
+      // The kept dims moved before the reduced ones, in order.
+      auto keptFirst = [&] {
+        SmallVector<int64_t> perm;
+        for (int64_t d = 0; d < rank; ++d)
+          if (!llvm::is_contained(dims, d)) perm.push_back(d);
+        perm.append(dims.begin(), dims.end());
+        return perm;
+      };
       // Kept dims of size 1 among or after the reduced ones ([A, R, 1] over
       // R) change nothing: the columns are those dims too, read as they lie.
       if (!trailingDims) {
         trailingDims = true;
         for (int64_t d = dims.front(); d < rank; ++d)
           trailingDims &= in.getDimSize(d) == 1 || llvm::is_contained(dims, d);
+        if (trailingDims && alone) {
+          // Alone, such a reduction takes the space [kept..., reduced...]
+          // (moving unit dims is a reshape: every value reads as it lies),
+          // whose one trailing dim lets a long reduction of few rows spread
+          // over the partitions (splitLongRows): the sum over dim 0 of
+          // [52000, 1] held its whole column on one partition, more than
+          // SBUF has.
+          SmallVector<int64_t> kept;
+          for (int64_t d : keptFirst()) kept.push_back(in.getDimSize(d));
+          space.reduces = true;
+          trailing = int64_t(dims.size());
+          if (product(kept) >= product(full)) full = kept;
+          continue;
+        }
         if (trailingDims) k = rank - dims.front();
       }
       if (!trailingDims) {
         // Alone in its kernel, a reduction over other dims reads its input
         // through a permuted access pattern that puts the reduced dims last.
-        bool alone = llvm::all_of(body.without_terminator(), [&](Operation& o) {
-          return &o == &op || aten::isViewOp(&o) || llvm::isa<arith::ConstantOp>(o);
-        });
         if (!alone || !llvm::isa<BlockArgument>(op.getOperand(0)) && !op.getOperand(0).getDefiningOp<arith::ConstantOp>() &&
                           !aten::isViewOp(op.getOperand(0).getDefiningOp()))
           return op.emitError("reductions over non-trailing dims are only supported alone in a kernel (dims ")
                  << aten::shapeToString(dims) << " of a rank-" << rank << " tensor)";
-        SmallVector<int64_t> perm;
-        for (int64_t d = 0; d < rank; ++d)
-          if (!llvm::is_contained(dims, d)) perm.push_back(d);
-        perm.append(dims.begin(), dims.end());
+        SmallVector<int64_t> perm = keptFirst();
         permutedInput = op.getOperand(0);
         inputPermutation = perm;
         SmallVector<int64_t> permuted;
@@ -831,6 +850,7 @@ void KernelLowering::emitDma(bool load, Value hbm, Value tile, const Layout& l, 
                              std::optional<std::pair<int64_t, int64_t>> stepped) {
   SmallVector<int64_t> offs = rowOffsets(l, first, p);
   if (!load && storeTransposed(hbm, tile, l, offs, col0, f)) return;
+  if (!load && l.kind == Kind::Row && space.split > 1 && storeSpreadRows(hbm, tile, l, offs, p)) return;
   SmallVector<int64_t> freeAp;  // (stride, count) pairs
   int64_t colBase = 0;
   if (stepped) {
@@ -1471,6 +1491,35 @@ constexpr int64_t kLongRowColumns = 2048;
 // of PSUM and stored with the columns on the partitions, each row segment
 // one contiguous run. Stored element by element, each element would cost a
 // DMA descriptor. True if stored so.
+// Each of a spread row's m partitions holds its per-row value
+// (combineSpreadPartials); stored from one partition a row, a row cost a
+// transfer, each paying the DMA's fixed cost (x.amax(1) of [64, 3000]: 64
+// stores, 8 us on 16 queues, where the unspread kernel took 9.7 us in
+// all). Where the rows are more than the DMA queues (fewer store side by
+// side in one fixed cost: a sum over [16, 3000] 8.9 us that way, 9.1
+// gathered) and their elements lie evenly spaced in HBM, the TensorEngine
+// transposes the [p x 1] values onto one partition, a stepped copy keeps
+// each row's first, and one transfer stores them.
+bool KernelLowering::storeSpreadRows(Value hbm, Value tile, const Layout& l, ArrayRef<int64_t> offs, int64_t p) {
+  const int64_t m = space.split, rows = p / m;
+  auto type = llvm::cast<MemRefType>(tile.getType());
+  if (rows <= int64_t(neff::Trn1().dma_queues) || p % m != 0 || type.getDimSize(0) != p || type.getDimSize(1) != 1) return false;
+  const int64_t stride = offs[size_t(m)] - offs[0];
+  if (stride <= 0) return false;
+  for (int64_t r = 1; r < rows; ++r)
+    if (offs[size_t(r * m)] - offs[size_t((r - 1) * m)] != stride) return false;
+  Value transposed = allocPsum(1, p);
+  setSource(b->create<nc::TransposeOp>(loc, transposed, tile), nullptr);
+  Value row = alloc(1, rows, type.getElementType());
+  copyTile(row, steppedColumns(*b, loc, transposed, 0, rows, m), nullptr);
+  auto dma = b->create<nc::DmaStoreOp>(loc, row, hbm, b->getI64IntegerAttr(0), b->getI64IntegerAttr(l.offset + offs[0]),
+                                       b->getDenseI64ArrayAttr({0, 1, stride, rows}));
+  setEngineAndSource(dma, *b, "dma", -1);
+  ++numInst;
+  ++numDma;
+  return true;
+}
+
 bool KernelLowering::storeTransposed(Value hbm, Value tile, const Layout& l, ArrayRef<int64_t> offs, int64_t col0,
                                      int64_t f) {
   const int64_t P = nc::kNumPartitions;

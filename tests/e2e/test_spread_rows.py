@@ -101,6 +101,37 @@ class SpreadRows(common.ComparedWithEager):
             with self.subTest(dtype=dtype):
                 self.check(f, (randn(2, 3, 6000, seed=4).to(dtype),))
 
+    def test_per_row_results_of_many_spread_rows(self):
+        # More spread rows than DMA queues (17 to 64): their per-row values are gathered
+        # onto one partition and stored in one transfer where they lie evenly spaced;
+        # through a transposed view (not evenly spaced) a store a row. Non-finite rows
+        # among them.
+        def f(x):
+            return (x.amax(-1), x.sum(-1, keepdim=True), torch.logsumexp(x, -1)[::2],
+                    x.reshape(4, 16, -1).amin(-1).t(), x.mean(-1).view(8, 8) + 1)
+
+        x = with_non_finite_rows(64, 3000, seed=15)
+        for dtype in DTYPES:
+            with self.subTest(dtype=dtype):
+                self.check(f, (x.to(dtype),))
+                self.check(lambda x: (x.argmax(-1), x.amax(-1)), ((randn(17, 4096, seed=16) * 3).to(dtype),))
+
+    def test_reductions_over_a_long_column(self):
+        # Kept dims of size 1 after the reduced one ([N, 1] over dim 0): alone in a kernel,
+        # such a reduction spreads like a long row. A log-softmax over dim 0 of [52000, 1]
+        # (graph_fuzz 40434547 case 356) needed 256 KB of SBUF per partition at -O0 and
+        # was refused. Ones and zeros too.
+        column = randn(52000, 1, seed=17) * 3
+        for dtype in DTYPES:
+            with self.subTest(dtype=dtype):
+                self.check(lambda x: F.log_softmax(x, 0), (column.to(dtype),))
+                self.check(lambda x: (x.sum(0), x.amax(0, keepdim=True), x.argmax(0)), (column.to(dtype),))
+                self.check(lambda x: (x.mean(1), x.sum(1, keepdim=True)), (randn(3, 20000, 1, seed=18).to(dtype),))
+                self.check(lambda x: x.amin(1, keepdim=True), (randn(3, 20000, 1, 1, seed=19).to(dtype),))
+                self.check(lambda x: x.sum((1, 3)), (randn(2, 300, 1, 70, 1, seed=20).to(dtype),))
+                self.check(lambda x: (x.sum(0), x.amax(0)), (torch.ones(70000, 1, dtype=dtype),))
+                self.check(lambda x: (x.sum(0), x.amax(0)), (torch.zeros(70000, 1, dtype=dtype),))
+
     def test_non_finite_rows(self):
         # One row holds +inf, one NaN, one only -inf (its softmax is NaN), one is masked
         # but for a single element; the other rows must not see them.

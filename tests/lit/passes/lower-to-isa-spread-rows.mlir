@@ -56,3 +56,38 @@ func.func @not_spread(%x: tensor<65x8192xf32>, %y: tensor<4x2000xf32>) -> (tenso
   %b = aten.sum.dim_IntList %y {dim = array<i64: -1>, keepdim = true} : tensor<4x2000xf32> -> tensor<4x1xf32>
   return %a, %b : tensor<65x1xf32>, tensor<4x1xf32>
 }
+
+// More rows than DMA queues: the per-row values of 32 rows spread over 4
+// partitions each are transposed onto one partition, every 4th kept, and
+// stored in one transfer (a transfer a row paid the DMA's fixed cost 32
+// times). 16 rows keep a store a row, side by side on the queues.
+// CHECK-LABEL: func.func @spread_rows_stored_together
+// CHECK: nc.kernel
+// CHECK: nc.tensor_reduce %[[TOTAL:[0-9]+]], %{{[0-9]+}} {alu = "max"{{.*}}: memref<128x1xf32, 1>, memref<128x128xf32, 1>
+// CHECK: nc.transpose %[[T:[0-9]+]], %[[TOTAL]] {{.*}}: memref<1x128xf32, 2>, memref<128x1xf32, 1>
+// CHECK: %[[EVERY4:[0-9]+]] = nc.tile_columns %[[T]][0] {step = 4 : i64} : memref<1x128xf32, 2> -> memref<1x32xf32, 2>
+// CHECK: nc.tensor_scalar %[[ROW:[0-9]+]], %[[EVERY4]] {alu = "mul"
+// CHECK: nc.dma_store %[[ROW]] -> %arg{{[0-9]+}} {ap = array<i64: 0, 1, 1, 32>, {{.*}}offset = 0 : i64, part_start = 0 : i64{{.*}}: memref<1x32xf32, 1>, memref<32xf32>
+// CHECK-NOT: nc.dma_store
+// CHECK: nc.kernel
+// CHECK-COUNT-16: nc.dma_store {{.*}} {ap = array<i64: 0, 1, 1, 1>
+// CHECK-NOT: nc.dma_store
+// CHECK: return
+func.func @spread_rows_stored_together(%x: tensor<32x3000xf32>, %y: tensor<16x3000xf32>) -> (tensor<32xf32>, tensor<16xf32>) {
+  %a = aten.amax %x {dim = array<i64: -1>, keepdim = false} : tensor<32x3000xf32> -> tensor<32xf32>
+  %b = aten.sum.dim_IntList %y {dim = array<i64: -1>, keepdim = false} : tensor<16x3000xf32> -> tensor<16xf32>
+  return %a, %b : tensor<32xf32>, tensor<16xf32>
+}
+
+// A lone reduction whose kept dims after the reduced ones are all 1 takes
+// the space [kept..., reduced...], so that its one long column spreads: the
+// sum over dim 0 of [52000, 1] held all 52000 elements on one partition
+// (208 KB, more than SBUF has). 125 partitions of 416, loaded in pieces.
+// CHECK-LABEL: func.func @reduced_column_spread
+// CHECK: nc.dma_load %arg1 -> %[[X:[0-9]+]] {ap = array<i64: 416, 42, 1, 416>, {{.*}}: memref<52000x1xf32>, memref<125x416xf32, 1>
+// CHECK: nc.tensor_reduce %{{[0-9]+}}, %[[X]] {alu = "add"
+// CHECK: return
+func.func @reduced_column_spread(%x: tensor<52000x1xf32>) -> tensor<1x1xf32> {
+  %a = aten.sum.dim_IntList %x {dim = array<i64: 0>, keepdim = true} : tensor<52000x1xf32> -> tensor<1x1xf32>
+  return %a : tensor<1x1xf32>
+}
