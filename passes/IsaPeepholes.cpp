@@ -49,9 +49,8 @@ int64_t fuseSquareSum(Block& body) {
     // The accumulator's allocation may come after the square; hoist it.
     defineBefore(reduce.getOut(), square);
     OpBuilder b(square);
-    auto act = b.create<nc::ActivationOp>(square.getLoc(), square.getOut(), square.getIn0(), Value(),
-                                          Value(), reduce.getOut(), b.getStringAttr("square"),
-                                          b.getF64FloatAttr(1.0), b.getF64FloatAttr(nc::kNoBias));
+    auto act = b.create<nc::ActivationOp>(square.getLoc(), square.getOut(), square.getIn0(), "square", Value(),
+                                          reduce.getOut());
     auto source = square->getAttrOfType<IntegerAttr>("source_op");
     setEngineAndSource(act, b, "scalar", source ? source.getInt() : -1);
     square.erase();

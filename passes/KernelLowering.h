@@ -306,6 +306,12 @@ class KernelLowering {
   // partition; added into acc's values where `started`).
   void reduceMiddleTile(Value acc, Value tile, int64_t g, int64_t r, int64_t c, MiddleReductionMethod method,
                         StringRef alu, bool started, Operation* src);
+  // Step `step` of `steps` of a reduction taken a tile at a time, reduced
+  // into one of two f32 [p x g * c] accumulators by its parity (allocated
+  // where null); after the last, the accumulators combined (returned; null
+  // before).
+  Value reduceMiddleStep(std::array<Value, 2>& accs, int64_t step, int64_t steps, Value tile, int64_t p, int64_t g,
+                         int64_t r, int64_t c, MiddleReductionMethod method, StringRef alu, Operation* src);
   // LowerMiddleFrame.cpp: a kernel marked nc.middle_frame, its values
   // varying along some of the axes of [g packed rows, R, c columns].
   LogicalResult runMiddleFrame(int64_t& instructions, int64_t& dmas);

@@ -58,9 +58,7 @@ LogicalResult KernelLowering::lowerOp(Operation* op, int64_t p, int64_t f) {
   };
   // func(in), without a scale or a bias (the bias -0.0 adds nothing).
   auto activation = [&](Value out, Value in, StringRef func) {
-    auto inst = b->create<nc::ActivationOp>(loc, out, in, Value(), Value(), Value(), b->getStringAttr(func),
-                                            b->getF64FloatAttr(1.0), b->getF64FloatAttr(nc::kNoBias));
-    setSource(inst, op);
+    setSource(b->create<nc::ActivationOp>(loc, out, in, func), op);
   };
 
   // Binary: combine two operands of any kind with `alu`.
@@ -533,9 +531,7 @@ void KernelLowering::finalizeOnlineSum(const OnlineSum& m, int64_t p) {
 
 // out = exp(in + bias[p, 0]), its row sums into accum when given.
 void KernelLowering::expWithBias(Value out, Value in, Value bias, Value accum, Operation* src) {
-  setSource(b->create<nc::ActivationOp>(loc, out, in, Value(), bias, accum, b->getStringAttr("exp"),
-                                        b->getF64FloatAttr(1.0), b->getF64FloatAttr(nc::kNoBias)),
-            src);
+  setSource(b->create<nc::ActivationOp>(loc, out, in, "exp", bias, accum), src);
 }
 
 // Partition q's partial, broadcast along a [p x p] tile and transposed on

@@ -579,20 +579,15 @@ LogicalResult KernelLowering::lowerFrameReduction(Operation* op, int64_t p, int6
   const int64_t gj = inAxes & kJ ? g : 1, ck = inAxes & kK ? c : 1;
   Value acc;
   if (inAxes & kR) {
-    // (Chunks after the first two add into their accumulator's sums.)
-    Value& into = accs[size_t(chunk % 2)];
-    if (chunk < 2) into = alloc(p, gj * ck, b->getF32Type());
     const bool bf16 = llvm::cast<MemRefType>(in.getType()).getElementType().isBF16();
     // Priced for the vector engine alone: the frame's other ops keep the
     // GpSimd engine busy (priced as shared over the row tiles, the adds
     // across rows slowed softmax over dim 1 of [8192, 16, 2] 29.5 -> 33.6
     // us; over chunks, a sum of squares over the 512 channels of
     // [16, 512, 1024] 130.1 -> 137.3).
-    reduceMiddleTile(into, in, gj, R, ck, cheapestMiddleReduction(gj, R, R, ck, bf16, false).first, alu, chunk >= 2,
-                     op);
-    if (chunk + 1 < chunks) return success();
-    acc = accs[0];
-    if (accs[1]) setSource(b->create<nc::TensorTensorOp>(loc, acc, acc, accs[1], b->getStringAttr(alu)), op);
+    acc = reduceMiddleStep(accs, chunk, chunks, in, p, gj, R, ck,
+                           cheapestMiddleReduction(gj, R, R, ck, bf16, false).first, alu, op);
+    if (!acc) return success();
   }
   // A sum of R equal values is R times the value; a mean or maximum, the value.
   const double scale = mean && acc ? 1.0 / double(totalR) : sum && !acc ? double(totalR) : 1.0;

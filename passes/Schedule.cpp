@@ -383,9 +383,7 @@ bool scalarEngineCanSquare(nc::TensorTensorOp op) {
 
 Operation* moveSquareToScalarEngine(nc::TensorTensorOp op) {
   OpBuilder b(op);
-  auto act = b.create<nc::ActivationOp>(op.getLoc(), op.getOut(), op.getIn0(), Value(), Value(), Value(),
-                                        b.getStringAttr("square"), b.getF64FloatAttr(1.0),
-                                        b.getF64FloatAttr(nc::kNoBias));
+  auto act = b.create<nc::ActivationOp>(op.getLoc(), op.getOut(), op.getIn0(), "square");
   for (NamedAttribute attr : op->getDiscardableAttrs()) act->setAttr(attr.getName(), attr.getValue());
   op.erase();
   return act;

@@ -182,6 +182,15 @@ def Nc_ActivationOp : Nc_Op<"activation", [AttrSizedOperandSegments]> {
     (`accum` $accum^ `:` type($accum))?
     attr-dict `:` type($out) `,` type($in0)
   }];
+  let builders = [
+    // func(in0 + bias_tile[p, 0]) without a scale, nor a bias where no tile
+    // is given; its row sums into accum when given.
+    OpBuilder<(ins "::mlir::Value":$out, "::mlir::Value":$in0, "::llvm::StringRef":$func,
+                   CArg<"::mlir::Value", "{}">:$bias_tile, CArg<"::mlir::Value", "{}">:$accum), [{
+      build($_builder, $_state, out, in0, ::mlir::Value(), bias_tile, accum, $_builder.getStringAttr(func),
+            $_builder.getF64FloatAttr(1.0), $_builder.getF64FloatAttr(kNoBias));
+    }]>
+  ];
   let hasVerifier = 1;
 }
 
