@@ -320,9 +320,12 @@ class KernelLowering {
   // A reduction over R of a tile of R (of totalR) elements, chunk `chunk`
   // of `chunks`: chunks alternate between the two accumulators `acc` (two
   // chains of adds, which the Vector and GpSimd engines share); the last
-  // combines them and gives the result.
+  // combines them and gives the result. Its adds are priced over the
+  // Vector and GpSimd engines together where, on the Vector engine alone,
+  // the reduction would take longer than `tileLoadNs` (0: never).
   LogicalResult lowerFrameReduction(Operation* op, int64_t p, int64_t g, int64_t R, int64_t c, unsigned inAxes,
-                                    std::array<Value, 2>& acc, int64_t chunk, int64_t chunks, int64_t totalR);
+                                    std::array<Value, 2>& acc, int64_t chunk, int64_t chunks, int64_t totalR,
+                                    double tileLoadNs);
   // The tile of `v` (its axes `have`) laid out along the axes `want` of a
   // value stored to `hbm`.
   FailureOr<Value> materializeFrameValue(Value v, unsigned have, unsigned want, int64_t p, int64_t g, int64_t R,
@@ -590,6 +593,10 @@ class KernelLowering {
   llvm::DenseMap<Value, Value> groupTiles;
   llvm::DenseSet<Operation*> rowTileAllocs;  // the tiles allocated by the current row tile
   int64_t numInst = 0, numDma = 0;
+  // The DMA queue time of the loads emitted so far (each transfer's fixed
+  // cost, and its bytes or its runs, whichever take longer), all queues
+  // together.
+  double loadQueueNs = 0;
   int64_t largestMatmulK = 0;  // of the kernel's matmuls lowered so far
 };
 

@@ -265,6 +265,27 @@ LogicalResult KernelLowering::runMiddleFrame(int64_t& instructions, int64_t& dma
       }
     rows /= sizes.g;
     const int64_t g = sizes.g, c = sizes.c;
+    // The reductions' adds may take the GpSimd engine as well as the Vector
+    // engine where no op over the full rows follows a reduction
+    // (readsOnce) to keep those engines busy, the kernel has several tiles
+    // (row tiles or chunks: their chains of adds are independent), and the
+    // reduction would take the Vector engine longer than the tile's loads
+    // take the DMA queues, so that the tiles' chains overlap (a sum of
+    // squares over the 128 channels of [256, 128, 256], two row tiles of 3
+    // chunks: 140.8 -> 108.7 us). Chains that wait for their loads run one
+    // at a time, each on the faster GpSimd engine (the list scheduler's
+    // choice), slower than tensor_reduce on the Vector engine: shared, a
+    // sum of squares over the 512 channels of [16, 512, 1024] took 130.1 ->
+    // 137.3 us. Ops after the reductions keep the engines busy: shared, a
+    // softmax over dim 1 of [8192, 16, 2] took 29.1 -> 33.6 us, a centring
+    // 20.0 -> 21.3.
+    const bool severalTiles = chunked || rows > nc::kNumPartitions;
+    const neff::DeviceParams& device = neff::Trn1();
+    double tileLoadsFrom = 0;  // loadQueueNs when the row tile (the chunk) began
+    auto tileLoadNs = [&] {
+      if (!readsOnce || !severalTiles) return 0.0;
+      return (loadQueueNs - tileLoadsFrom) / double(device.dma_queues);
+    };
     auto axesOfStrides = [&](ArrayRef<int64_t> strides) {
       unsigned axes = 0;
       for (int64_t d = first; d < rank; ++d)
@@ -365,6 +386,7 @@ LogicalResult KernelLowering::runMiddleFrame(int64_t& instructions, int64_t& dma
       const int64_t p = std::min<int64_t>(nc::kNumPartitions, rows - row0);
       r0 = row0;
       tiles.clear();
+      tileLoadsFrom = loadQueueNs;
       if (!chunked) ++iteration;
       // The ops outside the chunks whose operands are ready (all of them
       // unchunked, in order), then (chunked) the chunks, then the rest.
@@ -381,7 +403,8 @@ LogicalResult KernelLowering::runMiddleFrame(int64_t& instructions, int64_t& dma
           if (failed(operandTiles(op, row0, p, operands))) return failure();
           std::array<Value, 2> acc;
           if (!aten::reducedDims(op).empty()
-                  ? failed(lowerFrameReduction(op, p, sizes.g, R, c, axesOf[op->getOperand(0)], acc, 0, 1, R))
+                  ? failed(lowerFrameReduction(op, p, sizes.g, R, c, axesOf[op->getOperand(0)], acc, 0, 1, R,
+                                               tileLoadNs()))
                   : failed(lowerFramePieces(op, axesOf[op->getResult(0)], operands, p, sizes.g, R, c)))
             return failure();
           done.insert(op);
@@ -394,6 +417,7 @@ LogicalResult KernelLowering::runMiddleFrame(int64_t& instructions, int64_t& dma
         const int64_t chunks = (outer + split->chunk - 1) / split->chunk;
         for (chunkStart = 0; chunkStart < outer; chunkStart += split->chunk) {
           ++iteration;
+          tileLoadsFrom = loadQueueNs;
           chunkLength = std::min(split->chunk, outer - chunkStart);
           sizes.R = chunkLength * inner;
           // (The previous chunk's tiles along r.)
@@ -410,7 +434,7 @@ LogicalResult KernelLowering::runMiddleFrame(int64_t& instructions, int64_t& dma
               continue;
             }
             if (failed(lowerFrameReduction(op, p, 1, sizes.R, c, axesOf[op->getOperand(0)], partial[op],
-                                           chunkStart / split->chunk, chunks, R)))
+                                           chunkStart / split->chunk, chunks, R, tileLoadNs())))
               return fail();
           }
         }
@@ -565,7 +589,7 @@ LogicalResult KernelLowering::lowerFramePieces(Operation* op, unsigned resultAxe
 
 LogicalResult KernelLowering::lowerFrameReduction(Operation* op, int64_t p, int64_t g, int64_t R, int64_t c,
                                                   unsigned inAxes, std::array<Value, 2>& accs, int64_t chunk,
-                                                  int64_t chunks, int64_t totalR) {
+                                                  int64_t chunks, int64_t totalR, double tileLoadNs) {
   Value x = op->getOperand(0), result = op->getResult(0);
   const bool mean = llvm::isa<aten::MeanDimOp>(op), sum = llvm::isa<aten::SumDimIntListOp>(op);
   StringRef alu = llvm::isa<aten::AmaxOp>(op) ? "max" : "add";
@@ -580,13 +604,9 @@ LogicalResult KernelLowering::lowerFrameReduction(Operation* op, int64_t p, int6
   Value acc;
   if (inAxes & kR) {
     const bool bf16 = llvm::cast<MemRefType>(in.getType()).getElementType().isBF16();
-    // Priced for the vector engine alone: the frame's other ops keep the
-    // GpSimd engine busy (priced as shared over the row tiles, the adds
-    // across rows slowed softmax over dim 1 of [8192, 16, 2] 29.5 -> 33.6
-    // us; over chunks, a sum of squares over the 512 channels of
-    // [16, 512, 1024] 130.1 -> 137.3).
-    acc = reduceMiddleStep(accs, chunk, chunks, in, p, gj, R, ck,
-                           cheapestMiddleReduction(gj, R, R, ck, bf16, false).first, alu, op);
+    auto [method, vectorNs] = cheapestMiddleReduction(gj, R, R, ck, bf16, false);
+    if (vectorNs > tileLoadNs && tileLoadNs > 0) method = cheapestMiddleReduction(gj, R, R, ck, bf16, true).first;
+    acc = reduceMiddleStep(accs, chunk, chunks, in, p, gj, R, ck, method, alu, op);
     if (!acc) return success();
   }
   // A sum of R equal values is R times the value; a mean or maximum, the value.

@@ -1065,6 +1065,13 @@ void KernelLowering::emitDma(bool load, Value hbm, Value tile, const Layout& l, 
     if (load) dma = b->create<nc::DmaLoadOp>(loc, hbm, staging ? staging : tile, startAttr, offset, apAttr);
     else dma = b->create<nc::DmaStoreOp>(loc, tile, hbm, startAttr, offset, apAttr);
     if (partitionPairs.size() == 4) dma->setAttr("partition_dims", b->getI64IntegerAttr(2));
+    if (load) {
+      int64_t partitions = 1;
+      for (size_t i = 1; i < partitionPairs.size(); i += 2) partitions *= partitionPairs[i];
+      const neff::DeviceParams& d = neff::Trn1();
+      loadQueueNs += d.dma_fixed_ns + std::max(double(partitions * bytesPerRow) / neff::DmaQueueBytesPerNs(d),
+                                               double(partitions * runsPerRow) * d.dma_run_ns);
+    }
     setEngineAndSource(dma, *b, "dma", -1);
     ++numInst;
     ++numDma;
