@@ -292,6 +292,24 @@ class MathAndLosses(common.ComparedWithEager):
         self.check(lambda m, q: (m.expand(3, 500).long().cumsum(-1), m.expand(3, 500).float().cumsum(-1) * q),
                    (torch.tensor([[True], [False], [True]]), randn(3, 500, seed=69)))
 
+    def test_scans_of_few_rows(self):
+        """Scans over fewer rows than partitions are cut into blocks (of 512 elements or
+        more) until the blocks' rows fill them: one row of 32000 into 62 blocks, two of
+        3000 into 5 each, eight of 32000 into 16 each. A NaN, an -inf and a +inf in later
+        blocks reach only the results after them; integer counts stay exact."""
+        one = randn(32000, seed=70)
+        one[20000] = float("-inf")
+        two = randn(2, 3000, seed=71)
+        two[0, 2500] = float("nan")
+        two[1, 1000] = float("inf")
+        eight = randn(8, 32000, seed=72)
+        for dtype in DTYPES:
+            self.check(lambda a, b, c: (a.cumsum(0), torch.logcumsumexp(b, 1), b.cumsum(-1), c.cumsum(1)),
+                       (one.to(dtype), two.to(dtype), eight.to(dtype)))
+        self.check(lambda b: b.cumprod(-1), (1.0 + 0.001 * randn(2, 3000, seed=73),))
+        mask = torch.rand(3, 20000, generator=torch.Generator().manual_seed(74)) > 0.5
+        self.check(lambda m: m.long().cumsum(-1), (mask,))
+
     def test_diagonals_and_matrix_vector_forms(self):
         m, v, w = randn(6, 6, seed=13), randn(6, seed=14), randn(5, seed=15)
         for dtype in DTYPES:

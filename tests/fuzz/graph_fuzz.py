@@ -196,6 +196,7 @@ import multiprocessing
 import os
 import random
 import re
+import resource
 import shutil
 import subprocess
 import sys
@@ -3759,9 +3760,26 @@ def supported_ops():
     return _SUPPORTED
 
 
+# A case's Python side (the generator, eager, the float64 reference, the
+# export) and the tools it runs may use at most this much address space: a
+# case that needed 24 GB got its pool worker killed by the kernel, and the
+# pool then waited forever for that worker's result. Over the limit, the
+# allocation fails and the case reports the error (export-skip, or a crash
+# of the tool that ran out).
+CASE_ADDRESS_SPACE = 8 << 30
+
+
+def limit_case_memory():
+    soft, hard = resource.getrlimit(resource.RLIMIT_AS)
+    if soft == resource.RLIM_INFINITY or soft > CASE_ADDRESS_SPACE:
+        limit = CASE_ADDRESS_SPACE if hard == resource.RLIM_INFINITY else min(CASE_ADDRESS_SPACE, hard)
+        resource.setrlimit(resource.RLIMIT_AS, (limit, hard))
+
+
 def run_one_case(args):
     i, cfg = args
     torch.set_num_threads(1)
+    limit_case_memory()
     allowed = Allowed(cfg.allowed)
     supported = supported_ops()
     seed = case_seed(cfg.seed, i)
@@ -3780,6 +3798,11 @@ def run_one_case(args):
     workdir = tempfile.mkdtemp(prefix="case%d-" % i, dir=cfg.work)
     try:
         outcomes, info = run_program(prog, cfg, allowed, supported, cfg.opts, workdir)
+    except MemoryError as e:
+        rec.update(cls="export-skip", outcomes=[dict(cls="export-skip", stage="export",
+                                                      msg="out of memory (%s): %s" % (type(e).__name__, e),
+                                                      sig="export-skip: out of memory", opt=None, times={})])
+        return rec
     finally:
         if not cfg.keep:
             shutil.rmtree(workdir, ignore_errors=True)
@@ -4043,6 +4066,7 @@ def write_repro(prog, outcome, directory, original_case, cfg, supported):
 def minimize_one(args):
     rec, cfg = args
     torch.set_num_threads(1)
+    limit_case_memory()
     supported = supported_ops()
     allowed = Allowed(cfg.allowed)
     bad = [o for o in rec["outcomes"] if o["sig"] == rec["min_sig"]][0]
