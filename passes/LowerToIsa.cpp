@@ -1489,15 +1489,6 @@ bool KernelLowering::loadTransposed(Value v, Value tile, const Layout& l, int64_
 // Rows longer than this load far more than their per-row results store.
 constexpr int64_t kLongRowColumns = 2048;
 
-// The mirror of loadTransposed for a store whose columns are strided in
-// memory and whose rows come in runs of adjacent elements (a value stored
-// through a transpose, `(x * 2).t()` returned; a projection's result stored
-// as per-head K^T, [batch, heads, head_dim, tokens], where a row tile's
-// tokens run in one segment per batch): blocks of up to 128 columns with
-// one stride between them are transposed on the TensorEngine, copied out
-// of PSUM and stored with the columns on the partitions, each row segment
-// one contiguous run. Stored element by element, each element would cost a
-// DMA descriptor. True if stored so.
 // Each of a spread row's m partitions holds its per-row value
 // (combineSpreadPartials); stored from one partition a row, a row cost a
 // transfer, each paying the DMA's fixed cost (x.amax(1) of [64, 3000]: 64
@@ -1510,7 +1501,8 @@ constexpr int64_t kLongRowColumns = 2048;
 bool KernelLowering::storeSpreadRows(Value hbm, Value tile, const Layout& l, ArrayRef<int64_t> offs, int64_t p) {
   const int64_t m = space.split, rows = p / m;
   auto type = llvm::cast<MemRefType>(tile.getType());
-  if (rows <= int64_t(neff::Trn1().dma_queues) || p % m != 0 || type.getDimSize(0) != p || type.getDimSize(1) != 1) return false;
+  if (rows <= int64_t(neff::Trn1().dma_queues) || p % m != 0 || type.getDimSize(0) != p || type.getDimSize(1) != 1)
+    return false;
   const int64_t stride = offs[size_t(m)] - offs[0];
   if (stride <= 0) return false;
   for (int64_t r = 1; r < rows; ++r)
@@ -1527,6 +1519,15 @@ bool KernelLowering::storeSpreadRows(Value hbm, Value tile, const Layout& l, Arr
   return true;
 }
 
+// The mirror of loadTransposed for a store whose columns are strided in
+// memory and whose rows come in runs of adjacent elements (a value stored
+// through a transpose, `(x * 2).t()` returned; a projection's result stored
+// as per-head K^T, [batch, heads, head_dim, tokens], where a row tile's
+// tokens run in one segment per batch): blocks of up to 128 columns with
+// one stride between them are transposed on the TensorEngine, copied out
+// of PSUM and stored with the columns on the partitions, each row segment
+// one contiguous run. Stored element by element, each element would cost a
+// DMA descriptor. True if stored so.
 bool KernelLowering::storeTransposed(Value hbm, Value tile, const Layout& l, ArrayRef<int64_t> offs, int64_t col0,
                                      int64_t f) {
   const int64_t P = nc::kNumPartitions;
