@@ -322,12 +322,16 @@ inline Value padDims(Composer& c, Value x, ArrayRef<int64_t> dims, ArrayRef<int6
 // the steps share it. A longer dim is scanned in blocks of at most that
 // many (padded with the identity at its end): each block on its own, then
 // each block's results combined with the scan of the blocks before it
-// (their last results, scanned and shifted by one block). A dim scanned
-// for fewer rows than partitions is cut into more blocks, down to
-// kMinScanBlock elements, so that the blocks' rows fill the partitions:
-// each step then runs on them all (a cumsum over [8, 32000] took 8 blocks
-// of 4000 on 64 partitions, 12 steps).
-constexpr int64_t kScanBlock = 4096, kMinScanBlock = 512;
+// (their last results, scanned and shifted by one block). A dim longer
+// than kMaxUnfilledScan elements scanned for fewer rows than partitions
+// is cut into more blocks, down to kMinScanBlock elements, so that the
+// blocks' rows fill the partitions: each step then runs on them all (a
+// cumsum over [8, 32000] took 8 blocks of 4000 on 64 partitions, 12 steps:
+// 215.7 us, 16 blocks 143.1; over [2, 3000] 81.1 us in one kernel, 48.5 in
+// the blocks' six). Shorter dims keep their one kernel: the blocks' kernels
+// cost about what the steps save (a cumsum over [64, 1024], 31.2 us, took
+// 63.3 in two blocks; over [8, 2048] 54.3, 55.2 in four).
+constexpr int64_t kScanBlock = 4096, kMinScanBlock = 512, kMaxUnfilledScan = 2048;
 constexpr int64_t kScanPartitions = 128;  // a NeuronCore's SBUF partitions
 template <typename Combine>
 Value scan(Composer& c, Value x, int64_t dim, double pad, Combine combine) {
@@ -341,8 +345,9 @@ Value scan(Composer& c, Value x, int64_t dim, double pad, Combine combine) {
     return c.permute(scan(c, c.permute(x, perm), last, pad, combine), inverse);
   }
   const int64_t length = typeOf(x).getDimSize(dim), rows = typeOf(x).getNumElements() / std::max<int64_t>(length, 1);
-  const int64_t fillingBlocks =
-      rows > 0 && rows < kScanPartitions ? std::min(kScanPartitions / rows, length / kMinScanBlock) : 1;
+  const int64_t fillingBlocks = rows > 0 && rows < kScanPartitions && length > kMaxUnfilledScan
+                                    ? std::min(kScanPartitions / rows, length / kMinScanBlock)
+                                    : 1;
   if (length > kScanBlock || fillingBlocks > 1) {
     const int64_t blocks = std::max((length + kScanBlock - 1) / kScanBlock, fillingBlocks),
                   width = (length + blocks - 1) / blocks;
