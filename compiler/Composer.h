@@ -344,9 +344,10 @@ Value scan(Composer& c, Value x, int64_t dim, double pad, Combine combine) {
     for (int64_t i = 0; i < rank; ++i) inverse[size_t(perm[size_t(i)])] = i;
     return c.permute(scan(c, c.permute(x, perm), last, pad, combine), inverse);
   }
-  const int64_t length = typeOf(x).getDimSize(dim), rows = typeOf(x).getNumElements() / std::max<int64_t>(length, 1);
-  const int64_t fillingBlocks = rows > 0 && rows < kScanPartitions && length > kMaxUnfilledScan
-                                    ? std::min(kScanPartitions / rows, length / kMinScanBlock)
+  const int64_t length = typeOf(x).getDimSize(dim);
+  const int64_t scanned = typeOf(x).getNumElements() / std::max<int64_t>(length, 1);  // the rows scanned
+  const int64_t fillingBlocks = scanned > 0 && scanned < kScanPartitions && length > kMaxUnfilledScan
+                                    ? std::min(kScanPartitions / scanned, length / kMinScanBlock)
                                     : 1;
   if (length > kScanBlock || fillingBlocks > 1) {
     const int64_t blocks = std::max((length + kScanBlock - 1) / kScanBlock, fillingBlocks),
