@@ -217,6 +217,13 @@ struct MatmulOperand {
 // `memo` caches answers.
 bool isWholeValued(Value v, const llvm::DenseSet<Value>& wholeResults, llvm::DenseMap<Value, bool>& memo);
 
+// An attention's short heads packed several to a pass (LowerAttention.cpp):
+// the batches along `step` of the flattened batch index, runs of `extent`
+// of them, `heads` to a pack.
+struct DiagonalPacking {
+  int64_t step = 0, extent = 0, heads = 1;
+};
+
 class KernelLowering {
  public:
   KernelLowering(nc::KernelOp kernel, int64_t maxFree, int64_t rowBudget,
@@ -254,7 +261,7 @@ class KernelLowering {
   void storeRows(Value hbm, Value tile, const Layout& store, int64_t p, int64_t f, bool computed);
   // A packed kernel's input that is the same in each of a partition's rows
   // (a bias over the columns): one row loaded, then copied across the tile.
-  void loadRepeatedRows(Value hbm, Value tile, const Layout& l, int64_t p, int64_t f);
+  void loadRepeatedRows(Value hbm, Value tile, const Layout& l, int64_t p, int64_t f, int64_t row);
   // A packed kernel's input that is constant along each row but varies
   // with the packed rows (a per-row scalar): one value per packed row
   // loaded, then each copied across its row.
@@ -276,6 +283,9 @@ class KernelLowering {
   // their row's result on each of the row's partitions.
   Value combineSpreadPartials(Value partials, StringRef alu, int64_t p, Operation* src);
   Value spreadMask(int64_t p);
+  // A [p x f] f32 tile: 1 where floor(partition / rows) == floor(column /
+  // columns), else 0 (rows and columns of one block on the diagonal).
+  Value blockDiagonalMask(int64_t p, int64_t f, int64_t rows, int64_t columns);
   LogicalResult layoutOfInput(Value v, Layout& out);
   LogicalResult layoutOfView(const aten::StridedView& view, Layout& out);
   LogicalResult lowerCat(aten::CatOp cat, Block* body, ArrayRef<Value> outHbm);
@@ -409,6 +419,8 @@ class KernelLowering {
   // LowerAttention.cpp: a kernel holding one attention.
   LogicalResult runAttention(int64_t& instructions, int64_t& dmas);
   LogicalResult lowerAttention(const AttentionMatch& m, Value out, const aten::StridedView& outLayout);
+  LogicalResult lowerDiagonalPacks(const AttentionMatch& m, Value out, const aten::StridedView& outLayout,
+                                 const DiagonalPacking& packing);
   struct AttentionMask;
   std::optional<AttentionMask> attentionMask(const AttentionMatch& m);
   LogicalResult lowerMaskInPlace(Operation* op, Value chainIn, int64_t p, int64_t k0, int64_t nk,
@@ -524,6 +536,11 @@ class KernelLowering {
   int64_t rowTileLoadsRow = -1;
   int64_t inputColumns = 0;  // > 0: the width of input tiles (an attention's key block)
   int64_t tileRows = 0;      // > 0: the rows of input tiles (an attention's query block)
+  // > 0 while an attention's diagonal packs are lowered (lowerDiagonalPacks):
+  // each head's query rows (rowOffsets: tile row i is row r0 + (i / rows)
+  // * stride + i % rows of the space) and keys (an input varying along the
+  // keys is loaded for one head's keys and repeated for each head).
+  int64_t diagonalRows = 0, diagonalRowStride = 0, diagonalKeys = 0;
   // The stationary slices of the current row tile, reused by each of its
   // column tiles while they stay small next to a partition.
   OperandCache stationaryCache;

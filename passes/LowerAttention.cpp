@@ -31,6 +31,10 @@
 // Interleaving. Query blocks go in groups of eight, step by step (see
 // lowerAttention), so that the engines' in-order queues overlap.
 //
+// Diagonal packs. Short heads that read their own K and V go several to a
+// pass, their scores side by side with the blocks off the diagonal set to
+// -inf (lowerDiagonalPacks).
+//
 // A row whose every score is -inf gives 0 / 0 = NaN, as eager does: the
 // running maximum starts at -FLT_MAX, so that a fully masked block gives
 // exp(-inf) = 0 instead of NaN from -inf - -inf.
@@ -94,6 +98,55 @@ struct MatrixView {
     return offset;
   }
 };
+
+// Diagonal packs (KernelLowering::lowerDiagonalPacks): the batches along a
+// step of the flattened batch index whose query rows and keys run on, one
+// batch after another, at one stride (the heads of `[b, h, s, d]`, step 1;
+// the sequences of one head of `[b, s, h * d]` read per head, step h), in
+// packs of up to `heads`; none (heads 1) where no step gives two.
+DiagonalPacking planDiagonalPacks(const MatrixView& Q, const MatrixView& K, const MatrixView& V,
+                                            const MatrixView& O, int64_t maxHeads) {
+  DiagonalPacking best;
+  const int64_t batches = Q.batches(), S = Q.rows(), T = K.cols();
+  if (maxHeads < 2 || batches < 2) return best;
+  // The pack of `first` (its index along the step a multiple of the pack's
+  // size) holds batches first + i * step, i < count: their rows of Q, keys
+  // of K, and V's and the output's rows each at one distance.
+  auto packs = [&](int64_t step, int64_t extent, int64_t heads) {
+    for (int64_t first = 0; first < batches; ++first) {
+      const int64_t index = first / step % extent;
+      if (index % heads != 0) continue;
+      const int64_t count = std::min(heads, extent - index);
+      if (count < 2) continue;
+      const int64_t q = Q.at(first + step) - Q.at(first), k = K.at(first + step) - K.at(first);
+      const int64_t v = V.at(first + step) - V.at(first), o = O.at(first + step) - O.at(first);
+      if ((S > 1 && q != S * Q.rowStride()) || (T > 1 && k != T * K.colStride())) return false;
+      for (int64_t i = 2; i < count; ++i) {
+        const int64_t n = first + i * step;
+        if (Q.at(n) != Q.at(first) + i * q || K.at(n) != K.at(first) + i * k || V.at(n) != V.at(first) + i * v ||
+            O.at(n) != O.at(first) + i * o)
+          return false;
+      }
+    }
+    return true;
+  };
+  // Steps and extents: the batch dims of Q's view from dim j to dim i
+  // (innermost first), flattened.
+  const size_t dims = Q.rank() - 2;
+  for (size_t j = dims; j-- > 0;) {
+    int64_t step = 1;
+    for (size_t d = j + 1; d < dims; ++d) step *= Q.v.shape[d];
+    int64_t extent = 1;
+    for (size_t i = j + 1; i-- > 0;) {
+      extent *= Q.v.shape[i];
+      if (extent < 2) continue;
+      // Packs of equal size as far as the extent allows.
+      const int64_t count = (extent + maxHeads - 1) / maxHeads, heads = (extent + count - 1) / count;
+      if (heads > best.heads && packs(step, extent, heads)) best = {step, extent, heads};
+    }
+  }
+  return best;
+}
 
 }  // namespace
 
@@ -330,6 +383,13 @@ LogicalResult KernelLowering::lowerAttention(const AttentionMatch& m, Value out,
       V.rows() != T || O.rows() != S || O.cols() != Dv)
     return m.scores->emitError("internal: an attention's operands have mismatched shapes");
   const int64_t dPieces = (Dv + kKeyBlock - 1) / kKeyBlock;
+  // Short heads that do not share K and V (which the packed batches below
+  // serve) go several to a pass.
+  if (2 * S <= P && T <= P && 2 * T <= kKeyBlock && 2 * Dv <= kKeyBlock &&
+      !(batches > 1 && K.at(1) == K.at(0) && V.at(1) == V.at(0)))
+    if (DiagonalPacking packing = planDiagonalPacks(Q, K, V, O, std::min({P / S, kKeyBlock / T, kKeyBlock / Dv}));
+        packing.heads > 1)
+      return lowerDiagonalPacks(m, out, outLayout, packing);
   std::optional<AttentionMask> mask = attentionMask(m);
   Operation *qk = m.scores, *pv = m.output, *softmax = m.exp;
 
@@ -668,6 +728,145 @@ LogicalResult KernelLowering::lowerAttention(const AttentionMatch& m, Value out,
     // held through the iterations after it (PlanMemory.cpp) and the next
     // group's loads need not wait for this group's last readers.
     for (Value tile : groupTiles) tile.getDefiningOp()->setAttr("iteration", b->getI64IntegerAttr(iteration));
+  }
+  return success();
+}
+
+// Diagonal packs. A head of few query rows and keys (2 S <= 128, T <= 128)
+// that reads its own K and V takes a pass of about twenty instructions and
+// three loads, whose fixed costs bind (64 x 12 heads of 16 tokens: 507 us).
+// A pack of u heads (planDiagonalPacks) takes one pass:
+//
+//   scores [u S x u T]     all its query rows against all its keys (one
+//                          matmul per 128 of d); the blocks on the diagonal
+//                          are the heads' own scores
+//   x = f(scores)          the kernel's ops, an input varying along the keys
+//                          loaded for one head's keys and repeated
+//   x' = diagonal ? x : -inf   a select, so that a NaN or infinite score
+//                          between two heads never reaches a row
+//   P = exp(x' - m) / l    in V's dtype (one key block: nothing to rescale)
+//   per head h: P[:, hT..] transposed ([T x u S]), its own S columns copied
+//   out, times its V rows [T x Dv] into columns h Dv of O [S x u Dv]
+//
+// The products with V take each head's own keys and rows only, so that no
+// head's V meets another head's zero probabilities (0 x inf is NaN). Q and
+// K are read once a pack, V as [T x u Dv] and O stored as [S x u Dv], one
+// transfer each.
+LogicalResult KernelLowering::lowerDiagonalPacks(const AttentionMatch& m, Value out, const aten::StridedView& outLayout,
+                                               const DiagonalPacking& packing) {
+  const int64_t P = nc::kNumPartitions;
+  const MatrixView Q{viewOf[m.query()]}, K{viewOf[m.key()]}, V{viewOf[m.value()]}, O{outLayout};
+  auto deviceElem = [](Value v) {
+    return nc::deviceElementType(llvm::cast<RankedTensorType>(v.getType()).getElementType());
+  };
+  Type qe = deviceElem(m.query()), ve = deviceElem(m.value()), oe = deviceElem(m.output->getResult(0));
+  Type f32 = b->getF32Type();
+  const int64_t batches = Q.batches(), S = Q.rows(), D = Q.cols(), T = K.cols(), Dv = V.cols();
+  const int64_t step = packing.step;
+  Operation *qk = m.scores, *pv = m.output;
+  struct Pack {
+    int64_t first, heads;
+    OperandCache queries, keys;
+    Value x, probs, transposed, values;
+  };
+  std::vector<Pack> packs;
+  for (int64_t first = 0; first < batches; ++first)
+    if (int64_t index = first / step % packing.extent; index % packing.heads == 0)
+      packs.push_back({first, std::min(packing.heads, packing.extent - index), {}, {}, {}, {}, {}, {}});
+  diagonalRows = S;
+  diagonalRowStride = step * S;
+  diagonalKeys = T;
+  auto unpack = llvm::make_scope_exit([&] { diagonalRows = diagonalRowStride = diagonalKeys = 0; });
+  std::map<std::pair<int64_t, int64_t>, Value> diagonals;  // by [p x nk]
+  auto dma = [&](bool load, Value tile, Value hbm, int64_t offset, ArrayRef<int64_t> ap) {
+    Operation* op = load ? b->create<nc::DmaLoadOp>(loc, hbm, tile, b->getI64IntegerAttr(0),
+                                                    b->getI64IntegerAttr(offset), b->getDenseI64ArrayAttr(ap))
+                               .getOperation()
+                         : b->create<nc::DmaStoreOp>(loc, tile, hbm, b->getI64IntegerAttr(0),
+                                                     b->getI64IntegerAttr(offset), b->getDenseI64ArrayAttr(ap))
+                               .getOperation();
+    setEngineAndSource(op, *b, "dma", -1);
+    ++numInst;
+    ++numDma;
+  };
+  // As in lowerAttention, packs go in groups of kGroup, step by step.
+  for (size_t g0 = 0; g0 < packs.size(); g0 += kGroup) {
+    MutableArrayRef<Pack> group = MutableArrayRef<Pack>(packs).slice(g0, std::min<size_t>(kGroup, packs.size() - g0));
+    for (Pack& pk : group) {
+      const int64_t n = pk.first, p = pk.heads * S, nk = pk.heads * T;
+      const int64_t qRow = S > 1 ? Q.rowStride() : Q.at(n + step) - Q.at(n);
+      const int64_t kCol = T > 1 ? K.colStride() : K.at(n + step) - K.at(n);
+      r0 = n * S;
+      c0 = 0;
+      inputColumns = nk;
+      tileRows = p;
+      ++iteration;
+      tiles.clear();
+      MatmulOperand query{hbmOf[m.query()], Q.at(n), Q.colStride(), qRow, D, p, qe};
+      MatmulOperand key{hbmOf[m.key()], K.at(n), K.rowStride(), kCol, D, nk, qe};
+      Value scores = allocPsum(p, nk);
+      for (int64_t d0 = 0; d0 < D; d0 += P)
+        setSource(b->create<nc::MatmulOp>(loc, scores, operandSlice(pk.queries, query, d0, qk),
+                                          operandSlice(pk.keys, key, d0, qk), b->getBoolAttr(d0 > 0)),
+                  qk);
+      tiles[m.shapedScores()] = scores;
+      layouts[m.shapedScores()].kind = Kind::Full;
+      for (Operation* op : m.transforms) {
+        if (failed(lowerOp(op, p, nk))) return failure();
+        if (layouts[op->getResult(0)].kind != Kind::Full)
+          return op->emitError("internal: an attention's score op gave a per-row value");
+      }
+      Value& diagonal = diagonals[{p, nk}];
+      if (!diagonal) diagonal = blockDiagonalMask(p, nk, S, T);
+      pk.x = alloc(p, nk, f32);
+      setSource(b->create<nc::TensorSelectOp>(loc, pk.x, tiles[m.softmaxInput()],
+                                              broadcastRow(Value(), -INFINITY, p, nk, f32, m.rowMax), diagonal),
+                m.rowMax);
+    }
+    // The softmax of each row over its head's keys, in V's dtype.
+    for (Pack& pk : group) {
+      const int64_t p = pk.heads * S, nk = pk.heads * T;
+      Value rowMax = alloc(p, 1, f32), negMax = alloc(p, 1, f32), rowSum = alloc(p, 1, f32);
+      setSource(b->create<nc::TensorReduceOp>(loc, rowMax, pk.x, b->getStringAttr("max")), m.rowMax);
+      // (At least -FLT_MAX: a row of -inf gives exp(-inf) = 0, then 0 / 0.)
+      tensorScalar(rowMax, rowMax, Value(), "max", -FLT_MAX, m.rowMax);
+      tensorScalar(negMax, rowMax, Value(), "mul", -1.0, m.shifted);
+      expWithBias(pk.x, pk.x, negMax, rowSum, m.exp);
+      pk.probs = alloc(p, nk, ve);
+      tensorScalar(pk.probs, pk.x, rowSum, "div", 0.0, m.normalized);
+    }
+    // Each head's probabilities transposed (its keys on the partitions) and
+    // its own query columns copied out, side by side: [T x u S].
+    for (Pack& pk : group) {
+      const int64_t u = pk.heads, p = u * S, perBank = matmulColumns / p;
+      pk.transposed = alloc(T, p, ve);
+      Value psum;
+      for (int64_t h = 0; h < u; ++h) {
+        if (h % perBank == 0) psum = allocPsum(T, std::min(perBank, u - h) * p);
+        Value own = tileColumns(*b, loc, psum, h % perBank * p, p);
+        setSource(b->create<nc::TransposeOp>(loc, own, tileColumns(*b, loc, pk.probs, h * T, T)), pv);
+        copyTile(tileColumns(*b, loc, pk.transposed, h * S, S), tileColumns(*b, loc, own, h * S, S), pv);
+      }
+    }
+    // O = P V per head, stored for the pack at once.
+    inputColumns = 0;
+    tileRows = 0;
+    ++iteration;
+    for (Pack& pk : group) {
+      const int64_t n = pk.first, u = pk.heads;
+      pk.values = alloc(T, u * Dv, ve);
+      dma(/*load=*/true, pk.values, hbmOf[m.value()], V.at(n),
+          {V.rowStride(), T, V.at(n + step) - V.at(n), u, V.colStride(), Dv});
+      Value o = allocPsum(S, u * Dv);
+      for (int64_t h = 0; h < u; ++h)
+        setSource(b->create<nc::MatmulOp>(loc, tileColumns(*b, loc, o, h * Dv, Dv),
+                                          tileColumns(*b, loc, pk.transposed, h * S, S),
+                                          tileColumns(*b, loc, pk.values, h * Dv, Dv), b->getBoolAttr(false)),
+                  pv);
+      Value result = alloc(S, u * Dv, oe);
+      copyTile(result, o, m.normalized);
+      dma(/*load=*/false, result, out, O.at(n), {O.rowStride(), S, O.at(n + step) - O.at(n), u, O.colStride(), Dv});
+    }
   }
   return success();
 }

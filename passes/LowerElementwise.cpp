@@ -542,21 +542,23 @@ void KernelLowering::expWithBias(Value out, Value in, Value bias, Value accum, O
 // does not reach the others. The mask is built once per kernel: partitions
 // j and q hold the same row when floor((j + 0.5) / m) == floor((q + 0.5) / m)
 // (the half keeps each quotient clear of whole numbers under rounding).
-Value KernelLowering::spreadMask(int64_t p) {
+Value KernelLowering::spreadMask(int64_t p) { return blockDiagonalMask(p, p, space.split, space.split); }
+
+Value KernelLowering::blockDiagonalMask(int64_t p, int64_t f, int64_t rows, int64_t columns) {
   Type f32 = b->getF32Type();
-  auto rowOf = [&](double partitionStep, double elementStep) {
-    Value t = alloc(p, p, f32);
+  auto blockOf = [&](double partitionStep, double elementStep, int64_t size) {
+    Value t = alloc(p, f, f32);
     setSource(b->create<nc::IotaOp>(loc, t, b->getF64FloatAttr(0.5), b->getF64FloatAttr(partitionStep),
                                     b->getF64FloatAttr(elementStep)),
               nullptr);
     setSource(b->create<nc::ActivationOp>(loc, t, t, Value(), Value(), Value(), b->getStringAttr("floor"),
-                                          b->getF64FloatAttr(1.0 / double(space.split)),
+                                          b->getF64FloatAttr(1.0 / double(size)),
                                           b->getF64FloatAttr(nc::kNoBias)),
               nullptr);
     return t;
   };
-  Value own = rowOf(1.0, 0.0), other = rowOf(0.0, 1.0);
-  Value mask = alloc(p, p, f32);
+  Value own = blockOf(1.0, 0.0, rows), other = blockOf(0.0, 1.0, columns);
+  Value mask = alloc(p, f, f32);
   setSource(b->create<nc::TensorTensorOp>(loc, mask, own, other, b->getStringAttr("is_equal")), nullptr);
   return mask;
 }

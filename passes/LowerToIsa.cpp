@@ -801,7 +801,9 @@ LogicalResult KernelLowering::layoutOfView(const aten::StridedView& given, Layou
 SmallVector<int64_t> KernelLowering::rowOffsets(const Layout& l, int64_t first, int64_t p) {
   SmallVector<int64_t> offs;
   for (int64_t i = 0; i < p; ++i) {
-    int64_t rem = first + i * rowStep, off = 0;
+    int64_t rem = diagonalRows > 0 ? first + i / diagonalRows * diagonalRowStride + i % diagonalRows
+                                     : first + i * rowStep,
+            off = 0;
     for (int64_t i = int64_t(space.lead.size()) - 1; i >= 0; --i) {
       off += (rem % space.lead[size_t(i)]) * l.rowStrides[size_t(i)];
       rem /= space.lead[size_t(i)];
@@ -1228,8 +1230,10 @@ Value KernelLowering::tileOf(Value v) {
   }
   if (Value window = sharedWindow(v, l, p, f)) return tiles[v] = window;
   Value tile = alloc(p, f, elem);
-  if (space.pack > 1 && l.kind == Kind::Full && l.colStrides[0] == 0 && f > space.trail[1])
-    loadRepeatedRows(hbmOf[v], tile, l, p, f);
+  if (diagonalKeys > 0 && l.kind == Kind::Full && f > diagonalKeys)
+    loadRepeatedRows(hbmOf[v], tile, l, p, f, diagonalKeys);
+  else if (space.pack > 1 && l.kind == Kind::Full && l.colStrides[0] == 0 && f > space.trail[1])
+    loadRepeatedRows(hbmOf[v], tile, l, p, f, space.trail[1]);
   else if (space.pack > 1 && l.kind == Kind::Full && l.colStrides[0] != 0 && l.colStrides[1] == 0 &&
            space.trail[1] > 1 && f % space.trail[1] == 0)
     loadWidenedRows(hbmOf[v], tile, l, p, f);
@@ -1279,10 +1283,10 @@ Value KernelLowering::sharedWindow(Value v, const Layout& l, int64_t p, int64_t 
 
 // Its rows each a run of their own, the g copies of one value would cost g
 // descriptors per partition (a bias over 64 columns packed 8 rows to a
-// partition: 1024 runs for one row tile); one copy is loaded and doubled
-// across the tile instead.
-void KernelLowering::loadRepeatedRows(Value hbm, Value tile, const Layout& l, int64_t p, int64_t f) {
-  const int64_t row = space.trail[1];
+// partition: 1024 runs for one row tile); one copy of `row` columns is
+// loaded and doubled across the tile instead (also an attention's packed
+// heads' input over one head's keys, which each head reads the same).
+void KernelLowering::loadRepeatedRows(Value hbm, Value tile, const Layout& l, int64_t p, int64_t f, int64_t row) {
   emitDma(/*load=*/true, hbm, tileColumns(*b, loc, tile, 0, row), l, r0, p, c0, row);
   for (int64_t filled = row; filled < f; filled *= 2) {
     int64_t n = std::min(filled, f - filled);

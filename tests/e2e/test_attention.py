@@ -449,6 +449,66 @@ class AttentionEndToEnd(unittest.TestCase):
                                         "side_causal_%s" % str(dtype)[6:])
                 self.assertIn("k0_attention", kernels)
 
+    def test_short_heads_packed_several_to_a_pass(self):
+        """Heads of few rows that each read their own K and V go several to a pass
+        (LowerAttention.cpp, diagonal packs): the scores of all the pack's rows against all its
+        keys, the blocks off the diagonal set to -inf, each head's product with its own V.
+        BERT-sized heads of 16 tokens as [b, h, s, d] and as a [b, s, h * d] projection split
+        into heads (packed along the sequences of one head), window attention over 49 tokens
+        (two heads a pack), cross attention of 10 queries over 24 keys with values 40 wide
+        (packs of unequal heads left over), a causal mask and a padding mask per sequence
+        (inputs varying along the keys, repeated for each head of a pack), one query a head,
+        one key a head, and all-zero queries (uniform probabilities); f32 and bf16. Inf and
+        NaN in one head's V, Q or K must not reach the other heads of its pack, and a row
+        masked entirely is NaN, as in eager."""
+        def split(t, b, s, h):
+            return t.view(b, s, h, -1).transpose(1, 2)
+
+        def projected(q_in, k_in, v_in):
+            b, s = q_in.shape[0], q_in.shape[1]
+            q, k, v = split(q_in, b, s, 4), split(k_in, b, s, 4), split(v_in, b, s, 4)
+            return (plain(q, k, v)).transpose(1, 2).reshape(b, s, -1)
+
+        causal_mask = torch.ones(16, 16, dtype=torch.bool).triu(1)
+
+        def causal(q, k, v):
+            scores = (q @ k.transpose(-1, -2) * 0.125).masked_fill(causal_mask, float("-inf"))
+            return torch.softmax(scores, -1) @ v
+
+        pad = torch.zeros(6, 16)
+        pad[1, 10:] = float("-inf")
+        pad[4, 3:] = float("-inf")
+        pad[5, :] = float("-inf")  # every key of that sequence masked: NaN rows
+
+        def padded(q, k, v):
+            return torch.softmax(q @ k.transpose(-1, -2) * 0.125 + pad[:, None, None, :].to(q.dtype), -1) @ v
+
+        for dtype in (torch.float32, torch.bfloat16):
+            nonfinite = self.qkv(2, 8, 16, 16, 32, 32, dtype, seed=91)
+            nonfinite[2][0, 3, 5, 7] = float("inf")
+            nonfinite[2][1, 6, 2, 0] = float("nan")
+            nonfinite[0][1, 1, 4, 9] = float("nan")
+            nonfinite[1][0, 5, 11, 2] = float("-inf")
+            cases = [
+                ("bert_heads", plain, self.qkv(4, 12, 16, 16, 64, 64, dtype, seed=81)),
+                ("projected", projected, [randn(6, 16, 4 * 32, seed=82 + i, dtype=dtype) for i in range(3)]),
+                ("windows", plain, self.qkv(3, 4, 49, 49, 32, 32, dtype, seed=85)),
+                ("cross", plain, self.qkv(1, 19, 10, 24, 24, 40, dtype, seed=86)),
+                ("causal", causal, self.qkv(2, 6, 16, 16, 32, 32, dtype, seed=87)),
+                ("padded", padded, self.qkv(6, 3, 16, 16, 32, 32, dtype, seed=88)),
+                ("one_query", plain, self.qkv(3, 16, 1, 40, 64, 64, dtype, seed=89)),
+                ("one_key", plain, self.qkv(2, 10, 6, 1, 16, 16, dtype, seed=90)),
+                ("nonfinite", plain, nonfinite),
+                ("zero_queries", plain, [torch.zeros(2, 8, 16, 32, dtype=dtype)] + self.qkv(2, 8, 16, 16, 32, 32,
+                                                                                             dtype, seed=92)[1:]),
+            ]
+            for label, fn, inputs in cases:
+                with self.subTest(case=label, dtype=dtype):
+                    kernels = self.run_case(fn, inputs, "short_heads_%s_%s" % (label, str(dtype)[6:]))
+                    # (A softmax over one key is not fused into an attention kernel.)
+                    if label != "one_key":
+                        self.assertTrue(any(k.endswith("_attention") for k in kernels), kernels)
+
     def test_fully_masked_rows_are_nan(self):
         mask = torch.zeros(130, 600, dtype=torch.bool)
         mask[5] = True            # every key masked: NaN, as in eager
