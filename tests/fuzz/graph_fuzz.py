@@ -2452,7 +2452,8 @@ def g_tril_data(b):
     b.add(e, [b.v(a).shape])
 
 
-ATTENTION_DIMS = [1, 7, 64, 128, 129, 200, 513]
+# (16 and 49: heads short enough to go several to a pass, LowerAttention.cpp's diagonal packs.)
+ATTENTION_DIMS = [1, 7, 16, 49, 64, 128, 129, 200, 513]
 
 
 def g_attention(b):
