@@ -4,7 +4,8 @@ a score or value head) is decomposed into a product with the column laid
 along the rows and a sum over k, computed in f32 (passes/DecomposeComposites.cpp,
 decomposeMatVec). Each case is compiled at -O0 and -O2, run, and compared with
 PyTorch eager in f32 and bf16; modules with their default and with random
-parameters.
+parameters. A matmul over a contraction of one (an outer product) is an
+elementwise multiply of the column by the row (decomposeOuterProduct).
 """
 import os
 import sys
@@ -54,6 +55,30 @@ class MatVec(common.ComparedWithEager):
                 self.check(lambda a, v: a.t() @ v, (a, v))
                 self.check(lambda a, v: torch.relu(a.t() * 2) @ torch.tanh(v), (a, v))
                 self.check(lambda a, v: (a @ v[:200]).softmax(0), (a, v))
+
+    def test_outer_products(self):
+        # mm, bmm and addmm over a contraction of one, HF's rotary table (inverse
+        # frequencies times positions, in f32), a transposed column, infinities and NaN
+        # (each product on its own, as eager), zeros and ones as parameters are.
+        inv_freq = 1.0 / (10000 ** (torch.arange(0, 64, 2).float() / 64))
+        positions = torch.arange(300).float()
+        for dtype in DTYPES:
+            with self.subTest(dtype=dtype):
+                a, b = randn(257, 1, seed=20).to(dtype), randn(1, 300, seed=21).to(dtype)
+                self.check(lambda a, b: a @ b, (a, b))
+                self.check(lambda a, b: torch.addmm(torch.ones(257, 300, dtype=a.dtype), a, b, beta=0.5, alpha=2.5),
+                           (a, b))
+                self.check(lambda a, b: torch.addmm(torch.full((1,), float("nan"), dtype=a.dtype), a, b, beta=0.0),
+                           (a, b))
+                self.check(torch.bmm, (randn(256, 64, 1, seed=22).to(dtype), randn(256, 1, 33, seed=23).to(dtype)))
+                self.check(lambda a, b: (a.t() @ b) * 2, (randn(1, 40, seed=24).to(dtype), randn(1, 70, seed=25).to(dtype)))
+                odd = randn(8, 1, seed=26).to(dtype)
+                odd[1, 0], odd[3, 0] = float("inf"), float("nan")
+                row = randn(1, 9, seed=27).to(dtype)
+                row[0, 2] = 0.0
+                self.check(lambda a, b: a @ b, (odd, row))
+                self.check(lambda a, b: a @ b, (torch.ones(16, 1, dtype=dtype), torch.zeros(1, 16, dtype=dtype)))
+        self.check(lambda f, p: (f[None, :, None] @ p[None, None, :]).transpose(1, 2).cos(), (inv_freq, positions))
 
 
 if __name__ == "__main__":

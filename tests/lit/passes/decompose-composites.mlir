@@ -109,6 +109,30 @@ func.func @transposed_matrix(%a: tensor<512x64xf32>, %v: tensor<512x1xf32>) -> t
 
 // -----
 
+// A matmul over a contraction of one is an outer product: a multiply of the
+// column by the row, broadcast, in the matmul's dtype (one product each,
+// rounded once, as the matmul rounds it); addmm scales and adds as above,
+// in f32 for bf16, rounded once at the end.
+// CHECK-LABEL: func.func @outer_products
+// CHECK: %[[MM:.*]] = aten.mul.Tensor %arg0, %arg1 {nc.source = "aten.mm"{{.*}} : tensor<64x1xbf16>, tensor<1x300xbf16> -> tensor<64x300xbf16>
+// CHECK: %[[A:.*]] = aten._to_copy %arg0 {nc.source = "aten.addmm"{{.*}} -> tensor<64x1xf32>
+// CHECK: %[[P:.*]] = aten.mul.Tensor %[[A]], %arg1 {nc.source = "aten.addmm"{{.*}} -> tensor<64x300xf32>
+// CHECK: %[[SCALED:.*]] = aten.mul.Scalar %[[P]], 2.000000e+00
+// CHECK: %[[SUM:.*]] = aten.add.Tensor %[[SCALED]], %arg3 {alpha = 5.000000e-01 : f64
+// CHECK: %[[ADDMM:.*]] = aten._to_copy %[[SUM]] {{.*}} -> tensor<64x300xbf16>
+// CHECK: %[[BMM:.*]] = aten.mul.Tensor %arg2, %{{.*}} {nc.source = "aten.bmm"{{.*}} : tensor<5x8x1xf32>, tensor<5x1x8xf32> -> tensor<5x8x8xf32>
+// CHECK: return %[[MM]], %[[ADDMM]], %[[BMM]]
+// CHECK-NOT: aten.mm
+func.func @outer_products(%a: tensor<64x1xbf16>, %b: tensor<1x300xbf16>, %c: tensor<5x8x1xf32>, %bias: tensor<300xbf16>) -> (tensor<64x300xbf16>, tensor<64x300xbf16>, tensor<5x8x8xf32>) {
+  %0 = aten.mm %a, %b : tensor<64x1xbf16>, tensor<1x300xbf16> -> tensor<64x300xbf16>
+  %1 = aten.addmm %bias, %a, %b {alpha = 2.0 : f64, beta = 0.5 : f64} : tensor<300xbf16>, tensor<64x1xbf16>, tensor<1x300xbf16> -> tensor<64x300xbf16>
+  %ct = aten.transpose.int %c {dim0 = 1 : i64, dim1 = 2 : i64} : tensor<5x8x1xf32> -> tensor<5x1x8xf32>
+  %2 = aten.bmm %c, %ct : tensor<5x8x1xf32>, tensor<5x1x8xf32> -> tensor<5x8x8xf32>
+  return %0, %1, %2 : tensor<64x300xbf16>, tensor<64x300xbf16>, tensor<5x8x8xf32>
+}
+
+// -----
+
 // A slice that keeps every element of its dim is its input: readers take
 // the input; a returned one stays.
 // CHECK-LABEL: func.func @identity_slices
