@@ -26,6 +26,7 @@
 #include <array>
 #include <queue>
 #include <map>
+#include <optional>
 
 namespace neuroncc {
 #define GEN_PASS_DEF_SCHEDULE
@@ -65,6 +66,10 @@ struct Region {
     if (!hbm && (p1 <= o.p0 || o.p1 <= p0)) return false;
     if (!(lo < o.hi && o.lo < hi)) return false;
     if (hbm && !pattern.empty() && sameStrides(o)) return reaches(o, 0, o.first - first);
+    // Patterns of other strides (a pad's rows of every plane, and rows of
+    // a few planes between them): exact where one of them has few runs.
+    if (hbm && !pattern.empty() && !o.pattern.empty())
+      if (std::optional<bool> meet = patternsMeet(o)) return *meet;
     // Column tiles of the same rows are disjoint although their bounding
     // intervals interleave.
     if (hbm && rowStride > 0 && rowStride == o.rowStride && (c1 <= o.c0 || o.c1 <= c0)) return false;
@@ -99,6 +104,48 @@ struct Region {
     for (int64_t m = lo; m <= hi; ++m)
       if (reaches(o, k + 2, d - m * stride)) return true;
     return false;
+  }
+  // The runs of the pattern: its innermost dim where that is contiguous,
+  // else single elements.
+  int64_t runCountOfPattern() const {
+    int64_t n = 1;
+    for (size_t k = 0; k + 2 < pattern.size(); k += 2) n *= pattern[k + 1];
+    return pattern[pattern.size() - 2] == 1 ? n : n * pattern.back();
+  }
+  // Whether an element of the pattern (dims from k on, from `base`) lies
+  // in [x, x + length). The dims nest, so each dim leaves at most a few
+  // indices whose elements can reach the interval.
+  bool meetsInterval(size_t k, int64_t base, int64_t x, int64_t length) const {
+    if (k == pattern.size()) return x <= base && base < x + length;
+    const int64_t stride = pattern[k], count = pattern[k + 1];
+    int64_t inner = 0;  // the reach of the dims inside
+    for (size_t j = k + 2; j < pattern.size(); j += 2) inner += (pattern[j + 1] - 1) * pattern[j];
+    const int64_t lo = std::max<int64_t>(0, llvm::divideCeilSigned(x - inner - base, stride));
+    const int64_t hi = std::min(count - 1, llvm::divideFloorSigned(x + length - 1 - base, stride));
+    for (int64_t i = lo; i <= hi; ++i)
+      if (meetsInterval(k + 2, base + i * stride, x, length)) return true;
+    return false;
+  }
+  // Whether two nested patterns share an element, checked run by run over
+  // the one with fewer runs; nullopt where both have more than kMaxRuns.
+  std::optional<bool> patternsMeet(const Region& o) const {
+    constexpr int64_t kMaxRuns = 4096;
+    const bool mine = runCountOfPattern() <= o.runCountOfPattern();
+    const Region& a = mine ? *this : o;
+    const Region& b = mine ? o : *this;
+    if (a.runCountOfPattern() > kMaxRuns) return std::nullopt;
+    const bool contiguous = a.pattern[a.pattern.size() - 2] == 1;
+    const size_t dims = (contiguous ? a.pattern.size() - 2 : a.pattern.size()) / 2;
+    const int64_t length = contiguous ? a.pattern.back() : 1;
+    SmallVector<int64_t, 4> index(dims, 0);
+    while (true) {
+      int64_t x = a.first;
+      for (size_t j = 0; j < dims; ++j) x += index[j] * a.pattern[2 * j];
+      if (b.meetsInterval(0, b.first, x, length)) return true;
+      size_t j = dims;
+      while (j > 0 && ++index[j - 1] == a.pattern[2 * (j - 1) + 1]) index[--j] = 0;
+      if (j == 0) return false;
+    }
   }
   bool runsIntersect(const Region& o) const {
     const Region& a = runCount <= o.runCount ? *this : o;

@@ -40,6 +40,27 @@ func.func @column_tiles(%x: tensor<128x8192xf32>) -> tensor<128x8192xf32> {
   return %y : tensor<128x8192xf32>
 }
 
+// A zero padding of [1, 64, 14, 14] to [1, 64, 24, 22] (a convolution's):
+// the cat's stores write rows of the planes in patterns of different
+// strides (the top rows of 32 planes at a time, runs of rows of single
+// planes, the interior rows of 8 planes) whose bounding intervals
+// interleave. Their elements are compared exactly (none of them meet), so
+// each of the 28 stores waits only for the engine that filled its tile
+// (semaphores 1 to 3), none for another store (before, the rows of plane 9
+// at offset 4840 waited for the top rows of planes 0 to 31 at offset 0, and
+// so on down a chain of stores).
+// CHECK-LABEL: func.func @padded_planes
+// CHECK-COUNT-28: nc.dma_store {{.*}}waits = array<i64: {{[1-3]}}, {{[0-9]+}}>}
+// CHECK-NOT: nc.dma_store
+func.func @padded_planes(%x: tensor<1x64x14x14xf32>) -> tensor<1x64x24x22xf32> {
+  %side = arith.constant dense<0.000000e+00> : tensor<1x64x14x4xf32>
+  %rows = aten.cat %side, %x, %side {dim = 3 : i64} : tensor<1x64x14x4xf32>, tensor<1x64x14x14xf32>, tensor<1x64x14x4xf32> -> tensor<1x64x14x22xf32>
+  %top = arith.constant dense<0.000000e+00> : tensor<1x64x4x22xf32>
+  %bottom = arith.constant dense<0.000000e+00> : tensor<1x64x6x22xf32>
+  %y = aten.cat %top, %rows, %bottom {dim = 2 : i64} : tensor<1x64x4x22xf32>, tensor<1x64x14x22xf32>, tensor<1x64x6x22xf32> -> tensor<1x64x24x22xf32>
+  return %y : tensor<1x64x24x22xf32>
+}
+
 // At -O2 the RMSNorm kernel spreads over the engines: the per-row scale by
 // 1/512, the + eps and x * rms move to the scalar engine as identity
 // activations with scale and bias; the weight multiply goes to the GpSimd
