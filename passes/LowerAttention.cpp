@@ -745,13 +745,16 @@ LogicalResult KernelLowering::lowerAttention(const AttentionMatch& m, Value out,
 //   x' = diagonal ? x : -inf   a select, so that a NaN or infinite score
 //                          between two heads never reaches a row
 //   P = exp(x' - m) / l    in V's dtype (one key block: nothing to rescale)
-//   per head h: P[:, hT..] transposed ([T x u S]), its own S columns copied
-//   out, times its V rows [T x Dv] into columns h Dv of O [S x u Dv]
+//   P^T                    transposed in chunks of whole heads (up to 128
+//                          keys: [w x u S] each)
+//   per head h: its S query columns of its chunk's P^T times the chunk's V
+//   rows [w x Dv] with the other heads' rows selected to 0, into columns
+//   h Dv of O [S x u Dv]
 //
-// The products with V take each head's own keys and rows only, so that no
-// head's V meets another head's zero probabilities (0 x inf is NaN). Q and
-// K are read once a pack, V as [T x u Dv] and O stored as [S x u Dv], one
-// transfer each.
+// Each product reads only its head's queries, and V rows of its own head
+// (the others are 0 x 0), so that no head's V meets another head's zero
+// probabilities (0 x inf is NaN). Q and K are read once a pack, V once per
+// chunk and O stored as [S x u Dv], one transfer each.
 LogicalResult KernelLowering::lowerDiagonalPacks(const AttentionMatch& m, Value out, const aten::StridedView& outLayout,
                                                const DiagonalPacking& packing) {
   const int64_t P = nc::kNumPartitions;
@@ -767,24 +770,27 @@ LogicalResult KernelLowering::lowerDiagonalPacks(const AttentionMatch& m, Value 
   struct Pack {
     int64_t first, heads;
     OperandCache queries, keys;
-    Value x, probs, transposed, values;
+    Value x, probs;
+    SmallVector<Value> transposed;  // per chunk of heads
   };
   std::vector<Pack> packs;
   for (int64_t first = 0; first < batches; ++first)
     if (int64_t index = first / step % packing.extent; index % packing.heads == 0)
-      packs.push_back({first, std::min(packing.heads, packing.extent - index), {}, {}, {}, {}, {}, {}});
+      packs.push_back({first, std::min(packing.heads, packing.extent - index), {}, {}, {}, {}, {}});
   diagonalRows = S;
   diagonalRowStride = step * S;
   diagonalKeys = T;
   auto unpack = llvm::make_scope_exit([&] { diagonalRows = diagonalRowStride = diagonalKeys = 0; });
-  std::map<std::pair<int64_t, int64_t>, Value> diagonals;  // by [p x nk]
-  auto dma = [&](bool load, Value tile, Value hbm, int64_t offset, ArrayRef<int64_t> ap) {
+  // Masks by shape: the diagonal blocks of the scores, each head's V rows.
+  std::map<std::pair<int64_t, int64_t>, Value> diagonals, ownRows;
+  auto dma = [&](bool load, Value tile, Value hbm, int64_t offset, ArrayRef<int64_t> ap, int64_t partitionDims = 1) {
     Operation* op = load ? b->create<nc::DmaLoadOp>(loc, hbm, tile, b->getI64IntegerAttr(0),
                                                     b->getI64IntegerAttr(offset), b->getDenseI64ArrayAttr(ap))
                                .getOperation()
                          : b->create<nc::DmaStoreOp>(loc, tile, hbm, b->getI64IntegerAttr(0),
                                                      b->getI64IntegerAttr(offset), b->getDenseI64ArrayAttr(ap))
                                .getOperation();
+    if (partitionDims > 1) op->setAttr("partition_dims", b->getI64IntegerAttr(partitionDims));
     setEngineAndSource(op, *b, "dma", -1);
     ++numInst;
     ++numDma;
@@ -835,34 +841,55 @@ LogicalResult KernelLowering::lowerDiagonalPacks(const AttentionMatch& m, Value 
       pk.probs = alloc(p, nk, ve);
       tensorScalar(pk.probs, pk.x, rowSum, "div", 0.0, m.normalized);
     }
-    // Each head's probabilities transposed (its keys on the partitions) and
-    // its own query columns copied out, side by side: [T x u S].
+    // The probabilities transposed (keys on the partitions) in chunks of
+    // whole heads, up to 128 keys: [w x u S] each.
+    const int64_t perChunk = std::max<int64_t>(1, P / T);
     for (Pack& pk : group) {
-      const int64_t u = pk.heads, p = u * S, perBank = matmulColumns / p;
-      pk.transposed = alloc(T, p, ve);
-      Value psum;
-      for (int64_t h = 0; h < u; ++h) {
-        if (h % perBank == 0) psum = allocPsum(T, std::min(perBank, u - h) * p);
-        Value own = tileColumns(*b, loc, psum, h % perBank * p, p);
-        setSource(b->create<nc::TransposeOp>(loc, own, tileColumns(*b, loc, pk.probs, h * T, T)), pv);
-        copyTile(tileColumns(*b, loc, pk.transposed, h * S, S), tileColumns(*b, loc, own, h * S, S), pv);
+      const int64_t p = pk.heads * S;
+      pk.transposed.clear();
+      for (int64_t h0 = 0; h0 < pk.heads; h0 += perChunk) {
+        const int64_t w = std::min(perChunk, pk.heads - h0) * T;
+        Value psum = allocPsum(w, p);
+        setSource(b->create<nc::TransposeOp>(loc, psum, tileColumns(*b, loc, pk.probs, h0 * T, w)), pv);
+        Value sb = alloc(w, p, ve);
+        copyTile(sb, psum, pv);
+        pk.transposed.push_back(sb);
       }
     }
-    // O = P V per head, stored for the pack at once.
+    // O = P V per head, stored for the pack at once. Each head's product
+    // takes its chunk's V rows with every other head's rows selected to 0,
+    // and its own query columns of the chunk's probabilities: the other
+    // heads' keys then add 0 x 0.
     inputColumns = 0;
     tileRows = 0;
     ++iteration;
     for (Pack& pk : group) {
       const int64_t n = pk.first, u = pk.heads;
-      pk.values = alloc(T, u * Dv, ve);
-      dma(/*load=*/true, pk.values, hbmOf[m.value()], V.at(n),
-          {V.rowStride(), T, V.at(n + step) - V.at(n), u, V.colStride(), Dv});
+      const int64_t vStep = V.at(n + step) - V.at(n);
       Value o = allocPsum(S, u * Dv);
-      for (int64_t h = 0; h < u; ++h)
-        setSource(b->create<nc::MatmulOp>(loc, tileColumns(*b, loc, o, h * Dv, Dv),
-                                          tileColumns(*b, loc, pk.transposed, h * S, S),
-                                          tileColumns(*b, loc, pk.values, h * Dv, Dv), b->getBoolAttr(false)),
-                  pv);
+      for (int64_t h0 = 0, c = 0; h0 < u; h0 += perChunk, ++c) {
+        const int64_t heads = std::min(perChunk, u - h0), w = heads * T;
+        Value values = alloc(w, Dv, ve);
+        dma(/*load=*/true, values, hbmOf[m.value()], V.at(n + h0 * step),
+            {vStep, heads, V.rowStride(), T, V.colStride(), Dv}, /*partitionDims=*/2);
+        Value& own = ownRows[{w, heads * Dv}];
+        if (!own) own = blockDiagonalMask(w, heads * Dv, T, Dv);
+        for (int64_t j = 0; j < heads; ++j) {
+          const int64_t h = h0 + j;
+          Value selected = values;
+          if (heads > 1) {
+            selected = alloc(w, Dv, ve);
+            setSource(b->create<nc::TensorSelectOp>(loc, selected, values,
+                                                    broadcastRow(Value(), 0.0, w, Dv, ve, pv),
+                                                    tileColumns(*b, loc, own, j * Dv, Dv)),
+                      pv);
+          }
+          setSource(b->create<nc::MatmulOp>(loc, tileColumns(*b, loc, o, h * Dv, Dv),
+                                            tileColumns(*b, loc, pk.transposed[size_t(c)], h * S, S), selected,
+                                            b->getBoolAttr(false)),
+                    pv);
+        }
+      }
       Value result = alloc(S, u * Dv, oe);
       copyTile(result, o, m.normalized);
       dma(/*load=*/false, result, out, O.at(n), {O.rowStride(), S, O.at(n + step) - O.at(n), u, O.colStride(), Dv});

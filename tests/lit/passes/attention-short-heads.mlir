@@ -3,11 +3,15 @@
 // as [2, 6, 16, 32] are two packs of 6 heads. Each pack loads its 96 query
 // rows and 96 keys once, computes all their scores in one [96 x 96] matmul,
 // selects -inf off the diagonal blocks (a mask built once per kernel:
-// floor(partition / 16) == floor(column / 16)), and takes each head's
-// product with its own V rows: its 16 keys' probabilities transposed
-// ([16 x 96], the head's 16 query columns copied out) times [16 x 32] of V,
-// into its columns of one [16 x 6 * 32] output tile; V is loaded and the
-// output stored once a pack ([16 keys or rows] x [6 heads, 512 apart] x 32).
+// floor(partition / 16) == floor(column / 16)), transposes the pack's
+// probabilities in one chunk of its 96 keys ([96 x 96]), and takes each
+// head's product with its own V rows: its 16 query columns of the
+// transposed probabilities times the pack's [96 x 32] V rows with the other
+// heads' rows selected to 0 (a mask built once: floor(partition / 16) ==
+// floor(column / 32) over [96 x 6 * 32]), into its columns of one
+// [16 x 6 * 32] output tile. V is loaded once a pack (two partition dims:
+// 6 heads 512 apart, 16 rows of 32) and the output stored once ([16 rows] x
+// [6 heads, 512 apart] x 32).
 // RUN: neuron-opt %s --ncc-decompose-composites --ncc-form-kernels=fuse=true --ncc-lower-to-isa | FileCheck %s
 // RUN: neuron-opt %s --ncc-decompose-composites --ncc-form-kernels=fuse=true --ncc-lower-to-isa | FileCheck %s --check-prefix=PV
 // RUN: neuron-opt %s --ncc-decompose-composites --ncc-form-kernels=fuse=true --ncc-lower-to-isa | FileCheck %s --check-prefix=SPLIT
@@ -29,13 +33,24 @@
 // CHECK: nc.tensor_select {{.*}}, %[[NEGINF]], %[[DIAG]] {{.*}} : memref<96x96xf32, 1>
 // CHECK-NOT: nc.iota
 // CHECK: nc.activation {{.*}} func = "exp"
-// CHECK-COUNT-6: nc.transpose {{.*}} : memref<16x96xf32, 2>, memref<96x16xf32, 1>
+// CHECK: nc.transpose {{.*}} : memref<96x96xf32, 2>, memref<96x96xf32, 1>
+// CHECK: nc.transpose {{.*}} : memref<96x96xf32, 2>, memref<96x96xf32, 1>
+// CHECK-NOT: nc.transpose
+// CHECK-LABEL: func.func @projected
 // PV-LABEL: func.func @short_heads
-// PV: nc.dma_load %[[V:arg[0-9]+]] -> {{.*}} {ap = array<i64: 32, 16, 512, 6, 1, 32>, {{.*}}offset = 0 : i64{{.*}} memref<16x192xf32, 1>
-// PV-COUNT-6: nc.matmul {{.*}} : memref<16x32xf32, 2>, memref<16x16xf32, 1>, memref<16x32xf32, 1>
+// PV: nc.dma_load %[[V:arg[0-9]+]] -> {{.*}} {ap = array<i64: 512, 6, 32, 16, 1, 32>, {{.*}}offset = 0 : i64, {{.*}}partition_dims = 2 : i64{{.*}} memref<96x32xf32, 1>
+// PV: nc.iota %[[ROW:[0-9]+]] {base = 5.000000e-01 : f64, {{.*}}partition_step = 1.000000e+00 : f64{{.*}} : memref<96x192xf32, 1>
+// PV: nc.activation %[[ROW]], %[[ROW]] {{.*}}func = "floor", scale = 6.250000e-02 : f64
+// PV: nc.iota %[[COL:[0-9]+]] {base = 5.000000e-01 : f64, element_step = 1.000000e+00 : f64{{.*}} : memref<96x192xf32, 1>
+// PV: nc.activation %[[COL]], %[[COL]] {{.*}}func = "floor", scale = 3.125000e-02 : f64
+// PV: nc.tensor_tensor %[[OWN:[0-9]+]], %[[ROW]], %[[COL]] {alu = "is_equal"
+// PV: %[[H0:[0-9]+]] = nc.tile_columns %[[OWN]][0] {{.*}} -> memref<96x32xf32, 1>
+// PV: nc.tensor_select {{.*}}, %[[H0]] {{.*}} : memref<96x32xf32, 1>, memref<96x32xf32, 1>, memref<96x32xf32, 1>, memref<96x32xf32, 1>
+// PV: nc.matmul {{.*}} : memref<16x32xf32, 2>, memref<96x16xf32, 1>, memref<96x32xf32, 1>
+// PV-COUNT-5: nc.matmul {{.*}} : memref<16x32xf32, 2>, memref<96x16xf32, 1>, memref<96x32xf32, 1>
 // PV: nc.dma_store {{.*}} {ap = array<i64: 32, 16, 512, 6, 1, 32>, {{.*}}offset = 0 : i64{{.*}} memref<16x192xf32, 1>, memref<2x6x16x32xf32>
-// PV: nc.dma_load %[[V]] -> {{.*}} {ap = array<i64: 32, 16, 512, 6, 1, 32>, {{.*}}offset = 3072 : i64
-// PV-COUNT-6: nc.matmul {{.*}} : memref<16x32xf32, 2>, memref<16x16xf32, 1>, memref<16x32xf32, 1>
+// PV: nc.dma_load %[[V]] -> {{.*}} {ap = array<i64: 512, 6, 32, 16, 1, 32>, {{.*}}offset = 3072 : i64
+// PV-COUNT-6: nc.matmul {{.*}} : memref<16x32xf32, 2>, memref<96x16xf32, 1>, memref<96x32xf32, 1>
 // PV: nc.dma_store {{.*}} {ap = array<i64: 32, 16, 512, 6, 1, 32>, {{.*}}offset = 3072 : i64
 // PV-NOT: nc.dma_store
 // PV-LABEL: func.func @projected
@@ -63,8 +78,8 @@ func.func @short_heads(%q: tensor<2x6x16x32xf32>, %k: tensor<2x6x16x32xf32>, %v:
 // SPLIT: nc.dma_load %[[Q]] -> {{.*}} {ap = array<i64: 128, 32, 1, 32>, {{.*}}offset = 32 : i64
 // SPLIT: nc.dma_load %[[Q]] -> {{.*}} {ap = array<i64: 128, 32, 1, 32>, {{.*}}offset = 64 : i64
 // SPLIT: nc.dma_load %[[Q]] -> {{.*}} {ap = array<i64: 128, 32, 1, 32>, {{.*}}offset = 96 : i64
-// SPLIT: nc.dma_load {{.*}} {ap = array<i64: 128, 16, 2048, 2, 1, 32>, {{.*}}offset = 0 : i64{{.*}} memref<16x64xbf16, 1>
-// SPLIT-COUNT-2: nc.matmul {{.*}} : memref<16x32xf32, 2>, memref<16x16xbf16, 1>, memref<16x32xbf16, 1>
+// SPLIT: nc.dma_load {{.*}} {ap = array<i64: 2048, 2, 128, 16, 1, 32>, {{.*}}offset = 0 : i64, {{.*}}partition_dims = 2 : i64{{.*}} memref<32x32xbf16, 1>
+// SPLIT-COUNT-2: nc.matmul {{.*}} : memref<16x32xf32, 2>, memref<32x16xbf16, 1>, memref<32x32xbf16, 1>
 // SPLIT: nc.dma_store {{.*}} {ap = array<i64: 128, 16, 2048, 2, 1, 32>, {{.*}}offset = 0 : i64{{.*}} memref<16x64xbf16, 1>, memref<2x16x128xbf16>
 func.func @projected(%qi: tensor<2x16x128xbf16>, %ki: tensor<2x16x128xbf16>, %vi: tensor<2x16x128xbf16>) -> tensor<2x16x128xbf16> {
   %q4 = aten.view %qi {size = array<i64: 2, 16, 4, 32>} : tensor<2x16x128xbf16> -> tensor<2x16x4x32xbf16>
