@@ -420,7 +420,7 @@ class KernelLowering {
   LogicalResult runAttention(int64_t& instructions, int64_t& dmas);
   LogicalResult lowerAttention(const AttentionMatch& m, Value out, const aten::StridedView& outLayout);
   LogicalResult lowerDiagonalPacks(const AttentionMatch& m, Value out, const aten::StridedView& outLayout,
-                                 const DiagonalPacking& packing);
+                                   const DiagonalPacking& packing);
   struct AttentionMask;
   std::optional<AttentionMask> attentionMask(const AttentionMatch& m);
   LogicalResult lowerMaskInPlace(Operation* op, Value chainIn, int64_t p, int64_t k0, int64_t nk,

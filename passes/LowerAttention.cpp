@@ -71,6 +71,8 @@ constexpr int64_t kHeadGroupBytes = 4 * 1024;
 constexpr double kSkippableFill = -1e30;
 
 ArrayRef<int64_t> shapeOf(Value v) { return llvm::cast<RankedTensorType>(v.getType()).getShape(); }
+// The element type the device holds a tensor value in.
+Type deviceElem(Value v) { return nc::deviceElementType(llvm::cast<RankedTensorType>(v.getType()).getElementType()); }
 
 // A batched matmul's operand or result in HBM, [batch..., rows, cols]: the
 // leading dims flatten row-major into its one batch dim. There may be more
@@ -104,8 +106,8 @@ struct MatrixView {
 // batch after another, at one stride (the heads of `[b, h, s, d]`, step 1;
 // the sequences of one head of `[b, s, h * d]` read per head, step h), in
 // packs of up to `heads`; none (heads 1) where no step gives two.
-DiagonalPacking planDiagonalPacks(const MatrixView& Q, const MatrixView& K, const MatrixView& V,
-                                            const MatrixView& O, int64_t maxHeads) {
+DiagonalPacking planDiagonalPacks(const MatrixView& Q, const MatrixView& K, const MatrixView& V, const MatrixView& O,
+                                  int64_t maxHeads) {
   DiagonalPacking best;
   const int64_t batches = Q.batches(), S = Q.rows(), T = K.cols();
   if (maxHeads < 2 || batches < 2) return best;
@@ -372,9 +374,6 @@ LogicalResult KernelLowering::runAttention(int64_t& instructions, int64_t& dmas)
 LogicalResult KernelLowering::lowerAttention(const AttentionMatch& m, Value out, const aten::StridedView& outLayout) {
   const int64_t P = nc::kNumPartitions;
   const MatrixView Q{viewOf[m.query()]}, K{viewOf[m.key()]}, V{viewOf[m.value()]}, O{outLayout};
-  auto deviceElem = [](Value v) {
-    return nc::deviceElementType(llvm::cast<RankedTensorType>(v.getType()).getElementType());
-  };
   Type qe = deviceElem(m.query()), ve = deviceElem(m.value()), oe = deviceElem(m.output->getResult(0));
   Type f32 = b->getF32Type();
   if (qe != deviceElem(m.key())) return m.scores->emitError("matmul operands of different dtypes are not supported yet");
@@ -755,13 +754,10 @@ LogicalResult KernelLowering::lowerAttention(const AttentionMatch& m, Value out,
 // (the others are 0 x 0), so that no head's V meets another head's zero
 // probabilities (0 x inf is NaN). Q and K are read once a pack, V once per
 // chunk and O stored as [S x u Dv], one transfer each.
-LogicalResult KernelLowering::lowerDiagonalPacks(const AttentionMatch& m, Value out, const aten::StridedView& outLayout,
-                                               const DiagonalPacking& packing) {
+LogicalResult KernelLowering::lowerDiagonalPacks(const AttentionMatch& m, Value out,
+                                                 const aten::StridedView& outLayout, const DiagonalPacking& packing) {
   const int64_t P = nc::kNumPartitions;
   const MatrixView Q{viewOf[m.query()]}, K{viewOf[m.key()]}, V{viewOf[m.value()]}, O{outLayout};
-  auto deviceElem = [](Value v) {
-    return nc::deviceElementType(llvm::cast<RankedTensorType>(v.getType()).getElementType());
-  };
   Type qe = deviceElem(m.query()), ve = deviceElem(m.value()), oe = deviceElem(m.output->getResult(0));
   Type f32 = b->getF32Type();
   const int64_t batches = Q.batches(), S = Q.rows(), D = Q.cols(), T = K.cols(), Dv = V.cols();

@@ -29,17 +29,19 @@ class MatVec(common.ComparedWithEager):
         self.models(lambda: nn.Linear(4096, 1), (randn(1, 4096, seed=2),))
         self.models(lambda: nn.Linear(768, 1, bias=False), (randn(2, 50, 768, seed=3),))
 
+    def check_mm_and_addmm(self, a, b):
+        self.check(lambda a, b: a @ b, (a, b))
+        self.check(lambda a, b: torch.addmm(torch.ones(a.shape[0], b.shape[1], dtype=a.dtype), a, b, beta=0.5,
+                                            alpha=2.5), (a, b))
+        # beta 0 leaves the input out, NaN included, as PyTorch does.
+        self.check(lambda a, b: torch.addmm(torch.full((1,), float("nan"), dtype=a.dtype), a, b, beta=0.0), (a, b))
+
     def test_mm_bmm_addmm(self):
         bias = randn(1, seed=8)
         for dtype in DTYPES:
             with self.subTest(dtype=dtype):
                 a, v = randn(257, 300, seed=4).to(dtype), randn(300, 1, seed=5).to(dtype)
-                self.check(lambda a, v: a @ v, (a, v))
-                self.check(lambda a, v: torch.addmm(torch.ones(257, 1, dtype=a.dtype), a, v, beta=0.5, alpha=2.5),
-                           (a, v))
-                # beta 0 leaves the input out, NaN included, as PyTorch does.
-                self.check(lambda a, v: torch.addmm(torch.full((1,), float("nan"), dtype=a.dtype), a, v, beta=0.0),
-                           (a, v))
+                self.check_mm_and_addmm(a, v)
                 self.check(lambda a, v, b: torch.addmm(b, a, v), (a, v, bias.to(dtype)))
                 self.check(torch.bmm, (randn(3, 130, 64, seed=6).to(dtype), randn(3, 64, 1, seed=7).to(dtype)))
                 # A dot product, and zeros and ones as parameters are.
@@ -64,14 +66,10 @@ class MatVec(common.ComparedWithEager):
         positions = torch.arange(300).float()
         for dtype in DTYPES:
             with self.subTest(dtype=dtype):
-                a, b = randn(257, 1, seed=20).to(dtype), randn(1, 300, seed=21).to(dtype)
-                self.check(lambda a, b: a @ b, (a, b))
-                self.check(lambda a, b: torch.addmm(torch.ones(257, 300, dtype=a.dtype), a, b, beta=0.5, alpha=2.5),
-                           (a, b))
-                self.check(lambda a, b: torch.addmm(torch.full((1,), float("nan"), dtype=a.dtype), a, b, beta=0.0),
-                           (a, b))
+                self.check_mm_and_addmm(randn(257, 1, seed=20).to(dtype), randn(1, 300, seed=21).to(dtype))
                 self.check(torch.bmm, (randn(256, 64, 1, seed=22).to(dtype), randn(256, 1, 33, seed=23).to(dtype)))
-                self.check(lambda a, b: (a.t() @ b) * 2, (randn(1, 40, seed=24).to(dtype), randn(1, 70, seed=25).to(dtype)))
+                self.check(lambda a, b: (a.t() @ b) * 2,
+                           (randn(1, 40, seed=24).to(dtype), randn(1, 70, seed=25).to(dtype)))
                 odd = randn(8, 1, seed=26).to(dtype)
                 odd[1, 0], odd[3, 0] = float("inf"), float("nan")
                 row = randn(1, 9, seed=27).to(dtype)
