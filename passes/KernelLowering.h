@@ -399,7 +399,8 @@ class KernelLowering {
   Value operandPanel(OperandCache& cache, const MatmulOperand& o, int64_t k0, int64_t chunk, int64_t& column);
   PanelSpec panelSpec(const MatmulOperand& o, int64_t k0, int64_t chunk) const;
   void loadPanel(Value hbm, Value panel, int64_t startOffset, ArrayRef<int64_t> ap, int64_t split);
-  Value sharePanels(ArrayRef<MatmulOperand> operands, ArrayRef<OperandCache*> caches, int64_t k0, int64_t chunk);
+  Value sharePanels(ArrayRef<MatmulOperand> operands, ArrayRef<OperandCache*> caches, int64_t k0, int64_t chunk,
+                    bool atAnyDistance = false);
   void loadRuns(Value hbm, Value panel, int64_t startOffset, ArrayRef<int64_t> ap);
   void groupSmallBatches(Block& body);
   SmallVector<Value> batchGroupOperand(const MatmulOperand& o, int64_t batchStride, int64_t g, Operation* op);

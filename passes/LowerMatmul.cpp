@@ -193,32 +193,37 @@ void KernelLowering::loadPanel(Value hbm, Value panel, int64_t startOffset, Arra
   }
 }
 
-// Panels of the same operand for `count` consecutive batches whose columns
-// continue one another in HBM (attention heads side by side in a row:
-// `[b, s, h, d]` read per head), loaded once as one panel `count` times as
-// wide and seeded into each batch's cache as its column range: one transfer
-// of count x width-element runs instead of count transfers of short runs.
-// `operands[i]` is batch i's operand and `caches[i]` its cache; the panels
-// are those operandPanel would load for (k0, chunk). Returns the shared
-// panel, or null, with nothing emitted, where the panels are not side by
-// side so.
+// Panels of the same operand for `count` batches at one distance from one
+// another in HBM (attention heads side by side in a row: `[b, s, h, d]`
+// read per head, each batch's columns right after the last's; or an
+// attention's diagonal packs, one after another), loaded once as one panel
+// `count` times as wide and seeded into each batch's cache as its column
+// range: one transfer (of count x width-element runs where the columns
+// continue one another) instead of count transfers. `operands[i]` is batch
+// i's operand and `caches[i]` its cache; the panels are those
+// operandPanel would load for (k0, chunk). Returns the shared panel, or
+// null, with nothing emitted, where the panels are not at one distance
+// (without `atAnyDistance`, not side by side).
 Value KernelLowering::sharePanels(ArrayRef<MatmulOperand> operands, ArrayRef<OperandCache*> caches, int64_t k0,
-                                 int64_t chunk) {
+                                 int64_t chunk, bool atAnyDistance) {
   if (operands.size() < 2) return Value();
   SmallVector<PanelSpec> specs;
   for (const MatmulOperand& o : operands) specs.push_back(panelSpec(o, k0, chunk));
   const PanelSpec& first = specs.front();
-  // One run of the panel's columns per partition, and each batch's right after the last.
-  if (first.ap.size() != 4 || first.ap[2] != 1 || first.ap[3] != first.cols) return Value();
+  // One run of the panel's columns per partition, each batch's at one distance from the last's.
+  const int64_t distance = specs[1].startOffset - first.startOffset;
+  if (first.ap.size() != 4 || first.ap[2] != 1 || first.ap[3] != first.cols || distance <= 0 ||
+      (!atAnyDistance && distance != first.cols))
+    return Value();
   for (auto [i, spec] : llvm::enumerate(specs))
     if (spec.ap != first.ap || spec.column != first.column ||
-        spec.startOffset != first.startOffset + int64_t(i) * first.cols)
+        spec.startOffset != first.startOffset + int64_t(i) * distance)
       return Value();
   for (auto [cache, spec] : llvm::zip(caches, specs))
     if (cache->panels.count(spec.key)) return Value();  // (already loaded, or shared)
   const int64_t n = int64_t(specs.size());
   Value wide = alloc(first.partitions, n * first.cols, operands.front().elem);
-  SmallVector<int64_t> ap{first.ap[0], first.partitions, 1, n * first.cols};
+  SmallVector<int64_t> ap{first.ap[0], first.partitions, distance, n, 1, first.cols};
   loadPanel(operands.front().hbm, wide, first.startOffset, ap, kSplitBytes);
   for (int64_t i = 0; i < n; ++i)
     caches[size_t(i)]->panels[specs[size_t(i)].key] = tileColumns(*b, loc, wide, i * first.cols, first.cols);
