@@ -454,7 +454,8 @@ class AttentionEndToEnd(unittest.TestCase):
         (LowerAttention.cpp, diagonal packs): the scores of all the pack's rows against all its
         keys, the blocks off the diagonal set to -inf, each head's product with its own V.
         BERT-sized heads of 16 tokens as [b, h, s, d] and as a [b, s, h * d] projection split
-        into heads (packed along the sequences of one head), window attention over 49 tokens
+        into heads (packed along the sequences of one head; with a padding mask per sequence
+        too), window attention over 49 tokens
         (two heads a pack), cross attention of 10 queries over 24 keys with values 40 wide
         (packs of unequal heads left over), a causal mask and a padding mask per sequence
         (inputs varying along the keys, repeated for each head of a pack), one query a head,
@@ -468,6 +469,18 @@ class AttentionEndToEnd(unittest.TestCase):
             b, s = q_in.shape[0], q_in.shape[1]
             q, k, v = split(q_in, b, s, 4), split(k_in, b, s, 4), split(v_in, b, s, 4)
             return (plain(q, k, v)).transpose(1, 2).reshape(b, s, -1)
+
+        # BERT's padding mask per sequence over heads split out of projections: the packs
+        # hold one head of several sequences, whose mask rows differ.
+        bert_pad = torch.zeros(6, 16)
+        bert_pad[2, 11:] = -10000.0
+        bert_pad[5, 4:] = -10000.0
+
+        def projected_padded(q_in, k_in, v_in):
+            b, s = q_in.shape[0], q_in.shape[1]
+            q, k, v = split(q_in, b, s, 4), split(k_in, b, s, 4), split(v_in, b, s, 4)
+            scores = q @ k.transpose(-1, -2) / 8.0 + bert_pad[:, None, None, :].to(q.dtype)
+            return (scores.softmax(-1) @ v).transpose(1, 2).reshape(b, s, -1)
 
         causal_mask = torch.ones(16, 16, dtype=torch.bool).triu(1)
 
@@ -492,6 +505,8 @@ class AttentionEndToEnd(unittest.TestCase):
             cases = [
                 ("bert_heads", plain, self.qkv(4, 12, 16, 16, 64, 64, dtype, seed=81)),
                 ("projected", projected, [randn(6, 16, 4 * 32, seed=82 + i, dtype=dtype) for i in range(3)]),
+                ("projected_padded", projected_padded,
+                 [randn(6, 16, 4 * 32, seed=93 + i, dtype=dtype) for i in range(3)]),
                 ("windows", plain, self.qkv(3, 4, 49, 49, 32, 32, dtype, seed=85)),
                 ("cross", plain, self.qkv(1, 19, 10, 24, 24, 40, dtype, seed=86)),
                 ("causal", causal, self.qkv(2, 6, 16, 16, 32, 32, dtype, seed=87)),
