@@ -43,7 +43,6 @@
 
 #include <cfloat>
 #include <cmath>
-#include <functional>
 
 #include "passes/AttentionPattern.h"
 #include "passes/KernelLowering.h"
@@ -813,12 +812,11 @@ LogicalResult KernelLowering::lowerDiagonalPacks(const AttentionMatch& m, Value 
     for (size_t i = 0; i < group.size(); i += kSharedPacks) {
       MutableArrayRef<Pack> shared = group.slice(i, std::min<size_t>(kSharedPacks, group.size() - i));
       if (llvm::any_of(shared, [&](const Pack& pk) { return pk.heads != shared.front().heads; })) continue;
-      for (auto [operandOf, queries] : {std::pair{std::function<MatmulOperand(const Pack&)>(queryOf), true},
-                                        std::pair{std::function<MatmulOperand(const Pack&)>(keyOf), false}}) {
+      for (bool queries : {true, false}) {
         SmallVector<MatmulOperand> operands;
         SmallVector<OperandCache*> caches;
         for (Pack& pk : shared) {
-          operands.push_back(operandOf(pk));
+          operands.push_back(queries ? queryOf(pk) : keyOf(pk));
           caches.push_back(queries ? &pk.queries : &pk.keys);
         }
         for (int64_t chunk = 0; chunk * P < operands.front().n; ++chunk)
