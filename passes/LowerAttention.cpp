@@ -105,6 +105,13 @@ struct MatrixView {
   }
 };
 
+// The heads of the diagonal pack that starts at batch `first`, or 0 where
+// none does (packs start at multiples of `heads` along the step's runs).
+int64_t headsOfPackAt(int64_t first, const DiagonalPacking& packing) {
+  const int64_t index = first / packing.step % packing.extent;
+  return index % packing.heads == 0 ? std::min(packing.heads, packing.extent - index) : 0;
+}
+
 // Diagonal packs (KernelLowering::lowerDiagonalPacks): the batches along a
 // step of the flattened batch index whose query rows and keys run on, one
 // batch after another, at one stride (the heads of `[b, h, s, d]`, step 1;
@@ -120,9 +127,7 @@ DiagonalPacking planDiagonalPacks(const MatrixView& Q, const MatrixView& K, cons
   // of K, and V's and the output's rows each at one distance.
   auto packs = [&](int64_t step, int64_t extent, int64_t heads) {
     for (int64_t first = 0; first < batches; ++first) {
-      const int64_t index = first / step % extent;
-      if (index % heads != 0) continue;
-      const int64_t count = std::min(heads, extent - index);
+      const int64_t count = headsOfPackAt(first, {step, extent, heads});
       if (count < 2) continue;
       const int64_t q = Q.at(first + step) - Q.at(first), k = K.at(first + step) - K.at(first);
       const int64_t v = V.at(first + step) - V.at(first), o = O.at(first + step) - O.at(first);
@@ -775,8 +780,7 @@ LogicalResult KernelLowering::lowerDiagonalPacks(const AttentionMatch& m, Value 
   };
   std::vector<Pack> packs;
   for (int64_t first = 0; first < batches; ++first)
-    if (int64_t index = first / step % packing.extent; index % packing.heads == 0)
-      packs.push_back({first, std::min(packing.heads, packing.extent - index), {}, {}, {}, {}, {}});
+    if (int64_t heads = headsOfPackAt(first, packing)) packs.push_back({first, heads, {}, {}, {}, {}, {}});
   diagonalRows = S;
   diagonalRowStride = step * S;
   diagonalKeys = T;

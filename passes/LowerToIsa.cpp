@@ -1284,8 +1284,9 @@ Value KernelLowering::sharedWindow(Value v, const Layout& l, int64_t p, int64_t 
 // Its rows each a run of their own, the g copies of one value would cost g
 // descriptors per partition (a bias over 64 columns packed 8 rows to a
 // partition: 1024 runs for one row tile); one copy of `row` columns is
-// loaded and doubled across the tile instead (also an attention's packed
-// heads' input over one head's keys, which each head reads the same).
+// loaded and doubled across the tile instead (also an input of an
+// attention's diagonal pack over one head's keys, which each head of the
+// pack reads the same).
 void KernelLowering::loadRepeatedRows(Value hbm, Value tile, const Layout& l, int64_t p, int64_t f, int64_t row) {
   emitDma(/*load=*/true, hbm, tileColumns(*b, loc, tile, 0, row), l, r0, p, c0, row);
   for (int64_t filled = row; filled < f; filled *= 2) {
