@@ -163,7 +163,21 @@ struct Space {
   // i * interleave on partition i, and values read or written in rows move
   // for the whole group at once, `interleave` rows per partition.
   int64_t interleave = 1;
+  // Leading dims moved onto the columns (widenShortRows).
+  bool widened = false;
 };
+
+// A row's columns as one varying dim (`count` elements `stride` apart)
+// repeated `inner` times for each of its elements and the whole `outer`
+// times (valid: exactly one varying dim and some repeat).
+struct BroadcastColumns {
+  int64_t stride = 0, count = 1, inner = 1, outer = 1;
+  bool valid = false;
+};
+BroadcastColumns broadcastColumns(ArrayRef<std::pair<int64_t, int64_t>> dims);
+// At most this many stepped copies widen a value's repeats inside its
+// varying dim (loadBroadcastColumns).
+inline constexpr int64_t kMaxWidenedCopies = 16;
 
 // Prepared matmul operand slices ([k slice x columns] SBUF tiles, see
 // LowerMatmul.cpp) and the panels they were loaded in, by operand and k (for
@@ -239,6 +253,8 @@ class KernelLowering {
   void splitLongRows();
   bool packShortRows(ArrayRef<Value> hbmValues);
   bool mergeChainedDims(ArrayRef<Value> hbmValues);
+  bool widenShortRows(ArrayRef<Value> hbmValues);
+  bool loadBroadcastColumns(Value v, Value tile, const Layout& l, int64_t p, int64_t f);
   bool catsOfLoadedRowsOnly();
   std::pair<Value, int64_t> sliceOfFullRows(Value piece, int64_t width, Type elem, int64_t period);
   Layout slicedValueLayout(Value piece);

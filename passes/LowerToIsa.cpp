@@ -554,6 +554,113 @@ bool KernelLowering::mergeChainedDims(ArrayRef<Value> hbmValues) {
   return true;
 }
 
+// The (stride, count) dims longer than 1 of a value laid out as `l` over
+// the columns `dims[first..]` of the space's dims, outermost first, with
+// contiguous neighbours merged.
+static SmallVector<std::pair<int64_t, int64_t>> columnDims(const Layout& l, ArrayRef<int64_t> dims, size_t first) {
+  SmallVector<int64_t> strides(l.rowStrides);
+  strides.append(l.colStrides);
+  SmallVector<std::pair<int64_t, int64_t>> out;
+  for (size_t d = first; d < dims.size(); ++d) {
+    if (dims[d] == 1) continue;
+    if (!out.empty() && strides[d] != 0 && out.back().first == strides[d] * dims[d]) {
+      out.back() = {strides[d], out.back().second * dims[d]};
+      continue;
+    }
+    out.push_back({strides[d], dims[d]});
+  }
+  return out;
+}
+
+BroadcastColumns broadcastColumns(ArrayRef<std::pair<int64_t, int64_t>> dims) {
+  BroadcastColumns b;
+  int64_t varying = 0;
+  for (auto [stride, count] : dims) {
+    if (stride != 0) {
+      ++varying;
+      b.stride = stride;
+      b.count = count;
+    } else {
+      (varying ? b.inner : b.outer) *= count;
+    }
+  }
+  b.valid = varying == 1 && (b.inner > 1 || b.outer > 1);
+  return b;
+}
+
+// An elementwise kernel whose short rows neither merge with the dims
+// before them (some value steps through those differently: a scale over
+// the middle dim of [32768, 2, 2]) nor pack to full runs along the
+// innermost leading dim (it is too short: 2) would run row tiles of a few
+// columns each, three transfers of a few hundred bytes per 128 rows (151.3
+// us for that scale). The innermost leading dims move onto the columns
+// instead, as dims of their own, while the row stays short, fits a column
+// tile and kMinShortRowTiles row tiles remain: the rows then step along a
+// longer dim, which interleaving (interleaveShortRows) groups several to a
+// partition. Only where every value then reads a row as one run, or as
+// one strided dim broadcast over the others (the scale: loaded compact and
+// widened on chip, loadBroadcastColumns). Layouts keep their strides,
+// split at the new place. True if it widened (the layouts are then stale).
+bool KernelLowering::widenShortRows(ArrayRef<Value> hbmValues) {
+  if (!space.elementwise || space.split > 1 || space.pack > 1 || !space.unmerged.empty() || permutedInput ||
+      prologueOperand)
+    return false;
+  const int64_t narrowest = narrowestElementBytes(hbmValues);
+  SmallVector<int64_t> dims(space.lead);
+  dims.append(space.trail);
+  auto readable = [&](const Layout& l, size_t first) {
+    if (l.kind == Kind::Imm) return true;
+    SmallVector<std::pair<int64_t, int64_t>> columns = columnDims(l, dims, first);
+    if (columns.size() <= 1) return true;
+    BroadcastColumns b = broadcastColumns(columns);
+    return b.valid && b.inner <= kMaxWidenedCopies;
+  };
+  bool widened = false;
+  for (int64_t k = shortRowDim(); k >= 0 && space.cols * narrowest < kShortRowBytes; k = shortRowDim()) {
+    const int64_t L = space.lead[size_t(k)];
+    if (space.cols * L > maxFree || space.rows / L < nc::kNumPartitions * kMinShortRowTiles ||
+        packFactor(L, space.rows, space.cols, maxFree, narrowest, kPackedRunBytes) * space.cols * narrowest >=
+            kPackedRunBytes)
+      break;
+    if (!llvm::all_of(hbmValues, [&](Value v) { return readable(layouts.lookup(v), size_t(k)); }) ||
+        !storedViewsAllow([&](const Layout& l) { return readable(l, size_t(k)); }))
+      break;
+    space.trail.insert(space.trail.begin(), space.lead.begin() + k, space.lead.end());
+    space.lead.resize(size_t(k));
+    space.rows /= L;
+    space.cols *= L;
+    widened = true;
+  }
+  space.widened = widened;
+  return widened;
+}
+
+// A value of a widened kernel that varies along one dim of its columns and
+// is broadcast over the others ([1, 2, 1] beside [32768, 2, 2]) would cost
+// a DMA descriptor per element (or per repeat); its varying elements load
+// as one compact run per row instead, and copies widen them on chip: one
+// stepped copy per repeat inside the varying dim, then copies doubling the
+// filled block over the repeats outside it. False where the value is not
+// so (or the tile is a column range of a wider one).
+bool KernelLowering::loadBroadcastColumns(Value v, Value tile, const Layout& l, int64_t p, int64_t f) {
+  if (!space.widened || l.kind != Kind::Full || f != space.cols || c0 != 0) return false;
+  SmallVector<int64_t> dims(space.lead);
+  dims.append(space.trail);
+  BroadcastColumns bc = broadcastColumns(columnDims(l, dims, space.lead.size()));
+  if (!bc.valid) return false;
+  Type elem = llvm::cast<MemRefType>(tile.getType()).getElementType();
+  const int64_t n = bc.count, block = n * bc.inner;
+  Value compact = bc.inner == 1 ? tileColumns(*b, loc, tile, 0, n) : alloc(p, n, elem);
+  emitDma(/*load=*/true, hbmOf[v], compact, l, r0, p, 0, n, 1, std::make_pair(bc.stride, int64_t(0)));
+  if (bc.inner > 1)
+    for (int64_t j = 0; j < bc.inner; ++j) copyTile(steppedColumns(*b, loc, tile, j, n, bc.inner), compact, nullptr);
+  for (int64_t filled = block; filled < f; filled *= 2) {
+    const int64_t m = std::min(filled, f - filled);
+    copyTile(tileColumns(*b, loc, tile, filled, m), tileColumns(*b, loc, tile, 0, m), nullptr);
+  }
+  return true;
+}
+
 // Packing: L (shortRowDim) becomes [L / g, g] and g moves onto the
 // columns. Every value keeps its strides (split like L's), so broadcasts
 // still work; it needs every HBM value one run per row (a transposed one
@@ -1237,7 +1344,7 @@ Value KernelLowering::tileOf(Value v) {
   else if (space.pack > 1 && l.kind == Kind::Full && l.colStrides[0] != 0 && l.colStrides[1] == 0 &&
            space.trail[1] > 1 && f % space.trail[1] == 0)
     loadWidenedRows(hbmOf[v], tile, l, p, f);
-  else if (!loadTransposed(v, tile, l, p, f))
+  else if (!loadBroadcastColumns(v, tile, l, p, f) && !loadTransposed(v, tile, l, p, f))
     emitDma(/*load=*/true, hbmOf[v], tile, l, r0, p, c0, f);
   int64_t bytes = f * (elem.getIntOrFloatBitWidth() / 8);
   if (sameInRowTile) rowTileLoads[v] = tile;
@@ -1345,6 +1452,9 @@ SmallVector<std::tuple<int64_t, int64_t, SmallVector<int64_t>>, 4> RowSegments::
   return out;
 }
 
+// Rows longer than this load far more than their per-row results store.
+constexpr int64_t kLongRowColumns = 2048;
+
 // A transposed input (the tile's rows in runs of adjacent elements, its
 // columns strided) read element by element would cost one DMA descriptor
 // per element. Instead, blocks of up to 128 columns are loaded with the
@@ -1356,12 +1466,24 @@ SmallVector<std::tuple<int64_t, int64_t, SmallVector<int64_t>>, 4> RowSegments::
 // more. True if the tile was loaded so.
 bool KernelLowering::loadTransposed(Value v, Value tile, const Layout& l, int64_t p, int64_t f) {
   const int64_t P = nc::kNumPartitions, bank = 512;
-  if (l.kind != Kind::Full || space.trail.size() != 1 || space.split > 1 || p < 2 || f < 2) return false;
-  const int64_t colStride = l.colStrides.back();
-  if (colStride <= 1) return false;
+  // A per-row value (one column) whose rows lie in runs of adjacent
+  // elements loads the same way, as a block of one column: one run per
+  // segment of rows (row tiles gathered as below) instead of a descriptor
+  // per row, under the conditions storeTransposed sets for storing one.
+  const bool perRow = l.kind == Kind::Row && f == 1 && p == P && space.rows >= 2 * p &&
+                      space.cols <= kLongRowColumns && !space.matmul;
+  if ((l.kind != Kind::Full && !perRow) || (space.trail.size() != 1 && !perRow) || space.split > 1 || p < 2 ||
+      (f < 2 && !perRow))
+    return false;
+  // (A per-row value's one column is at its rows' offsets.)
+  const int64_t colStride = perRow ? 0 : l.colStrides.back();
+  if (colStride <= 1 && !perRow) return false;
   SmallVector<int64_t> offs = rowOffsets(l, r0, p);
   const RowSegments rows = adjacentRowSegments(offs);
   if (int64_t(rows.segments.size()) * 2 > p) return false;
+  // (A per-row value's one column saves descriptors only in one transfer:
+  // each pays the fixed cost.)
+  if (perRow && !rows.uniform) return false;
   Type elem = llvm::cast<MemRefType>(tile.getType()).getElementType();
   // Full row tiles whose rows continue this one's single run in HBM (the
   // positions of a channel plane, 128 at a time) load their blocks of
@@ -1372,7 +1494,7 @@ bool KernelLowering::loadTransposed(Value v, Value tile, const Layout& l, int64_
   // tiles take their part of the gathered columns.
   int64_t gatherTiles = 1;
   const int64_t elemBytes = std::max<int64_t>(1, elem.getIntOrFloatBitWidth() / 8);
-  if (p == P && rows.segments.size() == 1 && tileRows == 0 && rowStep == 1 && c0 == 0 && f >= space.cols &&
+  if (p == P && rows.segments.size() == 1 && tileRows == 0 && rowStep == 1 && c0 == 0 && (f >= space.cols || perRow) &&
       !space.matmul && !prologueOperand)
     for (int64_t k = 1; k < kGatheredLoadTiles && k * P * elemBytes < kGatheredRunBytes; ++k) {
       const int64_t next = r0 + k * P;
@@ -1491,8 +1613,6 @@ bool KernelLowering::loadTransposed(Value v, Value tile, const Layout& l, int64_
   return true;
 }
 
-// Rows longer than this load far more than their per-row results store.
-constexpr int64_t kLongRowColumns = 2048;
 
 // Each of a spread row's m partitions holds its per-row value
 // (combineSpreadPartials); stored from one partition a row, a row cost a
@@ -2552,7 +2672,7 @@ LogicalResult KernelLowering::run(int64_t& instructions, int64_t& dmas) {
   for (Value v : hbmValues)
     if (failed(layoutOfInput(v, layouts[v]))) return failure();
   if (failed(markImmediates(oldBody))) return failure();
-  if (mergeChainedDims(hbmValues))
+  if (mergeChainedDims(hbmValues) || widenShortRows(hbmValues))
     for (Value v : hbmValues)
       if (failed(layoutOfInput(v, layouts[v]))) return failure();
   if (packShortRows(hbmValues)) {

@@ -63,6 +63,17 @@ class PackedRows(common.ComparedWithEager):
                 x = randn(2048, 32).to(dtype)
                 s = randn(2048, 1, seed=2).to(dtype)
                 self.check(lambda a, s: a * s + 2, (x, s))
+            with self.subTest(dtype=dtype, what="per row, loaded as one run and transposed"):
+                # Rows of 512 bytes or more (not packed): the per-row column of
+                # full row tiles loads as one run (or one transfer of equal
+                # segments) and is transposed onto the partitions.
+                x = randn(1000, 256).to(dtype)
+                s = randn(1000, 1, seed=2).to(dtype)
+                s[5, 0], s[300, 0], s[999, 0] = float("inf"), float("nan"), 0.0
+                self.check(lambda a, s: a * s - 1, (x, s))
+                self.check(lambda a, s: a / s, (randn(8, 2, 64, 256, seed=3).to(dtype), randn(8, 1, 64, 1, seed=4).to(dtype)))
+                self.check(lambda a, s: a + s, (randn(2, 3, 100, 256, seed=5).to(dtype), randn(2, 1, 100, 1, seed=6).to(dtype)))
+                self.check(lambda a, s: a * s, (randn(100, 100, 1, seed=7).to(dtype), randn(100, 1, 256, seed=8).to(dtype)))
             with self.subTest(dtype=dtype, what="per channel, NCHW"):
                 x = randn(4, 32, 28, 28).to(dtype)
                 scale = randn(32, 1, 1, seed=5).to(dtype)
@@ -409,6 +420,36 @@ class PackedRows(common.ComparedWithEager):
         ids = torch.arange(4096 * 8, dtype=torch.int64).reshape(4096, 8) % 1000 - 500
         self.check(lambda a: a.repeat_interleave(2, dim=-1), (ids,))
         self.check(lambda a: torch.stack([a, -a], -1).flatten(-2), (ids.to(torch.int32),))
+
+    def test_short_rows_widened_over_leading_dims(self):
+        # Short rows beside a value that varies along a short middle dim
+        # (which neither merges the dims nor packs along them): the leading
+        # dims move onto the columns, and that value loads compact and is
+        # widened on chip (repeats inside and outside its varying dim),
+        # once for the kernel or per row tile where it also varies along
+        # the rows; a transposed input keeps the old lowering.
+        for dtype in DTYPES:
+            with self.subTest(dtype=dtype):
+                x = randn(32768, 2, 2).to(dtype)
+                b = randn(1, 2, 1, seed=1).to(dtype)
+                self.check(lambda a, s: a * s, (x, b))
+                self.check(lambda a, s: a * s + 1, (x, torch.ones(1, 2, 1, dtype=dtype)))
+                self.check(lambda a, s: a + s, (x, torch.zeros(1, 2, 1, dtype=dtype)))
+                self.check(lambda a, s: a * s, (x, torch.tensor([float("inf"), float("nan")]).reshape(1, 2, 1).to(dtype)))
+                y = randn(64, 64, 3, 3, seed=2).to(dtype)
+                self.check(lambda a, s, t: torch.where(a > 0, a * s, t),
+                           (y, randn(1, 1, 3, 1, seed=3).to(dtype), randn(1, 1, 1, 3, seed=4).to(dtype)))
+                self.check(lambda a, s: torch.relu(a * s), (y, randn(64, 1, 3, 1, seed=5).to(dtype)))
+                z = randn(1024, 8, 4, 4, seed=6).to(dtype)
+                self.check(lambda a, s, t: a * s + t,
+                           (z, randn(1, 1, 4, 1, seed=7).to(dtype), randn(1, 8, 1, 1, seed=8).to(dtype)))
+                w = randn(8192, 16, 2, seed=9).to(dtype)
+                self.check(lambda a, s: F.silu(a) * s, (w, randn(1, 16, 1, seed=10).to(dtype)))
+                self.check(lambda a, s: a.transpose(1, 2) * s, (w, randn(1, 1, 16, seed=11).to(dtype)))
+                self.check(lambda a, s: (a * s).transpose(0, 1), (w, randn(1, 16, 1, seed=12).to(dtype)))
+        ids = torch.arange(32768 * 4, dtype=torch.int64).reshape(32768, 2, 2) % 1000 - 500
+        self.check(lambda a, s: a * s, (ids, torch.tensor([3, -2]).reshape(1, 2, 1)))
+        self.check(lambda a, s: torch.where(s, a, -a), (ids.to(torch.int32), torch.tensor([True, False]).reshape(1, 2, 1)))
 
 
 if __name__ == "__main__":

@@ -34,9 +34,14 @@ func.func @bias(%x: tensor<32768x2x2xbf16>, %b: tensor<2x2xbf16>) -> tensor<3276
 }
 
 // A value constant along the columns that varies along dim 1 chains with
-// neither neighbour: no dims merge, and the kernel packs dim 1's two rows.
+// neither neighbour: no dims merge; dim 1 moves onto the columns
+// (widenShortRows, lower-to-isa-widened-rows.mlir) and the rows of dim 0
+// interleave, 32 to a partition in one run; the value loads its 2 values
+// once, widened on chip.
 // CHECK-LABEL: func.func @middle
-// CHECK: nc.dma_load {{.*}}ap = array<i64: 4, 128, 1, 4>{{.*}}memref<32768x2x2xbf16>, memref<128x4xbf16, 1>
+// CHECK: nc.dma_load {{.*}}ap = array<i64: 128, 128, 1, 128>{{.*}}memref<32768x2x2xbf16>, memref<128x128xbf16, 1>
+// CHECK: nc.dma_load {{.*}}ap = array<i64: 0, 128, 1, 2>{{.*}}memref<2x1xbf16>, memref<128x2xbf16, 1>
+// CHECK-NOT: memref<2x1xbf16>, memref
 // CHECK: return
 func.func @middle(%x: tensor<32768x2x2xbf16>, %b: tensor<2x1xbf16>) -> tensor<32768x2x2xbf16> {
   %y = aten.add.Tensor %x, %b : tensor<32768x2x2xbf16>, tensor<2x1xbf16> -> tensor<32768x2x2xbf16>

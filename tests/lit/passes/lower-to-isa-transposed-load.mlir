@@ -48,3 +48,36 @@ func.func @channel_centring_f32(%x: tensor<1x128x16x32xf32>) -> tensor<1x128x16x
   %y = aten.sub.Tensor %x, %m : tensor<1x128x16x32xf32>, tensor<1x1x16x32xf32> -> tensor<1x128x16x32xf32>
   return %y : tensor<1x128x16x32xf32>
 }
+
+// -----
+
+// A per-row input of full row tiles whose rows are adjacent in HBM (a scale
+// per row of [512, 256]): two row tiles' 256 values load as one run onto a
+// partition, and each row tile transposes its 128 onto the partitions,
+// where each row tile had loaded them one descriptor per row.
+// CHECK-LABEL: func.func @per_row_scale
+// CHECK: %[[G:.*]] = nc.alloc_tile {iteration = 1 : i64} : memref<1x256xbf16, 1>
+// CHECK-NEXT: nc.dma_load %{{.*}} -> %[[G]] {ap = array<i64: 0, 1, 1, 256>, {{.*}} offset = 0 : i64
+// CHECK-NEXT: %[[A:.*]] = nc.tile_columns %[[G]][0] : memref<1x256xbf16, 1> -> memref<1x128xbf16, 1>
+// CHECK-NEXT: nc.transpose %{{.*}}, %[[A]] {{.*}} : memref<128x1xf32, 2>, memref<1x128xbf16, 1>
+// CHECK: nc.tile_columns %[[G]][128]
+// CHECK: nc.dma_load %{{.*}} {ap = array<i64: 0, 1, 1, 256>, {{.*}} offset = 256 : i64
+// CHECK-NOT: memref<512x1xbf16>, memref<128x1xbf16
+func.func @per_row_scale(%s: tensor<512x1xbf16>, %x: tensor<512x256xbf16>) -> tensor<512x256xbf16> {
+  %y = aten.mul.Tensor %x, %s : tensor<512x256xbf16>, tensor<512x1xbf16> -> tensor<512x256xbf16>
+  return %y : tensor<512x256xbf16>
+}
+
+// -----
+
+// Rows whose segments differ (a per-row value broadcast over a dim between,
+// [2, 1, 100, 1] beside [2, 3, 100, 256]: segments of 100 and 28 rows)
+// would take a transfer per segment, each paying the fixed cost: the value
+// loads as before, one descriptor per row.
+// CHECK-LABEL: func.func @uneven_row_segments
+// CHECK-NOT: nc.transpose
+// CHECK: nc.dma_load %{{.*}} : memref<2x1x100x1xbf16>, memref<128x1xbf16, 1>
+func.func @uneven_row_segments(%s: tensor<2x1x100x1xbf16>, %x: tensor<2x3x100x256xbf16>) -> tensor<2x3x100x256xbf16> {
+  %y = aten.add.Tensor %x, %s {alpha = 1.0 : f64} : tensor<2x3x100x256xbf16>, tensor<2x1x100x1xbf16> -> tensor<2x3x100x256xbf16>
+  return %y : tensor<2x3x100x256xbf16>
+}
