@@ -1538,6 +1538,37 @@ bool KernelLowering::loadTransposed(Value v, Value tile, const Layout& l, int64_
     gatheredIterationEnd = std::max(gatheredIterationEnd, r0 + g.rows);
     return tileColumns(*b, loc, g.tile, block * g.rows, P);
   };
+  // A block's transfer (`ap`: the block's columns on the partitions first).
+  // Where its runs are short and would keep one queue busy long after a
+  // small kernel's other transfers end, it goes in pieces of partitions,
+  // each about the fixed cost's worth of runs, at most as many as the
+  // queues left to each of the value's tiles (an add of a transposed
+  // [16, 300, 16]: two row tiles, each a block of 2048 runs of 32 bytes,
+  // 43 us on one queue); a larger kernel's tiles keep the queues busy.
+  const int64_t valueTiles = (space.rows + P - 1) / P * ((space.cols + f - 1) / f);
+  auto loadBlock = [&](Value columns, int64_t offset, ArrayRef<int64_t> ap) {
+    const neff::DeviceParams& d = neff::Trn1();
+    const int64_t partitions = ap[1];
+    int64_t runs = 1;
+    for (size_t i = 2; i + 1 < ap.size(); i += 2)
+      if (i + 2 < ap.size() || ap[i] != 1) runs *= ap[i + 1];
+    const int64_t runBytes = ap.back() * elemBytes;
+    const int64_t maxPieces = std::min<int64_t>({8, int64_t(d.dma_queues) / valueTiles, partitions});
+    int64_t pieces = 1;
+    if (runBytes < kShortRowBytes / 4 && maxPieces > 1)
+      pieces = std::clamp<int64_t>(int64_t(double(partitions * runs) * d.dma_run_ns / d.dma_fixed_ns), 1, maxPieces);
+    for (int64_t k = 0; k < pieces; ++k) {
+      const int64_t first = partitions * k / pieces, count = partitions * (k + 1) / pieces - first;
+      SmallVector<int64_t> piece(ap);
+      piece[1] = count;
+      Operation* dma = b->create<nc::DmaLoadOp>(loc, hbmOf[v], columns, b->getI64IntegerAttr(first),
+                                                b->getI64IntegerAttr(offset + first * ap[0]),
+                                                b->getDenseI64ArrayAttr(piece));
+      setEngineAndSource(dma, *b, "dma", -1);
+      ++numInst;
+      ++numDma;
+    }
+  };
   for (int64_t j = 0; j < f; j += bank) {
     int64_t n = std::min(bank, f - j);
     Value psum = allocPsum(p, n);
@@ -1567,12 +1598,7 @@ bool KernelLowering::loadTransposed(Value v, Value tile, const Layout& l, int64_
       Value columns = alloc(P, together * p, elem);
       SmallVector<int64_t> ap = std::get<2>(rows.transfers(colStride, P, together).front());
       if (interleaved) ap = {together * colStride, P, 1, together * p};
-      Operation* dma = b->create<nc::DmaLoadOp>(loc, hbmOf[v], columns, b->getI64IntegerAttr(0),
-                                                b->getI64IntegerAttr(blockColumn + offs[0]),
-                                                b->getDenseI64ArrayAttr(ap));
-      setEngineAndSource(dma, *b, "dma", -1);
-      ++numInst;
-      ++numDma;
+      loadBlock(columns, blockColumn + offs[0], ap);
       for (int64_t k = 0; k < together; ++k) {
         setSource(b->create<nc::TransposeOp>(loc, tileColumns(*b, loc, psum, k * P, P),
                                              tileColumns(*b, loc, columns, k * p, p)),
@@ -1588,15 +1614,9 @@ bool KernelLowering::loadTransposed(Value v, Value tile, const Layout& l, int64_
         continue;
       }
       Value columns = alloc(w, p, elem);
-      for (auto [first, count, ap] : rows.transfers(colStride, w)) {
-        Operation* dma = b->create<nc::DmaLoadOp>(loc, hbmOf[v], tileColumns(*b, loc, columns, first, count),
-                                                  b->getI64IntegerAttr(0),
-                                                  b->getI64IntegerAttr(l.offset + offs[size_t(first)] + (c0 + c) * colStride),
-                                                  b->getDenseI64ArrayAttr(ap));
-        setEngineAndSource(dma, *b, "dma", -1);
-        ++numInst;
-        ++numDma;
-      }
+      for (auto [first, count, ap] : rows.transfers(colStride, w))
+        loadBlock(tileColumns(*b, loc, columns, first, count),
+                  l.offset + offs[size_t(first)] + (c0 + c) * colStride, ap);
       setSource(b->create<nc::TransposeOp>(loc, tileColumns(*b, loc, psum, c - j, w), columns), nullptr);
       ++numInst;
     }

@@ -82,6 +82,13 @@ class PackedRows(common.ComparedWithEager):
 
     def test_strided_inputs_and_returned_views(self):
         for dtype in DTYPES:
+            with self.subTest(dtype=dtype, what="transposed, loaded in pieces"):
+                # A small kernel's transposed blocks of 32-byte runs load in
+                # pieces of partitions, side by side on the queues.
+                x = randn(16, 300, 16).to(dtype)
+                x[3, 7, 5], x[15, 299, 15] = float("inf"), float("nan")
+                self.check(lambda a, s: a.transpose(-1, -2) + s, (x, randn(16, 1, 1, seed=1).to(dtype)))
+                self.check(lambda a: F.gelu(a.transpose(-1, -2)), (randn(2, 300, 32, seed=2).to(dtype),))
             with self.subTest(dtype=dtype, what="slice"):
                 x = randn(4096, 128).to(dtype)
                 y = randn(4096, 64, seed=1).to(dtype)

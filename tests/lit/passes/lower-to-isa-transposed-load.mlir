@@ -81,3 +81,19 @@ func.func @uneven_row_segments(%s: tensor<2x1x100x1xbf16>, %x: tensor<2x3x100x25
   %y = aten.add.Tensor %x, %s {alpha = 1.0 : f64} : tensor<2x3x100x256xbf16>, tensor<2x1x100x1xbf16> -> tensor<2x3x100x256xbf16>
   return %y : tensor<2x3x100x256xbf16>
 }
+
+// -----
+
+// A small kernel's transposed block of short runs (an add of a transposed
+// [16, 300, 16]: two row tiles, each block 2048 runs of 32 bytes) goes in
+// pieces of 16 partitions, which the queues take side by side, not as one
+// transfer of 41 us on one queue.
+// CHECK-LABEL: func.func @small_transposed_add
+// CHECK-COUNT-8: nc.dma_load %{{.*}} {ap = array<i64: 16, 16, 2048, 2, 4800, 8, 1, 16>, {{.*}} : memref<16x300x16xbf16>, memref<128x256xbf16, 1>
+// CHECK-NOT: nc.dma_load %{{.*}} : memref<16x300x16xbf16>, memref<128x256xbf16, 1>
+// CHECK: nc.transpose
+func.func @small_transposed_add(%x: tensor<16x300x16xbf16>, %b: tensor<16x1x1xbf16>) -> tensor<16x16x300xbf16> {
+  %t = aten.transpose.int %x {dim0 = 1 : i64, dim1 = 2 : i64} : tensor<16x300x16xbf16> -> tensor<16x16x300xbf16>
+  %y = aten.add.Tensor %t, %b {alpha = 1.0 : f64} : tensor<16x16x300xbf16>, tensor<16x1x1xbf16> -> tensor<16x16x300xbf16>
+  return %y : tensor<16x16x300xbf16>
+}
