@@ -1545,7 +1545,7 @@ bool KernelLowering::loadTransposed(Value v, Value tile, const Layout& l, int64_
   // queues left to each of the value's tiles (an add of a transposed
   // [16, 300, 16]: two row tiles, each a block of 2048 runs of 32 bytes,
   // 43 us on one queue); a larger kernel's tiles keep the queues busy.
-  const int64_t valueTiles = (space.rows + P - 1) / P * ((space.cols + f - 1) / f);
+  const int64_t valueTiles = (space.rows + P - 1) / P * (perRow ? 1 : (space.cols + f - 1) / f);
   auto loadBlock = [&](Value columns, int64_t offset, ArrayRef<int64_t> ap) {
     const neff::DeviceParams& d = neff::Trn1();
     const int64_t partitions = ap[1];
@@ -1632,7 +1632,6 @@ bool KernelLowering::loadTransposed(Value v, Value tile, const Layout& l, int64_
   }
   return true;
 }
-
 
 // Each of a spread row's m partitions holds its per-row value
 // (combineSpreadPartials); stored from one partition a row, a row cost a
