@@ -450,6 +450,10 @@ class PackedRows(common.ComparedWithEager):
                 z = randn(1024, 8, 4, 4, seed=6).to(dtype)
                 self.check(lambda a, s, t: a * s + t,
                            (z, randn(1, 1, 4, 1, seed=7).to(dtype), randn(1, 8, 1, 1, seed=8).to(dtype)))
+                v = randn(2048, 3, 2, 2, seed=13).to(dtype)
+                self.check(lambda a, s: a * s, (v, randn(1, 1, 2, 1, seed=14).to(dtype)))
+                self.check(lambda a, s: a * s[:, :, ::2, :], (v, randn(1, 1, 4, 1, seed=15).to(dtype)))
+                self.check(lambda a, s: a + s.transpose(1, 2), (v, randn(1, 2, 3, 1, seed=16).to(dtype)))
                 w = randn(8192, 16, 2, seed=9).to(dtype)
                 self.check(lambda a, s: F.silu(a) * s, (w, randn(1, 16, 1, seed=10).to(dtype)))
                 self.check(lambda a, s: a.transpose(1, 2) * s, (w, randn(1, 1, 16, seed=11).to(dtype)))
