@@ -174,7 +174,8 @@ struct BroadcastColumns {
   int64_t stride = 0, count = 1, inner = 1, outer = 1;
   bool valid = false;
 };
-BroadcastColumns broadcastColumns(ArrayRef<std::pair<int64_t, int64_t>> dims);
+// Of a simplified (stride, count) pattern (simplifyFreePattern).
+BroadcastColumns broadcastColumns(ArrayRef<int64_t> pattern);
 // At most this many stepped copies widen a value's repeats inside its
 // varying dim (loadBroadcastColumns).
 inline constexpr int64_t kMaxWidenedCopies = 16;
@@ -282,6 +283,11 @@ class KernelLowering {
   // with the packed rows (a per-row scalar): one value per packed row
   // loaded, then each copied across its row.
   void loadWidenedRows(Value hbm, Value tile, const Layout& l, int64_t p, int64_t f);
+  // Tile columns [0, filled) copied over the tile's first f, doubling.
+  void repeatColumns(Value tile, int64_t filled, int64_t f);
+  // values' n columns each copied into `copies` adjacent tile columns
+  // (column c of values into c * copies .. c * copies + copies - 1).
+  void spreadColumns(Value tile, Value values, int64_t n, int64_t copies);
   // The shape values' layouts are computed against: the space's dims before
   // packing (packShortRows) and merging (mergeChainedDims).
   SmallVector<int64_t> layoutShape() const {

@@ -554,28 +554,20 @@ bool KernelLowering::mergeChainedDims(ArrayRef<Value> hbmValues) {
   return true;
 }
 
-// The (stride, count) dims longer than 1 of a value laid out as `l` over
-// the columns `dims[first..]` of the space's dims, outermost first, with
-// contiguous neighbours merged.
-static SmallVector<std::pair<int64_t, int64_t>> columnDims(const Layout& l, ArrayRef<int64_t> dims, size_t first) {
-  SmallVector<int64_t> strides(l.rowStrides);
+// The (stride, count) pairs of a value laid out as `l` over the space's
+// dims `dims[first..]` as columns, simplified (simplifyFreePattern).
+static SmallVector<int64_t> columnPattern(const Layout& l, ArrayRef<int64_t> dims, size_t first) {
+  SmallVector<int64_t> strides(l.rowStrides), ap;
   strides.append(l.colStrides);
-  SmallVector<std::pair<int64_t, int64_t>> out;
-  for (size_t d = first; d < dims.size(); ++d) {
-    if (dims[d] == 1) continue;
-    if (!out.empty() && strides[d] != 0 && out.back().first == strides[d] * dims[d]) {
-      out.back() = {strides[d], out.back().second * dims[d]};
-      continue;
-    }
-    out.push_back({strides[d], dims[d]});
-  }
-  return out;
+  for (size_t d = first; d < dims.size(); ++d) ap.append({strides[d], dims[d]});
+  return simplifyFreePattern(ap);
 }
 
-BroadcastColumns broadcastColumns(ArrayRef<std::pair<int64_t, int64_t>> dims) {
+BroadcastColumns broadcastColumns(ArrayRef<int64_t> pattern) {
   BroadcastColumns b;
   int64_t varying = 0;
-  for (auto [stride, count] : dims) {
+  for (size_t i = 0; i + 1 < pattern.size(); i += 2) {
+    const int64_t stride = pattern[i], count = pattern[i + 1];
     if (stride != 0) {
       ++varying;
       b.stride = stride;
@@ -610,8 +602,8 @@ bool KernelLowering::widenShortRows(ArrayRef<Value> hbmValues) {
   dims.append(space.trail);
   auto readable = [&](const Layout& l, size_t first) {
     if (l.kind == Kind::Imm) return true;
-    SmallVector<std::pair<int64_t, int64_t>> columns = columnDims(l, dims, first);
-    if (columns.size() <= 1) return true;
+    SmallVector<int64_t> columns = columnPattern(l, dims, first);
+    if (columns.size() <= 2) return true;
     BroadcastColumns b = broadcastColumns(columns);
     return b.valid && b.inner <= kMaxWidenedCopies;
   };
@@ -644,20 +636,14 @@ bool KernelLowering::widenShortRows(ArrayRef<Value> hbmValues) {
 // so (or the tile is a column range of a wider one).
 bool KernelLowering::loadBroadcastColumns(Value v, Value tile, const Layout& l, int64_t p, int64_t f) {
   if (!space.widened || l.kind != Kind::Full || f != space.cols || c0 != 0) return false;
-  SmallVector<int64_t> dims(space.lead);
-  dims.append(space.trail);
-  BroadcastColumns bc = broadcastColumns(columnDims(l, dims, space.lead.size()));
+  BroadcastColumns bc = broadcastColumns(rowPattern(l));
   if (!bc.valid) return false;
   Type elem = llvm::cast<MemRefType>(tile.getType()).getElementType();
-  const int64_t n = bc.count, block = n * bc.inner;
+  const int64_t n = bc.count;
   Value compact = bc.inner == 1 ? tileColumns(*b, loc, tile, 0, n) : alloc(p, n, elem);
   emitDma(/*load=*/true, hbmOf[v], compact, l, r0, p, 0, n, 1, std::make_pair(bc.stride, int64_t(0)));
-  if (bc.inner > 1)
-    for (int64_t j = 0; j < bc.inner; ++j) copyTile(steppedColumns(*b, loc, tile, j, n, bc.inner), compact, nullptr);
-  for (int64_t filled = block; filled < f; filled *= 2) {
-    const int64_t m = std::min(filled, f - filled);
-    copyTile(tileColumns(*b, loc, tile, filled, m), tileColumns(*b, loc, tile, 0, m), nullptr);
-  }
+  if (bc.inner > 1) spreadColumns(tile, compact, n, bc.inner);
+  repeatColumns(tile, n * bc.inner, f);
   return true;
 }
 
@@ -1396,10 +1382,18 @@ Value KernelLowering::sharedWindow(Value v, const Layout& l, int64_t p, int64_t 
 // pack reads the same).
 void KernelLowering::loadRepeatedRows(Value hbm, Value tile, const Layout& l, int64_t p, int64_t f, int64_t row) {
   emitDma(/*load=*/true, hbm, tileColumns(*b, loc, tile, 0, row), l, r0, p, c0, row);
-  for (int64_t filled = row; filled < f; filled *= 2) {
-    int64_t n = std::min(filled, f - filled);
+  repeatColumns(tile, row, f);
+}
+
+void KernelLowering::repeatColumns(Value tile, int64_t filled, int64_t f) {
+  for (; filled < f; filled *= 2) {
+    const int64_t n = std::min(filled, f - filled);
     copyTile(tileColumns(*b, loc, tile, filled, n), tileColumns(*b, loc, tile, 0, n), nullptr);
   }
+}
+
+void KernelLowering::spreadColumns(Value tile, Value values, int64_t n, int64_t copies) {
+  for (int64_t j = 0; j < copies; ++j) copyTile(steppedColumns(*b, loc, tile, j, n, copies), values, nullptr);
 }
 
 // Its C columns the same (stride 0) and its packed rows s apart: the f / C
@@ -1411,8 +1405,7 @@ void KernelLowering::loadWidenedRows(Value hbm, Value tile, const Layout& l, int
   const int64_t row = space.trail[1], rows = f / row, s = l.colStrides[0];
   Value values = alloc(p, rows, llvm::cast<MemRefType>(tile.getType()).getElementType());
   emitDma(/*load=*/true, hbm, values, l, r0, p, c0, rows, 1, std::make_pair(s, c0 / row * s));
-  for (int64_t c = 0; c < row; ++c)
-    copyTile(steppedColumns(*b, loc, tile, c, rows, row), values, nullptr);
+  spreadColumns(tile, values, rows, row);
 }
 
 // Rows at `offs` as segments of adjacent elements, (first row, count), and
