@@ -165,7 +165,35 @@ struct Space {
   int64_t interleave = 1;
   // Leading dims moved onto the columns (widenShortRows).
   bool widened = false;
+  // A bmm of small matrices and its epilogue, a batch per partition: the
+  // rows are the batches and the columns a batch's [M x N] product
+  // (productsOnPartitions); the product is computed on the vector engines.
+  bool batchRows = false;
 };
+
+// How a batch's small [M x K] @ [K x N] product is computed with a batch per
+// partition (LowerMatmul.cpp): by columns (an instruction per k and n over
+// M elements), by rows (per k and m over N), or by dot products (per m and
+// n over K, reduced).
+enum class SmallProductOrder { ByColumns, ByRows, ByDots };
+struct SmallProductPlan {
+  SmallProductOrder order = SmallProductOrder::ByColumns;
+  double cycles = 0;  // engine cycles of one row tile's instructions
+};
+SmallProductPlan planSmallProduct(int64_t M, int64_t K, int64_t N);
+// A batched operand's matrices loaded a batch per partition: as the span
+// of HBM each lies in (span > 0 elements) or run by run (`runs` a
+// partition), element (i, j) at column i * rowStep + j * colStep.
+struct BatchRowsPlan {
+  int64_t span = 0, rowStep = 0, colStep = 0, runs = 0;
+};
+BatchRowsPlan planBatchRows(const aten::StridedView& view, int64_t elemBytes);
+// Estimated us of a bmm of small matrices (operands A, B) on the
+// TensorEngine, and a batch per partition.
+double tensorEngineBatchesMicros(const aten::StridedView& A, const aten::StridedView& B);
+double smallProductsMicros(const aten::StridedView& A, const aten::StridedView& B, int64_t elemBytes);
+// Batches of a bmm grouped into one row tile (groupSmallBatches), 1 for none.
+int64_t batchGroupSize(int64_t batches, int64_t M, int64_t K, int64_t N);
 
 // A row's columns as one varying dim (`count` elements `stride` apart)
 // repeated `inner` times for each of its elements and the whole `outer`
@@ -425,6 +453,13 @@ class KernelLowering {
                     bool atAnyDistance = false);
   void loadRuns(Value hbm, Value panel, int64_t startOffset, ArrayRef<int64_t> ap);
   void groupSmallBatches(Block& body);
+  bool productsOnPartitions(Block& body, ArrayRef<int64_t> full);
+  LogicalResult lowerSmallProducts(Operation* op, Value a, Value bm, int64_t p, int64_t fullWidth, Type elem);
+  struct BatchRowsTile {
+    Value tile;
+    int64_t rowStep = 0, colStep = 0;  // columns between a matrix's rows, its columns
+  };
+  BatchRowsTile loadBatchRows(Value hbm, const aten::StridedView& view, int64_t p, Type elem);
   SmallVector<Value> batchGroupOperand(const MatmulOperand& o, int64_t batchStride, int64_t g, Operation* op);
   Value batchGroupProduct(Operation* op, const MatmulOperand& a, const MatmulOperand& bm, int64_t sAb, int64_t sBb,
                           int64_t g);

@@ -256,12 +256,16 @@ void KernelLowering::groupSmallBatches(Block& body) {
     N = out[2];
     K = lhs[2];
   }
+  if (space.cols != N || space.rows % M != 0) return;
+  if (int64_t g = batchGroupSize(space.rows / M, M, K, N); g > 1) space.rowBlock = g * M;
+}
+
+int64_t batchGroupSize(int64_t batches, int64_t M, int64_t K, int64_t N) {
+  const int64_t P = nc::kNumPartitions;
   constexpr int64_t kMaxGroupedRows = 64, kMaxGroupedK = 8 * P;
-  if (M > kMaxGroupedRows || N < 1 || N > P || K < 1 || K > kMaxGroupedK || space.cols != N || space.rows % M != 0)
-    return;
-  const int64_t batches = space.rows / M, g = std::min({P / M, matmulColumns / N, batches / kMinBatchGroups});
-  if (g < 2 || batches < kMinGroupedBatches) return;
-  space.rowBlock = g * M;
+  if (M < 1 || M > kMaxGroupedRows || N < 1 || N > P || K < 1 || K > kMaxGroupedK) return 1;
+  const int64_t g = std::min({P / M, nc::kPsumBankBytes / 4 / N, batches / kMinBatchGroups});
+  return g < 2 || batches < kMinGroupedBatches ? 1 : g;
 }
 
 // A panel's load (as loadPanel) in pieces of about kRunsPerPiece runs
@@ -427,8 +431,234 @@ Value KernelLowering::computedSlice(OperandCache& cache, Value tile, int64_t k0,
   return slice;
 }
 
+// Products on partitions. A bmm of many small matrices ([100, 128, 4] @
+// [100, 4, 4], [1024, 4, 16] @ [1024, 16, 4]) spends its time on DMA
+// transfers, not on the TensorEngine: each batch's operands go in with
+// their k on the partitions, a descriptor per row of a few bytes and a
+// transfer's fixed 2 us per operand and batch (72 and 85 us against HBM
+// bounds under 1 us). With a batch per partition instead, each operand's
+// matrices load as one run per partition, and the vector, scalar and GpSimd
+// engines compute the products from those tiles with stepped column views:
+// an instruction per (k, n) over a column of M elements, per (k, m) over a
+// row of N, or per (m, n) over K (a product and its sum). Products are
+// computed in f32 (a bf16 x bf16 product is exact there) and accumulated in
+// f32 in k order, rounded once into the result's dtype, as the TensorEngine's
+// PSUM accumulation is.
+namespace {
+// Engine cycles of one instruction (runtime/neff/device_model.cc): a
+// tensor_scalar, an f32 tensor_tensor and a tensor_reduce over n elements
+// per partition, each with the SBUF access.
+double scalarCycles(int64_t n) { return double(std::max<int64_t>(64, n) + 60); }
+double tensorCycles(int64_t n) { return double(std::max<int64_t>(64, 2 * n) + 60); }
+double reduceCycles(int64_t n) { return double(std::max<int64_t>(1, n) + 60); }
+// A tensor_scalar runs on any of three engines, a tensor_tensor on two.
+constexpr double kScalarEngines = 3, kTensorEngines = 2;
+// Operand matrices and products of at most this many elements (a batch's
+// tiles, f32 accumulators included, stay within a few KiB a partition).
+constexpr int64_t kMaxSmallOperand = 2048, kMaxSmallProduct = 1024;
+// A batch per partition only where its estimate is clearly the shorter
+// (both estimates are rough: [128, 8, 64] @ [128, 64, 8] estimated 19 and
+// 26 us, measured 21 and 29).
+constexpr double kSmallProductsMargin = 0.8;
+}  // namespace
+
+// Estimates, in us, of a bmm's two lowerings, to choose between them. On the
+// TensorEngine such a bmm is bound by its transfers: each batch (or batch
+// group, groupSmallBatches) loads its operands and stores its rows, a
+// transfer's fixed 2 us each (and one more per about 100 runs,
+// kRunsPerPiece), 20 ns a run, spread over the 16 queues; an operand's runs
+// are its rows where they are contiguous (A's M, B's K), loaded in rows
+// where its k is (A's M again, B's N), else one an element. A batch per
+// partition is bound by its instructions (planSmallProduct, at the vector
+// engine's 1.12 GHz) or its transfers (planBatchRows' runs a partition), plus
+// the latency of a tile's first loads and last store (about 6 us). Checked
+// against the profiles of both lowerings (bf16, trn1): [100, 128, 4] @
+// [100, 4, 4] estimated 70 and 9 us, measured 72 and 13; [256, 16, 16] @
+// [256, 16, 16] 32 and 51, measured 34 and 47; [64, 32, 64] @ [64, 64, 32]
+// 20 and 193, measured 21 and 365.
+namespace {
+constexpr double kTransferMicros = 2.0, kRunMicros = 0.02, kQueues = 16;
+// A batch's runs of an operand's [I x J] matrix on the TensorEngine.
+int64_t tensorEngineRuns(const aten::StridedView& v) {
+  const int64_t I = v.shape[1], J = v.shape[2];
+  if (J == 1 || v.strides[2] == 1) return I;  // rows (or k slices) of contiguous elements
+  if (I == 1 || v.strides[1] == 1) return J;  // loaded along its other dim
+  return I * J;
+}
+}  // namespace
+
+double tensorEngineBatchesMicros(const aten::StridedView& A, const aten::StridedView& B) {
+  const int64_t batches = A.shape[0], M = A.shape[1], K = A.shape[2], N = B.shape[2];
+  const int64_t g = batchGroupSize(batches, M, K, N), groups = (batches + g - 1) / g;
+  const double runs = double(g * (tensorEngineRuns(A) + tensorEngineRuns(B) + M));
+  const double transfers = std::max(3.0, runs / double(kRunsPerPiece));
+  return double(groups) * (transfers * kTransferMicros + runs * kRunMicros) / kQueues;
+}
+
+double smallProductsMicros(const aten::StridedView& A, const aten::StridedView& B, int64_t elemBytes) {
+  const int64_t P = nc::kNumPartitions, batches = A.shape[0], tiles = (batches + P - 1) / P;
+  const int64_t M = A.shape[1], K = A.shape[2], N = B.shape[2];
+  const double runs = double(std::min(batches, P) * (planBatchRows(A, elemBytes).runs +
+                                                        planBatchRows(B, elemBytes).runs + 1));
+  const double transfers = (3 * kTransferMicros + runs * kRunMicros) / kQueues;
+  return double(tiles) * std::max(planSmallProduct(M, K, N).cycles / 1120.0, transfers) + 6.0;
+}
+
+SmallProductPlan planSmallProduct(int64_t M, int64_t K, int64_t N) {
+  auto accumulated = [&](int64_t lines, int64_t length) {  // `lines` sums of K multiples of `length` elements
+    return double(lines) * (double(K) * scalarCycles(length) / kScalarEngines +
+                            double(K - 1) * tensorCycles(length) / kTensorEngines);
+  };
+  SmallProductPlan best{SmallProductOrder::ByColumns, accumulated(N, M)};
+  if (double rows = accumulated(M, N); rows < best.cycles) best = {SmallProductOrder::ByRows, rows};
+  // A dot product's multiply (two engines) and sum (the vector engine only).
+  if (double dots = double(M * N) * (tensorCycles(K) / kTensorEngines + reduceCycles(K)); dots < best.cycles)
+    best = {SmallProductOrder::ByDots, dots};
+  return best;
+}
+
+// Whether the kernel is one bmm of small matrices and an elementwise
+// epilogue over its product, better computed a batch per partition.
+bool KernelLowering::productsOnPartitions(Block& body, ArrayRef<int64_t> full) {
+  if (prologueOperand || !windowPieces.empty() || space.reduces || full.size() != 3) return false;
+  aten::BmmOp bmm;
+  for (Operation& op : body.without_terminator()) {
+    if (llvm::isa<aten::MmOp, aten::AddmmOp, aten::CatOp, aten::EmbeddingOp>(op)) return false;
+    if (auto o = llvm::dyn_cast<aten::BmmOp>(op)) {
+      if (bmm) return false;
+      bmm = o;
+    }
+  }
+  if (!bmm) return false;
+  ArrayRef<int64_t> out = llvm::cast<RankedTensorType>(bmm.getType()).getShape();
+  auto lhs = llvm::cast<RankedTensorType>(bmm.getSelf().getType());
+  auto rhs = llvm::cast<RankedTensorType>(bmm.getMat2().getType());
+  if (out != full || lhs.getElementType() != rhs.getElementType()) return false;
+  const int64_t B = out[0], M = out[1], N = out[2], K = lhs.getDimSize(2);
+  if (B < 1 || M < 1 || N < 1 || K < 1 || M * K > kMaxSmallOperand || K * N > kMaxSmallOperand ||
+      M * N > kMaxSmallProduct || M * N > maxFree)
+    return false;
+  // (The operands' strides as the lowering will read them: views of the
+  // kernel's contiguous inputs.)
+  std::optional<aten::StridedView> a = aten::viewOfChain(bmm.getSelf()), b = aten::viewOfChain(bmm.getMat2());
+  if (!a || !b) return false;
+  const int64_t elemBytes = nc::deviceElementType(lhs.getElementType()).getIntOrFloatBitWidth() / 8;
+  return smallProductsMicros(*a, *b, elemBytes) < kSmallProductsMargin * tensorEngineBatchesMicros(*a, *b);
+}
+
+// How rows [r0, r0 + p) of a batched operand `view` ([B, I, J]) load a
+// batch per partition: element (i, j) of a batch's matrix at column i *
+// rowStep + j * colStep. A matrix loads as the span of HBM it lies in, one
+// run a partition (contiguous, transposed, or a slice of longer rows),
+// unless that span is longer than the matrix's own runs are worth (a run
+// costs 20 ns, 540 bytes at a queue's 27 GB/s) or than kMaxSpan; then run
+// by run, in [I, J] order.
+BatchRowsPlan planBatchRows(const aten::StridedView& view, int64_t elemBytes) {
+  constexpr int64_t kRunBytes = 512, kMaxSpan = 8192;
+  const int64_t I = view.shape[1], J = view.shape[2];
+  // A dim of one element steps nowhere.
+  const int64_t si = I > 1 ? view.strides[1] : 1, sj = J > 1 ? view.strides[2] : 1;
+  const int64_t runs = sj == 1 ? (si == J ? 1 : I) : si == 1 && sj == I ? 1 : I * J;
+  if (si >= 1 && sj >= 1 && si != sj) {
+    const int64_t span = (I - 1) * si + (J - 1) * sj + 1;
+    if (span <= kMaxSpan && (span <= 2 * I * J || span * elemBytes <= runs * kRunBytes))
+      return {span, si, sj, 1};
+  }
+  return {0, J, 1, runs};
+}
+
+KernelLowering::BatchRowsTile KernelLowering::loadBatchRows(Value hbm, const aten::StridedView& view, int64_t p,
+                                                            Type elem) {
+  constexpr int64_t kPieceBytes = 16 * 1024;  // pieces on several queues: the kernel waits for them
+  const BatchRowsPlan plan = planBatchRows(view, elem.getIntOrFloatBitWidth() / 8);
+  const int64_t start = view.offset + r0 * view.strides[0];
+  BatchRowsTile t{Value(), plan.rowStep, plan.colStep};
+  if (plan.span > 0) {
+    t.tile = alloc(p, plan.span, elem);
+    loadPanel(hbm, t.tile, start, {view.strides[0], p, 1, plan.span}, kPieceBytes);
+  } else {
+    t.tile = alloc(p, view.shape[1] * view.shape[2], elem);
+    loadPanel(hbm, t.tile, start,
+              {view.strides[0], p, view.strides[1], view.shape[1], view.strides[2], view.shape[2]}, kPieceBytes);
+  }
+  return t;
+}
+
+LogicalResult KernelLowering::lowerSmallProducts(Operation* op, Value a, Value bm, int64_t p, int64_t fullWidth,
+                                                 Type elem) {
+  auto av = viewOf.find(a), bv = viewOf.find(bm);
+  if (av == viewOf.end() || bv == viewOf.end())
+    return op->emitError("internal: a bmm computed a batch per partition reads an operand not in HBM");
+  const aten::StridedView &A = av->second, &B = bv->second;
+  const int64_t M = A.shape[1], K = A.shape[2], N = B.shape[2];
+  if (c0 != 0 || fullWidth != M * N)
+    return op->emitError("internal: a bmm computed a batch per partition over a partial product");
+  Type ae = nc::deviceElementType(llvm::cast<RankedTensorType>(a.getType()).getElementType());
+  Type be = nc::deviceElementType(llvm::cast<RankedTensorType>(bm.getType()).getElementType());
+  if (ae != be) return op->emitError("matmul operands of different dtypes are not supported yet");
+  const BatchRowsTile left = loadBatchRows(hbmOf[a], A, p, ae), right = loadBatchRows(hbmOf[bm], B, p, be);
+  // Element (i, j) of a batch's left or right matrix, or `count` of them
+  // along a row or a column from it.
+  auto line = [&](const BatchRowsTile& t, int64_t i, int64_t j, int64_t count, bool alongRow) {
+    const int64_t step = alongRow ? t.colStep : t.rowStep;
+    return steppedColumns(*b, loc, t.tile, i * t.rowStep + j * t.colStep, count, count > 1 ? step : 1);
+  };
+  auto element = [&](const BatchRowsTile& t, int64_t i, int64_t j) { return line(t, i, j, 1, true); };
+  Value out = alloc(p, M * N, elem);
+  Type f32 = b->getF32Type();
+  auto add = [&](Value into, Value x, Value y) {
+    setSource(b->create<nc::TensorTensorOp>(loc, into, x, y, b->getStringAttr("add")), op);
+  };
+  // sum over k of lineOf(k) * scalarOf(k) into `into`: the first product
+  // straight into an f32 accumulator, each next one added to it, the last
+  // addition rounded into the result.
+  auto accumulate = [&](Value into, int64_t length, auto lineOf, auto scalarOf) {
+    if (K == 1) {
+      tensorScalar(into, lineOf(0), scalarOf(0), "mul", 0.0, op);
+      return;
+    }
+    Value sum = alloc(p, length, f32);
+    tensorScalar(sum, lineOf(0), scalarOf(0), "mul", 0.0, op);
+    for (int64_t k = 1; k < K; ++k) {
+      Value product = alloc(p, length, f32);
+      tensorScalar(product, lineOf(k), scalarOf(k), "mul", 0.0, op);
+      add(k + 1 == K ? into : sum, sum, product);
+    }
+  };
+  switch (planSmallProduct(M, K, N).order) {
+    case SmallProductOrder::ByColumns:
+      for (int64_t n = 0; n < N; ++n)
+        accumulate(steppedColumns(*b, loc, out, n, M, M > 1 ? N : 1), M,
+                   [&](int64_t k) { return line(left, 0, k, M, /*alongRow=*/false); },
+                   [&](int64_t k) { return element(right, k, n); });
+      break;
+    case SmallProductOrder::ByRows:
+      for (int64_t m = 0; m < M; ++m)
+        accumulate(tileColumns(*b, loc, out, m * N, N), N,
+                   [&](int64_t k) { return line(right, k, 0, N, /*alongRow=*/true); },
+                   [&](int64_t k) { return element(left, m, k); });
+      break;
+    case SmallProductOrder::ByDots:
+      for (int64_t m = 0; m < M; ++m)
+        for (int64_t n = 0; n < N; ++n) {
+          Value products = alloc(p, K, f32);
+          setSource(b->create<nc::TensorTensorOp>(loc, products, line(left, m, 0, K, /*alongRow=*/true),
+                                                  line(right, 0, n, K, /*alongRow=*/false), b->getStringAttr("mul")),
+                    op);
+          setSource(b->create<nc::TensorReduceOp>(loc, tileColumns(*b, loc, out, m * N + n, 1), products,
+                                                  b->getStringAttr("add")),
+                    op);
+        }
+      break;
+  }
+  layouts[op->getResult(0)].kind = Kind::Full;
+  tiles[op->getResult(0)] = out;
+  return success();
+}
+
 LogicalResult KernelLowering::lowerMatmul(Operation* op, Value a, Value bm, Value bias, double beta,
                                           double alpha, int64_t p, int64_t fullWidth, Type elem) {
+  if (space.batchRows) return lowerSmallProducts(op, a, bm, p, fullWidth, elem);
   Value result = op->getResult(0);
   auto av = viewOf.find(a), bv = viewOf.find(bm);
   // The left operand of a matmul with a prologue is computed in the kernel.

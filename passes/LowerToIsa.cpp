@@ -292,7 +292,13 @@ LogicalResult KernelLowering::computeSpace(bool prologue) {
   // longer than 1 as well (any split of the dims into rows and columns
   // computes the same elements; [129, 129, 1] took 131 row tiles of one
   // column each, 21,000 instructions for two digammas).
-  bool elementwise = !prologue && !space.reduces && !space.matmul &&
+  if (!prologue && productsOnPartitions(body, full)) {
+    space.batchRows = true;
+    space.matmul = false;
+    space.rowBlock = 0;
+    k = 2;
+  }
+  bool elementwise = !prologue && !space.reduces && !space.matmul && !space.batchRows &&
                      llvm::none_of(body.without_terminator(), [](Operation& op) {
                        return llvm::isa<aten::EmbeddingOp, aten::CatOp>(op);
                      });
@@ -458,7 +464,7 @@ bool KernelLowering::storedViewsAllow(llvm::function_ref<bool(const Layout&)> ok
 // once per packed row (the columns are then [g, C], as a matmul epilogue's
 // split columns are, and the cat's lowering takes them the same way).
 bool KernelLowering::catsOfLoadedRowsOnly() {
-  if (space.reduces || space.matmul || space.elementwise) return false;
+  if (space.reduces || space.matmul || space.elementwise || space.batchRows) return false;
   bool any = false;
   for (Operation& op : kernel.getBody().front().without_terminator()) {
     if (llvm::isa<aten::EmbeddingOp>(op)) return false;
@@ -719,8 +725,8 @@ bool KernelLowering::packShortRows(ArrayRef<Value> hbmValues) {
 // matmul and gather kernels never interleave.
 bool KernelLowering::interleaveShortRows(ArrayRef<Value> hbmValues) {
   const int64_t k = shortRowDim();
-  if (space.pack > 1 || space.split > 1 || space.matmul || space.rowBlock > 0 || permutedInput || prologueOperand ||
-      k < 0 || space.cols > maxFree)
+  if (space.pack > 1 || space.split > 1 || space.matmul || space.batchRows || space.rowBlock > 0 || permutedInput ||
+      prologueOperand || k < 0 || space.cols > maxFree)
     return false;
   Block& body = kernel.getBody().front();
   if (llvm::any_of(body.without_terminator(),

@@ -187,6 +187,48 @@ class MatmulTiling(unittest.TestCase):
                         self.assertTrue(toolchain.timing_only_matches(os.path.join(self.tmp, name + ".neff"),
                                                                       self.tmp))
 
+    def test_small_products_a_batch_per_partition(self):
+        # Products on partitions (LowerMatmul.cpp, productsOnPartitions): bmms of many small
+        # matrices whose transfers would bound them on the TensorEngine run a batch per partition,
+        # each operand's matrices one run a partition (transposed and sliced ones as the span they
+        # lie in), the products summed in f32 on the vector engines by columns, by rows or by dot
+        # products, with epilogues over the [batches x M*N] tiles. A partial last row tile, a
+        # batch broadcast operand, K = 1, inf and NaN, and the default-initialised ones and zeros.
+        inf_a = torch.zeros(100, 128, 4).index_put_((torch.tensor([7]), torch.tensor([30]), torch.tensor([2])),
+                                                     torch.tensor(float("inf")))
+        nan_b = torch.zeros(1024, 16, 4).index_put_((torch.tensor([900]), torch.tensor([3]), torch.tensor([1])),
+                                                     torch.tensor(float("nan")))
+        cases = [
+            (lambda a, b: torch.bmm(a, b), (randn(100, 128, 4), randn(100, 4, 4, seed=1))),
+            (lambda a, b: torch.bmm(a, b), (randn(1024, 4, 16), randn(1024, 16, 4, seed=1) + nan_b)),
+            (lambda a, b: torch.bmm(a, b), (randn(300, 1, 64), randn(300, 64, 16, seed=1))),
+            (lambda a, b: torch.bmm(a, b), (randn(200, 64, 1), randn(200, 1, 8, seed=1))),
+            (lambda a, b: a.transpose(1, 2) @ b, (randn(100, 4, 128), randn(100, 4, 4, seed=1))),
+            (lambda a, b: a[:, :, 1:5] @ b, (randn(100, 128, 16), randn(100, 4, 4, seed=1))),
+            (lambda a, b: a @ b.transpose(1, 2), (randn(1024, 4, 16), randn(1024, 4, 16, seed=1))),
+            (lambda a, b: a @ b.expand(130, 4, 4), (randn(130, 128, 4), randn(1, 4, 4, seed=1))),
+            (lambda a, b, c: torch.relu(torch.bmm(a, b) + c), (randn(100, 128, 4), randn(100, 4, 4, seed=1),
+                                                               randn(128, 4, seed=2))),
+            (lambda a, b, s: torch.bmm(a, b) * s, (randn(300, 1, 64), randn(300, 64, 16, seed=1),
+                                                   randn(300, 1, 1, seed=2))),
+            (lambda a, b: torch.relu(a @ b + 1), (randn(1024, 64, 8), randn(1024, 8, 16, seed=1))),
+            (lambda a, b: torch.bmm(a, b).transpose(1, 2), (randn(100, 128, 4), randn(100, 4, 4, seed=1))),
+            (lambda a, b: torch.bmm(a, b), (torch.ones(100, 128, 4), torch.ones(100, 4, 4))),
+            (lambda a, b: torch.bmm(a, b), (randn(100, 128, 4) + inf_a, torch.zeros(100, 4, 4))),
+        ]
+        for i, (fn, inputs) in enumerate(cases):
+            for dtype in (torch.float32, torch.bfloat16):
+                args = tuple(t.to(dtype) for t in inputs)
+                ref = fn(*args)
+                for opt in (0, 2):
+                    name = "small_products_%d_%s_O%d" % (i, str(dtype)[6:], opt)
+                    with self.subTest(case=i, dtype=dtype, opt=opt):
+                        outs, _ = common.export_compile_run(fn, args, self.tmp, name, opt)
+                        self.assertEqual(len(outs), 1)
+                        common.compare(outs[0], ref, TOL[dtype])
+                        self.assertTrue(toolchain.timing_only_matches(os.path.join(self.tmp, name + ".neff"),
+                                                                      self.tmp))
+
     def test_left_operand_stored_transposed_by_its_producer(self):
         # The RMSNorm output feeds only matmuls whose moving slices take two passes
         # (16 k slices x 5 column tiles of 2 KiB > 128 KiB): the RMSNorm kernel stores it

@@ -47,7 +47,7 @@ and combined with their operand (x - x.amax(-1).unsqueeze(-1),
 exp(x - amax), (x - mean) * rsqrt(var + eps)), softmax/log_softmax over any
 dim, layer_norm (also native_layer_norm with its mean/rstd results), rms_norm
 (also with a weight of another float dtype), mm/addmm/linear/bmm (a fifth of
-the bmms of 32 to 97 small matrices), matmul of 3-D/4-D by 2-D and 4-D by
+the bmms of 32 to 1024 small matrices), matmul of 3-D/4-D by 2-D and 4-D by
 4-D, attention softmax(scale * q @ k^T [masked]) @ v (queries and keys up
 to 513, head dims up to 130; no mask, a constant causal mask by
 masked_fill(-inf) or where(finfo.min / -1e4), another mask, or an added bias;
@@ -1877,7 +1877,8 @@ def g_empty(b):
 
 
 def g_bmm(b):
-    # A fifth are many small matrices (the batch groups of LowerMatmul.cpp).
+    # A fifth are many small matrices (the batch groups of LowerMatmul.cpp, or a batch per partition
+    # where those are estimated slower: 128 or 1024 batches of few columns).
     small = b.rng.random() < 0.2
     sizes = SMALL_MATMUL_DIMS if small else MATMUL_DIMS
     a = None if small else b.pick_float(lambda v: len(v.shape) in (3, 4))
@@ -1885,7 +1886,7 @@ def g_bmm(b):
         rank = b.rng.choice([3, 4])
         dims = [b.new_dim(SMALL_POOL) for _ in range(rank - 2)]
         if small:
-            dims[0] = (b.sym(b.rng.choice([32, 40, 64, 97])),)
+            dims[0] = (b.sym(b.rng.choice([32, 40, 64, 97, 128, 1024])),)
         m = (b.sym(b.rng.choice(sizes)),)
         batch = b.numel(tuple(dims))
         kv = [k for k in sizes if k * b.dim_val(m) * batch <= ELEMENT_LIMIT]

@@ -62,8 +62,9 @@ func.func @rows(%a: tensor<48x8x16xf32>, %b: tensor<48x24x16xf32>) -> tensor<48x
 
 // K = 200 in two slices: the group's rows of A are loaded whole, once, and
 // transposed slice by slice (columns [0, 128) and [128, 200)); B's slices
-// load directly, in pieces of about 100 runs; each batch's second matmul
-// accumulates into its columns.
+// load directly, in pieces of partitions; each batch's second matmul
+// accumulates into its columns. (With N = 4, a batch per partition is
+// estimated the shorter: lower-to-isa-small-products.mlir.)
 // CHECK-LABEL: func.func @slices
 // CHECK: %[[ROWS:.*]] = nc.alloc_tile {{.*}} : memref<32x200xf32, 1>
 // CHECK: nc.dma_load %{{.*}} -> %[[ROWS]] {ap = array<i64: 200, 32, 1, 200>
@@ -71,13 +72,13 @@ func.func @rows(%a: tensor<48x8x16xf32>, %b: tensor<48x24x16xf32>) -> tensor<48x
 // CHECK: nc.transpose %{{.*}}, %[[FIRST]] {{.*}}: memref<128x32xf32, 2>, memref<32x128xf32, 1>
 // CHECK: %[[SECOND:.*]] = nc.tile_columns %[[ROWS]][128] : memref<32x200xf32, 1> -> memref<32x72xf32, 1>
 // CHECK: nc.transpose %{{.*}}, %[[SECOND]] {{.*}}: memref<72x32xf32, 2>, memref<32x72xf32, 1>
-// CHECK: nc.dma_load %{{.*}} {ap = array<i64: 4, 16, 800, 8, 1, 4>, {{.*}}offset = 0 : i64, part_start = 0 : i64
-// CHECK: nc.dma_load %{{.*}} {ap = array<i64: 4, 15, 800, 8, 1, 4>, {{.*}}offset = 512 : i64, part_start = 0 : i64
-// CHECK: nc.matmul %{{.*}} : memref<4x4xf32, 2>, memref<128x4xf32, 1>, memref<128x4xf32, 1>
-// CHECK: nc.matmul %{{.*}} {accumulate = true, {{.*}} : memref<4x4xf32, 2>, memref<72x4xf32, 1>, memref<72x4xf32, 1>
-func.func @slices(%a: tensor<64x4x200xf32>, %b: tensor<64x200x4xf32>) -> tensor<64x4x4xf32> {
-  %y = aten.bmm %a, %b : tensor<64x4x200xf32>, tensor<64x200x4xf32> -> tensor<64x4x4xf32>
-  return %y : tensor<64x4x4xf32>
+// CHECK: nc.dma_load %{{.*}} {ap = array<i64: 32, 16, 6400, 8, 1, 32>, {{.*}}offset = 0 : i64, part_start = 0 : i64
+// CHECK: nc.dma_load %{{.*}} {ap = array<i64: 32, 15, 6400, 8, 1, 32>, {{.*}}offset = 4096 : i64, part_start = 0 : i64
+// CHECK: nc.matmul %{{.*}} : memref<32x4xf32, 2>, memref<128x32xf32, 1>, memref<128x4xf32, 1>
+// CHECK: nc.matmul %{{.*}} {accumulate = true, {{.*}} : memref<32x4xf32, 2>, memref<72x32xf32, 1>, memref<72x4xf32, 1>
+func.func @slices(%a: tensor<64x4x200xf32>, %b: tensor<64x200x32xf32>) -> tensor<64x4x32xf32> {
+  %y = aten.bmm %a, %b : tensor<64x4x200xf32>, tensor<64x200x32xf32> -> tensor<64x4x32xf32>
+  return %y : tensor<64x4x32xf32>
 }
 
 // 16 batches run one by one: a row tile, a matmul and a store each.
