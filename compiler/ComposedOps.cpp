@@ -725,11 +725,17 @@ LogicalResult baddbmm(NodeImporter& n, bool sumBatches) {
   if (sumBatches)
     p = c.mm(c.reshape(c.permute(c.cast(b1, compute), {1, 0, 2}), {m, batches * k}),
              c.reshape(c.cast(b2, compute), {batches * k, cols}));
+  else if (Type e1 = typeOf(b1).getElementType(); aten::isFloatType(e1) && e1 == typeOf(b2).getElementType())
+    // Float operands as they are, the products in `compute`: a bf16 or f16
+    // product is exact in f32, and the matmul sums in f32 whatever it reads,
+    // so casting them first (a kernel each, an HBM round trip) adds nothing.
+    p = n.b.create<aten::BmmOp>(n.loc, RankedTensorType::get(shape, compute), b1, b2);
   else
     p = n.b.create<aten::BmmOp>(n.loc, RankedTensorType::get(shape, compute), c.cast(b1, compute), c.cast(b2, compute));
   if (alpha != 1.0) p = c.mulScalar(p, alpha);
   // beta == 0 ignores self (NaN included), as eager does.
-  if (beta != 0.0) p = c.add(p, c.cast(self, compute), beta);
+  // (A float self is promoted to f32 by the add itself, exactly.)
+  if (beta != 0.0) p = c.add(p, aten::isFloatType(typeOf(self).getElementType()) ? self : c.cast(self, compute), beta);
   return c.finish(p);
 }
 

@@ -379,6 +379,15 @@ NEURON_INFER_SIGNATURE(BmmOp) {
   BmmOp::Adaptor o(operands, attributes, properties, regions);
   return inferMatmul(loc, o.getSelf(), o.getMat2(), 1, results);
 }
+// The inferred type, or its shape in f32 where the operands are bf16 or f16.
+bool BmmOp::isCompatibleReturnTypes(TypeRange inferred, TypeRange actual) {
+  if (inferred == actual) return true;
+  if (inferred.size() != 1 || actual.size() != 1) return false;
+  auto i = llvm::dyn_cast<RankedTensorType>(inferred.front());
+  auto a = llvm::dyn_cast<RankedTensorType>(actual.front());
+  return i && a && i.getShape() == a.getShape() && (i.getElementType().isBF16() || i.getElementType().isF16()) &&
+         a.getElementType().isF32();
+}
 NEURON_INFER_SIGNATURE(AddmmOp) {
   AddmmOp::Adaptor o(operands, attributes, properties, regions);
   SmallVector<Type> product;

@@ -446,6 +446,9 @@ def Aten_MmOp : Aten_Op<"mm"> {
 def Aten_BmmOp : Aten_Op<"bmm"> {
   let summary = "batched matrix product [B, M, K] x [B, K, N]";
   let description = [{
+    The result has the operands' dtype, or f32 for bf16 or f16 operands: the
+    products summed in f32 and not rounded (a composite such as `baddbmm`
+    scales and adds them before rounding once; its operands need no cast).
     ```mlir
     %r = aten.bmm %a, %b : tensor<4x16x8xf32>, tensor<4x8x16xf32> -> tensor<4x16x16xf32>
     ```
@@ -453,6 +456,9 @@ def Aten_BmmOp : Aten_Op<"bmm"> {
   let arguments = (ins Aten_FloatTensor:$self, Aten_FloatTensor:$mat2);
   let results = (outs Aten_FloatTensor:$result);
   let assemblyFormat = "$self `,` $mat2 attr-dict `:` type($self) `,` type($mat2) `->` type($result)";
+  let extraClassDeclaration = [{
+    static bool isCompatibleReturnTypes(::mlir::TypeRange inferred, ::mlir::TypeRange actual);
+  }];
 }
 
 def Aten_AddmmOp : Aten_Op<"addmm"> {

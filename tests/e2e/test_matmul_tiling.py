@@ -273,6 +273,28 @@ class MatmulTiling(unittest.TestCase):
         neff = os.path.join(self.tmp, name + ".neff")
         return len({i["span"] for i in toolchain.profile_instructions(neff, self.tmp)})
 
+    def test_baddbmm_reads_reduced_float_operands(self):
+        # baddbmm in bf16 sums its products in f32 and rounds once: its bmm reads the bf16
+        # operands as they are, its result f32 (a bf16 product is exact in f32), so no kernel
+        # casts them to f32 first. BLOOM's attention scores (an ALiBi bias broadcast over the
+        # queries, alpha = 1/sqrt(d)) and their softmax are two kernels; a full self with beta
+        # one. Also in f32, with ones and zeros as parameters are initialised.
+        for dtype in (torch.float32, torch.bfloat16):
+            with self.subTest(dtype=dtype, case="alibi"):
+                self.check(lambda c, q, k: torch.softmax(torch.baddbmm(c, q, k.transpose(1, 2), beta=1.0,
+                                                                       alpha=0.125), -1),
+                           (randn(32, 1, 128, dtype=dtype), randn(32, 128, 64, dtype=dtype, seed=1),
+                            randn(32, 128, 64, dtype=dtype, seed=2)))
+                self.assertEqual(self.kernels(), 2)
+            for init in ("default", "random"):
+                with self.subTest(dtype=dtype, case="self", init=init):
+                    c = torch.zeros(256, 8, 8, dtype=dtype) if init == "default" else randn(256, 8, 8, dtype=dtype)
+                    x = torch.ones(256, 8, 32, dtype=dtype) if init == "default" else randn(256, 8, 32, dtype=dtype,
+                                                                                             seed=1)
+                    self.check(lambda c, x, y: torch.baddbmm(c, x, y, alpha=0.5, beta=2.0),
+                               (c, x, randn(256, 32, 8, dtype=dtype, seed=2)))
+                    self.assertEqual(self.kernels(), 1)
+
     def test_first_row_tiles_paired(self):
         # Weights read K-major (x @ w with w [in, out], GPT-2's Conv1D): the first two row
         # tiles of each column block (of each batch for a bmm) alternate column tile by

@@ -77,3 +77,22 @@ func.func @norm_negative_eps(%a: tensor<4x512xf32>) -> tensor<4x512xf32> {
   %r = aten.rms_norm %a {normalized_shape = array<i64: 512>, eps = -1.0} : tensor<4x512xf32> -> tensor<4x512xf32>
   return %r : tensor<4x512xf32>
 }
+
+// -----
+
+// A bmm's result may widen bf16 or f16 products to f32, nothing else.
+func.func @bmm_narrowed(%a: tensor<2x3x4xf32>, %b: tensor<2x4x5xf32>) -> tensor<2x3x5xbf16> {
+  // expected-error @+2 {{'aten.bmm' op inferred type(s) 'tensor<2x3x5xf32>' are incompatible with return type(s) of operation 'tensor<2x3x5xbf16>'}}
+  // expected-error @+1 {{failed to infer returned types}}
+  %r = aten.bmm %a, %b : tensor<2x3x4xf32>, tensor<2x4x5xf32> -> tensor<2x3x5xbf16>
+  return %r : tensor<2x3x5xbf16>
+}
+
+// -----
+
+func.func @bmm_widened_to_f16(%a: tensor<2x3x4xbf16>, %b: tensor<2x4x5xbf16>) -> tensor<2x3x5xf16> {
+  // expected-error @+2 {{'aten.bmm' op inferred type(s) 'tensor<2x3x5xbf16>' are incompatible with return type(s) of operation 'tensor<2x3x5xf16>'}}
+  // expected-error @+1 {{failed to infer returned types}}
+  %r = aten.bmm %a, %b : tensor<2x3x4xbf16>, tensor<2x4x5xbf16> -> tensor<2x3x5xf16>
+  return %r : tensor<2x3x5xf16>
+}

@@ -57,3 +57,13 @@ func.func @rms_norm(%x: tensor<4x512xbf16>, %w: tensor<512xbf16>) {
   %1 = aten.rms_norm %x {normalized_shape = array<i64: 512>} : tensor<4x512xbf16> -> tensor<4x512xbf16>
   return
 }
+
+// bf16 or f16 products summed into an f32 result, unrounded.
+// CHECK-LABEL: func.func @bmm_widened
+func.func @bmm_widened(%a: tensor<2x3x4xbf16>, %b: tensor<2x4x5xbf16>, %c: tensor<2x3x4xf16>, %d: tensor<2x4x5xf16>) {
+  // CHECK: aten.bmm %{{.*}}, %{{.*}} : tensor<2x3x4xbf16>, tensor<2x4x5xbf16> -> tensor<2x3x5xf32>
+  %0 = aten.bmm %a, %b : tensor<2x3x4xbf16>, tensor<2x4x5xbf16> -> tensor<2x3x5xf32>
+  // CHECK: aten.bmm %{{.*}}, %{{.*}} : tensor<2x3x4xf16>, tensor<2x4x5xf16> -> tensor<2x3x5xf32>
+  %1 = aten.bmm %c, %d : tensor<2x3x4xf16>, tensor<2x4x5xf16> -> tensor<2x3x5xf32>
+  return
+}

@@ -120,3 +120,15 @@ func.func @stays(%a: tensor<256x16x16xbf16>, %b: tensor<256x16x16xbf16>) -> tens
   %y = aten.bmm %a, %b : tensor<256x16x16xbf16>, tensor<256x16x16xbf16> -> tensor<256x16x16xbf16>
   return %y : tensor<256x16x16xbf16>
 }
+
+// bf16 operands summed into an f32 result (a composite's unrounded
+// products, baddbmm's): the operands load as bf16, the product tile is f32.
+// CHECK-LABEL: func.func @widened
+// CHECK: nc.alloc_tile {{.*}} : memref<100x512xbf16, 1>
+// CHECK: nc.alloc_tile {{.*}} : memref<100x16xbf16, 1>
+// CHECK: %[[OUT:.*]] = nc.alloc_tile {{.*}} : memref<100x512xf32, 1>
+// CHECK: nc.dma_store %[[OUT]] -> {{.*}} : memref<100x512xf32, 1>, memref<100x128x4xf32>
+func.func @widened(%a: tensor<100x128x4xbf16>, %b: tensor<100x4x4xbf16>) -> tensor<100x128x4xf32> {
+  %y = aten.bmm %a, %b : tensor<100x128x4xbf16>, tensor<100x4x4xbf16> -> tensor<100x128x4xf32>
+  return %y : tensor<100x128x4xf32>
+}
