@@ -190,7 +190,7 @@ struct BatchRowsPlan {
 BatchRowsPlan planBatchRows(const aten::StridedView& view, int64_t elemBytes);
 // Estimated us of a bmm of small matrices (operands A, B) on the
 // TensorEngine, and a batch per partition.
-double tensorEngineBatchesMicros(const aten::StridedView& A, const aten::StridedView& B);
+double tensorEngineBatchesMicros(const aten::StridedView& A, const aten::StridedView& B, int64_t elemBytes);
 double smallProductsMicros(const aten::StridedView& A, const aten::StridedView& B, int64_t elemBytes);
 // Batches of a bmm grouped into one row tile (groupSmallBatches), 1 for none.
 int64_t batchGroupSize(int64_t batches, int64_t M, int64_t K, int64_t N);

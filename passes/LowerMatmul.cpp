@@ -456,28 +456,32 @@ constexpr double kScalarEngines = 3, kTensorEngines = 2;
 // Operand matrices and products of at most this many elements (a batch's
 // tiles, f32 accumulators included, stay within a few KiB a partition).
 constexpr int64_t kMaxSmallOperand = 2048, kMaxSmallProduct = 1024;
-// A batch per partition only where its estimate is clearly the shorter
-// (both estimates are rough: [128, 8, 64] @ [128, 64, 8] estimated 19 and
-// 26 us, measured 21 and 29).
-constexpr double kSmallProductsMargin = 0.8;
 }  // namespace
 
 // Estimates, in us, of a bmm's two lowerings, to choose between them. On the
-// TensorEngine such a bmm is bound by its transfers: each batch (or batch
-// group, groupSmallBatches) loads its operands and stores its rows, a
-// transfer's fixed 2 us each (and one more per about 100 runs,
+// TensorEngine such a bmm is bound by its transfers or by its matmuls. Each
+// batch (or batch group, groupSmallBatches) loads its operands and stores
+// its rows, a transfer's fixed 2 us each (and one more per about 100 runs,
 // kRunsPerPiece), 20 ns a run, spread over the 16 queues; an operand's runs
 // are its rows where they are contiguous (A's M, B's K), loaded in rows
-// where its k is (A's M again, B's N), else one an element. A batch per
+// where its k is (A's M again, B's N), else one an element. Each batch takes
+// a matmul per 128 k, at least 64 columns' time (4 times that in f32: the
+// device model's MatmulCycles) plus the SBUF access, at 2.8 GHz. A batch per
 // partition is bound by its instructions (planSmallProduct, at the vector
-// engine's 1.12 GHz) or its transfers (planBatchRows' runs a partition), plus
-// the latency of a tile's first loads and last store (about 6 us). Checked
-// against the profiles of both lowerings (bf16, trn1): [100, 128, 4] @
-// [100, 4, 4] estimated 70 and 9 us, measured 72 and 13; [256, 16, 16] @
-// [256, 16, 16] 32 and 51, measured 34 and 47; [64, 32, 64] @ [64, 64, 32]
-// 20 and 193, measured 21 and 365.
+// engine's 1.12 GHz) or its transfers (planBatchRows' runs a partition).
+// Both pay the latency of a first load and a last store, about 6 us. The
+// shorter estimate wins. Checked against the profiles of both lowerings on
+// 52 random bmms (1 to 1024 batches of M, K, N from 1 to 256, plain or with
+// a transposed operand, bf16 and f32): the choice was within 5% of the
+// faster one for 49, and 0.5% slower in all (1034.4 us against 1029.5);
+// preferring the TensorEngine unless a batch per partition is estimated a
+// fifth faster, 6 choices were off and 3.6%. Examples (trn1; estimated,
+// then measured us, TensorEngine then a batch per partition): [100, 128, 4]
+// @ [100, 4, 4] bf16 77 and 9, 72 and 13; [256, 16, 16] @ [256, 16, 16]
+// bf16 38 and 51, 34 and 47; [64, 32, 64] @ [64, 64, 32] bf16 26 and 193,
+// 21 and 365; [300, 1, 8] @ [300, 8, 3] f32 47 and 8, 50 and 10.
 namespace {
-constexpr double kTransferMicros = 2.0, kRunMicros = 0.02, kQueues = 16;
+constexpr double kTransferMicros = 2.0, kRunMicros = 0.02, kQueues = 16, kLatencyMicros = 6.0;
 // A batch's runs of an operand's [I x J] matrix on the TensorEngine.
 int64_t tensorEngineRuns(const aten::StridedView& v) {
   const int64_t I = v.shape[1], J = v.shape[2];
@@ -487,12 +491,17 @@ int64_t tensorEngineRuns(const aten::StridedView& v) {
 }
 }  // namespace
 
-double tensorEngineBatchesMicros(const aten::StridedView& A, const aten::StridedView& B) {
+double tensorEngineBatchesMicros(const aten::StridedView& A, const aten::StridedView& B, int64_t elemBytes) {
   const int64_t batches = A.shape[0], M = A.shape[1], K = A.shape[2], N = B.shape[2];
   const int64_t g = batchGroupSize(batches, M, K, N), groups = (batches + g - 1) / g;
   const double runs = double(g * (tensorEngineRuns(A) + tensorEngineRuns(B) + M));
   const double transfers = std::max(3.0, runs / double(kRunsPerPiece));
-  return double(groups) * (transfers * kTransferMicros + runs * kRunMicros) / kQueues;
+  const double dma = double(groups) * (transfers * kTransferMicros + runs * kRunMicros) / kQueues;
+  // A group's matmuls move A's M columns (the product transposed); a lone
+  // batch's move B's N.
+  const double columns = double(std::max<int64_t>(64, g > 1 ? M : N)) * (elemBytes == 4 ? 4 : 1);
+  const double matmuls = double(batches * ((K + nc::kNumPartitions - 1) / nc::kNumPartitions));
+  return std::max(dma, matmuls * (64 + columns + 60) / 2800.0) + kLatencyMicros;
 }
 
 double smallProductsMicros(const aten::StridedView& A, const aten::StridedView& B, int64_t elemBytes) {
@@ -501,7 +510,7 @@ double smallProductsMicros(const aten::StridedView& A, const aten::StridedView& 
   const double runs = double(std::min(batches, P) * (planBatchRows(A, elemBytes).runs +
                                                         planBatchRows(B, elemBytes).runs + 1));
   const double transfers = (3 * kTransferMicros + runs * kRunMicros) / kQueues;
-  return double(tiles) * std::max(planSmallProduct(M, K, N).cycles / 1120.0, transfers) + 6.0;
+  return double(tiles) * std::max(planSmallProduct(M, K, N).cycles / 1120.0, transfers) + kLatencyMicros;
 }
 
 SmallProductPlan planSmallProduct(int64_t M, int64_t K, int64_t N) {
@@ -543,7 +552,7 @@ bool KernelLowering::productsOnPartitions(Block& body, ArrayRef<int64_t> full) {
   std::optional<aten::StridedView> a = aten::viewOfChain(bmm.getSelf()), b = aten::viewOfChain(bmm.getMat2());
   if (!a || !b) return false;
   const int64_t elemBytes = nc::deviceElementType(lhs.getElementType()).getIntOrFloatBitWidth() / 8;
-  return smallProductsMicros(*a, *b, elemBytes) < kSmallProductsMargin * tensorEngineBatchesMicros(*a, *b);
+  return smallProductsMicros(*a, *b, elemBytes) < tensorEngineBatchesMicros(*a, *b, elemBytes);
 }
 
 // How rows [r0, r0 + p) of a batched operand `view` ([B, I, J]) load a
