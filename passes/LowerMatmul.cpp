@@ -34,6 +34,7 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "device_model.h"
 #include "passes/KernelLowering.h"
 #include "passes/WindowOperand.h"
 
@@ -445,12 +446,13 @@ Value KernelLowering::computedSlice(OperandCache& cache, Value tile, int64_t k0,
 // f32 in k order, rounded once into the result's dtype, as the TensorEngine's
 // PSUM accumulation is.
 namespace {
-// Engine cycles of one instruction (runtime/neff/device_model.cc): a
-// tensor_scalar, an f32 tensor_tensor and a tensor_reduce over n elements
-// per partition, each with the SBUF access.
-double scalarCycles(int64_t n) { return double(std::max<int64_t>(64, n) + 60); }
-double tensorCycles(int64_t n) { return double(std::max<int64_t>(64, 2 * n) + 60); }
-double reduceCycles(int64_t n) { return double(std::max<int64_t>(1, n) + 60); }
+// Engine cycles of one instruction (the formulas of
+// runtime/neff/device_model.cc): a tensor_scalar, an f32 tensor_tensor and
+// a tensor_reduce over n elements per partition, each with the SBUF access.
+double access() { return double(neff::Trn1().sbuf_access_cycles); }
+double scalarCycles(int64_t n) { return double(std::max<int64_t>(64, n)) + access(); }
+double tensorCycles(int64_t n) { return double(std::max<int64_t>(64, 2 * n)) + access(); }
+double reduceCycles(int64_t n) { return double(std::max<int64_t>(1, n)) + access(); }
 // A tensor_scalar runs on any of three engines, a tensor_tensor on two.
 constexpr double kScalarEngines = 3, kTensorEngines = 2;
 // Operand matrices and products of at most this many elements (a batch's
@@ -481,7 +483,13 @@ constexpr int64_t kMaxSmallOperand = 2048, kMaxSmallProduct = 1024;
 // bf16 38 and 51, 34 and 47; [64, 32, 64] @ [64, 64, 32] bf16 26 and 193,
 // 21 and 365; [300, 1, 8] @ [300, 8, 3] f32 47 and 8, 50 and 10.
 namespace {
-constexpr double kTransferMicros = 2.0, kRunMicros = 0.02, kQueues = 16, kLatencyMicros = 6.0;
+constexpr double kLatencyMicros = 6.0;
+// Queue time, in us, of `transfers` of `runs` descriptors in all, spread
+// over the queues.
+double dmaMicros(double transfers, double runs) {
+  const neff::DeviceParams& d = neff::Trn1();
+  return (transfers * d.dma_fixed_ns + runs * d.dma_run_ns) / 1000.0 / double(d.dma_queues);
+}
 // A batch's runs of an operand's [I x J] matrix on the TensorEngine.
 int64_t tensorEngineRuns(const aten::StridedView& v) {
   const int64_t I = v.shape[1], J = v.shape[2];
@@ -496,12 +504,12 @@ double tensorEngineBatchesMicros(const aten::StridedView& A, const aten::Strided
   const int64_t g = batchGroupSize(batches, M, K, N), groups = (batches + g - 1) / g;
   const double runs = double(g * (tensorEngineRuns(A) + tensorEngineRuns(B) + M));
   const double transfers = std::max(3.0, runs / double(kRunsPerPiece));
-  const double dma = double(groups) * (transfers * kTransferMicros + runs * kRunMicros) / kQueues;
+  const double dma = double(groups) * dmaMicros(transfers, runs);
   // A group's matmuls move A's M columns (the product transposed); a lone
   // batch's move B's N.
   const double columns = double(std::max<int64_t>(64, g > 1 ? M : N)) * (elemBytes == 4 ? 4 : 1);
   const double matmuls = double(batches * ((K + nc::kNumPartitions - 1) / nc::kNumPartitions));
-  return std::max(dma, matmuls * (64 + columns + 60) / 2800.0) + kLatencyMicros;
+  return std::max(dma, matmuls * (64 + columns + access()) / (neff::Trn1().tensor_ghz * 1000.0)) + kLatencyMicros;
 }
 
 double smallProductsMicros(const aten::StridedView& A, const aten::StridedView& B, int64_t elemBytes) {
@@ -509,8 +517,9 @@ double smallProductsMicros(const aten::StridedView& A, const aten::StridedView& 
   const int64_t M = A.shape[1], K = A.shape[2], N = B.shape[2];
   const double runs = double(std::min(batches, P) * (planBatchRows(A, elemBytes).runs +
                                                         planBatchRows(B, elemBytes).runs + 1));
-  const double transfers = (3 * kTransferMicros + runs * kRunMicros) / kQueues;
-  return double(tiles) * std::max(planSmallProduct(M, K, N).cycles / 1120.0, transfers) + kLatencyMicros;
+  return double(tiles) * std::max(planSmallProduct(M, K, N).cycles / (neff::Trn1().vector_ghz * 1000.0),
+                                  dmaMicros(3, runs)) +
+         kLatencyMicros;
 }
 
 SmallProductPlan planSmallProduct(int64_t M, int64_t K, int64_t N) {
