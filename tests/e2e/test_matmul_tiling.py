@@ -32,6 +32,13 @@ def randn(*shape, dtype=torch.float32, seed=0, scale=1.0):
     return (torch.randn(shape, generator=torch.Generator().manual_seed(seed)) * scale).to(dtype)
 
 
+def zeros_with(shape, index, value):
+    """Zeros of `shape` but `value` (an inf or a NaN) at `index`."""
+    t = torch.zeros(shape)
+    t[index] = value
+    return t
+
+
 class MatmulTiling(unittest.TestCase):
     @classmethod
     def setUpClass(cls):
@@ -137,10 +144,8 @@ class MatmulTiling(unittest.TestCase):
         # rows transposed back, for epilogues over the rows (a bias, a per-row scale, a
         # softmax, a returned transpose, a second result). The last group may be partial;
         # an inf or NaN stays in its batch.
-        inf_at = torch.zeros(40, 16, 4).index_put_((torch.tensor([5]), torch.tensor([3]), torch.tensor([1])),
-                                                    torch.tensor(float("inf")))
-        nan_at = torch.zeros(40, 4, 16).index_put_((torch.tensor([17]), torch.tensor([2]), torch.tensor([9])),
-                                                    torch.tensor(float("nan")))
+        inf_at = zeros_with((40, 16, 4), (5, 3, 1), float("inf"))
+        nan_at = zeros_with((40, 4, 16), (17, 2, 9), float("nan"))
         cases = [
             (lambda a, b: torch.bmm(a, b), (randn(37, 4, 16), randn(37, 16, 4, seed=1))),
             (lambda a, b: torch.bmm(a, b), (torch.ones(64, 16, 16), torch.ones(64, 16, 16))),
@@ -172,13 +177,18 @@ class MatmulTiling(unittest.TestCase):
             (lambda a, b: torch.bmm(a, b), (randn(40, 4, 16), randn(40, 16, 4, seed=1) + inf_at)),
             (lambda a, b: torch.bmm(a, b), (randn(40, 4, 16) + nan_at, randn(40, 16, 4, seed=1))),
         ]
+        self.check_cases("batch_group", cases)
+
+    def check_cases(self, prefix, cases):
+        # Each (fn, inputs) in f32 and bf16 at -O0 and -O2: every output compared with eager,
+        # and the timing-only NTFF with a full run's.
         for i, (fn, inputs) in enumerate(cases):
             for dtype in (torch.float32, torch.bfloat16):
                 args = tuple(t.to(dtype) for t in inputs)
                 refs = fn(*args)
                 refs = refs if isinstance(refs, tuple) else (refs,)
                 for opt in (0, 2):
-                    name = "batch_group_%d_%s_O%d" % (i, str(dtype)[6:], opt)
+                    name = "%s_%d_%s_O%d" % (prefix, i, str(dtype)[6:], opt)
                     with self.subTest(case=i, dtype=dtype, opt=opt):
                         outs, _ = common.export_compile_run(fn, args, self.tmp, name, opt)
                         self.assertEqual(len(outs), len(refs))
@@ -194,10 +204,8 @@ class MatmulTiling(unittest.TestCase):
         # lie in), the products summed in f32 on the vector engines by columns, by rows or by dot
         # products, with epilogues over the [batches x M*N] tiles. A partial last row tile, a
         # batch broadcast operand, K = 1, inf and NaN, and the default-initialised ones and zeros.
-        inf_a = torch.zeros(100, 128, 4).index_put_((torch.tensor([7]), torch.tensor([30]), torch.tensor([2])),
-                                                     torch.tensor(float("inf")))
-        nan_b = torch.zeros(1024, 16, 4).index_put_((torch.tensor([900]), torch.tensor([3]), torch.tensor([1])),
-                                                     torch.tensor(float("nan")))
+        inf_a = zeros_with((100, 128, 4), (7, 30, 2), float("inf"))
+        nan_b = zeros_with((1024, 16, 4), (900, 3, 1), float("nan"))
         cases = [
             (lambda a, b: torch.bmm(a, b), (randn(100, 128, 4), randn(100, 4, 4, seed=1))),
             (lambda a, b: torch.bmm(a, b), (randn(1024, 4, 16), randn(1024, 16, 4, seed=1) + nan_b)),
@@ -216,18 +224,7 @@ class MatmulTiling(unittest.TestCase):
             (lambda a, b: torch.bmm(a, b), (torch.ones(100, 128, 4), torch.ones(100, 4, 4))),
             (lambda a, b: torch.bmm(a, b), (randn(100, 128, 4) + inf_a, torch.zeros(100, 4, 4))),
         ]
-        for i, (fn, inputs) in enumerate(cases):
-            for dtype in (torch.float32, torch.bfloat16):
-                args = tuple(t.to(dtype) for t in inputs)
-                ref = fn(*args)
-                for opt in (0, 2):
-                    name = "small_products_%d_%s_O%d" % (i, str(dtype)[6:], opt)
-                    with self.subTest(case=i, dtype=dtype, opt=opt):
-                        outs, _ = common.export_compile_run(fn, args, self.tmp, name, opt)
-                        self.assertEqual(len(outs), 1)
-                        common.compare(outs[0], ref, TOL[dtype])
-                        self.assertTrue(toolchain.timing_only_matches(os.path.join(self.tmp, name + ".neff"),
-                                                                      self.tmp))
+        self.check_cases("small_products", cases)
 
     def test_left_operand_stored_transposed_by_its_producer(self):
         # The RMSNorm output feeds only matmuls whose moving slices take two passes
