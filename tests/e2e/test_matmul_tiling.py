@@ -274,8 +274,9 @@ class MatmulTiling(unittest.TestCase):
         # baddbmm in bf16 sums its products in f32 and rounds once: its bmm reads the bf16
         # operands as they are, its result f32 (a bf16 product is exact in f32), so no kernel
         # casts them to f32 first. BLOOM's attention scores (an ALiBi bias broadcast over the
-        # queries, alpha = 1/sqrt(d)) and their softmax are two kernels; a full self with beta
-        # one. Also in f32, with ones and zeros as parameters are initialised.
+        # queries, alpha = 1/sqrt(d)) and their softmax are two kernels, with the values one
+        # attention kernel; a full self with beta two. Also in f32, with ones and zeros as
+        # parameters are initialised.
         for dtype in (torch.float32, torch.bfloat16):
             with self.subTest(dtype=dtype, case="alibi"):
                 self.check(lambda c, q, k: torch.softmax(torch.baddbmm(c, q, k.transpose(1, 2), beta=1.0,
@@ -283,6 +284,13 @@ class MatmulTiling(unittest.TestCase):
                            (randn(32, 1, 128, dtype=dtype), randn(32, 128, 64, dtype=dtype, seed=1),
                             randn(32, 128, 64, dtype=dtype, seed=2)))
                 self.assertEqual(self.kernels(), 2)
+            with self.subTest(dtype=dtype, case="alibi attention"):
+                # With the values: one flash-attention kernel (bf16 was five: three casts).
+                self.check(lambda c, q, k, v: torch.softmax(torch.baddbmm(c, q, k.transpose(1, 2), beta=1.0,
+                                                                          alpha=0.125), -1) @ v,
+                           (randn(32, 1, 256, dtype=dtype), randn(32, 256, 64, dtype=dtype, seed=1),
+                            randn(32, 256, 64, dtype=dtype, seed=2), randn(32, 256, 64, dtype=dtype, seed=3)))
+                self.assertEqual(self.kernels(), 1)
             for init in ("default", "random"):
                 with self.subTest(dtype=dtype, case="self", init=init):
                     c = torch.zeros(256, 8, 8, dtype=dtype) if init == "default" else randn(256, 8, 8, dtype=dtype)
