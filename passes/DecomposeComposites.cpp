@@ -176,11 +176,15 @@ struct DecomposeCompositesPass
     return llvm::cast<RankedTensorType>(op->getOperand(lhs).getType()).getShape().back() == 1;
   }
 
-  // (addmm's scale and sum in f32 for bf16 and f16, then rounded once.)
+  // (addmm's scale and sum in f32 for bf16 and f16, then rounded once; a
+  // bmm with an f32 result of bf16 or f16 operands, baddbmm's, keeps its
+  // products in f32 as well.)
   SmallVector<Value> decomposeOuterProduct(Expansion& x, Operation* op) {
     const bool addmm = llvm::isa<aten::AddmmOp>(op);
     Value a = op->getOperand(addmm ? 1 : 0), b = op->getOperand(addmm ? 2 : 1);
-    return {addmmTail(x, op, x.make<aten::MulTensorOp>(addmm ? x.widen(a) : a, b))};
+    const bool wider = llvm::cast<RankedTensorType>(op->getResult(0).getType()).getElementType() !=
+                       llvm::cast<RankedTensorType>(a.getType()).getElementType();
+    return {addmmTail(x, op, x.make<aten::MulTensorOp>(addmm || wider ? x.widen(a) : a, b))};
   }
 
   static SmallVector<int64_t> trailingDims(Value input, size_t count) {

@@ -291,6 +291,12 @@ class MatmulTiling(unittest.TestCase):
                            (randn(32, 1, 256, dtype=dtype), randn(32, 256, 64, dtype=dtype, seed=1),
                             randn(32, 256, 64, dtype=dtype, seed=2), randn(32, 256, 64, dtype=dtype, seed=3)))
                 self.assertEqual(self.kernels(), 1)
+            with self.subTest(dtype=dtype, case="contraction of one and a column"):
+                # (Decomposed: an outer product multiplied in f32, a product summed in f32.)
+                c, x, y = randn(8, 5, 6, dtype=dtype), randn(8, 5, 1, dtype=dtype, seed=1), randn(8, 1, 6, dtype=dtype,
+                                                                                                  seed=2)
+                self.check(lambda c, x, y: torch.baddbmm(c, x, y, alpha=0.5), (c, x, y))
+                self.check(lambda x, c, z: torch.baddbmm(x, c, z, beta=2.0), (x, c, randn(8, 6, 1, dtype=dtype, seed=3)))
             for init in ("default", "random"):
                 with self.subTest(dtype=dtype, case="self", init=init):
                     c = torch.zeros(256, 8, 8, dtype=dtype) if init == "default" else randn(256, 8, 8, dtype=dtype)

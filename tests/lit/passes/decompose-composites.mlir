@@ -133,6 +133,19 @@ func.func @outer_products(%a: tensor<64x1xbf16>, %b: tensor<1x300xbf16>, %c: ten
 
 // -----
 
+// A bmm summing bf16 products into f32 (baddbmm's) multiplies in f32: the
+// column widened, each product exact.
+// CHECK-LABEL: func.func @widened_outer_product
+// CHECK: %[[A:.*]] = aten._to_copy %arg0 {nc.source = "aten.bmm"{{.*}} -> tensor<5x8x1xf32>
+// CHECK: %[[P:.*]] = aten.mul.Tensor %[[A]], %arg1 {nc.source = "aten.bmm"{{.*}} : tensor<5x8x1xf32>, tensor<5x1x6xbf16> -> tensor<5x8x6xf32>
+// CHECK: return %[[P]]
+func.func @widened_outer_product(%a: tensor<5x8x1xbf16>, %b: tensor<5x1x6xbf16>) -> tensor<5x8x6xf32> {
+  %0 = aten.bmm %a, %b : tensor<5x8x1xbf16>, tensor<5x1x6xbf16> -> tensor<5x8x6xf32>
+  return %0 : tensor<5x8x6xf32>
+}
+
+// -----
+
 // A slice that keeps every element of its dim is its input: readers take
 // the input; a returned one stays.
 // CHECK-LABEL: func.func @identity_slices
