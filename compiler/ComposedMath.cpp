@@ -969,7 +969,10 @@ LogicalResult multiMarginLoss(NodeImporter& n) {
 // mse_loss: (x - y)^2; smooth_l1_loss: |d| < beta ? d^2 / (2 beta) : |d| -
 // beta / 2 (beta 0: |d|); huber_loss: |d| < delta ? d^2 / 2 : delta (|d| -
 // delta / 2); soft_margin_loss: log1p(exp(-y x)). Each in the inputs'
-// dtype, as eager's elementwise kernels.
+// dtype, as eager's elementwise kernels, but soft_margin_loss in f32 for
+// bf16 and f16, rounded once (the op computed in its opmath type): exp(-y x)
+// overflows f16 from -y x = 11.1 on, where the loss is finite (graph_fuzz
+// 44171819 case 349: a sum of 426.75 came out inf).
 LogicalResult regressionLoss(NodeImporter& n, StringRef kind) {
   Composer c(n);
   NCC_TRY(self, n.tensor(0, "self"));
@@ -977,6 +980,7 @@ LogicalResult regressionLoss(NodeImporter& n, StringRef kind) {
   NCC_TRY(reduction, reductionOf(n, 2));
   if (failed(checkBroadcast(n, {self, target}))) return failure();
   Value x = c.toFloat(self);
+  if (kind == "soft_margin" && isReducedFloat(typeOf(x).getElementType())) x = c.cast(x, c.f32());
   Value y = c.cast(target, typeOf(x).getElementType());
   if (kind == "soft_margin")
     return reduced(c, c.unary<aten::Log1pOp>(c.unary<aten::ExpOp>(c.unary<aten::NegOp>(c.mul(y, x)))), reduction);

@@ -206,6 +206,25 @@ class FuzzRegressions(unittest.TestCase):
                                                         name, opt)
                     common.compare(outs[0], ref, TOL[dtype])
 
+    def test_soft_margin_loss_of_reduced_precision_in_float32(self):
+        """Inf where eager is finite: soft_margin_loss in f16 formed exp(-y x) in f16, which
+        overflows from -y x = 11.1 on (graph_fuzz 44171819 case 349: a sum of 426.75 came out
+        inf). bf16 and f16 compute it in f32 and round once, as the op's opmath does (torch
+        1.13's CPU has no f16 kernel: eager is f32 rounded once)."""
+        x = torch.tensor([[12.0, -13.5, 0.25, 30.0, -0.5, 2.0]])
+        y = torch.tensor([[-1.0, 1.0, 1.0, -1.0, -1.0, 1.0]])
+        for dtype in (torch.float16, torch.bfloat16):
+            for reduction in ("sum", "mean", "none"):
+                with self.subTest(dtype=dtype, reduction=reduction):
+                    def fn(x, y, reduction=reduction):
+                        return F.soft_margin_loss(x, y, reduction=reduction)
+                    ref = fn(x, y).to(dtype)
+                    for opt in (0, 2):
+                        name = "soft_margin_%s_%s_O%d" % (str(dtype).split(".")[-1], reduction, opt)
+                        outs, _ = common.export_compile_run(fn, (x.to(dtype), y.to(dtype)), self.tmp, name, opt,
+                                                            tracing_mode="fake")
+                        common.compare(outs[0], ref, TOL[dtype])
+
     def test_sinc_float16_near_integers(self):
         """sinc in f16 formed pi * x in f16 (as torch 1.13's bf16 kernel does), losing what sin
         keeps near integers: 0.8% off at x = 1.025 (graph_fuzz 8989898 case 418). f16 now forms
