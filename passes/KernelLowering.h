@@ -457,7 +457,7 @@ class KernelLowering {
   LogicalResult lowerSmallProducts(Operation* op, Value a, Value bm, int64_t p, int64_t fullWidth, Type elem);
   struct BatchRowsTile {
     Value tile;
-    int64_t rowStep = 0, colStep = 0;  // columns between a matrix's rows, its columns
+    BatchRowsPlan plan;  // how it was loaded: its steps between a matrix's rows and columns
   };
   BatchRowsTile loadBatchRows(Value hbm, const aten::StridedView& view, int64_t p, Type elem);
   SmallVector<Value> batchGroupOperand(const MatmulOperand& o, int64_t batchStride, int64_t g, Operation* op);

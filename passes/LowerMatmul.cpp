@@ -455,8 +455,10 @@ double tensorCycles(int64_t n) { return double(std::max<int64_t>(64, 2 * n)) + a
 double reduceCycles(int64_t n) { return double(std::max<int64_t>(1, n)) + access(); }
 // A tensor_scalar runs on any of three engines, a tensor_tensor on two.
 constexpr double kScalarEngines = 3, kTensorEngines = 2;
-// Operand matrices and products of at most this many elements (a batch's
-// tiles, f32 accumulators included, stay within a few KiB a partition).
+// Operand matrices and products of at most this many elements: a row
+// tile's operands (spans of at most 8192 elements, planBatchRows), product
+// and f32 sums stay within SBUF's row budget (the widest spans, 8096 and
+// 4032 f32 elements, lowered and ran).
 constexpr int64_t kMaxSmallOperand = 2048, kMaxSmallProduct = 1024;
 }  // namespace
 
@@ -590,7 +592,7 @@ KernelLowering::BatchRowsTile KernelLowering::loadBatchRows(Value hbm, const ate
   constexpr int64_t kPieceBytes = 16 * 1024;  // pieces on several queues: the kernel waits for them
   const BatchRowsPlan plan = planBatchRows(view, elem.getIntOrFloatBitWidth() / 8);
   const int64_t start = view.offset + r0 * view.strides[0];
-  BatchRowsTile t{Value(), plan.rowStep, plan.colStep};
+  BatchRowsTile t{Value(), plan};
   if (plan.span > 0) {
     t.tile = alloc(p, plan.span, elem);
     loadPanel(hbm, t.tile, start, {view.strides[0], p, 1, plan.span}, kPieceBytes);
@@ -618,8 +620,8 @@ LogicalResult KernelLowering::lowerSmallProducts(Operation* op, Value a, Value b
   // Element (i, j) of a batch's left or right matrix, or `count` of them
   // along a row or a column from it.
   auto line = [&](const BatchRowsTile& t, int64_t i, int64_t j, int64_t count, bool alongRow) {
-    const int64_t step = alongRow ? t.colStep : t.rowStep;
-    return steppedColumns(*b, loc, t.tile, i * t.rowStep + j * t.colStep, count, count > 1 ? step : 1);
+    const int64_t step = alongRow ? t.plan.colStep : t.plan.rowStep;
+    return steppedColumns(*b, loc, t.tile, i * t.plan.rowStep + j * t.plan.colStep, count, count > 1 ? step : 1);
   };
   auto element = [&](const BatchRowsTile& t, int64_t i, int64_t j) { return line(t, i, j, 1, true); };
   Value out = alloc(p, M * N, elem);
