@@ -11,6 +11,7 @@
 
 #include "compiler/NodeImporter.h"
 
+#include <algorithm>
 #include <array>
 #include <cmath>
 #include <set>
@@ -279,6 +280,42 @@ LogicalResult arange(NodeImporter& n, bool hasStart, bool hasStep) {
     if (auto it = llvm::dyn_cast<IntegerType>(elem)) values.push_back(n.b.getIntegerAttr(it, int64_t(v)));
     else values.push_back(n.b.getFloatAttr(elem, v));
   }
+  return n.define(n.b.create<arith::ConstantOp>(n.loc, DenseElementsAttr::get(type, values)));
+}
+
+// tril_indices/triu_indices(row, col, offset): a [2, N] constant, the row
+// and column indices of the kept elements of a row x col matrix in
+// row-major order (kept where col - row <= offset for tril, >= for triu).
+LogicalResult triangleIndices(NodeImporter& n, bool lower) {
+  NCC_TRY(type, n.resultType());
+  NCC_TRY(rows, n.integer(0, "row"));
+  NCC_TRY(cols, n.integer(1, "col"));
+  NCC_TRY(offset, n.integer(2, "offset", 0));
+  if (rows < 0 || cols < 0) return n.error("row and col must be 0 or more");
+  auto elem = llvm::dyn_cast<IntegerType>(type.getElementType());
+  if (!elem || elem.getWidth() < 2) return n.error("must produce an integer tensor");
+  // Counted row by row before anything is built, so that a graph file's
+  // sizes cannot make it enumerate more than its recorded result holds.
+  constexpr int64_t kMaxSide = int64_t(1) << 24;
+  if (rows > kMaxSide || cols > kMaxSide || offset < -kMaxSide || offset > kMaxSide)
+    return n.error("row, col and offset must be within 2^24");
+  int64_t count = 0;
+  for (int64_t r = 0; r < rows; ++r)
+    count += lower ? std::clamp<int64_t>(r + offset + 1, 0, cols) : cols - std::clamp<int64_t>(r + offset, 0, cols);
+  if (type.getRank() != 2 || type.getDimSize(0) != 2 || type.getDimSize(1) != count)
+    return n.error("the recorded result is not [2, " + std::to_string(count) + "]");
+  SmallVector<int64_t> rowIndex, colIndex;
+  for (int64_t r = 0; r < rows; ++r) {
+    const int64_t first = lower ? 0 : std::clamp<int64_t>(r + offset, 0, cols);
+    const int64_t end = lower ? std::clamp<int64_t>(r + offset + 1, 0, cols) : cols;
+    for (int64_t c = first; c < end; ++c) {
+      rowIndex.push_back(r);
+      colIndex.push_back(c);
+    }
+  }
+  SmallVector<Attribute> values;
+  for (ArrayRef<int64_t> index : {ArrayRef<int64_t>(rowIndex), ArrayRef<int64_t>(colIndex)})
+    for (int64_t v : index) values.push_back(n.b.getIntegerAttr(elem, v));
   return n.define(n.b.create<arith::ConstantOp>(n.loc, DenseElementsAttr::get(type, values)));
 }
 
@@ -645,6 +682,8 @@ const std::map<std::string, Builder>& registry() {
       {"aten::arange", [](NodeImporter& n) { return arange(n, false, false); }},
       {"aten::arange.start", [](NodeImporter& n) { return arange(n, true, false); }},
       {"aten::arange.start_step", [](NodeImporter& n) { return arange(n, true, true); }},
+      {"aten::tril_indices", [](NodeImporter& n) { return triangleIndices(n, true); }},
+      {"aten::triu_indices", [](NodeImporter& n) { return triangleIndices(n, false); }},
       {"aten::triu", [](NodeImporter& n) { return triangle(n, false); }},
       {"aten::rms_norm",
        [](NodeImporter& n) -> LogicalResult {

@@ -9,7 +9,9 @@ mixture-of-experts layer with top-2 routing (softmax, topk, renormalized
 weights, a scatter into a routing matrix), a Whisper-style encoder front
 (strided conv1d, sinusoidal positions, nn.MultiheadAttention with its
 weights) and a CLIP contrastive loss (normalize, a learned temperature, cross
-entropy both ways). Each in f32 and bf16, with default and random parameters,
+entropy both ways) and a DLRM interaction (embedding lookups stacked with a
+dense projection, their pairwise dot products, the lower triangle picked out
+with tril_indices). Each in f32 and bf16, with default and random parameters,
 at -O0 and -O2, compared with eager.
 """
 import math
@@ -122,6 +124,18 @@ class CLIPLoss(nn.Module):
         labels = torch.arange(img.shape[0])
         return (F.cross_entropy(logits, labels) + F.cross_entropy(logits.t(), labels)) / 2, logits
 
+class DLRMInteraction(nn.Module):
+    def __init__(s, tables=3, rows=20, d=8, dense=5):
+        super().__init__(); s.emb=nn.ModuleList([nn.Embedding(rows, d) for _ in range(tables)])
+        s.bottom=nn.Linear(dense, d); s.top=nn.Linear(d + (tables + 1) * tables // 2, 1)
+    def forward(s, dense, idx):
+        xs = [F.relu(s.bottom(dense))] + [e(idx[:, i]) for i, e in enumerate(s.emb)]
+        T = torch.stack(xs, 1)
+        Z = T @ T.transpose(1, 2)
+        li, lj = torch.tril_indices(T.shape[1], T.shape[1], offset=-1)
+        ui = torch.triu_indices(T.shape[1], T.shape[1], 1, dtype=torch.int32)
+        return torch.sigmoid(s.top(torch.cat([xs[0], Z[:, li, lj]], 1))), Z[:, ui[0].long(), ui[1].long()]
+
 class MoreArchitectures(common.ComparedWithEager):
     def run_model(self, make, inputs_fn, dtypes=common.FLOAT_DTYPES):
         for dtype in dtypes:
@@ -139,6 +153,9 @@ class MoreArchitectures(common.ComparedWithEager):
     def test_moe(self): self.run_model(MoE, lambda dt: (common.seeded_randn(37, 16, seed=1).to(dt),))
     def test_whisper(self): self.run_model(Whisperish, lambda dt: (common.seeded_randn(2, 8, 30, seed=1).to(dt),))
     def test_clip(self): self.run_model(CLIPLoss, lambda dt: (common.seeded_randn(9, 24, seed=1).to(dt), common.seeded_randn(9, 20, seed=2).to(dt)))
+    def test_dlrm(self):
+        idx = torch.randint(0, 20, (7, 3), generator=torch.Generator().manual_seed(3))
+        self.run_model(DLRMInteraction, lambda dt: (common.seeded_randn(7, 5, seed=1).to(dt), idx))
 
 if __name__ == "__main__":
     unittest.main()

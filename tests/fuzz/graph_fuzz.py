@@ -2906,7 +2906,8 @@ def g_catalog(b):
     threshold, heaviside and count_nonzero of values far from their thresholds), reductions
     (median, nansum, prod, std/var with dims, aminmax, p-norms, dist, argmax/argmin of exact
     values), losses (mse, huber, smooth L1, soft margin, binary cross entropy with and without
-    logits), and structure ops (trace, diag, rot90, repeat, cummin, block_diag, cross, the
+    logits), and structure ops (trace, diag, rot90, repeat, cummin, block_diag, cross, a
+    triangle gathered by tril_indices/triu_indices, the
     scatter forms of select/slice/diagonal, addmv/addr/baddbmm/addbmm, cdist, windows and
     linspace/logspace/eye added to a value); and (catalog_more) max/min of two tensors, pow
     with a scalar base or a tensor exponent, rsub, NaN and inf tests of log of values away from
@@ -2927,7 +2928,7 @@ def g_catalog(b):
         ops += ["floor", "ceil", "round", "trunc", "frac", "fmod", "remainder", "floor_divide", "argmax"]
     if len(s) == 2:
         ops += ["trace", "diag", "addmv", "addr", "block_diag", "cdist", "eye", "diagonal_scatter",
-                "select_scatter", "slice_scatter"]
+                "select_scatter", "slice_scatter", "triangle_indices"]
     ops += ["max_other", "pow_scalar", "pow_tt", "rsub_t", "isnan", "isinf", "take", "index_fill", "index_reduce",
             "scatter_value", "masked_fill_t", "std_mean", "nanmedian", "renorm", "split_sizes", "bitwise",
             "embedding_bag"]
@@ -3138,6 +3139,15 @@ def g_catalog(b):
         b.add("torch.cdist(%s, %s, p=%r)" % (a, o, b.rng.choice([1.0, 2.0])), [(s[0], b.v(o).shape[0])])
     elif op == "eye":
         b.add("%s + torch.eye(#{%s}, #{%s}).to(%s.dtype)" % (a, dim_expr(s[0]), dim_expr(s[1]), a), [s])
+    elif op == "triangle_indices":
+        # The lower or upper triangle of the leading square, diagonal kept or
+        # not, gathered by tril_indices/triu_indices (m (m +- 1) / 2 of them).
+        m = "min(%s, %s)" % (dim_expr(s[0]), dim_expr(s[1]))
+        fn, diag = b.rng.choice(["tril_indices", "triu_indices"]), b.rng.choice([0, 1])
+        off = 0 if diag else (-1 if fn == "tril_indices" else 1)
+        n = b.derived("%s * (%s %s) // 2" % (m, m, "+ 1" if diag else "- 1"))
+        idx = "torch.%s(#{%s}, #{%s}, %d%s)" % (fn, m, m, off, b.rng.choice(["", ", dtype=torch.int32"]))
+        b.add("%s[%s[0].long(), %s[1].long()]" % (a, idx, idx), [((n,),)], keep)
     elif op == "diagonal_scatter":
         m = b.derived("min(%s, %s)" % (dim_expr(s[0]), dim_expr(s[1])))
         src = b.new_input(((m,),), dtype=var.dtype, kind="unit")
