@@ -269,9 +269,11 @@ struct DiagonalPacking {
 
 class KernelLowering {
  public:
+  // fewBytesLimit: movesFewBytes's threshold (-1: from the device model).
   KernelLowering(nc::KernelOp kernel, int64_t maxFree, int64_t rowBudget,
-                 const llvm::DenseSet<Value>* wholeResults = nullptr)
-      : kernel(kernel), maxFree(maxFree), rowBudget(rowBudget), wholeResults(wholeResults) {}
+                 const llvm::DenseSet<Value>* wholeResults = nullptr, int64_t fewBytesLimit = -1)
+      : kernel(kernel), maxFree(maxFree), rowBudget(rowBudget), fewBytesLimit(fewBytesLimit),
+        wholeResults(wholeResults) {}
 
   LogicalResult run(int64_t& instructions, int64_t& dmas);
 
@@ -291,6 +293,7 @@ class KernelLowering {
   // Short-row helpers: the narrowest HBM element among the kernel's inputs
   // and results, in bytes; the rows per partition for runs of `runBytes`.
   int64_t narrowestElementBytes(ArrayRef<Value> hbmValues);
+  bool movesFewBytes();
   int64_t shortRowFactor(int64_t rowDim, int64_t narrowest, int64_t runBytes,
                          int64_t maxRows = std::numeric_limits<int64_t>::max());
   // The innermost leading dim longer than 1 if only dims of 1 follow it
@@ -526,6 +529,7 @@ class KernelLowering {
   nc::KernelOp kernel;
   int64_t maxFree;
   int64_t rowBudget;
+  int64_t fewBytesLimit;
   const llvm::DenseSet<Value>* wholeResults;
   llvm::DenseMap<Value, bool> wholeMemo;
   Space space;
@@ -536,6 +540,12 @@ class KernelLowering {
   // Chunked rows: the columns of a chunk, when less than maxFree (halved
   // while a chunk's tiles overflow SBUF); 0: maxFree.
   int64_t chunkColumns = 0;
+  // A kernel that moves few bytes (movesFewBytes): its transfers leave the
+  // DMA queues idle, so its short rows need not keep kMinShortRowTiles row
+  // tiles for overlap, and its transfers split over the idle queues.
+  bool fewBytes = false;
+  int64_t minShortRowTiles = kMinShortRowTiles;
+  int64_t hbmValueCount = 0;  // values loaded or stored, for the queues they share
   bool accumulating = false;  // lowering a chunk (not the ops after the last one)
   llvm::DenseMap<Value, Value> accumulators;  // reduction result -> f32 [p x 1]
   SmallVector<OnlineSum> onlineSums;          // the kernel's softmax normalizers

@@ -388,7 +388,9 @@ void KernelLowering::splitLongRows() {
 // starts on the first ones (a LayerNorm over 1576 rows of 192, 13 row tiles
 // as it was: 16.5 us, 4 tiles of 4 rows a partition: 17.2 us; BERT-tiny's
 // LayerNorm over 2048 rows of 128 in 4 groups of 4 rows a partition slowed
-// the layer from 150.1 to 151.9 us, in 8 of 2 not).
+// the layer from 150.1 to 151.9 us, in 8 of 2 not). A kernel that moves few
+// bytes (movesFewBytes) keeps one (minShortRowTiles): its fixed costs, not
+// overlap, bound it.
 
 static Type hbmTypeOf(Value outer);
 
@@ -404,6 +406,27 @@ int64_t KernelLowering::narrowestElementBytes(ArrayRef<Value> hbmValues) {
   return narrowest;
 }
 
+// Whether the kernel's operands and results together hold fewer bytes than
+// the DMA queues move, all at once, in one transfer's fixed cost (16 x 2 us
+// at 25.6 GB/s: 800 KiB on trn1). Such a kernel's time is mostly fixed
+// costs and latency: its row tiles need not overlap (one transfer each way
+// already costs more than moving all its bytes), and its transfers find the
+// queues idle. (An operand read only in part counts whole: such a kernel
+// keeps the rules of large ones.)
+bool KernelLowering::movesFewBytes() {
+  const neff::DeviceParams& d = neff::Trn1();
+  const double budget = fewBytesLimit >= 0 ? double(fewBytesLimit)
+                                           : double(d.dma_queues) * neff::DmaQueueBytesPerNs(d) * d.dma_fixed_ns;
+  double bytes = 0;
+  auto add = [&](Type t) {
+    if (auto shaped = llvm::dyn_cast<ShapedType>(t); shaped && shaped.hasStaticShape())
+      bytes += double(shaped.getNumElements()) * double(std::max<int64_t>(1, shaped.getElementTypeBitWidth() / 8));
+  };
+  llvm::for_each(kernel->getOperandTypes(), add);
+  llvm::for_each(kernel->getResultTypes(), add);
+  return bytes < budget;
+}
+
 int64_t KernelLowering::shortRowDim() const {
   for (int64_t k = int64_t(space.lead.size()) - 1; k >= 0; --k)
     if (space.lead[size_t(k)] > 1) return k;
@@ -413,11 +436,11 @@ int64_t KernelLowering::shortRowDim() const {
 // The rows per partition for rows of `cols` elements stepping along a dim
 // of L (of `rows` in all), as shortRowFactor describes.
 static int64_t packFactor(int64_t L, int64_t rows, int64_t cols, int64_t maxFree, int64_t narrowest,
-                          int64_t runBytes, int64_t maxRows = std::numeric_limits<int64_t>::max()) {
+                          int64_t runBytes, int64_t minTiles, int64_t maxRows = std::numeric_limits<int64_t>::max()) {
   if (cols * narrowest >= kShortRowBytes) return 1;
   int64_t g = 1;
   for (int64_t d = 2; d <= std::min(L, maxRows) && d * cols <= maxFree &&
-                      rows / d >= nc::kNumPartitions * kMinShortRowTiles;
+                      rows / d >= nc::kNumPartitions * minTiles;
        ++d) {
     if (L % d != 0) continue;
     g = d;
@@ -428,7 +451,8 @@ static int64_t packFactor(int64_t L, int64_t rows, int64_t cols, int64_t maxFree
 
 int64_t KernelLowering::shortRowFactor(int64_t rowDim, int64_t narrowest, int64_t runBytes, int64_t maxRows) {
   if (rowDim < 0) return 1;
-  return packFactor(space.lead[size_t(rowDim)], space.rows, space.cols, maxFree, narrowest, runBytes, maxRows);
+  return packFactor(space.lead[size_t(rowDim)], space.rows, space.cols, maxFree, narrowest, runBytes,
+                    minShortRowTiles, maxRows);
 }
 
 SmallVector<int64_t> KernelLowering::rowPattern(const Layout& l) const {
@@ -530,7 +554,7 @@ bool KernelLowering::mergeChainedDims(ArrayRef<Value> hbmValues) {
   int64_t rows = space.rows, cols = space.cols;
   const int64_t narrowest = narrowestElementBytes(hbmValues);
   while (!lead.empty() && cols * narrowest < kShortRowBytes && chained(lead.back(), inner) &&
-         rows / dims[lead.back()] >= nc::kNumPartitions * kMinShortRowTiles && cols * dims[lead.back()] <= maxFree) {
+         rows / dims[lead.back()] >= nc::kNumPartitions * minShortRowTiles && cols * dims[lead.back()] <= maxFree) {
     inner = trailBegin = lead.pop_back_val();
     rows /= dims[inner];
     cols *= dims[inner];
@@ -538,7 +562,7 @@ bool KernelLowering::mergeChainedDims(ArrayRef<Value> hbmValues) {
   size_t first = trailBegin, at = lead.size();
   if (!lead.empty()) {
     --at;
-    const int64_t L = dims[lead[at]], g = packFactor(L, rows, cols, maxFree, narrowest, kPackedRunBytes);
+    const int64_t L = dims[lead[at]], g = packFactor(L, rows, cols, maxFree, narrowest, kPackedRunBytes, minShortRowTiles);
     if (g * cols * narrowest < kPackedRunBytes)
       while (at > 0 && chained(lead[at - 1], lead[at])) --at;
     first = lead[at];
@@ -616,8 +640,9 @@ bool KernelLowering::widenShortRows(ArrayRef<Value> hbmValues) {
   bool widened = false;
   for (int64_t k = shortRowDim(); k >= 0 && space.cols * narrowest < kShortRowBytes; k = shortRowDim()) {
     const int64_t L = space.lead[size_t(k)];
-    if (space.cols * L > maxFree || space.rows / L < nc::kNumPartitions * kMinShortRowTiles ||
-        packFactor(L, space.rows, space.cols, maxFree, narrowest, kPackedRunBytes) * space.cols * narrowest >=
+    if (space.cols * L > maxFree || space.rows / L < nc::kNumPartitions * minShortRowTiles ||
+        packFactor(L, space.rows, space.cols, maxFree, narrowest, kPackedRunBytes, minShortRowTiles) * space.cols *
+                narrowest >=
             kPackedRunBytes)
       break;
     if (!llvm::all_of(hbmValues, [&](Value v) { return readable(layouts.lookup(v), size_t(k)); }) ||
@@ -1148,13 +1173,28 @@ void KernelLowering::emitDma(bool load, Value hbm, Value tile, const Layout& l, 
                              columnTiles * spaceRepeats;
   const int64_t maxRunPieces = pipelineEnd ? maxPieces : std::min(maxPieces, queues / std::max<int64_t>(valueTiles, 1));
   const bool shortRuns = bytesPerRow < runsPerRow * (kShortRowBytes / 4);
+  // In a kernel that moves few bytes (movesFewBytes), each value tile's
+  // transfers go in as many pieces of partitions as bring each piece's data
+  // time (bytes or descriptors) under a quarter of the fixed cost, over the
+  // queues its tiles, their runs of partitions and the kernel's other
+  // values leave (x + 1 over [300, 7, 3] bf16: 9 row tiles of 128 runs of
+  // 12 bytes, 9.4 us; one tile of 32-partition pieces, 5.4 us; a permute
+  // copy storing each tile as 7 runs of partitions already fills them).
+  const int64_t idlePieces =
+      fewBytes ? queues / std::max<int64_t>(valueTiles * hbmValueCount * int64_t(runs.size()), 1) : 1;
   auto piecesOf = [&](int64_t rows) {
+    const neff::DeviceParams& d = neff::Trn1();
     int64_t pieces = std::clamp<int64_t>(rows * bytesPerRow / splitBytes, 1, maxPieces);
     if (shortRuns && maxRunPieces > 1) {
-      const double runPieces = double(rows * runsPerRow) * neff::Trn1().dma_run_ns / neff::Trn1().dma_fixed_ns;
+      const double runPieces = double(rows * runsPerRow) * d.dma_run_ns / d.dma_fixed_ns;
       pieces = std::max(pieces, std::clamp<int64_t>(int64_t(runPieces), 1, maxRunPieces));
     }
-    return pieces;
+    if (idlePieces > 1) {
+      const double dataNs = std::max(double(rows * bytesPerRow) / neff::DmaQueueBytesPerNs(d),
+                                     double(rows * runsPerRow) * d.dma_run_ns);
+      pieces = std::max(pieces, std::clamp<int64_t>(int64_t(4 * dataNs / d.dma_fixed_ns), 1, idlePieces));
+    }
+    return std::min(pieces, rows);
   };
   auto emit = [&](int64_t partStart, ArrayRef<int64_t> partitionPairs) {
     SmallVector<int64_t> ap(partitionPairs);
@@ -2443,6 +2483,9 @@ bool KernelLowering::aliasTile(Operation& op) {
 
 LogicalResult KernelLowering::run(int64_t& instructions, int64_t& dmas) {
   if (kernel.isLowered()) return success();
+  fewBytes = movesFewBytes();
+  minShortRowTiles = fewBytes ? 1 : kMinShortRowTiles;
+  hbmValueCount = int64_t(kernel->getNumOperands() + kernel->getNumResults());
   if (kernel->hasAttr(nc::kAttentionAttr)) return runAttention(instructions, dmas);
   if (kernel->hasAttr(nc::kMiddleFrameAttr)) return runMiddleFrame(instructions, dmas);
   {
@@ -3170,7 +3213,7 @@ struct LowerToIsaPass : impl::LowerToIsaBase<LowerToIsaPass> {
         if (lowering::isWholeValued(v, wholeResults, memo)) wholeResults.insert(k.getResult(unsigned(i)));
     }
     for (nc::KernelOp k : kernels) {
-      KernelLowering lowering(k, maxFreeElements, rowBudgetBytes, &wholeResults);
+      KernelLowering lowering(k, maxFreeElements, rowBudgetBytes, &wholeResults, fewBytes);
       int64_t inst = 0, dmas = 0;
       if (failed(lowering.run(inst, dmas))) return signalPassFailure();
       inst -= foldIntoActivation(k.getBody().front());

@@ -106,7 +106,11 @@ def LowerToIsa : Pass<"ncc-lower-to-isa", "mlir::func::FuncOp"> {
            "Longest row chunk of an elementwise-only kernel">,
     Option<"rowBudgetBytes", "row-budget-bytes", "int64_t", /*default=*/"98304",
            "Per-partition SBUF bytes a whole reduced row may use (4 live f32 copies); "
-           "longer rows are reduced chunk by chunk unless the kernel needs them whole">
+           "longer rows are reduced chunk by chunk unless the kernel needs them whole">,
+    Option<"fewBytes", "few-bytes", "int64_t", /*default=*/"-1",
+           "A kernel whose operands and results hold fewer bytes is lowered as one whose "
+           "DMA queues are idle (fewer row tiles, transfers split over the queues); "
+           "-1: the bytes the trn1 queues move in one transfer's fixed cost, 0: none">
   ];
   let statistics = [
     Statistic<"numInstructions", "instructions", "ISA instructions emitted">,

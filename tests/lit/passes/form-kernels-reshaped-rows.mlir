@@ -1,6 +1,6 @@
 // RUN: neuron-opt %s --split-input-file --ncc-form-kernels=fuse=true | FileCheck %s
 // RUN: neuron-opt %s --split-input-file --ncc-form-kernels="fuse=true report=true" 2>&1 >/dev/null | FileCheck %s --check-prefix=REPORT
-// RUN: neuron-opt %s --split-input-file --ncc-form-kernels=fuse=true --ncc-lower-to-isa | FileCheck %s --check-prefix=ISA
+// RUN: neuron-opt %s --split-input-file --ncc-form-kernels=fuse=true --ncc-lower-to-isa=few-bytes=0 | FileCheck %s --check-prefix=ISA
 
 // An op that reads a kernel's value through a reshape of its leading dims
 // joins when the kernel has an op of as many elements in more dims: the

@@ -1,4 +1,4 @@
-// RUN: neuron-opt %s --ncc-decompose-composites --ncc-form-kernels --ncc-lower-to-isa | FileCheck %s
+// RUN: neuron-opt %s --ncc-decompose-composites --ncc-form-kernels --ncc-lower-to-isa=few-bytes=0 | FileCheck %s
 
 // An elementwise kernel computes the same elements over any dims, so dims
 // that every value steps through as one are merged before short rows are

@@ -1,4 +1,4 @@
-// RUN: neuron-opt %s --split-input-file --ncc-form-kernels=fuse=true --ncc-lower-to-isa | FileCheck %s
+// RUN: neuron-opt %s --split-input-file --ncc-form-kernels=fuse=true --ncc-lower-to-isa=few-bytes=0 | FileCheck %s
 
 // Lone reductions over middle dims, reduced in SBUF rows
 // (passes/LowerReductions.cpp). A sum of [8192, 16, 2] over dim 1: no

@@ -6,7 +6,7 @@
 // iota, the input's rows loaded in one run of 48 per partition and copied
 // row by row into columns [1 + 10 j, 9 + 10 j), the tile stored once; the
 // outer cat's splat rows are filled, not loaded.
-// RUN: neuron-opt %s --split-input-file --ncc-form-kernels=fuse=true --ncc-lower-to-isa | FileCheck %s
+// RUN: neuron-opt %s --split-input-file --ncc-form-kernels=fuse=true --ncc-lower-to-isa=few-bytes=0 | FileCheck %s
 // RUN: neuron-opt %s --split-input-file --ncc-form-kernels=fuse=true | FileCheck %s --check-prefix=KERNELS
 // KERNELS-LABEL: func.func @padded_planes
 // KERNELS: nc.kernel "k0_fused_cat"

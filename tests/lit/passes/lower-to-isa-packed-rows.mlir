@@ -1,4 +1,4 @@
-// RUN: neuron-opt %s --ncc-decompose-composites --ncc-form-kernels --ncc-lower-to-isa | FileCheck %s
+// RUN: neuron-opt %s --ncc-decompose-composites --ncc-form-kernels --ncc-lower-to-isa=few-bytes=0 | FileCheck %s
 
 // Kernels over rows shorter than 512 bytes put several consecutive rows on
 // each partition (passes/LowerToIsa.cpp). An elementwise kernel packs them

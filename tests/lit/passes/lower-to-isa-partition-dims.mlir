@@ -4,8 +4,8 @@
 // (passes/LowerToIsa.cpp, emitDma), where the kernel would issue more
 // transfers than twice the DMA queues. Equal runs only: a row tile that
 // starts or ends inside a plane moves its partial planes on their own.
-// RUN: neuron-opt %s --ncc-form-kernels=fuse=true --ncc-lower-to-isa | FileCheck %s
-// RUN: neuron-opt %s --ncc-form-kernels=fuse=true --ncc-lower-to-isa --ncc-plan-memory --ncc-schedule | FileCheck %s --check-prefix=SCHED
+// RUN: neuron-opt %s --ncc-form-kernels=fuse=true --ncc-lower-to-isa=few-bytes=0 | FileCheck %s
+// RUN: neuron-opt %s --ncc-form-kernels=fuse=true --ncc-lower-to-isa=few-bytes=0 --ncc-plan-memory --ncc-schedule | FileCheck %s --check-prefix=SCHED
 
 // CHECK-LABEL: func.func @middle_slice
 // CHECK: nc.dma_load %{{.*}} -> %{{.*}} {ap = array<i64: 256, 40, 64, 2, 1, 64>, engine = "dma", offset = 64 : i64, part_start = 0 : i64, partition_dims = 2 : i64

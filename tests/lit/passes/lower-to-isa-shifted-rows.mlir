@@ -5,7 +5,7 @@
 // catReadsComputedRows; here a chunk of 256 against rows of 1000): the pad
 // column is written by iota, the slice copied from the exp's tile at column
 // 0 into columns 1.. of the cat's tile, then added.
-// RUN: neuron-opt %s --ncc-form-kernels=fuse=true "--ncc-lower-to-isa=max-free-elements=256" | FileCheck %s
+// RUN: neuron-opt %s --ncc-form-kernels=fuse=true "--ncc-lower-to-isa=max-free-elements=256 few-bytes=0" | FileCheck %s
 // CHECK-LABEL: func.func @shifted_computed_rows
 // CHECK: nc.kernel "k0_fused_exp_slice_cat_add"
 // CHECK: %[[X:.*]] = nc.alloc_tile {{.*}} : memref<8x1000xf32, 1>

@@ -8,7 +8,7 @@
 // in f32, the last add rounded into the result), by rows (per k and m over
 // N), or by dot products (per m and n: a product over K and its sum),
 // whichever the engine cycles favour.
-// RUN: neuron-opt %s --ncc-form-kernels=fuse=true --ncc-lower-to-isa | FileCheck %s
+// RUN: neuron-opt %s --ncc-form-kernels=fuse=true --ncc-lower-to-isa=few-bytes=0 | FileCheck %s
 
 // 100 batches of [128 x 4] @ [4 x 4], by columns: A's 512 elements a
 // partition in 8 pieces, B's 16 at once; column n of the product (step 4)

@@ -1,4 +1,4 @@
-// RUN: neuron-opt %s --ncc-form-kernels --ncc-lower-to-isa | FileCheck %s
+// RUN: neuron-opt %s --ncc-form-kernels --ncc-lower-to-isa=few-bytes=0 | FileCheck %s
 
 // A softmax over two rows of 8192 (a vocabulary-sized row for two tokens)
 // is one kernel whose rows are spread over 64 partitions, 32 per row of 256

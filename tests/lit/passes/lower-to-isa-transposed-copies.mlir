@@ -1,6 +1,6 @@
 // Copies that read their input across its contiguous dim
 // (passes/LowerToIsa.cpp, mergeCopiedColumns and loadTransposed).
-// RUN: neuron-opt %s --split-input-file --ncc-form-kernels=fuse=true --ncc-lower-to-isa | FileCheck %s
+// RUN: neuron-opt %s --split-input-file --ncc-form-kernels=fuse=true --ncc-lower-to-isa=few-bytes=0 | FileCheck %s
 
 // NHWC to NCHW: the columns take H x W (one run in both views), so a row
 // tile is [C of two images x 196]. Its rows are adjacent in the input in

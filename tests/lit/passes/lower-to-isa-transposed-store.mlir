@@ -3,7 +3,7 @@
 // blocks of columns go through the TensorEngine (transpose into PSUM, copy
 // out) and are stored with the columns on the partitions, each run of rows
 // one DMA run instead of one run per element.
-// RUN: neuron-opt %s --split-input-file --ncc-form-kernels --ncc-lower-to-isa | FileCheck %s
+// RUN: neuron-opt %s --split-input-file --ncc-form-kernels --ncc-lower-to-isa=few-bytes=0 | FileCheck %s
 
 // A projection's output split into heads and stored as K^T per head,
 // [batch, heads, head_dim, tokens], as a batched matmul after the rotary

@@ -4,7 +4,7 @@
 // outer dim, interleaved several to a partition, and the value loads its
 // varying elements compact, widened on chip by stepped copies
 // (loadBroadcastColumns).
-// RUN: neuron-opt %s --split-input-file --ncc-form-kernels=fuse=true --ncc-lower-to-isa | FileCheck %s
+// RUN: neuron-opt %s --split-input-file --ncc-form-kernels=fuse=true --ncc-lower-to-isa=few-bytes=0 | FileCheck %s
 
 // [2048, 2, 2] by a scale over the middle dim: rows of 4 columns, two a
 // partition (one run of 8); the scale loads once for the kernel, 2 values a

@@ -1,4 +1,4 @@
-// RUN: neuron-opt %s --split-input-file --ncc-decompose-composites --ncc-form-kernels --ncc-lower-to-isa | FileCheck %s
+// RUN: neuron-opt %s --split-input-file --ncc-decompose-composites --ncc-form-kernels --ncc-lower-to-isa=few-bytes=0 | FileCheck %s
 
 // 300 rows: two full 128-partition tiles and a 44-row tail; the weight is
 // broadcast over partitions (stride 0) and loaded once per tile height. A

@@ -4,8 +4,8 @@
 // loads its [128 x 512] tile on queues 0-3 and stores it on 4-7; k1's loads,
 // which read a graph input and need nothing of k0, then go to queues 8-11
 // (idle) instead of waiting behind k0's transfers on 0-3.
-// RUN: neuron-opt %s --ncc-form-kernels=fuse=false --ncc-lower-to-isa --ncc-plan-memory --ncc-schedule=across-kernels=1 | FileCheck %s
-// RUN: neuron-opt %s --ncc-form-kernels=fuse=false --ncc-lower-to-isa --ncc-plan-memory --ncc-schedule | FileCheck %s --check-prefix=ALONE
+// RUN: neuron-opt %s --ncc-form-kernels=fuse=false --ncc-lower-to-isa=few-bytes=0 --ncc-plan-memory --ncc-schedule=across-kernels=1 | FileCheck %s
+// RUN: neuron-opt %s --ncc-form-kernels=fuse=false --ncc-lower-to-isa=few-bytes=0 --ncc-plan-memory --ncc-schedule | FileCheck %s --check-prefix=ALONE
 // CHECK: nc.kernel "k0_exp"
 // CHECK: nc.dma_load {{.*}}offset = 0 : i64, part_start = 0 : i64, queue = 0 : i64
 // CHECK: nc.dma_store {{.*}}offset = 49152 : i64, {{.*}}queue = 7 : i64
