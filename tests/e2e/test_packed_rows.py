@@ -462,6 +462,37 @@ class PackedRows(common.ComparedWithEager):
         self.check(lambda a, s: a * s, (ids, torch.tensor([3, -2]).reshape(1, 2, 1)))
         self.check(lambda a, s: torch.where(s, a, -a), (ids.to(torch.int32), torch.tensor([True, False]).reshape(1, 2, 1)))
 
+    def test_kernels_that_move_few_bytes(self):
+        # Kernels under 800 KiB in all (LowerToIsa.cpp, movesFewBytes): short
+        # rows pack or widen into one row tile and a partial one, and each
+        # transfer splits by partitions over the idle queues. Odd row counts
+        # (a partial last tile, pieces of unequal partitions), broadcasts
+        # along each dim, a transposed and a sliced input, reductions and a
+        # softmax over short rows, one-byte integers, and shapes on either
+        # side of the threshold.
+        for dtype in DTYPES:
+            with self.subTest(dtype=dtype):
+                x = randn(300, 7, 3).to(dtype)
+                self.check(lambda a: torch.sigmoid(a) * 2 + 1, (x,))
+                self.check(lambda a, s: a * s, (x, randn(300, 1, 1, seed=1).to(dtype)))
+                self.check(lambda a, s: a - s, (x, randn(1, 7, 1, seed=2).to(dtype)))
+                self.check(lambda a, s: torch.where(a > 0, a, s), (x, randn(1, 1, 3, seed=3).to(dtype)))
+                self.check(lambda a: a.transpose(0, 1) + 1, (x,))
+                self.check(lambda a: a[:, 1:6, :] * 3, (x,))
+                self.check(lambda a: (a.softmax(-1), a.sum(1), a.amax(0)), (x,))
+                y = randn(8, 256, 49, seed=4).to(dtype)
+                self.check(lambda a, b: F.gelu(a + b), (y, torch.zeros(49, dtype=dtype)))
+                self.check(lambda a, b: a * b, (y, torch.ones(8, 1, 1, dtype=dtype)))
+                self.check(lambda a: F.layer_norm(a, (49,)), (y,))
+                z = randn(4099, 5, seed=5).to(dtype)
+                self.check(lambda a: (a * a).mean(-1, keepdim=True) + a, (z,))
+                for rows in (1599, 1601, 3200):  # 800 KiB in all at 1600 rows of 128 f32 in and out
+                    w = randn(rows, 128, seed=6).to(dtype)
+                    self.check(lambda a: torch.tanh(a) - a, (w,))
+        ids = (torch.arange(900 * 13, dtype=torch.int64).reshape(900, 13) % 250).to(torch.uint8)
+        self.check(lambda a: a + 3, (ids,))
+        self.check(lambda a: (a > 100) & (a < 200), (ids,))
+
 
 if __name__ == "__main__":
     common.main()
