@@ -304,6 +304,10 @@ LogicalResult triangleIndices(NodeImporter& n, bool lower) {
     count += lower ? std::clamp<int64_t>(r + offset + 1, 0, cols) : cols - std::clamp<int64_t>(r + offset, 0, cols);
   if (type.getRank() != 2 || type.getDimSize(0) != 2 || type.getDimSize(1) != count)
     return n.error("the recorded result is not [2, " + std::to_string(count) + "]");
+  // (A compile-time constant of 2^27 i64 indices would already take a GiB.)
+  constexpr int64_t kMaxIndices = int64_t(1) << 26;
+  if (count > kMaxIndices)
+    return n.error(std::to_string(count) + " index pairs are too many for a constant (at most 2^26)");
   SmallVector<int64_t> rowIndex, colIndex;
   for (int64_t r = 0; r < rows; ++r) {
     const int64_t first = lower ? 0 : std::clamp<int64_t>(r + offset, 0, cols);
