@@ -299,9 +299,13 @@ LogicalResult triangleIndices(NodeImporter& n, bool lower) {
   constexpr int64_t kMaxSide = int64_t(1) << 24;
   if (rows > kMaxSide || cols > kMaxSide || offset < -kMaxSide || offset > kMaxSide)
     return n.error("row, col and offset must be within 2^24");
+  // Row r keeps the columns [first, end).
+  auto kept = [&](int64_t r) -> std::pair<int64_t, int64_t> {
+    return lower ? std::make_pair(int64_t(0), std::clamp<int64_t>(r + offset + 1, 0, cols))
+                 : std::make_pair(std::clamp<int64_t>(r + offset, 0, cols), cols);
+  };
   int64_t count = 0;
-  for (int64_t r = 0; r < rows; ++r)
-    count += lower ? std::clamp<int64_t>(r + offset + 1, 0, cols) : cols - std::clamp<int64_t>(r + offset, 0, cols);
+  for (int64_t r = 0; r < rows; ++r) count += kept(r).second - kept(r).first;
   if (type.getRank() != 2 || type.getDimSize(0) != 2 || type.getDimSize(1) != count)
     return n.error("the recorded result is not [2, " + std::to_string(count) + "]");
   // (A compile-time constant of 2^27 i64 indices would already take a GiB.)
@@ -310,8 +314,7 @@ LogicalResult triangleIndices(NodeImporter& n, bool lower) {
     return n.error(std::to_string(count) + " index pairs are too many for a constant (at most 2^26)");
   SmallVector<int64_t> rowIndex, colIndex;
   for (int64_t r = 0; r < rows; ++r) {
-    const int64_t first = lower ? 0 : std::clamp<int64_t>(r + offset, 0, cols);
-    const int64_t end = lower ? std::clamp<int64_t>(r + offset + 1, 0, cols) : cols;
+    const auto [first, end] = kept(r);
     for (int64_t c = first; c < end; ++c) {
       rowIndex.push_back(r);
       colIndex.push_back(c);

@@ -544,8 +544,7 @@ class KernelLowering {
   // DMA queues idle, so its short rows need not keep kMinShortRowTiles row
   // tiles for overlap, and its transfers split over the idle queues.
   bool fewBytes = false;
-  int64_t minShortRowTiles = kMinShortRowTiles;
-  int64_t hbmValueCount = 0;  // values loaded or stored, for the queues they share
+  int64_t minShortRowTiles() const { return fewBytes ? 1 : kMinShortRowTiles; }
   bool accumulating = false;  // lowering a chunk (not the ops after the last one)
   llvm::DenseMap<Value, Value> accumulators;  // reduction result -> f32 [p x 1]
   SmallVector<OnlineSum> onlineSums;          // the kernel's softmax normalizers

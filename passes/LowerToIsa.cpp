@@ -389,7 +389,7 @@ void KernelLowering::splitLongRows() {
 // as it was: 16.5 us, 4 tiles of 4 rows a partition: 17.2 us; BERT-tiny's
 // LayerNorm over 2048 rows of 128 in 4 groups of 4 rows a partition slowed
 // the layer from 150.1 to 151.9 us, in 8 of 2 not). A kernel that moves few
-// bytes (movesFewBytes) keeps one (minShortRowTiles): its fixed costs, not
+// bytes (movesFewBytes) keeps one (minShortRowTiles()): its fixed costs, not
 // overlap, bound it.
 
 static Type hbmTypeOf(Value outer);
@@ -452,7 +452,7 @@ static int64_t packFactor(int64_t L, int64_t rows, int64_t cols, int64_t maxFree
 int64_t KernelLowering::shortRowFactor(int64_t rowDim, int64_t narrowest, int64_t runBytes, int64_t maxRows) {
   if (rowDim < 0) return 1;
   return packFactor(space.lead[size_t(rowDim)], space.rows, space.cols, maxFree, narrowest, runBytes,
-                    minShortRowTiles, maxRows);
+                    minShortRowTiles(), maxRows);
 }
 
 SmallVector<int64_t> KernelLowering::rowPattern(const Layout& l) const {
@@ -554,7 +554,7 @@ bool KernelLowering::mergeChainedDims(ArrayRef<Value> hbmValues) {
   int64_t rows = space.rows, cols = space.cols;
   const int64_t narrowest = narrowestElementBytes(hbmValues);
   while (!lead.empty() && cols * narrowest < kShortRowBytes && chained(lead.back(), inner) &&
-         rows / dims[lead.back()] >= nc::kNumPartitions * minShortRowTiles && cols * dims[lead.back()] <= maxFree) {
+         rows / dims[lead.back()] >= nc::kNumPartitions * minShortRowTiles() && cols * dims[lead.back()] <= maxFree) {
     inner = trailBegin = lead.pop_back_val();
     rows /= dims[inner];
     cols *= dims[inner];
@@ -562,7 +562,7 @@ bool KernelLowering::mergeChainedDims(ArrayRef<Value> hbmValues) {
   size_t first = trailBegin, at = lead.size();
   if (!lead.empty()) {
     --at;
-    const int64_t L = dims[lead[at]], g = packFactor(L, rows, cols, maxFree, narrowest, kPackedRunBytes, minShortRowTiles);
+    const int64_t L = dims[lead[at]], g = packFactor(L, rows, cols, maxFree, narrowest, kPackedRunBytes, minShortRowTiles());
     if (g * cols * narrowest < kPackedRunBytes)
       while (at > 0 && chained(lead[at - 1], lead[at])) --at;
     first = lead[at];
@@ -640,8 +640,8 @@ bool KernelLowering::widenShortRows(ArrayRef<Value> hbmValues) {
   bool widened = false;
   for (int64_t k = shortRowDim(); k >= 0 && space.cols * narrowest < kShortRowBytes; k = shortRowDim()) {
     const int64_t L = space.lead[size_t(k)];
-    if (space.cols * L > maxFree || space.rows / L < nc::kNumPartitions * minShortRowTiles ||
-        packFactor(L, space.rows, space.cols, maxFree, narrowest, kPackedRunBytes, minShortRowTiles) * space.cols *
+    if (space.cols * L > maxFree || space.rows / L < nc::kNumPartitions * minShortRowTiles() ||
+        packFactor(L, space.rows, space.cols, maxFree, narrowest, kPackedRunBytes, minShortRowTiles()) * space.cols *
                 narrowest >=
             kPackedRunBytes)
       break;
@@ -1180,8 +1180,9 @@ void KernelLowering::emitDma(bool load, Value hbm, Value tile, const Layout& l, 
   // values leave (x + 1 over [300, 7, 3] bf16: 9 row tiles of 128 runs of
   // 12 bytes, 9.4 us; one tile of 32-partition pieces, 5.4 us; a permute
   // copy storing each tile as 7 runs of partitions already fills them).
+  const int64_t kernelValues = int64_t(kernel->getNumOperands() + kernel->getNumResults());
   const int64_t idlePieces =
-      fewBytes ? queues / std::max<int64_t>(valueTiles * hbmValueCount * int64_t(runs.size()), 1) : 1;
+      fewBytes ? queues / std::max<int64_t>(valueTiles * kernelValues * int64_t(runs.size()), 1) : 1;
   auto piecesOf = [&](int64_t rows) {
     const neff::DeviceParams& d = neff::Trn1();
     int64_t pieces = std::clamp<int64_t>(rows * bytesPerRow / splitBytes, 1, maxPieces);
@@ -2484,8 +2485,6 @@ bool KernelLowering::aliasTile(Operation& op) {
 LogicalResult KernelLowering::run(int64_t& instructions, int64_t& dmas) {
   if (kernel.isLowered()) return success();
   fewBytes = movesFewBytes();
-  minShortRowTiles = fewBytes ? 1 : kMinShortRowTiles;
-  hbmValueCount = int64_t(kernel->getNumOperands() + kernel->getNumResults());
   if (kernel->hasAttr(nc::kAttentionAttr)) return runAttention(instructions, dmas);
   if (kernel->hasAttr(nc::kMiddleFrameAttr)) return runMiddleFrame(instructions, dmas);
   {
