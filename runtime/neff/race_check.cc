@@ -18,7 +18,10 @@ namespace {
 
 using Region = OnChipRegion;
 constexpr uint32_t Q = kMaxQueues;
-constexpr int kMaxRegions = 4;  // the most OnChipFootprint returns (select, matmul, ...)
+// The most regions FootprintOf adds: an activation or tensor-scalar reads in0
+// and writes out, and may also read a per-partition scale (in1) and bias (in2)
+// and write a per-partition sum (accum).
+constexpr int kMaxRegions = 5;
 
 Region Whole(const TileRef& t, bool write) {
   return {write, t.space(), t.start_partition(), t.start_partition() + t.partitions(),

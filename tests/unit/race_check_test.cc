@@ -91,6 +91,27 @@ TEST(SbufRaces, PerPartitionScalarsTouchOnlyElementZero) {
   EXPECT_EQ(FindSbufRaces(k).size(), 1u);
 }
 
+TEST(SbufRaces, AnActivationWithScaleBiasAndSumHasFiveRegions) {
+  // Reads in0, a per-partition scale (in1) and bias (in2); writes out and a
+  // per-partition sum (accum). The footprint once held only four regions and
+  // the fifth overwrote its count (a crash at load on a compiled model).
+  Instruction a = Activation(EXP, T(0, 4, 512), T(0, 4, 256), 1, 0);
+  *a.mutable_in1() = T(0, 4, 0, 1);
+  *a.mutable_in2() = T(0, 4, 4, 1);
+  *a.mutable_accum() = T(0, 4, 8, 1);
+  std::vector<OnChipRegion> f = OnChipFootprint(a);
+  ASSERT_EQ(f.size(), 5u);
+  EXPECT_TRUE(f[4].write);
+  EXPECT_EQ(f[4].b0, 8u);
+  EXPECT_EQ(f[4].b1, 12u);
+  // Another engine writing the sum's bytes races with the activation; writing
+  // the bias's bytes races too; bytes none of the five touch do not.
+  for (uint32_t offset : {8u, 4u, 1024u}) {
+    Kernel k = K({a, TensorScalar(ADD, T(0, 4, offset, 1), T(0, 4, 2048, 1), 1.0f, {}, GPSIMD)});
+    EXPECT_EQ(FindSbufRaces(k).size(), offset == 1024u ? 0u : 1u) << offset;
+  }
+}
+
 TEST(PsumRaces, PsumAndSbufAreSeparateMemories) {
   // A PSUM tile and an SBUF tile at the same partitions and bytes do not
   // overlap: the transpose writes PSUM [0, 64) while the vector engine writes
