@@ -10,6 +10,7 @@
 #include "compiler/GraphImporter.h"
 
 #include "compiler/NodeImporter.h"
+#include "neff_format.h"
 
 #include <algorithm>
 #include <array>
@@ -795,7 +796,8 @@ FailureOr<RankedTensorType> GraphImporter::typeOf(const graph::TensorMeta& m, co
     if (d < 0 || d > (int64_t(1) << 40)) return (error(where) << "bad dimension " << d, failure());
     shape.push_back(d);
   }
-  if (shape.size() > 8) return (error(where) << "rank " << shape.size() << " is above 8", failure());
+  if (shape.size() > size_t(neff::kMaxTensorRank))
+    return (error(where) << "rank " << shape.size() << " is above " << neff::kMaxTensorRank, failure());
   return RankedTensorType::get(shape, elem);
 }
 

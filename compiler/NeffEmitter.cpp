@@ -38,7 +38,17 @@ neff::Tensor* addTensor(neff::Executable& exe, const std::string& name, neff::Te
   tensor->set_name(name);
   tensor->set_kind(kind);
   tensor->set_dtype(dtypeOf(device));
-  for (int64_t d : t.getShape()) tensor->add_shape(d);
+  // A value inside the graph may have more dims than a NEFF tensor lists (a
+  // repeat's interleaved [r0, d0, r1, d1, ...] expand of a rank-5 input: 10).
+  // Its shape is only a description (the DMAs address it by element), so
+  // its leading dims are folded into one; graph inputs and outputs keep
+  // theirs (the importer takes at most kMaxTensorRank).
+  ArrayRef<int64_t> shape = t.getShape();
+  const size_t folded = shape.size() > size_t(neff::kMaxTensorRank) && kind != neff::INPUT && kind != neff::OUTPUT
+                            ? shape.size() - size_t(neff::kMaxTensorRank) + 1
+                            : 0;
+  if (folded > 0) tensor->add_shape(ShapedType::getNumElements(shape.take_front(folded)));
+  for (int64_t d : shape.drop_front(folded)) tensor->add_shape(d);
   tensor->set_size_bytes(uint64_t(t.getNumElements()) * (device.getIntOrFloatBitWidth() / 8));
   return tensor;
 }

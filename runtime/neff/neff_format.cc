@@ -39,7 +39,6 @@ constexpr size_t kNameLen = 256;
 
 // Generous sanity bounds; they keep every size computation far from overflow.
 constexpr int64_t kMaxDimExtent = int64_t(1) << 40;
-constexpr int kMaxRank = 8;
 constexpr int kMaxApDims = 5;
 // Bound on one access-pattern dim's reach; kMaxApDims of them plus the offset
 // stay far below 2^63.
@@ -710,7 +709,7 @@ absl::Status VerifyExecutable(const Executable& exe, size_t payload_size) {
     const Tensor& t = exe.tensors(i);
     std::string where = absl::StrCat("tensor ", i, " ('", t.name(), "')");
     if (!ValidTensorDType(t.dtype())) return Bad(absl::StrCat(where, " has an invalid dtype"));
-    if (t.shape_size() > kMaxRank) return Bad(absl::StrCat(where, " has rank above ", kMaxRank));
+    if (t.shape_size() > kMaxTensorRank) return Bad(absl::StrCat(where, " has rank above ", kMaxTensorRank));
     int64_t elems = 1;
     for (int64_t d : t.shape()) {
       if (d < 0 || d > kMaxDimExtent) return Bad(absl::StrCat(where, " has a bad dimension"));

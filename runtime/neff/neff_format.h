@@ -21,6 +21,9 @@ inline constexpr uint64_t kPackageVersion = 1;
 inline constexpr uint64_t kVersionMajor = 2;  // our payload layout; bump on breaking change
 inline constexpr uint64_t kVersionMinor = 0;
 inline constexpr uint32_t kFormatVersion = 1;  // Executable.format_version
+// The most dims a Tensor's shape may list (graph inputs and outputs keep theirs;
+// the compiler folds the leading dims of a wider intermediate or constant).
+inline constexpr int kMaxTensorRank = 8;
 
 // The public NEFF header fields, in file order (all little-endian).
 struct Header {

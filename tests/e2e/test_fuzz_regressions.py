@@ -1049,5 +1049,16 @@ class FuzzRegressions(unittest.TestCase):
                 self.check(lambda a, b: a.scatter_add(0, b, a.narrow(0, 0, 2)), (x, i))
 
 
+    def test_values_of_more_dims_than_a_neff_tensor_lists(self):
+        """graph_fuzz 46020202 case 634 (-O0, bf16): a repeat of a rank-5 tensor expands an
+        interleaved [r0, d0, r1, d1, ...] view of rank 10; at -O0 that value is a kernel's
+        result in HBM, and the NEFF tensor for it listed 10 dims where the format takes 8
+        (the verifier refused the compiler's own NEFF). Its leading dims are now folded."""
+        x = randn(1, 1, 2, 2, 4)  # eager avg_pool3d takes no bf16 (torch 1.13)
+        self.check(lambda a: F.avg_pool3d(a.repeat(2, 3, 2, 2, 1), 4, stride=2), (x,))
+        for dtype in (torch.float32, torch.bfloat16):
+            y = randn(2, 3, 2, 2, 3, dtype=dtype, seed=1)
+            self.check(lambda a: a.repeat(2, 1, 3, 2, 2).sum(0), (y,))
+
 if __name__ == "__main__":
     unittest.main(verbosity=2)

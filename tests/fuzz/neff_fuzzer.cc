@@ -32,6 +32,7 @@
 
 #include "executor.h"
 #include "neff_format.h"
+#include "race_check.h"
 
 namespace nn = neuroncc::neff;
 
@@ -58,6 +59,8 @@ void RunIfSmall(const nn::Neff& neff) {
   for (const nn::Tensor& t : exe.tensors())
     if (t.kind() == nn::INPUT || t.kind() == nn::OUTPUT) io += t.size_bytes();
   if (io > kMaxBytes) return;
+  // nrt_load's race check, over every kernel.
+  for (const nn::Kernel& k : exe.kernels()) (void)nn::CheckSbufRaces(k, 1);
   auto ex = neuroncc::rt::Executor::Create(neff, *nn::DeviceForTarget(exe.target()));
   if (!ex.ok()) return;
   std::vector<std::string> in, out;
@@ -182,6 +185,29 @@ void MutateOnce(std::mt19937_64& rng, pb::Message* root) {
   pb::Message* m = messages[rng() % messages.size()];
   const pb::Descriptor* d = m->GetDescriptor();
   const pb::Reflection* r = m->GetReflection();
+  // One change in four sets an unset message field to a copy of a set field
+  // of its type beside it (an instruction's accum or bias tile copied from
+  // its out or in0): a well-formed operand that the verifier must take or
+  // refuse, where an empty message is refused at once. Found this way: a
+  // footprint with room for one region fewer than an activation with scale,
+  // bias and sum tiles names, which crashed nrt_load on a compiled model.
+  if (rng() % 4 == 0) {
+    std::vector<std::pair<const pb::FieldDescriptor*, const pb::FieldDescriptor*>> copies;  // (to, from)
+    for (int i = 0; i < d->field_count(); ++i) {
+      const pb::FieldDescriptor* to = d->field(i);
+      if (to->is_repeated() || to->cpp_type() != pb::FieldDescriptor::CPPTYPE_MESSAGE || r->HasField(*m, to)) continue;
+      for (int j = 0; j < d->field_count(); ++j) {
+        const pb::FieldDescriptor* from = d->field(j);
+        if (!from->is_repeated() && from->message_type() == to->message_type() && r->HasField(*m, from))
+          copies.push_back({to, from});
+      }
+    }
+    if (!copies.empty()) {
+      auto [to, from] = copies[rng() % copies.size()];
+      r->MutableMessage(m, to)->CopyFrom(r->GetMessage(*m, from));
+      return;
+    }
+  }
   const pb::FieldDescriptor* f = d->field(int(rng() % uint64_t(d->field_count())));
   if (f->is_repeated()) {
     int n = r->FieldSize(*m, f);

@@ -132,6 +132,29 @@ TEST(ExecutorNumerics, TensorTensorEveryAluOnVectorAndGpsimd) {
   }
 }
 
+TEST(ExecutorNumerics, AnActivationWithScaleBiasAndSumTiles) {
+  // NormModel: z = x * rsqrt(q / cols + 1e-6) + q and s = sum(z) per row,
+  // q the row's sum of squares; one activation takes the scale and bias
+  // from tiles and sums what it writes.
+  const int rows = 4, cols = 16;
+  std::vector<float> x(rows * cols);
+  for (size_t i = 0; i < x.size(); ++i) x[i] = float(int(i % 7) - 3) * 0.25f;
+  Result r = RunExe(NormModel(rows, cols), {Bytes(x)});
+  ASSERT_EQ(r.outputs.size(), 2u);
+  std::vector<float> z = Floats(r.outputs[0]), s = Floats(r.outputs[1]);
+  for (int p = 0; p < rows; ++p) {
+    double q = 0, sum = 0;
+    for (int j = 0; j < cols; ++j) q += double(x[p * cols + j]) * x[p * cols + j];
+    const double scale = 1 / std::sqrt(q / cols + 1e-6);
+    for (int j = 0; j < cols; ++j) {
+      const double want = x[p * cols + j] * scale + q;
+      EXPECT_NEAR(z[p * cols + j], want, 1e-5 * (1 + std::abs(want))) << p << " " << j;
+      sum += want;
+    }
+    EXPECT_NEAR(s[p], sum, 1e-4 * (1 + std::abs(sum))) << p;
+  }
+}
+
 TEST(ExecutorNumerics, MaxAndMinPropagateNaN) {
   float nan = std::numeric_limits<float>::quiet_NaN();
   std::vector<float> a = {nan, 1.0f, -0.0f, 0.0f}, b = {1.0f, nan, 0.0f, -0.0f};

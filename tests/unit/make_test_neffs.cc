@@ -49,6 +49,8 @@ int main(int argc, char** argv) {
       {"add_bf16.neff", testing::AddModel(4, 8, neff::BF16)},
       {"add_f16.neff", testing::AddModel(4, 8, neff::F16)},
       {"two_kernel.neff", testing::TwoKernelModel(4, 16)},
+      {"two_kernel_one_dispatch.neff", testing::TwoKernelModel(4, 16, neff::DISPATCH_WHOLE_GRAPH)},
+      {"norm.neff", testing::NormModel(4, 16)},
       {"matmul.neff", testing::MatmulModel(8, 32, 16, neff::BF16, 2)},
       {"causal_mask.neff", testing::CausalMaskModel(8, 8)},
       {"embedding.neff", testing::EmbeddingModel(10, 8, 6, neff::F32, neff::I64)},

@@ -195,7 +195,7 @@ TEST(SbufRaces, AGatherWritesItsTileLikeALoad) {
 
 TEST(SbufRaces, TheTestModelsAreRaceFree) {
   for (const Executable& exe : {AddModel(4, 8), TwoKernelModel(4, 16), MatmulModel(64, 256, 512, BF16, 2),
-                                MatmulModel(128, 896, 64, F32, 7), CausalMaskModel(8, 8),
+                                MatmulModel(128, 896, 64, F32, 7), CausalMaskModel(8, 8), NormModel(4, 16),
                                 EmbeddingModel(50, 64, 128, BF16, I32)})
     for (const Kernel& k : exe.kernels()) EXPECT_TRUE(FindSbufRaces(k).empty()) << k.name();
 }

@@ -216,8 +216,9 @@ Executable AddModel(int64_t rows, int64_t cols, DType dtype) {
   return exe;
 }
 
-Executable TwoKernelModel(int64_t rows, int64_t cols) {
+Executable TwoKernelModel(int64_t rows, int64_t cols, DispatchModel dispatch) {
   Executable exe = EmptyExecutable("two_kernel");
+  exe.set_dispatch_model(dispatch);
   uint32_t x = AddTensor(&exe, "x", INPUT, F32, {rows, cols});
   uint32_t w = AddTensor(&exe, "w", INPUT, F32, {rows, cols});
   uint32_t z = AddTensor(&exe, "z", OUTPUT, F32, {rows, cols});
@@ -256,6 +257,39 @@ Executable TwoKernelModel(int64_t rows, int64_t cols) {
   add.set_source_op(1);
   *k1->add_instructions() = add;
   *k1->add_instructions() = DmaStore(Tile(0, p, 3 * b, n, F32), ap(z), 2, {W(2, 1)});
+  return exe;
+}
+
+Executable NormModel(int64_t rows, int64_t cols) {
+  Executable exe = EmptyExecutable("norm");
+  exe.set_dispatch_model(DISPATCH_WHOLE_GRAPH);
+  uint32_t x = AddTensor(&exe, "x", INPUT, F32, {rows, cols});
+  uint32_t z = AddTensor(&exe, "z", OUTPUT, F32, {rows, cols});
+  uint32_t s = AddTensor(&exe, "s", OUTPUT, F32, {rows, 1});
+  const uint32_t p = uint32_t(rows), n = uint32_t(cols), b = uint32_t(cols * 4);
+  Kernel* k = exe.add_kernels();
+  k->set_name("norm");
+  k->add_source_ops("aten.mul.Tensor");
+  k->add_inputs(x);
+  k->add_outputs(z);
+  k->add_outputs(s);
+  k->set_sbuf_bytes_per_partition(3 * b + 12);
+  const TileRef in = Tile(0, p, 0, n, F32), squares = Tile(0, p, b, n, F32), out = Tile(0, p, 2 * b, n, F32);
+  const TileRef sum = Tile(0, p, 3 * b, 1, F32), scale = Tile(0, p, 3 * b + 4, 1, F32),
+                total = Tile(0, p, 3 * b + 8, 1, F32);
+  *k->add_instructions() = DmaLoad(in, Ap(x, 0, {{cols, rows}, {1, cols}}), 0);
+  Instruction square = Activation(SQUARE, squares, in, 1.0f, 0.0f, {W(4, 1)});
+  *square.mutable_accum() = sum;
+  *k->add_instructions() = square;
+  *k->add_instructions() = Activation(RSQRT, scale, sum, 1.0f / float(cols), 1e-6f);
+  Instruction scaled = Activation(IDENTITY, out, in, 1.0f, 0.0f);
+  *scaled.mutable_in1() = scale;
+  *scaled.mutable_in2() = sum;
+  *scaled.mutable_accum() = total;
+  *k->add_instructions() = scaled;
+  *k->add_instructions() = DmaStore(out, Ap(z, 0, {{cols, rows}, {1, cols}}), 1, {W(2, 3)});
+  *k->add_instructions() = DmaStore(total, Ap(s, 0, {{1, rows}, {1, 1}}), 2, {W(2, 3)});
+  for (Instruction& i : *k->mutable_instructions()) i.set_source_op(0);
   return exe;
 }
 

@@ -70,12 +70,19 @@ neff::Executable EmptyExecutable(const std::string& name = "test", const std::st
 // one vector add and one store.
 neff::Executable AddModel(int64_t rows, int64_t cols, neff::DType dtype = neff::F32);
 
+// One kernel, one dispatch, per row of x [rows, cols] f32 (rows <= 128):
+// q = sum(x^2), r = rsqrt(q / cols + 1e-6), z = x * r + q and s = sum(z),
+// where one activation computes z with a scale tile (r), a bias tile (q)
+// and its row sums (s): every optional operand at once.
+neff::Executable NormModel(int64_t rows, int64_t cols);
+
 // Two kernels, O0 style then fused, for profile and attribution tests:
 //   kernel "square" (aten.mul.Tensor):                   t = x * x
 //   kernel "fused"  (aten.mul.Tensor, aten.add.Tensor):  z = t * w + 1
 // x, w, z: [rows, cols] f32; t is an HBM intermediate. In "fused" the
 // multiply is tagged source_op 0, the add source_op 1, the DMAs untagged.
-neff::Executable TwoKernelModel(int64_t rows, int64_t cols);
+neff::Executable TwoKernelModel(int64_t rows, int64_t cols,
+                                neff::DispatchModel dispatch = neff::DISPATCH_PER_KERNEL);
 
 // z = x @ w (aten.mm): x [m, k], w [k, n], z [m, n] float32; x and w of
 // `dtype`. x is loaded row-major and transposed on the TensorEngine in
