@@ -1103,6 +1103,9 @@ OwningOpRef<ModuleOp> GraphImporter::run() {
     if (it == values.end() || it->second.size() != 1)
       return (error(name) << "graph output names unknown value '" << name << "'", nullptr);
     Value v = it->second.front();
+    const int64_t rank = llvm::cast<RankedTensorType>(v.getType()).getRank();
+    if (rank > neff::kMaxTensorRank)
+      return (error(name) << "graph output rank " << rank << " is above " << neff::kMaxTensorRank, nullptr);
     if (auto narrow = narrowValues.lookup(v)) {  // back to the graph's dtype in HBM
       auto type = llvm::cast<RankedTensorType>(v.getType()).clone(narrow);
       v = type.getNumElements() == 0 ? emptyConstant(type, nodeLoc(name))
