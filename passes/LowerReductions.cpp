@@ -166,6 +166,7 @@ bool KernelLowering::planMiddleReduction(Operation* reduction, MiddleReductionPl
   const aten::StridedView view = viewOf.lookup(x);
   if (int64_t(view.shape.size()) != in.getRank()) return false;
   SmallVector<int64_t> dims = aten::reducedDims(reduction);
+  if (dims.empty()) return false;  // (a reduction of a 0-d tensor)
   for (size_t i = 1; i < dims.size(); ++i)
     if (dims[i] != dims[0] + int64_t(i)) return false;
   const int64_t first = dims.front(), last = dims.back();

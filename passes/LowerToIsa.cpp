@@ -151,7 +151,8 @@ void KernelLowering::mergeCopiedColumns(Value copied, SmallVectorImpl<int64_t>& 
   // (A copied view of a kernel input, through at least one view op.)
   if (!copied.getDefiningOp() || !llvm::isa<BlockArgument>(aten::viewChainRoot(copied))) return;
   std::optional<aten::StridedView> chained = aten::viewOfChain(copied);
-  if (!chained || chained->shape.size() != full.size()) return;
+  // (Two dims at least: a 0-d or 1-d copy has no columns to merge.)
+  if (!chained || chained->shape.size() != full.size() || full.size() < 2) return;
   const aten::StridedView& view = *chained;
   auto chains = [&](size_t d) { return full[d - 1] > 1 && view.strides[d - 1] == view.strides[d] * full[d]; };
   size_t first = full.size() - 1;

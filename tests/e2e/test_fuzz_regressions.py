@@ -1060,5 +1060,17 @@ class FuzzRegressions(unittest.TestCase):
             y = randn(2, 3, 2, 2, 3, dtype=dtype, seed=1)
             self.check(lambda a: a.repeat(2, 1, 3, 2, 2).sum(0), (y,))
 
+    def test_zero_dim_copies_and_reductions(self):
+        """graph_fuzz 46030303 cases 7 and 22, found by a build with LLVM's assertions and
+        ASan: a 0-d graph input returned as is (a copy kernel of rank 0) and amax() of a
+        0-d input read one element before an empty dim list (mergeCopiedColumns,
+        planMiddleReduction). Release builds read it silently; an assertion build aborts."""
+        for dtype in (torch.float32, torch.bfloat16, torch.float16):
+            x = randn(dtype=dtype)
+            self.check(lambda a: a.clone(), (x,))
+            self.check(lambda a: a.amax(), (x,))
+            self.check(lambda a: (a.sum(), a.mean((0,), True), a.amax(0)), (x,))
+            self.check(lambda a, b: (a * b).amax(), (x, randn(dtype=dtype, seed=1)))
+
 if __name__ == "__main__":
     unittest.main(verbosity=2)
