@@ -188,9 +188,9 @@ void MutateOnce(std::mt19937_64& rng, pb::Message* root) {
   // One change in four sets an unset message field to a copy of a set field
   // of its type beside it (an instruction's accum or bias tile copied from
   // its out or in0): a well-formed operand that the verifier must take or
-  // refuse, where an empty message is refused at once. Found this way: a
-  // footprint with room for one region fewer than an activation with scale,
-  // bias and sum tiles names, which crashed nrt_load on a compiled model.
+  // refuse, where an empty message is refused at once. The fuzzer missed a
+  // crash at nrt_load that needed such operands: a footprint with room for
+  // one region fewer than an activation with scale, bias and sum tiles.
   if (rng() % 4 == 0) {
     std::vector<std::pair<const pb::FieldDescriptor*, const pb::FieldDescriptor*>> copies;  // (to, from)
     for (int i = 0; i < d->field_count(); ++i) {
