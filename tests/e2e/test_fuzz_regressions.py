@@ -1072,5 +1072,21 @@ class FuzzRegressions(unittest.TestCase):
             self.check(lambda a: (a.sum(), a.mean((0,), True), a.amax(0)), (x,))
             self.check(lambda a, b: (a * b).amax(), (x, randn(dtype=dtype, seed=1)))
 
+    def test_stored_cast_of_a_reused_load(self):
+        """graph_fuzz 46060606 case 701 (-O0, bf16), found by ASan: index_reduce over [1, 6666]
+        with one index casts a row-invariant index load to f32 and stores it, rows grouped
+        several to a partition. The cast passed the load's tile on as its own, and the
+        grouped store retargeted that tile into its group (erasing its alloc) while later
+        row tiles still read the cached load: a use after free in the compiler. A load that
+        later tiles reuse is no longer retargeted."""
+        for dtype in (torch.float32, torch.bfloat16):
+            x = randn(20000, dtype=dtype)
+            i = torch.zeros(1, dtype=torch.int64)
+
+            def fn(a, b):
+                v = torch.split(a.reshape(1, 20000), [6666, 13334], 1)[0]
+                return v.index_reduce(0, b, v.narrow(0, 0, 1), "amax", include_self=True), v
+            self.check(fn, (x, i))
+
 if __name__ == "__main__":
     unittest.main(verbosity=2)
