@@ -1949,12 +1949,12 @@ void KernelLowering::storeRows(Value hbm, Value tile, const Layout& store, int64
   auto type = llvm::cast<MemRefType>(tile.getType());
   Value& group = groupTiles[hbm];
   auto allocated = tile.getDefiningOp<nc::AllocTileOp>();
-  // Not a load that later tiles reuse (a row-invariant input a cast passed
-  // on as its result's tile): retargeting erases its alloc.
-  auto cachedLoad = [&](const auto& e) { return e.second == tile; };
+  // Not a constant's tile nor a load that later tiles reuse (a row-invariant
+  // input a cast passed on as its result's tile): retargeting erases its alloc.
+  auto holdsTile = [&](const auto& e) { return e.second == tile; };
   bool retarget = computed && allocated && rowTileAllocs.contains(allocated) &&
-                  llvm::none_of(constantTiles, [&](const auto& e) { return e.second == tile; }) &&
-                  llvm::none_of(repeatedLoads, cachedLoad) && llvm::none_of(rowTileLoads, cachedLoad) &&
+                  llvm::none_of(constantTiles, holdsTile) && llvm::none_of(repeatedLoads, holdsTile) &&
+                  llvm::none_of(rowTileLoads, holdsTile) &&
                   type.getShape()[0] == p && type.getShape()[1] == width &&
                   (!group || llvm::cast<MemRefType>(group.getType()).getElementType() == type.getElementType());
   {
